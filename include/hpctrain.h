@@ -1,0 +1,216 @@
+/*
+ * hpctrain.h: the one public header of libhpctrain, a static C library for
+ * synchronous data-parallel training on HPC batch clusters.
+ *
+ * Conventions: every call returns an hpct_status_t (0 success, negative
+ * error, positive informational); handles are opaque; arrays are fp32,
+ * row-major [rows, cols]; sizes are element counts unless named *_bytes.
+ * The library never exits, aborts, or prints unless a log level is set.
+ */
+#ifndef HPCTRAIN_H
+#define HPCTRAIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Version ---------------------------------------------------------- */
+
+#define HPCT_VERSION_MAJOR 0
+#define HPCT_VERSION_MINOR 1
+#define HPCT_VERSION_PATCH 0
+#define HPCT_VERSION_STRING "0.1.0"
+/* One integer that grows with every release: 0x00MMmmpp. */
+#define HPCT_VERSION ((HPCT_VERSION_MAJOR << 16) | (HPCT_VERSION_MINOR << 8) | HPCT_VERSION_PATCH)
+
+/* Version of the library actually linked (may differ from the header's). */
+void hpct_get_version(int *major, int *minor, int *patch);
+
+/* ---- Status codes ----------------------------------------------------- */
+
+typedef int hpct_status_t;
+
+#define HPCT_SUCCESS          0   /* it worked */
+#define HPCT_PREEMPTED        1   /* stopped cleanly at a step boundary on a signal */
+#define HPCT_ERR_INVALID_ARG  -1  /* a NULL handle, bad size, or out-of-range value */
+#define HPCT_ERR_NO_MEMORY    -2  /* an allocation failed */
+#define HPCT_ERR_STATE        -3  /* called in the wrong order (e.g. train before build) */
+#define HPCT_ERR_UNSUPPORTED  -4  /* feature or backend not built into this library */
+#define HPCT_ERR_IO           -5  /* a file could not be opened, read or written */
+#define HPCT_ERR_FORMAT       -6  /* a file or dataset has the wrong layout or syntax */
+#define HPCT_ERR_CHECKSUM     -7  /* stored and computed checksums differ */
+#define HPCT_ERR_NOT_FOUND    -8  /* a named file, dataset or parameter does not exist */
+#define HPCT_ERR_NONFINITE    -9  /* NaN or Inf in inputs, loss or gradients */
+#define HPCT_ERR_COMM         -10 /* a collective failed */
+#define HPCT_ERR_TIMEOUT      -11 /* a collective missed its deadline (a rank hung) */
+#define HPCT_ERR_DIVERGED     -12 /* replicas no longer hold identical parameters */
+#define HPCT_ERR_INTERNAL     -13 /* a bug in libhpctrain: please report it */
+
+/* Static, never-NULL description of a status code. */
+const char *hpct_strerror(hpct_status_t status);
+
+/* ---- Context ---------------------------------------------------------- */
+
+typedef struct hpct_ctx *hpct_ctx_t;
+
+typedef enum { HPCT_BACKEND_CPU = 0, HPCT_BACKEND_CUDA = 1 } hpct_backend_t;
+
+typedef enum {
+    HPCT_LOG_NONE = 0,  /* silent (default) */
+    HPCT_LOG_ERROR = 1, /* errors, on stderr */
+    HPCT_LOG_WARN = 2,
+    HPCT_LOG_INFO = 3,
+    HPCT_LOG_DEBUG = 4
+} hpct_log_level_t;
+
+/* Versioned, append-only; always start from HPCT_CONFIG_INITIALIZER. */
+#define HPCT_CONFIG_VERSION 1
+typedef struct hpct_config {
+    unsigned version;         /* HPCT_CONFIG_VERSION */
+    hpct_backend_t backend;   /* where tensors live */
+    int device;               /* GPU ordinal; -1 picks the local rank */
+    hpct_log_level_t log_level;
+    uint64_t seed;            /* seeds initialisation and the context RNG */
+    int num_threads;          /* threads for CPU math (BLAS); 0 leaves the BLAS default */
+} hpct_config_t;
+
+#define HPCT_CONFIG_INITIALIZER {HPCT_CONFIG_VERSION, HPCT_BACKEND_CPU, -1, HPCT_LOG_NONE, 42, 0}
+
+/* Create a context from cfg (NULL means the defaults). */
+hpct_status_t hpct_ctx_create(const hpct_config_t *cfg, hpct_ctx_t *ctx);
+/* Free a context; NULL is accepted. Free its models and optimizers first. */
+void hpct_ctx_destroy(hpct_ctx_t ctx);
+/* Detail of the context's most recent error ("" if none); valid until the next call. */
+const char *hpct_last_error(hpct_ctx_t ctx);
+
+/* The context RNG (xoshiro256**): 4 words of state, saved and restored by checkpoints. */
+#define HPCT_RNG_STATE_WORDS 4
+hpct_status_t hpct_rng_get_state(hpct_ctx_t ctx, uint64_t state[HPCT_RNG_STATE_WORDS]);
+hpct_status_t hpct_rng_set_state(hpct_ctx_t ctx, const uint64_t state[HPCT_RNG_STATE_WORDS]);
+
+/* ---- Parameter sets (built-in models and bring-your-own-gradients) ----- */
+
+/* Named (parameter, gradient) buffer pairs that an optimizer updates. */
+typedef struct hpct_params *hpct_params_t;
+
+/* An empty set whose buffers the caller owns. */
+hpct_status_t hpct_params_create(hpct_ctx_t ctx, hpct_params_t *params);
+/* Free a set made by hpct_params_create (never the caller's buffers). */
+void hpct_params_destroy(hpct_params_t params);
+/* Add a buffer pair of count floats; name is copied and must be unique. */
+hpct_status_t hpct_params_register(hpct_params_t params, const char *name, float *param,
+                                   float *grad, size_t count);
+/* Number of registered buffers and their total element count. */
+hpct_status_t hpct_params_size(hpct_params_t params, int *num_buffers, size_t *total_count);
+/* Look up buffer i: its name, parameter and gradient pointers and element count. */
+hpct_status_t hpct_params_get(hpct_params_t params, int i, const char **name, float **param,
+                              float **grad, size_t *count);
+/* Set every gradient to zero. */
+hpct_status_t hpct_params_zero_grads(hpct_params_t params);
+/* Multiply every gradient by factor (e.g. 1/micro-batches). */
+hpct_status_t hpct_params_scale_grads(hpct_params_t params, float factor);
+/* L2 norm of all gradients together, computed in double precision. */
+hpct_status_t hpct_params_grad_norm(hpct_params_t params, double *norm);
+
+/* ---- Built-in models ------------------------------------------------- */
+
+typedef struct hpct_model *hpct_model_t;
+
+typedef enum {
+    HPCT_ACT_IDENTITY = 0,
+    HPCT_ACT_RELU = 1,
+    HPCT_ACT_TANH = 2,
+    HPCT_ACT_GELU = 3 /* tanh approximation */
+} hpct_activation_t;
+
+typedef enum {
+    HPCT_LOSS_SOFTMAX_CE = 0, /* targets: int32 class labels [batch] */
+    HPCT_LOSS_MSE = 1         /* targets: float [batch, outputs]; mean over all elements */
+} hpct_loss_t;
+
+typedef enum {
+    HPCT_INIT_AUTO = 0,   /* He for ReLU/GELU, Xavier otherwise */
+    HPCT_INIT_HE = 1,     /* normal(0, sqrt(2 / fan_in)) */
+    HPCT_INIT_XAVIER = 2  /* uniform(+-sqrt(6 / (fan_in + fan_out))) */
+} hpct_init_t;
+
+/* An empty sequential model taking [batch, input_features] fp32 inputs. */
+hpct_status_t hpct_model_create(hpct_ctx_t ctx, int input_features, hpct_model_t *model);
+void hpct_model_destroy(hpct_model_t model);
+/* Append y = act(x W^T + b), W [out, in], b [out]. */
+hpct_status_t hpct_model_add_dense(hpct_model_t model, int out_features, hpct_activation_t act,
+                                   hpct_init_t init);
+/* Choose the loss applied to the last layer's output (default softmax CE). */
+hpct_status_t hpct_model_set_loss(hpct_model_t model, hpct_loss_t loss);
+/* Allocate every buffer for batches up to max_batch and initialise the weights from
+ * the context seed. No allocation happens after this call. */
+hpct_status_t hpct_model_build(hpct_model_t model, int max_batch);
+/* The model's parameters as a set (owned by the model; do not destroy). */
+hpct_status_t hpct_model_params(hpct_model_t model, hpct_params_t *params);
+/* Input and output widths. */
+hpct_status_t hpct_model_shape(hpct_model_t model, int *inputs, int *outputs);
+
+/* Forward only: out [batch, outputs] receives the last layer (logits for CE). */
+hpct_status_t hpct_model_forward(hpct_model_t model, const float *x, int batch, float *out);
+/* Forward and backward on one batch: loss is the batch mean; gradients are
+ * overwritten (accumulate = 0) or added to (accumulate = 1). */
+hpct_status_t hpct_model_loss_grad(hpct_model_t model, const float *x, const void *targets,
+                                   int batch, int accumulate, float *loss);
+/* Mean loss and accuracy (CE only; -1 for MSE) over n samples, weights unchanged. */
+hpct_status_t hpct_model_evaluate(hpct_model_t model, const float *x, const void *targets,
+                                  size_t n, double *loss, double *accuracy);
+
+/* ---- Optimizers and learning-rate schedules --------------------------- */
+
+typedef struct hpct_optimizer *hpct_optimizer_t;
+
+typedef enum { HPCT_OPT_SGD = 0, HPCT_OPT_ADAMW = 1 } hpct_optimizer_kind_t;
+typedef enum { HPCT_SCHED_CONSTANT = 0, HPCT_SCHED_STEP = 1, HPCT_SCHED_COSINE = 2 } hpct_schedule_t;
+
+/* Versioned, append-only; always start from HPCT_OPTIM_CONFIG_INITIALIZER. */
+#define HPCT_OPTIM_CONFIG_VERSION 1
+typedef struct hpct_optim_config {
+    unsigned version;           /* HPCT_OPTIM_CONFIG_VERSION */
+    hpct_optimizer_kind_t kind;
+    float lr;                   /* peak learning rate */
+    float momentum;             /* SGD */
+    int nesterov;               /* SGD: 1 for Nesterov momentum */
+    float weight_decay;         /* SGD: L2 added to the gradient; AdamW: decoupled */
+    float beta1, beta2, eps;    /* AdamW */
+    float clip_norm;            /* clip the global gradient norm to this; 0 = off */
+    hpct_schedule_t schedule;
+    long warmup_steps;          /* linear warmup from lr/warmup to lr; 0 = none */
+    long step_size;             /* STEP: multiply by gamma every step_size steps */
+    float gamma;                /* STEP decay factor */
+    long total_steps;           /* COSINE: steps (after warmup) to reach min_lr */
+    float min_lr;               /* COSINE floor */
+} hpct_optim_config_t;
+
+#define HPCT_OPTIM_CONFIG_INITIALIZER                                                            \
+    {HPCT_OPTIM_CONFIG_VERSION, HPCT_OPT_SGD, 0.01f, 0.0f, 0, 0.0f, 0.9f, 0.999f, 1e-8f, 0.0f,   \
+     HPCT_SCHED_CONSTANT, 0, 1, 0.1f, 1, 0.0f}
+
+/* An optimizer over params (which must outlive it); it allocates its own state. */
+hpct_status_t hpct_optimizer_create(hpct_params_t params, const hpct_optim_config_t *cfg,
+                                    hpct_optimizer_t *opt);
+void hpct_optimizer_destroy(hpct_optimizer_t opt);
+/* Clip (if asked) and apply one update with the scheduled LR; advances the step. */
+hpct_status_t hpct_optimizer_step(hpct_optimizer_t opt);
+/* Learning rate the schedule gives at a step (0-based), without side effects. */
+hpct_status_t hpct_optimizer_lr_at(hpct_optimizer_t opt, long step, float *lr);
+/* Updates applied so far; set it when resuming. */
+hpct_status_t hpct_optimizer_get_step(hpct_optimizer_t opt, long *step);
+hpct_status_t hpct_optimizer_set_step(hpct_optimizer_t opt, long step);
+/* Number of state buffers per parameter buffer (SGD with momentum 1, AdamW 2, else 0)
+ * and the state of parameter buffer i, slot k (e.g. momentum, first/second moment). */
+hpct_status_t hpct_optimizer_state(hpct_optimizer_t opt, int i, int k, float **state,
+                                   size_t *count);
+hpct_status_t hpct_optimizer_state_slots(hpct_optimizer_t opt, int *slots);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HPCTRAIN_H */

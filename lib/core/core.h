@@ -1,0 +1,46 @@
+/* core.h: library-internal context, errors, logging and RNG (not installed). */
+#ifndef HPCT_CORE_H
+#define HPCT_CORE_H
+
+#include "hpctrain.h"
+
+#include <stdarg.h>
+
+struct hpcti_ops;
+
+/* xoshiro256** generator: 4 words of state, never all zero. */
+typedef struct hpcti_rng {
+    uint64_t s[HPCT_RNG_STATE_WORDS];
+} hpcti_rng_t;
+
+struct hpct_ctx {
+    hpct_config_t cfg;
+    const struct hpcti_ops *ops; /* backend chosen by cfg.backend */
+    hpcti_rng_t rng;
+    char last_error[1024];
+};
+
+/* Record a detailed error on ctx (printf format), log it, and return status. */
+hpct_status_t hpcti_error(hpct_ctx_t ctx, hpct_status_t status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Write one log line to stderr when ctx's log level is at least level. */
+void hpcti_log(hpct_ctx_t ctx, hpct_log_level_t level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Forget the previous error detail (called at the start of public calls). */
+void hpcti_clear_error(hpct_ctx_t ctx);
+
+/* Seed a generator from one 64-bit seed (splitmix64 expansion). */
+void hpcti_rng_seed(hpcti_rng_t *rng, uint64_t seed);
+/* Next raw 64-bit output. */
+uint64_t hpcti_rng_next(hpcti_rng_t *rng);
+/* Uniform double in [0, 1) with 53 random bits. */
+double hpcti_rng_uniform(hpcti_rng_t *rng);
+/* Standard normal deviate (Box-Muller, no cached spare, so state stays 4 words). */
+double hpcti_rng_normal(hpcti_rng_t *rng);
+/* Mix a seed with a stream id into a new well-spread seed. */
+uint64_t hpcti_seed_mix(uint64_t seed, uint64_t stream);
+
+/* Checked allocation helpers that record HPCT_ERR_NO_MEMORY on ctx. */
+void *hpcti_calloc(hpct_ctx_t ctx, size_t count, size_t size, const char *what);
+
+#endif

@@ -1,0 +1,130 @@
+/* ctx.c: context lifetime, error detail, logging, RNG state. */
+#include "core.h"
+#include "../device/ops.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *level_name(hpct_log_level_t level)
+{
+    static const char *names[] = {"", "error", "warning", "info", "debug"};
+    return (level >= HPCT_LOG_ERROR && level <= HPCT_LOG_DEBUG) ? names[level] : "log";
+}
+
+static void vlog(hpct_log_level_t max, hpct_log_level_t level, const char *fmt, va_list ap)
+{
+    if (level > max) return;
+    char line[1200];
+    vsnprintf(line, sizeof line, fmt, ap);
+    fprintf(stderr, "hpctrain: %s: %s\n", level_name(level), line);
+}
+
+void hpcti_log(hpct_ctx_t ctx, hpct_log_level_t level, const char *fmt, ...)
+{
+    if (!ctx) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vlog(ctx->cfg.log_level, level, fmt, ap);
+    va_end(ap);
+}
+
+hpct_status_t hpcti_error(hpct_ctx_t ctx, hpct_status_t status, const char *fmt, ...)
+{
+    if (!ctx) return status;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->last_error, sizeof ctx->last_error, fmt, ap);
+    va_end(ap);
+    hpcti_log(ctx, HPCT_LOG_ERROR, "%s (%s)", ctx->last_error, hpct_strerror(status));
+    return status;
+}
+
+void hpcti_clear_error(hpct_ctx_t ctx)
+{
+    if (ctx) ctx->last_error[0] = '\0';
+}
+
+void *hpcti_calloc(hpct_ctx_t ctx, size_t count, size_t size, const char *what)
+{
+    void *p = calloc(count ? count : 1, size ? size : 1);
+    if (!p) hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "cannot allocate %zu x %zu bytes for %s", count, size, what);
+    return p;
+}
+
+/* Reject a config the library cannot honour; the reason goes to stderr if logging is on. */
+static hpct_status_t check_config(const hpct_config_t *cfg)
+{
+    const char *why = NULL;
+    if (cfg->version < 1 || cfg->version > HPCT_CONFIG_VERSION)
+        why = "hpct_config_t.version is not a known version (start from HPCT_CONFIG_INITIALIZER)";
+    else if (cfg->backend != HPCT_BACKEND_CPU && cfg->backend != HPCT_BACKEND_CUDA)
+        why = "hpct_config_t.backend must be HPCT_BACKEND_CPU or HPCT_BACKEND_CUDA";
+    else if (cfg->log_level < HPCT_LOG_NONE || cfg->log_level > HPCT_LOG_DEBUG)
+        why = "hpct_config_t.log_level must be between HPCT_LOG_NONE and HPCT_LOG_DEBUG";
+    else if (cfg->num_threads < 0)
+        why = "hpct_config_t.num_threads must be >= 0";
+    if (!why) return HPCT_SUCCESS;
+    if (cfg->log_level >= HPCT_LOG_ERROR) fprintf(stderr, "hpctrain: error: %s\n", why);
+    return HPCT_ERR_INVALID_ARG;
+}
+
+hpct_status_t hpct_ctx_create(const hpct_config_t *cfg, hpct_ctx_t *out)
+{
+    static const hpct_config_t defaults = HPCT_CONFIG_INITIALIZER;
+    if (!out) return HPCT_ERR_INVALID_ARG;
+    *out = NULL;
+    if (!cfg) cfg = &defaults;
+    hpct_status_t s = check_config(cfg);
+    if (s) return s;
+    hpct_ctx_t ctx = calloc(1, sizeof *ctx);
+    if (!ctx) return HPCT_ERR_NO_MEMORY;
+    ctx->cfg = *cfg;
+    ctx->cfg.version = HPCT_CONFIG_VERSION;
+    hpcti_rng_seed(&ctx->rng, cfg->seed);
+    ctx->ops = hpcti_ops_lookup(cfg->backend);
+    if (!ctx->ops) {
+        hpcti_log(ctx, HPCT_LOG_ERROR, "the %s backend is not built into this library (configure --with-cuda)",
+                  cfg->backend == HPCT_BACKEND_CUDA ? "cuda" : "requested");
+        free(ctx);
+        return HPCT_ERR_UNSUPPORTED;
+    }
+    s = ctx->ops->init(ctx);
+    if (s) {
+        free(ctx);
+        return s;
+    }
+    hpcti_log(ctx, HPCT_LOG_INFO, "context ready: backend %s, seed %llu", ctx->ops->name,
+              (unsigned long long)cfg->seed);
+    *out = ctx;
+    return HPCT_SUCCESS;
+}
+
+void hpct_ctx_destroy(hpct_ctx_t ctx)
+{
+    if (!ctx) return;
+    ctx->ops->finalize(ctx);
+    free(ctx);
+}
+
+const char *hpct_last_error(hpct_ctx_t ctx)
+{
+    return ctx ? ctx->last_error : "no context (NULL handle)";
+}
+
+hpct_status_t hpct_rng_get_state(hpct_ctx_t ctx, uint64_t state[HPCT_RNG_STATE_WORDS])
+{
+    if (!ctx || !state) return ctx ? hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_rng_get_state: state is NULL") : HPCT_ERR_INVALID_ARG;
+    memcpy(state, ctx->rng.s, sizeof ctx->rng.s);
+    return HPCT_SUCCESS;
+}
+
+hpct_status_t hpct_rng_set_state(hpct_ctx_t ctx, const uint64_t state[HPCT_RNG_STATE_WORDS])
+{
+    if (!ctx) return HPCT_ERR_INVALID_ARG;
+    if (!state) return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_rng_set_state: state is NULL");
+    if (!(state[0] | state[1] | state[2] | state[3]))
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_rng_set_state: an all-zero state is invalid for xoshiro256**");
+    memcpy(ctx->rng.s, state, sizeof ctx->rng.s);
+    return HPCT_SUCCESS;
+}

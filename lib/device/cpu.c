@@ -1,0 +1,193 @@
+/* cpu.c: the cpu backend: CBLAS sgemm plus plain loops the compiler vectorises. */
+#include "config.h"
+#include "ops.h"
+#include "../../kernels/hpct_math.h"
+
+#include <cblas.h>
+#include <float.h>
+#include <stdlib.h>
+#include <string.h>
+
+static hpct_status_t cpu_init(hpct_ctx_t ctx)
+{
+#ifdef HAVE_OPENBLAS_SET_NUM_THREADS
+    if (ctx->cfg.num_threads > 0) openblas_set_num_threads(ctx->cfg.num_threads);
+#endif
+    return HPCT_SUCCESS;
+}
+
+static void cpu_finalize(hpct_ctx_t ctx) {}
+
+static void *cpu_alloc(hpct_ctx_t ctx, size_t bytes)
+{
+    /* 64-byte aligned for vector loads; rounded up as aligned_alloc requires. */
+    size_t rounded = (bytes + 63) / 64 * 64;
+    void *p = aligned_alloc(64, rounded ? rounded : 64);
+    if (!p) {
+        hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "cpu backend: cannot allocate %zu bytes", bytes);
+        return NULL;
+    }
+    memset(p, 0, rounded ? rounded : 64);
+    return p;
+}
+
+static void cpu_free(void *p)
+{
+    free(p);
+}
+
+static void cpu_copy(void *dst, const void *src, size_t bytes)
+{
+    if (bytes && dst != src) memcpy(dst, src, bytes);
+}
+
+static void cpu_gemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, const float *b,
+                     float beta, float *c)
+{
+    int lda = ta ? m : k, ldb = tb ? k : n;
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
+                k, alpha, a, lda, b, ldb, beta, c, n);
+}
+
+static void cpu_bias_act(int act, float *z, const float *restrict bias, float *y, int rows, int cols)
+{
+    for (int r = 0; r < rows; r++) {
+        float *zr = z + (size_t)r * cols, *yr = y + (size_t)r * cols;
+        if (act == HPCT_MATH_RELU) { /* the hot case: keep it branch-free */
+            for (int c = 0; c < cols; c++) {
+                float v = zr[c] + bias[c];
+                zr[c] = v;
+                yr[c] = v < 0.0f ? 0.0f : v; /* NaN passes through */
+            }
+        } else {
+            for (int c = 0; c < cols; c++) {
+                zr[c] += bias[c];
+                yr[c] = hpct_act_fwd(act, zr[c]);
+            }
+        }
+    }
+}
+
+static void cpu_act_backward(int act, const float *restrict z, const float *restrict y,
+                             const float *dy, float *dz, size_t n)
+{
+    if (act == HPCT_MATH_RELU) {
+        for (size_t i = 0; i < n; i++) dz[i] = z[i] > 0.0f ? dy[i] : 0.0f;
+    } else {
+        for (size_t i = 0; i < n; i++) dz[i] = dy[i] * hpct_act_deriv(act, z[i], y[i]);
+    }
+}
+
+static void cpu_bias_grad(const float *dz, float *db, int rows, int cols, int accumulate)
+{
+    if (!accumulate) memset(db, 0, sizeof(float) * (size_t)cols);
+    for (int r = 0; r < rows; r++) {
+        const float *row = dz + (size_t)r * cols;
+        for (int c = 0; c < cols; c++) db[c] += row[c];
+    }
+}
+
+static double cpu_softmax_xent(const float *logits, const int32_t *labels, float *dlogits, int rows,
+                               int cols, float scale)
+{
+    double total = 0.0;
+    for (int r = 0; r < rows; r++) {
+        const float *x = logits + (size_t)r * cols;
+        float *d = dlogits + (size_t)r * cols;
+        float mx = -FLT_MAX;
+        for (int c = 0; c < cols; c++) mx = x[c] > mx ? x[c] : mx;
+        double sum = 0.0;
+        for (int c = 0; c < cols; c++) sum += exp((double)(x[c] - mx));
+        double log_sum = log(sum);
+        total += log_sum - (double)(x[labels[r]] - mx);
+        for (int c = 0; c < cols; c++) d[c] = scale * (float)(exp((double)(x[c] - mx) - log_sum));
+        d[labels[r]] -= scale;
+    }
+    return total;
+}
+
+static long cpu_count_correct(const float *logits, const int32_t *labels, int rows, int cols)
+{
+    long correct = 0;
+    for (int r = 0; r < rows; r++) {
+        const float *x = logits + (size_t)r * cols;
+        int best = 0;
+        for (int c = 1; c < cols; c++) best = x[c] > x[best] ? c : best;
+        correct += best == labels[r];
+    }
+    return correct;
+}
+
+static double cpu_mse(const float *out, const float *t, float *dout, size_t n, float scale)
+{
+    double total = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        float e = out[i] - t[i];
+        total += (double)e * e;
+        dout[i] = scale * 2.0f * e;
+    }
+    return total;
+}
+
+static double cpu_sumsq(const float *x, size_t n)
+{
+    double total = 0.0;
+    for (size_t i = 0; i < n; i++) total += (double)x[i] * x[i];
+    return total;
+}
+
+static void cpu_scale(float *x, float alpha, size_t n)
+{
+    if (alpha == 0.0f)
+        memset(x, 0, sizeof(float) * n);
+    else
+        for (size_t i = 0; i < n; i++) x[i] *= alpha;
+}
+
+static int cpu_all_finite(const float *x, size_t n)
+{
+    int ok = 1;
+    for (size_t i = 0; i < n; i++) ok &= isfinite(x[i]) != 0;
+    return ok;
+}
+
+static void cpu_sgd(float *restrict p, const float *restrict g, float *restrict v, size_t n, float lr,
+                    float mu, int nesterov, float wd, float gscale)
+{
+    if (v) {
+        for (size_t i = 0; i < n; i++)
+            hpct_sgd_update(p + i, v + i, gscale * g[i], lr, mu, nesterov, wd);
+    } else {
+        for (size_t i = 0; i < n; i++) hpct_sgd_update(p + i, NULL, gscale * g[i], lr, mu, 0, wd);
+    }
+}
+
+static void cpu_adamw(float *restrict p, const float *restrict g, float *restrict m,
+                      float *restrict v, size_t n, float lr, float b1, float b2, float eps, float wd,
+                      float c1, float c2, float gscale)
+{
+    for (size_t i = 0; i < n; i++)
+        hpct_adamw_update(p + i, m + i, v + i, gscale * g[i], lr, b1, b2, eps, wd, c1, c2);
+}
+
+const struct hpcti_ops hpcti_cpu_ops = {
+    .name = "cpu",
+    .init = cpu_init,
+    .finalize = cpu_finalize,
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .to_device = cpu_copy,
+    .to_host = cpu_copy,
+    .gemm = cpu_gemm,
+    .bias_act = cpu_bias_act,
+    .act_backward = cpu_act_backward,
+    .bias_grad = cpu_bias_grad,
+    .softmax_xent = cpu_softmax_xent,
+    .count_correct = cpu_count_correct,
+    .mse = cpu_mse,
+    .sumsq = cpu_sumsq,
+    .scale = cpu_scale,
+    .all_finite = cpu_all_finite,
+    .sgd = cpu_sgd,
+    .adamw = cpu_adamw,
+};

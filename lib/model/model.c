@@ -1,0 +1,383 @@
+/* model.c: sequential dense models: build, forward, backward, evaluation. */
+#include "model.h"
+#include "../device/ops.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct dense {
+    int in, out;
+    hpct_activation_t act;
+    hpct_init_t init;
+    float *w, *b, *dw, *db; /* views into the flat buffers: [out, in], [out] */
+    float *z, *y;           /* [max_batch, out]; y == z for identity */
+};
+
+struct hpct_model {
+    hpct_ctx_t ctx;
+    int inputs;
+    struct dense *layers;
+    int num, cap;
+    hpct_loss_t loss;
+    int max_batch; /* 0 until built */
+    float *flat_params, *flat_grads; /* all W and b, back to back */
+    size_t num_params;
+    float *x_dev;       /* [max_batch, inputs] staging (device backends only) */
+    void *targets_dev;  /* [max_batch] int32 or [max_batch, outputs] float staging */
+    float *grad_a[2];   /* [max_batch, widest] ping-pong buffers for d(activation) */
+    hpct_params_t params;
+};
+
+static int host_backend(hpct_ctx_t ctx)
+{
+    return ctx->ops == &hpcti_cpu_ops;
+}
+
+hpct_status_t hpct_model_create(hpct_ctx_t ctx, int input_features, hpct_model_t *out)
+{
+    if (!ctx) return HPCT_ERR_INVALID_ARG;
+    hpcti_clear_error(ctx);
+    if (!out) return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_model_create: out is NULL");
+    *out = NULL;
+    if (input_features <= 0)
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                           "hpct_model_create: input_features is %d, must be > 0", input_features);
+    hpct_model_t m = hpcti_calloc(ctx, 1, sizeof *m, "a model");
+    if (!m) return HPCT_ERR_NO_MEMORY;
+    m->ctx = ctx;
+    m->inputs = input_features;
+    m->loss = HPCT_LOSS_SOFTMAX_CE;
+    *out = m;
+    return HPCT_SUCCESS;
+}
+
+void hpct_model_destroy(hpct_model_t m)
+{
+    if (!m) return;
+    const struct hpcti_ops *ops = m->ctx->ops;
+    for (int l = 0; l < m->num; l++) {
+        ops->free(m->layers[l].z);
+        if (m->layers[l].y != m->layers[l].z) ops->free(m->layers[l].y);
+    }
+    ops->free(m->flat_params);
+    ops->free(m->flat_grads);
+    ops->free(m->x_dev);
+    ops->free(m->targets_dev);
+    ops->free(m->grad_a[0]);
+    ops->free(m->grad_a[1]);
+    hpct_params_destroy(m->params);
+    free(m->layers);
+    free(m);
+}
+
+hpct_status_t hpct_model_add_dense(hpct_model_t m, int out_features, hpct_activation_t act,
+                                   hpct_init_t init)
+{
+    if (!m) return HPCT_ERR_INVALID_ARG;
+    hpct_ctx_t ctx = m->ctx;
+    hpcti_clear_error(ctx);
+    if (m->max_batch)
+        return hpcti_error(ctx, HPCT_ERR_STATE, "hpct_model_add_dense: the model is already built");
+    if (out_features <= 0)
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                           "hpct_model_add_dense: layer %d: out_features is %d, must be > 0",
+                           m->num, out_features);
+    if (act < HPCT_ACT_IDENTITY || act > HPCT_ACT_GELU)
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                           "hpct_model_add_dense: layer %d: unknown activation %d", m->num, (int)act);
+    if (init < HPCT_INIT_AUTO || init > HPCT_INIT_XAVIER)
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                           "hpct_model_add_dense: layer %d: unknown initialisation %d", m->num,
+                           (int)init);
+    if (m->num == m->cap) {
+        int cap = m->cap ? 2 * m->cap : 4;
+        struct dense *layers = realloc(m->layers, sizeof *layers * (size_t)cap);
+        if (!layers) return hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "cannot grow the layer list");
+        m->layers = layers;
+        m->cap = cap;
+    }
+    int in = m->num ? m->layers[m->num - 1].out : m->inputs;
+    m->layers[m->num++] = (struct dense){.in = in, .out = out_features, .act = act, .init = init};
+    return HPCT_SUCCESS;
+}
+
+hpct_status_t hpct_model_set_loss(hpct_model_t m, hpct_loss_t loss)
+{
+    if (!m) return HPCT_ERR_INVALID_ARG;
+    hpcti_clear_error(m->ctx);
+    if (loss != HPCT_LOSS_SOFTMAX_CE && loss != HPCT_LOSS_MSE)
+        return hpcti_error(m->ctx, HPCT_ERR_INVALID_ARG, "hpct_model_set_loss: unknown loss %d",
+                           (int)loss);
+    m->loss = loss;
+    return HPCT_SUCCESS;
+}
+
+/* Fill W [out, in] on the host from the layer's own seeded stream, then copy it over. */
+static hpct_status_t init_weights(hpct_model_t m, int l)
+{
+    struct dense *d = &m->layers[l];
+    size_t n = (size_t)d->out * d->in;
+    float *host = hpcti_calloc(m->ctx, n, sizeof *host, "initial weights");
+    if (!host) return HPCT_ERR_NO_MEMORY;
+    hpcti_rng_t rng;
+    hpcti_rng_seed(&rng, hpcti_seed_mix(m->ctx->cfg.seed, (uint64_t)l + 1));
+    hpct_init_t init = d->init;
+    if (init == HPCT_INIT_AUTO)
+        init = (d->act == HPCT_ACT_RELU || d->act == HPCT_ACT_GELU) ? HPCT_INIT_HE : HPCT_INIT_XAVIER;
+    if (init == HPCT_INIT_HE) {
+        double sd = sqrt(2.0 / d->in);
+        for (size_t i = 0; i < n; i++) host[i] = (float)(sd * hpcti_rng_normal(&rng));
+    } else {
+        double lim = sqrt(6.0 / (d->in + d->out));
+        for (size_t i = 0; i < n; i++) host[i] = (float)(lim * (2.0 * hpcti_rng_uniform(&rng) - 1.0));
+    }
+    m->ctx->ops->to_device(d->w, host, n * sizeof *host);
+    free(host);
+    return HPCT_SUCCESS;
+}
+
+static float *alloc_floats(hpct_model_t m, size_t n)
+{
+    return m->ctx->ops->alloc(m->ctx, n * sizeof(float));
+}
+
+/* Lay out W and b of every layer in the flat buffers and register them by name. */
+static hpct_status_t place_params(hpct_model_t m)
+{
+    hpct_status_t s = hpct_params_create(m->ctx, &m->params);
+    if (s) return s;
+    size_t off = 0;
+    for (int l = 0; l < m->num; l++) {
+        struct dense *d = &m->layers[l];
+        size_t nw = (size_t)d->out * d->in;
+        d->w = m->flat_params + off, d->dw = m->flat_grads + off;
+        d->b = d->w + nw, d->db = d->dw + nw;
+        off += nw + (size_t)d->out;
+        char name[64];
+        snprintf(name, sizeof name, "dense%d.weight", l);
+        if ((s = hpct_params_register(m->params, name, d->w, d->dw, nw))) return s;
+        snprintf(name, sizeof name, "dense%d.bias", l);
+        if ((s = hpct_params_register(m->params, name, d->b, d->db, (size_t)d->out))) return s;
+    }
+    return HPCT_SUCCESS;
+}
+
+static hpct_status_t alloc_activations(hpct_model_t m, int max_batch)
+{
+    int widest = m->inputs;
+    for (int l = 0; l < m->num; l++) {
+        struct dense *d = &m->layers[l];
+        size_t n = (size_t)max_batch * d->out;
+        d->z = alloc_floats(m, n);
+        d->y = d->act == HPCT_ACT_IDENTITY ? d->z : alloc_floats(m, n);
+        if (!d->z || !d->y) return HPCT_ERR_NO_MEMORY;
+        widest = d->out > widest ? d->out : widest;
+    }
+    int outputs = m->layers[m->num - 1].out;
+    for (int i = 0; i < 2; i++)
+        if (!(m->grad_a[i] = alloc_floats(m, (size_t)max_batch * widest))) return HPCT_ERR_NO_MEMORY;
+    if (!host_backend(m->ctx)) {
+        m->x_dev = alloc_floats(m, (size_t)max_batch * m->inputs);
+        m->targets_dev = alloc_floats(m, (size_t)max_batch * outputs);
+        if (!m->x_dev || !m->targets_dev) return HPCT_ERR_NO_MEMORY;
+    }
+    return HPCT_SUCCESS;
+}
+
+hpct_status_t hpct_model_build(hpct_model_t m, int max_batch)
+{
+    if (!m) return HPCT_ERR_INVALID_ARG;
+    hpct_ctx_t ctx = m->ctx;
+    hpcti_clear_error(ctx);
+    if (m->max_batch) return hpcti_error(ctx, HPCT_ERR_STATE, "hpct_model_build: already built");
+    if (m->num == 0)
+        return hpcti_error(ctx, HPCT_ERR_STATE, "hpct_model_build: the model has no layers");
+    if (max_batch <= 0)
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_model_build: max_batch is %d, must be > 0",
+                           max_batch);
+    for (int l = 0; l < m->num; l++)
+        m->num_params += (size_t)m->layers[l].out * m->layers[l].in + m->layers[l].out;
+    m->flat_params = alloc_floats(m, m->num_params);
+    m->flat_grads = alloc_floats(m, m->num_params);
+    if (!m->flat_params || !m->flat_grads) return HPCT_ERR_NO_MEMORY;
+    hpct_status_t s = place_params(m);
+    if (!s) s = alloc_activations(m, max_batch);
+    for (int l = 0; l < m->num && !s; l++) s = init_weights(m, l);
+    if (s) return s;
+    m->max_batch = max_batch;
+    hpcti_log(ctx, HPCT_LOG_INFO, "model built: %d layers, %zu parameters, max batch %d", m->num,
+              m->num_params, max_batch);
+    return HPCT_SUCCESS;
+}
+
+hpct_status_t hpct_model_params(hpct_model_t m, hpct_params_t *params)
+{
+    if (!m) return HPCT_ERR_INVALID_ARG;
+    hpcti_clear_error(m->ctx);
+    if (!params) return hpcti_error(m->ctx, HPCT_ERR_INVALID_ARG, "hpct_model_params: out is NULL");
+    if (!m->max_batch)
+        return hpcti_error(m->ctx, HPCT_ERR_STATE, "hpct_model_params: build the model first");
+    *params = m->params;
+    return HPCT_SUCCESS;
+}
+
+hpct_status_t hpct_model_shape(hpct_model_t m, int *inputs, int *outputs)
+{
+    if (!m) return HPCT_ERR_INVALID_ARG;
+    hpcti_clear_error(m->ctx);
+    if (inputs) *inputs = m->inputs;
+    if (outputs) *outputs = m->num ? m->layers[m->num - 1].out : 0;
+    return HPCT_SUCCESS;
+}
+
+/* Shared argument checks of the batch calls. */
+static hpct_status_t check_batch(hpct_model_t m, const char *fn, const float *x, int batch)
+{
+    if (!m->max_batch) return hpcti_error(m->ctx, HPCT_ERR_STATE, "%s: build the model first", fn);
+    if (!x) return hpcti_error(m->ctx, HPCT_ERR_INVALID_ARG, "%s: inputs are NULL", fn);
+    if (batch <= 0 || batch > m->max_batch)
+        return hpcti_error(m->ctx, HPCT_ERR_INVALID_ARG,
+                           "%s: batch is %d, must be in [1, %d] (the max_batch given to build)", fn,
+                           batch, m->max_batch);
+    return HPCT_SUCCESS;
+}
+
+/* Class labels must index the output layer. */
+static hpct_status_t check_labels(hpct_model_t m, const char *fn, const int32_t *labels, size_t n,
+                                  size_t first)
+{
+    int classes = m->layers[m->num - 1].out;
+    for (size_t i = 0; i < n; i++)
+        if (labels[i] < 0 || labels[i] >= classes)
+            return hpcti_error(m->ctx, HPCT_ERR_INVALID_ARG,
+                               "%s: label %d of sample %zu is outside [0, %d)", fn, (int)labels[i],
+                               first + i, classes);
+    return HPCT_SUCCESS;
+}
+
+/* Input pointer the backend can read: the caller's on the host, else a staged copy. */
+static const float *stage_inputs(hpct_model_t m, const float *x, int batch)
+{
+    if (host_backend(m->ctx)) return x;
+    m->ctx->ops->to_device(m->x_dev, x, sizeof(float) * (size_t)batch * m->inputs);
+    return m->x_dev;
+}
+
+static const void *stage_targets(hpct_model_t m, const void *t, int batch)
+{
+    if (host_backend(m->ctx)) return t;
+    size_t per = m->loss == HPCT_LOSS_MSE ? sizeof(float) * (size_t)m->layers[m->num - 1].out
+                                           : sizeof(int32_t);
+    m->ctx->ops->to_device(m->targets_dev, t, per * (size_t)batch);
+    return m->targets_dev;
+}
+
+/* z = x W^T + b; y = act(z), layer by layer. Returns the last layer's output. */
+static const float *forward(hpct_model_t m, const float *x, int batch)
+{
+    const struct hpcti_ops *ops = m->ctx->ops;
+    const float *a = x;
+    for (int l = 0; l < m->num; l++) {
+        struct dense *d = &m->layers[l];
+        ops->gemm(0, 1, batch, d->out, d->in, 1.0f, a, d->w, 0.0f, d->z);
+        ops->bias_act(d->act, d->z, d->b, d->y, batch, d->out);
+        a = d->y;
+    }
+    return a;
+}
+
+/* Loss of the last layer's output; writes d(loss)/d(output) into grad_a[0] when dout is set. */
+static double batch_loss(hpct_model_t m, const float *out, const void *t, int batch, float *dout)
+{
+    int cols = m->layers[m->num - 1].out;
+    if (m->loss == HPCT_LOSS_MSE) {
+        size_t n = (size_t)batch * cols;
+        return m->ctx->ops->mse(out, t, dout, n, 1.0f / (float)n) / (double)n;
+    }
+    return m->ctx->ops->softmax_xent(out, t, dout, batch, cols, 1.0f / (float)batch) / batch;
+}
+
+/* Backpropagate dy (d loss / d last output) through every layer into the gradients. */
+static void backward(hpct_model_t m, const float *x, int batch, int accumulate)
+{
+    const struct hpcti_ops *ops = m->ctx->ops;
+    float beta = accumulate ? 1.0f : 0.0f;
+    int cur = 0;
+    for (int l = m->num - 1; l >= 0; l--) {
+        struct dense *d = &m->layers[l];
+        float *dz = m->grad_a[cur];
+        if (d->act != HPCT_ACT_IDENTITY)
+            ops->act_backward(d->act, d->z, d->y, dz, dz, (size_t)batch * d->out);
+        const float *a = l ? m->layers[l - 1].y : x;
+        ops->gemm(1, 0, d->out, d->in, batch, 1.0f, dz, a, beta, d->dw); /* dW [out, in] */
+        ops->bias_grad(dz, d->db, batch, d->out, accumulate);
+        if (l > 0) ops->gemm(0, 0, batch, d->in, d->out, 1.0f, dz, d->w, 0.0f, m->grad_a[1 - cur]);
+        cur = 1 - cur;
+    }
+}
+
+hpct_status_t hpct_model_forward(hpct_model_t m, const float *x, int batch, float *out)
+{
+    if (!m) return HPCT_ERR_INVALID_ARG;
+    hpcti_clear_error(m->ctx);
+    hpct_status_t s = check_batch(m, "hpct_model_forward", x, batch);
+    if (s) return s;
+    if (!out) return hpcti_error(m->ctx, HPCT_ERR_INVALID_ARG, "hpct_model_forward: out is NULL");
+    const float *y = forward(m, stage_inputs(m, x, batch), batch);
+    m->ctx->ops->to_host(out, y, sizeof(float) * (size_t)batch * m->layers[m->num - 1].out);
+    return HPCT_SUCCESS;
+}
+
+hpct_status_t hpct_model_loss_grad(hpct_model_t m, const float *x, const void *targets, int batch,
+                                   int accumulate, float *loss)
+{
+    static const char fn[] = "hpct_model_loss_grad";
+    if (!m) return HPCT_ERR_INVALID_ARG;
+    hpcti_clear_error(m->ctx);
+    hpct_status_t s = check_batch(m, fn, x, batch);
+    if (s) return s;
+    if (!targets) return hpcti_error(m->ctx, HPCT_ERR_INVALID_ARG, "%s: targets are NULL", fn);
+    if (m->loss == HPCT_LOSS_SOFTMAX_CE && (s = check_labels(m, fn, targets, (size_t)batch, 0)))
+        return s;
+    const float *xd = stage_inputs(m, x, batch);
+    const float *y = forward(m, xd, batch);
+    double l = batch_loss(m, y, stage_targets(m, targets, batch), batch, m->grad_a[0]);
+    if (!isfinite(l))
+        return hpcti_error(m->ctx, HPCT_ERR_NONFINITE,
+                           "%s: the loss is %g; gradients were not updated", fn, l);
+    backward(m, xd, batch, accumulate);
+    if (loss) *loss = (float)l;
+    return HPCT_SUCCESS;
+}
+
+hpct_status_t hpct_model_evaluate(hpct_model_t m, const float *x, const void *targets, size_t n,
+                                  double *loss, double *accuracy)
+{
+    static const char fn[] = "hpct_model_evaluate";
+    if (!m) return HPCT_ERR_INVALID_ARG;
+    hpcti_clear_error(m->ctx);
+    hpct_status_t s = check_batch(m, fn, x, 1);
+    if (s) return s;
+    if (!targets || n == 0)
+        return hpcti_error(m->ctx, HPCT_ERR_INVALID_ARG, "%s: %s", fn,
+                           targets ? "n is 0" : "targets are NULL");
+    int cols = m->layers[m->num - 1].out;
+    int ce = m->loss == HPCT_LOSS_SOFTMAX_CE;
+    if (ce && (s = check_labels(m, fn, targets, n, 0))) return s;
+    double total = 0.0;
+    long correct = 0;
+    for (size_t i = 0; i < n; i += (size_t)m->max_batch) {
+        int b = (int)(n - i < (size_t)m->max_batch ? n - i : (size_t)m->max_batch);
+        const void *t = ce ? (const void *)((const int32_t *)targets + i)
+                           : (const void *)((const float *)targets + i * (size_t)cols);
+        const float *y = forward(m, stage_inputs(m, x + i * (size_t)m->inputs, b), b);
+        const void *td = stage_targets(m, t, b);
+        total += batch_loss(m, y, td, b, m->grad_a[0]) * b;
+        if (ce) correct += m->ctx->ops->count_correct(y, td, b, cols);
+    }
+    if (loss) *loss = total / (double)n;
+    if (accuracy) *accuracy = ce ? (double)correct / (double)n : -1.0;
+    return HPCT_SUCCESS;
+}

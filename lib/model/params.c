@@ -1,0 +1,124 @@
+/* params.c: named (parameter, gradient) buffers, shared by built-in models and
+ * bring-your-own-gradients callers. */
+#include "model.h"
+#include "../device/ops.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+hpct_status_t hpct_params_create(hpct_ctx_t ctx, hpct_params_t *out)
+{
+    if (!ctx) return HPCT_ERR_INVALID_ARG;
+    hpcti_clear_error(ctx);
+    if (!out) return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_params_create: out is NULL");
+    *out = hpcti_calloc(ctx, 1, sizeof **out, "a parameter set");
+    if (!*out) return HPCT_ERR_NO_MEMORY;
+    (*out)->ctx = ctx;
+    return HPCT_SUCCESS;
+}
+
+void hpct_params_destroy(hpct_params_t p)
+{
+    if (!p) return;
+    for (int i = 0; i < p->num; i++) free(p->bufs[i].name);
+    free(p->bufs);
+    free(p);
+}
+
+static int find_name(hpct_params_t p, const char *name)
+{
+    for (int i = 0; i < p->num; i++)
+        if (strcmp(p->bufs[i].name, name) == 0) return i;
+    return -1;
+}
+
+hpct_status_t hpct_params_register(hpct_params_t p, const char *name, float *param, float *grad,
+                                   size_t count)
+{
+    if (!p) return HPCT_ERR_INVALID_ARG;
+    hpct_ctx_t ctx = p->ctx;
+    hpcti_clear_error(ctx);
+    if (!name || !*name)
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_params_register: the name is empty");
+    if (!param || !grad)
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                           "hpct_params_register: parameter '%s' has a NULL %s buffer", name,
+                           param ? "gradient" : "parameter");
+    if (count == 0)
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                           "hpct_params_register: parameter '%s' has zero elements", name);
+    if (param == grad)
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                           "hpct_params_register: parameter '%s' uses one buffer for both the "
+                           "parameter and its gradient",
+                           name);
+    if (find_name(p, name) >= 0)
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                           "hpct_params_register: a parameter named '%s' is already registered",
+                           name);
+    if (p->num == p->cap) {
+        int cap = p->cap ? 2 * p->cap : 8;
+        struct hpcti_param_buf *bufs = realloc(p->bufs, sizeof *bufs * (size_t)cap);
+        if (!bufs)
+            return hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "cannot grow the parameter set to %d", cap);
+        p->bufs = bufs;
+        p->cap = cap;
+    }
+    char *copy = strdup(name);
+    if (!copy) return hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "cannot copy parameter name '%s'", name);
+    p->bufs[p->num++] = (struct hpcti_param_buf){copy, param, grad, count};
+    p->total += count;
+    return HPCT_SUCCESS;
+}
+
+hpct_status_t hpct_params_size(hpct_params_t p, int *num_buffers, size_t *total_count)
+{
+    if (!p) return HPCT_ERR_INVALID_ARG;
+    hpcti_clear_error(p->ctx);
+    if (num_buffers) *num_buffers = p->num;
+    if (total_count) *total_count = p->total;
+    return HPCT_SUCCESS;
+}
+
+hpct_status_t hpct_params_get(hpct_params_t p, int i, const char **name, float **param,
+                              float **grad, size_t *count)
+{
+    if (!p) return HPCT_ERR_INVALID_ARG;
+    hpcti_clear_error(p->ctx);
+    if (i < 0 || i >= p->num)
+        return hpcti_error(p->ctx, HPCT_ERR_NOT_FOUND,
+                           "hpct_params_get: index %d is outside [0, %d)", i, p->num);
+    if (name) *name = p->bufs[i].name;
+    if (param) *param = p->bufs[i].param;
+    if (grad) *grad = p->bufs[i].grad;
+    if (count) *count = p->bufs[i].count;
+    return HPCT_SUCCESS;
+}
+
+hpct_status_t hpct_params_scale_grads(hpct_params_t p, float factor)
+{
+    if (!p) return HPCT_ERR_INVALID_ARG;
+    hpcti_clear_error(p->ctx);
+    if (!isfinite(factor))
+        return hpcti_error(p->ctx, HPCT_ERR_INVALID_ARG,
+                           "hpct_params_scale_grads: the factor is not finite");
+    for (int i = 0; i < p->num; i++) p->ctx->ops->scale(p->bufs[i].grad, factor, p->bufs[i].count);
+    return HPCT_SUCCESS;
+}
+
+hpct_status_t hpct_params_zero_grads(hpct_params_t p)
+{
+    return hpct_params_scale_grads(p, 0.0f);
+}
+
+hpct_status_t hpct_params_grad_norm(hpct_params_t p, double *norm)
+{
+    if (!p) return HPCT_ERR_INVALID_ARG;
+    hpcti_clear_error(p->ctx);
+    if (!norm) return hpcti_error(p->ctx, HPCT_ERR_INVALID_ARG, "hpct_params_grad_norm: norm is NULL");
+    double total = 0.0;
+    for (int i = 0; i < p->num; i++) total += p->ctx->ops->sumsq(p->bufs[i].grad, p->bufs[i].count);
+    *norm = sqrt(total);
+    return HPCT_SUCCESS;
+}

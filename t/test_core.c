@@ -1,0 +1,48 @@
+/* test_core.c: version, status strings, contexts and the RNG state. */
+#include "hpctrain.h"
+#include "tap.h"
+
+#include <string.h>
+
+int main(void)
+{
+    tap_plan(12);
+    int major = -1, minor = -1, patch = -1;
+    hpct_get_version(&major, &minor, &patch);
+    tap_ok(major == HPCT_VERSION_MAJOR && minor == HPCT_VERSION_MINOR && patch == HPCT_VERSION_PATCH,
+           "runtime version %d.%d.%d matches the header", major, minor, patch);
+    tap_is_int(HPCT_VERSION, (major << 16) | (minor << 8) | patch, "HPCT_VERSION packs the triple");
+
+    /* Every status code has its own message; unknown codes are named as such. */
+    int distinct = 1;
+    for (int a = HPCT_ERR_INTERNAL; a <= HPCT_PREEMPTED; a++)
+        for (int b = a + 1; b <= HPCT_PREEMPTED; b++)
+            distinct &= strcmp(hpct_strerror(a), hpct_strerror(b)) != 0;
+    tap_ok(distinct, "every status code has a distinct message");
+    tap_is_str(hpct_strerror(-999), "unknown status code", "unknown codes are reported as unknown");
+    tap_is_str(hpct_strerror(HPCT_SUCCESS), "success", "0 is success");
+
+    hpct_ctx_t ctx = NULL;
+    tap_is_int(hpct_ctx_create(NULL, &ctx), HPCT_SUCCESS, "a context with default config");
+    tap_is_str(hpct_last_error(ctx), "", "a fresh context has no error detail");
+
+    uint64_t st[HPCT_RNG_STATE_WORDS], back[HPCT_RNG_STATE_WORDS];
+    tap_is_int(hpct_rng_get_state(ctx, st), HPCT_SUCCESS, "RNG state can be read");
+    st[0] ^= 0x1234;
+    tap_is_int(hpct_rng_set_state(ctx, st), HPCT_SUCCESS, "RNG state can be restored");
+    hpct_rng_get_state(ctx, back);
+    tap_ok(memcmp(st, back, sizeof st) == 0, "restored RNG state reads back unchanged");
+
+    hpct_ctx_t other = NULL;
+    hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
+    cfg.seed = 43;
+    hpct_ctx_create(&cfg, &other);
+    hpct_rng_get_state(other, back);
+    hpct_rng_get_state(ctx, st);
+    tap_ok(memcmp(st, back, sizeof st) != 0, "different seeds give different RNG states");
+    hpct_ctx_destroy(other);
+    hpct_ctx_destroy(ctx);
+    hpct_ctx_destroy(NULL);
+    tap_ok(1, "destroying NULL is a no-op");
+    return tap_done();
+}
