@@ -210,6 +210,14 @@ hpct_status_t hpct_optimizer_state(hpct_optimizer_t opt, int i, int k, float **s
                                    size_t *count);
 hpct_status_t hpct_optimizer_state_slots(hpct_optimizer_t opt, int *slots);
 
+/* ---- Sharded HDF5 datasets (lib/data) ---------------------------------- */
+
+/* ---- Distributed runtime (lib/bootstrap, lib/comm) ---------------------- */
+
+/* ---- Checkpoints and preemption (lib/ckpt) ------------------------------ */
+
+/* ---- Training loop (lib/train) ------------------------------------------ */
+
 #ifdef __cplusplus
 }
 #endif
