@@ -32,3 +32,9 @@ endif
 check_PROGRAMS += t/test_cuda
 TESTS += t/test_cuda
 t_test_cuda_LDADD = $(TEST_LIBS)
+
+# The NCCL allreduce under mpirun: the script skips without --with-nccl, the program without GPUs.
+check_PROGRAMS += t/test_nccl
+t_test_nccl_LDADD = $(TEST_LIBS)
+TESTS += t/test_nccl.sh
+EXTRA_DIST += t/test_nccl.sh
