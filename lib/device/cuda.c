@@ -9,7 +9,9 @@
 #include <math.h>
 #include <stdlib.h>
 
-/* Per-context state, kept behind ctx->backend. */
+/* Per-context state, kept behind ctx->backend. init() makes the device current on the calling
+ * thread; ops without a context (kernels, copies) run on that thread's current device, so
+ * train on the thread that created the context. */
 struct cuda_state {
     int device;          /* CUDA ordinal in use */
     cublasHandle_t blas; /* bound to device */

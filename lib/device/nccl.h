@@ -25,7 +25,9 @@ typedef struct hpcti_nccl hpcti_nccl_t;
 
 /* Collective over node_comm: node rank 0 makes an NCCL unique id, MPI_Bcast sends it, every
  * rank joins with ncclCommInitRank. ctx must use the cuda backend. On error *out is NULL and
- * the detail (MPI or NCCL error string, node rank) is recorded on ctx. */
+ * the detail (MPI or NCCL error string, node rank) is recorded on ctx. Local setup failures
+ * are agreed over the node first; a rank whose ncclCommInitRank itself fails can still leave
+ * the others waiting inside NCCL (NCCL's own timeouts apply). */
 hpct_status_t hpcti_nccl_create(hpct_ctx_t ctx, MPI_Comm node_comm, hpcti_nccl_t **out);
 
 /* Collective over the node: free the NCCL communicator, stream and buffers; NULL is accepted. */
