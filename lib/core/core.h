@@ -17,6 +17,7 @@ struct hpct_ctx {
     hpct_config_t cfg;
     const struct hpcti_ops *ops; /* backend chosen by cfg.backend */
     hpcti_rng_t rng;
+    void *backend; /* backend-private state (cuda: device, cuBLAS handle); NULL for cpu */
     char last_error[1024];
 };
 

@@ -41,8 +41,8 @@ static void cpu_copy(void *dst, const void *src, size_t bytes)
     if (bytes && dst != src) memcpy(dst, src, bytes);
 }
 
-static void cpu_gemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, const float *b,
-                     float beta, float *c)
+static void cpu_gemm(hpct_ctx_t ctx, int ta, int tb, int m, int n, int k, float alpha,
+                     const float *a, const float *b, float beta, float *c)
 {
     int lda = ta ? m : k, ldb = tb ? k : n;
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
@@ -87,8 +87,8 @@ static void cpu_bias_grad(const float *dz, float *db, int rows, int cols, int ac
     }
 }
 
-static double cpu_softmax_xent(const float *logits, const int32_t *labels, float *dlogits, int rows,
-                               int cols, float scale)
+static double cpu_softmax_xent(hpct_ctx_t ctx, const float *logits, const int32_t *labels,
+                               float *dlogits, int rows, int cols, float scale)
 {
     double total = 0.0;
     for (int r = 0; r < rows; r++) {
@@ -106,7 +106,8 @@ static double cpu_softmax_xent(const float *logits, const int32_t *labels, float
     return total;
 }
 
-static long cpu_count_correct(const float *logits, const int32_t *labels, int rows, int cols)
+static long cpu_count_correct(hpct_ctx_t ctx, const float *logits, const int32_t *labels, int rows,
+                              int cols)
 {
     long correct = 0;
     for (int r = 0; r < rows; r++) {
@@ -118,7 +119,8 @@ static long cpu_count_correct(const float *logits, const int32_t *labels, int ro
     return correct;
 }
 
-static double cpu_mse(const float *out, const float *t, float *dout, size_t n, float scale)
+static double cpu_mse(hpct_ctx_t ctx, const float *out, const float *t, float *dout, size_t n,
+                      float scale)
 {
     double total = 0.0;
     for (size_t i = 0; i < n; i++) {
@@ -129,7 +131,7 @@ static double cpu_mse(const float *out, const float *t, float *dout, size_t n, f
     return total;
 }
 
-static double cpu_sumsq(const float *x, size_t n)
+static double cpu_sumsq(hpct_ctx_t ctx, const float *x, size_t n)
 {
     double total = 0.0;
     for (size_t i = 0; i < n; i++) total += (double)x[i] * x[i];
@@ -144,7 +146,7 @@ static void cpu_scale(float *x, float alpha, size_t n)
         for (size_t i = 0; i < n; i++) x[i] *= alpha;
 }
 
-static int cpu_all_finite(const float *x, size_t n)
+static int cpu_all_finite(hpct_ctx_t ctx, const float *x, size_t n)
 {
     int ok = 1;
     for (size_t i = 0; i < n; i++) ok &= isfinite(x[i]) != 0;

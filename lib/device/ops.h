@@ -1,5 +1,7 @@
 /* ops.h: the backend ops table. Model and optimizer code reach the hardware only
- * through these calls; pointers marked "dev" live where the backend keeps tensors. */
+ * through these calls; pointers marked "dev" live where the backend keeps tensors.
+ * Ops that need per-context backend state (the cuBLAS handle, reduction scratch) or can
+ * fail on a device take the context first; the others run on the calling thread's device. */
 #ifndef HPCT_OPS_H
 #define HPCT_OPS_H
 
@@ -15,8 +17,8 @@ struct hpcti_ops {
     void (*to_device)(void *dev, const void *host, size_t bytes);
     void (*to_host)(void *host, const void *dev, size_t bytes);
     /* Row-major C [m, n] = alpha op(A) op(B) + beta C; op(A) [m, k], op(B) [k, n]. */
-    void (*gemm)(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
-                 const float *b, float beta, float *c);
+    void (*gemm)(hpct_ctx_t ctx, int trans_a, int trans_b, int m, int n, int k, float alpha,
+                 const float *a, const float *b, float beta, float *c);
     /* z [rows, cols] += bias [cols]; y = act(z) (y may alias z only for identity). */
     void (*bias_act)(int act, float *z, const float *bias, float *y, int rows, int cols);
     /* dz = dy * act'(z, y), n elements (dz may alias dy). */
@@ -26,18 +28,20 @@ struct hpcti_ops {
     void (*bias_grad)(const float *dz, float *db, int rows, int cols, int accumulate);
     /* Softmax cross-entropy on logits [rows, cols] with labels [rows] (dev, checked in range):
      * returns the summed loss and writes dlogits = scale (softmax - onehot). */
-    double (*softmax_xent)(const float *logits, const int32_t *labels, float *dlogits, int rows,
-                           int cols, float scale);
+    double (*softmax_xent)(hpct_ctx_t ctx, const float *logits, const int32_t *labels,
+                           float *dlogits, int rows, int cols, float scale);
     /* Number of rows whose argmax equals the label. */
-    long (*count_correct)(const float *logits, const int32_t *labels, int rows, int cols);
+    long (*count_correct)(hpct_ctx_t ctx, const float *logits, const int32_t *labels, int rows,
+                          int cols);
     /* Squared error: returns sum (out - t)^2 and writes dout = scale 2 (out - t), n elements. */
-    double (*mse)(const float *out, const float *targets, float *dout, size_t n, float scale);
+    double (*mse)(hpct_ctx_t ctx, const float *out, const float *targets, float *dout, size_t n,
+                  float scale);
     /* Sum of squares in double precision. */
-    double (*sumsq)(const float *x, size_t n);
+    double (*sumsq)(hpct_ctx_t ctx, const float *x, size_t n);
     /* x *= alpha; x = 0 when alpha is 0 (clears NaN too). */
     void (*scale)(float *x, float alpha, size_t n);
     /* 1 if every element is finite. */
-    int (*all_finite)(const float *x, size_t n);
+    int (*all_finite)(hpct_ctx_t ctx, const float *x, size_t n);
     /* Optimizer updates over n elements (formulas in kernels/hpct_math.h); v may be NULL. */
     void (*sgd)(float *p, const float *g, float *v, size_t n, float lr, float mu, int nesterov,
                 float wd, float gscale);

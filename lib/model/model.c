@@ -281,7 +281,7 @@ static const float *forward(hpct_model_t m, const float *x, int batch)
     const float *a = x;
     for (int l = 0; l < m->num; l++) {
         struct dense *d = &m->layers[l];
-        ops->gemm(0, 1, batch, d->out, d->in, 1.0f, a, d->w, 0.0f, d->z);
+        ops->gemm(m->ctx, 0, 1, batch, d->out, d->in, 1.0f, a, d->w, 0.0f, d->z);
         ops->bias_act(d->act, d->z, d->b, d->y, batch, d->out);
         a = d->y;
     }
@@ -294,9 +294,10 @@ static double batch_loss(hpct_model_t m, const float *out, const void *t, int ba
     int cols = m->layers[m->num - 1].out;
     if (m->loss == HPCT_LOSS_MSE) {
         size_t n = (size_t)batch * cols;
-        return m->ctx->ops->mse(out, t, dout, n, 1.0f / (float)n) / (double)n;
+        return m->ctx->ops->mse(m->ctx, out, t, dout, n, 1.0f / (float)n) / (double)n;
     }
-    return m->ctx->ops->softmax_xent(out, t, dout, batch, cols, 1.0f / (float)batch) / batch;
+    return m->ctx->ops->softmax_xent(m->ctx, out, t, dout, batch, cols, 1.0f / (float)batch) /
+           batch;
 }
 
 /* Backpropagate dy (d loss / d last output) through every layer into the gradients. */
@@ -311,9 +312,10 @@ static void backward(hpct_model_t m, const float *x, int batch, int accumulate)
         if (d->act != HPCT_ACT_IDENTITY)
             ops->act_backward(d->act, d->z, d->y, dz, dz, (size_t)batch * d->out);
         const float *a = l ? m->layers[l - 1].y : x;
-        ops->gemm(1, 0, d->out, d->in, batch, 1.0f, dz, a, beta, d->dw); /* dW [out, in] */
+        ops->gemm(m->ctx, 1, 0, d->out, d->in, batch, 1.0f, dz, a, beta, d->dw); /* dW [out, in] */
         ops->bias_grad(dz, d->db, batch, d->out, accumulate);
-        if (l > 0) ops->gemm(0, 0, batch, d->in, d->out, 1.0f, dz, d->w, 0.0f, m->grad_a[1 - cur]);
+        if (l > 0)
+            ops->gemm(m->ctx, 0, 0, batch, d->in, d->out, 1.0f, dz, d->w, 0.0f, m->grad_a[1 - cur]);
         cur = 1 - cur;
     }
 }
@@ -375,7 +377,7 @@ hpct_status_t hpct_model_evaluate(hpct_model_t m, const float *x, const void *ta
         const float *y = forward(m, stage_inputs(m, x + i * (size_t)m->inputs, b), b);
         const void *td = stage_targets(m, t, b);
         total += batch_loss(m, y, td, b, m->grad_a[0]) * b;
-        if (ce) correct += m->ctx->ops->count_correct(y, td, b, cols);
+        if (ce) correct += m->ctx->ops->count_correct(m->ctx, y, td, b, cols);
     }
     if (loss) *loss = total / (double)n;
     if (accuracy) *accuracy = ce ? (double)correct / (double)n : -1.0;

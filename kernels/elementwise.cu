@@ -1,0 +1,128 @@
+// elementwise.cu: bias + activation, activation backward, bias gradient, scale and the
+// optimizer updates. The math itself comes from hpct_math.h, shared with the cpu backend.
+#include "hpct_math.h"
+#include "kernels.h"
+
+#include <cuda_runtime.h>
+
+namespace
+{
+
+constexpr int kThreads = 256;
+
+// Blocks for a grid-stride loop over n elements: at least 1, capped (each thread then loops).
+unsigned blocks_for(size_t n)
+{
+    size_t b = (n + kThreads - 1) / kThreads;
+    if (b < 1) b = 1;
+    if (b > 1048560) b = 1048560;
+    return (unsigned)b;
+}
+
+__global__ void bias_act_kernel(int act, float *z, const float *bias, float *y, size_t total,
+                                int cols)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
+         i += (size_t)gridDim.x * blockDim.x) {
+        float v = z[i] + bias[i % (size_t)cols];
+        z[i] = v;
+        y[i] = hpct_act_fwd(act, v);
+    }
+}
+
+__global__ void act_backward_kernel(int act, const float *z, const float *y, const float *dy,
+                                    float *dz, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        // ReLU selects rather than multiplies, exactly as the cpu backend does.
+        if (act == HPCT_MATH_RELU)
+            dz[i] = z[i] > 0.0f ? dy[i] : 0.0f;
+        else
+            dz[i] = dy[i] * hpct_act_deriv(act, z[i], y[i]);
+    }
+}
+
+// One thread per column walks the rows in order (the cpu backend's summation order).
+__global__ void bias_grad_kernel(const float *dz, float *db, int rows, int cols, int accumulate)
+{
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= cols) return;
+    float sum = accumulate ? db[c] : 0.0f;
+    for (int r = 0; r < rows; r++) sum += dz[(size_t)r * cols + c];
+    db[c] = sum;
+}
+
+__global__ void scale_kernel(float *x, float alpha, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        x[i] *= alpha;
+}
+
+__global__ void sgd_kernel(float *p, const float *g, float *v, size_t n, float lr, float mu,
+                           int nesterov, float wd, float gscale)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        hpct_sgd_update(p + i, v ? v + i : nullptr, gscale * g[i], lr, mu, v ? nesterov : 0, wd);
+}
+
+__global__ void adamw_kernel(float *p, const float *g, float *m, float *v, size_t n, float lr,
+                             float b1, float b2, float eps, float wd, float c1, float c2,
+                             float gscale)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        hpct_adamw_update(p + i, m + i, v + i, gscale * g[i], lr, b1, b2, eps, wd, c1, c2);
+}
+
+} // namespace
+
+extern "C" int hpcti_k_bias_act(int act, float *z, const float *bias, float *y, int rows, int cols)
+{
+    size_t total = (size_t)rows * (size_t)cols;
+    if (total == 0) return 0;
+    bias_act_kernel<<<blocks_for(total), kThreads>>>(act, z, bias, y, total, cols);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int hpcti_k_act_backward(int act, const float *z, const float *y, const float *dy,
+                                    float *dz, size_t n)
+{
+    if (n == 0) return 0;
+    act_backward_kernel<<<blocks_for(n), kThreads>>>(act, z, y, dy, dz, n);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int hpcti_k_bias_grad(const float *dz, float *db, int rows, int cols, int accumulate)
+{
+    if (cols <= 0) return 0;
+    bias_grad_kernel<<<(cols + kThreads - 1) / kThreads, kThreads>>>(dz, db, rows, cols,
+                                                                     accumulate);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int hpcti_k_scale(float *x, float alpha, size_t n)
+{
+    if (n == 0) return 0;
+    scale_kernel<<<blocks_for(n), kThreads>>>(x, alpha, n);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int hpcti_k_sgd(float *p, const float *g, float *v, size_t n, float lr, float mu,
+                           int nesterov, float wd, float gscale)
+{
+    if (n == 0) return 0;
+    sgd_kernel<<<blocks_for(n), kThreads>>>(p, g, v, n, lr, mu, nesterov, wd, gscale);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int hpcti_k_adamw(float *p, const float *g, float *m, float *v, size_t n, float lr,
+                             float b1, float b2, float eps, float wd, float c1, float c2,
+                             float gscale)
+{
+    if (n == 0) return 0;
+    adamw_kernel<<<blocks_for(n), kThreads>>>(p, g, m, v, n, lr, b1, b2, eps, wd, c1, c2, gscale);
+    return (int)cudaGetLastError();
+}

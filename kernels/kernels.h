@@ -1,0 +1,53 @@
+/* kernels.h: C launch wrappers for the CUDA kernels in kernels/ (elementwise.cu, reduce.cu),
+ * used by lib/device/cuda.c. Every pointer is device memory; launches go to the default stream of
+ * the calling thread's current device. Each wrapper returns the cudaError_t of its launch
+ * (0 when it was queued). */
+#ifndef HPCT_KERNELS_H
+#define HPCT_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Reductions write one double per block into scratch[0 .. HPCTI_K_MAX_BLOCKS) and the
+ * final value into scratch[HPCTI_K_MAX_BLOCKS]; scratch holds HPCTI_K_SCRATCH doubles. */
+#define HPCTI_K_MAX_BLOCKS 1024
+#define HPCTI_K_SCRATCH    (HPCTI_K_MAX_BLOCKS + 1)
+
+/* z [rows, cols] += bias [cols]; y = act(z). */
+int hpcti_k_bias_act(int act, float *z, const float *bias, float *y, int rows, int cols);
+/* dz = dy * act'(z, y), n elements (dz may alias dy). */
+int hpcti_k_act_backward(int act, const float *z, const float *y, const float *dy, float *dz,
+                         size_t n);
+/* db [cols] (=, or += when accumulate) column sums of dz [rows, cols]. */
+int hpcti_k_bias_grad(const float *dz, float *db, int rows, int cols, int accumulate);
+/* x *= alpha, n elements (alpha 0 is handled by the caller with a memset). */
+int hpcti_k_scale(float *x, float alpha, size_t n);
+/* SGD update (hpct_sgd_update) over n elements; v may be NULL. */
+int hpcti_k_sgd(float *p, const float *g, float *v, size_t n, float lr, float mu, int nesterov,
+                float wd, float gscale);
+/* AdamW update (hpct_adamw_update) over n elements. */
+int hpcti_k_adamw(float *p, const float *g, float *m, float *v, size_t n, float lr, float b1,
+                  float b2, float eps, float wd, float c1, float c2, float gscale);
+
+/* scratch[HPCTI_K_MAX_BLOCKS] = summed loss; dlogits = scale (softmax - onehot). */
+int hpcti_k_softmax_xent(const float *logits, const int32_t *labels, float *dlogits, int rows,
+                         int cols, float scale, double *scratch);
+/* scratch[HPCTI_K_MAX_BLOCKS] = rows whose first argmax equals the label. */
+int hpcti_k_count_correct(const float *logits, const int32_t *labels, int rows, int cols,
+                          double *scratch);
+/* scratch[HPCTI_K_MAX_BLOCKS] = sum (out - t)^2; dout = scale 2 (out - t). */
+int hpcti_k_mse(const float *out, const float *targets, float *dout, size_t n, float scale,
+                double *scratch);
+/* scratch[HPCTI_K_MAX_BLOCKS] = sum x^2 (double). */
+int hpcti_k_sumsq(const float *x, size_t n, double *scratch);
+/* scratch[HPCTI_K_MAX_BLOCKS] = number of non-finite elements. */
+int hpcti_k_count_nonfinite(const float *x, size_t n, double *scratch);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,373 @@
+/* test_cuda.c: the cuda backend against the cpu backend: every op of the ops table on random
+ * data, then whole models (loss, gradients, optimizer steps) on both backends from one seed.
+ * Skips without --with-cuda, or when no CUDA device can be used (with the CUDA reason).
+ *
+ * Tolerances (absolute unless said): gemm 1e-4 (k <= 53) and 2e-3 (k = 784); element-wise
+ * ops and activations 2e-6 relative (tanhf/expf differ by a few ulps between host and
+ * device); double-precision reductions 1e-9 relative (summation order only); counts and
+ * finiteness exact; models 1e-4 relative on losses and 1e-4 on parameters after 10 steps. */
+#include "config.h"
+#include "hpctrain.h"
+#include "tap.h"
+
+#ifndef HPCT_HAVE_CUDA
+int main(void)
+{
+    tap_skip_all("built without --with-cuda");
+}
+#else
+#include "../lib/core/core.h"
+#include "../lib/device/ops.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct hpcti_ops *cpu = &hpcti_cpu_ops, *gpu = &hpcti_cuda_ops;
+static hpct_ctx_t cctx, gctx; /* cpu and cuda contexts */
+static uint64_t lcg = 12345;
+
+static float uniform(float lo, float hi)
+{
+    lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;
+    return lo + (hi - lo) * (float)((lcg >> 40) & 0xffffff) / 16777216.0f;
+}
+
+static float *rand_host(size_t n, float lo, float hi)
+{
+    float *p = malloc(sizeof *p * (n ? n : 1));
+    for (size_t i = 0; i < n; i++) p[i] = uniform(lo, hi);
+    return p;
+}
+
+/* A device copy of host [n]. */
+static void *dev_copy(const void *host, size_t bytes)
+{
+    void *d = gpu->alloc(gctx, bytes);
+    if (!d) tap_bail("cuda alloc of %zu bytes: %s", bytes, hpct_last_error(gctx));
+    gpu->to_device(d, host, bytes);
+    return d;
+}
+
+/* Largest |got - want| / max(1, |want|) between a device array and a host array. */
+static double max_rel_diff(const float *dev, const float *want, size_t n)
+{
+    float *got = malloc(sizeof *got * (n ? n : 1));
+    gpu->to_host(got, dev, sizeof *got * n);
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)got[i] - want[i]) / fmax(1.0, fabs(want[i]));
+        if (!(d <= worst)) worst = d; /* NaN sticks */
+    }
+    free(got);
+    return worst;
+}
+
+static double rel(double got, double want)
+{
+    return fabs(got - want) / fmax(1e-30, fabs(want));
+}
+
+static void test_memory(void)
+{
+    size_t n = 1000;
+    float *d = gpu->alloc(gctx, n * sizeof(float)), *zeros = calloc(n, sizeof(float));
+    tap_ok(d && max_rel_diff(d, zeros, n) == 0, "alloc returns zero-filled device memory");
+    float *h = rand_host(n, -1, 1);
+    gpu->to_device(d, h, n * sizeof(float));
+    tap_ok(max_rel_diff(d, h, n) == 0, "to_device then to_host round-trips exactly");
+    gpu->free(d);
+    free(zeros);
+    free(h);
+}
+
+static void check_gemm(int ta, int tb, int m, int n, int k, float beta, double tol)
+{
+    float alpha = 0.7f;
+    float *a = rand_host((size_t)m * k, -1, 1), *b = rand_host((size_t)k * n, -1, 1);
+    float *c = rand_host((size_t)m * n, -1, 1);
+    float *da = dev_copy(a, sizeof(float) * m * k), *db = dev_copy(b, sizeof(float) * k * n);
+    float *dc = dev_copy(c, sizeof(float) * m * n);
+    cpu->gemm(cctx, ta, tb, m, n, k, alpha, a, b, beta, c);
+    gpu->gemm(gctx, ta, tb, m, n, k, alpha, da, db, beta, dc);
+    double d = max_rel_diff(dc, c, (size_t)m * n);
+    tap_ok(d <= tol, "gemm ta=%d tb=%d [%d x %d x %d] beta=%g: max diff %.2e <= %.0e", ta, tb, m, n,
+           k, beta, d, tol);
+    gpu->free(da), gpu->free(db), gpu->free(dc);
+    free(a), free(b), free(c);
+}
+
+static void test_gemm(void)
+{
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+            check_gemm(ta, tb, 37, 29, 53, 0.0f, 1e-4);
+            check_gemm(ta, tb, 37, 29, 53, 0.5f, 1e-4);
+        }
+    check_gemm(0, 1, 128, 512, 784, 0.0f, 2e-3); /* the MLP's first layer */
+}
+
+static void test_activations(void)
+{
+    static const char *names[] = {"identity", "relu", "tanh", "gelu"};
+    int rows = 33, cols = 70;
+    size_t n = (size_t)rows * cols;
+    for (int act = 0; act < 4; act++) {
+        float *z = rand_host(n, -3, 3), *bias = rand_host((size_t)cols, -1, 1),
+              *y = rand_host(n, 0, 0);
+        float *dz = dev_copy(z, n * 4), *db = dev_copy(bias, (size_t)cols * 4),
+              *dy = dev_copy(y, n * 4);
+        float *gy = act ? dy : dz; /* identity: y aliases z, as the model does */
+        cpu->bias_act(act, z, bias, act ? y : z, rows, cols);
+        gpu->bias_act(act, dz, db, gy, rows, cols);
+        double d = fmax(max_rel_diff(dz, z, n), max_rel_diff(gy, act ? y : z, n));
+        tap_ok(d <= 2e-6, "bias_act %s [%d, %d]: max diff %.2e", names[act], rows, cols, d);
+
+        float *up = rand_host(n, -1, 1), *out = rand_host(n, 0, 0);
+        float *dup = dev_copy(up, n * 4);
+        cpu->act_backward(act, z, act ? y : z, up, out, n);
+        gpu->act_backward(act, dz, gy, dup, dup, n); /* in place, as the model calls it */
+        d = max_rel_diff(dup, out, n);
+        tap_ok(d <= 2e-6, "act_backward %s (dz aliases dy): max diff %.2e", names[act], d);
+        gpu->free(dz), gpu->free(db), gpu->free(dy), gpu->free(dup);
+        free(z), free(bias), free(y), free(up), free(out);
+    }
+}
+
+static void test_bias_grad(void)
+{
+    int rows = 300, cols = 45;
+    float *g = rand_host((size_t)rows * cols, -1, 1), *b = rand_host((size_t)cols, -1, 1);
+    float *dg = dev_copy(g, sizeof(float) * rows * cols),
+          *dbias = dev_copy(b, sizeof(float) * cols);
+    for (int acc = 1; acc >= 0; acc--) {
+        cpu->bias_grad(g, b, rows, cols, acc);
+        gpu->bias_grad(dg, dbias, rows, cols, acc);
+        double d = max_rel_diff(dbias, b, (size_t)cols);
+        tap_ok(d <= 1e-6, "bias_grad accumulate=%d [%d, %d]: max diff %.2e", acc, rows, cols, d);
+    }
+    gpu->free(dg), gpu->free(dbias);
+    free(g), free(b);
+}
+
+static void check_softmax(int rows, int cols, float spread)
+{
+    size_t n = (size_t)rows * cols;
+    float *x = rand_host(n, -spread, spread), *dx = rand_host(n, 0, 0);
+    int32_t *lab = malloc(sizeof *lab * (size_t)rows);
+    for (int r = 0; r < rows; r++) lab[r] = (int32_t)(uniform(0, 1) * cols) % cols;
+    float *gx = dev_copy(x, n * 4), *gdx = dev_copy(dx, n * 4);
+    int32_t *glab = dev_copy(lab, sizeof *lab * (size_t)rows);
+    double want = cpu->softmax_xent(cctx, x, lab, dx, rows, cols, 0.25f);
+    double got = gpu->softmax_xent(gctx, gx, glab, gdx, rows, cols, 0.25f);
+    tap_ok(rel(got, want) <= 1e-9, "softmax_xent loss [%d, %d], logits +-%g: %.10g vs %.10g", rows,
+           cols, spread, got, want);
+    double d = max_rel_diff(gdx, dx, n);
+    tap_ok(d <= 2e-6, "softmax_xent dlogits [%d, %d]: max diff %.2e", rows, cols, d);
+
+    /* Integer logits make ties; the first maximum must win on both backends. */
+    for (size_t i = 0; i < n; i++) x[i] = floorf(x[i] / spread * 3);
+    gpu->to_device(gx, x, n * 4);
+    long cw = cpu->count_correct(cctx, x, lab, rows, cols);
+    tap_is_int(gpu->count_correct(gctx, gx, glab, rows, cols), cw,
+               "count_correct [%d, %d] with ties", rows, cols);
+    gpu->free(gx), gpu->free(gdx), gpu->free(glab);
+    free(x), free(dx), free(lab);
+}
+
+static void test_reductions(void)
+{
+    check_softmax(200, 10, 5);
+    check_softmax(7, 1000, 40);
+
+    size_t n = 100003;
+    float *o = rand_host(n, -2, 2), *t = rand_host(n, -2, 2), *d = rand_host(n, 0, 0);
+    float *go = dev_copy(o, n * 4), *gt = dev_copy(t, n * 4), *gd = dev_copy(d, n * 4);
+    double want = cpu->mse(cctx, o, t, d, n, 1.0f / (float)n);
+    double got = gpu->mse(gctx, go, gt, gd, n, 1.0f / (float)n);
+    tap_ok(rel(got, want) <= 1e-9, "mse sum over %zu: %.12g vs %.12g", n, got, want);
+    double diff = max_rel_diff(gd, d, n);
+    tap_ok(diff <= 2e-6, "mse dout: max diff %.2e", diff);
+
+    want = cpu->sumsq(cctx, o, n);
+    got = gpu->sumsq(gctx, go, n);
+    tap_ok(rel(got, want) <= 1e-9, "sumsq over %zu: %.12g vs %.12g", n, got, want);
+    tap_ok(gpu->sumsq(gctx, go, 0) == 0.0, "sumsq of 0 elements is 0");
+
+    tap_is_int(gpu->all_finite(gctx, go, n), 1, "all_finite on finite data");
+    tap_is_int(gpu->all_finite(gctx, go, 0), 1, "all_finite on 0 elements");
+    float nan = NAN, inf = -INFINITY;
+    gpu->to_device(go + n - 1, &nan, 4);
+    tap_is_int(gpu->all_finite(gctx, go, n), 0, "all_finite sees a NaN in the last element");
+    gpu->to_device(go + n - 1, &o[n - 1], 4);
+    gpu->to_device(go + 17, &inf, 4);
+    tap_is_int(gpu->all_finite(gctx, go, n), 0, "all_finite sees -Inf");
+
+    gpu->to_device(go + 17, &o[17], 4); /* undo the -Inf */
+    cpu->scale(o, -0.37f, n);
+    gpu->scale(go, -0.37f, n);
+    diff = max_rel_diff(go, o, n);
+    tap_ok(diff <= 2e-6, "scale by -0.37: max diff %.2e", diff);
+    gpu->to_device(go + 5, &nan, 4);
+    gpu->scale(go, 0.0f, n);
+    memset(o, 0, n * 4);
+    tap_ok(max_rel_diff(go, o, n) == 0, "scale by 0 clears everything, NaN included");
+    gpu->free(go), gpu->free(gt), gpu->free(gd);
+    free(o), free(t), free(d);
+}
+
+static void test_optimizers(void)
+{
+    size_t n = 5000;
+    float *p = rand_host(n, -1, 1), *g = rand_host(n, -1, 1), *v = rand_host(n, 0, 0);
+    float *m = rand_host(n, 0, 0);
+    float *gp = dev_copy(p, n * 4), *gg = dev_copy(g, n * 4), *gv = dev_copy(v, n * 4);
+    float *gm = dev_copy(m, n * 4);
+    for (int step = 0; step < 3; step++) {
+        cpu->sgd(p, g, v, n, 0.1f, 0.9f, 1, 1e-2f, 0.5f);
+        gpu->sgd(gp, gg, gv, n, 0.1f, 0.9f, 1, 1e-2f, 0.5f);
+    }
+    double d = fmax(max_rel_diff(gp, p, n), max_rel_diff(gv, v, n));
+    tap_ok(d <= 2e-6, "sgd nesterov momentum + weight decay, 3 steps: max diff %.2e", d);
+    cpu->sgd(p, g, NULL, n, 0.1f, 0.9f, 1, 0.0f, 1.0f);
+    gpu->sgd(gp, gg, NULL, n, 0.1f, 0.9f, 1, 0.0f, 1.0f);
+    d = max_rel_diff(gp, p, n);
+    tap_ok(d <= 2e-6, "sgd without a momentum buffer (v NULL): max diff %.2e", d);
+    for (int t = 1; t <= 3; t++) {
+        float c1 = 1 - powf(0.9f, (float)t), c2 = 1 - powf(0.999f, (float)t);
+        cpu->adamw(p, g, m, v, n, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.01f, c1, c2, 0.5f);
+        gpu->adamw(gp, gg, gm, gv, n, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.01f, c1, c2, 0.5f);
+    }
+    d = fmax(max_rel_diff(gp, p, n), fmax(max_rel_diff(gm, m, n), max_rel_diff(gv, v, n)));
+    tap_ok(d <= 2e-6, "adamw, 3 steps (p, m, v): max diff %.2e", d);
+    gpu->free(gp), gpu->free(gg), gpu->free(gv), gpu->free(gm);
+    free(p), free(g), free(v), free(m);
+}
+
+/* A model on one backend: 12 inputs, gelu/tanh/relu hidden layers, 5 outputs. */
+static hpct_model_t make_model(hpct_ctx_t ctx, hpct_loss_t loss, int batch)
+{
+    hpct_model_t m;
+    if (hpct_model_create(ctx, 12, &m) ||
+        hpct_model_add_dense(m, 32, HPCT_ACT_GELU, HPCT_INIT_AUTO) ||
+        hpct_model_add_dense(m, 16, HPCT_ACT_TANH, HPCT_INIT_AUTO) ||
+        hpct_model_add_dense(m, 24, HPCT_ACT_RELU, HPCT_INIT_AUTO) ||
+        hpct_model_add_dense(m, 5, HPCT_ACT_IDENTITY, HPCT_INIT_AUTO) ||
+        hpct_model_set_loss(m, loss) || hpct_model_build(m, batch))
+        tap_bail("model setup: %s", hpct_last_error(ctx));
+    return m;
+}
+
+/* Largest difference between the parameters of a cpu and a cuda model. */
+static double param_diff(hpct_model_t cm, hpct_model_t gm)
+{
+    hpct_params_t cp, gp;
+    hpct_model_params(cm, &cp);
+    hpct_model_params(gm, &gp);
+    int nb;
+    size_t total;
+    hpct_params_size(cp, &nb, &total);
+    double worst = 0;
+    for (int i = 0; i < nb; i++) {
+        float *cpar, *gpar, *cg, *gg;
+        size_t n;
+        const char *name;
+        hpct_params_get(cp, i, &name, &cpar, &cg, &n);
+        hpct_params_get(gp, i, &name, &gpar, &gg, &n);
+        worst = fmax(worst, max_rel_diff(gpar, cpar, n));
+    }
+    return worst;
+}
+
+/* Train both backends 10 steps from one seed; compare losses, norms and parameters. */
+static void check_training(hpct_loss_t loss, hpct_optimizer_kind_t kind, const char *what)
+{
+    enum { BATCH = 64, STEPS = 10 };
+    hpct_model_t cm = make_model(cctx, loss, BATCH), gm = make_model(gctx, loss, BATCH);
+    tap_ok(param_diff(cm, gm) == 0, "%s: same seed, identical initial weights", what);
+    hpct_optim_config_t oc = HPCT_OPTIM_CONFIG_INITIALIZER;
+    oc.kind = kind;
+    oc.lr = kind == HPCT_OPT_SGD ? 0.05f : 3e-3f;
+    oc.momentum = 0.9f;
+    oc.eps = 1e-3f; /* keeps AdamW from amplifying rounding in near-zero gradients */
+    oc.clip_norm = 5.0f;
+    hpct_params_t cp, gp;
+    hpct_optimizer_t co, go;
+    hpct_model_params(cm, &cp), hpct_model_params(gm, &gp);
+    if (hpct_optimizer_create(cp, &oc, &co) || hpct_optimizer_create(gp, &oc, &go))
+        tap_bail("optimizer setup failed");
+    float *x = rand_host((size_t)BATCH * 12, -2, 2), *ty = rand_host((size_t)BATCH * 5, -1, 1);
+    int32_t labels[BATCH];
+    for (int i = 0; i < BATCH; i++)
+        labels[i] = (int32_t)(fabsf(x[i * 12]) * 2.4f + (x[i * 12 + 1] > 0)) % 5;
+    const void *t = loss == HPCT_LOSS_MSE ? (const void *)ty : (const void *)labels;
+    double worst_loss = 0, worst_norm = 0;
+    float first = 0, last = 0;
+    for (int s = 0; s < STEPS; s++) {
+        float lc, lg;
+        double nc, ng;
+        if (hpct_model_loss_grad(cm, x, t, BATCH, 0, &lc) ||
+            hpct_model_loss_grad(gm, x, t, BATCH, 0, &lg))
+            tap_bail("loss_grad: %s / %s", hpct_last_error(cctx), hpct_last_error(gctx));
+        hpct_params_grad_norm(cp, &nc), hpct_params_grad_norm(gp, &ng);
+        worst_loss = fmax(worst_loss, rel(lg, lc));
+        worst_norm = fmax(worst_norm, rel(ng, nc));
+        hpct_optimizer_step(co), hpct_optimizer_step(go);
+        if (s == 0) first = lc;
+        last = lc;
+    }
+    tap_ok(worst_loss <= 1e-4 && last < first,
+           "%s: losses agree over %d steps (worst %.2e; %g -> %g)", what, STEPS, worst_loss, first,
+           last);
+    tap_ok(worst_norm <= 1e-4, "%s: gradient norms agree (worst %.2e)", what, worst_norm);
+    double d = param_diff(cm, gm);
+    tap_ok(d <= 1e-4, "%s: parameters agree after %d steps (max diff %.2e)", what, STEPS, d);
+    double cl, ca, gl, ga;
+    hpct_model_evaluate(cm, x, t, BATCH, &cl, &ca);
+    hpct_model_evaluate(gm, x, t, BATCH, &gl, &ga);
+    tap_ok(rel(gl, cl) <= 1e-4 && ga == ca,
+           "%s: evaluate agrees (loss %g vs %g, accuracy %g vs %g)", what, gl, cl, ga, ca);
+    hpct_optimizer_destroy(co), hpct_optimizer_destroy(go);
+    hpct_model_destroy(cm), hpct_model_destroy(gm);
+    free(x), free(ty);
+}
+
+/* The reason no CUDA context can be made, or NULL when one can. */
+static const char *cuda_unusable(void)
+{
+    static char why[sizeof cctx->last_error];
+    if (hpcti_cuda_ops.init(cctx) == HPCT_SUCCESS) {
+        hpcti_cuda_ops.finalize(cctx);
+        return NULL;
+    }
+    memcpy(why, cctx->last_error, sizeof why);
+    hpcti_clear_error(cctx);
+    return why;
+}
+
+int main(void)
+{
+    if (hpct_ctx_create(NULL, &cctx)) tap_bail("cpu context");
+    const char *why = cuda_unusable();
+    if (why) tap_skip_all("no CUDA device: %s", why);
+    tap_plan(51);
+    hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
+    cfg.backend = HPCT_BACKEND_CUDA;
+    cfg.device = 9999;
+    hpct_ctx_t bad;
+    tap_is_int(hpct_ctx_create(&cfg, &bad), HPCT_ERR_INVALID_ARG, "device 9999 is refused");
+    cfg.device = -1;
+    if (hpct_ctx_create(&cfg, &gctx)) tap_bail("cuda context failed after the probe worked");
+    test_memory();                                                           /* 2 */
+    test_gemm();                                                             /* 9 */
+    test_activations();                                                      /* 8 */
+    test_bias_grad();                                                        /* 2 */
+    test_reductions();                                                       /* 16 */
+    test_optimizers();                                                       /* 3 */
+    check_training(HPCT_LOSS_SOFTMAX_CE, HPCT_OPT_SGD, "CE + SGD momentum"); /* 5 */
+    check_training(HPCT_LOSS_MSE, HPCT_OPT_ADAMW, "MSE + AdamW");            /* 5 */
+    hpct_ctx_destroy(gctx);
+    hpct_ctx_destroy(cctx);
+    return tap_done();
+}
+#endif
