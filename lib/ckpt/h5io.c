@@ -291,6 +291,25 @@ static hpct_status_t write_items(hid_t fid, const hpcti_ckdir_t *d, const hpcti_
     return s;
 }
 
+/* Give back the space of a failed temporary file (ftruncate to 0 through HDF5's
+ * descriptor), so that HDF5 can flush its metadata and really close the file on a full
+ * disk instead of leaving an open file behind. */
+static void release_space(hid_t fid)
+{
+    int *fd = NULL;
+    if (H5Fget_vfd_handle(fid, H5P_DEFAULT, (void **)&fd) >= 0 && fd && ftruncate(*fd, 0) < 0)
+        H5Eclear2(H5E_DEFAULT);
+}
+
+/* Close, retrying once after releasing the space when the close itself fails (ENOSPC). */
+static herr_t close_file(hid_t fid, int failed)
+{
+    if (failed) release_space(fid);
+    if (H5Fclose(fid) >= 0) return 0;
+    release_space(fid);
+    return H5Fclose(fid) >= 0 ? 1 : -1;
+}
+
 /* Whole file at path: create, attributes, datasets, flush, fsync, close. */
 static hpct_status_t write_file(const hpcti_ckdir_t *d, const hpcti_snapshot_t *snap,
                                 const char *path, hpcti_ckerr_t *err)
@@ -306,7 +325,7 @@ static hpct_status_t write_file(const hpcti_ckdir_t *d, const hpcti_snapshot_t *
     s = write_root_attrs(fid, path, err);
     if (!s) s = write_items(fid, d, snap, path, err);
     if (!s) s = flush_and_sync(fid, path, err);
-    if (H5Fclose(fid) < 0 && !s)
+    if (close_file(fid, s != HPCT_SUCCESS) != 0 && !s) /* a failed close is a failed write */
         s = hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot close checkpoint %s: %s", path,
                             h5_detail(h5));
     return s;
