@@ -328,6 +328,7 @@ static void test_due_and_walltime(const char *base)
     tap_is_int(due & ~HPCT_CKPT_DUE_SECONDS, 0, "after saving step 5 neither steps nor walltime are due");
     hpct_ckpt_close(ck);
     unsetenv("HPCT_JOB_END_TIME");
+    unsetenv("SLURM_JOB_ID"); /* make check may itself run inside a Slurm job */
     tap_is_int(hpct_walltime_remaining(a.ctx, &left), HPCT_ERR_NOT_FOUND,
                "no end time known outside a batch job");
     st_destroy(&a);

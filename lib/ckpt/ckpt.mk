@@ -14,3 +14,9 @@ EXTRA_DIST += t/ckpt_util.h doc/checkpoint-format.md
 
 noinst_PROGRAMS += bench/bench_ckpt
 bench_bench_ckpt_LDADD = $(HPCT_LIBS)
+
+# Walltime under a real (private, loopback) Slurm cluster.
+check_PROGRAMS += t/walltime_probe
+t_walltime_probe_LDADD = $(HPCT_LIBS)
+TESTS += t/test_walltime_slurm.sh
+EXTRA_DIST += t/test_walltime_slurm.sh

@@ -8,18 +8,35 @@
 #include <time.h>
 
 #ifdef HPCT_HAVE_SLURM
+#include <pthread.h>
 #include <slurm/slurm.h>
+#include <unistd.h>
 
-/* slurm_get_end_time for $SLURM_JOB_ID; 0 on success. */
+static pthread_once_t slurm_once = PTHREAD_ONCE_INIT;
+
+static void slurm_setup(void)
+{
+    slurm_init(NULL);
+}
+
+/* libslurm stops the process when it finds no slurm.conf: only ask when one is readable
+ * ($SLURM_CONF, set by slurmd in configless mode, or the default path). */
+static int slurm_conf_readable(void)
+{
+    const char *conf = getenv("SLURM_CONF");
+    return access(conf && *conf ? conf : "/etc/slurm/slurm.conf", R_OK) == 0;
+}
+
+/* slurm_get_end_time for $SLURM_JOB_ID (one RPC to slurmctld); 0 on success. */
 static int slurm_end(double *end)
 {
     const char *job = getenv("SLURM_JOB_ID");
-    if (!job || !*job) return -1;
+    if (!job || !*job || !slurm_conf_readable()) return -1;
     char *rest;
     unsigned long id = strtoul(job, &rest, 10);
-    if (*rest || id == 0) return -1;
+    if (*rest || id == 0 || id > UINT32_MAX) return -1;
     time_t t = 0;
-    slurm_init(NULL);
+    pthread_once(&slurm_once, slurm_setup);
     if (slurm_get_end_time((uint32_t)id, &t) != 0 || t <= 0) return -1;
     *end = (double)t;
     return 0;
