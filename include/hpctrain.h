@@ -237,7 +237,9 @@ typedef struct hpct_ckpt_config {
     int writer_rank;            /* the rank that saves (the loop honours it; default 0) */
     int allow_config_change;    /* 1: load a checkpoint whose config_hash differs */
     uint64_t config_hash;       /* hash of this run's training configuration */
-    double walltime_margin;     /* seconds before the job's end at which a save is due */
+    double walltime_margin;     /* seconds before the job's end at which a save is due; > 0
+                                   makes open ask Slurm once: at scale set it on the writer
+                                   rank only and OR-reduce hpct_ckpt_due's mask */
     int defer_copy;             /* async on the cpu backend: the writer thread copies the
                                    state; call hpct_ckpt_before_update before changing it */
 } hpct_ckpt_config_t;
