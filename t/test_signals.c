@@ -1,11 +1,13 @@
 /* test_signals.c: preemption signals set the flag (raised, sent by another process, twice in
  * a row, during an asynchronous checkpoint write), the old handlers come back on uninstall,
- * and a training process sent SIGTERM writes a durable checkpoint and exits cleanly. */
+ * a training process sent SIGTERM writes a durable checkpoint and exits cleanly, and a run
+ * preempted after step k and resumed ends bit-identical to an uninterrupted one. */
 #include "config.h"
 #include "ckpt_util.h"
 
 #include <signal.h>
 #include <sys/wait.h>
+#include <math.h>
 #include <time.h>
 
 #define EXIT_PREEMPTED 75 /* what the test "trainer" exits with after its checkpoint */
@@ -198,9 +200,113 @@ static void test_preempted_process(const char *base, int async, int twice)
     st_destroy(&got);
 }
 
+/* ---- exact resume: SIGTERM at step >= k, resume, same final state as without it ---- */
+
+#define RESUME_STEPS 300
+static const size_t resume_counts[] = {20000, 300};
+
+/* Deterministic "gradients" from the parameters and the step (what data at that step gives). */
+static void fake_grads(state_t *st, long step)
+{
+    for (int i = 0; i < st->nbufs; i++)
+        for (size_t j = 0; j < st->counts[i]; j++)
+            st->g[i][j] = sinf(3.0f * st->p[i][j] + 0.01f * (float)step) * 0.1f;
+}
+
+static void resume_state(state_t *st)
+{
+    size_t n[] = {resume_counts[0], resume_counts[1]};
+    memset(st, 0, sizeof *st);
+    hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
+    hpct_ctx_create(&cfg, &st->ctx);
+    hpct_params_create(st->ctx, &st->params);
+    st->nbufs = 2;
+    for (int i = 0; i < 2; i++) {
+        st->counts[i] = n[i];
+        st->p[i] = calloc(n[i], sizeof(float));
+        st->g[i] = calloc(n[i], sizeof(float));
+        for (size_t j = 0; j < n[i]; j++) st->p[i][j] = (float)((j * 7919) % 1000) * 1e-3f - 0.5f;
+        hpct_params_register(st->params, i ? "b" : "w", st->p[i], st->g[i], n[i]);
+    }
+    hpct_optim_config_t oc = HPCT_OPTIM_CONFIG_INITIALIZER;
+    oc.kind = HPCT_OPT_ADAMW;
+    oc.lr = 0.01f;
+    oc.weight_decay = 0.01f;
+    oc.schedule = HPCT_SCHED_COSINE;
+    oc.warmup_steps = 20;
+    oc.total_steps = RESUME_STEPS;
+    hpct_optimizer_create(st->params, &oc, &st->opt);
+}
+
+/* Train from step `from` to RESUME_STEPS; with ck, stop after a signal (returns the step). */
+static long train(state_t *st, long from, hpct_ckpt_t ck, int report_fd, long report_at)
+{
+    for (long step = from; step < RESUME_STEPS; step++) {
+        fake_grads(st, step);
+        hpct_optimizer_step(st->opt);
+        long done = step + 1;
+        if (done == report_at && write(report_fd, "k", 1) != 1) _exit(7);
+        int due = 0;
+        if (!ck || hpct_ckpt_due(ck, done, &due) || !due) continue;
+        hpct_ckpt_meta_t m = HPCT_CKPT_META_INITIALIZER;
+        m.step = done;
+        if (hpct_ckpt_save(ck, st->params, st->opt, &m)) _exit(4);
+        if (due & HPCT_CKPT_DUE_SIGNAL) return done;
+    }
+    return RESUME_STEPS;
+}
+
+static void test_exact_resume(const char *base, long k)
+{
+    state_t ref, run;
+    resume_state(&ref);
+    train(&ref, 0, NULL, -1, -1);
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/resume%ld", base, k);
+    int fds[2];
+    if (pipe(fds)) tap_bail("pipe failed");
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        state_t st;
+        resume_state(&st);
+        hpct_signals_t h;
+        hpct_ckpt_config_t c = HPCT_CKPT_CONFIG_INITIALIZER;
+        c.directory = dir;
+        c.async = 1;
+        c.every_steps = 37;
+        hpct_ckpt_t ck;
+        if (hpct_signals_install(st.ctx, NULL, 0, &h) || hpct_ckpt_open(st.ctx, &c, &ck)) _exit(3);
+        long stopped = train(&st, 0, ck, fds[1], k);
+        _exit(hpct_ckpt_close(ck) ? 5 : stopped < RESUME_STEPS ? EXIT_PREEMPTED : 0);
+    }
+    char r;
+    if (read(fds[0], &r, 1) == 1) kill(pid, SIGTERM);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    close(fds[0]);
+    close(fds[1]);
+    resume_state(&run);
+    hpct_ckpt_config_t c = HPCT_CKPT_CONFIG_INITIALIZER;
+    c.directory = dir;
+    hpct_ckpt_t ck;
+    hpct_ckpt_open(run.ctx, &c, &ck);
+    hpct_ckpt_meta_t m = HPCT_CKPT_META_INITIALIZER;
+    hpct_status_t s = hpct_ckpt_load_latest(ck, run.params, run.opt, &m);
+    hpct_ckpt_close(ck);
+    if (!s) train(&run, m.step, NULL, -1, -1);
+    tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == EXIT_PREEMPTED && !s && m.step >= k &&
+               m.step < RESUME_STEPS && st_equal(&run, &ref),
+           "SIGTERM after step %ld, saved at %ld, resumed: final AdamW state bit-identical to the "
+           "uninterrupted run",
+           k, m.step);
+    st_destroy(&ref);
+    st_destroy(&run);
+}
+
 int main(void)
 {
-    tap_plan(13);
+    tap_plan(15);
     alarm(120);
     hpct_ctx_t ctx;
     hpct_ctx_create(NULL, &ctx);
@@ -211,6 +317,8 @@ int main(void)
     test_async_write(base);
     test_preempted_process(base, 0, 0);
     test_preempted_process(base, 1, 1);
+    test_exact_resume(base, 38); /* just after the async save of step 37 started */
+    test_exact_resume(base, 150);
     hpct_ctx_destroy(ctx);
     remove_tree(base);
     return tap_done();
