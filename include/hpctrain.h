@@ -296,7 +296,8 @@ hpct_status_t hpct_ckpt_add_scalar(hpct_ckpt_t ck, const char *name, hpct_ckpt_d
 /* Which HPCT_CKPT_DUE_* reasons hold after `step` completed steps (0 if none). */
 hpct_status_t hpct_ckpt_due(hpct_ckpt_t ck, long step, int *due);
 /* Save params (by name), opt's state slots and step (opt may be NULL), the context RNG,
- * meta and the extras. Async mode: copy them and return; the previous write is waited for. */
+ * meta and the extras. Async mode: copy them and return; the previous write is waited for
+ * first and its failure, if any, is returned here instead of starting a new one. */
 hpct_status_t hpct_ckpt_save(hpct_ckpt_t ck, hpct_params_t params, hpct_optimizer_t opt,
                              const hpct_ckpt_meta_t *meta);
 /* With defer_copy: wait until the writer has copied the state of the last save, so params,
