@@ -18,9 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define NBUFS 8
+#define NBUFS   8
 #define PER_BUF (1u << 20) /* floats per buffer: 8 Mi floats = 32 MiB of parameters */
-#define REPS 5
+#define REPS    5
 
 typedef struct {
     hpct_ctx_t ctx;
@@ -44,7 +44,8 @@ static void die(const char *what, hpct_ctx_t ctx)
 
 static void model_create(model_t *m)
 {
-    if (hpct_ctx_create(NULL, &m->ctx) || hpct_params_create(m->ctx, &m->params)) die("setup", NULL);
+    if (hpct_ctx_create(NULL, &m->ctx) || hpct_params_create(m->ctx, &m->params))
+        die("setup", NULL);
     for (int i = 0; i < NBUFS; i++) {
         char name[32];
         snprintf(name, sizeof name, "block%d.weight", i);
@@ -54,7 +55,8 @@ static void model_create(model_t *m)
             m->p[i][j] = (float)((j * 2654435761u) % 1000) * 1e-3f;
             m->g[i][j] = (float)((j * 40503u) % 1000) * 1e-6f;
         }
-        if (hpct_params_register(m->params, name, m->p[i], m->g[i], PER_BUF)) die("register", m->ctx);
+        if (hpct_params_register(m->params, name, m->p[i], m->g[i], PER_BUF))
+            die("register", m->ctx);
     }
     hpct_optim_config_t oc = HPCT_OPTIM_CONFIG_INITIALIZER;
     oc.kind = HPCT_OPT_ADAMW;
@@ -190,7 +192,8 @@ static void bench_write(model_t *m, const char *dir, double *sync_best)
     printf("sync checkpoint      : %7.1f ms  %7.1f MB/s   ratio %.2fx raw (target >= 0.80)\n",
            sb * 1e3, mb / sb, rb / sb);
     double rt = min_of(sync_ret, REPS);
-    printf("sync ckpt + retention: %7.1f ms  %7.1f MB/s   ratio %.2fx raw (unlinks the previous file)\n",
+    printf("sync ckpt + retention: %7.1f ms  %7.1f MB/s   ratio %.2fx raw (unlinks the previous "
+           "file)\n",
            rt * 1e3, mb / rt, rb / rt);
     printf("async stall at save  : %7.1f ms  = %.1f%% of the sync save (target <= 5%%); "
            "background write %.1f ms\n",
@@ -241,8 +244,9 @@ static void bench_sigterm(const char *dir, int async)
     double t = now() - t0;
     close(fds[0]);
     close(fds[1]);
-    printf("SIGTERM -> durable checkpoint -> exit (%s): %7.1f ms, exit code %d (target <= 2000 ms)\n",
-           async ? "async" : "sync ", t * 1e3, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    printf(
+        "SIGTERM -> durable checkpoint -> exit (%s): %7.1f ms, exit code %d (target <= 2000 ms)\n",
+        async ? "async" : "sync ", t * 1e3, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 }
 
 int main(int argc, char **argv)

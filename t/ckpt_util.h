@@ -25,7 +25,8 @@ typedef struct state {
 } state_t;
 
 /* nbufs buffers of counts[i] floats named "layer<i>/w" (nested HDF5 groups), and an optimizer. */
-static inline void st_create(state_t *st, int nbufs, const size_t *counts, hpct_optimizer_kind_t kind)
+static inline void st_create(state_t *st, int nbufs, const size_t *counts,
+                             hpct_optimizer_kind_t kind)
 {
     memset(st, 0, sizeof *st);
     hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;

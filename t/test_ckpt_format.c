@@ -89,7 +89,7 @@ static void test_round_trip(const char *base, int async)
     st_fill(&b, 7, 3);
     tap_is_int(hpct_ckpt_save(ck, a.params, a.opt, &m), HPCT_SUCCESS, "mode %d: save", async);
     hpct_ckpt_before_update(ck); /* defer_copy: the writer has taken its copy */
-    st_scramble(&a); /* training goes on while an async write runs */
+    st_scramble(&a);             /* training goes on while an async write runs */
     extra_d[0] = 0, counter = 0, bytes[1] = 0;
     tap_is_int(hpct_ckpt_wait(ck), HPCT_SUCCESS, "mode %d: wait", async);
     const char *path = NULL;
@@ -97,8 +97,10 @@ static void test_round_trip(const char *base, int async)
     tap_ok(path && strstr(path, "ckpt-000000000042.h5"), "mode %d: committed as %s", async,
            path ? path : "(null)");
     hpct_ckpt_meta_t got = HPCT_CKPT_META_INITIALIZER;
-    tap_is_int(hpct_ckpt_load_latest(ck, a.params, a.opt, &got), HPCT_SUCCESS, "mode %d: load", async);
-    tap_ok(st_equal(&a, &b), "mode %d: params, AdamW slots, optimizer step, RNG bit-identical", async);
+    tap_is_int(hpct_ckpt_load_latest(ck, a.params, a.opt, &got), HPCT_SUCCESS, "mode %d: load",
+               async);
+    tap_ok(st_equal(&a, &b), "mode %d: params, AdamW slots, optimizer step, RNG bit-identical",
+           async);
     tap_ok(!memcmp(extra_d, extra_d0, sizeof extra_d) && counter == counter0 &&
                !memcmp(bytes, bytes0, sizeof bytes),
            "mode %d: extras (f64 array, i64 scalar, u8 array) restored", async);
@@ -154,8 +156,10 @@ static void test_h5dump(const char *base)
         return;
     }
     snprintf(out, sizeof out, "%s/dump.txt", base);
-    snprintf(cmd, sizeof cmd, "h5dump -d /meta/step -d /meta/model -a /schema_version %s/ckpt-000000000077.h5 > %s 2>&1",
-             dir, out);
+    snprintf(
+        cmd, sizeof cmd,
+        "h5dump -d /meta/step -d /meta/model -a /schema_version %s/ckpt-000000000077.h5 > %s 2>&1",
+        dir, out);
     int rc = system(cmd);
     char text[8192] = "";
     FILE *f = fopen(out, "r");
@@ -280,7 +284,8 @@ static void test_compat(const char *base)
     hpct_ckpt_close(ck);
     ck = open_ck(&a, dir, 0, 3, 0, 0x2222, 1);
     s = hpct_ckpt_load_latest(ck, a.params, a.opt, &got);
-    tap_ok(s == HPCT_SUCCESS && got.config_hash == 0x1111, "allowed: loads, reports the file's hash");
+    tap_ok(s == HPCT_SUCCESS && got.config_hash == 0x1111,
+           "allowed: loads, reports the file's hash");
     hpct_ckpt_close(ck);
     state_t other;
     size_t bigger[] = {1000, 38, 4096, 5};
@@ -325,7 +330,8 @@ static void test_due_and_walltime(const char *base)
     tap_ok(due & HPCT_CKPT_DUE_SECONDS, "every_seconds 0.05: due after 80 ms");
     save_step(ck, &a, 5);
     hpct_ckpt_due(ck, 5, &due);
-    tap_is_int(due & ~HPCT_CKPT_DUE_SECONDS, 0, "after saving step 5 neither steps nor walltime are due");
+    tap_is_int(due & ~HPCT_CKPT_DUE_SECONDS, 0,
+               "after saving step 5 neither steps nor walltime are due");
     hpct_ckpt_close(ck);
     unsetenv("HPCT_JOB_END_TIME");
     unsetenv("SLURM_JOB_ID"); /* make check may itself run inside a Slurm job */

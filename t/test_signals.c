@@ -36,7 +36,8 @@ static void test_flag(hpct_ctx_t ctx)
 {
     hpct_signals_t h = NULL, h2 = NULL;
     tap_is_int(hpct_signals_install(ctx, NULL, 0, &h), HPCT_SUCCESS, "install SIGTERM+SIGUSR1");
-    tap_is_int(hpct_signals_install(ctx, NULL, 0, &h2), HPCT_ERR_STATE, "a second install is refused");
+    tap_is_int(hpct_signals_install(ctx, NULL, 0, &h2), HPCT_ERR_STATE,
+               "a second install is refused");
     int signo = -1, count = -1;
     tap_ok(!hpct_signal_pending(&signo, &count) && signo == 0 && count == 0, "nothing pending");
     raise(SIGTERM);

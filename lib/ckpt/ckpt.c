@@ -104,8 +104,8 @@ static hpct_status_t make_dirs(hpct_ctx_t ctx, const char *dir)
             struct stat st;
             if (stat(path, &st) == 0 && (st.st_mode & S_IWOTH)) chmod(path, st.st_mode & 07775);
         } else if (errno != EEXIST) {
-            return hpcti_error(ctx, HPCT_ERR_IO, "cannot create checkpoint directory %s: %s",
-                               path, strerror(errno));
+            return hpcti_error(ctx, HPCT_ERR_IO, "cannot create checkpoint directory %s: %s", path,
+                               strerror(errno));
         }
         *p = c;
         if (!c) break;
@@ -219,7 +219,8 @@ hpct_status_t hpct_ckpt_open(hpct_ctx_t ctx, const hpct_ckpt_config_t *cfg, hpct
     ck->last_save = mono_now();
     ck->job_end = NAN;
     double end;
-    if (cfg->walltime_margin > 0 && hpcti_walltime_end(ctx, &end) == HPCT_SUCCESS) ck->job_end = end;
+    if (cfg->walltime_margin > 0 && hpcti_walltime_end(ctx, &end) == HPCT_SUCCESS)
+        ck->job_end = end;
     hpcti_clear_error(ctx);
     if (cfg->async && (s = start_writer(ck))) {
         free(ck);
@@ -265,20 +266,23 @@ static hpct_status_t add_extra(hpct_ckpt_t ck, const char *name, hpct_ckpt_dtype
                            "hpct_ckpt_add_array: the name must be 1-200 characters, not "
                            "starting with '/'");
     if (!data || count == 0)
-        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
-                           "hpct_ckpt_add_array: extra '%s' has %s", name,
-                           data ? "zero elements" : "a NULL buffer");
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_ckpt_add_array: extra '%s' has %s",
+                           name, data ? "zero elements" : "a NULL buffer");
     if (dtype < HPCT_CKPT_F32 || dtype > HPCT_CKPT_U8)
-        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_ckpt_add_array: extra '%s' has an "
-                           "unknown dtype %d", name, (int)dtype);
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                           "hpct_ckpt_add_array: extra '%s' has an "
+                           "unknown dtype %d",
+                           name, (int)dtype);
     for (int i = 0; i < ck->num_extras; i++)
         if (strcmp(ck->extras[i].name, name) == 0)
             return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
-                               "hpct_ckpt_add_array: an extra named '%s' is already registered", name);
+                               "hpct_ckpt_add_array: an extra named '%s' is already registered",
+                               name);
     if (ck->num_extras == ck->cap_extras) {
         int cap = ck->cap_extras ? 2 * ck->cap_extras : 8;
         struct ck_extra *grown = realloc(ck->extras, sizeof *grown * (size_t)cap);
-        if (!grown) return hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "cannot grow the extras to %d", cap);
+        if (!grown)
+            return hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "cannot grow the extras to %d", cap);
         ck->extras = grown;
         ck->cap_extras = cap;
     }
@@ -313,7 +317,8 @@ hpct_status_t hpct_ckpt_due(hpct_ckpt_t ck, long step, int *due)
         d |= HPCT_CKPT_DUE_STEPS;
     if (c->every_seconds > 0 && mono_now() - ck->last_save >= c->every_seconds)
         d |= HPCT_CKPT_DUE_SECONDS;
-    if (!isnan(ck->job_end) && !ck->walltime_saved && ck->job_end - wall_now() <= c->walltime_margin)
+    if (!isnan(ck->job_end) && !ck->walltime_saved &&
+        ck->job_end - wall_now() <= c->walltime_margin)
         d |= HPCT_CKPT_DUE_WALLTIME;
     if (hpct_signal_pending(NULL, NULL)) d |= HPCT_CKPT_DUE_SIGNAL;
     *due = d;
@@ -363,7 +368,8 @@ static hpct_status_t assign_staging(hpct_ckpt_t ck)
     size_t total = 0;
     for (int i = 0; i < ck->snap.num; i++)
         if (ck->snap.items[i].user)
-            total += (ck->snap.items[i].count * hpcti_ck_elsize(ck->snap.items[i].dtype) + 63) & ~(size_t)63;
+            total += (ck->snap.items[i].count * hpcti_ck_elsize(ck->snap.items[i].dtype) + 63) &
+                     ~(size_t)63;
     if (total > ck->buf_bytes) {
         free(ck->buf);
         ck->buf = NULL;
@@ -432,7 +438,8 @@ static void copy_staged(hpct_ckpt_t ck, int to_user)
         if (!it->user) continue;
         size_t bytes = it->count * hpcti_ck_elsize(it->dtype);
         if (it->on_device)
-            to_user ? ops->to_device(it->user, it->data, bytes) : ops->to_host(it->data, it->user, bytes);
+            to_user ? ops->to_device(it->user, it->data, bytes)
+                    : ops->to_host(it->data, it->user, bytes);
         else
             to_user ? memcpy(it->user, it->data, bytes) : memcpy(it->data, it->user, bytes);
     }
@@ -447,8 +454,8 @@ static hpct_status_t check_state_args(hpct_ckpt_t ck, hpct_params_t params, hpct
         return hpcti_error(ck->ctx, HPCT_ERR_INVALID_ARG, "%s: %s is NULL", fn,
                            params ? "meta" : "params");
     if (params->ctx != ck->ctx)
-        return hpcti_error(ck->ctx, HPCT_ERR_INVALID_ARG,
-                           "%s: params belong to another context", fn);
+        return hpcti_error(ck->ctx, HPCT_ERR_INVALID_ARG, "%s: params belong to another context",
+                           fn);
     *slots = 0;
     if (opt && hpct_optimizer_state_slots(opt, slots)) return HPCT_ERR_INVALID_ARG;
     return HPCT_SUCCESS;
@@ -509,7 +516,8 @@ hpct_status_t hpct_ckpt_save(hpct_ckpt_t ck, hpct_params_t params, hpct_optimize
     }
     hpcti_ckerr_t err = {0, ""};
     char path[HPCTI_CKPT_PATH_MAX];
-    if ((s = hpcti_ck_write(&ck->d, &ck->snap, path, &err))) return hpcti_error(ck->ctx, s, "%s", err.msg);
+    if ((s = hpcti_ck_write(&ck->d, &ck->snap, path, &err)))
+        return hpcti_error(ck->ctx, s, "%s", err.msg);
     snprintf(ck->last_path, sizeof ck->last_path, "%s", path);
     hpcti_log(ck->ctx, HPCT_LOG_INFO, "checkpoint of step %ld written to %s", meta->step, path);
     return HPCT_SUCCESS;
@@ -536,7 +544,8 @@ hpct_status_t hpct_ckpt_last_path(hpct_ckpt_t ck, const char **path)
 {
     if (!ck) return HPCT_ERR_INVALID_ARG;
     hpcti_clear_error(ck->ctx);
-    if (!path) return hpcti_error(ck->ctx, HPCT_ERR_INVALID_ARG, "hpct_ckpt_last_path: path is NULL");
+    if (!path)
+        return hpcti_error(ck->ctx, HPCT_ERR_INVALID_ARG, "hpct_ckpt_last_path: path is NULL");
     if (ck->has_thread) {
         pthread_mutex_lock(&ck->mu);
         if (!ck->pending && !ck->werr.status && ck->wpath[0])
@@ -610,15 +619,13 @@ static hpct_status_t load_first_valid(hpct_ckpt_t ck, char **names, int n, hpct_
             return HPCT_SUCCESS;
         }
         meta->rejected++;
-        hpcti_log(ck->ctx, HPCT_LOG_WARN, "rejected %s; falling back to the previous one",
-                  err.msg);
+        hpcti_log(ck->ctx, HPCT_LOG_WARN, "rejected %s; falling back to the previous one", err.msg);
         if (strlen(reasons) + strlen(err.msg) + 3 < sizeof reasons) {
             if (reasons[0]) strcat(reasons, "; ");
             strcat(reasons, err.msg);
         }
     }
-    if (n == 0)
-        return hpcti_error(ck->ctx, HPCT_ERR_NOT_FOUND, "no checkpoint in %s", ck->d.dir);
+    if (n == 0) return hpcti_error(ck->ctx, HPCT_ERR_NOT_FOUND, "no checkpoint in %s", ck->d.dir);
     return hpcti_error(ck->ctx, HPCT_ERR_NOT_FOUND, "no valid checkpoint in %s: %s", ck->d.dir,
                        reasons);
 }
@@ -635,7 +642,8 @@ hpct_status_t hpct_ckpt_load_latest(hpct_ckpt_t ck, hpct_params_t params, hpct_o
     char **names;
     int n;
     hpcti_ckerr_t err = {0, ""};
-    if ((s = hpcti_ck_list(ck->d.dir, &names, &n, &err))) return hpcti_error(ck->ctx, s, "%s", err.msg);
+    if ((s = hpcti_ck_list(ck->d.dir, &names, &n, &err)))
+        return hpcti_error(ck->ctx, s, "%s", err.msg);
     s = load_first_valid(ck, names, n, opt, slots, meta);
     for (int i = 0; i < n; i++) free(names[i]);
     free(names);

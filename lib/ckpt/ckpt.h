@@ -6,9 +6,9 @@
 
 #include <pthread.h>
 
-#define HPCTI_CKPT_SCHEMA 1          /* bump when the file layout changes */
-#define HPCTI_CKPT_PATH_MAX 4096
-#define HPCTI_CKPT_MODEL_MAX 1024    /* bytes of model description kept */
+#define HPCTI_CKPT_SCHEMA    1 /* bump when the file layout changes */
+#define HPCTI_CKPT_PATH_MAX  4096
+#define HPCTI_CKPT_MODEL_MAX 1024 /* bytes of model description kept */
 
 /* Error detail produced away from the caller's thread, copied to the context later. */
 typedef struct hpcti_ckerr {
@@ -22,13 +22,13 @@ hpct_status_t hpcti_ckerr_set(hpcti_ckerr_t *err, hpct_status_t status, const ch
 
 /* One dataset of a checkpoint: HDF5 path under the root, element type and count. */
 typedef struct hpcti_ckitem {
-    char path[320];    /* e.g. "params/dense0.weight" */
-    int dtype;         /* hpct_ckpt_dtype_t, HPCTI_U64 or HPCTI_STR */
-    int scalar;        /* 1: HDF5 scalar dataspace (count is 1) */
-    size_t count;      /* elements */
-    void *data;        /* host bytes to write, or where load puts them */
-    void *user;        /* the caller's memory when data is a staged copy, else NULL */
-    int on_device;     /* 1: user lives where the backend keeps tensors */
+    char path[320]; /* e.g. "params/dense0.weight" */
+    int dtype;      /* hpct_ckpt_dtype_t, HPCTI_U64 or HPCTI_STR */
+    int scalar;     /* 1: HDF5 scalar dataspace (count is 1) */
+    size_t count;   /* elements */
+    void *data;     /* host bytes to write, or where load puts them */
+    void *user;     /* the caller's memory when data is a staged copy, else NULL */
+    int on_device;  /* 1: user lives where the backend keeps tensors */
 } hpcti_ckitem_t;
 
 #define HPCTI_U64 100 /* internal element type for hashes and RNG words */
@@ -43,8 +43,8 @@ typedef struct hpcti_snapshot {
     int num, cap;
     char model[HPCTI_CKPT_MODEL_MAX];
     long step;
-    long serial;       /* 1-based count of checkpoints written in this directory */
-    int keep;          /* 1: permanent (keep_every) */
+    long serial; /* 1-based count of checkpoints written in this directory */
+    int keep;    /* 1: permanent (keep_every) */
 } hpcti_snapshot_t;
 
 /* Append an item (path formatted from prefix and name); returns 0 or HPCT_ERR_NO_MEMORY. */
@@ -54,11 +54,11 @@ int hpcti_snap_add(hpcti_snapshot_t *snap, const char *prefix, const char *name,
 /* Where the writer stops itself with SIGSTOP when HPCT_CKPT_TEST_STOP_AT names the stage. */
 typedef enum {
     HPCTI_STAGE_NONE = 0,
-    HPCTI_STAGE_CREATED,  /* temporary file created, nothing written */
-    HPCTI_STAGE_HALF,     /* about half of the datasets written */
-    HPCTI_STAGE_SYNCED,   /* temporary file complete and fsync'd, not renamed */
-    HPCTI_STAGE_RENAMED,  /* renamed into place, directory not yet fsync'd */
-    HPCTI_STAGE_POINTER   /* latest pointer's temporary written, not renamed */
+    HPCTI_STAGE_CREATED, /* temporary file created, nothing written */
+    HPCTI_STAGE_HALF,    /* about half of the datasets written */
+    HPCTI_STAGE_SYNCED,  /* temporary file complete and fsync'd, not renamed */
+    HPCTI_STAGE_RENAMED, /* renamed into place, directory not yet fsync'd */
+    HPCTI_STAGE_POINTER  /* latest pointer's temporary written, not renamed */
 } hpcti_stage_t;
 
 /* Parse a stage name ("created", "half", "synced", "renamed", "pointer"). */

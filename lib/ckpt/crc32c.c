@@ -7,10 +7,10 @@
 
 #define POLY 0x82F63B78u
 /* One bit of the reflected CRC register, then eight bits (one table entry). */
-#define BIT(c) (((c) >> 1) ^ (POLY & (0u - ((c) & 1u))))
-#define BIT2(c) BIT(BIT(c))
-#define BYTE(c) BIT2(BIT2(BIT2(BIT2((uint32_t)(c)))))
-#define ROW4(i) BYTE(i), BYTE((i) + 1), BYTE((i) + 2), BYTE((i) + 3)
+#define BIT(c)   (((c) >> 1) ^ (POLY & (0u - ((c)&1u))))
+#define BIT2(c)  BIT(BIT(c))
+#define BYTE(c)  BIT2(BIT2(BIT2(BIT2((uint32_t)(c)))))
+#define ROW4(i)  BYTE(i), BYTE((i) + 1), BYTE((i) + 2), BYTE((i) + 3)
 #define ROW16(i) ROW4(i), ROW4((i) + 4), ROW4((i) + 8), ROW4((i) + 12)
 #define ROW64(i) ROW16(i), ROW16((i) + 16), ROW16((i) + 32), ROW16((i) + 48)
 
@@ -55,7 +55,7 @@ static uint32_t xpow8n(size_t n)
 /* Three independent crc32 chains over adjacent LANE-byte blocks hide the instruction's
  * 3-cycle latency; the raw registers are joined as a x^(16 LANE) + b x^(8 LANE) + c. */
 __attribute__((target("sse4.2"))) static uint32_t crc_3way(uint32_t c, const unsigned char **pp,
-                                                             size_t *np)
+                                                           size_t *np)
 {
     const unsigned char *p = *pp;
     size_t n = *np;
@@ -80,7 +80,7 @@ __attribute__((target("sse4.2"))) static uint32_t crc_3way(uint32_t c, const uns
 
 /* The crc32 instruction over 8-byte words, bytes for the head and tail. */
 __attribute__((target("sse4.2"))) static uint32_t crc_sse42(uint32_t c, const unsigned char *p,
-                                                              size_t n)
+                                                            size_t n)
 {
     while (n && ((uintptr_t)p & 7u)) {
         c = __builtin_ia32_crc32qi(c, *p++);

@@ -41,9 +41,15 @@ hpct_status_t hpcti_ckerr_set(hpcti_ckerr_t *err, hpct_status_t status, const ch
 size_t hpcti_ck_elsize(int dtype)
 {
     switch (dtype) {
-    case HPCT_CKPT_F32: case HPCT_CKPT_I32: return 4;
-    case HPCT_CKPT_F64: case HPCT_CKPT_I64: case HPCTI_U64: return 8;
-    default: return 1; /* HPCT_CKPT_U8 */
+    case HPCT_CKPT_F32:
+    case HPCT_CKPT_I32:
+        return 4;
+    case HPCT_CKPT_F64:
+    case HPCT_CKPT_I64:
+    case HPCTI_U64:
+        return 8;
+    default:
+        return 1; /* HPCT_CKPT_U8 */
     }
 }
 
@@ -115,24 +121,36 @@ static const char *h5_detail(char buf[400])
 static hid_t file_type(int dtype)
 {
     switch (dtype) {
-    case HPCT_CKPT_F32: return H5T_IEEE_F32LE;
-    case HPCT_CKPT_F64: return H5T_IEEE_F64LE;
-    case HPCT_CKPT_I32: return H5T_STD_I32LE;
-    case HPCT_CKPT_I64: return H5T_STD_I64LE;
-    case HPCTI_U64: return H5T_STD_U64LE;
-    default: return H5T_STD_U8LE;
+    case HPCT_CKPT_F32:
+        return H5T_IEEE_F32LE;
+    case HPCT_CKPT_F64:
+        return H5T_IEEE_F64LE;
+    case HPCT_CKPT_I32:
+        return H5T_STD_I32LE;
+    case HPCT_CKPT_I64:
+        return H5T_STD_I64LE;
+    case HPCTI_U64:
+        return H5T_STD_U64LE;
+    default:
+        return H5T_STD_U8LE;
     }
 }
 
 static hid_t mem_type(int dtype)
 {
     switch (dtype) {
-    case HPCT_CKPT_F32: return H5T_NATIVE_FLOAT;
-    case HPCT_CKPT_F64: return H5T_NATIVE_DOUBLE;
-    case HPCT_CKPT_I32: return H5T_NATIVE_INT32;
-    case HPCT_CKPT_I64: return H5T_NATIVE_INT64;
-    case HPCTI_U64: return H5T_NATIVE_UINT64;
-    default: return H5T_NATIVE_UINT8;
+    case HPCT_CKPT_F32:
+        return H5T_NATIVE_FLOAT;
+    case HPCT_CKPT_F64:
+        return H5T_NATIVE_DOUBLE;
+    case HPCT_CKPT_I32:
+        return H5T_NATIVE_INT32;
+    case HPCT_CKPT_I64:
+        return H5T_NATIVE_INT64;
+    case HPCTI_U64:
+        return H5T_NATIVE_UINT64;
+    default:
+        return H5T_NATIVE_UINT8;
     }
 }
 
@@ -143,7 +161,8 @@ static int fsync_path(const char *path, int directory)
     int fd = open(path, O_RDONLY | (directory ? O_DIRECTORY : 0));
     if (fd < 0) return -1;
     int rc;
-    do rc = fsync(fd); while (rc < 0 && errno == EINTR);
+    do rc = fsync(fd);
+    while (rc < 0 && errno == EINTR);
     int saved = errno;
     close(fd);
     errno = saved;
@@ -267,7 +286,8 @@ static hpct_status_t flush_and_sync(hid_t fid, const char *path, hpcti_ckerr_t *
         return hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot get the descriptor of checkpoint %s: %s",
                                path, h5_detail(h5));
     int rc;
-    do rc = fsync(*fd); while (rc < 0 && errno == EINTR);
+    do rc = fsync(*fd);
+    while (rc < 0 && errno == EINTR);
     if (rc < 0)
         return hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot fsync checkpoint %s: %s", path,
                                strerror(errno));
@@ -348,7 +368,8 @@ static hpct_status_t write_small_file(const char *path, const char *text, hpcti_
     strip_world_write(fd);
     size_t n = strlen(text);
     ssize_t w;
-    do w = write(fd, text, n); while (w < 0 && errno == EINTR);
+    do w = write(fd, text, n);
+    while (w < 0 && errno == EINTR);
     int rc = (w == (ssize_t)n) ? fsync(fd) : -1;
     int saved = w < 0 || rc < 0 ? errno : ENOSPC;
     close(fd);
@@ -576,8 +597,8 @@ static hpcti_read_t check_shape(hid_t dset, const hpcti_ckitem_t *it, const char
     return HPCTI_READ_MISMATCH;
 }
 
-static hpcti_read_t verify_crc(hid_t dset, const hpcti_ckitem_t *it, size_t bytes,
-                               const char *file, hpcti_ckerr_t *err)
+static hpcti_read_t verify_crc(hid_t dset, const hpcti_ckitem_t *it, size_t bytes, const char *file,
+                               hpcti_ckerr_t *err)
 {
     uint32_t stored = 0, computed = hpct_crc32c(0, it->data, bytes);
     hid_t attr = H5Aopen(dset, "crc32c", H5P_DEFAULT);

@@ -40,8 +40,7 @@ static void restore(struct hpct_signals *h, int upto)
     for (int i = 0; i < upto; i++) sigaction(h->signo[i], &h->old[i], NULL);
 }
 
-hpct_status_t hpct_signals_install(hpct_ctx_t ctx, const int *signals, int n,
-                                   hpct_signals_t *out)
+hpct_status_t hpct_signals_install(hpct_ctx_t ctx, const int *signals, int n, hpct_signals_t *out)
 {
     static const int defaults[] = {SIGTERM, SIGUSR1};
     if (!ctx) return HPCT_ERR_INVALID_ARG;
@@ -57,7 +56,8 @@ hpct_status_t hpct_signals_install(hpct_ctx_t ctx, const int *signals, int n,
             return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_signals_install: signal %d %s",
                                signals[i], bad_signal(signals[i]));
     if (installed)
-        return hpcti_error(ctx, HPCT_ERR_STATE, "hpct_signals_install: preemption signals are "
+        return hpcti_error(ctx, HPCT_ERR_STATE,
+                           "hpct_signals_install: preemption signals are "
                            "already installed (uninstall the other handle first)");
     struct hpct_signals *h = hpcti_calloc(ctx, 1, sizeof *h, "a signal handle");
     if (!h) return HPCT_ERR_NO_MEMORY;
@@ -74,8 +74,9 @@ hpct_status_t hpct_signals_install(hpct_ctx_t ctx, const int *signals, int n,
             int e = errno;
             restore(h, i);
             free(h);
-            return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "cannot install a handler for signal %d: %s",
-                               signals[i], strerror(e));
+            return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                               "cannot install a handler for signal %d: %s", signals[i],
+                               strerror(e));
         }
         h->n = i + 1;
     }

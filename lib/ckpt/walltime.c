@@ -60,7 +60,8 @@ hpct_status_t hpcti_walltime_end(hpct_ctx_t ctx, double *end)
     if (slurm_end(end) == 0) return HPCT_SUCCESS;
     return hpcti_error(ctx, HPCT_ERR_NOT_FOUND,
                        "no job end time: HPCT_JOB_END_TIME is unset and Slurm gave none for "
-                       "SLURM_JOB_ID='%s'", getenv("SLURM_JOB_ID") ? getenv("SLURM_JOB_ID") : "");
+                       "SLURM_JOB_ID='%s'",
+                       getenv("SLURM_JOB_ID") ? getenv("SLURM_JOB_ID") : "");
 #else
     return hpcti_error(ctx, HPCT_ERR_NOT_FOUND,
                        "no job end time: HPCT_JOB_END_TIME is unset (this library was built "
