@@ -1,12 +1,15 @@
 /* test_ckpt_disk.c: a full and a read-only checkpoint directory (a real 1 MiB tmpfs, then
- * remounted read-only): the save fails with HPCT_ERR_IO and a detail naming the path and the
- * system error, the previous checkpoint stays intact and loads, no temporary file is left.
- * Needs root for mount(2); as another user it skips (chmod would not stop root anyway). */
+ * remounted read-only) and an unwritable one (a child running as user nobody): the save
+ * fails with HPCT_ERR_IO and a detail naming the path and the system error, the previous
+ * checkpoint stays intact and loads, no temporary file is left. Needs root for mount(2) and
+ * setuid; as another user it skips (and chmod alone would not stop root). */
 #include "config.h"
 #include "ckpt_util.h"
 
 #include <errno.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 
 static const size_t counts[] = {2000, 100};
 
@@ -81,6 +84,49 @@ static void readonly_case(const char *dir, state_t *a)
     tap_ok(previous_loads(dir, a), "read-only: the previous checkpoint loads intact");
 }
 
+/* As user nobody (root bypasses permissions) in a root-owned 0755 directory: EACCES. */
+static int nobody_child(const char *dir, state_t *a)
+{
+    if (setgid(65534) < 0 || setuid(65534) < 0) return 8;
+    state_t b;
+    st_create(&b, 2, counts, HPCT_OPT_SGD);
+    st_fill(&b, 5, 1);
+    hpct_ckpt_t ck = open_ck(&b, dir, 0);
+    int bits = 0;
+    hpct_status_t s = save(ck, &b, 2);
+    const char *why = hpct_last_error(b.ctx);
+    if (s == HPCT_ERR_IO && strstr(why, dir) && strstr(why, strerror(EACCES))) bits |= 1;
+    hpct_ckpt_close(ck);
+    if (previous_loads(dir, a)) bits |= 2;
+    st_destroy(&b);
+    return bits;
+}
+
+static void eacces_case(state_t *a)
+{
+    char dir[256];
+    make_tmpdir(dir, sizeof dir, "ckperm");
+    chmod(dir, 0755);
+    hpct_ckpt_t ck = open_ck(a, dir, 0);
+    if (save(ck, a, 1)) tap_bail("save as root: %s", hpct_last_error(a->ctx));
+    hpct_ckpt_close(ck);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) _exit(nobody_child(dir, a));
+    int status = 0;
+    waitpid(pid, &status, 0);
+    int bits = WIFEXITED(status) ? WEXITSTATUS(status) : 16;
+    if (bits & 8) {
+        tap_skip(2, "cannot switch to user nobody (uid 65534)");
+    } else {
+        tap_ok(bits & 1,
+               "unwritable directory (user nobody) -> HPCT_ERR_IO naming the path and '%s'",
+               strerror(EACCES));
+        tap_ok(bits & 2, "unwritable directory: the previous checkpoint loads intact");
+    }
+    remove_tree(dir);
+}
+
 int main(void)
 {
     if (geteuid() != 0)
@@ -92,7 +138,7 @@ int main(void)
         rmdir(dir);
         tap_skip_all("mount -t tmpfs is not permitted here: %s", strerror(e));
     }
-    tap_plan(8);
+    tap_plan(10);
     state_t a;
     st_create(&a, 2, counts, HPCT_OPT_SGD);
     st_fill(&a, 1, 1);
@@ -102,6 +148,7 @@ int main(void)
     full_case(dir, &a, 0);
     full_case(dir, &a, 1);
     readonly_case(dir, &a);
+    eacces_case(&a);
     st_destroy(&a);
     umount2(dir, MNT_DETACH);
     rmdir(dir);
