@@ -216,6 +216,126 @@ hpct_status_t hpct_optimizer_state_slots(hpct_optimizer_t opt, int *slots);
 
 /* ---- Checkpoints and preemption (lib/ckpt) ------------------------------ */
 
+/* One HDF5 file per checkpoint (format: doc/checkpoint-format.md), committed atomically
+ * (temporary name, fsync, rename, fsync of the directory, then the "latest" pointer).
+ * The library writes when told to; the training loop decides which rank calls save.
+ * Debian's HDF5 is not thread-safe: the module serialises its HDF5 calls behind one
+ * process-wide lock; other HDF5 users in the process must not run concurrently with an
+ * asynchronous write (call hpct_ckpt_wait first). */
+typedef struct hpct_ckpt *hpct_ckpt_t;
+
+/* Versioned, append-only; always start from HPCT_CKPT_CONFIG_INITIALIZER. */
+#define HPCT_CKPT_CONFIG_VERSION 1
+typedef struct hpct_ckpt_config {
+    unsigned version;           /* HPCT_CKPT_CONFIG_VERSION */
+    const char *directory;      /* created if missing (mode 0777 & ~umask, never o+w) */
+    int keep_last;              /* K newest checkpoints kept (>= 1; default 3) */
+    int keep_every;             /* every M-th checkpoint written is kept forever; 0 = none */
+    long every_steps;           /* cadence in optimizer steps; 0 = off */
+    double every_seconds;       /* cadence in wall-clock seconds; 0 = off */
+    int async;                  /* 1: snapshot at the step boundary, write on a thread */
+    int writer_rank;            /* the rank that saves (the loop honours it; default 0) */
+    int allow_config_change;    /* 1: load a checkpoint whose config_hash differs */
+    uint64_t config_hash;       /* hash of this run's training configuration */
+    double walltime_margin;     /* seconds before the job's end at which a save is due; > 0
+                                   makes open ask Slurm once: at scale set it on the writer
+                                   rank only and OR-reduce hpct_ckpt_due's mask */
+    int defer_copy;             /* async on the cpu backend: the writer thread copies the
+                                   state; call hpct_ckpt_before_update before changing it */
+} hpct_ckpt_config_t;
+
+#define HPCT_CKPT_CONFIG_INITIALIZER                                                             \
+    {HPCT_CKPT_CONFIG_VERSION, NULL, 3, 0, 0, 0.0, 0, 0, 0, 0, 120.0, 0}
+
+/* What a checkpoint says about the run; save reads it, load fills it. */
+#define HPCT_CKPT_META_VERSION 1
+typedef struct hpct_ckpt_meta {
+    unsigned version;       /* HPCT_CKPT_META_VERSION */
+    long step;              /* optimizer steps completed */
+    long epoch;             /* current epoch */
+    long cursor_epoch;      /* data cursor: epoch ... */
+    long cursor_step;       /* ... and global step within that epoch */
+    int world_size;         /* ranks at save */
+    long global_batch;      /* samples per step over all ranks at save */
+    const char *model;      /* model description; on load it points into the handle */
+    uint64_t config_hash;   /* load: the file's hash (save writes the config's) */
+    double saved_at;        /* load: Unix time of the save */
+    int rejected;           /* load: newer checkpoints rejected as corrupt or torn */
+    const char *path;       /* load: the file loaded (valid until the next load/close) */
+} hpct_ckpt_meta_t;
+
+#define HPCT_CKPT_META_INITIALIZER {HPCT_CKPT_META_VERSION, 0, 0, 0, 0, 1, 0, "", 0, 0.0, 0, NULL}
+
+/* Element types of caller-registered extra arrays. */
+typedef enum {
+    HPCT_CKPT_F32 = 0,
+    HPCT_CKPT_F64 = 1,
+    HPCT_CKPT_I32 = 2,
+    HPCT_CKPT_I64 = 3,
+    HPCT_CKPT_U8 = 4
+} hpct_ckpt_dtype_t;
+
+/* Reasons a save is due (bit mask from hpct_ckpt_due). Ranks may disagree on the time-based
+ * ones: the loop should OR-reduce the mask across ranks at the step boundary. */
+#define HPCT_CKPT_DUE_STEPS    1 /* every_steps reached */
+#define HPCT_CKPT_DUE_SECONDS  2 /* every_seconds elapsed since the last save or open */
+#define HPCT_CKPT_DUE_WALLTIME 4 /* the job ends within walltime_margin: save and stop */
+#define HPCT_CKPT_DUE_SIGNAL   8 /* a preemption signal arrived: save and stop */
+
+/* Open a checkpoint directory (creating it) with cfg; ck is NULL on failure. */
+hpct_status_t hpct_ckpt_open(hpct_ctx_t ctx, const hpct_ckpt_config_t *cfg, hpct_ckpt_t *ck);
+/* Drain any asynchronous write and free the handle; returns that write's status. */
+hpct_status_t hpct_ckpt_close(hpct_ckpt_t ck);
+/* Save `count` elements at data under /extra/<name> with every checkpoint and restore them
+ * on load (bring-your-own-gradient state). The caller keeps data alive and host-resident. */
+hpct_status_t hpct_ckpt_add_array(hpct_ckpt_t ck, const char *name, hpct_ckpt_dtype_t dtype,
+                                  void *data, size_t count);
+/* As hpct_ckpt_add_array for one value, stored as an HDF5 scalar dataset. */
+hpct_status_t hpct_ckpt_add_scalar(hpct_ckpt_t ck, const char *name, hpct_ckpt_dtype_t dtype,
+                                   void *value);
+/* Which HPCT_CKPT_DUE_* reasons hold after `step` completed steps (0 if none). */
+hpct_status_t hpct_ckpt_due(hpct_ckpt_t ck, long step, int *due);
+/* Save params (by name), opt's state slots and step (opt may be NULL), the context RNG,
+ * meta and the extras. Async mode: copy them and return; the previous write is waited for
+ * first and its failure, if any, is returned here instead of starting a new one. */
+hpct_status_t hpct_ckpt_save(hpct_ckpt_t ck, hpct_params_t params, hpct_optimizer_t opt,
+                             const hpct_ckpt_meta_t *meta);
+/* With defer_copy: wait until the writer has copied the state of the last save, so params,
+ * optimizer and extras may change (call before the optimizer update). Cheap otherwise. */
+hpct_status_t hpct_ckpt_before_update(hpct_ckpt_t ck);
+/* Wait for the asynchronous write in flight (if any); returns its status and detail. */
+hpct_status_t hpct_ckpt_wait(hpct_ckpt_t ck);
+/* Load the newest checkpoint that verifies into params, opt (may be NULL), the context RNG,
+ * the extras and meta. A corrupt or torn newer one is logged, counted in meta->rejected and
+ * described by hpct_last_error; HPCT_ERR_NOT_FOUND when none verifies. A config-hash, name or
+ * size mismatch stops with an error instead of falling back. */
+hpct_status_t hpct_ckpt_load_latest(hpct_ckpt_t ck, hpct_params_t params, hpct_optimizer_t opt,
+                                    hpct_ckpt_meta_t *meta);
+/* Path of the newest checkpoint this handle committed ("" before the first). */
+hpct_status_t hpct_ckpt_last_path(hpct_ckpt_t ck, const char **path);
+
+/* CRC32C (Castagnoli, reflected 0x82F63B78) of n bytes, continuing from crc (start at 0). */
+uint32_t hpct_crc32c(uint32_t crc, const void *data, size_t n);
+
+/* Preemption signals set one async-signal-safe flag that the loop polls at step boundaries.
+ * One installation at a time per process. */
+typedef struct hpct_signals *hpct_signals_t;
+/* Catch signals[0..n-1] (NULL/0: SIGTERM and SIGUSR1); restores the old handlers on uninstall. */
+hpct_status_t hpct_signals_install(hpct_ctx_t ctx, const int *signals, int n,
+                                   hpct_signals_t *handle);
+/* Restore the handlers that were in place before install; NULL is accepted. */
+void hpct_signals_uninstall(hpct_signals_t handle);
+/* The first caught signal number (0 if none) and how many arrived; either may be NULL.
+ * Async-signal-safe reads; callable at any time. */
+int hpct_signal_pending(int *signo, int *count);
+/* Forget caught signals (e.g. after the checkpoint they asked for). */
+void hpct_signal_clear(void);
+
+/* Seconds until the batch job's end time: HPCT_JOB_END_TIME (Unix seconds) if set, else
+ * Slurm's end time of $SLURM_JOB_ID when the library was built with libslurm.
+ * HPCT_ERR_NOT_FOUND when no end time is known (not a batch job, or no limit). */
+hpct_status_t hpct_walltime_remaining(hpct_ctx_t ctx, double *seconds);
+
 /* ---- Training loop (lib/train) ------------------------------------------ */
 
 #ifdef __cplusplus

@@ -1,0 +1,105 @@
+/* ckpt.h: library-internal view of checkpoints (not installed). */
+#ifndef HPCT_CKPT_INTERNAL_H
+#define HPCT_CKPT_INTERNAL_H
+
+#include "../core/core.h"
+
+#include <pthread.h>
+
+#define HPCTI_CKPT_SCHEMA    1 /* bump when the file layout changes */
+#define HPCTI_CKPT_PATH_MAX  4096
+#define HPCTI_CKPT_MODEL_MAX 1024 /* bytes of model description kept */
+
+/* Error detail produced away from the caller's thread, copied to the context later. */
+typedef struct hpcti_ckerr {
+    hpct_status_t status;
+    char msg[1024];
+} hpcti_ckerr_t;
+
+/* Record status and a printf detail in err; returns status. */
+hpct_status_t hpcti_ckerr_set(hpcti_ckerr_t *err, hpct_status_t status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* One dataset of a checkpoint: HDF5 path under the root, element type and count. */
+typedef struct hpcti_ckitem {
+    char path[320]; /* e.g. "params/dense0.weight" */
+    int dtype;      /* hpct_ckpt_dtype_t, HPCTI_U64 or HPCTI_STR */
+    int scalar;     /* 1: HDF5 scalar dataspace (count is 1) */
+    size_t count;   /* elements */
+    void *data;     /* host bytes to write, or where load puts them */
+    void *user;     /* the caller's memory when data is a staged copy, else NULL */
+    int on_device;  /* 1: user lives where the backend keeps tensors */
+} hpcti_ckitem_t;
+
+#define HPCTI_U64 100 /* internal element type for hashes and RNG words */
+#define HPCTI_STR 101 /* internal: fixed-length string of count bytes (scalar) */
+
+/* Bytes per element of an item type. */
+size_t hpcti_ck_elsize(int dtype);
+
+/* Everything one checkpoint file holds, ready to be written by one thread. */
+typedef struct hpcti_snapshot {
+    hpcti_ckitem_t *items;
+    int num, cap;
+    char model[HPCTI_CKPT_MODEL_MAX];
+    long step;
+    long serial; /* 1-based count of checkpoints written in this directory */
+    int keep;    /* 1: permanent (keep_every) */
+} hpcti_snapshot_t;
+
+/* Append an item (path formatted from prefix and name); returns 0 or HPCT_ERR_NO_MEMORY. */
+int hpcti_snap_add(hpcti_snapshot_t *snap, const char *prefix, const char *name, int dtype,
+                   int scalar, size_t count, void *data);
+
+/* Where the writer stops itself with SIGSTOP when HPCT_CKPT_TEST_STOP_AT names the stage. */
+typedef enum {
+    HPCTI_STAGE_NONE = 0,
+    HPCTI_STAGE_CREATED, /* temporary file created, nothing written */
+    HPCTI_STAGE_HALF,    /* about half of the datasets written */
+    HPCTI_STAGE_SYNCED,  /* temporary file complete and fsync'd, not renamed */
+    HPCTI_STAGE_RENAMED, /* renamed into place, directory not yet fsync'd */
+    HPCTI_STAGE_POINTER  /* latest pointer's temporary written, not renamed */
+} hpcti_stage_t;
+
+/* Parse a stage name ("created", "half", "synced", "renamed", "pointer"). */
+hpcti_stage_t hpcti_stage_parse(const char *name);
+
+/* Directory-level settings the writer needs. */
+typedef struct hpcti_ckdir {
+    char dir[HPCTI_CKPT_PATH_MAX];
+    int keep_last, keep_every;
+    uint64_t config_hash;
+    hpcti_stage_t stop_at;
+    hpct_log_level_t log_level;
+} hpcti_ckdir_t;
+
+/* Write snap as one checkpoint file and commit it atomically, then apply retention.
+ * final receives the committed path. Runs on the writer thread in async mode. */
+hpct_status_t hpcti_ck_write(const hpcti_ckdir_t *d, const hpcti_snapshot_t *snap,
+                             char final[HPCTI_CKPT_PATH_MAX], hpcti_ckerr_t *err);
+
+/* Checkpoint file names in d, newest (highest step) first; *n entries, free with free(). */
+hpct_status_t hpcti_ck_list(const char *dir, char ***names, int *n, hpcti_ckerr_t *err);
+/* Serial number of the newest checkpoint from the latest pointer, else the file count. */
+long hpcti_ck_last_serial(const char *dir);
+/* out = dir/name (truncated to the buffer). */
+void hpcti_ck_join(char out[HPCTI_CKPT_PATH_MAX], const char *dir, const char *name);
+/* Remove temporary files of dead writers on this host. */
+void hpcti_ck_clean_stale(const char *dir);
+
+/* How reading one file ended: fine, corrupt/torn (fall back), or incompatible (stop). */
+typedef enum { HPCTI_READ_OK = 0, HPCTI_READ_CORRUPT = 1, HPCTI_READ_MISMATCH = 2 } hpcti_read_t;
+
+/* Read and verify every item of snap (paths, types, counts expected) from path into the
+ * items' data; model receives the description. Checks schema and checksums. */
+hpcti_read_t hpcti_ck_read(const char *path, hpcti_snapshot_t *snap, hpcti_ckerr_t *err);
+
+/* Serialise the module's (and any other module's) HDF5 calls: Debian's HDF5 is not
+ * thread-safe. A static mutex, the one piece of synchronisation state HDF5 forces on us. */
+void hpcti_hdf5_lock(void);
+void hpcti_hdf5_unlock(void);
+
+/* Job end time as Unix seconds; HPCT_ERR_NOT_FOUND when unknown. */
+hpct_status_t hpcti_walltime_end(hpct_ctx_t ctx, double *end);
+
+#endif

@@ -1,0 +1,711 @@
+/* h5io.c: one checkpoint file in HDF5 (write, verify and read), its atomic commit, the
+ * "latest" pointer and retention. Every HDF5 call here runs under hpcti_hdf5_lock with
+ * HDF5's automatic error printing switched off; errors become detail strings. */
+#include "ckpt.h"
+
+#include <hdf5.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static pthread_mutex_t hdf5_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+void hpcti_hdf5_lock(void)
+{
+    pthread_mutex_lock(&hdf5_mutex);
+}
+
+void hpcti_hdf5_unlock(void)
+{
+    pthread_mutex_unlock(&hdf5_mutex);
+}
+
+hpct_status_t hpcti_ckerr_set(hpcti_ckerr_t *err, hpct_status_t status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+    err->status = status;
+    return status;
+}
+
+size_t hpcti_ck_elsize(int dtype)
+{
+    switch (dtype) {
+    case HPCT_CKPT_F32:
+    case HPCT_CKPT_I32:
+        return 4;
+    case HPCT_CKPT_F64:
+    case HPCT_CKPT_I64:
+    case HPCTI_U64:
+        return 8;
+    default:
+        return 1; /* HPCT_CKPT_U8 */
+    }
+}
+
+int hpcti_snap_add(hpcti_snapshot_t *snap, const char *prefix, const char *name, int dtype,
+                   int scalar, size_t count, void *data)
+{
+    if (snap->num == snap->cap) {
+        int cap = snap->cap ? 2 * snap->cap : 32;
+        hpcti_ckitem_t *items = realloc(snap->items, sizeof *items * (size_t)cap);
+        if (!items) return HPCT_ERR_NO_MEMORY;
+        snap->items = items;
+        snap->cap = cap;
+    }
+    hpcti_ckitem_t *it = &snap->items[snap->num++];
+    snprintf(it->path, sizeof it->path, "%s/%s", prefix, name);
+    it->dtype = dtype;
+    it->scalar = scalar;
+    it->count = count;
+    it->data = data;
+    it->user = NULL;
+    it->on_device = 0;
+    return HPCT_SUCCESS;
+}
+
+hpcti_stage_t hpcti_stage_parse(const char *name)
+{
+    static const char *names[] = {"", "created", "half", "synced", "renamed", "pointer"};
+    for (int i = 1; name && i < (int)(sizeof names / sizeof *names); i++)
+        if (strcmp(name, names[i]) == 0) return (hpcti_stage_t)i;
+    return HPCTI_STAGE_NONE;
+}
+
+/* Test hook: stop the whole process here so a test can SIGKILL it mid-write. */
+static void stop_if(const hpcti_ckdir_t *d, hpcti_stage_t stage)
+{
+    if (d->stop_at == stage) raise(SIGSTOP);
+}
+
+/* ---- HDF5 error detail ---------------------------------------------------- */
+
+/* Keep the most specific message of the HDF5 error stack. A system error's description
+ * ("file write failed: time = ..., errno = 28, error message = 'No space left on device', ...")
+ * is shortened to its summary and the strerror text. */
+static herr_t deepest(unsigned n, const H5E_error2_t *e, void *buf)
+{
+    const char *desc = e->desc ? e->desc : "?";
+    const char *sys = strstr(desc, "error message = '");
+    const char *cut = strstr(desc, ": time =");
+    if (sys && cut) {
+        sys += strlen("error message = '");
+        const char *end = strchr(sys, '\'');
+        snprintf(buf, 400, "%.*s: %.*s", (int)(cut - desc), desc,
+                 (int)(end ? end - sys : (long)strlen(sys)), sys);
+    } else {
+        snprintf(buf, 400, "%s: %s", e->func_name ? e->func_name : "?", desc);
+    }
+    return 1; /* the first one walking upward is the most specific */
+}
+
+static const char *h5_detail(char buf[400])
+{
+    buf[0] = '\0';
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, deepest, buf);
+    H5Eclear2(H5E_DEFAULT);
+    return buf[0] ? buf : "no HDF5 detail";
+}
+
+/* HDF5 types in the file (little-endian, fixed) and in memory (native) for an item type. */
+static hid_t file_type(int dtype)
+{
+    switch (dtype) {
+    case HPCT_CKPT_F32:
+        return H5T_IEEE_F32LE;
+    case HPCT_CKPT_F64:
+        return H5T_IEEE_F64LE;
+    case HPCT_CKPT_I32:
+        return H5T_STD_I32LE;
+    case HPCT_CKPT_I64:
+        return H5T_STD_I64LE;
+    case HPCTI_U64:
+        return H5T_STD_U64LE;
+    default:
+        return H5T_STD_U8LE;
+    }
+}
+
+static hid_t mem_type(int dtype)
+{
+    switch (dtype) {
+    case HPCT_CKPT_F32:
+        return H5T_NATIVE_FLOAT;
+    case HPCT_CKPT_F64:
+        return H5T_NATIVE_DOUBLE;
+    case HPCT_CKPT_I32:
+        return H5T_NATIVE_INT32;
+    case HPCT_CKPT_I64:
+        return H5T_NATIVE_INT64;
+    case HPCTI_U64:
+        return H5T_NATIVE_UINT64;
+    default:
+        return H5T_NATIVE_UINT8;
+    }
+}
+
+/* ---- small POSIX helpers ---------------------------------------------------- */
+
+static int fsync_path(const char *path, int directory)
+{
+    int fd = open(path, O_RDONLY | (directory ? O_DIRECTORY : 0));
+    if (fd < 0) return -1;
+    int rc;
+    do rc = fsync(fd);
+    while (rc < 0 && errno == EINTR);
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return rc;
+}
+
+/* Drop the world-write bit a 0 umask would leave (files are never world-writable). */
+static void strip_world_write(int fd)
+{
+    struct stat st;
+    if (fstat(fd, &st) == 0 && (st.st_mode & S_IWOTH)) fchmod(fd, st.st_mode & 07775);
+}
+
+/* out = dir/name, cut to HPCTI_CKPT_PATH_MAX - 1 bytes (directories are checked shorter). */
+void hpcti_ck_join(char out[HPCTI_CKPT_PATH_MAX], const char *dir, const char *name)
+{
+    size_t nd = strnlen(dir, HPCTI_CKPT_PATH_MAX - 2);
+    size_t nn = strnlen(name, HPCTI_CKPT_PATH_MAX - 2 - nd);
+    memcpy(out, dir, nd);
+    out[nd] = '/';
+    memcpy(out + nd + 1, name, nn);
+    out[nd + 1 + nn] = '\0';
+}
+
+/* ".<name>.tmp-<host>-<pid>": unique per writer, ignored by readers. */
+static void temp_name(char out[HPCTI_CKPT_PATH_MAX], const char *dir, const char *name)
+{
+    char host[256] = "host";
+    gethostname(host, sizeof host - 1);
+    char tmp[600];
+    snprintf(tmp, sizeof tmp, ".%s.tmp-%s-%ld", name, host, (long)getpid());
+    hpcti_ck_join(out, dir, tmp);
+}
+
+/* Create the file ourselves first: a clear errno (EACCES, EROFS, ENOSPC) naming the path. */
+static hpct_status_t precreate(const char *path, hpcti_ckerr_t *err)
+{
+    int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot create checkpoint file %s: %s", path,
+                               strerror(errno));
+    strip_world_write(fd);
+    close(fd);
+    return HPCT_SUCCESS;
+}
+
+/* ---- writing ----------------------------------------------------------------- */
+
+static herr_t write_attr(hid_t obj, const char *name, hid_t ftype, hid_t mtype, const void *v)
+{
+    hid_t space = H5Screate(H5S_SCALAR);
+    hid_t attr = H5Acreate2(obj, name, ftype, space, H5P_DEFAULT, H5P_DEFAULT);
+    herr_t rc = attr < 0 ? -1 : H5Awrite(attr, mtype, v);
+    if (attr >= 0) H5Aclose(attr);
+    H5Sclose(space);
+    return rc;
+}
+
+static herr_t write_string_attr(hid_t obj, const char *name, const char *value)
+{
+    hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, strlen(value) + 1);
+    herr_t rc = write_attr(obj, name, t, t, value);
+    H5Tclose(t);
+    return rc;
+}
+
+/* The model description is a fixed-length string dataset (readable by h5dump and h5py). */
+static hid_t string_type(size_t bytes)
+{
+    hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, bytes ? bytes : 1);
+    return t;
+}
+
+/* One dataset with its crc32c attribute; contiguous, never pre-filled. */
+static hpct_status_t write_item(hid_t fid, hid_t lcpl, hid_t dcpl, const hpcti_ckitem_t *it,
+                                const char *path, hpcti_ckerr_t *err)
+{
+    int str = it->dtype == HPCTI_STR;
+    hsize_t dims[1] = {it->count};
+    hid_t space = it->scalar ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, dims, NULL);
+    hid_t ft = str ? string_type(it->count) : file_type(it->dtype);
+    hid_t mt = str ? ft : mem_type(it->dtype);
+    hid_t dset = H5Dcreate2(fid, it->path, ft, space, lcpl, dcpl, H5P_DEFAULT);
+    herr_t rc = dset < 0 ? -1 : H5Dwrite(dset, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, it->data);
+    uint32_t crc = hpct_crc32c(0, it->data, it->count * hpcti_ck_elsize(it->dtype));
+    if (rc >= 0) rc = write_attr(dset, "crc32c", H5T_STD_U32LE, H5T_NATIVE_UINT32, &crc);
+    hpct_status_t s = HPCT_SUCCESS;
+    char h5[400];
+    if (rc < 0) /* before any other HDF5 call clears the error stack */
+        s = hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot write dataset %s of checkpoint %s: %s",
+                            it->path, path, h5_detail(h5));
+    if (dset >= 0) H5Dclose(dset);
+    if (str) H5Tclose(ft);
+    H5Sclose(space);
+    return s;
+}
+
+static hpct_status_t write_root_attrs(hid_t fid, const char *path, hpcti_ckerr_t *err)
+{
+    int schema = HPCTI_CKPT_SCHEMA;
+    herr_t rc = write_attr(fid, "schema_version", H5T_STD_I32LE, H5T_NATIVE_INT, &schema);
+    if (rc >= 0) rc = write_string_attr(fid, "library_version", HPCT_VERSION_STRING);
+    if (rc >= 0) rc = write_string_attr(fid, "format", "libhpctrain checkpoint");
+    if (rc >= 0) return HPCT_SUCCESS;
+    char h5[400];
+    return hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot write the attributes of checkpoint %s: %s",
+                           path, h5_detail(h5));
+}
+
+/* Flush HDF5's buffers and fsync the file through HDF5's own descriptor. */
+static hpct_status_t flush_and_sync(hid_t fid, const char *path, hpcti_ckerr_t *err)
+{
+    char h5[400];
+    if (H5Fflush(fid, H5F_SCOPE_GLOBAL) < 0)
+        return hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot flush checkpoint %s: %s", path,
+                               h5_detail(h5));
+    int *fd = NULL;
+    if (H5Fget_vfd_handle(fid, H5P_DEFAULT, (void **)&fd) < 0 || !fd)
+        return hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot get the descriptor of checkpoint %s: %s",
+                               path, h5_detail(h5));
+    int rc;
+    do rc = fsync(*fd);
+    while (rc < 0 && errno == EINTR);
+    if (rc < 0)
+        return hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot fsync checkpoint %s: %s", path,
+                               strerror(errno));
+    return HPCT_SUCCESS;
+}
+
+static hpct_status_t write_items(hid_t fid, const hpcti_ckdir_t *d, const hpcti_snapshot_t *snap,
+                                 const char *path, hpcti_ckerr_t *err)
+{
+    hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_create_intermediate_group(lcpl, 1);
+    H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER);
+    hpct_status_t s = HPCT_SUCCESS;
+    for (int i = 0; i < snap->num && !s; i++) {
+        s = write_item(fid, lcpl, dcpl, &snap->items[i], path, err);
+        if (i == snap->num / 2) stop_if(d, HPCTI_STAGE_HALF);
+    }
+    H5Pclose(dcpl);
+    H5Pclose(lcpl);
+    return s;
+}
+
+/* Give back the space of a failed temporary file (ftruncate to 0 through HDF5's
+ * descriptor), so that HDF5 can flush its metadata and really close the file on a full
+ * disk instead of leaving an open file behind. */
+static void release_space(hid_t fid)
+{
+    int *fd = NULL;
+    if (H5Fget_vfd_handle(fid, H5P_DEFAULT, (void **)&fd) >= 0 && fd && ftruncate(*fd, 0) < 0)
+        H5Eclear2(H5E_DEFAULT);
+}
+
+/* Close, retrying once after releasing the space when the close itself fails (ENOSPC). */
+static herr_t close_file(hid_t fid, int failed)
+{
+    if (failed) release_space(fid);
+    if (H5Fclose(fid) >= 0) return 0;
+    release_space(fid);
+    return H5Fclose(fid) >= 0 ? 1 : -1;
+}
+
+/* Whole file at path: create, attributes, datasets, flush, fsync, close. */
+static hpct_status_t write_file(const hpcti_ckdir_t *d, const hpcti_snapshot_t *snap,
+                                const char *path, hpcti_ckerr_t *err)
+{
+    hpct_status_t s = precreate(path, err);
+    if (s) return s;
+    char h5[400];
+    hid_t fid = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    if (fid < 0)
+        return hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot create checkpoint file %s: %s", path,
+                               h5_detail(h5));
+    stop_if(d, HPCTI_STAGE_CREATED);
+    s = write_root_attrs(fid, path, err);
+    if (!s) s = write_items(fid, d, snap, path, err);
+    if (!s) s = flush_and_sync(fid, path, err);
+    if (close_file(fid, s != HPCT_SUCCESS) != 0 && !s) /* a failed close is a failed write */
+        s = hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot close checkpoint %s: %s", path,
+                            h5_detail(h5));
+    return s;
+}
+
+/* ---- commit, pointer, retention ---------------------------------------------- */
+
+static hpct_status_t sync_dir(const char *dir, hpcti_ckerr_t *err)
+{
+    if (fsync_path(dir, 1) == 0) return HPCT_SUCCESS;
+    return hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot fsync checkpoint directory %s: %s", dir,
+                           strerror(errno));
+}
+
+static hpct_status_t write_small_file(const char *path, const char *text, hpcti_ckerr_t *err)
+{
+    int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot create %s: %s", path, strerror(errno));
+    strip_world_write(fd);
+    size_t n = strlen(text);
+    ssize_t w;
+    do w = write(fd, text, n);
+    while (w < 0 && errno == EINTR);
+    int rc = (w == (ssize_t)n) ? fsync(fd) : -1;
+    int saved = w < 0 || rc < 0 ? errno : ENOSPC;
+    close(fd);
+    if (w == (ssize_t)n && rc == 0) return HPCT_SUCCESS;
+    unlink(path);
+    return hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot write %s: %s", path, strerror(saved));
+}
+
+/* "latest" names the newest committed file and its serial number, replaced atomically. */
+static hpct_status_t update_pointer(const hpcti_ckdir_t *d, const char *name, long serial,
+                                    hpcti_ckerr_t *err)
+{
+    char tmp[HPCTI_CKPT_PATH_MAX], final[HPCTI_CKPT_PATH_MAX], text[600];
+    temp_name(tmp, d->dir, "latest");
+    hpcti_ck_join(final, d->dir, "latest");
+    snprintf(text, sizeof text, "%s\nserial %ld\n", name, serial);
+    hpct_status_t s = write_small_file(tmp, text, err);
+    if (s) return s;
+    stop_if(d, HPCTI_STAGE_POINTER);
+    if (rename(tmp, final) < 0) {
+        s = hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot rename %s to %s: %s", tmp, final,
+                            strerror(errno));
+        unlink(tmp);
+        return s;
+    }
+    return sync_dir(d->dir, err);
+}
+
+/* Parse "ckpt-<12 digits>.h5" or "ckpt-<12 digits>-keep.h5"; -1 when name is neither. */
+static long parse_name(const char *name, int *keep)
+{
+    if (strncmp(name, "ckpt-", 5) != 0 || strlen(name) < 20) return -1;
+    long step = 0;
+    for (int i = 5; i < 17; i++) {
+        if (name[i] < '0' || name[i] > '9') return -1;
+        step = 10 * step + (name[i] - '0');
+    }
+    *keep = strcmp(name + 17, "-keep.h5") == 0;
+    return (*keep || strcmp(name + 17, ".h5") == 0) ? step : -1;
+}
+
+/* Newest first; at equal steps the permanent copy first. */
+static int newer_first(const void *a, const void *b)
+{
+    const char *x = *(char *const *)a, *y = *(char *const *)b;
+    int kx, ky;
+    long sx = parse_name(x, &kx), sy = parse_name(y, &ky);
+    if (sx != sy) return sx < sy ? 1 : -1;
+    return ky - kx;
+}
+
+hpct_status_t hpcti_ck_list(const char *dir, char ***names, int *n, hpcti_ckerr_t *err)
+{
+    *names = NULL;
+    *n = 0;
+    DIR *dh = opendir(dir);
+    if (!dh)
+        return hpcti_ckerr_set(err, errno == ENOENT ? HPCT_ERR_NOT_FOUND : HPCT_ERR_IO,
+                               "cannot list checkpoint directory %s: %s", dir, strerror(errno));
+    int cap = 0, keep;
+    struct dirent *e;
+    while ((e = readdir(dh))) {
+        if (parse_name(e->d_name, &keep) < 0) continue;
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 16;
+            char **grown = realloc(*names, sizeof *grown * (size_t)cap);
+            if (!grown) break;
+            *names = grown;
+        }
+        if (!((*names)[*n] = strdup(e->d_name))) break;
+        (*n)++;
+    }
+    closedir(dh);
+    if (*n) qsort(*names, (size_t)*n, sizeof **names, newer_first);
+    return HPCT_SUCCESS;
+}
+
+static void free_names(char **names, int n)
+{
+    for (int i = 0; i < n; i++) free(names[i]);
+    free(names);
+}
+
+long hpcti_ck_last_serial(const char *dir)
+{
+    char path[HPCTI_CKPT_PATH_MAX], line[600];
+    long serial = -1;
+    hpcti_ck_join(path, dir, "latest");
+    FILE *f = fopen(path, "r");
+    if (f) {
+        if (fgets(line, sizeof line, f) && fscanf(f, "serial %ld", &serial) != 1) serial = -1;
+        fclose(f);
+    }
+    if (serial >= 0) return serial;
+    char **names;
+    int n;
+    hpcti_ckerr_t err;
+    if (hpcti_ck_list(dir, &names, &n, &err)) return 0;
+    free_names(names, n);
+    return n;
+}
+
+/* Keep the keep_last newest and every permanent file; delete the rest. The deletions are
+ * not fsync'd: an old checkpoint that reappears after a crash is still a valid one. */
+static void apply_retention(const hpcti_ckdir_t *d, hpcti_ckerr_t *err)
+{
+    char **names;
+    int n, keep;
+    if (hpcti_ck_list(d->dir, &names, &n, err)) return;
+    for (int i = d->keep_last; i < n; i++) {
+        char path[HPCTI_CKPT_PATH_MAX];
+        if (parse_name(names[i], &keep) < 0 || keep) continue;
+        hpcti_ck_join(path, d->dir, names[i]);
+        if (unlink(path) < 0 && d->log_level >= HPCT_LOG_WARN)
+            fprintf(stderr, "hpctrain: warning: cannot remove old checkpoint %s: %s\n", path,
+                    strerror(errno));
+    }
+    free_names(names, n);
+}
+
+void hpcti_ck_clean_stale(const char *dir)
+{
+    char host[256] = "host", mark[300];
+    gethostname(host, sizeof host - 1);
+    snprintf(mark, sizeof mark, ".tmp-%s-", host);
+    DIR *dh = opendir(dir);
+    if (!dh) return;
+    struct dirent *e;
+    while ((e = readdir(dh))) {
+        const char *at = e->d_name[0] == '.' ? strstr(e->d_name, mark) : NULL;
+        if (!at) continue;
+        long pid = strtol(at + strlen(mark), NULL, 10);
+        if (pid <= 0 || pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue;
+        char path[HPCTI_CKPT_PATH_MAX];
+        hpcti_ck_join(path, dir, e->d_name);
+        unlink(path);
+    }
+    closedir(dh);
+}
+
+hpct_status_t hpcti_ck_write(const hpcti_ckdir_t *d, const hpcti_snapshot_t *snap,
+                             char final[HPCTI_CKPT_PATH_MAX], hpcti_ckerr_t *err)
+{
+    char name[64], tmp[HPCTI_CKPT_PATH_MAX];
+    snprintf(name, sizeof name, "ckpt-%012ld%s.h5", snap->step, snap->keep ? "-keep" : "");
+    hpcti_ck_join(final, d->dir, name);
+    temp_name(tmp, d->dir, name);
+    hpcti_hdf5_lock();
+    H5E_auto2_t func;
+    void *data;
+    H5Eget_auto2(H5E_DEFAULT, &func, &data);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    hpct_status_t s = write_file(d, snap, tmp, err);
+    H5Eset_auto2(H5E_DEFAULT, func, data);
+    hpcti_hdf5_unlock();
+    if (s) {
+        unlink(tmp);
+        return s;
+    }
+    stop_if(d, HPCTI_STAGE_SYNCED);
+    if (rename(tmp, final) < 0) {
+        s = hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot rename %s to %s: %s", tmp, final,
+                            strerror(errno));
+        unlink(tmp);
+        return s;
+    }
+    stop_if(d, HPCTI_STAGE_RENAMED);
+    if ((s = sync_dir(d->dir, err))) return s;
+    if ((s = update_pointer(d, name, snap->serial, err))) return s;
+    hpcti_ckerr_t ignored;
+    apply_retention(d, &ignored);
+    return HPCT_SUCCESS;
+}
+
+/* ---- reading and verifying ------------------------------------------------------- */
+
+/* 1 if every '/'-separated prefix of path is a link, 0 if one is missing, -1 on error. */
+static int link_exists(hid_t fid, const char *path)
+{
+    char part[320];
+    for (const char *slash = path;; slash++) {
+        slash = strchr(slash, '/');
+        size_t len = slash ? (size_t)(slash - path) : strlen(path);
+        if (len >= sizeof part) return -1;
+        memcpy(part, path, len);
+        part[len] = '\0';
+        htri_t e = H5Lexists(fid, part, H5P_DEFAULT);
+        if (e <= 0) return e < 0 ? -1 : 0;
+        if (!slash) return 1;
+    }
+}
+
+static hpcti_read_t corrupt(hpcti_ckerr_t *err, const char *file, const char *what,
+                            const char *path)
+{
+    char h5[400];
+    hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM, "checkpoint %s: %s %s: %s", file, what, path,
+                    h5_detail(h5));
+    return HPCTI_READ_CORRUPT;
+}
+
+/* The dataset's element count and type match the item (else MISMATCH). */
+static hpcti_read_t check_shape(hid_t dset, const hpcti_ckitem_t *it, const char *file,
+                                hpcti_ckerr_t *err)
+{
+    hid_t space = H5Dget_space(dset), type = H5Dget_type(dset);
+    if (space < 0 || type < 0) {
+        if (space >= 0) H5Sclose(space);
+        if (type >= 0) H5Tclose(type);
+        return corrupt(err, file, "cannot read the header of dataset", it->path);
+    }
+    hssize_t n = H5Sget_simple_extent_npoints(space);
+    int str = it->dtype == HPCTI_STR;
+    size_t size = H5Tget_size(type);
+    int ok = str ? (H5Tget_class(type) == H5T_STRING && n == 1)
+                 : (n == (hssize_t)it->count && size == hpcti_ck_elsize(it->dtype));
+    H5Sclose(space);
+    H5Tclose(type);
+    if (ok) return HPCTI_READ_OK;
+    hpcti_ckerr_set(err, HPCT_ERR_FORMAT,
+                    "checkpoint %s: dataset %s holds %lld elements of %zu bytes, this run "
+                    "expects %zu of %zu (the model, optimizer or extras differ)",
+                    file, it->path, (long long)n, size, it->count, hpcti_ck_elsize(it->dtype));
+    return HPCTI_READ_MISMATCH;
+}
+
+static hpcti_read_t verify_crc(hid_t dset, const hpcti_ckitem_t *it, size_t bytes, const char *file,
+                               hpcti_ckerr_t *err)
+{
+    uint32_t stored = 0, computed = hpct_crc32c(0, it->data, bytes);
+    hid_t attr = H5Aopen(dset, "crc32c", H5P_DEFAULT);
+    herr_t rc = attr < 0 ? -1 : H5Aread(attr, H5T_NATIVE_UINT32, &stored);
+    if (rc < 0) corrupt(err, file, "cannot read the crc32c attribute of dataset", it->path);
+    if (attr >= 0) H5Aclose(attr);
+    if (rc < 0) return HPCTI_READ_CORRUPT;
+    if (stored == computed) return HPCTI_READ_OK;
+    hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM,
+                    "checkpoint %s: dataset %s fails its checksum (stored crc32c %08x, "
+                    "computed %08x)",
+                    file, it->path, (unsigned)stored, (unsigned)computed);
+    return HPCTI_READ_CORRUPT;
+}
+
+static hpcti_read_t read_item(hid_t fid, const hpcti_ckitem_t *it, const char *file,
+                              hpcti_ckerr_t *err)
+{
+    int e = link_exists(fid, it->path);
+    if (e < 0) return corrupt(err, file, "cannot look up dataset", it->path);
+    if (e == 0) {
+        hpcti_ckerr_set(err, HPCT_ERR_FORMAT,
+                        "checkpoint %s has no dataset %s (the model, optimizer or extras differ)",
+                        file, it->path);
+        return HPCTI_READ_MISMATCH;
+    }
+    hid_t dset = H5Dopen2(fid, it->path, H5P_DEFAULT);
+    if (dset < 0) return corrupt(err, file, "cannot open dataset", it->path);
+    hpcti_read_t r = check_shape(dset, it, file, err);
+    if (r == HPCTI_READ_OK) {
+        hid_t mt = mem_type(it->dtype);
+        if (H5Dread(dset, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, it->data) < 0)
+            r = corrupt(err, file, "cannot read dataset", it->path);
+        else
+            r = verify_crc(dset, it, it->count * hpcti_ck_elsize(it->dtype), file, err);
+    }
+    H5Dclose(dset);
+    return r;
+}
+
+/* The model description: a string dataset of any length, into snap->model. */
+static hpcti_read_t read_model(hid_t fid, hpcti_snapshot_t *snap, const char *file,
+                               hpcti_ckerr_t *err)
+{
+    const char *path = "meta/model";
+    hid_t dset = H5Dopen2(fid, path, H5P_DEFAULT);
+    if (dset < 0) return corrupt(err, file, "cannot open dataset", path);
+    hid_t type = H5Dget_type(dset);
+    size_t size = type < 0 ? 0 : H5Tget_size(type);
+    char *buf = size ? calloc(1, size + 1) : NULL;
+    hpcti_read_t r = HPCTI_READ_OK;
+    if (!buf || H5Dread(dset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
+        r = corrupt(err, file, "cannot read dataset", path);
+    } else {
+        hpcti_ckitem_t it = {.dtype = HPCTI_STR, .scalar = 1, .count = size, .data = buf};
+        snprintf(it.path, sizeof it.path, "%s", path);
+        r = verify_crc(dset, &it, size, file, err);
+        snprintf(snap->model, sizeof snap->model, "%s", buf);
+    }
+    free(buf);
+    if (type >= 0) H5Tclose(type);
+    H5Dclose(dset);
+    return r;
+}
+
+static hpcti_read_t check_schema(hid_t fid, const char *file, hpcti_ckerr_t *err)
+{
+    int schema = -1;
+    hid_t attr = H5Aopen(fid, "schema_version", H5P_DEFAULT);
+    herr_t rc = attr < 0 ? -1 : H5Aread(attr, H5T_NATIVE_INT, &schema);
+    if (attr >= 0) H5Aclose(attr);
+    if (rc < 0) return corrupt(err, file, "cannot read the root attribute", "schema_version");
+    if (schema == HPCTI_CKPT_SCHEMA) return HPCTI_READ_OK;
+    hpcti_ckerr_set(err, HPCT_ERR_FORMAT,
+                    "checkpoint %s: schema_version is %d, this library reads %d", file, schema,
+                    HPCTI_CKPT_SCHEMA);
+    return HPCTI_READ_CORRUPT;
+}
+
+static hpcti_read_t read_file(const char *path, hpcti_snapshot_t *snap, hpcti_ckerr_t *err)
+{
+    char h5[400];
+    hid_t fid = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (fid < 0) {
+        hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM,
+                        "checkpoint %s cannot be opened as HDF5 (truncated or corrupt): %s", path,
+                        h5_detail(h5));
+        return HPCTI_READ_CORRUPT;
+    }
+    hpcti_read_t r = check_schema(fid, path, err);
+    if (r == HPCTI_READ_OK) r = read_model(fid, snap, path, err);
+    for (int i = 0; i < snap->num && r == HPCTI_READ_OK; i++)
+        r = read_item(fid, &snap->items[i], path, err);
+    H5Fclose(fid);
+    return r;
+}
+
+hpcti_read_t hpcti_ck_read(const char *path, hpcti_snapshot_t *snap, hpcti_ckerr_t *err)
+{
+    hpcti_hdf5_lock();
+    H5E_auto2_t func;
+    void *data;
+    H5Eget_auto2(H5E_DEFAULT, &func, &data);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    hpcti_read_t r = read_file(path, snap, err);
+    H5Eclear2(H5E_DEFAULT);
+    H5Eset_auto2(H5E_DEFAULT, func, data);
+    hpcti_hdf5_unlock();
+    return r;
+}
