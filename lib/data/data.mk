@@ -3,3 +3,11 @@
 lib_libhpctrain_a_SOURCES += lib/data/data.h lib/data/manifest.c lib/data/checksum.c \
 	lib/data/convert.c lib/data/h5shard.h lib/data/h5shard.c lib/data/reader.h \
 	lib/data/reader.c lib/data/dataset.c
+
+check_LIBRARIES += t/libdatatest.a
+t_libdatatest_a_SOURCES = t/data_util.c t/data_util.h
+DATA_TEST_LIBS = t/libdatatest.a $(TEST_LIBS)
+DATA_C_TESTS = t/test_data
+check_PROGRAMS += $(DATA_C_TESTS)
+TESTS += $(DATA_C_TESTS)
+t_test_data_LDADD = $(DATA_TEST_LIBS)
