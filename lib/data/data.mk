@@ -11,3 +11,8 @@ DATA_C_TESTS = t/test_data
 check_PROGRAMS += $(DATA_C_TESTS)
 TESTS += $(DATA_C_TESTS)
 t_test_data_LDADD = $(DATA_TEST_LIBS)
+
+# ---- the installed hpctrain program (tools/): dispatcher + shard subcommand ----
+bin_PROGRAMS = tools/hpctrain
+tools_hpctrain_SOURCES = tools/hpctrain.c tools/tools.h tools/shard.c tools/inputs.c
+tools_hpctrain_LDADD = $(HPCT_LIBS) $(ZLIB_LIBS)

@@ -13,8 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* The shard type of an HDF5 datatype, or -1 when it is not one of ours. */
-static int shard_type_of(hid_t type, int *little_endian)
+int hpcti_h5_shard_type(hid_t type, int *little_endian)
 {
     H5T_class_t cls = H5Tget_class(type);
     size_t size = H5Tget_size(type);
@@ -47,7 +46,7 @@ static hpct_status_t check_dataset(hpct_ctx_t ctx, const hpcti_shard_job_t *job,
                                    const hpcti_layout_t *want, int *little_endian)
 {
     hid_t type = H5Dget_type(dset), space = H5Dget_space(dset);
-    int got = type < 0 ? -1 : shard_type_of(type, little_endian);
+    int got = type < 0 ? -1 : hpcti_h5_shard_type(type, little_endian);
     int rank = space < 0 ? -1 : H5Sget_simple_extent_ndims(space);
     hsize_t dims[HPCTI_MAX_DIMS + 1] = {0};
     if (rank >= 1 && rank <= HPCTI_MAX_DIMS + 1) H5Sget_simple_extent_dims(space, dims, NULL);

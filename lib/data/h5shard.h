@@ -5,6 +5,8 @@
 #include "../core/core.h"
 #include "data.h"
 
+#include <hdf5.h>
+
 /* Where one array's rows live in the shard file, for pread(2) streaming. */
 typedef struct hpcti_rows_src {
     uint64_t row_bytes;   /* bytes per sample as stored */
@@ -39,5 +41,8 @@ typedef struct hpcti_shard_job {
  * the one place lib/data calls HDF5. */
 hpct_status_t hpcti_shard_inspect(hpct_ctx_t ctx, const hpcti_shard_job_t *job, hpcti_shard_t *sh);
 void hpcti_shard_release(hpcti_shard_t *sh);
+/* The shard element type of an HDF5 datatype (hpcti_type_t), or -1 when it is none of ours;
+ * *little_endian tells its byte order. */
+int hpcti_h5_shard_type(hid_t type, int *little_endian);
 
 #endif
