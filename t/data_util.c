@@ -79,8 +79,8 @@ int tdu_write_manifest(const char *dir, const char *name, int count, const char 
         m.shards[i].path = (char *)files[i];
         rc = hpcti_checksum_file(path, &m.shards[i].checksum, &m.shards[i].bytes);
         hid_t f = rc ? -1 : H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-        hid_t d = f < 0 ? -1 : H5Dopen2(f, "targets", H5P_DEFAULT);
-        if (d < 0) d = f < 0 ? -1 : H5Dopen2(f, "labels", H5P_DEFAULT);
+        const char *dname = f >= 0 && H5Lexists(f, "inputs", H5P_DEFAULT) > 0 ? "inputs" : "targets";
+        hid_t d = f < 0 ? -1 : H5Dopen2(f, dname, H5P_DEFAULT);
         hsize_t dims[2] = {0, 0};
         if (d >= 0) {
             hid_t sp = H5Dget_space(d);

@@ -7,10 +7,11 @@ lib_libhpctrain_a_SOURCES += lib/data/data.h lib/data/manifest.c lib/data/checks
 check_LIBRARIES += t/libdatatest.a
 t_libdatatest_a_SOURCES = t/data_util.c t/data_util.h
 DATA_TEST_LIBS = t/libdatatest.a $(TEST_LIBS)
-DATA_C_TESTS = t/test_data
+DATA_C_TESTS = t/test_data t/test_data_bad
 check_PROGRAMS += $(DATA_C_TESTS)
 TESTS += $(DATA_C_TESTS)
 t_test_data_LDADD = $(DATA_TEST_LIBS)
+t_test_data_bad_LDADD = $(DATA_TEST_LIBS)
 
 # ---- the installed hpctrain program (tools/): dispatcher + shard subcommand ----
 bin_PROGRAMS = tools/hpctrain
