@@ -151,6 +151,7 @@ static int write_rows(hid_t file, const char *name, const tool_array_t *a, uint6
     hid_t type = a->type == HPCTI_I32 ? H5T_NATIVE_INT32 : H5T_NATIVE_FLOAT;
     hid_t space = H5Screate_simple(a->rank, dims, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE);
     H5Pset_chunk(dcpl, a->rank, chunk);
+    H5Pset_obj_track_times(dcpl, 0); /* no timestamps: the same input gives the same bytes */
     if (o->deflate) H5Pset_shuffle(dcpl), H5Pset_deflate(dcpl, (unsigned)o->deflate);
     hid_t d = H5Dcreate2(file, name, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
     const char *data = (const char *)a->data + first * per * 4;

@@ -17,3 +17,11 @@ t_test_data_bad_LDADD = $(DATA_TEST_LIBS)
 bin_PROGRAMS = tools/hpctrain
 tools_hpctrain_SOURCES = tools/hpctrain.c tools/tools.h tools/shard.c tools/inputs.c
 tools_hpctrain_LDADD = $(HPCT_LIBS) $(ZLIB_LIBS)
+
+# ---- shell tests: converter round trip, manifest fuzzing ----
+TESTS += t/test_shard_tool.sh t/test_fuzz_manifest.sh
+EXTRA_DIST += t/test_shard_tool.sh t/test_fuzz_manifest.sh t/fuzz/manifest_fuzz.c \
+	t/fuzz/corpus/fashion.txt t/fuzz/corpus/nested.txt t/fuzz/corpus/crlf.txt \
+	t/fuzz/corpus/escape.txt t/fuzz/corpus/duplicate.txt doc/data-formats.md
+check_PROGRAMS += t/data_check
+t_data_check_LDADD = $(TEST_LIBS)
