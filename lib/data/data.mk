@@ -25,3 +25,7 @@ EXTRA_DIST += t/test_shard_tool.sh t/test_fuzz_manifest.sh t/fuzz/manifest_fuzz.
 	t/fuzz/corpus/escape.txt t/fuzz/corpus/duplicate.txt doc/data-formats.md
 check_PROGRAMS += t/data_check
 t_data_check_LDADD = $(TEST_LIBS)
+
+# ---- benchmark (built, run by hand: bench/bench_reader [DIR] [GIB]) ----
+noinst_PROGRAMS += bench/bench_reader
+bench_bench_reader_LDADD = $(HPCT_LIBS)

@@ -148,9 +148,20 @@ hpct_status_t hpcti_load_samples(hpct_dataset_t ds, const uint64_t *idx, size_t 
     return HPCT_SUCCESS;
 }
 
-/* First non-finite value in rows [0, count) of x, or -1. */
+/* 1 when any of x[0..n) is NaN or Inf: all exponent bits set. Branch-free so the compiler
+ * vectorises it; the check then costs about as much as reading the batch once. */
+static int any_nonfinite(const float *x, size_t n)
+{
+    const uint32_t *bits = (const uint32_t *)(const void *)x;
+    uint32_t any = 0;
+    for (size_t i = 0; i < n; i++) any |= (bits[i] & 0x7f800000u) == 0x7f800000u;
+    return any != 0;
+}
+
+/* First row (and its value *feature) of x [count, features] holding a NaN/Inf, or -1. */
 static long first_nonfinite(const float *x, size_t count, size_t features, size_t *feature)
 {
+    if (!any_nonfinite(x, count * features)) return -1;
     for (size_t j = 0; j < count; j++)
         for (size_t k = 0; k < features; k++)
             if (!isfinite(x[j * features + k])) {
