@@ -29,3 +29,4 @@ t_data_check_LDADD = $(TEST_LIBS)
 # ---- benchmark (built, run by hand: bench/bench_reader [DIR] [GIB]) ----
 noinst_PROGRAMS += bench/bench_reader
 bench_bench_reader_LDADD = $(HPCT_LIBS)
+dist_man_MANS = doc/hpctrain.1
