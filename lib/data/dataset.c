@@ -139,9 +139,10 @@ static hpct_status_t open_shards(hpct_dataset_t ds)
     ds->shards = hpcti_calloc(ds->ctx, (size_t)ds->man.num_shards, sizeof *ds->shards, "shards");
     if (!ds->shards) return HPCT_ERR_NO_MEMORY;
     uint64_t first = 0;
-    for (int i = 0; i < ds->man.num_shards; i++, ds->num_shards++) {
+    for (int i = 0; i < ds->man.num_shards; i++) {
         const hpcti_shard_entry_t *e = &ds->man.shards[i];
         hpcti_shard_t *sh = &ds->shards[i];
+        ds->num_shards = i + 1; /* so that close releases this one even if it fails */
         sh->fd = -1;
         sh->first = first, sh->count = e->samples;
         sh->path = join_dir(ds->manifest_path, e->path);
