@@ -30,3 +30,9 @@ t_data_check_LDADD = $(TEST_LIBS)
 noinst_PROGRAMS += bench/bench_reader
 bench_bench_reader_LDADD = $(HPCT_LIBS)
 dist_man_MANS = doc/hpctrain.1
+
+# ---- 2 real MPI ranks read one manifest ----
+check_PROGRAMS += t/test_data_mpi
+t_test_data_mpi_LDADD = $(DATA_TEST_LIBS)
+TESTS += t/test_data_mpi.sh
+EXTRA_DIST += t/test_data_mpi.sh
