@@ -7,7 +7,7 @@
  *     raw      read(2) of every shard file, 1 MiB at a time, in manifest order
  *     seq      the reader, shuffle off, streaming with pread (memory budget 0)
  *     shuffled the reader, shuffle on (training order), streaming
- *     resident the reader, shuffle on, whole set loaded at open (budget 4 GiB)
+ *     resident the reader, shuffle off and on, whole set loaded at open (budget 4 GiB)
  *   and reports samples/s, MB/s and the ratio to raw. The page-cache state of the shard
  *   files (mincore) is printed before each measurement; nothing is dropped. */
 #include "config.h"
@@ -151,7 +151,7 @@ typedef struct result {
 
 /* One epoch through the reader; next_wait is the time spent inside hpct_dataset_next. */
 static int run_reader(hpct_ctx_t ctx, int shuffle, size_t budget, hpct_checksum_mode_t cs,
-                      result_t *r)
+                      int depth, result_t *r)
 {
     char path[600];
     snprintf(path, sizeof path, "%s/bench.manifest", dir);
@@ -159,6 +159,7 @@ static int run_reader(hpct_ctx_t ctx, int shuffle, size_t budget, hpct_checksum_
     cfg.shuffle = shuffle;
     cfg.memory_budget_bytes = budget;
     cfg.checksum = cs;
+    cfg.prefetch_depth = depth;
     hpct_dataset_t ds;
     double t0 = now();
     if (hpct_dataset_open(ctx, path, &cfg, &ds) || hpct_dataset_partition(ds, 0, 1, BATCH))
@@ -214,13 +215,18 @@ int main(int argc, char **argv)
            (double)per_shard * SHARDS / raw_s, raw_mbs);
     result_t r;
     printf("page cache before reader: %.0f%%\n", cached_percent());
-    if (run_reader(ctx, 0, 0, HPCT_CHECKSUM_SIZE, &r)) return 1;
+    const size_t stream = 0, resident = (size_t)4 << 30;
+    if (run_reader(ctx, 0, stream, HPCT_CHECKSUM_SIZE, 2, &r)) return 1;
     report("reader sequential, stream", &r, raw_mbs);
-    if (run_reader(ctx, 1, 0, HPCT_CHECKSUM_SIZE, &r)) return 1;
+    if (run_reader(ctx, 0, stream, HPCT_CHECKSUM_SIZE, 0, &r)) return 1;
+    report("  same, no prefetch thread", &r, raw_mbs);
+    if (run_reader(ctx, 1, stream, HPCT_CHECKSUM_SIZE, 2, &r)) return 1;
     report("reader shuffled, stream", &r, raw_mbs);
-    if (run_reader(ctx, 1, (size_t)4 << 30, HPCT_CHECKSUM_SIZE, &r)) return 1;
+    if (run_reader(ctx, 0, resident, HPCT_CHECKSUM_SIZE, 2, &r)) return 1;
+    report("reader sequential, resident", &r, raw_mbs);
+    if (run_reader(ctx, 1, resident, HPCT_CHECKSUM_SIZE, 2, &r)) return 1;
     report("reader shuffled, resident", &r, raw_mbs);
-    if (run_reader(ctx, 1, 0, HPCT_CHECKSUM_FULL, &r)) return 1;
+    if (run_reader(ctx, 1, stream, HPCT_CHECKSUM_FULL, 2, &r)) return 1;
     printf("open with full checksum verification: %.2f s (%.0f MB/s)\n", r.open_seconds,
            bytes / r.open_seconds / 1e6);
     printf("page cache after: %.0f%%\n", cached_percent());

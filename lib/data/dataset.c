@@ -98,7 +98,7 @@ static hpct_status_t verify_shard(hpct_dataset_t ds, const hpcti_shard_entry_t *
     return HPCT_SUCCESS;
 }
 
-/* Zeroed memory for the resident inputs, in transparent huge pages where the kernel allows:
+/* Memory for the resident inputs, in transparent huge pages where the kernel allows:
  * shuffled reads touch a new 4 KiB page per sample, and huge pages spare the TLB misses. */
 static float *alloc_resident(hpct_ctx_t ctx, size_t bytes)
 {
@@ -110,8 +110,7 @@ static float *alloc_resident(hpct_ctx_t ctx, size_t bytes)
         return NULL;
     }
     madvise(p, rounded, MADV_HUGEPAGE); /* advice only: failure is harmless */
-    memset(p, 0, rounded);
-    return p;
+    return p; /* HDF5 fills every row at open */
 }
 
 /* Totals from the manifest: samples, values per sample, and whether it all fits memory. */
