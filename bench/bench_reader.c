@@ -24,10 +24,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define FEATURES 1024
-#define SHARDS 8
+#define FEATURES   1024
+#define SHARDS     8
 #define CHUNK_ROWS 256
-#define BATCH 256
+#define BATCH      256
 
 static char dir[512];
 static uint64_t per_shard;
@@ -91,8 +91,8 @@ static int generate(double gib)
     for (int k = 0; k < SHARDS; k++) {
         shard_path(k, path, sizeof path);
         snprintf(names[k], sizeof names[k], "bench-%02d.h5", k);
-        if (write_shard(k, rows) || hpcti_checksum_file(path, &m.shards[k].checksum,
-                                                         &m.shards[k].bytes))
+        if (write_shard(k, rows) ||
+            hpcti_checksum_file(path, &m.shards[k].checksum, &m.shards[k].bytes))
             return fprintf(stderr, "bench_reader: cannot write %s\n", path), -1;
         m.shards[k].samples = per_shard;
         m.shards[k].path = names[k];
@@ -194,9 +194,12 @@ int main(int argc, char **argv)
     int keep = 0, pos = 0;
     snprintf(dir, sizeof dir, "/tmp");
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--keep")) keep = 1;
-        else if (pos++ == 0) snprintf(dir, sizeof dir, "%s", argv[i]);
-        else gib = atof(argv[i]);
+        if (!strcmp(argv[i], "--keep"))
+            keep = 1;
+        else if (pos++ == 0)
+            snprintf(dir, sizeof dir, "%s", argv[i]);
+        else
+            gib = atof(argv[i]);
     }
     snprintf(dir + strlen(dir), sizeof dir - strlen(dir), "/hpct-bench-reader");
     mkdir(dir, 0777);

@@ -43,13 +43,16 @@ int main(int argc, char **argv)
             }
             for (int j = 0; j < gb / 2; j++) {
                 int32_t label = ((const int32_t *)y)[j];
-                if (label >= 0 && label < classes) hist[label]++;
-                else bad++;
-                for (int k = 0; k < features; k++) bad += x[j * features + k] < lo || x[j * features + k] > hi;
+                if (label >= 0 && label < classes)
+                    hist[label]++;
+                else
+                    bad++;
+                for (int k = 0; k < features; k++)
+                    bad += x[j * features + k] < lo || x[j * features + k] > hi;
             }
         }
-    printf("samples %zu features %d target_width %d int32 %d steps %ld out-of-range %ld hist",
-           n, features, width, dtype == HPCT_DTYPE_INT32, steps, bad);
+    printf("samples %zu features %d target_width %d int32 %d steps %ld out-of-range %ld hist", n,
+           features, width, dtype == HPCT_DTYPE_INT32, steps, bad);
     for (int c = 0; c < classes; c++) printf(" %ld", hist[c]);
     printf("\n");
     for (int r = 0; r < 2; r++) hpct_dataset_close(ds[r]);

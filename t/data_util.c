@@ -45,8 +45,10 @@ int tdu_write_shard(const char *path, const tdu_shard_t *s)
         for (int k = 0; k < s->features; k++) {
             double v = (double)(s->first + i + (uint64_t)k);
             size_t at = i * (size_t)s->features + (size_t)k;
-            if (esize == 1) x[at] = (unsigned char)((uint64_t)v & 0xff);
-            else ((float *)x)[at] = (long)i == s->nan_row && k == 0 ? NAN : (float)v;
+            if (esize == 1)
+                x[at] = (unsigned char)((uint64_t)v & 0xff);
+            else
+                ((float *)x)[at] = (long)i == s->nan_row && k == 0 ? NAN : (float)v;
         }
     for (long i = 0; i < trows; i++) y[i] = (int32_t)(s->first + (uint64_t)i);
     hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
@@ -79,7 +81,8 @@ int tdu_write_manifest(const char *dir, const char *name, int count, const char 
         m.shards[i].path = (char *)files[i];
         rc = hpcti_checksum_file(path, &m.shards[i].checksum, &m.shards[i].bytes);
         hid_t f = rc ? -1 : H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-        const char *dname = f >= 0 && H5Lexists(f, "inputs", H5P_DEFAULT) > 0 ? "inputs" : "targets";
+        const char *dname =
+            f >= 0 && H5Lexists(f, "inputs", H5P_DEFAULT) > 0 ? "inputs" : "targets";
         hid_t d = f < 0 ? -1 : H5Dopen2(f, dname, H5P_DEFAULT);
         hsize_t dims[2] = {0, 0};
         if (d >= 0) {

@@ -15,8 +15,8 @@ typedef struct tdu_shard {
     int deflate;             /* 1: shuffle + deflate (needs chunk_rows) */
     const char *inputs_name; /* NULL: "inputs"; "" omits the dataset */
     const char *targets_name;
-    long target_rows;        /* -1: same as rows */
-    long nan_row;            /* -1: none; else this row's feature 0 is NaN */
+    long target_rows; /* -1: same as rows */
+    long nan_row;     /* -1: none; else this row's feature 0 is NaN */
 } tdu_shard_t;
 
 /* A spec with the defaults above. */

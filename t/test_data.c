@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FEATURES 5
+#define FEATURES     5
 #define GLOBAL_BATCH 24
-#define EPOCHS 2
+#define EPOCHS       2
 
 static hpct_ctx_t ctx;
 static char manifest[512], manifest_u8[512], manifest_z[512];
@@ -162,8 +162,8 @@ static void test_resume(int depth)
     ok = ok && !read_ids(ds, 2, 7, resumed);
     long epoch = -1, step = -1;
     if (ok) hpct_dataset_get_cursor(ds[0], &epoch, &step);
-    tap_ok(ok && epoch == 0 && step == 7, "cursor after 7 batches is (0, 7), got (%ld, %ld)",
-           epoch, step);
+    tap_ok(ok && epoch == 0 && step == 7, "cursor after 7 batches is (0, 7), got (%ld, %ld)", epoch,
+           step);
     for (int r = 0; r < 2; r++) hpct_dataset_close(ds[r]);
     for (int world = 2; world <= 3; world++) {
         for (int r = 0; r < world; r++) {

@@ -73,8 +73,8 @@ static void test_files(void)
     shard("gone.h5", tdu_shard(10, 0, 5, 0));
     manifest("gone.m", 1, gone);
     unlink(at("gone.h5"));
-    expect_open("gone.m", HPCT_CHECKSUM_OFF, HPCT_ERR_NOT_FOUND, "missing shard file",
-                "gone.h5", "gone.m", NULL);
+    expect_open("gone.m", HPCT_CHECKSUM_OFF, HPCT_ERR_NOT_FOUND, "missing shard file", "gone.h5",
+                "gone.m", NULL);
 
     tdu_shard_t s = tdu_shard(10, 0, 5, 0);
     s.targets_name = "";
@@ -147,8 +147,8 @@ static void test_damage(void)
     expect_open("trunc.h5.m", HPCT_CHECKSUM_OFF, HPCT_ERR_FORMAT,
                 "truncated file (checksums off): HDF5 refuses it, no crash", "trunc.h5", NULL);
     damaged("flip.h5", 0);
-    expect_open("flip.h5.m", HPCT_CHECKSUM_FULL, HPCT_ERR_CHECKSUM, "flipped byte",
-                "flip.h5", "checksum", NULL);
+    expect_open("flip.h5.m", HPCT_CHECKSUM_FULL, HPCT_ERR_CHECKSUM, "flipped byte", "flip.h5",
+                "checksum", NULL);
 }
 
 static void expect_manifest(const char *text, const char *what, const char *needle)
@@ -172,8 +172,10 @@ static void test_manifests(void)
     expect_manifest(text, "bad syntax: bad checksum", "checksum");
     expect_manifest("hpctrain-manifest 1\ninputs float32 5\ninputs float32 5\n",
                     "duplicate inputs line", "duplicate");
-    snprintf(text, sizeof text, "%sshard 40 1 0123456789abcdef g0.h5\nshard 40 1 "
-             "0123456789abcdef g0.h5\n", head);
+    snprintf(text, sizeof text,
+             "%sshard 40 1 0123456789abcdef g0.h5\nshard 40 1 "
+             "0123456789abcdef g0.h5\n",
+             head);
     expect_manifest(text, "duplicate shard entry", "duplicate shard");
     expect_manifest("hpctrain-manifest 1\ninputs float32 5\nshard 40 1 0123456789abcdef g0.h5\n",
                     "absent targets line", "targets");
@@ -220,8 +222,8 @@ static void test_nonfinite(void)
     hpct_data_config_t cfg = HPCT_DATA_CONFIG_INITIALIZER;
     cfg.shuffle = 0;
     hpct_dataset_t ds = NULL;
-    int ok = !hpct_dataset_open(ctx, at("nan.m"), &cfg, &ds) &&
-             !hpct_dataset_partition(ds, 0, 1, 10);
+    int ok =
+        !hpct_dataset_open(ctx, at("nan.m"), &cfg, &ds) && !hpct_dataset_partition(ds, 0, 1, 10);
     hpct_status_t st = HPCT_SUCCESS;
     for (int b = 0; ok && b < 8 && !st; b++) st = hpct_dataset_next(ds, NULL, NULL);
     long e, step;

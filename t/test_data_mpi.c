@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#define BATCH 24
-#define STEPS 10 /* 250 samples: 10 full batches of 24 per epoch */
+#define BATCH  24
+#define STEPS  10 /* 250 samples: 10 full batches of 24 per epoch */
 #define EPOCHS 2
 
 int main(int argc, char **argv)
@@ -31,7 +31,8 @@ int main(int argc, char **argv)
         snprintf(path, sizeof path, "%s/m0.h5", dir);
         int bad = tdu_write_shard(path, &s0);
         snprintf(path, sizeof path, "%s/m1.h5", dir);
-        bad = bad || tdu_write_shard(path, &s1) || tdu_write_manifest(dir, "m", 2, files, "float32", 3);
+        bad = bad || tdu_write_shard(path, &s1) ||
+              tdu_write_manifest(dir, "m", 2, files, "float32", 3);
         if (!bad) snprintf(manifest, sizeof manifest, "%s/m", dir);
     }
     MPI_Bcast(manifest, sizeof manifest, MPI_CHAR, 0, MPI_COMM_WORLD);

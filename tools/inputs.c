@@ -73,9 +73,11 @@ int tool_read_idx(const char *path, tool_array_t *a)
     size_t len;
     int rc = slurp(path, &buf, &len);
     if (rc) return rc;
-    static const struct { unsigned char code; hpcti_type_t type; } codes[] = {
-        {0x08, HPCTI_U8}, {0x09, HPCTI_I8}, {0x0B, HPCTI_I16}, {0x0C, HPCTI_I32},
-        {0x0D, HPCTI_F32}, {0x0E, HPCTI_F64}};
+    static const struct {
+        unsigned char code;
+        hpcti_type_t type;
+    } codes[] = {{0x08, HPCTI_U8},  {0x09, HPCTI_I8},  {0x0B, HPCTI_I16},
+                 {0x0C, HPCTI_I32}, {0x0D, HPCTI_F32}, {0x0E, HPCTI_F64}};
     int type = -1;
     for (size_t i = 0; len >= 4 && i < sizeof codes / sizeof *codes; i++)
         if (buf[2] == codes[i].code) type = (int)codes[i].type;
@@ -92,8 +94,10 @@ int tool_read_idx(const char *path, tool_array_t *a)
         }
         uint64_t bytes = count_of(a) * hpcti_type_size(a->type);
         if (bytes != len - header)
-            rc = tool_error(TOOL_DATA, "%s: IDX header promises %llu data bytes, file has %zu "
-                            "(truncated?)", path, (unsigned long long)bytes, len - header);
+            rc = tool_error(TOOL_DATA,
+                            "%s: IDX header promises %llu data bytes, file has %zu "
+                            "(truncated?)",
+                            path, (unsigned long long)bytes, len - header);
     }
     if (!rc) {
         memmove(buf, buf + header, len - header);
@@ -153,9 +157,9 @@ int tool_read_npy(const char *path, tool_array_t *a)
     size_t hlen = 0, start = 0;
     if (len >= 10 && !memcmp(buf, "\x93NUMPY", 6)) {
         hlen = buf[6] == 1 ? (size_t)buf[8] | (size_t)buf[9] << 8
-                           : len >= 12 ? (size_t)buf[8] | (size_t)buf[9] << 8 |
-                                             (size_t)buf[10] << 16 | (size_t)buf[11] << 24
-                                       : 0;
+               : len >= 12 ? (size_t)buf[8] | (size_t)buf[9] << 8 | (size_t)buf[10] << 16 |
+                                 (size_t)buf[11] << 24
+                           : 0;
         start = (buf[6] == 1 ? 10 : 12) + hlen;
     }
     if (!hlen || start > len) {
@@ -164,8 +168,10 @@ int tool_read_npy(const char *path, tool_array_t *a)
     }
     char *header = strndup((char *)buf + start - hlen, hlen);
     if (!header || npy_descr(npy_field(header, "'descr'"), &a->type))
-        rc = tool_error(TOOL_DATA, "%s: unsupported dtype (want little-endian u1..u8, i1..i8, "
-                        "f4, f8)", path);
+        rc = tool_error(TOOL_DATA,
+                        "%s: unsupported dtype (want little-endian u1..u8, i1..i8, "
+                        "f4, f8)",
+                        path);
     else if (!npy_field(header, "'fortran_order'") ||
              strncmp(npy_field(header, "'fortran_order'"), "False", 5))
         rc = tool_error(TOOL_DATA, "%s: Fortran-order arrays are not supported", path);
@@ -173,8 +179,7 @@ int tool_read_npy(const char *path, tool_array_t *a)
         rc = tool_error(TOOL_DATA, "%s: cannot read the shape", path);
     else if (count_of(a) * hpcti_type_size(a->type) != len - start)
         rc = tool_error(TOOL_DATA, "%s: shape promises %llu bytes of data, file has %zu", path,
-                        (unsigned long long)(count_of(a) * hpcti_type_size(a->type)),
-                        len - start);
+                        (unsigned long long)(count_of(a) * hpcti_type_size(a->type)), len - start);
     free(header);
     if (rc) {
         free(buf);
@@ -260,7 +265,8 @@ int tool_read_csv(const char *path, int label_column, int skip_header, tool_arra
     long lc = label_column < 0 ? cols - 1 : label_column;
     if (!rc && rows == 0) rc = tool_error(TOOL_DATA, "%s: no data rows", path);
     if (!rc && (lc < 0 || lc >= cols))
-        rc = tool_error(TOOL_USAGE, "--label-column %d: %s has %ld columns", label_column, path, cols);
+        rc = tool_error(TOOL_USAGE, "--label-column %d: %s has %ld columns", label_column, path,
+                        cols);
     if (!rc && split_labels(v, rows, cols, lc, inputs, labels))
         rc = tool_error(TOOL_FAILED, "out of memory");
     free(v);

@@ -22,28 +22,29 @@ typedef struct shard_opts {
 
 static void shard_usage(FILE *out)
 {
-    fputs("usage: hpctrain shard [OPTIONS] -o DIR INPUTS [TARGETS]\n"
-          "       hpctrain shard --index -o MANIFEST SHARD.h5...\n\n"
-          "Convert samples to HDF5 shards (/inputs float32 [N, ...], /targets [N, ...]) plus a\n"
-          "manifest. INPUTS and TARGETS are IDX (MNIST format) or .npy files, gzip or plain;\n"
-          "a CSV file holds both (one sample per row, the label in --label-column).\n"
-          "Integer inputs become float32 (times --scale); integer labels stay int32.\n\n"
-          "  -o, --output DIR       output directory (created if missing)\n"
-          "  -n, --shards N         number of shards (default 1)\n"
-          "      --scale X          multiply inputs by X, e.g. 0.00392156862745098 (1/255)\n"
-          "      --format F         idx, npy or csv (default: from the file name)\n"
-          "      --chunk ROWS       samples per HDF5 chunk (default: about 1 MiB of inputs)\n"
-          "      --deflate LEVEL    1-9: shuffle+deflate filters (default 0: none; the reader\n"
-          "                         must then hold the data in memory)\n"
-          "      --prefix NAME      shard file names NAME-00000.h5 ... (default shard)\n"
-          "      --manifest NAME    manifest file in DIR (default manifest.txt)\n"
-          "      --inputs-name D    input dataset name (default inputs)\n"
-          "      --targets-name D   target dataset name (default targets)\n"
-          "      --label-column K   CSV: 0-based label column (default: the last)\n"
-          "      --skip-header      CSV: ignore the first line\n"
-          "      --index            write MANIFEST (-o) for existing shards inside its directory\n\n"
-          "exit status: 0 success, 1 output not written, 2 usage error, 3 bad input data\n",
-          out);
+    fputs(
+        "usage: hpctrain shard [OPTIONS] -o DIR INPUTS [TARGETS]\n"
+        "       hpctrain shard --index -o MANIFEST SHARD.h5...\n\n"
+        "Convert samples to HDF5 shards (/inputs float32 [N, ...], /targets [N, ...]) plus a\n"
+        "manifest. INPUTS and TARGETS are IDX (MNIST format) or .npy files, gzip or plain;\n"
+        "a CSV file holds both (one sample per row, the label in --label-column).\n"
+        "Integer inputs become float32 (times --scale); integer labels stay int32.\n\n"
+        "  -o, --output DIR       output directory (created if missing)\n"
+        "  -n, --shards N         number of shards (default 1)\n"
+        "      --scale X          multiply inputs by X, e.g. 0.00392156862745098 (1/255)\n"
+        "      --format F         idx, npy or csv (default: from the file name)\n"
+        "      --chunk ROWS       samples per HDF5 chunk (default: about 1 MiB of inputs)\n"
+        "      --deflate LEVEL    1-9: shuffle+deflate filters (default 0: none; the reader\n"
+        "                         must then hold the data in memory)\n"
+        "      --prefix NAME      shard file names NAME-00000.h5 ... (default shard)\n"
+        "      --manifest NAME    manifest file in DIR (default manifest.txt)\n"
+        "      --inputs-name D    input dataset name (default inputs)\n"
+        "      --targets-name D   target dataset name (default targets)\n"
+        "      --label-column K   CSV: 0-based label column (default: the last)\n"
+        "      --skip-header      CSV: ignore the first line\n"
+        "      --index            write MANIFEST (-o) for existing shards inside its directory\n\n"
+        "exit status: 0 success, 1 output not written, 2 usage error, 3 bad input data\n",
+        out);
 }
 
 static int parse_long(const char *s, long lo, long hi, long *out)
@@ -59,17 +60,36 @@ static int parse_long(const char *s, long lo, long hi, long *out)
 /* Fill o from argv; returns 0, or TOOL_USAGE after a message (-1 for --help). */
 static int parse_options(int argc, char **argv, shard_opts_t *o, int *first_arg)
 {
-    enum { O_SCALE = 256, O_FORMAT, O_CHUNK, O_DEFLATE, O_PREFIX, O_MANIFEST, O_INAME, O_TNAME,
-           O_LABEL, O_SKIP, O_INDEX };
-    static const struct option longs[] = {
-        {"output", 1, 0, 'o'}, {"shards", 1, 0, 'n'}, {"help", 0, 0, 'h'},
-        {"scale", 1, 0, O_SCALE}, {"format", 1, 0, O_FORMAT}, {"chunk", 1, 0, O_CHUNK},
-        {"deflate", 1, 0, O_DEFLATE}, {"prefix", 1, 0, O_PREFIX}, {"manifest", 1, 0, O_MANIFEST},
-        {"inputs-name", 1, 0, O_INAME}, {"targets-name", 1, 0, O_TNAME},
-        {"label-column", 1, 0, O_LABEL}, {"skip-header", 0, 0, O_SKIP}, {"index", 0, 0, O_INDEX},
-        {0, 0, 0, 0}};
-    *o = (shard_opts_t){NULL, NULL, "shard", "manifest.txt", "inputs", "targets", 1, 0, 0, 0, -1,
-                        0, 1.0};
+    enum {
+        O_SCALE = 256,
+        O_FORMAT,
+        O_CHUNK,
+        O_DEFLATE,
+        O_PREFIX,
+        O_MANIFEST,
+        O_INAME,
+        O_TNAME,
+        O_LABEL,
+        O_SKIP,
+        O_INDEX
+    };
+    static const struct option longs[] = {{"output", 1, 0, 'o'},
+                                          {"shards", 1, 0, 'n'},
+                                          {"help", 0, 0, 'h'},
+                                          {"scale", 1, 0, O_SCALE},
+                                          {"format", 1, 0, O_FORMAT},
+                                          {"chunk", 1, 0, O_CHUNK},
+                                          {"deflate", 1, 0, O_DEFLATE},
+                                          {"prefix", 1, 0, O_PREFIX},
+                                          {"manifest", 1, 0, O_MANIFEST},
+                                          {"inputs-name", 1, 0, O_INAME},
+                                          {"targets-name", 1, 0, O_TNAME},
+                                          {"label-column", 1, 0, O_LABEL},
+                                          {"skip-header", 0, 0, O_SKIP},
+                                          {"index", 0, 0, O_INDEX},
+                                          {0, 0, 0, 0}};
+    *o = (shard_opts_t){NULL, NULL, "shard", "manifest.txt", "inputs", "targets", 1, 0, 0, 0,
+                        -1,   0,    1.0};
     long v = 0;
     int c;
     optind = 1;
@@ -77,25 +97,55 @@ static int parse_options(int argc, char **argv, shard_opts_t *o, int *first_arg)
         int bad = 0;
         char *end;
         switch (c) {
-        case 'o': o->output = optarg; break;
-        case 'n': bad = parse_long(optarg, 1, 1000000, &o->shards); break;
-        case 'h': shard_usage(stdout); return -1;
-        case O_SCALE: o->scale = strtod(optarg, &end), bad = end == optarg || *end; break;
-        case O_FORMAT: o->format = optarg, bad = strcmp(optarg, "idx") && strcmp(optarg, "npy") &&
-                                                 strcmp(optarg, "csv"); break;
-        case O_CHUNK: bad = parse_long(optarg, 1, 1L << 30, &o->chunk); break;
-        case O_DEFLATE: bad = parse_long(optarg, 0, 9, &v), o->deflate = (int)v; break;
-        case O_PREFIX: o->prefix = optarg, bad = hpcti_manifest_path_ok(optarg) != 0; break;
-        case O_MANIFEST: o->manifest = optarg, bad = hpcti_manifest_path_ok(optarg) != 0; break;
-        case O_INAME: o->inputs_name = optarg; break;
-        case O_TNAME: o->targets_name = optarg; break;
-        case O_LABEL: bad = parse_long(optarg, 0, INT_MAX, &v), o->label_column = (int)v; break;
-        case O_SKIP: o->skip_header = 1; break;
-        case O_INDEX: o->index = 1; break;
-        default: shard_usage(stderr); return TOOL_USAGE;
+        case 'o':
+            o->output = optarg;
+            break;
+        case 'n':
+            bad = parse_long(optarg, 1, 1000000, &o->shards);
+            break;
+        case 'h':
+            shard_usage(stdout);
+            return -1;
+        case O_SCALE:
+            o->scale = strtod(optarg, &end), bad = end == optarg || *end;
+            break;
+        case O_FORMAT:
+            o->format = optarg,
+            bad = strcmp(optarg, "idx") && strcmp(optarg, "npy") && strcmp(optarg, "csv");
+            break;
+        case O_CHUNK:
+            bad = parse_long(optarg, 1, 1L << 30, &o->chunk);
+            break;
+        case O_DEFLATE:
+            bad = parse_long(optarg, 0, 9, &v), o->deflate = (int)v;
+            break;
+        case O_PREFIX:
+            o->prefix = optarg, bad = hpcti_manifest_path_ok(optarg) != 0;
+            break;
+        case O_MANIFEST:
+            o->manifest = optarg, bad = hpcti_manifest_path_ok(optarg) != 0;
+            break;
+        case O_INAME:
+            o->inputs_name = optarg;
+            break;
+        case O_TNAME:
+            o->targets_name = optarg;
+            break;
+        case O_LABEL:
+            bad = parse_long(optarg, 0, INT_MAX, &v), o->label_column = (int)v;
+            break;
+        case O_SKIP:
+            o->skip_header = 1;
+            break;
+        case O_INDEX:
+            o->index = 1;
+            break;
+        default:
+            shard_usage(stderr);
+            return TOOL_USAGE;
         }
-        if (bad) return tool_error(TOOL_USAGE, "bad value '%s' for option %s", optarg,
-                                   argv[optind - 1]);
+        if (bad)
+            return tool_error(TOOL_USAGE, "bad value '%s' for option %s", optarg, argv[optind - 1]);
     }
     *first_arg = optind;
     if (!o->output) return tool_error(TOOL_USAGE, "missing -o/--output (try --help)");
@@ -130,8 +180,10 @@ static int normalise(const shard_opts_t *o, tool_array_t *in, tool_array_t *tg)
     hpcti_convert_f32(in->type, in->data, x, n);
     for (uint64_t i = 0; o->scale != 1.0 && i < n; i++) x[i] = (float)(x[i] * o->scale);
     int tg_int = !hpcti_type_is_float(tg->type);
-    if (tg_int) hpcti_convert_i32(tg->type, tg->data, y, m);
-    else hpcti_convert_f32(tg->type, tg->data, y, m);
+    if (tg_int)
+        hpcti_convert_i32(tg->type, tg->data, y, m);
+    else
+        hpcti_convert_f32(tg->type, tg->data, y, m);
     free(in->data), free(tg->data);
     in->data = x, in->type = HPCTI_F32;
     tg->data = y, tg->type = tg_int ? HPCTI_I32 : HPCTI_F32;
@@ -200,8 +252,9 @@ static int write_shards(const shard_opts_t *o, const tool_array_t *in, const too
     snprintf(mpath, sizeof mpath, "%s/%s", o->output, o->manifest);
     if (!rc && hpcti_manifest_write(&m, mpath))
         rc = tool_error(TOOL_FAILED, "cannot write %s: %s", mpath, strerror(errno));
-    if (!rc) printf("wrote %d shards, %llu samples, manifest %s\n", m.num_shards,
-                    (unsigned long long)n, mpath);
+    if (!rc)
+        printf("wrote %d shards, %llu samples, manifest %s\n", m.num_shards, (unsigned long long)n,
+               mpath);
     hpcti_manifest_free(&m);
     return rc;
 }
@@ -219,9 +272,9 @@ static int convert(const shard_opts_t *o, int argc, char **argv)
         rc = read_array(argv[0], fmt, &in);
         if (!rc) rc = read_array(argv[1], format_of(argv[1], o->format), &tg);
         if (!rc && in.dims[0] != tg.dims[0])
-            rc = tool_error(TOOL_DATA, "%s holds %llu samples but %s holds %llu", argv[0],
-                            (unsigned long long)in.dims[0], argv[1],
-                            (unsigned long long)tg.dims[0]);
+            rc =
+                tool_error(TOOL_DATA, "%s holds %llu samples but %s holds %llu", argv[0],
+                           (unsigned long long)in.dims[0], argv[1], (unsigned long long)tg.dims[0]);
         if (!rc && in.rank < 2)
             rc = tool_error(TOOL_DATA, "%s: inputs need a per-sample shape ([N, ...])", argv[0]);
         if (!rc && in.dims[0] == 0) rc = tool_error(TOOL_DATA, "%s: no samples", argv[0]);
@@ -275,8 +328,8 @@ static char *relative_to(const char *dir, const char *file)
 }
 
 /* One shard of --index: layouts must match the first shard's; entry gets size and hash. */
-static int index_one(const shard_opts_t *o, const char *dir, const char *path,
-                     hpcti_manifest_t *m, hpcti_shard_entry_t *e)
+static int index_one(const shard_opts_t *o, const char *dir, const char *path, hpcti_manifest_t *m,
+                     hpcti_shard_entry_t *e)
 {
     hpcti_layout_t in, tg;
     uint64_t n_in = 0, n_tg = 0;
@@ -297,8 +350,10 @@ static int index_one(const shard_opts_t *o, const char *dir, const char *path,
                           (unsigned long long)n_tg);
     if (m->num_shards == 0) m->inputs = in, m->targets = tg;
     if (!same_layout(&in, &m->inputs) || !same_layout(&tg, &m->targets))
-        return tool_error(TOOL_DATA, "%s: dtype or per-sample shape of /%s or /%s differs from "
-                          "the first shard's", path, o->inputs_name, o->targets_name);
+        return tool_error(TOOL_DATA,
+                          "%s: dtype or per-sample shape of /%s or /%s differs from "
+                          "the first shard's",
+                          path, o->inputs_name, o->targets_name);
     e->samples = n_in;
     e->path = relative_to(dir, path);
     if (!e->path)

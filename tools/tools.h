@@ -5,10 +5,10 @@
 #include "../lib/data/data.h"
 
 /* Exit codes of every subcommand (documented in doc/hpctrain.1 and --help). */
-#define TOOL_OK 0
+#define TOOL_OK     0
 #define TOOL_FAILED 1 /* could not write the output (I/O) */
-#define TOOL_USAGE 2  /* bad command line */
-#define TOOL_DATA 3   /* an input file is missing, malformed or inconsistent */
+#define TOOL_USAGE  2 /* bad command line */
+#define TOOL_DATA   3 /* an input file is missing, malformed or inconsistent */
 
 /* An array read from an input file: dims[0] samples of dims[1..rank) values. */
 typedef struct tool_array {

@@ -5,14 +5,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HPCTI_MAX_DIMS 8
-#define HPCTI_MANIFEST_MAGIC "hpctrain-manifest"
+#define HPCTI_MAX_DIMS         8
+#define HPCTI_MANIFEST_MAGIC   "hpctrain-manifest"
 #define HPCTI_MANIFEST_VERSION 1
 
 /* Element types a shard may store (names as written in manifests). */
 typedef enum {
-    HPCTI_U8, HPCTI_I8, HPCTI_U16, HPCTI_I16, HPCTI_U32, HPCTI_I32, HPCTI_U64, HPCTI_I64,
-    HPCTI_F32, HPCTI_F64, HPCTI_NUM_TYPES
+    HPCTI_U8,
+    HPCTI_I8,
+    HPCTI_U16,
+    HPCTI_I16,
+    HPCTI_U32,
+    HPCTI_I32,
+    HPCTI_U64,
+    HPCTI_I64,
+    HPCTI_F32,
+    HPCTI_F64,
+    HPCTI_NUM_TYPES
 } hpcti_type_t;
 
 /* One array layout: element type and per-sample dims (rank 0 = one scalar per sample). */

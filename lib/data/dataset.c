@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #define MAX_MANIFEST_BYTES (64u << 20)
-#define MAX_PREFETCH 64
+#define MAX_PREFETCH       64
 
 static hpct_status_t check_data_config(hpct_ctx_t ctx, const hpct_data_config_t *c)
 {
@@ -47,8 +47,10 @@ static hpct_status_t load_manifest(hpct_dataset_t ds)
     if (!text) return hpcti_error(ds->ctx, HPCT_ERR_NO_MEMORY, "manifest %s: no memory", path);
     hpct_status_t s = HPCT_SUCCESS;
     char err[600];
-    if (bad) s = hpcti_error(ds->ctx, HPCT_ERR_IO, "manifest %s: read error", path);
-    else if (too_big) s = hpcti_error(ds->ctx, HPCT_ERR_FORMAT, "manifest %s: larger than 64 MiB", path);
+    if (bad)
+        s = hpcti_error(ds->ctx, HPCT_ERR_IO, "manifest %s: read error", path);
+    else if (too_big)
+        s = hpcti_error(ds->ctx, HPCT_ERR_FORMAT, "manifest %s: larger than 64 MiB", path);
     else if (hpcti_manifest_parse(text, len, &ds->man, err, sizeof err))
         s = hpcti_error(ds->ctx, HPCT_ERR_FORMAT, "manifest %s: %s", path, err);
     free(text);
@@ -76,8 +78,10 @@ static hpct_status_t verify_shard(hpct_dataset_t ds, const hpcti_shard_entry_t *
                            "shard %s (manifest %s line %d): %s", path, ds->manifest_path, e->line,
                            strerror(errno));
     if (!S_ISREG(st.st_mode))
-        return hpcti_error(ds->ctx, HPCT_ERR_FORMAT, "shard %s (manifest %s line %d) is not a "
-                           "regular file", path, ds->manifest_path, e->line);
+        return hpcti_error(ds->ctx, HPCT_ERR_FORMAT,
+                           "shard %s (manifest %s line %d) is not a "
+                           "regular file",
+                           path, ds->manifest_path, e->line);
     if (ds->cfg.checksum == HPCT_CHECKSUM_OFF) return HPCT_SUCCESS;
     if ((uint64_t)st.st_size != e->bytes)
         return hpcti_error(ds->ctx, HPCT_ERR_CHECKSUM,
@@ -110,7 +114,7 @@ static float *alloc_resident(hpct_ctx_t ctx, size_t bytes)
         return NULL;
     }
     madvise(p, rounded, MADV_HUGEPAGE); /* advice only: failure is harmless */
-    return p; /* HDF5 fills every row at open */
+    return p;                           /* HDF5 fills every row at open */
 }
 
 /* Totals from the manifest: samples, values per sample, and whether it all fits memory. */
@@ -148,8 +152,15 @@ static hpct_status_t open_shards(hpct_dataset_t ds)
         if (!sh->path) return hpcti_error(ds->ctx, HPCT_ERR_NO_MEMORY, "shard path");
         hpct_status_t s = verify_shard(ds, e, sh->path);
         if (s) return s;
-        hpcti_shard_job_t job = {ds->manifest_path, e, &ds->man.inputs, &ds->man.targets,
-                                 ds->names[0], ds->names[1], NULL, NULL, ds->targets_int};
+        hpcti_shard_job_t job = {ds->manifest_path,
+                                 e,
+                                 &ds->man.inputs,
+                                 &ds->man.targets,
+                                 ds->names[0],
+                                 ds->names[1],
+                                 NULL,
+                                 NULL,
+                                 ds->targets_int};
         if (ds->resident) {
             job.resident_inputs = ds->res_inputs + first * ds->features;
             job.resident_targets = (unsigned char *)ds->res_targets + first * ds->twidth * 4;
@@ -171,8 +182,8 @@ static hpct_status_t scan_nonfinite(hpct_dataset_t ds)
     ds->bad = hpcti_calloc(ds->ctx, (size_t)(ds->n / 8 + 1), 1, "non-finite sample map");
     float *in = hpcti_calloc(ds->ctx, BLOCK, ds->features * sizeof(float), "scan buffer");
     void *tg = hpcti_calloc(ds->ctx, BLOCK, ds->twidth * 4, "scan buffer");
-    unsigned char *scratch = hpcti_calloc(ds->ctx, BLOCK, ds->features * 8 + ds->twidth * 8,
-                                          "scan buffer");
+    unsigned char *scratch =
+        hpcti_calloc(ds->ctx, BLOCK, ds->features * 8 + ds->twidth * 8, "scan buffer");
     uint64_t idx[BLOCK];
     char err[768];
     hpct_status_t s = ds->bad && in && tg && scratch ? HPCT_SUCCESS : HPCT_ERR_NO_MEMORY;
@@ -180,7 +191,8 @@ static hpct_status_t scan_nonfinite(hpct_dataset_t ds)
         size_t count = ds->n - g < BLOCK ? (size_t)(ds->n - g) : BLOCK;
         for (size_t j = 0; j < count; j++) idx[j] = g + j;
         const float *x = in;
-        if (ds->resident) x = ds->res_inputs + g * ds->features;
+        if (ds->resident)
+            x = ds->res_inputs + g * ds->features;
         else if ((s = hpcti_load_samples(ds, idx, count, in, tg, scratch, err, sizeof err)))
             s = hpcti_error(ds->ctx, s, "%s", err);
         for (size_t j = 0; !s && j < count; j++)
@@ -308,8 +320,7 @@ hpct_status_t hpct_dataset_partition(hpct_dataset_t ds, int rank, int world_size
         return hpcti_error(ds->ctx, HPCT_ERR_INVALID_ARG,
                            "dataset %s: global batch %d must be a multiple of the world size %d "
                            "and at most the %llu samples",
-                           ds->manifest_path, global_batch, world_size,
-                           (unsigned long long)ds->n);
+                           ds->manifest_path, global_batch, world_size, (unsigned long long)ds->n);
     hpcti_reader_stop(ds);
     ds->rank = rank, ds->world = world_size;
     ds->global_batch = global_batch;

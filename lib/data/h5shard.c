@@ -22,11 +22,16 @@ int hpcti_h5_shard_type(hid_t type, int *little_endian)
     if (cls != H5T_INTEGER) return -1;
     int is_signed = H5Tget_sign(type) == H5T_SGN_2;
     switch (size) {
-    case 1: return is_signed ? HPCTI_I8 : HPCTI_U8;
-    case 2: return is_signed ? HPCTI_I16 : HPCTI_U16;
-    case 4: return is_signed ? HPCTI_I32 : HPCTI_U32;
-    case 8: return is_signed ? HPCTI_I64 : HPCTI_U64;
-    default: return -1;
+    case 1:
+        return is_signed ? HPCTI_I8 : HPCTI_U8;
+    case 2:
+        return is_signed ? HPCTI_I16 : HPCTI_U16;
+    case 4:
+        return is_signed ? HPCTI_I32 : HPCTI_U32;
+    case 8:
+        return is_signed ? HPCTI_I64 : HPCTI_U64;
+    default:
+        return -1;
     }
 }
 
@@ -41,9 +46,9 @@ static void dims_text(const hsize_t *d, int rank, char *buf, size_t len)
 }
 
 /* Check a dataset's dtype and shape ([count, manifest dims...]); returns its type. */
-static hpct_status_t check_dataset(hpct_ctx_t ctx, const hpcti_shard_job_t *job,
-                                   const char *path, const char *name, hid_t dset,
-                                   const hpcti_layout_t *want, int *little_endian)
+static hpct_status_t check_dataset(hpct_ctx_t ctx, const hpcti_shard_job_t *job, const char *path,
+                                   const char *name, hid_t dset, const hpcti_layout_t *want,
+                                   int *little_endian)
 {
     hid_t type = H5Dget_type(dset), space = H5Dget_space(dset);
     int got = type < 0 ? -1 : hpcti_h5_shard_type(type, little_endian);
@@ -73,15 +78,15 @@ static hpct_status_t check_dataset(hpct_ctx_t ctx, const hpcti_shard_job_t *job,
     if (dims[0] != job->entry->samples)
         return hpcti_error(ctx, HPCT_ERR_FORMAT,
                            "shard %s dataset /%s: %llu samples, manifest %s line %d says %llu",
-                           path, name, (unsigned long long)dims[0], job->manifest,
-                           job->entry->line, (unsigned long long)job->entry->samples);
+                           path, name, (unsigned long long)dims[0], job->manifest, job->entry->line,
+                           (unsigned long long)job->entry->samples);
     return HPCT_SUCCESS;
 }
 
 /* Record where each chunk of an unfiltered chunked dataset lies in the file. */
-static hpct_status_t chunk_offsets(hpct_ctx_t ctx, const char *path, const char *name,
-                                   hid_t dset, hid_t dcpl, const hpcti_layout_t *l,
-                                   uint64_t rows, uint64_t file_bytes, hpcti_rows_src_t *src)
+static hpct_status_t chunk_offsets(hpct_ctx_t ctx, const char *path, const char *name, hid_t dset,
+                                   hid_t dcpl, const hpcti_layout_t *l, uint64_t rows,
+                                   uint64_t file_bytes, hpcti_rows_src_t *src)
 {
     hsize_t cdims[HPCTI_MAX_DIMS + 1];
     int crank = H5Pget_chunk(dcpl, HPCTI_MAX_DIMS + 1, cdims);
@@ -112,9 +117,8 @@ static hpct_status_t chunk_offsets(hpct_ctx_t ctx, const char *path, const char 
         unsigned mask;
         haddr_t addr;
         hsize_t size;
-        if (H5Dget_chunk_info(dset, space, i, off, &mask, &addr, &size) < 0 ||
-            off[0] % cdims[0] || off[0] >= rows || size != chunk_bytes ||
-            addr + size > file_bytes)
+        if (H5Dget_chunk_info(dset, space, i, off, &mask, &addr, &size) < 0 || off[0] % cdims[0] ||
+            off[0] >= rows || size != chunk_bytes || addr + size > file_bytes)
             s = hpcti_error(ctx, HPCT_ERR_FORMAT,
                             "shard %s dataset /%s: chunk %llu lies outside the file or has "
                             "the wrong size",
@@ -132,8 +136,7 @@ static hpct_status_t row_offsets(hpct_ctx_t ctx, const char *path, const char *n
                                  hpcti_rows_src_t *src)
 {
     struct stat st;
-    if (stat(path, &st))
-        return hpcti_error(ctx, HPCT_ERR_IO, "shard %s: cannot stat", path);
+    if (stat(path, &st)) return hpcti_error(ctx, HPCT_ERR_IO, "shard %s: cannot stat", path);
     if (!little_endian)
         return hpcti_error(ctx, HPCT_ERR_UNSUPPORTED,
                            "shard %s dataset /%s is big-endian; raise memory_budget_bytes to "

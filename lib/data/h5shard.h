@@ -9,9 +9,9 @@
 
 /* Where one array's rows live in the shard file, for pread(2) streaming. */
 typedef struct hpcti_rows_src {
-    uint64_t row_bytes;   /* bytes per sample as stored */
-    uint64_t chunk_rows;  /* rows per chunk; 0 when contiguous */
-    uint64_t base;        /* contiguous: file offset of row 0 */
+    uint64_t row_bytes;  /* bytes per sample as stored */
+    uint64_t chunk_rows; /* rows per chunk; 0 when contiguous */
+    uint64_t base;       /* contiguous: file offset of row 0 */
     uint64_t num_chunks;
     uint64_t *chunk_addr; /* chunked: file offset of chunk k (rows k*chunk_rows ...) */
 } hpcti_rows_src_t;
@@ -27,13 +27,13 @@ typedef struct hpcti_shard {
 
 /* What to check a shard against and where its rows go. */
 typedef struct hpcti_shard_job {
-    const char *manifest;          /* for messages */
+    const char *manifest; /* for messages */
     const hpcti_shard_entry_t *entry;
     const hpcti_layout_t *inputs, *targets;
     const char *inputs_name, *targets_name;
-    float *resident_inputs;        /* non-NULL: read all rows here, [count, features] */
-    void *resident_targets;        /* [count, target width], int32 or float32 */
-    int targets_int;               /* 1: int32 targets */
+    float *resident_inputs; /* non-NULL: read all rows here, [count, features] */
+    void *resident_targets; /* [count, target width], int32 or float32 */
+    int targets_int;        /* 1: int32 targets */
 } hpcti_shard_job_t;
 
 /* Open sh->path with HDF5, check both datasets against the manifest, then either load the

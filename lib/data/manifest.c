@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_LINE 4096
-#define MAX_TOKENS 8
-#define MAX_SAMPLES (1ULL << 40)    /* per shard */
-#define MAX_VALUES (1ULL << 31)     /* per sample */
+#define MAX_LINE    4096
+#define MAX_TOKENS  8
+#define MAX_SAMPLES (1ULL << 40) /* per shard */
+#define MAX_VALUES  (1ULL << 31) /* per sample */
 
 static const char *const type_names[HPCTI_NUM_TYPES] = {
     "uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64", "float32", "float64"};
@@ -93,9 +93,7 @@ static int parse_hex64(const char *s, uint64_t *out)
     if (strlen(s) != 16) return -1;
     uint64_t v = 0;
     for (; *s; s++) {
-        int d = (*s >= '0' && *s <= '9') ? *s - '0'
-                : (*s >= 'a' && *s <= 'f') ? *s - 'a' + 10
-                                             : -1;
+        int d = (*s >= '0' && *s <= '9') ? *s - '0' : (*s >= 'a' && *s <= 'f') ? *s - 'a' + 10 : -1;
         if (d < 0) return -1;
         v = (v << 4) | (uint64_t)d;
     }
@@ -203,8 +201,7 @@ static int parse_header(parser_t *p, char *line)
     char *tok[MAX_TOKENS];
     int n = tokenize(line, tok);
     if (n != 2 || strcmp(tok[0], HPCTI_MANIFEST_MAGIC))
-        return fail(p, "first line must be '%s %d'", HPCTI_MANIFEST_MAGIC,
-                    HPCTI_MANIFEST_VERSION);
+        return fail(p, "first line must be '%s %d'", HPCTI_MANIFEST_MAGIC, HPCTI_MANIFEST_VERSION);
     if (strcmp(tok[1], "1")) return fail(p, "unsupported manifest version '%.20s'", tok[1]);
     return 0;
 }
@@ -233,7 +230,10 @@ int hpcti_manifest_parse(const char *text, size_t len, hpcti_manifest_t *m, char
     for (size_t pos = 0; pos < len && !rc;) {
         p.line++;
         long used = next_line(text, len, pos, line, &p);
-        if (used < 0) { rc = -1; break; }
+        if (used < 0) {
+            rc = -1;
+            break;
+        }
         pos += (size_t)used;
         const char *first = line + strspn(line, " \t");
         if (!*first || *first == '#') continue;
@@ -260,7 +260,8 @@ static void write_layout(FILE *f, const char *key, const hpcti_layout_t *l)
 {
     fprintf(f, "%s %s ", key, hpcti_type_name(l->type));
     if (l->rank == 0) fputs("scalar", f);
-    for (int i = 0; i < l->rank; i++) fprintf(f, "%s%llu", i ? "," : "", (unsigned long long)l->dims[i]);
+    for (int i = 0; i < l->rank; i++)
+        fprintf(f, "%s%llu", i ? "," : "", (unsigned long long)l->dims[i]);
     fputc('\n', f);
 }
 

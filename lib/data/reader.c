@@ -57,8 +57,10 @@ int hpcti_shard_of(const hpct_dataset_t ds, uint64_t g)
     int lo = 0, hi = ds->num_shards - 1;
     while (lo < hi) {
         int mid = (lo + hi + 1) / 2;
-        if (ds->shards[mid].first <= g) lo = mid;
-        else hi = mid - 1;
+        if (ds->shards[mid].first <= g)
+            lo = mid;
+        else
+            hi = mid - 1;
     }
     return lo;
 }
@@ -73,8 +75,7 @@ static hpct_status_t read_exact(const hpcti_shard_t *sh, const char *name, void 
         if (got < 0 && errno == EINTR) continue;
         if (got <= 0) {
             snprintf(err, errlen, "shard %s dataset /%s: %s at byte %llu (truncated?)", sh->path,
-                     name, got < 0 ? strerror(errno) : "end of file",
-                     (unsigned long long)off);
+                     name, got < 0 ? strerror(errno) : "end of file", (unsigned long long)off);
             return HPCT_ERR_IO;
         }
         p += got, len -= (size_t)got, off += (uint64_t)got;
@@ -112,8 +113,10 @@ static hpct_status_t read_rows(const hpcti_shard_t *sh, const hpcti_rows_src_t *
     hpct_status_t s = read_rows_raw(sh, src, name, row, count, raw, err, errlen);
     if (s || direct) return s;
     size_t values = count * (src->row_bytes / hpcti_type_size(type));
-    if (as_int) hpcti_convert_i32(type, raw, dst, values);
-    else hpcti_convert_f32(type, raw, dst, values);
+    if (as_int)
+        hpcti_convert_i32(type, raw, dst, values);
+    else
+        hpcti_convert_f32(type, raw, dst, values);
     return HPCT_SUCCESS;
 }
 
@@ -139,12 +142,14 @@ hpct_status_t hpcti_load_samples(hpct_dataset_t ds, const uint64_t *idx, size_t 
             while (j + run < count && idx[j + run] == idx[j] + run) run++;
             if (j + run < count) prefetch_row(ds->res_inputs + idx[j + run] * ds->features, in_row);
             memcpy(inputs + j * ds->features, ds->res_inputs + idx[j] * ds->features, run * in_row);
-            memcpy(tg + j * tg_row, (unsigned char *)ds->res_targets + idx[j] * tg_row, run * tg_row);
+            memcpy(tg + j * tg_row, (unsigned char *)ds->res_targets + idx[j] * tg_row,
+                   run * tg_row);
             j += run;
             continue;
         }
         const hpcti_shard_t *sh = &ds->shards[hpcti_shard_of(ds, idx[j])];
-        while (j + run < count && idx[j + run] == idx[j] + run && idx[j + run] < sh->first + sh->count)
+        while (j + run < count && idx[j + run] == idx[j] + run &&
+               idx[j + run] < sh->first + sh->count)
             run++;
         uint64_t row = idx[j] - sh->first;
         hpct_status_t s = read_rows(sh, &sh->in, ds->names[0], ds->man.inputs.type, 0, row, run,
@@ -165,7 +170,8 @@ hpct_status_t hpcti_load_samples(hpct_dataset_t ds, const uint64_t *idx, size_t 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
-static int any_nonfinite(const float *x, size_t n)
+static int
+any_nonfinite(const float *x, size_t n)
 {
     const uint32_t *bits = (const uint32_t *)(const void *)x;
     uint32_t any = 0;
@@ -220,8 +226,8 @@ static void advance(long *epoch, long *step, long steps)
 }
 
 /* Describe a non-finite input found at row j of the local batch. */
-static void nonfinite_message(hpct_dataset_t ds, const uint64_t *local, long j, size_t k,
-                              char *err, size_t errlen)
+static void nonfinite_message(hpct_dataset_t ds, const uint64_t *local, long j, size_t k, char *err,
+                              size_t errlen)
 {
     const hpcti_shard_t *sh = &ds->shards[hpcti_shard_of(ds, local[j])];
     snprintf(err, errlen,
@@ -252,8 +258,9 @@ static void produce(hpct_dataset_t ds, slot_t *slot)
         }
         slot->epoch = ds->pe, slot->step = ds->ps;
         const uint64_t *local = ds->batch_idx + (size_t)ds->rank * (size_t)ds->local_batch;
-        slot->status = hpcti_load_samples(ds, local, (size_t)ds->local_batch, slot->inputs,
-                                    slot->targets, slot->scratch, slot->err, sizeof slot->err);
+        slot->status =
+            hpcti_load_samples(ds, local, (size_t)ds->local_batch, slot->inputs, slot->targets,
+                               slot->scratch, slot->err, sizeof slot->err);
         size_t k = 0;
         long j = slot->status || ds->cfg.nonfinite != HPCT_NONFINITE_ERROR
                      ? -1

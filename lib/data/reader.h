@@ -11,12 +11,12 @@ enum slot_state { SLOT_FREE, SLOT_READY, SLOT_HELD };
 /* One prefetched batch: this rank's rows and where in the stream they come from. */
 typedef struct slot {
     enum slot_state state;
-    long epoch, step;      /* position of this batch */
-    long skipped;          /* global batches skipped just before it */
-    hpct_status_t status;  /* non-zero: reading failed, err says why */
+    long epoch, step;     /* position of this batch */
+    long skipped;         /* global batches skipped just before it */
+    hpct_status_t status; /* non-zero: reading failed, err says why */
     char err[768];
-    float *inputs;         /* [local_batch, features] */
-    void *targets;         /* [local_batch, target width], int32 or fp32 */
+    float *inputs;          /* [local_batch, features] */
+    void *targets;          /* [local_batch, target width], int32 or fp32 */
     unsigned char *scratch; /* raw rows before type conversion */
 } slot_t;
 
@@ -24,17 +24,17 @@ struct hpct_dataset {
     hpct_ctx_t ctx;
     hpct_data_config_t cfg;
     char *manifest_path;
-    char *names[2];            /* copies of cfg inputs/targets names */
+    char *names[2]; /* copies of cfg inputs/targets names */
     hpcti_manifest_t man;
     int num_shards;
     hpcti_shard_t *shards;
-    uint64_t n;                /* samples */
-    size_t features, twidth;   /* values per sample */
+    uint64_t n;              /* samples */
+    size_t features, twidth; /* values per sample */
     int targets_int;
     int resident;
-    float *res_inputs;         /* resident: [n, features] */
-    void *res_targets;         /* resident: [n, twidth] */
-    unsigned char *bad;        /* SKIP policy: bit i set when sample i is non-finite */
+    float *res_inputs;  /* resident: [n, features] */
+    void *res_targets;  /* resident: [n, twidth] */
+    unsigned char *bad; /* SKIP policy: bit i set when sample i is non-finite */
     /* partition */
     int rank, world, global_batch, local_batch;
     long steps;
@@ -43,8 +43,8 @@ struct hpct_dataset {
     /* producer (prefetch thread or next() when depth is 0) */
     long pe, ps;
     long perm_epoch;
-    uint64_t *perm;            /* [n] permutation of epoch perm_epoch (shuffle on) */
-    uint64_t *batch_idx;       /* [global_batch] global indices of the batch being built */
+    uint64_t *perm;      /* [n] permutation of epoch perm_epoch (shuffle on) */
+    uint64_t *batch_idx; /* [global_batch] global indices of the batch being built */
     /* ring of prefetch slots */
     int num_slots, head, tail, held;
     slot_t *slots;
