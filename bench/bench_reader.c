@@ -9,7 +9,12 @@
  *     shuffled the reader, shuffle on (training order), streaming
  *     resident the reader, shuffle off and on, whole set loaded at open (budget 4 GiB)
  *   and reports samples/s, MB/s and the ratio to raw. The page-cache state of the shard
- *   files (mincore) is printed before each measurement; nothing is dropped. */
+ *   files (mincore) is printed before each measurement; nothing is dropped.
+ *
+ * usage: bench_reader --wait MANIFEST [STEP_MS] [BATCH] [STEPS]
+ *   Time spent waiting in hpct_dataset_next while a stand-in training step busy-waits
+ *   STEP_MS (default 10) per batch of BATCH (default 256) for STEPS (default 200) steps:
+ *   the "time waiting for data" of the issue, as a percentage of step time. */
 #include "config.h"
 #include "hpctrain.h"
 #include "../lib/data/data.h"
@@ -188,8 +193,45 @@ static void report(const char *what, const result_t *r, double raw_mbs)
            r->samples / r->seconds, mbs, mbs / raw_mbs, r->open_seconds);
 }
 
+/* Busy-wait ms milliseconds (a stand-in for the forward/backward pass). */
+static void spin(double ms)
+{
+    double until = now() + ms * 1e-3;
+    while (now() < until) {
+    }
+}
+
+static int wait_bench(const char *manifest, double step_ms, int batch, long steps)
+{
+    hpct_ctx_t ctx;
+    hpct_dataset_t ds;
+    if (hpct_ctx_create(NULL, &ctx)) return 1;
+    if (hpct_dataset_open(ctx, manifest, NULL, &ds) || hpct_dataset_partition(ds, 0, 1, batch))
+        return fprintf(stderr, "bench_reader: %s\n", hpct_last_error(ctx)), 1;
+    double waited = 0, t0 = now();
+    for (long s = 0; s < steps; s++) {
+        const float *x;
+        const void *y;
+        double t = now();
+        if (hpct_dataset_next(ds, &x, &y))
+            return fprintf(stderr, "bench_reader: %s\n", hpct_last_error(ctx)), 1;
+        waited += now() - t;
+        spin(step_ms);
+    }
+    double total = now() - t0;
+    printf("%ld steps of %.1f ms, batch %d, prefetch 2: waited %.3f ms per step in "
+           "hpct_dataset_next = %.2f%% of step time\n",
+           steps, step_ms, batch, 1e3 * waited / (double)steps, 100.0 * waited / total);
+    hpct_dataset_close(ds);
+    hpct_ctx_destroy(ctx);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 3 && !strcmp(argv[1], "--wait"))
+        return wait_bench(argv[2], argc > 3 ? atof(argv[3]) : 10.0, argc > 4 ? atoi(argv[4]) : 256,
+                          argc > 5 ? atol(argv[5]) : 200);
     double gib = 1.0;
     int keep = 0, pos = 0;
     snprintf(dir, sizeof dir, "/tmp");
