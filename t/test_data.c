@@ -225,6 +225,14 @@ static void test_partition_errors(void)
     tap_ok(hpct_dataset_partition(ds, 0, 1, 301) == HPCT_ERR_INVALID_ARG,
            "a global batch above the sample count is refused");
     hpct_dataset_partition(ds, 0, 2, 24);
+    float copy_x[12 * FEATURES];
+    int32_t copy_y[12];
+    const float *x;
+    const void *y;
+    int same = !hpct_dataset_next_into(ds, copy_x, copy_y) && !hpct_dataset_set_cursor(ds, 0, 0) &&
+               !hpct_dataset_next(ds, &x, &y) && !memcmp(x, copy_x, sizeof copy_x) &&
+               !memcmp(y, copy_y, sizeof copy_y);
+    tap_ok(same, "next_into copies what next returns for the same cursor");
     tap_ok(hpct_dataset_set_cursor(ds, 0, 12) == HPCT_ERR_INVALID_ARG,
            "a cursor step past the epoch is refused");
     size_t n = 0;
@@ -238,7 +246,7 @@ static void test_partition_errors(void)
 
 int main(void)
 {
-    tap_plan(4 + 2 * 4 * 4 + 2 * 5 + 4 + 6);
+    tap_plan(4 + 2 * 4 * 4 + 2 * 5 + 4 + 7);
     if (hpct_ctx_create(NULL, &ctx)) tap_bail("no context");
     const char *dir = tdu_tmpdir();
     if (!dir) tap_bail("no temporary directory");
