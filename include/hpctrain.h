@@ -212,6 +212,81 @@ hpct_status_t hpct_optimizer_state_slots(hpct_optimizer_t opt, int *slots);
 
 /* ---- Sharded HDF5 datasets (lib/data) ---------------------------------- */
 
+/* A training set is a list of HDF5 shards named by a text manifest (doc/data-formats.md).
+ * Sample i of the dataset is the i-th row of the concatenation of the shards, in manifest
+ * order. Shuffle contract (relied on for resume at any world size):
+ *   perm_e = hpct_data_permutation(seed, e, N)   (identity when shuffle is off)
+ *   global batch (e, s) = samples perm_e[s*B .. s*B + B - 1], B = global_batch,
+ *   s = 0 .. floor(N / B) - 1 (the last partial batch of each epoch is dropped),
+ *   rank r of W takes the contiguous slice [r*B/W, (r+1)*B/W) of that batch.
+ * The batch contents depend on (seed, epoch, step, B) only, never on W. */
+typedef struct hpct_dataset *hpct_dataset_t;
+
+typedef enum {
+    HPCT_CHECKSUM_FULL = 0, /* hash every shard's bytes before HDF5 opens it */
+    HPCT_CHECKSUM_SIZE = 1, /* compare file sizes only */
+    HPCT_CHECKSUM_OFF = 2   /* trust the files */
+} hpct_checksum_mode_t;
+
+typedef enum {
+    HPCT_NONFINITE_ERROR = 0, /* a NaN/Inf input makes hpct_dataset_next fail */
+    HPCT_NONFINITE_SKIP = 1   /* skip (on every rank) each global batch holding one; counted */
+} hpct_nonfinite_policy_t;
+
+typedef enum { HPCT_DTYPE_FLOAT32 = 0, HPCT_DTYPE_INT32 = 1 } hpct_dtype_t;
+
+/* Versioned, append-only; always start from HPCT_DATA_CONFIG_INITIALIZER. */
+#define HPCT_DATA_CONFIG_VERSION 1
+typedef struct hpct_data_config {
+    unsigned version;            /* HPCT_DATA_CONFIG_VERSION */
+    const char *inputs_name;     /* HDF5 dataset of inputs [N, ...] in every shard */
+    const char *targets_name;    /* HDF5 dataset of targets [N, ...] in every shard */
+    hpct_checksum_mode_t checksum;
+    hpct_nonfinite_policy_t nonfinite;
+    int shuffle;                 /* 1: permute per epoch (training); 0: file order (evaluation) */
+    uint64_t seed;               /* shuffle seed */
+    int prefetch_depth;          /* batches a background thread reads ahead; 0: read in next() */
+    size_t memory_budget_bytes;  /* load the whole set when it fits, else stream with pread */
+} hpct_data_config_t;
+
+#define HPCT_DATA_CONFIG_INITIALIZER                                                             \
+    {HPCT_DATA_CONFIG_VERSION, "inputs", "targets", HPCT_CHECKSUM_FULL, HPCT_NONFINITE_ERROR, 1, \
+     42, 2, (size_t)1 << 30}
+
+/* Open the shards listed by the manifest; checks the manifest, then every shard's checksum
+ * (per cfg) before HDF5 parses it, then dtypes and shapes. cfg NULL means the defaults.
+ * All HDF5 calls of the reader happen here, on the calling thread. */
+hpct_status_t hpct_dataset_open(hpct_ctx_t ctx, const char *manifest_path,
+                                const hpct_data_config_t *cfg, hpct_dataset_t *ds);
+/* Stop the prefetch thread and free everything; NULL is accepted. */
+void hpct_dataset_close(hpct_dataset_t ds);
+/* Samples N, input features per sample (product of the per-sample dims), target values per
+ * sample (1 for class labels) and the type hpct_dataset_next returns targets in
+ * (INT32 for integer targets, FLOAT32 otherwise). Any pointer may be NULL. */
+hpct_status_t hpct_dataset_info(hpct_dataset_t ds, size_t *num_samples, int *input_features,
+                                int *target_width, hpct_dtype_t *target_dtype);
+/* Choose this rank's share: rank in [0, world_size), global_batch % world_size == 0 and
+ * global_batch <= N. Resets the cursor to (0, 0). Must precede hpct_dataset_next. */
+hpct_status_t hpct_dataset_partition(hpct_dataset_t ds, int rank, int world_size,
+                                     int global_batch);
+/* Full global batches per epoch: floor(N / global_batch). */
+hpct_status_t hpct_dataset_steps_per_epoch(hpct_dataset_t ds, long *steps);
+/* This rank's slice of the next global batch: inputs [local_batch, features] fp32 and
+ * targets [local_batch, target_width] (int32 or fp32), in reader-owned buffers valid until
+ * the next call on ds. local_batch = global_batch / world_size. Epochs roll over forever. */
+hpct_status_t hpct_dataset_next(hpct_dataset_t ds, const float **inputs, const void **targets);
+/* As hpct_dataset_next, copying into caller buffers of the same shapes. */
+hpct_status_t hpct_dataset_next_into(hpct_dataset_t ds, float *inputs, void *targets);
+/* Position of the batch the next call returns; saving and restoring it resumes exactly. */
+hpct_status_t hpct_dataset_get_cursor(hpct_dataset_t ds, long *epoch, long *step);
+/* Move to (epoch, step), 0 <= step < steps per epoch; any world size may resume it. */
+hpct_status_t hpct_dataset_set_cursor(hpct_dataset_t ds, long epoch, long step);
+/* Global batches skipped so far for non-finite inputs (HPCT_NONFINITE_SKIP). */
+hpct_status_t hpct_dataset_skipped(hpct_dataset_t ds, long *count);
+/* The epoch permutation of the contract above: perm [n] receives 0..n-1 shuffled by a
+ * Fisher-Yates pass driven by xoshiro256** seeded with hpct's mix of (seed, epoch). */
+hpct_status_t hpct_data_permutation(uint64_t seed, long epoch, size_t n, uint64_t *perm);
+
 /* ---- Distributed runtime (lib/bootstrap, lib/comm) ---------------------- */
 
 /* ---- Checkpoints and preemption (lib/ckpt) ------------------------------ */

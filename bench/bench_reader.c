@@ -1,0 +1,291 @@
+/* bench_reader.c: the sharded reader against raw read(2) of the same files, in one run.
+ *
+ * usage: bench_reader [DIR] [GIB] [--keep]
+ *   Generates GIB (default 1.0) GiB of float32 samples (1024 features, int32 labels) as 8
+ *   shards + manifest under DIR (default /tmp), then times, on one rank (W = 1, global
+ *   batch 256, prefetch 2):
+ *     raw      read(2) of every shard file, 1 MiB at a time, in manifest order
+ *     seq      the reader, shuffle off, streaming with pread (memory budget 0)
+ *     shuffled the reader, shuffle on (training order), streaming
+ *     resident the reader, shuffle off and on, whole set loaded at open (budget 4 GiB)
+ *   and reports samples/s, MB/s and the ratio to raw. The page-cache state of the shard
+ *   files (mincore) is printed before each measurement; nothing is dropped.
+ *
+ * usage: bench_reader --wait MANIFEST [STEP_MS] [BATCH] [STEPS]
+ *   Time spent waiting in hpct_dataset_next while a stand-in training step busy-waits
+ *   STEP_MS (default 10) per batch of BATCH (default 256) for STEPS (default 200) steps:
+ *   the "time waiting for data" of the issue, as a percentage of step time. */
+#include "config.h"
+#include "hpctrain.h"
+#include "../lib/data/data.h"
+
+#include <fcntl.h>
+#include <hdf5.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FEATURES   1024
+#define SHARDS     8
+#define CHUNK_ROWS 256
+#define BATCH      256
+
+static char dir[512];
+static uint64_t per_shard;
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void shard_path(int k, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/bench-%02d.h5", dir, k);
+}
+
+/* One shard: inputs [per_shard, FEATURES] fp32 chunked by CHUNK_ROWS, targets int32. */
+static int write_shard(int k, float *rows)
+{
+    char path[600];
+    shard_path(k, path, sizeof path);
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hsize_t dims[2] = {per_shard, FEATURES}, chunk[2] = {CHUNK_ROWS, FEATURES};
+    hid_t sp = H5Screate_simple(2, dims, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(dcpl, 2, chunk);
+    hid_t d = H5Dcreate2(f, "inputs", H5T_NATIVE_FLOAT, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    hsize_t start[2] = {0, 0}, count[2] = {CHUNK_ROWS, FEATURES};
+    hid_t mem = H5Screate_simple(2, count, NULL);
+    int bad = f < 0 || d < 0;
+    for (uint64_t r = 0; !bad && r < per_shard; r += CHUNK_ROWS) {
+        for (size_t i = 0; i < (size_t)CHUNK_ROWS * FEATURES; i++)
+            rows[i] = (float)((r + (uint64_t)k * per_shard) % 9973) * 1e-3f + (float)(i % 7);
+        start[0] = r;
+        H5Sselect_hyperslab(sp, H5S_SELECT_SET, start, NULL, count, NULL);
+        bad = H5Dwrite(d, H5T_NATIVE_FLOAT, mem, sp, H5P_DEFAULT, rows) < 0;
+    }
+    H5Sclose(mem), H5Dclose(d), H5Sclose(sp);
+    int32_t *labels = malloc(per_shard * sizeof *labels);
+    for (uint64_t i = 0; i < per_shard; i++) labels[i] = (int32_t)(i % 10);
+    hsize_t ldims[1] = {per_shard}, lchunk[1] = {per_shard < 65536 ? per_shard : 65536};
+    sp = H5Screate_simple(1, ldims, NULL);
+    H5Pset_chunk(dcpl, 1, lchunk);
+    d = H5Dcreate2(f, "targets", H5T_NATIVE_INT32, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    bad |= d < 0 || H5Dwrite(d, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, labels) < 0;
+    free(labels);
+    H5Dclose(d), H5Sclose(sp), H5Pclose(dcpl);
+    return H5Fclose(f) < 0 || bad ? -1 : 0;
+}
+
+static int generate(double gib)
+{
+    uint64_t total = (uint64_t)(gib * 1073741824.0) / (FEATURES * 4);
+    per_shard = (total / SHARDS + CHUNK_ROWS - 1) / CHUNK_ROWS * CHUNK_ROWS;
+    float *rows = malloc((size_t)CHUNK_ROWS * FEATURES * sizeof *rows);
+    hpcti_manifest_t m = {0};
+    m.inputs = (hpcti_layout_t){HPCTI_F32, 1, {FEATURES}};
+    m.targets = (hpcti_layout_t){HPCTI_I32, 0, {0}};
+    m.num_shards = SHARDS;
+    m.shards = calloc(SHARDS, sizeof *m.shards);
+    char names[SHARDS][32], path[600];
+    for (int k = 0; k < SHARDS; k++) {
+        shard_path(k, path, sizeof path);
+        snprintf(names[k], sizeof names[k], "bench-%02d.h5", k);
+        if (write_shard(k, rows) ||
+            hpcti_checksum_file(path, &m.shards[k].checksum, &m.shards[k].bytes))
+            return fprintf(stderr, "bench_reader: cannot write %s\n", path), -1;
+        m.shards[k].samples = per_shard;
+        m.shards[k].path = names[k];
+    }
+    snprintf(path, sizeof path, "%s/bench.manifest", dir);
+    int rc = hpcti_manifest_write(&m, path);
+    free(m.shards);
+    free(rows);
+    return rc;
+}
+
+/* Percentage of the shard files' pages in the page cache. */
+static double cached_percent(void)
+{
+    size_t in = 0, all = 0, page = (size_t)sysconf(_SC_PAGESIZE);
+    for (int k = 0; k < SHARDS; k++) {
+        char path[600];
+        shard_path(k, path, sizeof path);
+        int fd = open(path, O_RDONLY);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st)) continue;
+        void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+        size_t pages = ((size_t)st.st_size + page - 1) / page;
+        unsigned char *vec = malloc(pages);
+        if (map != MAP_FAILED && vec && !mincore(map, (size_t)st.st_size, vec))
+            for (size_t i = 0; i < pages; i++) in += vec[i] & 1;
+        all += pages;
+        free(vec);
+        if (map != MAP_FAILED) munmap(map, (size_t)st.st_size);
+        close(fd);
+    }
+    return all ? 100.0 * (double)in / (double)all : 0.0;
+}
+
+/* read(2) every shard file; returns bytes read. */
+static double raw_read(void)
+{
+    enum { BUF = 1 << 20 };
+    char *buf = malloc(BUF);
+    double bytes = 0;
+    for (int k = 0; k < SHARDS; k++) {
+        char path[600];
+        shard_path(k, path, sizeof path);
+        int fd = open(path, O_RDONLY);
+        ssize_t n;
+        while (fd >= 0 && (n = read(fd, buf, BUF)) > 0) bytes += (double)n;
+        if (fd >= 0) close(fd);
+    }
+    free(buf);
+    return bytes;
+}
+
+typedef struct result {
+    double seconds, open_seconds, samples, next_wait;
+} result_t;
+
+/* One epoch through the reader; next_wait is the time spent inside hpct_dataset_next. */
+static int run_reader(hpct_ctx_t ctx, int shuffle, size_t budget, hpct_checksum_mode_t cs,
+                      int depth, result_t *r)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/bench.manifest", dir);
+    hpct_data_config_t cfg = HPCT_DATA_CONFIG_INITIALIZER;
+    cfg.shuffle = shuffle;
+    cfg.memory_budget_bytes = budget;
+    cfg.checksum = cs;
+    cfg.prefetch_depth = depth;
+    hpct_dataset_t ds;
+    double t0 = now();
+    if (hpct_dataset_open(ctx, path, &cfg, &ds) || hpct_dataset_partition(ds, 0, 1, BATCH))
+        return fprintf(stderr, "bench_reader: %s\n", hpct_last_error(ctx)), -1;
+    double t1 = now();
+    long steps;
+    hpct_dataset_steps_per_epoch(ds, &steps);
+    double sum = 0;
+    for (long s = 0; s < steps; s++) {
+        const float *x;
+        const void *y;
+        if (hpct_dataset_next(ds, &x, &y))
+            return fprintf(stderr, "bench_reader: %s\n", hpct_last_error(ctx)), -1;
+        sum += x[0]; /* touch the data */
+    }
+    double t2 = now();
+    hpct_dataset_close(ds);
+    *r = (result_t){t2 - t1, t1 - t0, (double)steps * BATCH, sum};
+    return 0;
+}
+
+static void report(const char *what, const result_t *r, double raw_mbs)
+{
+    double mbs = r->samples * (FEATURES * 4 + 4) / r->seconds / 1e6;
+    printf("%-26s %10.0f samples/s %8.0f MB/s  %5.2fx raw   (open %.2f s)\n", what,
+           r->samples / r->seconds, mbs, mbs / raw_mbs, r->open_seconds);
+}
+
+/* Busy-wait ms milliseconds (a stand-in for the forward/backward pass). */
+static void spin(double ms)
+{
+    double until = now() + ms * 1e-3;
+    while (now() < until) {
+    }
+}
+
+static int wait_bench(const char *manifest, double step_ms, int batch, long steps)
+{
+    hpct_ctx_t ctx;
+    hpct_dataset_t ds;
+    if (hpct_ctx_create(NULL, &ctx)) return 1;
+    if (hpct_dataset_open(ctx, manifest, NULL, &ds) || hpct_dataset_partition(ds, 0, 1, batch))
+        return fprintf(stderr, "bench_reader: %s\n", hpct_last_error(ctx)), 1;
+    double waited = 0, t0 = now();
+    for (long s = 0; s < steps; s++) {
+        const float *x;
+        const void *y;
+        double t = now();
+        if (hpct_dataset_next(ds, &x, &y))
+            return fprintf(stderr, "bench_reader: %s\n", hpct_last_error(ctx)), 1;
+        waited += now() - t;
+        spin(step_ms);
+    }
+    double total = now() - t0;
+    printf("%ld steps of %.1f ms, batch %d, prefetch 2: waited %.3f ms per step in "
+           "hpct_dataset_next = %.2f%% of step time\n",
+           steps, step_ms, batch, 1e3 * waited / (double)steps, 100.0 * waited / total);
+    hpct_dataset_close(ds);
+    hpct_ctx_destroy(ctx);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 3 && !strcmp(argv[1], "--wait"))
+        return wait_bench(argv[2], argc > 3 ? atof(argv[3]) : 10.0, argc > 4 ? atoi(argv[4]) : 256,
+                          argc > 5 ? atol(argv[5]) : 200);
+    double gib = 1.0;
+    int keep = 0, pos = 0;
+    snprintf(dir, sizeof dir, "/tmp");
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--keep"))
+            keep = 1;
+        else if (pos++ == 0)
+            snprintf(dir, sizeof dir, "%s", argv[i]);
+        else
+            gib = atof(argv[i]);
+    }
+    snprintf(dir + strlen(dir), sizeof dir - strlen(dir), "/hpct-bench-reader");
+    mkdir(dir, 0777);
+    hpct_ctx_t ctx;
+    if (hpct_ctx_create(NULL, &ctx)) return 1;
+    double t0 = now();
+    if (generate(gib)) return 1;
+    printf("generated %d shards x %llu samples x %d float32 (%.2f GiB of inputs) in %s in %.1f s\n",
+           SHARDS, (unsigned long long)per_shard, FEATURES,
+           (double)per_shard * SHARDS * FEATURES * 4 / 1073741824.0, dir, now() - t0);
+    printf("page cache before raw: %.0f%% of shard bytes resident\n", cached_percent());
+    t0 = now();
+    double bytes = raw_read();
+    double raw_s = now() - t0, raw_mbs = bytes / raw_s / 1e6;
+    printf("%-26s %10.0f samples/s %8.0f MB/s  1.00x raw\n", "raw read(2), 1 MiB",
+           (double)per_shard * SHARDS / raw_s, raw_mbs);
+    result_t r;
+    printf("page cache before reader: %.0f%%\n", cached_percent());
+    const size_t stream = 0, resident = (size_t)4 << 30;
+    if (run_reader(ctx, 0, stream, HPCT_CHECKSUM_SIZE, 2, &r)) return 1;
+    report("reader sequential, stream", &r, raw_mbs);
+    if (run_reader(ctx, 0, stream, HPCT_CHECKSUM_SIZE, 0, &r)) return 1;
+    report("  same, no prefetch thread", &r, raw_mbs);
+    if (run_reader(ctx, 1, stream, HPCT_CHECKSUM_SIZE, 2, &r)) return 1;
+    report("reader shuffled, stream", &r, raw_mbs);
+    if (run_reader(ctx, 0, resident, HPCT_CHECKSUM_SIZE, 2, &r)) return 1;
+    report("reader sequential, resident", &r, raw_mbs);
+    if (run_reader(ctx, 1, resident, HPCT_CHECKSUM_SIZE, 2, &r)) return 1;
+    report("reader shuffled, resident", &r, raw_mbs);
+    if (run_reader(ctx, 1, stream, HPCT_CHECKSUM_FULL, 2, &r)) return 1;
+    printf("open with full checksum verification: %.2f s (%.0f MB/s)\n", r.open_seconds,
+           bytes / r.open_seconds / 1e6);
+    printf("page cache after: %.0f%%\n", cached_percent());
+    hpct_ctx_destroy(ctx);
+    if (!keep) {
+        for (int k = 0; k < SHARDS; k++) {
+            char path[600];
+            shard_path(k, path, sizeof path);
+            unlink(path);
+        }
+        char path[600];
+        snprintf(path, sizeof path, "%s/bench.manifest", dir);
+        unlink(path);
+        rmdir(dir);
+    }
+    return 0;
+}

@@ -1,0 +1,385 @@
+/* dataset.c: hpct_dataset_open/close/partition/cursor: manifest checks, checksums before
+ * HDF5 parses a shard, the resident-or-streaming choice, and the skip-policy scan. */
+#include "reader.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAX_MANIFEST_BYTES (64u << 20)
+#define MAX_PREFETCH       64
+
+static hpct_status_t check_data_config(hpct_ctx_t ctx, const hpct_data_config_t *c)
+{
+    const char *why = NULL;
+    if (c->version < 1 || c->version > HPCT_DATA_CONFIG_VERSION)
+        why = "version is not a known version (start from HPCT_DATA_CONFIG_INITIALIZER)";
+    else if (!c->inputs_name || !*c->inputs_name || !c->targets_name || !*c->targets_name)
+        why = "inputs_name and targets_name must be non-empty dataset names";
+    else if (c->checksum < HPCT_CHECKSUM_FULL || c->checksum > HPCT_CHECKSUM_OFF)
+        why = "checksum must be HPCT_CHECKSUM_FULL, _SIZE or _OFF";
+    else if (c->nonfinite != HPCT_NONFINITE_ERROR && c->nonfinite != HPCT_NONFINITE_SKIP)
+        why = "nonfinite must be HPCT_NONFINITE_ERROR or HPCT_NONFINITE_SKIP";
+    else if (c->prefetch_depth < 0 || c->prefetch_depth > MAX_PREFETCH)
+        why = "prefetch_depth must be between 0 and 64";
+    if (!why) return HPCT_SUCCESS;
+    return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_data_config_t.%s", why);
+}
+
+/* Read and parse the manifest file into ds->man. */
+static hpct_status_t load_manifest(hpct_dataset_t ds)
+{
+    const char *path = ds->manifest_path;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return hpcti_error(ds->ctx, errno == ENOENT ? HPCT_ERR_NOT_FOUND : HPCT_ERR_IO,
+                           "manifest %s: %s", path, strerror(errno));
+    char *text = malloc(MAX_MANIFEST_BYTES);
+    size_t len = text ? fread(text, 1, MAX_MANIFEST_BYTES, f) : 0;
+    int too_big = text && len == MAX_MANIFEST_BYTES, bad = ferror(f);
+    fclose(f);
+    if (!text) return hpcti_error(ds->ctx, HPCT_ERR_NO_MEMORY, "manifest %s: no memory", path);
+    hpct_status_t s = HPCT_SUCCESS;
+    char err[600];
+    if (bad)
+        s = hpcti_error(ds->ctx, HPCT_ERR_IO, "manifest %s: read error", path);
+    else if (too_big)
+        s = hpcti_error(ds->ctx, HPCT_ERR_FORMAT, "manifest %s: larger than 64 MiB", path);
+    else if (hpcti_manifest_parse(text, len, &ds->man, err, sizeof err))
+        s = hpcti_error(ds->ctx, HPCT_ERR_FORMAT, "manifest %s: %s", path, err);
+    free(text);
+    return s;
+}
+
+/* Shard paths are relative to the manifest's directory. */
+static char *join_dir(const char *manifest, const char *rel)
+{
+    const char *slash = strrchr(manifest, '/');
+    size_t dir = slash ? (size_t)(slash - manifest) + 1 : 0;
+    char *p = malloc(dir + strlen(rel) + 1);
+    if (!p) return NULL;
+    memcpy(p, manifest, dir);
+    strcpy(p + dir, rel);
+    return p;
+}
+
+/* Existence, size and (FULL) content hash of one shard, before HDF5 sees it. */
+static hpct_status_t verify_shard(hpct_dataset_t ds, const hpcti_shard_entry_t *e, const char *path)
+{
+    struct stat st;
+    if (stat(path, &st))
+        return hpcti_error(ds->ctx, errno == ENOENT ? HPCT_ERR_NOT_FOUND : HPCT_ERR_IO,
+                           "shard %s (manifest %s line %d): %s", path, ds->manifest_path, e->line,
+                           strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return hpcti_error(ds->ctx, HPCT_ERR_FORMAT,
+                           "shard %s (manifest %s line %d) is not a "
+                           "regular file",
+                           path, ds->manifest_path, e->line);
+    if (ds->cfg.checksum == HPCT_CHECKSUM_OFF) return HPCT_SUCCESS;
+    if ((uint64_t)st.st_size != e->bytes)
+        return hpcti_error(ds->ctx, HPCT_ERR_CHECKSUM,
+                           "shard %s: %llu bytes, manifest %s line %d says %llu (truncated or "
+                           "replaced?); not opened",
+                           path, (unsigned long long)st.st_size, ds->manifest_path, e->line,
+                           (unsigned long long)e->bytes);
+    if (ds->cfg.checksum == HPCT_CHECKSUM_SIZE) return HPCT_SUCCESS;
+    uint64_t sum, bytes;
+    if (hpcti_checksum_file(path, &sum, &bytes))
+        return hpcti_error(ds->ctx, HPCT_ERR_IO, "shard %s: %s", path, strerror(errno));
+    if (sum != e->checksum || bytes != e->bytes)
+        return hpcti_error(ds->ctx, HPCT_ERR_CHECKSUM,
+                           "shard %s: checksum %016llx, manifest %s line %d says %016llx "
+                           "(corrupt file); not opened",
+                           path, (unsigned long long)sum, ds->manifest_path, e->line,
+                           (unsigned long long)e->checksum);
+    return HPCT_SUCCESS;
+}
+
+/* Memory for the resident inputs, in transparent huge pages where the kernel allows:
+ * shuffled reads touch a new 4 KiB page per sample, and huge pages spare the TLB misses. */
+static float *alloc_resident(hpct_ctx_t ctx, size_t bytes)
+{
+    const size_t huge = (size_t)2 << 20;
+    size_t rounded = (bytes + huge - 1) / huge * huge;
+    void *p = NULL;
+    if (posix_memalign(&p, huge, rounded ? rounded : huge)) {
+        hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "cannot allocate %zu bytes for dataset inputs", bytes);
+        return NULL;
+    }
+    madvise(p, rounded, MADV_HUGEPAGE); /* advice only: failure is harmless */
+    return p;                           /* HDF5 fills every row at open */
+}
+
+/* Totals from the manifest: samples, values per sample, and whether it all fits memory. */
+static hpct_status_t plan_sizes(hpct_dataset_t ds)
+{
+    ds->features = hpcti_layout_count(&ds->man.inputs);
+    ds->twidth = hpcti_layout_count(&ds->man.targets);
+    ds->targets_int = !hpcti_type_is_float(ds->man.targets.type);
+    ds->n = 0;
+    for (int i = 0; i < ds->man.num_shards; i++) ds->n += ds->man.shards[i].samples;
+    double bytes = (double)ds->n * (double)(ds->features + ds->twidth) * 4.0;
+    ds->resident = bytes <= (double)ds->cfg.memory_budget_bytes;
+    hpcti_log(ds->ctx, HPCT_LOG_INFO, "dataset %s: %llu samples, %.1f MiB as fp32, %s",
+              ds->manifest_path, (unsigned long long)ds->n, bytes / 1048576.0,
+              ds->resident ? "loaded into memory" : "streamed with pread");
+    if (!ds->resident) return HPCT_SUCCESS;
+    ds->res_inputs = alloc_resident(ds->ctx, ds->n * ds->features * sizeof(float));
+    ds->res_targets = hpcti_calloc(ds->ctx, ds->n, ds->twidth * 4, "dataset targets");
+    return ds->res_inputs && ds->res_targets ? HPCT_SUCCESS : HPCT_ERR_NO_MEMORY;
+}
+
+/* Verify, then open with HDF5, every shard in manifest order. */
+static hpct_status_t open_shards(hpct_dataset_t ds)
+{
+    ds->shards = hpcti_calloc(ds->ctx, (size_t)ds->man.num_shards, sizeof *ds->shards, "shards");
+    if (!ds->shards) return HPCT_ERR_NO_MEMORY;
+    uint64_t first = 0;
+    for (int i = 0; i < ds->man.num_shards; i++) {
+        const hpcti_shard_entry_t *e = &ds->man.shards[i];
+        hpcti_shard_t *sh = &ds->shards[i];
+        ds->num_shards = i + 1; /* so that close releases this one even if it fails */
+        sh->fd = -1;
+        sh->first = first, sh->count = e->samples;
+        sh->path = join_dir(ds->manifest_path, e->path);
+        if (!sh->path) return hpcti_error(ds->ctx, HPCT_ERR_NO_MEMORY, "shard path");
+        hpct_status_t s = verify_shard(ds, e, sh->path);
+        if (s) return s;
+        hpcti_shard_job_t job = {ds->manifest_path,
+                                 e,
+                                 &ds->man.inputs,
+                                 &ds->man.targets,
+                                 ds->names[0],
+                                 ds->names[1],
+                                 NULL,
+                                 NULL,
+                                 ds->targets_int};
+        if (ds->resident) {
+            job.resident_inputs = ds->res_inputs + first * ds->features;
+            job.resident_targets = (unsigned char *)ds->res_targets + first * ds->twidth * 4;
+        }
+        s = hpcti_shard_inspect(ds->ctx, &job, sh);
+        if (s) return s;
+        if (!ds->resident && (sh->fd = open(sh->path, O_RDONLY | O_CLOEXEC)) < 0)
+            return hpcti_error(ds->ctx, HPCT_ERR_IO, "shard %s: %s", sh->path, strerror(errno));
+        first += e->samples;
+    }
+    return HPCT_SUCCESS;
+}
+
+/* HPCT_NONFINITE_SKIP: mark every sample holding a NaN/Inf once, so every rank skips the
+ * same global batches whatever the world size. Streams each shard once when not resident. */
+static hpct_status_t scan_nonfinite(hpct_dataset_t ds)
+{
+    enum { BLOCK = 256 };
+    ds->bad = hpcti_calloc(ds->ctx, (size_t)(ds->n / 8 + 1), 1, "non-finite sample map");
+    float *in = hpcti_calloc(ds->ctx, BLOCK, ds->features * sizeof(float), "scan buffer");
+    void *tg = hpcti_calloc(ds->ctx, BLOCK, ds->twidth * 4, "scan buffer");
+    unsigned char *scratch =
+        hpcti_calloc(ds->ctx, BLOCK, ds->features * 8 + ds->twidth * 8, "scan buffer");
+    uint64_t idx[BLOCK];
+    char err[768];
+    hpct_status_t s = ds->bad && in && tg && scratch ? HPCT_SUCCESS : HPCT_ERR_NO_MEMORY;
+    for (uint64_t g = 0; !s && g < ds->n; g += BLOCK) {
+        size_t count = ds->n - g < BLOCK ? (size_t)(ds->n - g) : BLOCK;
+        for (size_t j = 0; j < count; j++) idx[j] = g + j;
+        const float *x = in;
+        if (ds->resident)
+            x = ds->res_inputs + g * ds->features;
+        else if ((s = hpcti_load_samples(ds, idx, count, in, tg, scratch, err, sizeof err)))
+            s = hpcti_error(ds->ctx, s, "%s", err);
+        for (size_t j = 0; !s && j < count; j++)
+            for (size_t k = 0; k < ds->features; k++)
+                if (!isfinite(x[j * ds->features + k])) {
+                    ds->bad[(g + j) / 8] |= (unsigned char)(1u << ((g + j) % 8));
+                    break;
+                }
+    }
+    free(in), free(tg), free(scratch);
+    return s;
+}
+
+static hpct_status_t open_all(hpct_dataset_t ds)
+{
+    hpct_status_t s = load_manifest(ds);
+    if (!s) s = plan_sizes(ds);
+    if (!s) s = open_shards(ds);
+    if (!s && ds->cfg.nonfinite == HPCT_NONFINITE_SKIP) s = scan_nonfinite(ds);
+    return s;
+}
+
+hpct_status_t hpct_dataset_open(hpct_ctx_t ctx, const char *manifest_path,
+                                const hpct_data_config_t *cfg, hpct_dataset_t *out)
+{
+    static const hpct_data_config_t defaults = HPCT_DATA_CONFIG_INITIALIZER;
+    if (!ctx || !manifest_path || !out) return HPCT_ERR_INVALID_ARG;
+    *out = NULL;
+    hpcti_clear_error(ctx);
+    if (!cfg) cfg = &defaults;
+    hpct_status_t s = check_data_config(ctx, cfg);
+    if (s) return s;
+    hpct_dataset_t ds = hpcti_calloc(ctx, 1, sizeof *ds, "dataset");
+    if (!ds) return HPCT_ERR_NO_MEMORY;
+    ds->ctx = ctx;
+    ds->cfg = *cfg;
+    ds->cfg.version = HPCT_DATA_CONFIG_VERSION;
+    ds->held = -1;
+    ds->perm_epoch = -1;
+    pthread_mutex_init(&ds->mu, NULL);
+    pthread_cond_init(&ds->cv, NULL);
+    ds->manifest_path = strdup(manifest_path);
+    ds->names[0] = strdup(cfg->inputs_name);
+    ds->names[1] = strdup(cfg->targets_name);
+    s = ds->manifest_path && ds->names[0] && ds->names[1]
+            ? open_all(ds)
+            : hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "dataset %s: no memory", manifest_path);
+    if (s) {
+        hpct_dataset_close(ds);
+        return s;
+    }
+    ds->cfg.inputs_name = ds->names[0];
+    ds->cfg.targets_name = ds->names[1];
+    *out = ds;
+    return HPCT_SUCCESS;
+}
+
+static void free_slots(hpct_dataset_t ds)
+{
+    for (int i = 0; i < ds->num_slots; i++) {
+        free(ds->slots[i].inputs);
+        free(ds->slots[i].targets);
+        free(ds->slots[i].scratch);
+    }
+    free(ds->slots);
+    ds->slots = NULL;
+    ds->num_slots = 0;
+}
+
+void hpct_dataset_close(hpct_dataset_t ds)
+{
+    if (!ds) return;
+    hpcti_reader_stop(ds);
+    free_slots(ds);
+    for (int i = 0; i < ds->num_shards; i++) hpcti_shard_release(&ds->shards[i]);
+    free(ds->shards);
+    hpcti_manifest_free(&ds->man);
+    free(ds->res_inputs), free(ds->res_targets), free(ds->bad), free(ds->perm);
+    free(ds->batch_idx), free(ds->manifest_path), free(ds->names[0]), free(ds->names[1]);
+    pthread_mutex_destroy(&ds->mu);
+    pthread_cond_destroy(&ds->cv);
+    free(ds);
+}
+
+hpct_status_t hpct_dataset_info(hpct_dataset_t ds, size_t *num_samples, int *input_features,
+                                int *target_width, hpct_dtype_t *target_dtype)
+{
+    if (!ds) return HPCT_ERR_INVALID_ARG;
+    if (num_samples) *num_samples = (size_t)ds->n;
+    if (input_features) *input_features = (int)ds->features;
+    if (target_width) *target_width = (int)ds->twidth;
+    if (target_dtype) *target_dtype = ds->targets_int ? HPCT_DTYPE_INT32 : HPCT_DTYPE_FLOAT32;
+    return HPCT_SUCCESS;
+}
+
+/* Slots for depth batches in flight plus the one the caller holds. */
+static hpct_status_t alloc_slots(hpct_dataset_t ds)
+{
+    free_slots(ds);
+    int n = ds->cfg.prefetch_depth + 1;
+    ds->slots = hpcti_calloc(ds->ctx, (size_t)n, sizeof *ds->slots, "prefetch slots");
+    if (!ds->slots) return HPCT_ERR_NO_MEMORY;
+    ds->num_slots = n;
+    size_t lb = (size_t)ds->local_batch;
+    size_t raw = (ds->features > ds->twidth ? ds->features : ds->twidth) * 8;
+    for (int i = 0; i < n; i++) {
+        slot_t *sl = &ds->slots[i];
+        sl->inputs = hpcti_calloc(ds->ctx, lb, ds->features * sizeof(float), "batch inputs");
+        sl->targets = hpcti_calloc(ds->ctx, lb, ds->twidth * 4, "batch targets");
+        sl->scratch = hpcti_calloc(ds->ctx, lb, raw, "batch scratch");
+        if (!sl->inputs || !sl->targets || !sl->scratch) return HPCT_ERR_NO_MEMORY;
+    }
+    return HPCT_SUCCESS;
+}
+
+hpct_status_t hpct_dataset_partition(hpct_dataset_t ds, int rank, int world_size, int global_batch)
+{
+    if (!ds) return HPCT_ERR_INVALID_ARG;
+    hpcti_clear_error(ds->ctx);
+    if (world_size < 1 || rank < 0 || rank >= world_size)
+        return hpcti_error(ds->ctx, HPCT_ERR_INVALID_ARG,
+                           "dataset %s: rank %d is not in [0, world size %d)", ds->manifest_path,
+                           rank, world_size);
+    if (global_batch < 1 || global_batch % world_size || (uint64_t)global_batch > ds->n)
+        return hpcti_error(ds->ctx, HPCT_ERR_INVALID_ARG,
+                           "dataset %s: global batch %d must be a multiple of the world size %d "
+                           "and at most the %llu samples",
+                           ds->manifest_path, global_batch, world_size, (unsigned long long)ds->n);
+    hpcti_reader_stop(ds);
+    ds->rank = rank, ds->world = world_size;
+    ds->global_batch = global_batch;
+    ds->local_batch = global_batch / world_size;
+    ds->steps = (long)(ds->n / (uint64_t)global_batch);
+    ds->epoch = ds->step = ds->skipped = 0;
+    free(ds->batch_idx);
+    ds->batch_idx = hpcti_calloc(ds->ctx, (size_t)global_batch, sizeof(uint64_t), "batch indices");
+    if (!ds->batch_idx) return HPCT_ERR_NO_MEMORY;
+    if (ds->cfg.shuffle && !ds->perm) {
+        ds->perm = hpcti_calloc(ds->ctx, (size_t)ds->n, sizeof(uint64_t), "epoch permutation");
+        if (!ds->perm) return HPCT_ERR_NO_MEMORY;
+    }
+    hpct_status_t s = alloc_slots(ds);
+    if (s) {
+        ds->global_batch = 0;
+        return s;
+    }
+    return hpcti_reader_restart(ds);
+}
+
+hpct_status_t hpct_dataset_steps_per_epoch(hpct_dataset_t ds, long *steps)
+{
+    if (!ds || !steps) return HPCT_ERR_INVALID_ARG;
+    if (!ds->global_batch)
+        return hpcti_error(ds->ctx, HPCT_ERR_STATE, "dataset %s: not partitioned yet",
+                           ds->manifest_path);
+    *steps = ds->steps;
+    return HPCT_SUCCESS;
+}
+
+hpct_status_t hpct_dataset_get_cursor(hpct_dataset_t ds, long *epoch, long *step)
+{
+    if (!ds || !epoch || !step) return HPCT_ERR_INVALID_ARG;
+    *epoch = ds->epoch, *step = ds->step;
+    return HPCT_SUCCESS;
+}
+
+hpct_status_t hpct_dataset_set_cursor(hpct_dataset_t ds, long epoch, long step)
+{
+    if (!ds) return HPCT_ERR_INVALID_ARG;
+    hpcti_clear_error(ds->ctx);
+    if (!ds->global_batch)
+        return hpcti_error(ds->ctx, HPCT_ERR_STATE,
+                           "dataset %s: call hpct_dataset_partition before setting the cursor",
+                           ds->manifest_path);
+    if (epoch < 0 || step < 0 || step >= ds->steps)
+        return hpcti_error(ds->ctx, HPCT_ERR_INVALID_ARG,
+                           "dataset %s: cursor (epoch %ld, step %ld) out of range (%ld steps per "
+                           "epoch)",
+                           ds->manifest_path, epoch, step, ds->steps);
+    hpcti_reader_stop(ds);
+    ds->epoch = epoch, ds->step = step;
+    return hpcti_reader_restart(ds);
+}
+
+hpct_status_t hpct_dataset_skipped(hpct_dataset_t ds, long *count)
+{
+    if (!ds || !count) return HPCT_ERR_INVALID_ARG;
+    *count = ds->skipped;
+    return HPCT_SUCCESS;
+}

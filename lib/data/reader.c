@@ -1,0 +1,387 @@
+/* reader.c: hpct_dataset_*: manifest-driven sharded reader, global shuffle, exact cursor,
+ * prefetch thread. The shuffle contract is in include/hpctrain.h and doc/data-formats.md.
+ *
+ * Threading: HDF5 is called only from hpct_dataset_open (h5shard.c, caller's thread). The
+ * prefetch thread copies rows from memory (resident mode) or pread(2)s them at offsets
+ * HDF5 reported (streaming mode); it never enters HDF5, which is not thread-safe here. */
+#include "reader.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- the permutation (contract) ---------------------------------------- */
+
+/* Uniform integer in [0, bound) without modulo bias (multiply-shift with rejection). */
+static uint64_t bounded(hpcti_rng_t *rng, uint64_t bound)
+{
+    unsigned __int128 m = (unsigned __int128)hpcti_rng_next(rng) * bound;
+    uint64_t low = (uint64_t)m;
+    if (low < bound) {
+        uint64_t threshold = (0 - bound) % bound;
+        while (low < threshold) {
+            m = (unsigned __int128)hpcti_rng_next(rng) * bound;
+            low = (uint64_t)m;
+        }
+    }
+    return (uint64_t)(m >> 64);
+}
+
+hpct_status_t hpct_data_permutation(uint64_t seed, long epoch, size_t n, uint64_t *perm)
+{
+    if (!perm && n) return HPCT_ERR_INVALID_ARG;
+    if (epoch < 0) return HPCT_ERR_INVALID_ARG;
+    hpcti_rng_t rng;
+    hpcti_rng_seed(&rng, hpcti_seed_mix(seed, (uint64_t)epoch));
+    for (size_t i = 0; i < n; i++) perm[i] = i;
+    for (size_t i = n; i > 1; i--) { /* Fisher-Yates, from the end */
+        uint64_t j = bounded(&rng, i);
+        uint64_t t = perm[i - 1];
+        perm[i - 1] = perm[j];
+        perm[j] = t;
+    }
+    return HPCT_SUCCESS;
+}
+
+/* ---- locating and reading rows --------------------------------------- */
+
+/* Index of the shard holding global sample g (binary search on first). */
+int hpcti_shard_of(const hpct_dataset_t ds, uint64_t g)
+{
+    int lo = 0, hi = ds->num_shards - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (ds->shards[mid].first <= g)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+/* pread exactly len bytes at off, or explain why not into err. */
+static hpct_status_t read_exact(const hpcti_shard_t *sh, const char *name, void *buf, size_t len,
+                                uint64_t off, char *err, size_t errlen)
+{
+    unsigned char *p = buf;
+    while (len) {
+        ssize_t got = pread(sh->fd, p, len, (off_t)off);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) {
+            snprintf(err, errlen, "shard %s dataset /%s: %s at byte %llu (truncated?)", sh->path,
+                     name, got < 0 ? strerror(errno) : "end of file", (unsigned long long)off);
+            return HPCT_ERR_IO;
+        }
+        p += got, len -= (size_t)got, off += (uint64_t)got;
+    }
+    return HPCT_SUCCESS;
+}
+
+/* Raw bytes of rows [row, row + count) of one array of a shard, chunk by chunk. */
+static hpct_status_t read_rows_raw(const hpcti_shard_t *sh, const hpcti_rows_src_t *src,
+                                   const char *name, uint64_t row, uint64_t count,
+                                   unsigned char *dst, char *err, size_t errlen)
+{
+    if (!src->chunk_rows)
+        return read_exact(sh, name, dst, count * src->row_bytes, src->base + row * src->row_bytes,
+                          err, errlen);
+    while (count) {
+        uint64_t k = row / src->chunk_rows, in_chunk = row % src->chunk_rows;
+        uint64_t take = src->chunk_rows - in_chunk < count ? src->chunk_rows - in_chunk : count;
+        hpct_status_t s = read_exact(sh, name, dst, take * src->row_bytes,
+                                     src->chunk_addr[k] + in_chunk * src->row_bytes, err, errlen);
+        if (s) return s;
+        row += take, count -= take, dst += take * src->row_bytes;
+    }
+    return HPCT_SUCCESS;
+}
+
+/* Rows [row, row+count) of one array, converted into dst (fp32, or int32 when as_int). */
+static hpct_status_t read_rows(const hpcti_shard_t *sh, const hpcti_rows_src_t *src,
+                               const char *name, hpcti_type_t type, int as_int, uint64_t row,
+                               uint64_t count, void *dst, unsigned char *scratch, char *err,
+                               size_t errlen)
+{
+    int direct = type == (as_int ? HPCTI_I32 : HPCTI_F32);
+    unsigned char *raw = direct ? dst : scratch;
+    hpct_status_t s = read_rows_raw(sh, src, name, row, count, raw, err, errlen);
+    if (s || direct) return s;
+    size_t values = count * (src->row_bytes / hpcti_type_size(type));
+    if (as_int)
+        hpcti_convert_i32(type, raw, dst, values);
+    else
+        hpcti_convert_f32(type, raw, dst, values);
+    return HPCT_SUCCESS;
+}
+
+/* Rows of samples idx[0..count) into inputs/targets: runs of consecutive indices in one shard
+ * become one read per array (coalescing); resident mode copies from memory. */
+/* Ask the cache for a whole row ahead of its copy: rows of a shuffled batch lie far apart,
+ * so the hardware prefetcher only starts after a few misses per row. */
+static inline void prefetch_row(const void *row, size_t bytes)
+{
+    const char *p = row;
+    for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off, 0, 0);
+}
+
+hpct_status_t hpcti_load_samples(hpct_dataset_t ds, const uint64_t *idx, size_t count,
+                                 float *inputs, void *targets, unsigned char *scratch, char *err,
+                                 size_t errlen)
+{
+    size_t in_row = ds->features * sizeof(float), tg_row = ds->twidth * 4;
+    unsigned char *tg = targets;
+    for (size_t j = 0; j < count;) {
+        size_t run = 1;
+        if (ds->resident) { /* one copy per run of consecutive samples */
+            while (j + run < count && idx[j + run] == idx[j] + run) run++;
+            if (j + run < count) prefetch_row(ds->res_inputs + idx[j + run] * ds->features, in_row);
+            memcpy(inputs + j * ds->features, ds->res_inputs + idx[j] * ds->features, run * in_row);
+            memcpy(tg + j * tg_row, (unsigned char *)ds->res_targets + idx[j] * tg_row,
+                   run * tg_row);
+            j += run;
+            continue;
+        }
+        const hpcti_shard_t *sh = &ds->shards[hpcti_shard_of(ds, idx[j])];
+        while (j + run < count && idx[j + run] == idx[j] + run &&
+               idx[j + run] < sh->first + sh->count)
+            run++;
+        uint64_t row = idx[j] - sh->first;
+        hpct_status_t s = read_rows(sh, &sh->in, ds->names[0], ds->man.inputs.type, 0, row, run,
+                                    inputs + j * ds->features, scratch, err, errlen);
+        if (!s)
+            s = read_rows(sh, &sh->tg, ds->names[1], ds->man.targets.type, ds->targets_int, row,
+                          run, tg + j * tg_row, scratch, err, errlen);
+        if (s) return s;
+        j += run;
+    }
+    return HPCT_SUCCESS;
+}
+
+/* 1 when any of x[0..n) is NaN or Inf. A value is non-finite when its 8 exponent bits are
+ * all set, i.e. when adding 1 to the exponent field carries into the sign bit. Branch-free
+ * so the compiler vectorises it, cloned for AVX2/AVX-512 where the CPU has them: the check
+ * then costs less than copying the batch. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+static int
+any_nonfinite(const float *x, size_t n)
+{
+    const uint32_t *bits = (const uint32_t *)(const void *)x;
+    uint32_t any = 0;
+    for (size_t i = 0; i < n; i++) any |= (bits[i] & 0x7f800000u) + 0x00800000u;
+    return (any & 0x80000000u) != 0;
+}
+
+/* First row (and its value *feature) of x [count, features] holding a NaN/Inf, or -1. */
+static long first_nonfinite(const float *x, size_t count, size_t features, size_t *feature)
+{
+    if (!any_nonfinite(x, count * features)) return -1;
+    for (size_t j = 0; j < count; j++)
+        for (size_t k = 0; k < features; k++)
+            if (!isfinite(x[j * features + k])) {
+                *feature = k;
+                return (long)j;
+            }
+    return -1;
+}
+
+/* ---- producing batches ------------------------------------------------ */
+
+/* Global indices of batch (epoch, step) into ds->batch_idx. */
+static hpct_status_t batch_indices(hpct_dataset_t ds, long epoch, long step)
+{
+    uint64_t start = (uint64_t)step * (uint64_t)ds->global_batch;
+    if (!ds->cfg.shuffle) {
+        for (int i = 0; i < ds->global_batch; i++) ds->batch_idx[i] = start + (uint64_t)i;
+        return HPCT_SUCCESS;
+    }
+    if (ds->perm_epoch != epoch) {
+        hpct_data_permutation(ds->cfg.seed, epoch, ds->n, ds->perm);
+        ds->perm_epoch = epoch;
+    }
+    memcpy(ds->batch_idx, ds->perm + start, (size_t)ds->global_batch * sizeof(uint64_t));
+    return HPCT_SUCCESS;
+}
+
+static int batch_is_bad(const hpct_dataset_t ds)
+{
+    if (!ds->bad) return 0;
+    for (int i = 0; i < ds->global_batch; i++) {
+        uint64_t g = ds->batch_idx[i];
+        if (ds->bad[g / 8] & (1u << (g % 8))) return 1;
+    }
+    return 0;
+}
+
+static void advance(long *epoch, long *step, long steps)
+{
+    if (++*step == steps) *step = 0, ++*epoch;
+}
+
+/* Describe a non-finite input found at row j of the local batch. */
+static void nonfinite_message(hpct_dataset_t ds, const uint64_t *local, long j, size_t k, char *err,
+                              size_t errlen)
+{
+    const hpcti_shard_t *sh = &ds->shards[hpcti_shard_of(ds, local[j])];
+    snprintf(err, errlen,
+             "non-finite input in shard %s dataset /%s: sample %llu of the shard (global %llu), "
+             "value %zu (nonfinite policy is error)",
+             sh->path, ds->names[0], (unsigned long long)(local[j] - sh->first),
+             (unsigned long long)local[j], k);
+}
+
+/* Build the next batch from producer position (pe, ps) into slot, skipping bad batches. */
+static void produce(hpct_dataset_t ds, slot_t *slot)
+{
+    slot->skipped = 0;
+    slot->status = HPCT_SUCCESS;
+    for (;;) {
+        batch_indices(ds, ds->pe, ds->ps);
+        if (batch_is_bad(ds)) {
+            advance(&ds->pe, &ds->ps, ds->steps);
+            if (++slot->skipped >= ds->steps) {
+                slot->status = HPCT_ERR_NONFINITE;
+                snprintf(slot->err, sizeof slot->err,
+                         "every global batch of an epoch of %s holds a non-finite input in "
+                         "/%s; nothing left to train on",
+                         ds->manifest_path, ds->names[0]);
+                return;
+            }
+            continue;
+        }
+        slot->epoch = ds->pe, slot->step = ds->ps;
+        const uint64_t *local = ds->batch_idx + (size_t)ds->rank * (size_t)ds->local_batch;
+        slot->status =
+            hpcti_load_samples(ds, local, (size_t)ds->local_batch, slot->inputs, slot->targets,
+                               slot->scratch, slot->err, sizeof slot->err);
+        size_t k = 0;
+        long j = slot->status || ds->cfg.nonfinite != HPCT_NONFINITE_ERROR
+                     ? -1
+                     : first_nonfinite(slot->inputs, (size_t)ds->local_batch, ds->features, &k);
+        if (j >= 0) {
+            slot->status = HPCT_ERR_NONFINITE;
+            nonfinite_message(ds, local, j, k, slot->err, sizeof slot->err);
+        }
+        advance(&ds->pe, &ds->ps, ds->steps);
+        return;
+    }
+}
+
+static void *prefetch_main(void *arg)
+{
+    hpct_dataset_t ds = arg;
+    for (;;) {
+        pthread_mutex_lock(&ds->mu);
+        while (!ds->stop && ds->slots[ds->tail].state != SLOT_FREE)
+            pthread_cond_wait(&ds->cv, &ds->mu);
+        if (ds->stop) {
+            pthread_mutex_unlock(&ds->mu);
+            return NULL;
+        }
+        slot_t *slot = &ds->slots[ds->tail];
+        pthread_mutex_unlock(&ds->mu);
+        produce(ds, slot); /* the slot is ours while FREE and not yet published */
+        pthread_mutex_lock(&ds->mu);
+        slot->state = SLOT_READY;
+        ds->tail = (ds->tail + 1) % ds->num_slots;
+        pthread_cond_broadcast(&ds->cv);
+        pthread_mutex_unlock(&ds->mu);
+        if (slot->status) return NULL; /* the consumer reports it and restarts us */
+    }
+}
+
+void hpcti_reader_stop(hpct_dataset_t ds)
+{
+    if (!ds->running) return;
+    pthread_mutex_lock(&ds->mu);
+    ds->stop = 1;
+    pthread_cond_broadcast(&ds->cv);
+    pthread_mutex_unlock(&ds->mu);
+    pthread_join(ds->thread, NULL);
+    ds->running = 0;
+}
+
+/* Reset the ring and the producer to the consumer's cursor; start the thread if wanted. */
+hpct_status_t hpcti_reader_restart(hpct_dataset_t ds)
+{
+    hpcti_reader_stop(ds);
+    for (int i = 0; i < ds->num_slots; i++) ds->slots[i].state = SLOT_FREE;
+    ds->head = ds->tail = 0;
+    ds->held = -1;
+    ds->pe = ds->epoch, ds->ps = ds->step;
+    ds->stop = 0;
+    if (ds->cfg.prefetch_depth == 0) return HPCT_SUCCESS;
+    if (pthread_create(&ds->thread, NULL, prefetch_main, ds))
+        return hpcti_error(ds->ctx, HPCT_ERR_NO_MEMORY, "cannot start the prefetch thread for %s",
+                           ds->manifest_path);
+    ds->running = 1;
+    return HPCT_SUCCESS;
+}
+
+/* Take the next ready slot (waiting for the prefetch thread), or build it here. */
+static slot_t *take_slot(hpct_dataset_t ds)
+{
+    if (ds->cfg.prefetch_depth == 0) {
+        produce(ds, &ds->slots[0]);
+        return &ds->slots[0];
+    }
+    pthread_mutex_lock(&ds->mu);
+    if (ds->held >= 0) {
+        ds->slots[ds->held].state = SLOT_FREE;
+        ds->held = -1;
+        pthread_cond_broadcast(&ds->cv);
+    }
+    while (ds->slots[ds->head].state != SLOT_READY) pthread_cond_wait(&ds->cv, &ds->mu);
+    slot_t *slot = &ds->slots[ds->head];
+    slot->state = SLOT_HELD;
+    ds->held = ds->head;
+    ds->head = (ds->head + 1) % ds->num_slots;
+    pthread_mutex_unlock(&ds->mu);
+    return slot;
+}
+
+hpct_status_t hpct_dataset_next(hpct_dataset_t ds, const float **inputs, const void **targets)
+{
+    if (!ds) return HPCT_ERR_INVALID_ARG;
+    hpcti_clear_error(ds->ctx);
+    if (!ds->global_batch)
+        return hpcti_error(ds->ctx, HPCT_ERR_STATE,
+                           "dataset %s: call hpct_dataset_partition before hpct_dataset_next",
+                           ds->manifest_path);
+    if (ds->cfg.prefetch_depth > 0 && !ds->running) {
+        hpct_status_t s = hpcti_reader_restart(ds);
+        if (s) return s;
+    }
+    slot_t *slot = take_slot(ds);
+    if (slot->status) {
+        hpct_status_t s = hpcti_error(ds->ctx, slot->status, "%s", slot->err);
+        hpcti_reader_stop(ds); /* the next call retries from the same cursor */
+        ds->pe = ds->epoch, ds->ps = ds->step;
+        return s;
+    }
+    ds->skipped += slot->skipped;
+    ds->epoch = slot->epoch, ds->step = slot->step;
+    advance(&ds->epoch, &ds->step, ds->steps);
+    if (inputs) *inputs = slot->inputs;
+    if (targets) *targets = slot->targets;
+    return HPCT_SUCCESS;
+}
+
+hpct_status_t hpct_dataset_next_into(hpct_dataset_t ds, float *inputs, void *targets)
+{
+    const float *in;
+    const void *tg;
+    if (!ds || !inputs || !targets) return HPCT_ERR_INVALID_ARG;
+    hpct_status_t s = hpct_dataset_next(ds, &in, &tg);
+    if (s) return s;
+    memcpy(inputs, in, (size_t)ds->local_batch * ds->features * sizeof(float));
+    memcpy(targets, tg, (size_t)ds->local_batch * ds->twidth * 4);
+    return HPCT_SUCCESS;
+}

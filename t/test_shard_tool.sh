@@ -1,0 +1,79 @@
+#!/bin/sh
+# hpctrain shard end to end: Fashion-MNIST (IDX, gzip and plain), .npy and CSV inputs become
+# shards + manifest that the reader serves to two ranks; --index rebuilds the same manifest;
+# usage errors exit 2, bad data exits 3.
+build=${top_builddir:-.}
+tool="$build/tools/hpctrain"
+check="$build/t/data_check"
+fm=/usr/share/datasets/fashion-mnist
+work=$(mktemp -d "${TMPDIR:-/tmp}/hpct-shard.XXXXXX") || exit 1
+trap 'rm -rf "$work"' EXIT
+n=0
+ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi; }
+status() { "$@" >"$work/out" 2>&1; echo $?; }
+
+echo "1..14"
+"$tool" --version | grep -q '^hpctrain [0-9]' ; ok $? "hpctrain --version"
+[ "$(status "$tool" frobnicate)" = 2 ]; ok $? "unknown command exits 2"
+[ "$(status "$tool" shard "$fm/train-images-idx3-ubyte.gz")" = 2 ] && grep -q -- '-o' "$work/out"
+ok $? "shard without -o exits 2 and says so"
+
+if [ ! -r "$fm/train-images-idx3-ubyte.gz" ]; then
+    for i in 4 5 6 7 8 9 10; do echo "ok $i # SKIP no Fashion-MNIST (Debian package dataset-fashion-mnist)"; done
+    n=10
+else
+    rc=$(status "$tool" shard -o "$work/fm" -n 4 --scale 0.00392156862745098 \
+        "$fm/train-images-idx3-ubyte.gz" "$fm/train-labels-idx1-ubyte.gz")
+    [ "$rc" = 0 ] && [ "$(grep -c '^shard 15000 ' "$work/fm/manifest.txt")" = 4 ]
+    ok $? "Fashion-MNIST train -> 4 shards of 15000 samples"
+    grep -q '^inputs float32 28,28$' "$work/fm/manifest.txt" && grep -q '^targets int32 scalar$' "$work/fm/manifest.txt"
+    ok $? "manifest records float32 [28,28] inputs and int32 labels"
+    "$check" "$work/fm/manifest.txt" 60000 200 10 0 1 >"$work/check" 2>&1 &&
+        grep -q 'hist 6000 6000 6000 6000 6000 6000 6000 6000 6000 6000$' "$work/check"
+    ok $? "two ranks read one epoch: 6000 of each class, inputs in [0, 1] ($(cat "$work/check"))"
+    rc=$(status "$tool" shard --index -o "$work/fm/again.txt" "$work/fm"/shard-0000*.h5)
+    [ "$rc" = 0 ] && diff "$work/fm/manifest.txt" "$work/fm/again.txt" >/dev/null
+    ok $? "--index on the shards writes the same manifest"
+    gunzip -c "$fm/t10k-images-idx3-ubyte.gz" >"$work/t10k-images-idx3-ubyte"
+    gunzip -c "$fm/t10k-labels-idx1-ubyte.gz" >"$work/t10k-labels-idx1-ubyte"
+    "$tool" shard -o "$work/gz" "$fm/t10k-images-idx3-ubyte.gz" "$fm/t10k-labels-idx1-ubyte.gz" >/dev/null &&
+        "$tool" shard -o "$work/plain" "$work/t10k-images-idx3-ubyte" "$work/t10k-labels-idx1-ubyte" >/dev/null &&
+        diff "$work/gz/manifest.txt" "$work/plain/manifest.txt" >/dev/null
+    ok $? "plain and gzip IDX give byte-identical shards"
+    [ "$(status "$tool" shard -o "$work/x" "$fm/train-images-idx3-ubyte.gz" "$fm/t10k-labels-idx1-ubyte.gz")" = 3 ] &&
+        grep -q '60000 samples' "$work/out"
+    ok $? "inputs and labels with different counts exit 3 naming both"
+    head -c 100000 "$fm/train-images-idx3-ubyte.gz" >"$work/cut-idx3-ubyte.gz"
+    [ "$(status "$tool" shard -o "$work/x" "$work/cut-idx3-ubyte.gz" "$fm/train-labels-idx1-ubyte.gz")" = 3 ] &&
+        grep -q 'cut-idx3-ubyte.gz' "$work/out"
+    ok $? "a truncated gzip IDX file exits 3 naming it"
+fi
+
+# .npy: uint8 [6, 2, 3] inputs and int64 labels, written byte by byte.
+python3 - "$work" <<'PY'
+import struct, sys
+def npy(path, descr, shape, payload):
+    hdr = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, shape)
+    hdr += ' ' * (63 - (10 + len(hdr)) % 64) + '\n'
+    open(path, 'wb').write(b'\x93NUMPY\x01\x00' + struct.pack('<H', len(hdr)) + hdr.encode() + payload)
+npy(sys.argv[1] + '/x.npy', '|u1', '(6, 2, 3)', bytes(range(36)))
+npy(sys.argv[1] + '/y.npy', '<i8', '(6,)', struct.pack('<6q', 0, 1, 2, 0, 1, 2))
+with open(sys.argv[1] + '/d.csv', 'w') as f:
+    f.write('a,b,label\n')
+    for i in range(8): f.write('%d,%d,%d\n' % (i, 2 * i, i % 4))
+PY
+rc=$(status "$tool" shard -o "$work/npy" -n 2 --scale 0.5 "$work/x.npy" "$work/y.npy")
+[ "$rc" = 0 ] && "$check" "$work/npy/manifest.txt" 6 2 3 0 17.5 >"$work/check" 2>&1 &&
+    grep -q 'features 6 .*hist 2 2 2$' "$work/check"
+ok $? ".npy uint8 inputs (scaled) and int64 labels -> 2 shards read back ($(cat "$work/check"))"
+rc=$(status "$tool" shard -o "$work/csv" --skip-header "$work/d.csv")
+[ "$rc" = 0 ] && grep -q '^inputs float32 2$' "$work/csv/manifest.txt" &&
+    "$check" "$work/csv/manifest.txt" 8 4 4 0 14 >/dev/null 2>&1
+ok $? "CSV with a header and a label column -> shard read back"
+printf '1,2\n3\n' >"$work/ragged.csv"
+[ "$(status "$tool" shard -o "$work/x" "$work/ragged.csv")" = 3 ] && grep -q 'ragged.csv line 2' "$work/out"
+ok $? "a ragged CSV exits 3 naming the file and line"
+mkdir "$work/elsewhere"
+[ "$(status "$tool" shard --index -o "$work/elsewhere/m.txt" "$work/npy/shard-00000.h5")" = 3 ] &&
+    grep -q 'outside' "$work/out"
+ok $? "--index refuses a shard outside the manifest's directory"

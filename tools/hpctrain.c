@@ -1,0 +1,51 @@
+/* hpctrain.c: the installed `hpctrain` program: a dispatcher for its subcommands. */
+#include "config.h"
+#include "hpctrain.h"
+#include "tools.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct subcommand {
+    const char *name;
+    int (*run)(int argc, char **argv); /* argv[0] is the subcommand's name */
+    const char *summary;
+} subcommand_t;
+
+static const subcommand_t subcommands[] = {
+    {"shard", tool_shard_main, "convert IDX/.npy/CSV data into HDF5 shards and a manifest"},
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: hpctrain COMMAND [OPTIONS]...\n       hpctrain --help | --version\n\n"
+                 "commands:\n");
+    for (size_t i = 0; i < sizeof subcommands / sizeof *subcommands; i++)
+        fprintf(out, "  %-8s %s\n", subcommands[i].name, subcommands[i].summary);
+    fprintf(out, "\n'hpctrain COMMAND --help' describes a command.\n"
+                 "exit status: 0 success, 1 output could not be written, 2 usage error,\n"
+                 "3 bad input data.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return TOOL_USAGE;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        usage(stdout);
+        return TOOL_OK;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        int major, minor, patch;
+        hpct_get_version(&major, &minor, &patch);
+        printf("hpctrain %d.%d.%d\n", major, minor, patch);
+        return TOOL_OK;
+    }
+    for (size_t i = 0; i < sizeof subcommands / sizeof *subcommands; i++)
+        if (!strcmp(argv[1], subcommands[i].name)) return subcommands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "hpctrain: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return TOOL_USAGE;
+}

@@ -1,0 +1,274 @@
+/* inputs.c: readers for the converter's input formats. All go through zlib's gzread, which
+ * reads gzip-compressed and plain files alike. Whole files are read into memory. */
+#include "config.h"
+#include "tools.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+int tool_error(int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("hpctrain shard: error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return code;
+}
+
+/* Whole (decompressed) file into a malloc'd buffer; 0 or an exit code. */
+static int slurp(const char *path, unsigned char **out, size_t *len)
+{
+    gzFile f = gzopen(path, "rb");
+    if (!f) return tool_error(TOOL_DATA, "%s: %s", path, strerror(errno ? errno : EIO));
+    size_t cap = 1 << 20, n = 0;
+    unsigned char *buf = malloc(cap);
+    int got = 0;
+    while (buf && (got = gzread(f, buf + n, (unsigned)(cap - n))) > 0) {
+        n += (size_t)got;
+        if (n == cap) {
+            unsigned char *grown = realloc(buf, cap *= 2);
+            if (!grown) free(buf);
+            buf = grown;
+        }
+    }
+    int errnum = 0;
+    const char *why = got < 0 ? gzerror(f, &errnum) : NULL;
+    gzclose(f);
+    if (!buf) return tool_error(TOOL_FAILED, "%s: out of memory", path);
+    if (why) {
+        free(buf);
+        return tool_error(TOOL_DATA, "%s: %s (corrupt or truncated gzip?)", path, why);
+    }
+    *out = buf, *len = n;
+    return TOOL_OK;
+}
+
+static uint64_t count_of(const tool_array_t *a)
+{
+    uint64_t n = 1;
+    for (int i = 0; i < a->rank; i++) n *= a->dims[i];
+    return n;
+}
+
+/* Reverse the bytes of each element (big-endian file -> little-endian host). */
+static void swap_bytes(unsigned char *p, uint64_t count, size_t size)
+{
+    for (uint64_t i = 0; i < count && size > 1; i++, p += size)
+        for (size_t a = 0, b = size - 1; a < b; a++, b--) {
+            unsigned char t = p[a];
+            p[a] = p[b], p[b] = t;
+        }
+}
+
+/* IDX: 0 0 TYPE NDIMS, NDIMS big-endian uint32 sizes, then big-endian data. */
+int tool_read_idx(const char *path, tool_array_t *a)
+{
+    unsigned char *buf;
+    size_t len;
+    int rc = slurp(path, &buf, &len);
+    if (rc) return rc;
+    static const struct {
+        unsigned char code;
+        hpcti_type_t type;
+    } codes[] = {{0x08, HPCTI_U8},  {0x09, HPCTI_I8},  {0x0B, HPCTI_I16},
+                 {0x0C, HPCTI_I32}, {0x0D, HPCTI_F32}, {0x0E, HPCTI_F64}};
+    int type = -1;
+    for (size_t i = 0; len >= 4 && i < sizeof codes / sizeof *codes; i++)
+        if (buf[2] == codes[i].code) type = (int)codes[i].type;
+    if (len < 4 || buf[0] || buf[1] || type < 0 || buf[3] < 1 || buf[3] > HPCTI_MAX_DIMS + 1)
+        rc = tool_error(TOOL_DATA, "%s: not an IDX file (bad magic number)", path);
+    size_t header = len >= 4 ? 4 + 4 * (size_t)buf[3] : 0;
+    if (!rc && len < header) rc = tool_error(TOOL_DATA, "%s: IDX header truncated", path);
+    if (!rc) {
+        a->type = (hpcti_type_t)type;
+        a->rank = buf[3];
+        for (int i = 0; i < a->rank; i++) {
+            const unsigned char *d = buf + 4 + 4 * i;
+            a->dims[i] = (uint64_t)d[0] << 24 | (uint64_t)d[1] << 16 | (uint64_t)d[2] << 8 | d[3];
+        }
+        uint64_t bytes = count_of(a) * hpcti_type_size(a->type);
+        if (bytes != len - header)
+            rc = tool_error(TOOL_DATA,
+                            "%s: IDX header promises %llu data bytes, file has %zu "
+                            "(truncated?)",
+                            path, (unsigned long long)bytes, len - header);
+    }
+    if (!rc) {
+        memmove(buf, buf + header, len - header);
+        swap_bytes(buf, count_of(a), hpcti_type_size(a->type));
+        a->data = buf;
+    } else {
+        free(buf);
+    }
+    return rc;
+}
+
+/* The value of key in a .npy header dict, e.g. "'descr': '<f4'" -> "'<f4'". */
+static const char *npy_field(const char *header, const char *key)
+{
+    const char *p = strstr(header, key);
+    if (!p) return NULL;
+    p = strchr(p + strlen(key), ':');
+    return p ? p + 1 + strspn(p + 1, " ") : NULL;
+}
+
+static int npy_descr(const char *v, hpcti_type_t *t)
+{
+    static const char *names[HPCTI_NUM_TYPES] = {"u1", "i1", "u2", "i2", "u4",
+                                                 "i4", "u8", "i8", "f4", "f8"};
+    if (!v || *v != '\'' || (v[1] != '<' && v[1] != '|')) return -1;
+    for (int i = 0; i < HPCTI_NUM_TYPES; i++)
+        if (!strncmp(v + 2, names[i], 2) && v[4] == '\'') {
+            *t = (hpcti_type_t)i;
+            return 0;
+        }
+    return -1;
+}
+
+static int npy_shape(const char *v, tool_array_t *a)
+{
+    if (!v || *v != '(') return -1;
+    a->rank = 0;
+    for (v++;;) {
+        v += strspn(v, " ,");
+        if (*v == ')') break;
+        char *end;
+        unsigned long long d = strtoull(v, &end, 10);
+        if (end == v || a->rank == HPCTI_MAX_DIMS + 1) return -1;
+        a->dims[a->rank++] = d;
+        v = end;
+    }
+    return a->rank >= 1 ? 0 : -1;
+}
+
+/* NumPy .npy v1-v3, little-endian, C order. */
+int tool_read_npy(const char *path, tool_array_t *a)
+{
+    unsigned char *buf;
+    size_t len;
+    int rc = slurp(path, &buf, &len);
+    if (rc) return rc;
+    size_t hlen = 0, start = 0;
+    if (len >= 10 && !memcmp(buf, "\x93NUMPY", 6)) {
+        hlen = buf[6] == 1 ? (size_t)buf[8] | (size_t)buf[9] << 8
+               : len >= 12 ? (size_t)buf[8] | (size_t)buf[9] << 8 | (size_t)buf[10] << 16 |
+                                 (size_t)buf[11] << 24
+                           : 0;
+        start = (buf[6] == 1 ? 10 : 12) + hlen;
+    }
+    if (!hlen || start > len) {
+        free(buf);
+        return tool_error(TOOL_DATA, "%s: not a .npy file (bad magic or header)", path);
+    }
+    char *header = strndup((char *)buf + start - hlen, hlen);
+    if (!header || npy_descr(npy_field(header, "'descr'"), &a->type))
+        rc = tool_error(TOOL_DATA,
+                        "%s: unsupported dtype (want little-endian u1..u8, i1..i8, "
+                        "f4, f8)",
+                        path);
+    else if (!npy_field(header, "'fortran_order'") ||
+             strncmp(npy_field(header, "'fortran_order'"), "False", 5))
+        rc = tool_error(TOOL_DATA, "%s: Fortran-order arrays are not supported", path);
+    else if (npy_shape(npy_field(header, "'shape'"), a))
+        rc = tool_error(TOOL_DATA, "%s: cannot read the shape", path);
+    else if (count_of(a) * hpcti_type_size(a->type) != len - start)
+        rc = tool_error(TOOL_DATA, "%s: shape promises %llu bytes of data, file has %zu", path,
+                        (unsigned long long)(count_of(a) * hpcti_type_size(a->type)), len - start);
+    free(header);
+    if (rc) {
+        free(buf);
+        return rc;
+    }
+    memmove(buf, buf + start, len - start);
+    a->data = buf;
+    return TOOL_OK;
+}
+
+/* Append one value to a growing float array. */
+static int push(float **v, size_t *n, size_t *cap, float x)
+{
+    if (*n == *cap) {
+        float *grown = realloc(*v, (*cap = *cap ? 2 * *cap : 4096) * sizeof **v);
+        if (!grown) return -1;
+        *v = grown;
+    }
+    (*v)[(*n)++] = x;
+    return 0;
+}
+
+/* Parse one CSV line into values; returns the column count or -1. */
+static long parse_row(char *line, float **v, size_t *n, size_t *cap)
+{
+    long cols = 0;
+    for (char *p = line;; cols++) {
+        char *end;
+        float x = strtof(p, &end);
+        if (end == p || push(v, n, cap, x)) return -1;
+        p = end + strspn(end, " \t\r\n");
+        if (!*p) return cols + 1;
+        if (*p != ',') return -1;
+        p++;
+    }
+}
+
+/* Split the label column out of values [rows, cols] into labels (int32 if integral). */
+static int split_labels(float *v, uint64_t rows, long cols, long lc, tool_array_t *in,
+                        tool_array_t *lab)
+{
+    int integral = 1;
+    float *x = malloc(rows * (size_t)(cols - 1) * sizeof *x), *y = malloc(rows * sizeof *y);
+    if (!x || !y) return free(x), free(y), -1;
+    for (uint64_t r = 0; r < rows; r++) {
+        float *row = v + r * (uint64_t)cols, *dst = x + r * (uint64_t)(cols - 1);
+        y[r] = row[lc];
+        integral &= y[r] == (float)(int32_t)y[r];
+        for (long c = 0, k = 0; c < cols; c++)
+            if (c != lc) dst[k++] = row[c];
+    }
+    if (integral)
+        for (uint64_t r = 0; r < rows; r++) ((int32_t *)y)[r] = (int32_t)y[r];
+    *in = (tool_array_t){HPCTI_F32, 2, {rows, (uint64_t)(cols - 1)}, x};
+    *lab = (tool_array_t){integral ? HPCTI_I32 : HPCTI_F32, 1, {rows}, y};
+    return 0;
+}
+
+int tool_read_csv(const char *path, int label_column, int skip_header, tool_array_t *inputs,
+                  tool_array_t *labels)
+{
+    gzFile f = gzopen(path, "rb");
+    if (!f) return tool_error(TOOL_DATA, "%s: %s", path, strerror(errno ? errno : EIO));
+    enum { LINE = 1 << 20 };
+    char *line = malloc(LINE);
+    float *v = NULL;
+    size_t n = 0, cap = 0;
+    long cols = -1, lineno = 0;
+    uint64_t rows = 0;
+    int rc = line ? TOOL_OK : tool_error(TOOL_FAILED, "out of memory");
+    while (!rc && gzgets(f, line, LINE)) {
+        lineno++;
+        if ((lineno == 1 && skip_header) || !line[strspn(line, " \t\r\n")]) continue;
+        long c = parse_row(line, &v, &n, &cap);
+        if (c < 2 || (cols >= 0 && c != cols))
+            rc = tool_error(TOOL_DATA, "%s line %ld: %s", path, lineno,
+                            c < 0 ? "not a comma-separated list of numbers"
+                                  : "column count differs from the first row (need >= 2)");
+        cols = c, rows++;
+    }
+    gzclose(f);
+    free(line);
+    long lc = label_column < 0 ? cols - 1 : label_column;
+    if (!rc && rows == 0) rc = tool_error(TOOL_DATA, "%s: no data rows", path);
+    if (!rc && (lc < 0 || lc >= cols))
+        rc = tool_error(TOOL_USAGE, "--label-column %d: %s has %ld columns", label_column, path,
+                        cols);
+    if (!rc && split_labels(v, rows, cols, lc, inputs, labels))
+        rc = tool_error(TOOL_FAILED, "out of memory");
+    free(v);
+    return rc;
+}
