@@ -94,11 +94,6 @@ typedef enum { HPCTI_READ_OK = 0, HPCTI_READ_CORRUPT = 1, HPCTI_READ_MISMATCH = 
  * items' data; model receives the description. Checks schema and checksums. */
 hpcti_read_t hpcti_ck_read(const char *path, hpcti_snapshot_t *snap, hpcti_ckerr_t *err);
 
-/* Serialise the module's (and any other module's) HDF5 calls: Debian's HDF5 is not
- * thread-safe. A static mutex, the one piece of synchronisation state HDF5 forces on us. */
-void hpcti_hdf5_lock(void);
-void hpcti_hdf5_unlock(void);
-
 /* Job end time as Unix seconds; HPCT_ERR_NOT_FOUND when unknown. */
 hpct_status_t hpcti_walltime_end(hpct_ctx_t ctx, double *end);
 

@@ -16,17 +16,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static pthread_mutex_t hdf5_mutex = PTHREAD_MUTEX_INITIALIZER;
-
-void hpcti_hdf5_lock(void)
-{
-    pthread_mutex_lock(&hdf5_mutex);
-}
-
-void hpcti_hdf5_unlock(void)
-{
-    pthread_mutex_unlock(&hdf5_mutex);
-}
 
 hpct_status_t hpcti_ckerr_set(hpcti_ckerr_t *err, hpct_status_t status, const char *fmt, ...)
 {

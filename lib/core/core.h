@@ -41,6 +41,11 @@ double hpcti_rng_normal(hpcti_rng_t *rng);
 /* Mix a seed with a stream id into a new well-spread seed. */
 uint64_t hpcti_seed_mix(uint64_t seed, uint64_t stream);
 
+/* Debian's HDF5 is not thread-safe: every HDF5 call of the library (data, checkpoints) runs
+ * between these, so a background checkpoint writer and a dataset open never overlap. */
+void hpcti_hdf5_lock(void);
+void hpcti_hdf5_unlock(void);
+
 /* Checked allocation helpers that record HPCT_ERR_NO_MEMORY on ctx. */
 void *hpcti_calloc(hpct_ctx_t ctx, size_t count, size_t size, const char *what);
 

@@ -1,6 +1,8 @@
 /* status.c: status code strings and the library version. */
 #include "core.h"
 
+#include <pthread.h>
+
 const char *hpct_strerror(hpct_status_t status)
 {
     switch (status) {
@@ -28,4 +30,17 @@ void hpct_get_version(int *major, int *minor, int *patch)
     if (major) *major = HPCT_VERSION_MAJOR;
     if (minor) *minor = HPCT_VERSION_MINOR;
     if (patch) *patch = HPCT_VERSION_PATCH;
+}
+
+/* The one process-wide lock around HDF5 (see core.h). */
+static pthread_mutex_t hdf5_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+void hpcti_hdf5_lock(void)
+{
+    pthread_mutex_lock(&hdf5_mutex);
+}
+
+void hpcti_hdf5_unlock(void)
+{
+    pthread_mutex_unlock(&hdf5_mutex);
 }

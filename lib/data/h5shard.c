@@ -3,8 +3,8 @@
  * Threading: Debian's serial HDF5 must not be entered from two threads at once. The reader
  * calls these functions only from hpct_dataset_open, on the caller's thread, before its
  * prefetch thread exists; the prefetch thread never calls HDF5 (it reads rows with pread(2)
- * at the offsets recorded here, or copies from memory). Call hpct_dataset_open from the
- * thread that makes the process's other HDF5 calls (e.g. checkpoints). */
+ * at the offsets recorded here, or copies from memory). hpcti_hdf5_lock keeps these calls
+ * apart from a background checkpoint writer. */
 #include "h5shard.h"
 
 #include <hdf5.h>
@@ -211,11 +211,13 @@ hpct_status_t hpcti_shard_inspect(hpct_ctx_t ctx, const hpcti_shard_job_t *job, 
     hpct_status_t s = HPCT_ERR_INTERNAL;
     /* HDF5 would print its error stack on stderr: the library stays silent and reports
      * through hpct_last_error instead. */
+    hpcti_hdf5_lock();
     H5E_BEGIN_TRY
     {
         s = inspect_file(ctx, job, sh);
     }
     H5E_END_TRY;
+    hpcti_hdf5_unlock();
     return s;
 }
 
