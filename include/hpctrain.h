@@ -152,6 +152,8 @@ hpct_status_t hpct_model_build(hpct_model_t model, int max_batch);
 hpct_status_t hpct_model_params(hpct_model_t model, hpct_params_t *params);
 /* Input and output widths. */
 hpct_status_t hpct_model_shape(hpct_model_t model, int *inputs, int *outputs);
+/* One-line description, e.g. "dense 784-512(relu)-10(identity) softmax_ce", into buf [len]. */
+hpct_status_t hpct_model_describe(hpct_model_t model, char *buf, size_t len);
 
 /* Forward only: out [batch, outputs] receives the last layer (logits for CE). */
 hpct_status_t hpct_model_forward(hpct_model_t model, const float *x, int batch, float *out);
@@ -412,6 +414,56 @@ void hpct_signal_clear(void);
 hpct_status_t hpct_walltime_remaining(hpct_ctx_t ctx, double *seconds);
 
 /* ---- Training loop (lib/train) ------------------------------------------ */
+
+/* What the loop reports every log_interval steps (the same on every rank). */
+typedef struct hpct_progress {
+    long epoch, step;          /* current epoch; optimizer steps completed in all */
+    long steps_per_epoch, total_steps;
+    double loss;               /* mean training loss over ranks and the steps since the last report */
+    double lr;                 /* learning rate of the last step */
+    double samples_per_s;      /* global samples per second since the last report */
+    double data_wait_share;    /* share of wall time spent waiting for data (rank-local) */
+    double comm_share;         /* share of wall time spent waiting for gradient averaging */
+    double eta_s;              /* seconds to total_steps at the recent rate */
+} hpct_progress_t;
+
+/* Versioned, append-only; always start from HPCT_TRAIN_CONFIG_INITIALIZER. */
+#define HPCT_TRAIN_CONFIG_VERSION 1
+typedef struct hpct_train_config {
+    unsigned version;     /* HPCT_TRAIN_CONFIG_VERSION */
+    int global_batch;     /* samples per optimizer step over all ranks */
+    int micro_batches;    /* gradient accumulation steps per optimizer step (>= 1) */
+    long epochs;          /* train until this many epochs are complete */
+    long max_steps;       /* stop earlier after this many steps in all; 0 = no limit */
+    long log_interval;    /* steps between progress callbacks; 0 = none */
+    int resume;           /* 1: continue from the newest valid checkpoint, if any */
+    void (*progress)(const hpct_progress_t *p, void *arg); /* NULL = no reports */
+    void *progress_arg;
+} hpct_train_config_t;
+
+#define HPCT_TRAIN_CONFIG_INITIALIZER {HPCT_TRAIN_CONFIG_VERSION, 256, 1, 1, 0, 50, 1, NULL, NULL}
+
+/* What a call to hpct_train did. */
+typedef struct hpct_train_result {
+    long steps;           /* optimizer steps completed in all (including before a resume) */
+    long resumed_from;    /* step of the checkpoint resumed from; -1 when starting afresh */
+    long checkpoints;     /* checkpoints saved by this call (on the writer rank) */
+    double final_loss;    /* mean loss over ranks of the last step */
+    double wall_s, data_wait_s, comm_wait_s;
+    long skipped_batches; /* global batches skipped for non-finite inputs */
+    int stop_signal;      /* signal that stopped the run (HPCT_PREEMPTED), else 0 */
+} hpct_train_result_t;
+
+/* Synchronous data-parallel training of a built model on ds with opt; ck (may be NULL)
+ * checkpoints on its cadence and at the end. Every rank of the context calls it.
+ * Returns HPCT_SUCCESS when done, HPCT_PREEMPTED after saving on a signal or near the
+ * walltime, HPCT_ERR_TIMEOUT after an emergency save when a rank hung. */
+hpct_status_t hpct_train(hpct_model_t model, hpct_optimizer_t opt, hpct_dataset_t ds,
+                         hpct_ckpt_t ck, const hpct_train_config_t *cfg, hpct_train_result_t *res);
+/* Mean loss and accuracy of the model over a whole dataset (opened with shuffle = 0), each
+ * rank evaluating its share; samples receives how many were evaluated. */
+hpct_status_t hpct_evaluate(hpct_model_t model, hpct_dataset_t ds, double *loss,
+                            double *accuracy, long *samples);
 
 #ifdef __cplusplus
 }

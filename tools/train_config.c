@@ -29,6 +29,7 @@ static const struct key keys[] = {
     {"hidden", K_WIDTHS, F(hidden), NULL, 1, 1 << 20, 1, "512,512"},
     {"activation", K_STR, F(activation), "identity|relu|tanh|gelu", 0, 0, 1, "relu"},
     {"loss", K_STR, F(loss), "softmax_ce|mse", 0, 0, 1, "softmax_ce"},
+    {"outputs", K_LONG, F(outputs), NULL, 0, 1 << 24, 1, "0"},
     {"optimizer", K_STR, F(optimizer), "sgd|adamw", 0, 0, 1, "sgd"},
     {"lr", K_DOUBLE, F(lr), NULL, 1e-12, 1e6, 1, "0.05"},
     {"momentum", K_DOUBLE, F(momentum), NULL, 0, 0.999999, 1, "0.9"},

@@ -17,6 +17,7 @@ struct train_config {
     int num_hidden;
     char activation[16]; /* identity | relu | tanh | gelu */
     char loss[16];       /* softmax_ce | mse */
+    long outputs;        /* classes for softmax_ce (required); 0 for mse: the target width */
     /* optimizer and schedule */
     char optimizer[16]; /* sgd | adamw */
     double lr, momentum, weight_decay, beta1, beta2, eps, clip_norm, gamma, min_lr;

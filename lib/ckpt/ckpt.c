@@ -57,6 +57,11 @@ struct hpct_ckpt {
     char wpath[HPCTI_CKPT_PATH_MAX];
 };
 
+int hpcti_ckpt_writer_rank(hpct_ckpt_t ck)
+{
+    return ck->cfg.writer_rank;
+}
+
 static double mono_now(void)
 {
     struct timespec ts;

@@ -94,6 +94,9 @@ typedef enum { HPCTI_READ_OK = 0, HPCTI_READ_CORRUPT = 1, HPCTI_READ_MISMATCH = 
  * items' data; model receives the description. Checks schema and checksums. */
 hpcti_read_t hpcti_ck_read(const char *path, hpcti_snapshot_t *snap, hpcti_ckerr_t *err);
 
+/* The rank that saves (cfg.writer_rank): the training loop honours it. */
+int hpcti_ckpt_writer_rank(hpct_ckpt_t ck);
+
 /* Job end time as Unix seconds; HPCT_ERR_NOT_FOUND when unknown. */
 hpct_status_t hpcti_walltime_end(hpct_ctx_t ctx, double *end);
 

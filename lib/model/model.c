@@ -232,6 +232,26 @@ hpct_status_t hpct_model_shape(hpct_model_t m, int *inputs, int *outputs)
     return HPCT_SUCCESS;
 }
 
+hpct_status_t hpct_model_describe(hpct_model_t m, char *buf, size_t len)
+{
+    static const char *acts[] = {"identity", "relu", "tanh", "gelu"};
+    if (!m) return HPCT_ERR_INVALID_ARG;
+    hpcti_clear_error(m->ctx);
+    if (!buf || len == 0)
+        return hpcti_error(m->ctx, HPCT_ERR_INVALID_ARG, "hpct_model_describe: empty buffer");
+    size_t used = (size_t)snprintf(buf, len, "dense %d", m->inputs);
+    for (int l = 0; l < m->num && used < len; l++)
+        used += (size_t)snprintf(buf + used, len - used, "-%d(%s)", m->layers[l].out,
+                                 acts[m->layers[l].act]);
+    if (used < len)
+        used += (size_t)snprintf(buf + used, len - used, " %s",
+                                 m->loss == HPCT_LOSS_MSE ? "mse" : "softmax_ce");
+    if (used >= len)
+        return hpcti_error(m->ctx, HPCT_ERR_INVALID_ARG,
+                           "hpct_model_describe: %zu bytes are too few for the description", len);
+    return HPCT_SUCCESS;
+}
+
 /* Shared argument checks of the batch calls. */
 static hpct_status_t check_batch(hpct_model_t m, const char *fn, const float *x, int batch)
 {

@@ -1,4 +1,8 @@
 # Automake fragment included by Makefile.am: the training loop (lib/train) and the hpctrain tool.
+lib_libhpctrain_a_SOURCES += lib/train/train.c
+tools_hpctrain_SOURCES += tools/train.c tools/train_config.c tools/train_config.h
+dist_man_MANS += doc/hpctrain.conf.5
+
 check_PROGRAMS += t/test_train_config
 TESTS += t/test_train_config
 t_test_train_config_SOURCES = t/test_train_config.c tools/train_config.c tools/train_config.h

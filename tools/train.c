@@ -1,0 +1,283 @@
+/* train.c: `hpctrain train`: the built-in MLP trained data-parallel from a settings file,
+ * HPCT_* variables and flags, with checkpoints, preemption and automatic resume. */
+#include "config.h"
+#include "hpctrain.h"
+#include "tools.h"
+#include "train_config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Exit codes of `hpctrain train` beyond tools.h's (documented in hpctrain(1)). */
+#define TRAIN_PREEMPTED 75 /* EX_TEMPFAIL: checkpoint written, requeue the job */
+#define TRAIN_ERROR 1      /* anything else that stopped training */
+
+static const char usage_text[] =
+    "usage: hpctrain train [--config FILE] [--KEY=VALUE | --KEY VALUE]... [--print-config]\n"
+    "                      [--allow-config-change]\n"
+    "Trains the built-in MLP data-parallel (run it under srun --mpi=pmix or mpirun, or alone).\n"
+    "Settings (see hpctrain.conf(5)) come from defaults, FILE, HPCT_<KEY> variables, then flags.\n"
+    "It resumes from the newest valid checkpoint in checkpoint_dir unless resume = never.\n"
+    "exit status: 0 done, 1 training failed, 2 usage or settings error, 3 bad input data,\n"
+    "75 preempted (checkpoint written: requeue), 124 a rank hung (emergency checkpoint).\n";
+
+struct run {
+    struct train_config c;
+    int allow_config_change, print_config;
+    hpct_ctx_t ctx;
+    hpct_topology_t topo;
+    hpct_dataset_t train, eval;
+    hpct_model_t model;
+    hpct_optimizer_t opt;
+    hpct_ckpt_t ck;
+    hpct_signals_t signals;
+};
+
+/* --key=value, --key value; dashes in keys become underscores. */
+static int parse_args(struct run *r, int argc, char **argv)
+{
+    char err[512];
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(usage_text, stdout);
+            exit(TOOL_OK);
+        }
+        if (!strcmp(a, "--print-config")) { r->print_config = 1; continue; }
+        if (!strcmp(a, "--allow-config-change")) { r->allow_config_change = 1; continue; }
+        if (strncmp(a, "--", 2) != 0) return tool_error(TOOL_USAGE, "unexpected argument '%s'", a);
+        char key[128];
+        const char *eq = strchr(a + 2, '='), *value;
+        size_t len = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+        if (len == 0 || len >= sizeof key) return tool_error(TOOL_USAGE, "bad option '%s'", a);
+        memcpy(key, a + 2, len);
+        key[len] = '\0';
+        for (char *p = key; *p; p++) *p = *p == '-' ? '_' : *p;
+        if (eq) value = eq + 1;
+        else if (i + 1 < argc) value = argv[++i];
+        else return tool_error(TOOL_USAGE, "option '%s' needs a value", a);
+        if (!strcmp(key, "config")) continue; /* loaded first, in load_settings */
+        char where[160];
+        snprintf(where, sizeof where, "option --%s", key);
+        if (train_config_set(&r->c, key, value, where, err, sizeof err)) return tool_error(TOOL_USAGE, "%s", err);
+    }
+    return TOOL_OK;
+}
+
+/* Defaults, then --config FILE, then the environment, then the other flags. */
+static int load_settings(struct run *r, int argc, char **argv)
+{
+    char err[512];
+    train_config_defaults(&r->c);
+    for (int i = 1; i < argc; i++) {
+        const char *file = NULL;
+        if (!strncmp(argv[i], "--config=", 9)) file = argv[i] + 9;
+        else if (!strcmp(argv[i], "--config") && i + 1 < argc) file = argv[++i];
+        if (file && train_config_load_file(&r->c, file, err, sizeof err)) return tool_error(TOOL_USAGE, "%s", err);
+    }
+    if (train_config_load_env(&r->c, err, sizeof err)) return tool_error(TOOL_USAGE, "%s", err);
+    int code = parse_args(r, argc, argv);
+    if (code) return code;
+    if (r->print_config) {
+        train_config_print(&r->c, stdout);
+        exit(TOOL_OK);
+    }
+    if (train_config_validate(&r->c, err, sizeof err)) return tool_error(TOOL_USAGE, "%s", err);
+    return TOOL_OK;
+}
+
+/* Report a failed library call: which call, the status and the detail. */
+static int fail(struct run *r, const char *what, hpct_status_t s)
+{
+    int code = s == HPCT_ERR_IO || s == HPCT_ERR_FORMAT || s == HPCT_ERR_CHECKSUM ||
+                       s == HPCT_ERR_NOT_FOUND || s == HPCT_ERR_NONFINITE
+                   ? TOOL_DATA
+                   : TRAIN_ERROR;
+    fprintf(stderr, "hpctrain train: rank %d: %s failed: %s: %s\n", r->topo.rank, what,
+            hpct_strerror(s), hpct_last_error(r->ctx));
+    return code;
+}
+
+static hpct_activation_t activation_of(const char *name)
+{
+    return !strcmp(name, "relu") ? HPCT_ACT_RELU
+           : !strcmp(name, "tanh") ? HPCT_ACT_TANH
+           : !strcmp(name, "gelu") ? HPCT_ACT_GELU
+                                   : HPCT_ACT_IDENTITY;
+}
+
+static int open_data(struct run *r)
+{
+    hpct_data_config_t dc = HPCT_DATA_CONFIG_INITIALIZER;
+    dc.seed = (uint64_t)r->c.seed;
+    hpct_status_t s = hpct_dataset_open(r->ctx, r->c.train_manifest, &dc, &r->train);
+    if (s) return fail(r, "opening the training data", s);
+    if (!r->c.eval_manifest[0]) return TOOL_OK;
+    dc.shuffle = 0;
+    s = hpct_dataset_open(r->ctx, r->c.eval_manifest, &dc, &r->eval);
+    return s ? fail(r, "opening the evaluation data", s) : TOOL_OK;
+}
+
+/* Input width and classes (or target width) from the data; hidden layers from settings. */
+static int build_model(struct run *r)
+{
+    int features, width;
+    hpct_dtype_t dtype;
+    hpct_status_t s = hpct_dataset_info(r->train, NULL, &features, &width, &dtype);
+    int ce = !strcmp(r->c.loss, "softmax_ce");
+    int outputs = ce ? (int)r->c.outputs : width;
+    if (!s && ce && dtype != HPCT_DTYPE_INT32)
+        return tool_error(TOOL_USAGE, "loss = softmax_ce needs integer class labels, but %s has "
+                                      "float targets (use loss = mse)", r->c.train_manifest);
+    if (!s && ce && outputs <= 0)
+        return tool_error(TOOL_USAGE, "loss = softmax_ce needs outputs = the number of classes");
+    if (!s) s = hpct_model_create(r->ctx, features, &r->model);
+    for (int i = 0; !s && i < r->c.num_hidden; i++)
+        s = hpct_model_add_dense(r->model, r->c.hidden[i], activation_of(r->c.activation), HPCT_INIT_AUTO);
+    if (!s) s = hpct_model_add_dense(r->model, outputs, HPCT_ACT_IDENTITY, HPCT_INIT_AUTO);
+    if (!s) s = hpct_model_set_loss(r->model, ce ? HPCT_LOSS_SOFTMAX_CE : HPCT_LOSS_MSE);
+    int local = (int)(r->c.global_batch / (r->topo.size > 0 ? r->topo.size : 1));
+    if (!s) s = hpct_model_build(r->model, local > 0 ? local : 1);
+    return s ? fail(r, "building the model", s) : TOOL_OK;
+}
+
+static int make_optimizer(struct run *r, long steps_per_epoch)
+{
+    const struct train_config *c = &r->c;
+    hpct_optim_config_t oc = HPCT_OPTIM_CONFIG_INITIALIZER;
+    oc.kind = !strcmp(c->optimizer, "adamw") ? HPCT_OPT_ADAMW : HPCT_OPT_SGD;
+    oc.lr = (float)c->lr, oc.momentum = (float)c->momentum, oc.nesterov = c->nesterov;
+    oc.weight_decay = (float)c->weight_decay, oc.beta1 = (float)c->beta1, oc.beta2 = (float)c->beta2;
+    oc.eps = (float)c->eps, oc.clip_norm = (float)c->clip_norm;
+    oc.schedule = !strcmp(c->schedule, "step")     ? HPCT_SCHED_STEP
+                  : !strcmp(c->schedule, "cosine") ? HPCT_SCHED_COSINE
+                                                   : HPCT_SCHED_CONSTANT;
+    oc.warmup_steps = c->warmup_steps, oc.step_size = c->step_size, oc.gamma = (float)c->gamma;
+    long after_warmup = c->epochs * steps_per_epoch - c->warmup_steps;
+    oc.total_steps = c->total_steps > 0 ? c->total_steps : (after_warmup > 0 ? after_warmup : 1);
+    oc.min_lr = (float)c->min_lr;
+    hpct_params_t params;
+    hpct_status_t s = hpct_model_params(r->model, &params);
+    if (!s) s = hpct_optimizer_create(params, &oc, &r->opt);
+    return s ? fail(r, "creating the optimizer", s) : TOOL_OK;
+}
+
+static int open_checkpoints(struct run *r)
+{
+    hpct_ckpt_config_t kc = HPCT_CKPT_CONFIG_INITIALIZER;
+    kc.directory = r->c.checkpoint_dir;
+    kc.keep_last = (int)r->c.checkpoint_keep;
+    kc.keep_every = (int)r->c.checkpoint_keep_every;
+    kc.every_steps = r->c.checkpoint_every_steps;
+    kc.every_seconds = r->c.checkpoint_every_seconds;
+    kc.async = r->c.checkpoint_async;
+    kc.allow_config_change = r->allow_config_change;
+    kc.config_hash = train_config_hash(&r->c);
+    kc.walltime_margin = r->topo.rank == 0 ? r->c.walltime_margin : 0.0; /* one Slurm query */
+    hpct_status_t s = hpct_ckpt_open(r->ctx, &kc, &r->ck);
+    return s ? fail(r, "opening the checkpoint directory", s) : TOOL_OK;
+}
+
+static void print_progress(const hpct_progress_t *p, void *arg)
+{
+    const struct run *r = arg;
+    if (r->topo.rank != 0) return;
+    long eta = (long)p->eta_s;
+    printf("epoch %ld step %ld/%ld loss %.4f lr %.4g samples/s %.0f data %.1f%% comm %.1f%% "
+           "eta %ldm%02lds\n",
+           p->epoch + 1, p->step, p->total_steps, p->loss, p->lr, p->samples_per_s,
+           100.0 * p->data_wait_share, 100.0 * p->comm_share, eta / 60, eta % 60);
+    fflush(stdout);
+}
+
+static int train_and_report(struct run *r)
+{
+    long steps_per_epoch;
+    hpct_status_t s = hpct_dataset_partition(r->train, 0, 1, (int)r->c.global_batch);
+    if (!s) s = hpct_dataset_steps_per_epoch(r->train, &steps_per_epoch);
+    if (s) return fail(r, "sizing the epochs", s);
+    int code = make_optimizer(r, steps_per_epoch);
+    if (code || (code = open_checkpoints(r))) return code;
+    char desc[256];
+    hpct_model_describe(r->model, desc, sizeof desc);
+    if (r->topo.rank == 0)
+        printf("hpctrain: %d rank(s) on %d node(s) (topology from %s); node comm %d, cross-node "
+               "comm %d; model %s; %ld steps per epoch\n",
+               r->topo.size, r->topo.num_nodes,
+               (const char *[]){"single", "pmix", "openmpi-env", "slurm-env", "override"}[r->topo.source],
+               r->topo.node_comm_size, r->topo.cross_comm_size, desc, steps_per_epoch);
+    hpct_train_config_t tc = HPCT_TRAIN_CONFIG_INITIALIZER;
+    tc.global_batch = (int)r->c.global_batch, tc.micro_batches = (int)r->c.micro_batches;
+    tc.epochs = r->c.epochs, tc.log_interval = r->c.log_interval;
+    tc.resume = !strcmp(r->c.resume, "auto");
+    tc.progress = print_progress, tc.progress_arg = r;
+    hpct_train_result_t res;
+    s = hpct_train(r->model, r->opt, r->train, r->ck, &tc, &res);
+    if (r->topo.rank == 0 && res.resumed_from >= 0)
+        printf("hpctrain: resumed from the checkpoint of step %ld\n", res.resumed_from);
+    if (s == HPCT_PREEMPTED) {
+        if (r->topo.rank == 0)
+            printf("hpctrain: stopped by signal %d after step %ld; checkpoint written; exit %d "
+                   "(requeue)\n", res.stop_signal, res.steps, TRAIN_PREEMPTED);
+        return TRAIN_PREEMPTED;
+    }
+    if (s == HPCT_ERR_TIMEOUT) {
+        fail(r, "training (a rank hung)", s);
+        hpct_abort_job(r->ctx, HPCT_EXIT_HANG);
+        return HPCT_EXIT_HANG;
+    }
+    if (s) return fail(r, "training", s);
+    double loss = 0, acc = 0;
+    long n = 0;
+    if (r->eval && (s = hpct_evaluate(r->model, r->eval, &loss, &acc, &n))) return fail(r, "evaluating", s);
+    const char *path = "";
+    hpct_ckpt_last_path(r->ck, &path);
+    if (r->topo.rank == 0) {
+        printf("hpctrain: done: %ld steps, final training loss %.4f, %.1f s, data wait %.1f%%, "
+               "comm wait %.1f%%, checkpoint %s\n",
+               res.steps, res.final_loss, res.wall_s, 100.0 * res.data_wait_s / res.wall_s,
+               100.0 * res.comm_wait_s / res.wall_s, path && *path ? path : "(none)");
+        if (r->eval) printf("hpctrain: test loss %.4f accuracy %.4f (%ld samples)\n", loss, acc, n);
+    }
+    return TOOL_OK;
+}
+
+static void cleanup(struct run *r)
+{
+    hpct_ckpt_close(r->ck);
+    hpct_optimizer_destroy(r->opt);
+    hpct_model_destroy(r->model);
+    hpct_dataset_close(r->eval);
+    hpct_dataset_close(r->train);
+    hpct_signals_uninstall(r->signals);
+    if (r->ctx) hpct_finalize(r->ctx);
+}
+
+int tool_train_main(int argc, char **argv)
+{
+    static struct run r; /* zeroed; large settings struct kept off the stack */
+    int code = load_settings(&r, argc, argv);
+    if (code) return code;
+    hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
+    cfg.seed = (uint64_t)r.c.seed;
+    cfg.num_threads = (int)r.c.threads;
+    cfg.collective_timeout_s = r.c.collective_timeout;
+    cfg.log_level = getenv("HPCT_LOG_LEVEL") ? atoi(getenv("HPCT_LOG_LEVEL")) : HPCT_LOG_ERROR;
+    hpct_status_t s = hpct_init(&cfg, &r.ctx);
+    if (s) {
+        fprintf(stderr, "hpctrain train: starting the distributed runtime failed: %s\n", hpct_strerror(s));
+        return TRAIN_ERROR;
+    }
+    r.topo = (hpct_topology_t)HPCT_TOPOLOGY_INITIALIZER;
+    hpct_topology(r.ctx, &r.topo);
+    if ((s = hpct_signals_install(r.ctx, NULL, 0, &r.signals))) code = fail(&r, "installing signal handlers", s);
+    if (!code) code = open_data(&r);
+    if (!code) code = build_model(&r);
+    if (!code) code = train_and_report(&r);
+    if (code == HPCT_EXIT_HANG) return code; /* the job was aborted; peers may be stuck */
+    if (code != TOOL_OK && code != TRAIN_PREEMPTED && r.topo.size > 1)
+        hpct_abort_job(r.ctx, code); /* peers may wait in a collective for this rank */
+    cleanup(&r);
+    return code;
+}
