@@ -18,6 +18,7 @@ struct hpct_ctx {
     const struct hpcti_ops *ops; /* backend chosen by cfg.backend */
     hpcti_rng_t rng;
     char last_error[1024];
+    struct hpcti_dist *dist; /* distributed runtime (lib/comm); NULL for hpct_ctx_create */
 };
 
 /* Record a detailed error on ctx (printf format), log it, and return status. */
