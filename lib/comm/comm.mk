@@ -10,3 +10,9 @@ DIST_TESTS = t/test_dist_topology.sh t/test_dist_allreduce.sh t/test_dist_replic
 	t/test_dist_curve.sh t/test_dist_hang.sh
 TESTS += $(DIST_TESTS)
 EXTRA_DIST += $(DIST_TESTS) t/dist_lib.sh
+
+# Benchmarks (built, run by hand; see the comment at the top of each file).
+noinst_PROGRAMS += bench/bench_allreduce bench/bench_train
+bench_bench_allreduce_LDADD = $(HPCT_LIBS)
+bench_bench_train_LDADD = $(HPCT_LIBS)
+EXTRA_DIST += bench/ddp_baseline.py bench/run_train_bench.sh

@@ -111,10 +111,9 @@ static hpct_status_t setup(hpct_ctx_t ctx, MPI_Comm comm)
         free(keys);
         return hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "hpct_init: cannot allocate per-rank tables for %d ranks", d->size);
     }
-    if (hpcti_wire_ops_create(d) != MPI_SUCCESS) {
-        free(keys);
-        return hpcti_error(ctx, HPCT_ERR_COMM, "hpct_init: MPI_Op_create failed");
-    }
+    int *tag_ub, flag = 0;
+    MPI_Comm_get_attr(d->comm, MPI_TAG_UB, &tag_ub, &flag);
+    d->tag_space = (flag ? *tag_ub : 32767) - 1000;
     hpct_status_t s = learn_nodes(ctx, keys);
     free(keys);
     if (s) return s;
@@ -140,7 +139,6 @@ static hpct_status_t teardown(struct hpcti_dist *d)
     if (!finalized && ok) {
         free_comm(&d->cross), free_comm(&d->node_ag), free_comm(&d->node_rs);
         free_comm(&d->ctl), free_comm(&d->comm);
-        hpcti_wire_ops_free(d);
         if (d->owns_mpi) MPI_Finalize();
     }
     hpcti_bootstrap_release(&d->boot);
@@ -163,7 +161,6 @@ static hpct_status_t init_on(const hpct_config_t *cfg, int use_world, int fcomm,
         return HPCT_ERR_NO_MEMORY;
     }
     d->comm = d->ctl = d->node_rs = d->node_ag = d->cross = MPI_COMM_NULL;
-    d->op_bf16 = d->op_fp16 = MPI_OP_NULL;
     s = check_dist_config(ctx);
     if (!s) s = hpcti_bootstrap_probe(ctx, &d->boot);
     int inited = 0;

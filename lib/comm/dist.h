@@ -6,19 +6,29 @@
 
 #include <mpi.h>
 
-/* Stages of one average; a reduction starts stage s+1 only after the one before it in the
- * operation has, so every rank starts collectives on each communicator in one order. */
-enum { RED_IDLE = 0, RED_SCATTER = 1, RED_CROSS = 2, RED_GATHER = 3, RED_FLAT = 4, RED_DONE = 5 };
+/* One phase of an average: a direct reduce-scatter or allgather of a vector on one
+ * communicator (every rank exchanges blocks with every other rank point-to-point). */
+struct hpcti_phase {
+    MPI_Comm comm;
+    int size, me;     /* of comm */
+    void *vec;        /* [count] wire elements, split into size blocks */
+    size_t count;
+    int gather;       /* 0: reduce-scatter (own block = sum in rank order), 1: allgather */
+    int scale;        /* reduce-scatter only: multiply the own block by 1/world size */
+};
 
-/* One in-flight average of buf [n] over all ranks. */
+/* One in-flight average of buf [n] over all ranks: up to 4 phases (node reduce-scatter,
+ * cross reduce-scatter, cross allgather, node allgather), or 2 on the flat path. */
 struct hpcti_reduction {
     float *buf;     /* [n] host fp32, averaged in place */
     size_t n;
-    int stage;
-    MPI_Request req;
+    int index;      /* position in the operation: part of every message tag */
     void *wire;     /* [n] 16-bit copy when the transport is reduced, else buf */
-    void *shard;    /* [counts[local_rank]] elements of this rank's node shard */
-    int *counts, *displs; /* [local_size] shard layout inside the node */
+    void *slots;    /* receive blocks of the current phase: [(size - 1) * block] */
+    MPI_Request *reqs; /* [2 world size] sends and receives of the current phase */
+    int nreq;
+    struct hpcti_phase phase[4];
+    int nphase, cur;  /* cur == nphase: done */
 };
 
 struct hpcti_dist {
@@ -35,7 +45,7 @@ struct hpcti_dist {
     double deadline_s;
     int transport;              /* HPCT_TRANSPORT_* */
     size_t fusion_floats;       /* fusion slot size in elements */
-    MPI_Op op_bf16, op_fp16;    /* fp32-accumulating sums of 16-bit values */
+    int tag_space;              /* tags 1000 .. 1000 + tag_space - 1 carry reductions */
     /* the operation in progress */
     const char *op_name;
     uint64_t op_seq, tok_out;
@@ -63,7 +73,7 @@ double hpcti_now(void);
 hpct_status_t hpcti_op_begin(hpct_ctx_t ctx, const char *name, int max_red, size_t total);
 /* Wait (deadline-bounded) for reqs [n] (may be 0) and the arrival tokens, then end the op. */
 hpct_status_t hpcti_op_end(hpct_ctx_t ctx, MPI_Request *reqs, int n);
-/* Poll reqs [n] and the reductions until done_fn says so or the deadline passes. */
+/* Poll reqs [n] (and the reductions) until they complete or the deadline passes. */
 hpct_status_t hpcti_wait_reqs(hpct_ctx_t ctx, MPI_Request *reqs, int n);
 
 /* Start averaging buf [n] inside the current op; returns its index in *id. */
@@ -76,9 +86,6 @@ hpct_status_t hpcti_red_wait(hpct_ctx_t ctx, int id);
 /* fp32 <-> 16-bit wire formats (HPCT_TRANSPORT_BF16 / _FP16). */
 void hpcti_to_wire(int transport, const float *x, uint16_t *w, size_t n);
 void hpcti_from_wire(int transport, const uint16_t *w, float *x, size_t n);
-/* Create and free the 16-bit sum operations. */
-int hpcti_wire_ops_create(struct hpcti_dist *d);
-void hpcti_wire_ops_free(struct hpcti_dist *d);
 
 #ifdef HPCT_HAVE_NCCL
 /* ==== CUDA backend dispatch point (lib/device/nccl.c, another engineer's work) ==========

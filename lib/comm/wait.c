@@ -43,14 +43,15 @@ static int test_all(MPI_Request *r, int n)
     return all;
 }
 
-/* Polite polling: spin with yields first, then sleep 20 us, then 200 us. */
-static void backoff(long spins)
+/* Polite polling between MPI_Test calls (non-blocking collectives progress only inside
+ * them): yield the core for the first 50 ms of a wait, then sleep 50 us, after 1 s 1 ms. */
+static void backoff(double waited)
 {
-    if (spins < 64) {
+    if (waited < 0.05) {
         sched_yield();
         return;
     }
-    struct timespec ts = {0, spins < 2000 ? 20000 : 200000};
+    struct timespec ts = {0, waited < 1.0 ? 50000 : 1000000};
     nanosleep(&ts, NULL);
 }
 
@@ -71,8 +72,10 @@ hpct_status_t hpcti_op_begin(hpct_ctx_t ctx, const char *name, int max_red, size
         return hpcti_error(ctx, HPCT_ERR_STATE, "%s: an earlier collective timed out on this context; call hpct_abort_job", name);
     if (d->in_op)
         return hpcti_error(ctx, HPCT_ERR_STATE, "%s: collective '%s' is still in progress on this context", name, d->op_name);
-    size_t L = (size_t)d->local_size, wire = d->transport ? 2 * total : 0;
-    size_t need = 4 * (total / L + (size_t)max_red) + wire + (size_t)max_red * (8 * L + 3 * 64);
+    /* per reduction of n: receive blocks (< n + size elements), a 16-bit copy, requests */
+    size_t elem = d->transport ? 2 : 4, wire = d->transport ? 2 * total : 0;
+    size_t need = elem * (total + (size_t)max_red * (size_t)d->size) + wire +
+                  (size_t)max_red * (2 * (size_t)d->size * sizeof(MPI_Request) + 3 * 64);
     size_t red_cap = (size_t)d->cap_red * sizeof *d->red;
     hpct_status_t s = grow(ctx, (void **)&d->scratch, &d->scratch_cap, need, "collective scratch");
     if (!s) s = grow(ctx, (void **)&d->red, &red_cap, (size_t)max_red * sizeof *d->red, "reductions");
@@ -130,10 +133,10 @@ static int goal_met(struct hpcti_dist *d, struct goal *g)
 {
     int tokens = test_all(d->tok_req, 2 * d->size);
     if (!test_all(g->reqs, g->n)) return 0;
-    if (g->red >= 0 && d->red[g->red].stage != RED_DONE) return 0;
+    if (g->red >= 0 && d->red[g->red].cur != d->red[g->red].nphase) return 0;
     if (!g->all) return 1;
     for (int i = 0; i < d->nred; i++)
-        if (d->red[i].stage != RED_DONE) return 0;
+        if (d->red[i].cur != d->red[i].nphase) return 0;
     return tokens;
 }
 
@@ -141,12 +144,13 @@ static hpct_status_t wait_for(hpct_ctx_t ctx, struct goal *g)
 {
     struct hpcti_dist *d = ctx->dist;
     double t0 = hpcti_now();
-    for (long spins = 0;; spins++) {
+    for (;;) {
         hpct_status_t s = hpcti_red_progress(ctx);
         if (s) return s;
         if (goal_met(d, g)) break;
-        if (hpcti_now() - d->op_start > d->deadline_s) return timed_out(ctx);
-        backoff(spins);
+        double t = hpcti_now();
+        if (t - d->op_start > d->deadline_s) return timed_out(ctx);
+        backoff(t - t0);
     }
     d->wait_s += hpcti_now() - t0;
     return HPCT_SUCCESS;

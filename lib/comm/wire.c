@@ -1,5 +1,5 @@
-/* wire.c: 16-bit wire formats for gradients (bf16, IEEE half) and their MPI sum ops,
- * which add in fp32 and round once per pairwise sum. */
+/* wire.c: 16-bit wire formats for gradients (bf16, IEEE half); sums are taken in fp32
+ * (lib/comm/reduce.c) and rounded once per phase. */
 #include "dist.h"
 
 #include <math.h>
@@ -71,32 +71,4 @@ void hpcti_from_wire(int transport, const uint16_t *w, float *x, size_t n)
         for (size_t i = 0; i < n; i++) x[i] = from_bf16(w[i]);
     else
         for (size_t i = 0; i < n; i++) x[i] = from_fp16(w[i]);
-}
-
-/* MPI user ops: inout [len] = in + inout, added in fp32. */
-static void sum_bf16(void *in, void *inout, int *len, MPI_Datatype *type)
-{
-    const uint16_t *a = in;
-    uint16_t *b = inout;
-    for (int i = 0; i < *len; i++) b[i] = to_bf16(from_bf16(a[i]) + from_bf16(b[i]));
-}
-
-static void sum_fp16(void *in, void *inout, int *len, MPI_Datatype *type)
-{
-    const uint16_t *a = in;
-    uint16_t *b = inout;
-    for (int i = 0; i < *len; i++) b[i] = to_fp16(from_fp16(a[i]) + from_fp16(b[i]));
-}
-
-int hpcti_wire_ops_create(struct hpcti_dist *d)
-{
-    int rc = MPI_Op_create(sum_bf16, 1, &d->op_bf16);
-    if (rc == MPI_SUCCESS) rc = MPI_Op_create(sum_fp16, 1, &d->op_fp16);
-    return rc;
-}
-
-void hpcti_wire_ops_free(struct hpcti_dist *d)
-{
-    if (d->op_bf16 != MPI_OP_NULL) MPI_Op_free(&d->op_bf16);
-    if (d->op_fp16 != MPI_OP_NULL) MPI_Op_free(&d->op_fp16);
 }
