@@ -16,3 +16,4 @@ noinst_PROGRAMS += bench/bench_allreduce bench/bench_train
 bench_bench_allreduce_LDADD = $(HPCT_LIBS)
 bench_bench_train_LDADD = $(HPCT_LIBS)
 EXTRA_DIST += bench/ddp_baseline.py bench/run_train_bench.sh
+EXTRA_DIST += doc/distributed.md
