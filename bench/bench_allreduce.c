@@ -130,7 +130,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     size_t max_mib = argc > 1 ? (size_t)atol(argv[1]) : 256;
-    hpct_topology_t t;
+    hpct_topology_t t = HPCT_TOPOLOGY_INITIALIZER;
     hpct_topology(ctx, &t);
     if (rank == 0)
         printf("W=%d, %d node(s) of %d, %s path, fusion buffer %zu bytes\n", size, t.num_nodes,

@@ -238,9 +238,11 @@ typedef enum {
     HPCT_TOPO_OVERRIDE = 4     /* HPCT_RANKS_PER_NODE=k: virtual nodes of k consecutive ranks */
 } hpct_topo_source_t;
 
-/* Versioned, append-only; filled by hpct_topology(). Ranks are those of the context's
- * communicator (MPI_COMM_WORLD for hpct_init, the caller's for hpct_init_comm). */
+/* Versioned, append-only; start from HPCT_TOPOLOGY_INITIALIZER, filled by hpct_topology().
+ * Ranks are those of the context's communicator (MPI_COMM_WORLD for hpct_init, the
+ * caller's for hpct_init_comm). */
 #define HPCT_TOPOLOGY_VERSION 1
+#define HPCT_TOPOLOGY_INITIALIZER {HPCT_TOPOLOGY_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, HPCT_TOPO_SINGLE, "", ""}
 typedef struct hpct_topology {
     unsigned version;         /* HPCT_TOPOLOGY_VERSION */
     int rank, size;           /* in the context's communicator */

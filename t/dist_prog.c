@@ -55,7 +55,7 @@ static int run_topo(char **argv)
     hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
     cfg.log_level = HPCT_LOG_INFO;
     hpct_ctx_t ctx = start(&cfg);
-    hpct_topology_t t;
+    hpct_topology_t t = HPCT_TOPOLOGY_INITIALIZER;
     check(hpct_topology(ctx, &t) == HPCT_SUCCESS, "hpct_topology succeeds");
     check(strcmp(source_names[t.source], argv[2]) == 0, "source is %s (rank 0 got %s)", argv[2], source_names[t.source]);
     check(t.rank == world_rank && t.size == world_size, "rank and size match MPI_COMM_WORLD");
@@ -144,7 +144,7 @@ static void subset_comm(void)
         hpct_ctx_t ctx;
         hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
         ok = hpct_init_comm(&cfg, (int)MPI_Comm_c2f(half), &ctx) == HPCT_SUCCESS;
-        hpct_topology_t t;
+        hpct_topology_t t = HPCT_TOPOLOGY_INITIALIZER;
         ok = ok && hpct_topology(ctx, &t) == HPCT_SUCCESS && t.size == (world_size + 1) / 2 && t.rank == world_rank / 2;
         float v = (float)world_rank; /* mean of 0, 2, 4, ... */
         ok = ok && hpct_allreduce_mean(ctx, &v, 1) == HPCT_SUCCESS;
@@ -159,7 +159,7 @@ static int run_allreduce(void)
 {
     hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
     hpct_ctx_t ctx = start(&cfg);
-    hpct_topology_t t;
+    hpct_topology_t t = HPCT_TOPOLOGY_INITIALIZER;
     hpct_topology(ctx, &t);
     if (world_rank == 0) printf("# nodes %d, node comm %d, cross comm %d, %s\n", t.num_nodes, t.node_comm_size, t.cross_comm_size, t.hierarchical ? "hierarchical" : "flat");
     allreduce_sizes(ctx, "fp32", 1e-6);
