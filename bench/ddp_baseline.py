@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """ddp_baseline.py: the PyTorch DistributedDataParallel (gloo) side of bench/bench_train.
 
-Same model and settings as bench_train.c: Fashion-MNIST, 784-512-512-10 ReLU MLP, softmax
+Same model, initialisation scheme and settings as bench_train.c: Fashion-MNIST, 784-512-512-10 ReLU MLP, softmax
 cross-entropy, SGD lr 0.05 momentum 0.9, global batch 256 split over W ranks, fp32,
 torch.set_num_threads(1) per rank, data in memory, 1 epoch, same shuffling rule (one
 permutation per epoch, each rank takes its contiguous slice of every global batch).
@@ -39,6 +39,18 @@ def load(directory, images, labels):
     return x, y
 
 
+def init_like_hpctrain(model):
+    """HPCT_INIT_AUTO: He normal before ReLU, Xavier uniform on the output layer, zero biases."""
+    layers = [m for m in model if isinstance(m, nn.Linear)]
+    with torch.no_grad():
+        for i, layer in enumerate(layers):
+            if i < len(layers) - 1:
+                nn.init.kaiming_normal_(layer.weight, nonlinearity="relu")
+            else:
+                nn.init.xavier_uniform_(layer.weight)
+            nn.init.zeros_(layer.bias)
+
+
 def worker(rank, world, directory, port, out):
     torch.set_num_threads(1)
     os.environ["MASTER_ADDR"] = "127.0.0.1"
@@ -49,6 +61,7 @@ def worker(rank, world, directory, port, out):
     torch.manual_seed(42)
     model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
                           nn.Linear(512, 10))
+    init_like_hpctrain(model)
     ddp = nn.parallel.DistributedDataParallel(model)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()

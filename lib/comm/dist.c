@@ -8,6 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Deadline of the start-up exchange when cfg.collective_timeout_s is shorter (seconds). */
+#define STARTUP_DEADLINE_S 120.0
+
 static hpct_status_t check_dist_config(hpct_ctx_t ctx)
 {
     const hpct_config_t *c = &ctx->cfg;
@@ -63,7 +66,11 @@ static hpct_status_t learn_nodes(hpct_ctx_t ctx, long *keys)
     if (s) return s;
     MPI_Request req;
     MPI_Iallgather(&mine, 1, MPI_LONG, keys, 1, MPI_LONG, d->comm, &req);
-    if ((s = hpcti_op_end(ctx, &req, 1))) return s;
+    /* launchers may start ranks seconds apart: start-up waits at least STARTUP_DEADLINE_S */
+    d->deadline_s = d->deadline_s > STARTUP_DEADLINE_S ? d->deadline_s : STARTUP_DEADLINE_S;
+    s = hpcti_op_end(ctx, &req, 1);
+    d->deadline_s = ctx->cfg.collective_timeout_s;
+    if (s) return s;
     long *sorted = keys + d->size;
     memcpy(sorted, keys, sizeof *keys * (size_t)d->size);
     qsort(sorted, (size_t)d->size, sizeof *sorted, cmp_long);
