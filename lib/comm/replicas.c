@@ -8,23 +8,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The distributed state behind a host-resident parameter set, or NULL (error recorded). */
-static struct hpcti_dist *params_dist(hpct_params_t p, const char *fn)
+/* The distributed state behind a host-resident parameter set in *d, or an error status. */
+static hpct_status_t params_dist(hpct_params_t p, const char *fn, struct hpcti_dist **d)
 {
     hpct_ctx_t ctx = p->ctx;
     hpcti_clear_error(ctx);
-    struct hpcti_dist *d = hpcti_dist_of(ctx, fn);
-    if (!d) return NULL;
-    if (ctx->ops != &hpcti_cpu_ops) {
-        hpcti_error(ctx, HPCT_ERR_UNSUPPORTED, "%s: the %s backend's buffers are averaged by its own path (not built here)", fn, ctx->ops->name);
-        return NULL;
-    }
+    if (!(*d = hpcti_dist_of(ctx, fn))) return HPCT_ERR_STATE;
+    if (ctx->ops != &hpcti_cpu_ops)
+        return hpcti_error(ctx, HPCT_ERR_UNSUPPORTED, "%s: the %s backend's buffers are averaged by its own path (not built here)", fn, ctx->ops->name);
     for (int i = 0; i < p->num; i++)
-        if (p->bufs[i].count > INT_MAX) {
-            hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "%s: parameter '%s' has %zu elements; at most %d per buffer", fn, p->bufs[i].name, p->bufs[i].count, INT_MAX);
-            return NULL;
-        }
-    return d;
+        if (p->bufs[i].count > INT_MAX)
+            return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "%s: parameter '%s' has %zu elements; at most %d per buffer", fn, p->bufs[i].name, p->bufs[i].count, INT_MAX);
+    return HPCT_SUCCESS;
 }
 
 /* A fusion slot's contents: gradients of buffers [first, last) packed back to back. */
@@ -94,10 +89,11 @@ hpct_status_t hpct_params_average_grads(hpct_params_t p)
 {
     static const char fn[] = "hpct_params_average_grads";
     if (!p) return HPCT_ERR_INVALID_ARG;
-    struct hpcti_dist *d = params_dist(p, fn);
-    if (!d) return HPCT_ERR_STATE;
+    struct hpcti_dist *d;
+    hpct_status_t s = params_dist(p, fn, &d);
+    if (s) return s;
     size_t cap = d->fusion_floats < p->total ? d->fusion_floats : p->total;
-    hpct_status_t s = reserve_fusion(p->ctx, cap ? cap : 1);
+    s = reserve_fusion(p->ctx, cap ? cap : 1);
     if (!s) s = hpcti_op_begin(p->ctx, fn, p->num, p->total);
     return s ? s : average_buckets(p, cap ? cap : 1);
 }
@@ -106,13 +102,14 @@ hpct_status_t hpct_params_broadcast(hpct_params_t p, int root)
 {
     static const char fn[] = "hpct_params_broadcast";
     if (!p) return HPCT_ERR_INVALID_ARG;
-    struct hpcti_dist *d = params_dist(p, fn);
-    if (!d) return HPCT_ERR_STATE;
+    struct hpcti_dist *d;
+    hpct_status_t s = params_dist(p, fn, &d);
+    if (s) return s;
     if (root < 0 || root >= d->size)
         return hpcti_error(p->ctx, HPCT_ERR_INVALID_ARG, "%s: root %d is outside [0, %d)", fn, root, d->size);
     MPI_Request *reqs = calloc((size_t)p->num + 1, sizeof *reqs);
     if (!reqs) return hpcti_error(p->ctx, HPCT_ERR_NO_MEMORY, "%s: cannot allocate %d requests", fn, p->num);
-    hpct_status_t s = hpcti_op_begin(p->ctx, fn, 0, 0);
+    s = hpcti_op_begin(p->ctx, fn, 0, 0);
     for (int i = 0; i < p->num && !s; i++)
         if (MPI_Ibcast(p->bufs[i].param, (int)p->bufs[i].count, MPI_FLOAT, root, d->comm, &reqs[i]) != MPI_SUCCESS)
             s = hpcti_error(p->ctx, HPCT_ERR_COMM, "%s: MPI_Ibcast of '%s' failed", fn, p->bufs[i].name);
@@ -157,11 +154,12 @@ hpct_status_t hpct_params_check_replicas(hpct_params_t p)
 {
     static const char fn[] = "hpct_params_check_replicas";
     if (!p) return HPCT_ERR_INVALID_ARG;
-    struct hpcti_dist *d = params_dist(p, fn);
-    if (!d) return HPCT_ERR_STATE;
+    struct hpcti_dist *d;
+    hpct_status_t s = params_dist(p, fn, &d);
+    if (s) return s;
     uint64_t mine, *all = calloc((size_t)d->size, sizeof *all);
     if (!all) return hpcti_error(p->ctx, HPCT_ERR_NO_MEMORY, "%s: cannot allocate %d hashes", fn, d->size);
-    hpct_status_t s = hpct_params_hash(p, &mine);
+    s = hpct_params_hash(p, &mine);
     if (!s) s = hpcti_op_begin(p->ctx, fn, 0, 0);
     if (!s) {
         MPI_Request req;
@@ -205,7 +203,8 @@ hpct_status_t hpct_model_set_grad_averaging(hpct_model_t model, int enable)
     if (!model) return HPCT_ERR_INVALID_ARG;
     hpct_status_t s = hpct_model_params(model, &p);
     if (s) return s;
-    if (enable && !params_dist(p, fn)) return HPCT_ERR_STATE;
+    struct hpcti_dist *d;
+    if (enable && (s = params_dist(p, fn, &d))) return s;
     if (enable) hpcti_model_set_grad_hooks(model, layer_ready, layers_done);
     else hpcti_model_set_grad_hooks(model, NULL, NULL);
     return HPCT_SUCCESS;
