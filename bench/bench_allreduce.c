@@ -2,7 +2,8 @@
  * buffer, 4 KiB to 256 MiB, and 100 tensors totalling 10 MiB averaged fused
  * (hpct_params_average_grads) against one MPI_Allreduce per tensor. Both sides in one run:
  *   HPCT_RANKS_PER_NODE=2 mpirun --oversubscribe -np 4 bench/bench_allreduce [max_mib]
- * Times are the slowest rank's, median of the repetitions. */
+ * Times are the slowest rank's, median of the repetitions. HPCT_FUSION_BYTES=N sets
+ * cfg.fusion_bytes for the fused case (default HPCT_CONFIG_INITIALIZER's). */
 #include <hpctrain.h>
 
 #include <mpi.h>
@@ -125,6 +126,7 @@ int main(int argc, char **argv)
 {
     hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
     cfg.num_threads = 1;
+    if (getenv("HPCT_FUSION_BYTES")) cfg.fusion_bytes = (size_t)atol(getenv("HPCT_FUSION_BYTES"));
     hpct_ctx_t ctx;
     if (hpct_init(&cfg, &ctx)) return 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -27,22 +27,26 @@ struct slot_use {
     int first, last, red;
 };
 
+/* Copy a slot back into the gradients, letting the reductions in flight progress between buffers. */
 static void unpack(hpct_params_t p, const float *slot, const struct slot_use *u)
 {
     size_t off = 0;
     for (int i = u->first; i < u->last; i++) {
         memcpy(p->bufs[i].grad, slot + off, sizeof(float) * p->bufs[i].count);
         off += p->bufs[i].count;
+        hpcti_red_progress(p->ctx);
     }
 }
 
-/* Pack buffers from *next that fit in one slot of cap elements; returns the count packed. */
+/* Pack buffers from *next that fit in one slot of cap elements (progressing the reductions in
+ * flight between buffers); returns the count packed. */
 static size_t pack(hpct_params_t p, float *slot, size_t cap, int *next)
 {
     size_t used = 0;
     while (*next < p->num && p->bufs[*next].count < cap && used + p->bufs[*next].count <= cap) {
         memcpy(slot + used, p->bufs[*next].grad, sizeof(float) * p->bufs[*next].count);
         used += p->bufs[(*next)++].count;
+        hpcti_red_progress(p->ctx); /* errors surface in the final wait */
     }
     return used;
 }
