@@ -7,7 +7,8 @@
  *   overlap   averaging started per layer inside backward (hpct_model_set_grad_averaging)
  *   blocking  hpct_params_average_grads after backward (no overlap)
  *   none      no averaging (replicas drift; only to time the compute)
- * Prints samples/s, the test accuracy and the time spent waiting for communication. */
+ * Prints samples/s, the test accuracy and the time spent waiting for communication.
+ * HPCT_FUSION_BYTES=N sets cfg.fusion_bytes (blocking mode). */
 #include <hpctrain.h>
 
 #include <mpi.h>
@@ -149,6 +150,7 @@ int main(int argc, char **argv)
     snprintf(modes, sizeof modes, "%s", argc > 2 ? argv[2] : "overlap");
     hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
     cfg.num_threads = 1;
+    if (getenv("HPCT_FUSION_BYTES")) cfg.fusion_bytes = (size_t)atol(getenv("HPCT_FUSION_BYTES"));
     hpct_ctx_t ctx;
     if (hpct_init(&cfg, &ctx)) return 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
