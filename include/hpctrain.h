@@ -75,9 +75,15 @@ typedef struct hpct_config {
     hpct_log_level_t log_level;
     uint64_t seed;            /* seeds initialisation and the context RNG */
     int num_threads;          /* threads for CPU math (BLAS); 0 leaves the BLAS default */
+    /* Distributed runtime (used by hpct_init / hpct_init_comm; see that section). */
+    double collective_timeout_s; /* deadline of every collective, seconds (default 300) */
+    size_t fusion_bytes;      /* gradient fusion buffer, bytes (default 16 MiB) */
+    long consistency_interval; /* steps between replica-consistency checks; 0 = never */
+    int grad_transport;       /* HPCT_TRANSPORT_FP32 (default), _BF16 or _FP16 */
 } hpct_config_t;
 
-#define HPCT_CONFIG_INITIALIZER {HPCT_CONFIG_VERSION, HPCT_BACKEND_CPU, -1, HPCT_LOG_NONE, 42, 0}
+#define HPCT_CONFIG_INITIALIZER                                                                  \
+    {HPCT_CONFIG_VERSION, HPCT_BACKEND_CPU, -1, HPCT_LOG_NONE, 42, 0, 300.0, (size_t)16 << 20, 0, 0}
 
 /* Create a context from cfg (NULL means the defaults). */
 hpct_status_t hpct_ctx_create(const hpct_config_t *cfg, hpct_ctx_t *ctx);
@@ -290,6 +296,83 @@ hpct_status_t hpct_dataset_skipped(hpct_dataset_t ds, long *count);
 hpct_status_t hpct_data_permutation(uint64_t seed, long epoch, size_t n, uint64_t *perm);
 
 /* ---- Distributed runtime (lib/bootstrap, lib/comm) ---------------------- */
+
+/* Wire format of gradients in the averaging collectives; accumulation is always fp32. */
+#define HPCT_TRANSPORT_FP32 0 /* exact fp32 (default) */
+#define HPCT_TRANSPORT_BF16 1 /* bfloat16 on the wire, round to nearest even */
+#define HPCT_TRANSPORT_FP16 2 /* IEEE half on the wire (values beyond 65504 become Inf) */
+
+/* Exit code that tools and tests pass to hpct_abort_job after HPCT_ERR_TIMEOUT (a hang),
+ * the same as timeout(1). */
+#define HPCT_EXIT_HANG 124
+
+/* Where the topology came from (hpct_topology_t.source). */
+typedef enum {
+    HPCT_TOPO_SINGLE = 0,      /* no launcher: one process, one node */
+    HPCT_TOPO_PMIX = 1,        /* PMIx_Get: PMIX_NODEID, PMIX_LOCAL_RANK, ... */
+    HPCT_TOPO_OPENMPI_ENV = 2, /* OMPI_COMM_WORLD_* variables; nodes = MPI shared-memory domains */
+    HPCT_TOPO_SLURM_ENV = 3,   /* SLURM_NODEID, SLURM_LOCALID, ... */
+    HPCT_TOPO_OVERRIDE = 4     /* HPCT_RANKS_PER_NODE=k: virtual nodes of k consecutive ranks */
+} hpct_topo_source_t;
+
+/* Versioned, append-only; start from HPCT_TOPOLOGY_INITIALIZER, filled by hpct_topology().
+ * Ranks are those of the context's communicator (MPI_COMM_WORLD for hpct_init, the
+ * caller's for hpct_init_comm). */
+#define HPCT_TOPOLOGY_VERSION 1
+#define HPCT_TOPOLOGY_INITIALIZER {HPCT_TOPOLOGY_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, HPCT_TOPO_SINGLE, "", ""}
+typedef struct hpct_topology {
+    unsigned version;         /* HPCT_TOPOLOGY_VERSION */
+    int rank, size;           /* in the context's communicator */
+    int local_rank, local_size; /* on this (possibly virtual) node */
+    int node_id, num_nodes;   /* dense node index in [0, num_nodes) */
+    int node_comm_size;       /* ranks in the node-local communicator */
+    int cross_comm_size;      /* ranks in the cross-node communicator (same local rank) */
+    int hierarchical;         /* 1: averaging uses the two-level path; 0: one flat allreduce */
+    hpct_topo_source_t source;
+    char hostname[256];
+    char job_id[128];         /* Slurm job id, PMIx namespace, or "none" */
+} hpct_topology_t;
+
+/* Context plus distributed runtime: bootstrap (PMIx, then Open MPI env, Slurm env, single
+ * process), MPI_Init when MPI is not yet initialised, communicators on MPI_COMM_WORLD. */
+hpct_status_t hpct_init(const hpct_config_t *cfg, hpct_ctx_t *ctx);
+/* Same on the caller's communicator, given as a Fortran handle (MPI_Comm_c2f(comm) in C);
+ * it may be a subset of MPI_COMM_WORLD. MPI must be initialised by the caller. */
+hpct_status_t hpct_init_comm(const hpct_config_t *cfg, int fortran_comm, hpct_ctx_t *ctx);
+/* Free the communicators and the context; MPI_Finalize only if hpct_init initialised MPI.
+ * After HPCT_ERR_TIMEOUT call hpct_abort_job instead (peers may be stuck). */
+hpct_status_t hpct_finalize(hpct_ctx_t ctx);
+/* Rank, size, node membership and their source; HPCT_ERR_STATE on a local context. */
+hpct_status_t hpct_topology(hpct_ctx_t ctx, hpct_topology_t *topo);
+/* End the whole job: MPI_Abort(comm, exit_code) (use HPCT_EXIT_HANG after a timeout).
+ * The only library call that ends processes; it returns only if MPI_Abort fails. */
+hpct_status_t hpct_abort_job(hpct_ctx_t ctx, int exit_code);
+
+/* buf [n] (host memory) = mean over ranks of buf, fp32 accumulation, hierarchical when the
+ * nodes have equal rank counts. Collective; n may be 0; fails after the deadline with
+ * HPCT_ERR_TIMEOUT naming the ranks that did not arrive. */
+hpct_status_t hpct_allreduce_mean(hpct_ctx_t ctx, float *buf, size_t n);
+/* Average every registered gradient over ranks (bring-your-own-gradients), fused into
+ * buckets of cfg.fusion_bytes; buffers larger than a bucket are reduced in place. */
+hpct_status_t hpct_params_average_grads(hpct_params_t params);
+/* Copy root's parameters into every rank's (call once after build: identical replicas). */
+hpct_status_t hpct_params_broadcast(hpct_params_t params, int root);
+/* Compare a 64-bit hash of the parameters across ranks; HPCT_ERR_DIVERGED names the first
+ * rank that differs from rank 0 (every rank gets the same answer). */
+hpct_status_t hpct_params_check_replicas(hpct_params_t params);
+/* hpct_params_check_replicas when step is a multiple of cfg.consistency_interval (> 0). */
+hpct_status_t hpct_params_check_replicas_at(hpct_params_t params, long step);
+/* 64-bit hash of the parameter values (FNV-1a over 32-bit words, in registration order). */
+hpct_status_t hpct_params_hash(hpct_params_t params, uint64_t *hash);
+/* Average a built-in model's gradients inside hpct_model_loss_grad, layer by layer while
+ * backward runs (overlap). Like DDP's no_sync: turn it off for all but the last micro-batch. */
+hpct_status_t hpct_model_set_grad_averaging(hpct_model_t model, int enable);
+/* Split a global batch over the ranks: local = global / size, offset = rank * local.
+ * HPCT_ERR_INVALID_ARG when global % size != 0. */
+hpct_status_t hpct_batch_split(hpct_ctx_t ctx, int global_batch, int *local_batch, int *offset);
+/* Communication timers since init: seconds spent waiting for collectives to complete
+ * (exposed, not hidden by overlap), and the number of averaging operations. */
+hpct_status_t hpct_comm_stats(hpct_ctx_t ctx, double *wait_seconds, long *operations);
 
 /* ---- Checkpoints and preemption (lib/ckpt) ------------------------------ */
 

@@ -19,6 +19,7 @@ struct hpct_ctx {
     hpcti_rng_t rng;
     void *backend; /* backend-private state (cuda: device, cuBLAS handle); NULL for cpu */
     char last_error[1024];
+    struct hpcti_dist *dist; /* distributed runtime (lib/comm); NULL for hpct_ctx_create */
 };
 
 /* Record a detailed error on ctx (printf format), log it, and return status. */

@@ -28,7 +28,16 @@ struct hpct_model {
     void *targets_dev;  /* [max_batch] int32 or [max_batch, outputs] float staging */
     float *grad_a[2];   /* [max_batch, widest] ping-pong buffers for d(activation) */
     hpct_params_t params;
+    hpcti_grad_ready_fn grad_ready; /* averaging hooks (lib/comm); NULL when off */
+    hpcti_grads_done_fn grads_done;
+    hpct_status_t hook_status;      /* first error a ready hook returned during backward */
 };
+
+void hpcti_model_set_grad_hooks(hpct_model_t m, hpcti_grad_ready_fn ready, hpcti_grads_done_fn done)
+{
+    m->grad_ready = ready;
+    m->grads_done = done;
+}
 
 static int host_backend(hpct_ctx_t ctx)
 {
@@ -334,8 +343,10 @@ static void backward(hpct_model_t m, const float *x, int batch, int accumulate)
         const float *a = l ? m->layers[l - 1].y : x;
         ops->gemm(m->ctx, 1, 0, d->out, d->in, batch, 1.0f, dz, a, beta, d->dw); /* dW [out, in] */
         ops->bias_grad(dz, d->db, batch, d->out, accumulate);
-        if (l > 0)
-            ops->gemm(m->ctx, 0, 0, batch, d->in, d->out, 1.0f, dz, d->w, 0.0f, m->grad_a[1 - cur]);
+        if (m->grad_ready && !m->hook_status) /* dW and db are contiguous: start averaging them */
+            m->hook_status = m->grad_ready(m->ctx, l, m->num, d->dw, (size_t)d->out * d->in + d->out,
+                                           m->num_params);
+        if (l > 0) ops->gemm(m->ctx, 0, 0, batch, d->in, d->out, 1.0f, dz, d->w, 0.0f, m->grad_a[1 - cur]);
         cur = 1 - cur;
     }
 }
@@ -370,6 +381,12 @@ hpct_status_t hpct_model_loss_grad(hpct_model_t m, const float *x, const void *t
         return hpcti_error(m->ctx, HPCT_ERR_NONFINITE,
                            "%s: the loss is %g; gradients were not updated", fn, l);
     backward(m, xd, batch, accumulate);
+    if (m->grad_ready) { /* finish the averaging that backward started */
+        s = m->hook_status;
+        m->hook_status = HPCT_SUCCESS;
+        hpct_status_t done = m->grads_done(m->ctx);
+        if (s || done) return s ? s : done;
+    }
     if (loss) *loss = (float)l;
     return HPCT_SUCCESS;
 }

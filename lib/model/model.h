@@ -19,4 +19,13 @@ struct hpct_params {
     size_t total; /* sum of counts */
 };
 
+/* Gradient-averaging hooks of built-in models (installed by lib/comm): backward() calls
+ * ready once a layer's gradients grad [count] are final (last layer first; total is the
+ * model's parameter count), and hpct_model_loss_grad calls done after backward. */
+typedef hpct_status_t (*hpcti_grad_ready_fn)(hpct_ctx_t ctx, int layer, int num_layers, float *grad,
+                                             size_t count, size_t total);
+typedef hpct_status_t (*hpcti_grads_done_fn)(hpct_ctx_t ctx);
+/* Install the hooks (NULL, NULL removes them). */
+void hpcti_model_set_grad_hooks(hpct_model_t m, hpcti_grad_ready_fn ready, hpcti_grads_done_fn done);
+
 #endif

@@ -1,0 +1,172 @@
+/* bench_train.c: Fashion-MNIST throughput of synchronous data-parallel training.
+ * 784-512-512-10 ReLU MLP, softmax cross-entropy, SGD lr 0.05 momentum 0.9, global batch
+ * 256 split over the ranks, fp32, one BLAS thread per rank, data in memory, 1 epoch.
+ *   mpirun -np W bench/bench_train [DIR] [MODES]
+ * DIR defaults to /usr/share/datasets/fashion-mnist (IDX .gz files, read through gzip -dc).
+ * MODES is a comma list, each mode a fresh model from the same seed trained 1 epoch:
+ *   overlap   averaging started per layer inside backward (hpct_model_set_grad_averaging)
+ *   blocking  hpct_params_average_grads after backward (no overlap)
+ *   none      no averaging (replicas drift; only to time the compute)
+ * Prints samples/s, the test accuracy and the time spent waiting for communication.
+ * HPCT_FUSION_BYTES=N sets cfg.fusion_bytes (blocking mode). */
+#include <hpctrain.h>
+
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define GLOBAL_BATCH 256
+
+static int rank, size;
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* The whole decompressed IDX file in memory (via gzip -dc), or NULL. */
+static unsigned char *read_gz(const char *dir, const char *name, size_t *len)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "gzip -dc '%s/%s'", dir, name);
+    FILE *f = popen(cmd, "r");
+    if (!f) return NULL;
+    size_t cap = 1 << 20, n = 0;
+    unsigned char *buf = malloc(cap);
+    for (size_t got; buf && (got = fread(buf + n, 1, cap - n, f)) > 0;) {
+        n += got;
+        if (n == cap) buf = realloc(buf, cap *= 2);
+    }
+    if (pclose(f) != 0 || !buf) {
+        free(buf);
+        return NULL;
+    }
+    *len = n;
+    return buf;
+}
+
+static unsigned be32(const unsigned char *p)
+{
+    return (unsigned)p[0] << 24 | (unsigned)p[1] << 16 | (unsigned)p[2] << 8 | p[3];
+}
+
+/* Images as floats in [0, 1] [n, 784] and labels [n]; returns n or 0. */
+static int load(const char *dir, const char *images, const char *labels, float **x, int32_t **y)
+{
+    size_t li, ll;
+    unsigned char *im = read_gz(dir, images, &li), *lb = read_gz(dir, labels, &ll);
+    if (!im || !lb || li < 16 || ll < 8 || be32(im) != 2051 || be32(lb) != 2049) {
+        fprintf(stderr, "cannot read %s/%s and %s (IDX .gz files)\n", dir, images, labels);
+        return 0;
+    }
+    int n = (int)be32(im + 4);
+    *x = malloc(sizeof **x * (size_t)n * 784);
+    *y = malloc(sizeof **y * (size_t)n);
+    for (size_t i = 0; i < (size_t)n * 784; i++) (*x)[i] = im[16 + i] / 255.0f;
+    for (int i = 0; i < n; i++) (*y)[i] = lb[8 + i];
+    free(im), free(lb);
+    return n;
+}
+
+static void shuffle(int *perm, int n, unsigned long long seed)
+{
+    for (int i = 0; i < n; i++) perm[i] = i;
+    for (int i = n - 1; i > 0; i--) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        int j = (int)((seed >> 33) % (unsigned long long)(i + 1));
+        int t = perm[i];
+        perm[i] = perm[j], perm[j] = t;
+    }
+}
+
+struct data {
+    float *x, *tx;
+    int32_t *y, *ty;
+    int n, tn;
+};
+
+/* One epoch in mode; returns seconds of training (eval excluded). */
+static double epoch(hpct_ctx_t ctx, const struct data *d, const char *mode, double *acc, double *wait)
+{
+    int local, off;
+    if (hpct_batch_split(ctx, GLOBAL_BATCH, &local, &off)) return -1;
+    hpct_model_t m;
+    hpct_params_t p;
+    hpct_optimizer_t opt;
+    hpct_optim_config_t oc = HPCT_OPTIM_CONFIG_INITIALIZER;
+    oc.lr = 0.05f, oc.momentum = 0.9f;
+    hpct_model_create(ctx, 784, &m);
+    hpct_model_add_dense(m, 512, HPCT_ACT_RELU, HPCT_INIT_AUTO);
+    hpct_model_add_dense(m, 512, HPCT_ACT_RELU, HPCT_INIT_AUTO);
+    hpct_model_add_dense(m, 10, HPCT_ACT_IDENTITY, HPCT_INIT_AUTO);
+    hpct_model_build(m, 1000);
+    hpct_model_params(m, &p);
+    hpct_params_broadcast(p, 0);
+    hpct_optimizer_create(p, &oc, &opt);
+    int overlap = !strcmp(mode, "overlap"), blocking = !strcmp(mode, "blocking");
+    hpct_model_set_grad_averaging(m, overlap);
+    int *perm = malloc(sizeof *perm * (size_t)d->n);
+    shuffle(perm, d->n, 2024);
+    float *xb = malloc(sizeof *xb * (size_t)local * 784);
+    int32_t *yb = malloc(sizeof *yb * (size_t)local);
+    double w0;
+    hpct_comm_stats(ctx, &w0, NULL);
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = now();
+    int steps = d->n / GLOBAL_BATCH;
+    for (int s = 0; s < steps; s++) {
+        for (int i = 0; i < local; i++) {
+            int k = perm[s * GLOBAL_BATCH + off + i];
+            memcpy(xb + (size_t)i * 784, d->x + (size_t)k * 784, 784 * sizeof *xb);
+            yb[i] = d->y[k];
+        }
+        hpct_status_t st = hpct_model_loss_grad(m, xb, yb, local, 0, NULL);
+        if (!st && blocking) st = hpct_params_average_grads(p);
+        if (!st) st = hpct_optimizer_step(opt);
+        if (st) {
+            fprintf(stderr, "rank %d: step %d: %s\n", rank, s, hpct_last_error(ctx));
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+    }
+    double t = now() - t0;
+    MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    hpct_comm_stats(ctx, wait, NULL);
+    *wait -= w0;
+    hpct_model_evaluate(m, d->tx, d->ty, (size_t)d->tn, NULL, acc);
+    hpct_optimizer_destroy(opt);
+    hpct_model_destroy(m);
+    free(perm), free(xb), free(yb);
+    return t;
+}
+
+int main(int argc, char **argv)
+{
+    const char *dir = argc > 1 ? argv[1] : "/usr/share/datasets/fashion-mnist";
+    char modes[256];
+    snprintf(modes, sizeof modes, "%s", argc > 2 ? argv[2] : "overlap");
+    hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
+    cfg.num_threads = 1;
+    if (getenv("HPCT_FUSION_BYTES")) cfg.fusion_bytes = (size_t)atol(getenv("HPCT_FUSION_BYTES"));
+    hpct_ctx_t ctx;
+    if (hpct_init(&cfg, &ctx)) return 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    struct data d;
+    d.n = load(dir, "train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", &d.x, &d.y);
+    d.tn = load(dir, "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz", &d.tx, &d.ty);
+    if (!d.n || !d.tn) MPI_Abort(MPI_COMM_WORLD, 2);
+    for (char *mode = strtok(modes, ","); mode; mode = strtok(NULL, ",")) {
+        double acc, wait;
+        double t = epoch(ctx, &d, mode, &acc, &wait);
+        int samples = d.n / GLOBAL_BATCH * GLOBAL_BATCH;
+        if (rank == 0)
+            printf("hpctrain W=%d mode=%-8s samples/s %8.0f  epoch %.2f s  test accuracy %.4f  comm wait %.3f s\n",
+                   size, mode, samples / t, t, acc, wait);
+        fflush(stdout);
+    }
+    return hpct_finalize(ctx) ? 1 : 0;
+}

@@ -1,0 +1,311 @@
+/* dist.c: distributed contexts: MPI and communicator setup, topology, teardown, abort,
+ * batch split, and the generic averaging call. */
+#include "config.h"
+#include "dist.h"
+#include "../device/ops.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Deadline of the start-up exchange when cfg.collective_timeout_s is shorter (seconds). */
+#define STARTUP_DEADLINE_S 120.0
+
+static hpct_status_t check_dist_config(hpct_ctx_t ctx)
+{
+    const hpct_config_t *c = &ctx->cfg;
+    if (!(c->collective_timeout_s > 0.0))
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_config_t.collective_timeout_s is %g, must be > 0", c->collective_timeout_s);
+    if (c->fusion_bytes < 4)
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_config_t.fusion_bytes is %zu, must hold at least one float", c->fusion_bytes);
+    if (c->consistency_interval < 0)
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_config_t.consistency_interval is %ld, must be >= 0", c->consistency_interval);
+    if (c->grad_transport < HPCT_TRANSPORT_FP32 || c->grad_transport > HPCT_TRANSPORT_FP16)
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_config_t.grad_transport is %d, must be HPCT_TRANSPORT_FP32, _BF16 or _FP16", c->grad_transport);
+    return HPCT_SUCCESS;
+}
+
+static int cmp_long(const void *a, const void *b)
+{
+    long x = *(const long *)a, y = *(const long *)b;
+    return (x > y) - (x < y);
+}
+
+/* This process's node key: the override, the resource manager's node id, or (Open MPI
+ * variables only) the lowest rank of its MPI shared-memory domain. */
+static hpct_status_t node_key(hpct_ctx_t ctx, long *key)
+{
+    struct hpcti_dist *d = ctx->dist;
+    if (d->boot.ranks_per_node) {
+        d->source = HPCT_TOPO_OVERRIDE;
+        *key = d->rank / d->boot.ranks_per_node;
+        return HPCT_SUCCESS;
+    }
+    d->source = d->boot.source;
+    if (d->boot.have_node_key) {
+        *key = d->boot.node_key;
+        return HPCT_SUCCESS;
+    }
+    MPI_Comm shm;
+    if (MPI_Comm_split_type(d->comm, MPI_COMM_TYPE_SHARED, d->rank, MPI_INFO_NULL, &shm) != MPI_SUCCESS)
+        return hpcti_error(ctx, HPCT_ERR_COMM, "hpct_init: MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) failed on rank %d", d->rank);
+    int lowest = d->rank;
+    MPI_Allreduce(MPI_IN_PLACE, &lowest, 1, MPI_INT, MPI_MIN, shm);
+    MPI_Comm_free(&shm);
+    *key = lowest;
+    return HPCT_SUCCESS;
+}
+
+/* Exchange node keys (deadline-bounded), then derive node id, sizes and the hierarchy. */
+static hpct_status_t learn_nodes(hpct_ctx_t ctx, long *keys)
+{
+    struct hpcti_dist *d = ctx->dist;
+    long mine;
+    hpct_status_t s = node_key(ctx, &mine);
+    if (!s) s = hpcti_op_begin(ctx, "hpct_init (node exchange)", 0, 0);
+    if (s) return s;
+    MPI_Request req;
+    MPI_Iallgather(&mine, 1, MPI_LONG, keys, 1, MPI_LONG, d->comm, &req);
+    /* launchers may start ranks seconds apart: start-up waits at least STARTUP_DEADLINE_S */
+    d->deadline_s = d->deadline_s > STARTUP_DEADLINE_S ? d->deadline_s : STARTUP_DEADLINE_S;
+    s = hpcti_op_end(ctx, &req, 1);
+    d->deadline_s = ctx->cfg.collective_timeout_s;
+    if (s) return s;
+    long *sorted = keys + d->size;
+    memcpy(sorted, keys, sizeof *keys * (size_t)d->size);
+    qsort(sorted, (size_t)d->size, sizeof *sorted, cmp_long);
+    int nodes = 0, uniform = 1, run = 0, first_run = -1;
+    for (int i = 0; i < d->size; i++) {
+        if (i == 0 || sorted[i] != sorted[i - 1]) {
+            if (sorted[i] == mine) d->node_id = nodes;
+            if (i && first_run < 0) first_run = run;
+            if (i && run != first_run) uniform = 0;
+            nodes++, run = 0;
+        }
+        run++;
+    }
+    if (first_run >= 0 && run != first_run) uniform = 0;
+    d->num_nodes = nodes;
+    MPI_Comm_split(d->comm, d->node_id, d->rank, &d->node_rs);
+    MPI_Comm_dup(d->node_rs, &d->node_ag);
+    MPI_Comm_rank(d->node_rs, &d->local_rank);
+    MPI_Comm_size(d->node_rs, &d->local_size);
+    MPI_Comm_split(d->comm, d->local_rank, d->rank, &d->cross);
+    MPI_Comm_size(d->cross, &d->cross_size);
+    d->hier = uniform && nodes > 1 && d->local_size > 1;
+    if (!uniform)
+        hpcti_log(ctx, HPCT_LOG_INFO, "topology: nodes hold different numbers of ranks: averaging uses one flat allreduce");
+    return HPCT_SUCCESS;
+}
+
+static hpct_status_t setup(hpct_ctx_t ctx, MPI_Comm comm)
+{
+    struct hpcti_dist *d = ctx->dist;
+    if (MPI_Comm_dup(comm, &d->comm) != MPI_SUCCESS || MPI_Comm_dup(comm, &d->ctl) != MPI_SUCCESS)
+        return hpcti_error(ctx, HPCT_ERR_COMM, "hpct_init: MPI_Comm_dup of the caller's communicator failed");
+    MPI_Comm_set_errhandler(d->comm, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(d->ctl, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(d->comm, &d->rank);
+    MPI_Comm_size(d->comm, &d->size);
+    d->local_size = 1; /* until the node exchange sets it */
+    d->deadline_s = ctx->cfg.collective_timeout_s;
+    d->transport = ctx->cfg.grad_transport;
+    d->fusion_floats = ctx->cfg.fusion_bytes / sizeof(float);
+    d->tok_req = calloc(2 * (size_t)d->size, sizeof *d->tok_req);
+    d->tok_in = calloc((size_t)d->size, sizeof *d->tok_in);
+    long *keys = calloc(2 * (size_t)d->size, sizeof *keys);
+    if (!d->tok_req || !d->tok_in || !keys) {
+        free(keys);
+        return hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "hpct_init: cannot allocate per-rank tables for %d ranks", d->size);
+    }
+    int *tag_ub, flag = 0;
+    MPI_Comm_get_attr(d->comm, MPI_TAG_UB, &tag_ub, &flag);
+    d->tag_space = (flag ? *tag_ub : 32767) - 1000;
+    hpct_status_t s = learn_nodes(ctx, keys);
+    free(keys);
+    if (s) return s;
+    if (d->boot.source == HPCT_TOPO_PMIX && comm == MPI_COMM_WORLD && d->boot.rank != d->rank)
+        hpcti_log(ctx, HPCT_LOG_WARN, "bootstrap: PMIx rank %d differs from MPI rank %d", d->boot.rank, d->rank);
+    hpcti_log(ctx, HPCT_LOG_INFO,
+              "topology (%s): rank %d of %d, node %d of %d, local rank %d of %d, cross-node size %d, %s averaging",
+              hpcti_topo_source_name(d->source), d->rank, d->size, d->node_id, d->num_nodes,
+              d->local_rank, d->local_size, d->cross_size, d->hier ? "hierarchical" : "flat");
+    return HPCT_SUCCESS;
+}
+
+static void free_comm(MPI_Comm *c)
+{
+    if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
+}
+
+/* Free everything but the context; MPI_Finalize when we initialised MPI and peers are sane. */
+static hpct_status_t teardown(struct hpcti_dist *d)
+{
+    int finalized = 0, ok = !d->broken;
+    MPI_Finalized(&finalized);
+    if (!finalized && ok) {
+#ifdef HPCT_HAVE_NCCL
+        if (d->nccl) hpcti_nccl_destroy(d->nccl); /* collective over the node, like the frees */
+#endif
+        free_comm(&d->cross), free_comm(&d->node_ag), free_comm(&d->node_rs);
+        free_comm(&d->ctl), free_comm(&d->comm);
+        if (d->owns_mpi) MPI_Finalize();
+    }
+    hpcti_bootstrap_release(&d->boot);
+    free(d->tok_req), free(d->tok_in), free(d->red), free(d->scratch), free(d->fusion);
+    free(d);
+    return ok ? HPCT_SUCCESS : HPCT_ERR_STATE;
+}
+
+/* Shared body of hpct_init and hpct_init_comm; comm is NULL-like for "world". */
+static hpct_status_t init_on(const hpct_config_t *cfg, int use_world, int fcomm, hpct_ctx_t *out)
+{
+    if (!out) return HPCT_ERR_INVALID_ARG;
+    *out = NULL;
+    hpct_ctx_t ctx;
+    hpct_status_t s = hpct_ctx_create(cfg, &ctx);
+    if (s) return s;
+    struct hpcti_dist *d = ctx->dist = calloc(1, sizeof *ctx->dist);
+    if (!d) {
+        hpct_ctx_destroy(ctx);
+        return HPCT_ERR_NO_MEMORY;
+    }
+    d->comm = d->ctl = d->node_rs = d->node_ag = d->cross = MPI_COMM_NULL;
+    s = check_dist_config(ctx);
+    if (!s) s = hpcti_bootstrap_probe(ctx, &d->boot);
+    int inited = 0;
+    MPI_Initialized(&inited);
+    if (!s && !inited && !use_world)
+        s = hpcti_error(ctx, HPCT_ERR_STATE, "hpct_init_comm: MPI is not initialised; call MPI_Init first or use hpct_init");
+    if (!s && !inited) {
+        int provided;
+        if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+            s = hpcti_error(ctx, HPCT_ERR_COMM, "hpct_init: MPI_Init_thread failed");
+        else
+            d->owns_mpi = 1;
+    }
+    MPI_Comm comm = use_world ? MPI_COMM_WORLD : MPI_Comm_f2c(fcomm);
+    if (!s && comm == MPI_COMM_NULL)
+        s = hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_init_comm: the communicator handle %d is MPI_COMM_NULL", fcomm);
+    if (!s) s = setup(ctx, comm);
+    if (s) {
+        teardown(d); /* the detail was logged (cfg.log_level >= HPCT_LOG_ERROR shows it) */
+        ctx->dist = NULL;
+        hpct_ctx_destroy(ctx);
+        return s;
+    }
+    *out = ctx;
+    return HPCT_SUCCESS;
+}
+
+hpct_status_t hpct_init(const hpct_config_t *cfg, hpct_ctx_t *ctx)
+{
+    return init_on(cfg, 1, 0, ctx);
+}
+
+hpct_status_t hpct_init_comm(const hpct_config_t *cfg, int fortran_comm, hpct_ctx_t *ctx)
+{
+    return init_on(cfg, 0, fortran_comm, ctx);
+}
+
+hpct_status_t hpct_finalize(hpct_ctx_t ctx)
+{
+    if (!ctx) return HPCT_ERR_INVALID_ARG;
+    hpct_status_t s = ctx->dist ? teardown(ctx->dist) : HPCT_SUCCESS;
+    ctx->dist = NULL;
+    hpct_ctx_destroy(ctx);
+    return s;
+}
+
+hpct_status_t hpct_topology(hpct_ctx_t ctx, hpct_topology_t *t)
+{
+    if (!ctx) return HPCT_ERR_INVALID_ARG;
+    hpcti_clear_error(ctx);
+    struct hpcti_dist *d = hpcti_dist_of(ctx, "hpct_topology");
+    if (!d) return HPCT_ERR_STATE;
+    if (!t) return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_topology: topo is NULL");
+    memset(t, 0, sizeof *t);
+    t->version = HPCT_TOPOLOGY_VERSION;
+    t->rank = d->rank, t->size = d->size;
+    t->local_rank = d->local_rank, t->local_size = d->local_size;
+    t->node_id = d->node_id, t->num_nodes = d->num_nodes;
+    t->node_comm_size = d->local_size, t->cross_comm_size = d->cross_size;
+    t->hierarchical = d->hier;
+    t->source = d->source;
+    snprintf(t->hostname, sizeof t->hostname, "%s", d->boot.hostname);
+    snprintf(t->job_id, sizeof t->job_id, "%s", d->boot.job_id);
+    return HPCT_SUCCESS;
+}
+
+hpct_status_t hpct_abort_job(hpct_ctx_t ctx, int exit_code)
+{
+    int inited = 0, finalized = 0;
+    MPI_Initialized(&inited);
+    MPI_Finalized(&finalized);
+    if (!inited || finalized) {
+        if (ctx) return hpcti_error(ctx, HPCT_ERR_STATE, "hpct_abort_job: MPI is not running; the caller must exit(%d) itself", exit_code);
+        return HPCT_ERR_STATE;
+    }
+    if (ctx) hpcti_log(ctx, HPCT_LOG_ERROR, "aborting the job with exit code %d", exit_code);
+    MPI_Abort(ctx && ctx->dist ? ctx->dist->comm : MPI_COMM_WORLD, exit_code);
+    return ctx ? hpcti_error(ctx, HPCT_ERR_COMM, "hpct_abort_job: MPI_Abort returned") : HPCT_ERR_COMM;
+}
+
+hpct_status_t hpct_batch_split(hpct_ctx_t ctx, int global_batch, int *local_batch, int *offset)
+{
+    if (!ctx) return HPCT_ERR_INVALID_ARG;
+    hpcti_clear_error(ctx);
+    int rank = ctx->dist ? ctx->dist->rank : 0, size = ctx->dist ? ctx->dist->size : 1;
+    if (!local_batch) return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_batch_split: local_batch is NULL");
+    if (global_batch <= 0 || global_batch % size != 0)
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                           "hpct_batch_split: the global batch %d is not a positive multiple of the world size %d (choose a batch divisible by %d)",
+                           global_batch, size, size);
+    *local_batch = global_batch / size;
+    if (offset) *offset = rank * *local_batch;
+    return HPCT_SUCCESS;
+}
+
+hpct_status_t hpct_comm_stats(hpct_ctx_t ctx, double *wait_seconds, long *operations)
+{
+    if (!ctx) return HPCT_ERR_INVALID_ARG;
+    hpcti_clear_error(ctx);
+    struct hpcti_dist *d = hpcti_dist_of(ctx, "hpct_comm_stats");
+    if (!d) return HPCT_ERR_STATE;
+    if (wait_seconds) *wait_seconds = d->wait_s;
+    if (operations) *operations = d->ops;
+    return HPCT_SUCCESS;
+}
+
+/* Elements per reduction: MPI counts are int. */
+#define MAX_CHUNK ((size_t)1 << 28)
+
+hpct_status_t hpct_allreduce_mean(hpct_ctx_t ctx, float *buf, size_t n)
+{
+    static const char fn[] = "hpct_allreduce_mean";
+    if (!ctx) return HPCT_ERR_INVALID_ARG;
+    hpcti_clear_error(ctx);
+    struct hpcti_dist *d = hpcti_dist_of(ctx, fn);
+    if (!d) return HPCT_ERR_STATE;
+    if (!buf && n) return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "%s: buf is NULL with n = %zu", fn, n);
+    if (ctx->ops != &hpcti_cpu_ops) {
+#ifdef HPCT_HAVE_NCCL
+        /* CUDA backend: device buffers go to NCCL (lib/device/nccl.c); the first call
+         * creates the node's NCCL communicator (collective over the node). */
+        hpct_status_t ns = d->nccl ? HPCT_SUCCESS : hpcti_nccl_create(ctx, d->node_rs, &d->nccl);
+        if (ns) return ns;
+        return hpcti_nccl_hier_allreduce_mean(d->nccl, buf, n,
+                                              d->num_nodes > 1 ? d->cross : MPI_COMM_NULL, d->size);
+#else
+        return hpcti_error(ctx, HPCT_ERR_UNSUPPORTED, "%s: device buffers need NCCL (configure --with-cuda --with-nccl)", fn);
+#endif
+    }
+    int chunks = (int)((n + MAX_CHUNK - 1) / MAX_CHUNK);
+    hpct_status_t s = hpcti_op_begin(ctx, fn, chunks, n);
+    for (int c = 0; c < chunks && !s; c++) {
+        size_t off = (size_t)c * MAX_CHUNK, len = n - off < MAX_CHUNK ? n - off : MAX_CHUNK;
+        int id;
+        s = hpcti_red_start(ctx, buf + off, len, &id);
+    }
+    return s ? s : hpcti_op_end(ctx, NULL, 0);
+}

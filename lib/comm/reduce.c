@@ -1,0 +1,180 @@
+/* reduce.c: the averaging state machine, point-to-point and non-blocking throughout.
+ * Hierarchical path (nodes with equal rank counts), on a vector v [n]:
+ *   1. reduce-scatter inside the node: local rank l owns block l of v, summed in rank order;
+ *   2. reduce-scatter of that block across nodes (ranks with the same local rank), scaled
+ *      by 1/size; 3. allgather of the block across nodes; 4. allgather inside the node.
+ * Flat path: reduce-scatter and allgather over all ranks. Each phase posts every send and
+ * receive at once (direct exchange: one round, so progress needs no MPI call per round);
+ * only the owner of a block sums it, in rank order, so all ranks get identical bits and
+ * the result does not depend on message arrival order. */
+#include "dist.h"
+
+#include <string.h>
+
+#define TAG_BASE 1000
+#define SUM_CHUNK 512
+
+/* A 64-byte aligned slice of the operation's scratch (reserved by hpcti_op_begin). */
+static void *take(struct hpcti_dist *d, size_t bytes)
+{
+    size_t at = (d->scratch_used + 63) & ~(size_t)63;
+    d->scratch_used = at + bytes;
+    return d->scratch + at;
+}
+
+static size_t elem_size(const struct hpcti_dist *d)
+{
+    return d->transport ? 2 : 4;
+}
+
+/* Block b of count elements split over p ranks: its first element and length. */
+static size_t block_start(size_t count, int p, int b)
+{
+    size_t q = count / (size_t)p, r = count % (size_t)p;
+    return (size_t)b * q + ((size_t)b < r ? (size_t)b : r);
+}
+
+static size_t block_len(size_t count, int p, int b)
+{
+    return count / (size_t)p + ((size_t)b < count % (size_t)p);
+}
+
+static char *at(const struct hpcti_dist *d, void *v, size_t i)
+{
+    return (char *)v + i * elem_size(d);
+}
+
+static int tag_of(const struct hpcti_dist *d, const struct hpcti_reduction *r)
+{
+    return TAG_BASE + (int)(((long)r->index * 4 + r->cur) % d->tag_space);
+}
+
+/* Post the sends and receives of r's current phase. */
+static hpct_status_t start_phase(hpct_ctx_t ctx, struct hpcti_reduction *r)
+{
+    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_phase *ph = &r->phase[r->cur];
+    MPI_Datatype t = d->transport ? MPI_UINT16_T : MPI_FLOAT;
+    size_t mine = block_len(ph->count, ph->size, ph->me), slot = block_len(ph->count, ph->size, 0);
+    int tag = tag_of(d, r), rc = MPI_SUCCESS;
+    r->nreq = 0;
+    for (int p = 0, k = 0; p < ph->size && rc == MPI_SUCCESS; p++) {
+        if (p == ph->me) continue;
+        size_t theirs = block_len(ph->count, ph->size, p);
+        void *recv_to = ph->gather ? at(d, ph->vec, block_start(ph->count, ph->size, p)) : at(d, r->slots, (size_t)k++ * slot);
+        void *send_from = ph->gather ? at(d, ph->vec, block_start(ph->count, ph->size, ph->me)) : at(d, ph->vec, block_start(ph->count, ph->size, p));
+        size_t rn = ph->gather ? theirs : mine, sn = ph->gather ? mine : theirs;
+        if (rn) rc = MPI_Irecv(recv_to, (int)rn, t, p, tag, ph->comm, &r->reqs[r->nreq++]);
+        if (sn && rc == MPI_SUCCESS) rc = MPI_Isend(send_from, (int)sn, t, p, tag, ph->comm, &r->reqs[r->nreq++]);
+    }
+    if (rc != MPI_SUCCESS)
+        return hpcti_error(ctx, HPCT_ERR_COMM, "%s: posting a point-to-point exchange failed on rank %d (MPI error %d)", d->op_name, d->rank, rc);
+    return HPCT_SUCCESS;
+}
+
+/* acc [m] (+)= the fp32 value of m wire elements at src (first: overwrite). */
+static void accumulate(const struct hpcti_dist *d, const void *src, float *acc, size_t m, int first)
+{
+    float tmp[SUM_CHUNK];
+    const float *f = src;
+    if (d->transport) {
+        hpcti_from_wire(d->transport, src, tmp, m);
+        f = tmp;
+    }
+    if (first) memcpy(acc, f, m * sizeof *acc);
+    else
+        for (size_t j = 0; j < m; j++) acc[j] += f[j];
+}
+
+/* Own block = sum over ranks 0..size-1 (own data or received slots), optionally scaled. */
+static void sum_phase(const struct hpcti_dist *d, struct hpcti_reduction *r, const struct hpcti_phase *ph)
+{
+    size_t mine = block_len(ph->count, ph->size, ph->me), slot = block_len(ph->count, ph->size, 0);
+    char *own = at(d, ph->vec, block_start(ph->count, ph->size, ph->me));
+    float acc[SUM_CHUNK], inv = 1.0f / (float)d->size;
+    for (size_t i = 0; i < mine; i += SUM_CHUNK) {
+        size_t m = mine - i < SUM_CHUNK ? mine - i : SUM_CHUNK;
+        for (int p = 0, k = 0; p < ph->size; p++) {
+            const void *src = p == ph->me ? at(d, own, i) : at(d, at(d, r->slots, (size_t)k++ * slot), i);
+            accumulate(d, src, acc, m, p == 0);
+        }
+        if (ph->scale)
+            for (size_t j = 0; j < m; j++) acc[j] *= inv;
+        if (d->transport) hpcti_to_wire(d->transport, acc, (uint16_t *)at(d, own, i), m);
+        else memcpy(at(d, own, i), acc, m * sizeof *acc);
+    }
+}
+
+static void add_phase(struct hpcti_reduction *r, MPI_Comm comm, int size, int me, void *vec, size_t count, int gather, int scale)
+{
+    r->phase[r->nphase++] = (struct hpcti_phase){comm, size, me, vec, count, gather, scale};
+}
+
+/* The phases of an average of vector v [n] on this rank's topology. */
+static void plan(struct hpcti_dist *d, struct hpcti_reduction *r, void *v, size_t n)
+{
+    if (d->size == 1) return;
+    if (!d->hier) {
+        add_phase(r, d->comm, d->size, d->rank, v, n, 0, 1);
+        add_phase(r, d->comm, d->size, d->rank, v, n, 1, 0);
+        return;
+    }
+    int cross_me;
+    MPI_Comm_rank(d->cross, &cross_me);
+    void *block = at(d, v, block_start(n, d->local_size, d->local_rank));
+    size_t len = block_len(n, d->local_size, d->local_rank);
+    add_phase(r, d->node_rs, d->local_size, d->local_rank, v, n, 0, d->cross_size == 1);
+    if (d->cross_size > 1) {
+        add_phase(r, d->cross, d->cross_size, cross_me, block, len, 0, 1);
+        add_phase(r, d->cross, d->cross_size, cross_me, block, len, 1, 0);
+    }
+    add_phase(r, d->node_ag, d->local_size, d->local_rank, v, n, 1, 0);
+}
+
+hpct_status_t hpcti_red_start(hpct_ctx_t ctx, float *buf, size_t n, int *id)
+{
+    struct hpcti_dist *d = ctx->dist;
+    if (d->nred >= d->cap_red)
+        return hpcti_error(ctx, HPCT_ERR_INTERNAL, "%s: more reductions than reserved (%d)", d->op_name, d->cap_red);
+    struct hpcti_reduction *r = &d->red[d->nred];
+    memset(r, 0, sizeof *r);
+    r->buf = buf, r->n = n, r->index = d->nred, r->wire = buf;
+    if (d->transport) {
+        r->wire = take(d, 2 * n);
+        hpcti_to_wire(d->transport, buf, r->wire, n);
+    }
+    r->slots = take(d, elem_size(d) * (n + (size_t)d->size));
+    r->reqs = take(d, 2 * (size_t)d->size * sizeof *r->reqs);
+    plan(d, r, r->wire, n);
+    *id = d->nred++;
+    hpct_status_t s = r->nphase ? start_phase(ctx, r) : HPCT_SUCCESS;
+    if (!r->nphase && d->transport) hpcti_from_wire(d->transport, r->wire, buf, n);
+    return s;
+}
+
+/* r's current phase has completed: finish it and start the next (or the result). */
+static hpct_status_t next_phase(hpct_ctx_t ctx, struct hpcti_reduction *r)
+{
+    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_phase *ph = &r->phase[r->cur];
+    if (!ph->gather) sum_phase(d, r, ph);
+    if (++r->cur < r->nphase) return start_phase(ctx, r);
+    if (d->transport) hpcti_from_wire(d->transport, r->wire, r->buf, r->n);
+    return HPCT_SUCCESS;
+}
+
+hpct_status_t hpcti_red_progress(hpct_ctx_t ctx)
+{
+    struct hpcti_dist *d = ctx->dist;
+    for (int i = 0; i < d->nred; i++) {
+        struct hpcti_reduction *r = &d->red[i];
+        while (r->cur < r->nphase) {
+            int flag = 0;
+            MPI_Testall(r->nreq, r->reqs, &flag, MPI_STATUSES_IGNORE);
+            if (!flag) break;
+            hpct_status_t s = next_phase(ctx, r);
+            if (s) return s;
+        }
+    }
+    return HPCT_SUCCESS;
+}

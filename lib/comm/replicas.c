@@ -1,0 +1,215 @@
+/* replicas.c: mirrored replicas: averaging of registered gradients (fused buckets), the
+ * overlapped per-layer averaging of built-in models, parameter broadcast, consistency hash. */
+#include "dist.h"
+#include "../device/ops.h"
+#include "../model/model.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The distributed state behind a host-resident parameter set in *d, or an error status. */
+static hpct_status_t params_dist(hpct_params_t p, const char *fn, struct hpcti_dist **d)
+{
+    hpct_ctx_t ctx = p->ctx;
+    hpcti_clear_error(ctx);
+    if (!(*d = hpcti_dist_of(ctx, fn))) return HPCT_ERR_STATE;
+    if (ctx->ops != &hpcti_cpu_ops)
+        return hpcti_error(ctx, HPCT_ERR_UNSUPPORTED, "%s: the %s backend's buffers are averaged by its own path (not built here)", fn, ctx->ops->name);
+    for (int i = 0; i < p->num; i++)
+        if (p->bufs[i].count > INT_MAX)
+            return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "%s: parameter '%s' has %zu elements; at most %d per buffer", fn, p->bufs[i].name, p->bufs[i].count, INT_MAX);
+    return HPCT_SUCCESS;
+}
+
+/* A fusion slot's contents: gradients of buffers [first, last) packed back to back. */
+struct slot_use {
+    int first, last, red;
+};
+
+/* Copy a slot back into the gradients, letting the reductions in flight progress between buffers. */
+static void unpack(hpct_params_t p, const float *slot, const struct slot_use *u)
+{
+    size_t off = 0;
+    for (int i = u->first; i < u->last; i++) {
+        memcpy(p->bufs[i].grad, slot + off, sizeof(float) * p->bufs[i].count);
+        off += p->bufs[i].count;
+        hpcti_red_progress(p->ctx);
+    }
+}
+
+/* Pack buffers from *next that fit in one slot of cap elements (progressing the reductions in
+ * flight between buffers); returns the count packed. */
+static size_t pack(hpct_params_t p, float *slot, size_t cap, int *next)
+{
+    size_t used = 0;
+    while (*next < p->num && p->bufs[*next].count < cap && used + p->bufs[*next].count <= cap) {
+        memcpy(slot + used, p->bufs[*next].grad, sizeof(float) * p->bufs[*next].count);
+        used += p->bufs[(*next)++].count;
+        hpcti_red_progress(p->ctx); /* errors surface in the final wait */
+    }
+    return used;
+}
+
+static hpct_status_t reserve_fusion(hpct_ctx_t ctx, size_t cap)
+{
+    struct hpcti_dist *d = ctx->dist;
+    if (d->fusion_cap >= 2 * cap) return HPCT_SUCCESS;
+    free(d->fusion);
+    d->fusion = malloc(sizeof(float) * 2 * cap);
+    d->fusion_cap = d->fusion ? 2 * cap : 0;
+    return d->fusion ? HPCT_SUCCESS : hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "cannot allocate the fusion buffer (2 x %zu floats)", cap);
+}
+
+/* Buckets run two at a time: packing one slot while the other's average is in flight. */
+static hpct_status_t average_buckets(hpct_params_t p, size_t cap)
+{
+    hpct_ctx_t ctx = p->ctx;
+    struct slot_use use[2] = {{0, 0, -1}, {0, 0, -1}};
+    int next = 0, k = 0, id;
+    hpct_status_t s = HPCT_SUCCESS;
+    while (next < p->num && !s) {
+        if (p->bufs[next].count >= cap) { /* big: in place, no copy */
+            s = hpcti_red_start(ctx, p->bufs[next].grad, p->bufs[next].count, &id);
+            next++;
+        } else {
+            float *slot = ctx->dist->fusion + (size_t)k * cap;
+            if (use[k].red >= 0 && !(s = hpcti_red_wait(ctx, use[k].red))) unpack(p, slot, &use[k]);
+            use[k].first = next;
+            size_t n = pack(p, slot, cap, &next);
+            use[k].last = next;
+            if (!s) s = hpcti_red_start(ctx, slot, n, &use[k].red);
+            k ^= 1;
+        }
+        if (!s) s = hpcti_red_progress(ctx);
+    }
+    if (!s) s = hpcti_op_end(ctx, NULL, 0);
+    for (int j = 0; j < 2 && !s; j++)
+        if (use[j].red >= 0) unpack(p, ctx->dist->fusion + (size_t)j * cap, &use[j]);
+    return s;
+}
+
+hpct_status_t hpct_params_average_grads(hpct_params_t p)
+{
+    static const char fn[] = "hpct_params_average_grads";
+    if (!p) return HPCT_ERR_INVALID_ARG;
+    struct hpcti_dist *d;
+    hpct_status_t s = params_dist(p, fn, &d);
+    if (s) return s;
+    size_t cap = d->fusion_floats < p->total ? d->fusion_floats : p->total;
+    s = reserve_fusion(p->ctx, cap ? cap : 1);
+    if (!s) s = hpcti_op_begin(p->ctx, fn, p->num, p->total);
+    return s ? s : average_buckets(p, cap ? cap : 1);
+}
+
+hpct_status_t hpct_params_broadcast(hpct_params_t p, int root)
+{
+    static const char fn[] = "hpct_params_broadcast";
+    if (!p) return HPCT_ERR_INVALID_ARG;
+    struct hpcti_dist *d;
+    hpct_status_t s = params_dist(p, fn, &d);
+    if (s) return s;
+    if (root < 0 || root >= d->size)
+        return hpcti_error(p->ctx, HPCT_ERR_INVALID_ARG, "%s: root %d is outside [0, %d)", fn, root, d->size);
+    MPI_Request *reqs = calloc((size_t)p->num + 1, sizeof *reqs);
+    if (!reqs) return hpcti_error(p->ctx, HPCT_ERR_NO_MEMORY, "%s: cannot allocate %d requests", fn, p->num);
+    s = hpcti_op_begin(p->ctx, fn, 0, 0);
+    for (int i = 0; i < p->num && !s; i++)
+        if (MPI_Ibcast(p->bufs[i].param, (int)p->bufs[i].count, MPI_FLOAT, root, d->comm, &reqs[i]) != MPI_SUCCESS)
+            s = hpcti_error(p->ctx, HPCT_ERR_COMM, "%s: MPI_Ibcast of '%s' failed", fn, p->bufs[i].name);
+    if (!s) s = hpcti_op_end(p->ctx, reqs, p->num);
+    free(reqs);
+    return s;
+}
+
+hpct_status_t hpct_params_hash(hpct_params_t p, uint64_t *hash)
+{
+    if (!p) return HPCT_ERR_INVALID_ARG;
+    hpcti_clear_error(p->ctx);
+    if (!hash) return hpcti_error(p->ctx, HPCT_ERR_INVALID_ARG, "hpct_params_hash: hash is NULL");
+    if (p->ctx->ops != &hpcti_cpu_ops)
+        return hpcti_error(p->ctx, HPCT_ERR_UNSUPPORTED, "hpct_params_hash: only host buffers are hashed");
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (int i = 0; i < p->num; i++) {
+        const uint32_t *w = (const uint32_t *)p->bufs[i].param;
+        h = (h ^ (uint64_t)p->bufs[i].count) * 0x100000001b3ull;
+        for (size_t j = 0; j < p->bufs[i].count; j++) h = (h ^ w[j]) * 0x100000001b3ull;
+    }
+    *hash = h;
+    return HPCT_SUCCESS;
+}
+
+/* Every rank gets the same verdict: the first rank whose hash differs from rank 0's. */
+static hpct_status_t compare_hashes(hpct_ctx_t ctx, const uint64_t *h, int size)
+{
+    int first = -1, count = 0;
+    for (int r = 1; r < size; r++)
+        if (h[r] != h[0]) {
+            if (first < 0) first = r;
+            count++;
+        }
+    if (first < 0) return HPCT_SUCCESS;
+    return hpcti_error(ctx, HPCT_ERR_DIVERGED,
+                       "hpct_params_check_replicas: the replica on rank %d diverged from rank 0 (parameter hash %016llx vs %016llx); %d of %d ranks differ",
+                       first, (unsigned long long)h[first], (unsigned long long)h[0], count, size);
+}
+
+hpct_status_t hpct_params_check_replicas(hpct_params_t p)
+{
+    static const char fn[] = "hpct_params_check_replicas";
+    if (!p) return HPCT_ERR_INVALID_ARG;
+    struct hpcti_dist *d;
+    hpct_status_t s = params_dist(p, fn, &d);
+    if (s) return s;
+    uint64_t mine, *all = calloc((size_t)d->size, sizeof *all);
+    if (!all) return hpcti_error(p->ctx, HPCT_ERR_NO_MEMORY, "%s: cannot allocate %d hashes", fn, d->size);
+    s = hpct_params_hash(p, &mine);
+    if (!s) s = hpcti_op_begin(p->ctx, fn, 0, 0);
+    if (!s) {
+        MPI_Request req;
+        MPI_Iallgather(&mine, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, d->comm, &req);
+        s = hpcti_op_end(p->ctx, &req, 1);
+    }
+    if (!s) s = compare_hashes(p->ctx, all, d->size);
+    free(all);
+    return s;
+}
+
+hpct_status_t hpct_params_check_replicas_at(hpct_params_t p, long step)
+{
+    if (!p) return HPCT_ERR_INVALID_ARG;
+    long every = p->ctx->cfg.consistency_interval;
+    if (every <= 0 || step % every != 0) return HPCT_SUCCESS;
+    return hpct_params_check_replicas(p);
+}
+
+/* Overlap hooks: the last layer opens the operation; each layer's region starts at once. */
+static hpct_status_t layer_ready(hpct_ctx_t ctx, int layer, int num_layers, float *grad, size_t count,
+                                 size_t total)
+{
+    hpct_status_t s = HPCT_SUCCESS;
+    if (layer == num_layers - 1)
+        s = hpcti_op_begin(ctx, "hpct_model_loss_grad (overlapped gradient averaging)", num_layers, total);
+    int id;
+    if (!s) s = hpcti_red_start(ctx, grad, count, &id);
+    return s ? s : hpcti_red_progress(ctx);
+}
+
+static hpct_status_t layers_done(hpct_ctx_t ctx)
+{
+    return ctx->dist->in_op ? hpcti_op_end(ctx, NULL, 0) : HPCT_SUCCESS;
+}
+
+hpct_status_t hpct_model_set_grad_averaging(hpct_model_t model, int enable)
+{
+    static const char fn[] = "hpct_model_set_grad_averaging";
+    hpct_params_t p;
+    if (!model) return HPCT_ERR_INVALID_ARG;
+    hpct_status_t s = hpct_model_params(model, &p);
+    if (s) return s;
+    struct hpcti_dist *d;
+    if (enable && (s = params_dist(p, fn, &d))) return s;
+    if (enable) hpcti_model_set_grad_hooks(model, layer_ready, layers_done);
+    else hpcti_model_set_grad_hooks(model, NULL, NULL);
+    return HPCT_SUCCESS;
+}

@@ -1,0 +1,186 @@
+/* wait.c: deadline-bounded waiting and arrival tokens.
+ *
+ * Every collective operation begins with an arrival exchange: each rank posts a receive
+ * from, and sends its operation number to, every other rank on a private communicator
+ * (8-byte messages, sent eagerly). Waiting polls the data requests and the tokens
+ * (MPI_Test, then yields and short sleeps) against cfg.collective_timeout_s, counted from
+ * the start of the operation. On expiry, the ranks whose token has not arrived are the
+ * missing ones; every waiting rank can name them without asking anyone. */
+#include "dist.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define TOKEN_TAG 7301
+
+double hpcti_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+struct hpcti_dist *hpcti_dist_of(hpct_ctx_t ctx, const char *fn)
+{
+    if (ctx->dist) return ctx->dist;
+    hpcti_error(ctx, HPCT_ERR_STATE, "%s: the context has no distributed runtime (create it with hpct_init or hpct_init_comm, not hpct_ctx_create)", fn);
+    return NULL;
+}
+
+/* 1 when every request in r [n] has completed (completed ones become MPI_REQUEST_NULL). */
+static int test_all(MPI_Request *r, int n)
+{
+    int all = 1;
+    for (int i = 0; i < n; i++) {
+        if (r[i] == MPI_REQUEST_NULL) continue;
+        int flag = 0;
+        MPI_Test(&r[i], &flag, MPI_STATUS_IGNORE);
+        if (!flag) all = 0;
+    }
+    return all;
+}
+
+/* Polite polling between MPI_Test calls (non-blocking collectives progress only inside
+ * them): yield the core for the first 50 ms of a wait, then sleep 50 us, after 1 s 1 ms. */
+static void backoff(double waited)
+{
+    if (waited < 0.05) {
+        sched_yield();
+        return;
+    }
+    struct timespec ts = {0, waited < 1.0 ? 50000 : 1000000};
+    nanosleep(&ts, NULL);
+}
+
+static hpct_status_t grow(hpct_ctx_t ctx, void **p, size_t *cap, size_t need, const char *what)
+{
+    if (need <= *cap) return HPCT_SUCCESS;
+    void *q = realloc(*p, need);
+    if (!q) return hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "cannot allocate %zu bytes for %s", need, what);
+    *p = q;
+    *cap = need;
+    return HPCT_SUCCESS;
+}
+
+hpct_status_t hpcti_op_begin(hpct_ctx_t ctx, const char *name, int max_red, size_t total)
+{
+    struct hpcti_dist *d = ctx->dist;
+    if (d->broken)
+        return hpcti_error(ctx, HPCT_ERR_STATE, "%s: an earlier collective timed out on this context; call hpct_abort_job", name);
+    if (d->in_op)
+        return hpcti_error(ctx, HPCT_ERR_STATE, "%s: collective '%s' is still in progress on this context", name, d->op_name);
+    /* per reduction of n: receive blocks (< n + size elements), a 16-bit copy, requests */
+    size_t elem = d->transport ? 2 : 4, wire = d->transport ? 2 * total : 0;
+    size_t need = elem * (total + (size_t)max_red * (size_t)d->size) + wire +
+                  (size_t)max_red * (2 * (size_t)d->size * sizeof(MPI_Request) + 3 * 64);
+    size_t red_cap = (size_t)d->cap_red * sizeof *d->red;
+    hpct_status_t s = grow(ctx, (void **)&d->scratch, &d->scratch_cap, need, "collective scratch");
+    if (!s) s = grow(ctx, (void **)&d->red, &red_cap, (size_t)max_red * sizeof *d->red, "reductions");
+    if (s) return s;
+    d->cap_red = (int)(red_cap / sizeof *d->red);
+    d->nred = 0;
+    d->scratch_used = 0;
+    d->op_name = name;
+    d->tok_out = ++d->op_seq;
+    d->op_start = hpcti_now();
+    d->in_op = 1;
+    for (int p = 0; p < d->size; p++) {
+        d->tok_req[p] = d->tok_req[d->size + p] = MPI_REQUEST_NULL;
+        if (p == d->rank) continue;
+        MPI_Irecv(&d->tok_in[p], 1, MPI_UINT64_T, p, TOKEN_TAG, d->ctl, &d->tok_req[p]);
+        MPI_Isend(&d->tok_out, 1, MPI_UINT64_T, p, TOKEN_TAG, d->ctl, &d->tok_req[d->size + p]);
+    }
+    return HPCT_SUCCESS;
+}
+
+/* The HPCT_ERR_TIMEOUT detail: which ranks have not arrived at which operation. */
+static hpct_status_t timed_out(hpct_ctx_t ctx)
+{
+    struct hpcti_dist *d = ctx->dist;
+    char missing[512] = "";
+    size_t len = 0;
+    int count = 0;
+    for (int p = 0; p < d->size; p++) {
+        if (d->tok_req[p] == MPI_REQUEST_NULL) continue;
+        if (len < sizeof missing - 16) len += (size_t)snprintf(missing + len, sizeof missing - len, "%s%d", count ? "," : "", p);
+        count++;
+    }
+    d->broken = 1;
+    d->in_op = 0;
+    if (count)
+        return hpcti_error(ctx, HPCT_ERR_TIMEOUT,
+                           "%s (operation #%llu): rank%s %s of %d did not arrive within %g s (seen by rank %d on %s); end the job with hpct_abort_job(ctx, HPCT_EXIT_HANG)",
+                           d->op_name, (unsigned long long)d->op_seq, count > 1 ? "s" : "", missing,
+                           d->size, d->deadline_s, d->rank, d->boot.hostname);
+    return hpcti_error(ctx, HPCT_ERR_TIMEOUT,
+                       "%s (operation #%llu): all %d ranks arrived but it did not complete within %g s (a rank stopped during it; seen by rank %d on %s); end the job with hpct_abort_job(ctx, HPCT_EXIT_HANG)",
+                       d->op_name, (unsigned long long)d->op_seq, d->size, d->deadline_s, d->rank,
+                       d->boot.hostname);
+}
+
+/* What a wait is waiting for. */
+struct goal {
+    MPI_Request *reqs;
+    int n;
+    int red;    /* a reduction index, or -1 */
+    int all;    /* 1: every reduction and the tokens too */
+};
+
+static int goal_met(struct hpcti_dist *d, struct goal *g)
+{
+    int tokens = test_all(d->tok_req, 2 * d->size);
+    if (!test_all(g->reqs, g->n)) return 0;
+    if (g->red >= 0 && d->red[g->red].cur != d->red[g->red].nphase) return 0;
+    if (!g->all) return 1;
+    for (int i = 0; i < d->nred; i++)
+        if (d->red[i].cur != d->red[i].nphase) return 0;
+    return tokens;
+}
+
+static hpct_status_t wait_for(hpct_ctx_t ctx, struct goal *g)
+{
+    struct hpcti_dist *d = ctx->dist;
+    double t0 = hpcti_now();
+    for (;;) {
+        hpct_status_t s = hpcti_red_progress(ctx);
+        if (s) return s;
+        if (goal_met(d, g)) break;
+        double t = hpcti_now();
+        if (t - d->op_start > d->deadline_s) return timed_out(ctx);
+        backoff(t - t0);
+    }
+    d->wait_s += hpcti_now() - t0;
+    return HPCT_SUCCESS;
+}
+
+hpct_status_t hpcti_wait_reqs(hpct_ctx_t ctx, MPI_Request *reqs, int n)
+{
+    struct goal g = {reqs, n, -1, 0};
+    return wait_for(ctx, &g);
+}
+
+hpct_status_t hpcti_red_wait(hpct_ctx_t ctx, int id)
+{
+    struct goal g = {NULL, 0, id, 0};
+    return wait_for(ctx, &g);
+}
+
+hpct_status_t hpcti_op_end(hpct_ctx_t ctx, MPI_Request *reqs, int n)
+{
+    struct hpcti_dist *d = ctx->dist;
+    struct goal g = {reqs, n, -1, 1};
+    hpct_status_t s = wait_for(ctx, &g);
+    if (s) return s;
+    d->in_op = 0;
+    d->ops++;
+    for (int p = 0; p < d->size; p++)
+        if (p != d->rank && d->tok_in[p] != d->tok_out)
+            return hpcti_error(ctx, HPCT_ERR_COMM,
+                               "%s: rank %d is at collective operation #%llu while rank %d is at #%llu (ranks called collectives in different orders)",
+                               d->op_name, p, (unsigned long long)d->tok_in[p], d->rank,
+                               (unsigned long long)d->tok_out);
+    return HPCT_SUCCESS;
+}

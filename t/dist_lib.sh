@@ -1,0 +1,39 @@
+# dist_lib.sh: helpers sourced by t/test_dist_*.sh (TAP producers).
+# Each case runs t/dist_prog under a hard outer timeout and becomes one TAP point; the
+# program's own PASS/FAIL lines are echoed as diagnostics.
+: "${top_builddir:=.}"
+: "${MPIRUN:=mpirun}"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1
+PROG="$top_builddir/t/dist_prog"
+tmpdir=$(mktemp -d "${TMPDIR:-/tmp}/hpct-dist.XXXXXX")
+trap 'rm -rf "$tmpdir"' EXIT
+n=0
+
+need_mpi() {
+    command -v "$MPIRUN" >/dev/null 2>&1 || { echo "1..0 # SKIP no mpirun (configure found none)"; exit 0; }
+    [ -x "$PROG" ] || { echo "1..0 # SKIP $PROG is not built"; exit 0; }
+}
+
+# mpi NP [ENV=VALUE ...] -- ARGS...: dist_prog under mpirun, killed after 120 s.
+mpi() {
+    np=$1; shift
+    envs=
+    while [ "$1" != "--" ]; do envs="$envs $1"; shift; done
+    shift
+    env $envs timeout -s KILL 120 "$MPIRUN" --oversubscribe -np "$np" "$PROG" "$@"
+}
+
+# case DESC CMD...: one TAP point, ok when CMD exits 0 and printed no FAIL line.
+case_ok() {
+    desc=$1; shift
+    n=$((n + 1))
+    "$@" >"$tmpdir/out" 2>&1
+    rc=$?
+    sed -n 's/^\(PASS\|FAIL\|#\)/# &/p' "$tmpdir/out"
+    if [ $rc -eq 0 ] && ! grep -q '^FAIL' "$tmpdir/out"; then
+        echo "ok $n - $desc"
+    else
+        grep -v '^\(PASS\|#\)' "$tmpdir/out" | tail -n 20 | sed 's/^/#   /'
+        echo "not ok $n - $desc (exit $rc)"
+    fi
+}

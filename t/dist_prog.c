@@ -1,0 +1,416 @@
+/* dist_prog.c: the multi-rank checks that t/test_dist_*.sh run under mpirun.
+ * Every check is agreed over all ranks (logical AND); rank 0 prints "PASS desc" or
+ * "FAIL desc" lines and every rank exits 1 when any check failed.
+ *   dist_prog topo SOURCE NODES LOCAL_SIZE CROSS_SIZE HIER
+ *   dist_prog allreduce        sizes 0, 1, odd, 32 MiB; bf16/fp16; subset communicator
+ *   dist_prog replicas         broadcast, 100 bit-identical steps, perturbation, batch split
+ *   dist_prog curve FILE       training loss curve of a fixed global problem into FILE
+ *   dist_prog hang SECONDS PIDFILE   the last rank SIGSTOPs itself; the others time out */
+#include "hpctrain.h"
+
+#include <math.h>
+#include <mpi.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int world_rank, world_size, failures;
+
+static void check(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void check(int cond, const char *fmt, ...)
+{
+    int all = cond ? 1 : 0;
+    MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!all) failures++;
+    if (world_rank != 0) return;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    printf("%s W=%d: %s\n", all ? "PASS" : "FAIL", world_size, msg);
+    fflush(stdout);
+}
+
+static hpct_ctx_t start(hpct_config_t *cfg)
+{
+    hpct_ctx_t ctx;
+    hpct_status_t s = hpct_init(cfg, &ctx);
+    if (s) {
+        fprintf(stderr, "hpct_init failed: %s\n", hpct_strerror(s));
+        exit(2);
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    return ctx;
+}
+
+static const char *source_names[] = {"single", "pmix", "openmpi-env", "slurm-env", "override"};
+
+static int run_topo(char **argv)
+{
+    hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
+    cfg.log_level = HPCT_LOG_INFO;
+    hpct_ctx_t ctx = start(&cfg);
+    hpct_topology_t t = HPCT_TOPOLOGY_INITIALIZER;
+    check(hpct_topology(ctx, &t) == HPCT_SUCCESS, "hpct_topology succeeds");
+    check(strcmp(source_names[t.source], argv[2]) == 0, "source is %s (rank 0 got %s)", argv[2], source_names[t.source]);
+    check(t.rank == world_rank && t.size == world_size, "rank and size match MPI_COMM_WORLD");
+    check(t.num_nodes == atoi(argv[3]), "%s nodes (rank 0 sees %d)", argv[3], t.num_nodes);
+    int want_local = atoi(argv[4]);
+    check(want_local < 0 || t.node_comm_size == want_local, "node communicator size %d (rank 0 sees %d)", want_local, t.node_comm_size);
+    check(t.local_size == t.node_comm_size && t.local_rank >= 0 && t.local_rank < t.local_size, "local rank inside the node");
+    int want_cross = atoi(argv[5]);
+    check(want_cross < 0 || t.cross_comm_size == want_cross, "cross-node communicator size %d (rank 0 sees %d)", want_cross, t.cross_comm_size);
+    check(t.hierarchical == atoi(argv[6]), "hierarchical path %s (rank 0: %d)", argv[6], t.hierarchical);
+    check(t.hostname[0] && t.job_id[0], "hostname '%s' and job id '%s' are set", t.hostname, t.job_id);
+    /* node ids: a rank's node id must agree with every rank sharing its node communicator */
+    int ids[2] = {t.node_id, -t.node_id};
+    MPI_Allreduce(MPI_IN_PLACE, ids, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    check(-ids[1] == 0 && ids[0] == t.num_nodes - 1, "node ids span [0, %d)", t.num_nodes);
+    return hpct_finalize(ctx) == HPCT_SUCCESS && !failures ? 0 : 1;
+}
+
+/* Mean over ranks of (rank + 1) * (i % 13 + 1) is (i % 13 + 1) (W + 1) / 2. */
+static void fill(float *x, size_t n, int rank)
+{
+    for (size_t i = 0; i < n; i++) x[i] = (float)((rank + 1) * (int)(i % 13 + 1));
+}
+
+static double max_rel_error(const float *x, size_t n, int size)
+{
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        double want = (double)(i % 13 + 1) * (size + 1) / 2.0;
+        double e = fabs(x[i] - want) / want;
+        worst = e > worst ? e : worst;
+    }
+    return worst;
+}
+
+/* 1 when x [n] is bitwise the same on every rank of comm. */
+static int identical(const float *x, size_t n, MPI_Comm comm)
+{
+    unsigned long long h = 1469598103934665603ull;
+    const unsigned char *b = (const unsigned char *)x;
+    for (size_t i = 0; i < n * sizeof *x; i++) h = (h ^ b[i]) * 1099511628211ull;
+    unsigned long long lo = h, hi = h;
+    MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, comm);
+    MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm);
+    return lo == hi;
+}
+
+static void allreduce_sizes(hpct_ctx_t ctx, const char *label, double tol)
+{
+    static const size_t sizes[] = {0, 1, 2, 7, 1001, 65537, (size_t)8 << 20};
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        size_t n = sizes[k];
+        if (tol > 1e-5 && n > 100000) continue; /* reduced precision: small sizes are enough */
+        float *x = malloc((n ? n : 1) * sizeof *x);
+        fill(x, n, world_rank);
+        hpct_status_t s = hpct_allreduce_mean(ctx, n ? x : NULL, n);
+        check(s == HPCT_SUCCESS, "%s: allreduce of %zu floats succeeds (%s)", label, n, hpct_last_error(ctx));
+        check(max_rel_error(x, n, world_size) <= tol, "%s: %zu floats: mean within %g (worst %g)", label, n, tol, max_rel_error(x, n, world_size));
+        check(identical(x, n, MPI_COMM_WORLD), "%s: %zu floats: bit-identical on every rank", label, n);
+        free(x);
+    }
+}
+
+/* Random values against MPI_Allreduce(MPI_SUM) / size. */
+static void allreduce_random(hpct_ctx_t ctx)
+{
+    size_t n = 100003;
+    float *x = malloc(n * sizeof *x), *ref = malloc(n * sizeof *ref);
+    srand(17 + (unsigned)world_rank);
+    for (size_t i = 0; i < n; i++) x[i] = ref[i] = (float)rand() / RAND_MAX - 0.5f;
+    MPI_Allreduce(MPI_IN_PLACE, ref, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    hpct_allreduce_mean(ctx, x, n);
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs(x[i] - ref[i] / world_size));
+    check(worst <= 1e-6, "random fp32 values agree with MPI_Allreduce / W within 1e-6 (worst %g)", worst);
+    free(x), free(ref);
+}
+
+/* hpct_init_comm on the even world ranks (a subset of MPI_COMM_WORLD). */
+static void subset_comm(void)
+{
+    MPI_Comm half;
+    MPI_Comm_split(MPI_COMM_WORLD, world_rank % 2, world_rank, &half);
+    int ok = 1;
+    if (world_rank % 2 == 0) {
+        hpct_ctx_t ctx;
+        hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
+        ok = hpct_init_comm(&cfg, (int)MPI_Comm_c2f(half), &ctx) == HPCT_SUCCESS;
+        hpct_topology_t t = HPCT_TOPOLOGY_INITIALIZER;
+        ok = ok && hpct_topology(ctx, &t) == HPCT_SUCCESS && t.size == (world_size + 1) / 2 && t.rank == world_rank / 2;
+        float v = (float)world_rank; /* mean of 0, 2, 4, ... */
+        ok = ok && hpct_allreduce_mean(ctx, &v, 1) == HPCT_SUCCESS;
+        ok = ok && fabsf(v - (float)((world_size + 1) / 2 - 1)) < 1e-6f;
+        ok = hpct_finalize(ctx) == HPCT_SUCCESS && ok;
+    }
+    check(ok, "hpct_init_comm on the %d even ranks: topology and mean of the subset", (world_size + 1) / 2);
+    MPI_Comm_free(&half);
+}
+
+static int run_allreduce(void)
+{
+    hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
+    hpct_ctx_t ctx = start(&cfg);
+    hpct_topology_t t = HPCT_TOPOLOGY_INITIALIZER;
+    hpct_topology(ctx, &t);
+    if (world_rank == 0) printf("# nodes %d, node comm %d, cross comm %d, %s\n", t.num_nodes, t.node_comm_size, t.cross_comm_size, t.hierarchical ? "hierarchical" : "flat");
+    allreduce_sizes(ctx, "fp32", 1e-6);
+    allreduce_random(ctx);
+    cfg.grad_transport = HPCT_TRANSPORT_BF16;
+    hpct_ctx_t bf = start(&cfg);
+    allreduce_sizes(bf, "bf16 transport", 1e-2);
+    cfg.grad_transport = HPCT_TRANSPORT_FP16;
+    hpct_ctx_t hf = start(&cfg);
+    allreduce_sizes(hf, "fp16 transport", 1e-3);
+    hpct_finalize(hf), hpct_finalize(bf);
+    subset_comm();
+    long ops;
+    hpct_comm_stats(ctx, NULL, &ops);
+    check(ops >= 8, "hpct_comm_stats counts the operations (%ld)", ops);
+    return hpct_finalize(ctx) == HPCT_SUCCESS && !failures ? 0 : 1;
+}
+
+/* A learnable toy problem: x ~ U(-1, 1) [n, F], label = argmax of a fixed linear map. */
+#define FEATURES 16
+#define CLASSES 4
+static void make_data(float *x, int32_t *y, int n, unsigned seed)
+{
+    unsigned long long st = seed * 2654435761ull + 1;
+    for (int i = 0; i < n * FEATURES; i++) {
+        st = st * 6364136223846793005ull + 1442695040888963407ull;
+        x[i] = (float)((st >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
+    }
+    for (int i = 0; i < n; i++) {
+        float best = -1e30f;
+        for (int c = 0; c < CLASSES; c++) {
+            float v = 0;
+            for (int f = 0; f < FEATURES; f++) v += x[i * FEATURES + f] * (float)(((f * 7 + c * 3) % 5) - 2);
+            if (v > best) best = v, y[i] = c;
+        }
+    }
+}
+
+static hpct_model_t make_model(hpct_ctx_t ctx, int max_batch, hpct_params_t *p)
+{
+    hpct_model_t m;
+    hpct_model_create(ctx, FEATURES, &m);
+    hpct_model_add_dense(m, 32, HPCT_ACT_RELU, HPCT_INIT_AUTO);
+    hpct_model_add_dense(m, 32, HPCT_ACT_TANH, HPCT_INIT_AUTO);
+    hpct_model_add_dense(m, CLASSES, HPCT_ACT_IDENTITY, HPCT_INIT_AUTO);
+    hpct_model_build(m, max_batch);
+    hpct_model_params(m, p);
+    return m;
+}
+
+static hpct_optimizer_t make_sgd(hpct_params_t p, float lr)
+{
+    hpct_optim_config_t oc = HPCT_OPTIM_CONFIG_INITIALIZER;
+    oc.lr = lr;
+    oc.momentum = 0.9f;
+    hpct_optimizer_t opt;
+    hpct_optimizer_create(p, &oc, &opt);
+    return opt;
+}
+
+/* Copy every gradient of p into out [total]. */
+static void copy_grads(hpct_params_t p, float *out)
+{
+    int nb;
+    hpct_params_size(p, &nb, NULL);
+    for (int i = 0; i < nb; i++) {
+        float *g;
+        size_t n;
+        hpct_params_get(p, i, NULL, NULL, &g, &n);
+        memcpy(out, g, n * sizeof *g);
+        out += n;
+    }
+}
+
+static double max_diff(const float *a, const float *b, size_t n)
+{
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs((double)a[i] - b[i]));
+    return worst;
+}
+
+/* Gradients from hpct_params_average_grads (fused buckets) against MPI_Allreduce / W. */
+static void check_fused(hpct_model_t m, hpct_params_t p, const float *x, const int32_t *y, int b, size_t total)
+{
+    float *want = malloc(total * sizeof *want), *got = malloc(total * sizeof *got);
+    hpct_model_loss_grad(m, x, y, b, 0, NULL);
+    copy_grads(p, want);
+    MPI_Allreduce(MPI_IN_PLACE, want, (int)total, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    for (size_t i = 0; i < total; i++) want[i] /= (float)world_size;
+    hpct_status_t s = hpct_params_average_grads(p);
+    copy_grads(p, got);
+    check(s == HPCT_SUCCESS && max_diff(got, want, total) <= 1e-6, "fused average_grads (128-float buckets) equals MPI_Allreduce / W (max diff %g)", max_diff(got, want, total));
+    free(want), free(got);
+}
+
+/* Two half micro-batches (averaging only on the last, then scale 1/2) = the full batch. */
+static void check_accumulation(hpct_model_t m, hpct_params_t p, const float *x, const int32_t *y, int b, size_t total)
+{
+    float *full = malloc(total * sizeof *full), *acc = malloc(total * sizeof *acc);
+    hpct_model_set_grad_averaging(m, 1);
+    hpct_model_loss_grad(m, x, y, b, 0, NULL);
+    copy_grads(p, full);
+    hpct_model_set_grad_averaging(m, 0);
+    hpct_model_loss_grad(m, x, y, b / 2, 0, NULL);
+    hpct_model_set_grad_averaging(m, 1);
+    hpct_model_loss_grad(m, x + (b / 2) * FEATURES, y + b / 2, b / 2, 1, NULL);
+    hpct_params_scale_grads(p, 0.5f);
+    copy_grads(p, acc);
+    check(max_diff(full, acc, total) <= 1e-5, "two accumulated micro-batches equal one averaged batch (max diff %g)", max_diff(full, acc, total));
+    hpct_model_set_grad_averaging(m, 0);
+    free(full), free(acc);
+}
+
+static int run_replicas(void)
+{
+    hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
+    cfg.fusion_bytes = 512;
+    cfg.consistency_interval = 10;
+    MPI_Init(NULL, NULL); /* the caller owns MPI here; the library must not finalize it */
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    cfg.seed = 100 + (uint64_t)world_rank; /* different seeds: only the broadcast aligns them */
+    hpct_ctx_t ctx = start(&cfg);
+    int b, off;
+    check(hpct_batch_split(ctx, 16 * world_size, &b, &off) == HPCT_SUCCESS && b == 16 && off == 16 * world_rank, "global batch %d splits into 16 per rank", 16 * world_size);
+    if (world_size > 1) {
+        hpct_status_t s = hpct_batch_split(ctx, 16 * world_size + 1, &b, &off);
+        check(s == HPCT_ERR_INVALID_ARG && strstr(hpct_last_error(ctx), "world size"), "global batch %d %% %d != 0 is a clear error: %s", 16 * world_size + 1, world_size, hpct_last_error(ctx));
+    }
+    hpct_params_t p;
+    hpct_model_t m = make_model(ctx, 16, &p);
+    size_t total;
+    hpct_params_size(p, NULL, &total);
+    uint64_t h;
+    hpct_params_hash(p, &h);
+    unsigned long long lo = h, hi = h;
+    MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+    check(world_size == 1 || lo != hi, "different seeds give different initial replicas");
+    check(hpct_params_broadcast(p, 0) == HPCT_SUCCESS && hpct_params_check_replicas(p) == HPCT_SUCCESS, "after hpct_params_broadcast the replicas are identical");
+
+    int n = 16 * 8 * world_size;
+    float *x = malloc((size_t)n * FEATURES * sizeof *x);
+    int32_t *y = malloc((size_t)n * sizeof *y);
+    make_data(x, y, n, 5);
+    hpct_optimizer_t opt = make_sgd(p, 0.05f);
+    hpct_model_set_grad_averaging(m, 1);
+    int bad_steps = 0, bad_checks = 0;
+    for (int step = 0; step < 100; step++) {
+        int first = (step % 8) * 16 * world_size + off;
+        bad_steps += hpct_model_loss_grad(m, x + (size_t)first * FEATURES, y + first, 16, 0, NULL) != HPCT_SUCCESS;
+        hpct_optimizer_step(opt);
+        bad_checks += hpct_params_check_replicas_at(p, step + 1) != HPCT_SUCCESS;
+    }
+    check(bad_steps == 0 && bad_checks == 0, "100 steps with overlapped averaging, consistency checked every 10: %d failed steps, %d failed checks", bad_steps, bad_checks);
+    hpct_params_hash(p, &h);
+    lo = hi = h;
+    MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+    check(lo == hi, "replicas are bit-identical after 100 steps (hash %016llx)", lo);
+    hpct_model_set_grad_averaging(m, 0);
+    check_fused(m, p, x + (size_t)off * FEATURES, y + off, 16, total);
+    check_accumulation(m, p, x + (size_t)off * FEATURES, y + off, 16, total);
+
+    float *w;
+    hpct_params_get(p, 2, NULL, &w, NULL, NULL);
+    if (world_rank == world_size - 1 && world_size > 1) w[3] += 1e-3f;
+    hpct_status_t s = hpct_params_check_replicas(p);
+    char want[64];
+    snprintf(want, sizeof want, "rank %d diverged", world_size - 1);
+    if (world_size > 1)
+        check(s == HPCT_ERR_DIVERGED && strstr(hpct_last_error(ctx), want), "a perturbed replica on rank %d is caught: %s", world_size - 1, hpct_last_error(ctx));
+    else
+        check(s == HPCT_SUCCESS, "one rank: the consistency check passes");
+    hpct_optimizer_destroy(opt);
+    hpct_model_destroy(m);
+    free(x), free(y);
+    int ok = hpct_finalize(ctx) == HPCT_SUCCESS;
+    int finalized = 1;
+    MPI_Finalized(&finalized);
+    check(ok && !finalized, "hpct_finalize leaves the caller's MPI running");
+    MPI_Finalize();
+    return failures ? 1 : 0;
+}
+
+/* The same global problem at any W: global batch 64, 60 steps; rank 0 writes the loss. */
+static int run_curve(const char *path)
+{
+    hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
+    cfg.seed = 7;
+    hpct_ctx_t ctx = start(&cfg);
+    int b, off;
+    if (hpct_batch_split(ctx, 64, &b, &off)) return 2;
+    hpct_params_t p;
+    hpct_model_t m = make_model(ctx, b, &p);
+    hpct_params_broadcast(p, 0);
+    int n = 1024;
+    float *x = malloc((size_t)n * FEATURES * sizeof *x);
+    int32_t *y = malloc((size_t)n * sizeof *y);
+    make_data(x, y, n, 11);
+    hpct_optimizer_t opt = make_sgd(p, 0.1f);
+    hpct_model_set_grad_averaging(m, 1);
+    FILE *f = world_rank == 0 ? fopen(path, "w") : NULL;
+    int bad = 0;
+    for (int step = 0; step < 60; step++) {
+        int first = (step * 64) % n + off;
+        float loss = 0;
+        bad += hpct_model_loss_grad(m, x + (size_t)first * FEATURES, y + first, b, 0, &loss) != 0;
+        hpct_optimizer_step(opt);
+        bad += hpct_allreduce_mean(ctx, &loss, 1) != 0; /* global batch loss */
+        if (f) fprintf(f, "%d %.9g\n", step, loss);
+    }
+    if (f) fclose(f);
+    check(bad == 0, "60 training steps with averaging succeed");
+    hpct_optimizer_destroy(opt);
+    hpct_model_destroy(m);
+    free(x), free(y);
+    return hpct_finalize(ctx) == HPCT_SUCCESS && !failures ? 0 : 1;
+}
+
+/* The last rank stops itself (SIGSTOP) before the second collective; the others must get
+ * HPCT_ERR_TIMEOUT naming it, then end the job with HPCT_EXIT_HANG. */
+static int run_hang(double seconds, const char *pidfile)
+{
+    hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
+    cfg.collective_timeout_s = seconds;
+    hpct_ctx_t ctx = start(&cfg);
+    char name[512];
+    snprintf(name, sizeof name, "%s.%d", pidfile, world_rank);
+    FILE *f = fopen(name, "w");
+    if (f) fprintf(f, "%ld\n", (long)getpid()), fclose(f);
+    float v[1000];
+    fill(v, 1000, world_rank);
+    if (hpct_allreduce_mean(ctx, v, 1000)) return 5;
+    if (world_rank == world_size - 1) {
+        raise(SIGSTOP);
+        return 6; /* only if someone continues us */
+    }
+    hpct_status_t s = hpct_allreduce_mean(ctx, v, 1000);
+    fprintf(stderr, "rank %d: status %d (%s): %s\n", world_rank, s, hpct_strerror(s), hpct_last_error(ctx));
+    if (s == HPCT_ERR_TIMEOUT) hpct_abort_job(ctx, HPCT_EXIT_HANG);
+    return 4;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) return 2;
+    if (!strcmp(argv[1], "topo") && argc == 7) return run_topo(argv);
+    if (!strcmp(argv[1], "allreduce")) return run_allreduce();
+    if (!strcmp(argv[1], "replicas")) return run_replicas();
+    if (!strcmp(argv[1], "curve") && argc == 3) return run_curve(argv[2]);
+    if (!strcmp(argv[1], "hang") && argc == 4) return run_hang(atof(argv[2]), argv[3]);
+    fprintf(stderr, "usage: see the comment at the top of t/dist_prog.c\n");
+    return 2;
+}
