@@ -15,6 +15,7 @@ mkdir -p "$work" && cd "$work"
 for split in train:train t10k:test; do
     name=${split%%:*} out=fashion-mnist/${split##*:}
     if [ ! -f "$out/manifest.txt" ]; then
+        mkdir -p "$out"
         "$hpctrain" shard -n 4 --scale 0.00392156862745098 -o "$out" \
             "$data/$name-images-idx3-ubyte.gz" "$data/$name-labels-idx1-ubyte.gz"
     fi

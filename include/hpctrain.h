@@ -500,7 +500,7 @@ hpct_status_t hpct_walltime_remaining(hpct_ctx_t ctx, double *seconds);
 
 /* What the loop reports every log_interval steps (the same on every rank). */
 typedef struct hpct_progress {
-    long epoch, step;          /* current epoch; optimizer steps completed in all */
+    long epoch, step;          /* 0-based epoch of the last step; steps completed in all */
     long steps_per_epoch, total_steps;
     double loss;               /* mean training loss over ranks and the steps since the last report */
     double lr;                 /* learning rate of the last step */

@@ -263,7 +263,8 @@ int tool_train_main(int argc, char **argv)
     cfg.seed = (uint64_t)r.c.seed;
     cfg.num_threads = (int)r.c.threads;
     cfg.collective_timeout_s = r.c.collective_timeout;
-    cfg.log_level = getenv("HPCT_LOG_LEVEL") ? atoi(getenv("HPCT_LOG_LEVEL")) : HPCT_LOG_ERROR;
+    /* The tool reports failures itself; HPCT_LOG_LEVEL=1..4 adds the library's own log. */
+    cfg.log_level = getenv("HPCT_LOG_LEVEL") ? atoi(getenv("HPCT_LOG_LEVEL")) : HPCT_LOG_NONE;
     hpct_status_t s = hpct_init(&cfg, &r.ctx);
     if (s) {
         fprintf(stderr, "hpctrain train: starting the distributed runtime failed: %s\n", hpct_strerror(s));

@@ -181,7 +181,7 @@ static hpct_status_t report(struct loop *L, long done)
     long steps = done - L->report_step0;
     hpct_progress_t p;
     memset(&p, 0, sizeof p);
-    hpct_dataset_get_cursor(L->ds, &p.epoch, &(long){0});
+    p.epoch = done > 0 ? (done - 1) / L->steps_per_epoch : 0; /* epoch of the last step */
     p.step = done;
     p.steps_per_epoch = L->steps_per_epoch;
     p.total_steps = L->total_steps;
