@@ -3,6 +3,9 @@
 #define HPCT_DIST_H
 
 #include "../bootstrap/bootstrap.h"
+#ifdef HPCT_HAVE_NCCL
+#include "../device/nccl.h" /* device buffers: NCCL inside the node, MPI across */
+#endif
 
 #include <mpi.h>
 
@@ -90,8 +93,5 @@ hpct_status_t hpcti_red_wait(hpct_ctx_t ctx, int id);
 void hpcti_to_wire(int transport, const float *x, uint16_t *w, size_t n);
 void hpcti_from_wire(int transport, const uint16_t *w, float *x, size_t n);
 
-#ifdef HPCT_HAVE_NCCL
-#include "../device/nccl.h" /* device buffers: NCCL inside the node, MPI across */
-#endif
 
 #endif
