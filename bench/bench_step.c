@@ -9,7 +9,7 @@
 #include <time.h>
 
 #define BATCH 128
-#define REPS 200
+#define REPS  200
 static const int widths[] = {784, 512, 512, 10};
 
 static double now(void)
@@ -58,7 +58,8 @@ int main(void)
     hpct_model_add_dense(m, 512, HPCT_ACT_RELU, HPCT_INIT_AUTO);
     hpct_model_add_dense(m, 512, HPCT_ACT_RELU, HPCT_INIT_AUTO);
     hpct_model_add_dense(m, 10, HPCT_ACT_IDENTITY, HPCT_INIT_AUTO);
-    if (hpct_model_build(m, BATCH) || hpct_model_params(m, &p) || hpct_optimizer_create(p, &oc, &opt)) {
+    if (hpct_model_build(m, BATCH) || hpct_model_params(m, &p) ||
+        hpct_optimizer_create(p, &oc, &opt)) {
         fprintf(stderr, "setup: %s\n", hpct_last_error(ctx));
         return 1;
     }
@@ -98,11 +99,12 @@ int main(void)
     }
     double flops = 0;
     for (int l = 0; l < 3; l++) flops += 2.0 * BATCH * widths[l] * widths[l + 1] * (l ? 3 : 2);
-    printf("bench_step: 784-512-512-10 ReLU MLP, batch %d, SGD momentum, 1 thread, %d reps\n", BATCH, REPS);
-    printf("  training step (forward+backward+update): %8.3f ms  (%.1f GFLOP/s)\n", 1e3 * t_step / REPS,
-           flops / (t_step / REPS) * 1e-9);
-    printf("  the same GEMMs alone:                    %8.3f ms  (%.1f GFLOP/s)\n", 1e3 * t_gemm / REPS,
-           flops / (t_gemm / REPS) * 1e-9);
+    printf("bench_step: 784-512-512-10 ReLU MLP, batch %d, SGD momentum, 1 thread, %d reps\n",
+           BATCH, REPS);
+    printf("  training step (forward+backward+update): %8.3f ms  (%.1f GFLOP/s)\n",
+           1e3 * t_step / REPS, flops / (t_step / REPS) * 1e-9);
+    printf("  the same GEMMs alone:                    %8.3f ms  (%.1f GFLOP/s)\n",
+           1e3 * t_gemm / REPS, flops / (t_gemm / REPS) * 1e-9);
     printf("  GEMM time / step time:                   %8.3f  (target >= 0.85)\n", t_gemm / t_step);
     printf("  final loss %.4f\n", loss);
     hpct_optimizer_destroy(opt);

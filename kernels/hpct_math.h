@@ -13,9 +13,9 @@
 
 /* Activation codes, equal to hpct_activation_t. */
 #define HPCT_MATH_IDENTITY 0
-#define HPCT_MATH_RELU 1
-#define HPCT_MATH_TANH 2
-#define HPCT_MATH_GELU 3
+#define HPCT_MATH_RELU     1
+#define HPCT_MATH_TANH     2
+#define HPCT_MATH_GELU     3
 
 /* GELU, tanh approximation: 0.5 z (1 + tanh(sqrt(2/pi) (z + 0.044715 z^3))). */
 #define HPCT_GELU_K0 0.7978845608028654f
@@ -52,7 +52,8 @@ HPCT_HD float hpct_act_deriv(int act, float z, float y)
 
 /* SGD with momentum buffer v and L2 weight decay wd (PyTorch's convention:
  * g' = g + wd p; v = mu v + g'; step = nesterov ? g' + mu v : v; p -= lr step). */
-HPCT_HD void hpct_sgd_update(float *p, float *v, float g, float lr, float mu, int nesterov, float wd)
+HPCT_HD void hpct_sgd_update(float *p, float *v, float g, float lr, float mu, int nesterov,
+                             float wd)
 {
     float gw = g + wd * *p;
     float step = gw;

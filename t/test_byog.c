@@ -37,7 +37,8 @@ int main(void)
     oc.lr = 1.0f;
     oc.momentum = 0.5f;
     hpct_optimizer_t opt;
-    tap_is_int(hpct_optimizer_create(set, &oc, &opt), HPCT_SUCCESS, "SGD over the caller's buffers");
+    tap_is_int(hpct_optimizer_create(set, &oc, &opt), HPCT_SUCCESS,
+               "SGD over the caller's buffers");
     hpct_optimizer_step(opt);
     tap_ok(a[0] == 0.75f && a[2] == 2.0f && b[0] == -2.0f && b[1] == 4.0f,
            "one step moved every parameter by -lr * grad");
@@ -45,13 +46,15 @@ int main(void)
     float *v;
     hpct_optimizer_state_slots(opt, &slots);
     hpct_optimizer_state(opt, 1, 0, &v, &n);
-    tap_ok(slots == 1 && n == 2 && v[0] == 1.0f, "momentum state of b is readable (slots %d)", slots);
+    tap_ok(slots == 1 && n == 2 && v[0] == 1.0f, "momentum state of b is readable (slots %d)",
+           slots);
     long step;
     hpct_optimizer_get_step(opt, &step);
     tap_is_int(step, 1, "the optimizer counts its steps");
 
     hpct_params_zero_grads(set);
-    tap_ok(ga[0] == 0 && ga[1] == 0 && ga[2] == 0 && gb[0] == 0 && gb[1] == 0, "zero_grads clears all");
+    tap_ok(ga[0] == 0 && ga[1] == 0 && ga[2] == 0 && gb[0] == 0 && gb[1] == 0,
+           "zero_grads clears all");
     hpct_optimizer_step(opt); /* zero gradient: momentum alone moves b[0] by -0.5 */
     tap_ok(b[0] == -2.5f, "momentum carries on with a zero gradient (b0 = %g)", b[0]);
     hpct_optimizer_destroy(opt);

@@ -9,7 +9,8 @@ int main(void)
     tap_plan(12);
     int major = -1, minor = -1, patch = -1;
     hpct_get_version(&major, &minor, &patch);
-    tap_ok(major == HPCT_VERSION_MAJOR && minor == HPCT_VERSION_MINOR && patch == HPCT_VERSION_PATCH,
+    tap_ok(major == HPCT_VERSION_MAJOR && minor == HPCT_VERSION_MINOR &&
+               patch == HPCT_VERSION_PATCH,
            "runtime version %d.%d.%d matches the header", major, minor, patch);
     tap_is_int(HPCT_VERSION, (major << 16) | (minor << 8) | patch, "HPCT_VERSION packs the triple");
 

@@ -1,11 +1,12 @@
-/* test_determinism.c: same seed, bit-identical weights after 100 steps; other seed, other weights. */
+/* test_determinism.c: same seed, bit-identical weights after 100 steps; other seed, other weights.
+ */
 #include "hpctrain.h"
 #include "tap.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#define IN 20
+#define IN    20
 #define BATCH 16
 
 /* Train a 20-32-32-5 GELU/ReLU MLP for 100 AdamW steps; return a copy of all parameters. */
@@ -36,7 +37,8 @@ static float *train(uint64_t seed, size_t *count)
     float x[BATCH * IN];
     int32_t y[BATCH];
     for (int step = 0; step < 100; step++) {
-        for (int i = 0; i < BATCH * IN; i++) x[i] = (float)((i * 7919 + step * 104729) % 1000) / 500.0f - 1.0f;
+        for (int i = 0; i < BATCH * IN; i++)
+            x[i] = (float)((i * 7919 + step * 104729) % 1000) / 500.0f - 1.0f;
         for (int i = 0; i < BATCH; i++) y[i] = (i + step) % 5;
         float loss;
         if (hpct_model_loss_grad(m, x, y, BATCH, 0, &loss) || hpct_optimizer_step(opt))
@@ -64,7 +66,8 @@ int main(void)
     size_t na, nb, nc;
     float *a = train(2024, &na), *b = train(2024, &nb), *c = train(2025, &nc);
     tap_ok(na == nb && na == nc && na > 0, "three runs have %zu parameters each", na);
-    tap_ok(memcmp(a, b, sizeof(float) * na) == 0, "same seed: bit-identical weights after 100 steps");
+    tap_ok(memcmp(a, b, sizeof(float) * na) == 0,
+           "same seed: bit-identical weights after 100 steps");
     size_t differing = 0;
     for (size_t i = 0; i < na; i++) differing += a[i] != c[i];
     tap_ok(differing > na / 2, "different seed: %zu of %zu weights differ", differing, na);

@@ -16,8 +16,9 @@ static void expect(hpct_status_t got, hpct_status_t want, const char *needle, co
     const char *detail = hpct_last_error(ctx);
     int ok = got == want && (!needle || strstr(detail, needle));
     tap_ok(ok, "%s -> %s", what, hpct_strerror(want));
-    if (!ok) tap_diag("got %d (%s), detail '%s', wanted detail containing '%s'", got,
-                      hpct_strerror(got), detail, needle ? needle : "");
+    if (!ok)
+        tap_diag("got %d (%s), detail '%s', wanted detail containing '%s'", got, hpct_strerror(got),
+                 detail, needle ? needle : "");
 }
 
 static void optim_field(const char *field, hpct_optim_config_t c, hpct_params_t set)
@@ -44,11 +45,13 @@ int main(void)
     tap_is_int(hpct_ctx_create(&cfg, &bad), HPCT_ERR_INVALID_ARG, "unknown backend is refused");
     cfg = (hpct_config_t)HPCT_CONFIG_INITIALIZER;
     cfg.num_threads = -1;
-    tap_is_int(hpct_ctx_create(&cfg, &bad), HPCT_ERR_INVALID_ARG, "negative num_threads is refused");
+    tap_is_int(hpct_ctx_create(&cfg, &bad), HPCT_ERR_INVALID_ARG,
+               "negative num_threads is refused");
 #ifndef HPCT_HAVE_CUDA
     cfg = (hpct_config_t)HPCT_CONFIG_INITIALIZER;
     cfg.backend = HPCT_BACKEND_CUDA;
-    tap_is_int(hpct_ctx_create(&cfg, &bad), HPCT_ERR_UNSUPPORTED, "cuda backend in a CPU-only build");
+    tap_is_int(hpct_ctx_create(&cfg, &bad), HPCT_ERR_UNSUPPORTED,
+               "cuda backend in a CPU-only build");
 #else
     tap_skip(1, "this build has the cuda backend; its errors need a GPU to test");
 #endif
@@ -62,13 +65,15 @@ int main(void)
     hpct_params_create(ctx, &set);
     float p[4] = {1, 2, 3, 4}, g[4] = {0};
     expect(hpct_params_register(set, "", p, g, 4), HPCT_ERR_INVALID_ARG, "empty", "empty name");
-    expect(hpct_params_register(set, "w", NULL, g, 4), HPCT_ERR_INVALID_ARG, "'w' has a NULL parameter",
-           "NULL parameter buffer");
-    expect(hpct_params_register(set, "w", p, g, 0), HPCT_ERR_INVALID_ARG, "zero elements", "zero count");
-    expect(hpct_params_register(set, "w", p, p, 4), HPCT_ERR_INVALID_ARG, "one buffer", "aliased grad");
+    expect(hpct_params_register(set, "w", NULL, g, 4), HPCT_ERR_INVALID_ARG,
+           "'w' has a NULL parameter", "NULL parameter buffer");
+    expect(hpct_params_register(set, "w", p, g, 0), HPCT_ERR_INVALID_ARG, "zero elements",
+           "zero count");
+    expect(hpct_params_register(set, "w", p, p, 4), HPCT_ERR_INVALID_ARG, "one buffer",
+           "aliased grad");
     hpct_params_register(set, "w", p, g, 4);
-    expect(hpct_params_register(set, "w", p + 1, g + 1, 1), HPCT_ERR_INVALID_ARG, "already registered",
-           "duplicate name");
+    expect(hpct_params_register(set, "w", p + 1, g + 1, 1), HPCT_ERR_INVALID_ARG,
+           "already registered", "duplicate name");
     expect(hpct_params_get(set, 5, NULL, NULL, NULL, NULL), HPCT_ERR_NOT_FOUND, "index 5",
            "buffer index out of range");
     expect(hpct_params_scale_grads(set, NAN), HPCT_ERR_INVALID_ARG, "not finite", "NaN scale");
@@ -95,20 +100,24 @@ int main(void)
     hpct_params_t empty;
     hpct_optimizer_t opt;
     hpct_params_create(ctx, &empty);
-    expect(hpct_optimizer_create(empty, &oc, &opt), HPCT_ERR_STATE, "empty", "optimizer over an empty set");
+    expect(hpct_optimizer_create(empty, &oc, &opt), HPCT_ERR_STATE, "empty",
+           "optimizer over an empty set");
     hpct_params_destroy(empty);
 
     /* A non-finite gradient with clipping on: refused, parameters untouched. */
     c = oc, c.clip_norm = 1.0f;
     hpct_optimizer_create(set, &c, &opt);
     g[2] = INFINITY;
-    expect(hpct_optimizer_step(opt), HPCT_ERR_NONFINITE, "gradient norm", "Inf gradient with clipping");
-    tap_ok(p[0] == 1 && p[1] == 2 && p[2] == 3 && p[3] == 4, "parameters unchanged after the refusal");
+    expect(hpct_optimizer_step(opt), HPCT_ERR_NONFINITE, "gradient norm",
+           "Inf gradient with clipping");
+    tap_ok(p[0] == 1 && p[1] == 2 && p[2] == 3 && p[3] == 4,
+           "parameters unchanged after the refusal");
     hpct_optimizer_destroy(opt);
 
     /* Models. */
     hpct_model_t m;
-    expect(hpct_model_create(ctx, 0, &m), HPCT_ERR_INVALID_ARG, "input_features is 0", "zero inputs");
+    expect(hpct_model_create(ctx, 0, &m), HPCT_ERR_INVALID_ARG, "input_features is 0",
+           "zero inputs");
     hpct_model_create(ctx, 3, &m);
     expect(hpct_model_build(m, 4), HPCT_ERR_STATE, "no layers", "build without layers");
     expect(hpct_model_add_dense(m, 4, (hpct_activation_t)9, HPCT_INIT_AUTO), HPCT_ERR_INVALID_ARG,
@@ -116,12 +125,14 @@ int main(void)
     hpct_model_add_dense(m, 2, HPCT_ACT_RELU, HPCT_INIT_AUTO);
     float x[6] = {1, 2, 3, 4, 5, 6}, out[4];
     int32_t y[2] = {0, 2};
-    expect(hpct_model_forward(m, x, 2, out), HPCT_ERR_STATE, "build the model first", "forward before build");
+    expect(hpct_model_forward(m, x, 2, out), HPCT_ERR_STATE, "build the model first",
+           "forward before build");
     expect(hpct_model_build(m, 0), HPCT_ERR_INVALID_ARG, "max_batch is 0", "zero max_batch");
     hpct_model_build(m, 2);
-    expect(hpct_model_add_dense(m, 2, HPCT_ACT_RELU, HPCT_INIT_AUTO), HPCT_ERR_STATE, "already built",
-           "add a layer after build");
-    expect(hpct_model_loss_grad(m, x, y, 3, 0, NULL), HPCT_ERR_INVALID_ARG, "batch is 3", "batch over max_batch");
+    expect(hpct_model_add_dense(m, 2, HPCT_ACT_RELU, HPCT_INIT_AUTO), HPCT_ERR_STATE,
+           "already built", "add a layer after build");
+    expect(hpct_model_loss_grad(m, x, y, 3, 0, NULL), HPCT_ERR_INVALID_ARG, "batch is 3",
+           "batch over max_batch");
     expect(hpct_model_loss_grad(m, x, y, 2, 0, NULL), HPCT_ERR_INVALID_ARG, "label 2 of sample 1",
            "label out of range");
     x[0] = NAN, y[1] = 1;

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define B 5 /* batch */
+#define B 5                               /* batch */
 static const int widths[] = {6, 7, 5, 4}; /* input 6 -> 7 -> 5 -> 4 outputs */
 #define NL 3
 
@@ -71,7 +71,8 @@ static void check(int act, int loss)
     hpct_ctx_create(&cfg, &ctx);
     hpct_model_create(ctx, widths[0], &m);
     for (int l = 0; l < NL; l++)
-        hpct_model_add_dense(m, widths[l + 1], l == NL - 1 ? HPCT_ACT_IDENTITY : act, HPCT_INIT_XAVIER);
+        hpct_model_add_dense(m, widths[l + 1], l == NL - 1 ? HPCT_ACT_IDENTITY : act,
+                             HPCT_INIT_XAVIER);
     hpct_model_set_loss(m, loss);
     if (hpct_model_build(m, B) || hpct_model_params(m, &p)) tap_bail("model build failed");
 
@@ -127,7 +128,8 @@ static void check(int act, int loss)
         off += n;
     }
     double rel = sqrt(err2 / ref2);
-    tap_ok(rel < 1e-3, "%s/%s: relative gradient error %.2e < 1e-3 over %zu parameters (max abs %.1e)",
+    tap_ok(rel < 1e-3,
+           "%s/%s: relative gradient error %.2e < 1e-3 over %zu parameters (max abs %.1e)",
            act_names[act], lname, rel, total, worst);
 
     /* accumulate = 1 adds a second copy of the same gradients. */

@@ -72,7 +72,8 @@ int main(void)
     c.lr = 0.1f;
     c.weight_decay = 0.01f;
     two_steps(c, p);
-    tap_within(p[0], 1 - 0.1 * (0.5 / (0.5 + 1e-8) + 0.01), 1e-5, "AdamW step 1: unit step plus decay");
+    tap_within(p[0], 1 - 0.1 * (0.5 / (0.5 + 1e-8) + 0.01), 1e-5,
+               "AdamW step 1: unit step plus decay");
     tap_within(p[1], p[0] - 0.1 * (0.5 / (0.5 + 1e-8) + 0.01 * p[0]), 1e-5, "AdamW step 2");
 
     /* Schedules: lr 1, linear warmup over 4 steps, then the named decay. */

@@ -5,8 +5,8 @@
 #include <math.h>
 #include <stdlib.h>
 
-#define N 400     /* points, half per spiral */
-#define BATCH 40
+#define N      400 /* points, half per spiral */
+#define BATCH  40
 #define EPOCHS 300
 
 /* Two interleaved spirals of 1.5 turns, labels 0 and 1. */
@@ -79,7 +79,8 @@ int main(void)
     }
     tap_ok(!failed, "%d epochs of training ran without error", EPOCHS);
     hpct_model_evaluate(m, x, y, N, &loss, &acc);
-    tap_diag("before: loss %.4f accuracy %.3f; after: loss %.4f accuracy %.3f", loss0, acc0, loss, acc);
+    tap_diag("before: loss %.4f accuracy %.3f; after: loss %.4f accuracy %.3f", loss0, acc0, loss,
+             acc);
     tap_ok(loss < 0.25 * loss0, "loss fell from %.3f to %.3f (< 1/4)", loss0, loss);
     tap_ok(acc >= 0.97, "two-spirals training accuracy %.3f >= 0.97", acc);
     hpct_optimizer_destroy(opt);

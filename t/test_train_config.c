@@ -33,7 +33,8 @@ int main(void)
     write_file("# comment line\ntrain_manifest = data/train.manifest\n  lr=0.1   # trailing\n"
                "hidden = 64, 32,16\noptimizer = adamw\n\n");
     tap_is_int(train_config_load_file(&c, path, err, sizeof err), 0, "a valid file loads");
-    tap_ok(c.lr == 0.1 && c.num_hidden == 3 && c.hidden[2] == 16 && strcmp(c.optimizer, "adamw") == 0 &&
+    tap_ok(c.lr == 0.1 && c.num_hidden == 3 && c.hidden[2] == 16 &&
+               strcmp(c.optimizer, "adamw") == 0 &&
                strcmp(c.train_manifest, "data/train.manifest") == 0,
            "values from the file, comments and spaces ignored");
     tap_ok(train_config_hash(&c) != h0, "changing lr and the model changes the config hash");
@@ -60,7 +61,8 @@ int main(void)
     tap_ok(train_config_load_file(&c, path, err, sizeof err) < 0 && strstr(err, "momentum"),
            "out-of-range number is refused: %s", err);
     write_file("epochs = 2.5\n");
-    tap_ok(train_config_load_file(&c, path, err, sizeof err) < 0, "a fraction for an integer is refused");
+    tap_ok(train_config_load_file(&c, path, err, sizeof err) < 0,
+           "a fraction for an integer is refused");
     write_file("just some words\n");
     tap_ok(train_config_load_file(&c, path, err, sizeof err) < 0 && strstr(err, "key = value"),
            "a line without '=' is refused: %s", err);

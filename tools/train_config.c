@@ -110,7 +110,8 @@ static int parse_widths(struct train_config *c, const char *v)
     char buf[256];
     if (strlen(v) >= sizeof buf) return -1;
     strcpy(buf, v);
-    for (char *save = NULL, *tok = strtok_r(buf, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
+    for (char *save = NULL, *tok = strtok_r(buf, ", ", &save); tok;
+         tok = strtok_r(NULL, ", ", &save)) {
         char *end;
         long w = strtol(tok, &end, 10);
         if (*end || w < 1 || w > (1 << 20) || n == TC_MAX_HIDDEN) return -1;
@@ -124,12 +125,17 @@ int train_config_set(struct train_config *c, const char *name, const char *v, co
                      char *err, size_t errlen)
 {
     const struct key *k = find_key(name);
-    if (!k) return fail(err, errlen, "%s: unknown setting '%s' (hpctrain train --print-config lists them)", source, name);
+    if (!k)
+        return fail(err, errlen,
+                    "%s: unknown setting '%s' (hpctrain train --print-config lists them)", source,
+                    name);
     char *field = (char *)c + k->offset;
     double d;
     switch (k->kind) {
     case K_STR:
-        if (strlen(v) >= k->size) return fail(err, errlen, "%s: %s is longer than %zu characters", source, name, k->size - 1);
+        if (strlen(v) >= k->size)
+            return fail(err, errlen, "%s: %s is longer than %zu characters", source, name,
+                        k->size - 1);
         if (k->choices && !in_choices(k->choices, v))
             return fail(err, errlen, "%s: %s = '%s' is not one of %s", source, name, v, k->choices);
         strcpy(field, v);
@@ -137,19 +143,27 @@ int train_config_set(struct train_config *c, const char *name, const char *v, co
     case K_WIDTHS:
         if (strcmp(v, "none") == 0) v = "";
         if (parse_widths(c, v))
-            return fail(err, errlen, "%s: hidden = '%s' must be up to %d comma-separated widths >= 1", source, v, TC_MAX_HIDDEN);
+            return fail(err, errlen,
+                        "%s: hidden = '%s' must be up to %d comma-separated widths >= 1", source, v,
+                        TC_MAX_HIDDEN);
         return 0;
     case K_BOOL:
-        if (strcmp(v, "1") == 0 || strcmp(v, "yes") == 0 || strcmp(v, "true") == 0) *(int *)field = 1;
-        else if (strcmp(v, "0") == 0 || strcmp(v, "no") == 0 || strcmp(v, "false") == 0) *(int *)field = 0;
-        else return fail(err, errlen, "%s: %s = '%s' must be 0/1, yes/no or true/false", source, name, v);
+        if (strcmp(v, "1") == 0 || strcmp(v, "yes") == 0 || strcmp(v, "true") == 0)
+            *(int *)field = 1;
+        else if (strcmp(v, "0") == 0 || strcmp(v, "no") == 0 || strcmp(v, "false") == 0)
+            *(int *)field = 0;
+        else
+            return fail(err, errlen, "%s: %s = '%s' must be 0/1, yes/no or true/false", source,
+                        name, v);
         return 0;
     default:
         if (parse_number(k, v, &d))
             return fail(err, errlen, "%s: %s = '%s' must be %s in [%g, %g]", source, name, v,
                         k->kind == K_DOUBLE ? "a number" : "an integer", k->min, k->max);
-        if (k->kind == K_DOUBLE) *(double *)field = d;
-        else *(long *)field = (long)d;
+        if (k->kind == K_DOUBLE)
+            *(double *)field = d;
+        else
+            *(long *)field = (long)d;
         return 0;
     }
 }
@@ -158,7 +172,8 @@ void train_config_defaults(struct train_config *c)
 {
     char err[256];
     memset(c, 0, sizeof *c);
-    for (size_t i = 0; i < NUM_KEYS; i++) train_config_set(c, keys[i].name, keys[i].deflt, "default", err, sizeof err);
+    for (size_t i = 0; i < NUM_KEYS; i++)
+        train_config_set(c, keys[i].name, keys[i].deflt, "default", err, sizeof err);
 }
 
 static char *trim(char *s)
@@ -178,13 +193,19 @@ int train_config_load_file(struct train_config *c, const char *path, char *err, 
     while (rc == 0 && fgets(line, sizeof line, f)) {
         lineno++;
         snprintf(where, sizeof where, "%s:%d", path, lineno);
-        if (!strchr(line, '\n') && !feof(f)) { rc = fail(err, errlen, "%s: line too long", where); break; }
+        if (!strchr(line, '\n') && !feof(f)) {
+            rc = fail(err, errlen, "%s: line too long", where);
+            break;
+        }
         char *hash = strchr(line, '#');
         if (hash) *hash = '\0';
         char *s = trim(line);
         if (!*s) continue;
         char *eq = strchr(s, '=');
-        if (!eq) { rc = fail(err, errlen, "%s: expected 'key = value', got '%s'", where, s); break; }
+        if (!eq) {
+            rc = fail(err, errlen, "%s: expected 'key = value', got '%s'", where, s);
+            break;
+        }
         *eq = '\0';
         rc = train_config_set(c, trim(s), trim(eq + 1), where, err, errlen);
     }
@@ -211,9 +232,13 @@ int train_config_load_env(struct train_config *c, char *err, size_t errlen)
 
 int train_config_validate(const struct train_config *c, char *err, size_t errlen)
 {
-    if (!c->train_manifest[0]) return fail(err, errlen, "train_manifest is not set (config file, HPCT_TRAIN_MANIFEST or --train-manifest)");
+    if (!c->train_manifest[0])
+        return fail(
+            err, errlen,
+            "train_manifest is not set (config file, HPCT_TRAIN_MANIFEST or --train-manifest)");
     if (c->global_batch % c->micro_batches)
-        return fail(err, errlen, "global_batch %ld is not a multiple of micro_batches %ld", c->global_batch, c->micro_batches);
+        return fail(err, errlen, "global_batch %ld is not a multiple of micro_batches %ld",
+                    c->global_batch, c->micro_batches);
     if (c->min_lr > c->lr) return fail(err, errlen, "min_lr %g is above lr %g", c->min_lr, c->lr);
     if (c->nesterov && (strcmp(c->optimizer, "sgd") || c->momentum <= 0))
         return fail(err, errlen, "nesterov = 1 needs optimizer = sgd with momentum > 0");

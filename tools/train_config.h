@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#define TC_PATH_MAX 1024
+#define TC_PATH_MAX   1024
 #define TC_MAX_HIDDEN 16
 
 struct train_config {

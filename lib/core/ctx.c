@@ -48,7 +48,9 @@ void hpcti_clear_error(hpct_ctx_t ctx)
 void *hpcti_calloc(hpct_ctx_t ctx, size_t count, size_t size, const char *what)
 {
     void *p = calloc(count ? count : 1, size ? size : 1);
-    if (!p) hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "cannot allocate %zu x %zu bytes for %s", count, size, what);
+    if (!p)
+        hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "cannot allocate %zu x %zu bytes for %s", count, size,
+                    what);
     return p;
 }
 
@@ -84,7 +86,8 @@ hpct_status_t hpct_ctx_create(const hpct_config_t *cfg, hpct_ctx_t *out)
     hpcti_rng_seed(&ctx->rng, cfg->seed);
     ctx->ops = hpcti_ops_lookup(cfg->backend);
     if (!ctx->ops) {
-        hpcti_log(ctx, HPCT_LOG_ERROR, "the %s backend is not built into this library (configure --with-cuda)",
+        hpcti_log(ctx, HPCT_LOG_ERROR,
+                  "the %s backend is not built into this library (configure --with-cuda)",
                   cfg->backend == HPCT_BACKEND_CUDA ? "cuda" : "requested");
         free(ctx);
         return HPCT_ERR_UNSUPPORTED;
@@ -114,7 +117,9 @@ const char *hpct_last_error(hpct_ctx_t ctx)
 
 hpct_status_t hpct_rng_get_state(hpct_ctx_t ctx, uint64_t state[HPCT_RNG_STATE_WORDS])
 {
-    if (!ctx || !state) return ctx ? hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_rng_get_state: state is NULL") : HPCT_ERR_INVALID_ARG;
+    if (!ctx || !state)
+        return ctx ? hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_rng_get_state: state is NULL")
+                   : HPCT_ERR_INVALID_ARG;
     memcpy(state, ctx->rng.s, sizeof ctx->rng.s);
     return HPCT_SUCCESS;
 }
@@ -124,7 +129,8 @@ hpct_status_t hpct_rng_set_state(hpct_ctx_t ctx, const uint64_t state[HPCT_RNG_S
     if (!ctx) return HPCT_ERR_INVALID_ARG;
     if (!state) return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_rng_set_state: state is NULL");
     if (!(state[0] | state[1] | state[2] | state[3]))
-        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_rng_set_state: an all-zero state is invalid for xoshiro256**");
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                           "hpct_rng_set_state: an all-zero state is invalid for xoshiro256**");
     memcpy(ctx->rng.s, state, sizeof ctx->rng.s);
     return HPCT_SUCCESS;
 }

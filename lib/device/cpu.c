@@ -49,7 +49,8 @@ static void cpu_gemm(hpct_ctx_t ctx, int ta, int tb, int m, int n, int k, float 
                 k, alpha, a, lda, b, ldb, beta, c, n);
 }
 
-static void cpu_bias_act(int act, float *z, const float *restrict bias, float *y, int rows, int cols)
+static void cpu_bias_act(int act, float *z, const float *restrict bias, float *y, int rows,
+                         int cols)
 {
     for (int r = 0; r < rows; r++) {
         float *zr = z + (size_t)r * cols, *yr = y + (size_t)r * cols;
@@ -153,8 +154,8 @@ static int cpu_all_finite(hpct_ctx_t ctx, const float *x, size_t n)
     return ok;
 }
 
-static void cpu_sgd(float *restrict p, const float *restrict g, float *restrict v, size_t n, float lr,
-                    float mu, int nesterov, float wd, float gscale)
+static void cpu_sgd(float *restrict p, const float *restrict g, float *restrict v, size_t n,
+                    float lr, float mu, int nesterov, float wd, float gscale)
 {
     if (v) {
         for (size_t i = 0; i < n; i++)
@@ -165,8 +166,8 @@ static void cpu_sgd(float *restrict p, const float *restrict g, float *restrict 
 }
 
 static void cpu_adamw(float *restrict p, const float *restrict g, float *restrict m,
-                      float *restrict v, size_t n, float lr, float b1, float b2, float eps, float wd,
-                      float c1, float c2, float gscale)
+                      float *restrict v, size_t n, float lr, float b1, float b2, float eps,
+                      float wd, float c1, float c2, float gscale)
 {
     for (size_t i = 0; i < n; i++)
         hpct_adamw_update(p + i, m + i, v + i, gscale * g[i], lr, b1, b2, eps, wd, c1, c2);

@@ -21,16 +21,16 @@ struct hpct_model {
     struct dense *layers;
     int num, cap;
     hpct_loss_t loss;
-    int max_batch; /* 0 until built */
+    int max_batch;                   /* 0 until built */
     float *flat_params, *flat_grads; /* all W and b, back to back */
     size_t num_params;
-    float *x_dev;       /* [max_batch, inputs] staging (device backends only) */
-    void *targets_dev;  /* [max_batch] int32 or [max_batch, outputs] float staging */
-    float *grad_a[2];   /* [max_batch, widest] ping-pong buffers for d(activation) */
+    float *x_dev;      /* [max_batch, inputs] staging (device backends only) */
+    void *targets_dev; /* [max_batch] int32 or [max_batch, outputs] float staging */
+    float *grad_a[2];  /* [max_batch, widest] ping-pong buffers for d(activation) */
     hpct_params_t params;
     hpcti_grad_ready_fn grad_ready; /* averaging hooks (lib/comm); NULL when off */
     hpcti_grads_done_fn grads_done;
-    hpct_status_t hook_status;      /* first error a ready hook returned during backward */
+    hpct_status_t hook_status; /* first error a ready hook returned during backward */
 };
 
 void hpcti_model_set_grad_hooks(hpct_model_t m, hpcti_grad_ready_fn ready, hpcti_grads_done_fn done)
@@ -95,7 +95,8 @@ hpct_status_t hpct_model_add_dense(hpct_model_t m, int out_features, hpct_activa
                            m->num, out_features);
     if (act < HPCT_ACT_IDENTITY || act > HPCT_ACT_GELU)
         return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
-                           "hpct_model_add_dense: layer %d: unknown activation %d", m->num, (int)act);
+                           "hpct_model_add_dense: layer %d: unknown activation %d", m->num,
+                           (int)act);
     if (init < HPCT_INIT_AUTO || init > HPCT_INIT_XAVIER)
         return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
                            "hpct_model_add_dense: layer %d: unknown initialisation %d", m->num,
@@ -134,13 +135,15 @@ static hpct_status_t init_weights(hpct_model_t m, int l)
     hpcti_rng_seed(&rng, hpcti_seed_mix(m->ctx->cfg.seed, (uint64_t)l + 1));
     hpct_init_t init = d->init;
     if (init == HPCT_INIT_AUTO)
-        init = (d->act == HPCT_ACT_RELU || d->act == HPCT_ACT_GELU) ? HPCT_INIT_HE : HPCT_INIT_XAVIER;
+        init =
+            (d->act == HPCT_ACT_RELU || d->act == HPCT_ACT_GELU) ? HPCT_INIT_HE : HPCT_INIT_XAVIER;
     if (init == HPCT_INIT_HE) {
         double sd = sqrt(2.0 / d->in);
         for (size_t i = 0; i < n; i++) host[i] = (float)(sd * hpcti_rng_normal(&rng));
     } else {
         double lim = sqrt(6.0 / (d->in + d->out));
-        for (size_t i = 0; i < n; i++) host[i] = (float)(lim * (2.0 * hpcti_rng_uniform(&rng) - 1.0));
+        for (size_t i = 0; i < n; i++)
+            host[i] = (float)(lim * (2.0 * hpcti_rng_uniform(&rng) - 1.0));
     }
     m->ctx->ops->to_device(d->w, host, n * sizeof *host);
     free(host);
@@ -186,7 +189,8 @@ static hpct_status_t alloc_activations(hpct_model_t m, int max_batch)
     }
     int outputs = m->layers[m->num - 1].out;
     for (int i = 0; i < 2; i++)
-        if (!(m->grad_a[i] = alloc_floats(m, (size_t)max_batch * widest))) return HPCT_ERR_NO_MEMORY;
+        if (!(m->grad_a[i] = alloc_floats(m, (size_t)max_batch * widest)))
+            return HPCT_ERR_NO_MEMORY;
     if (!host_backend(m->ctx)) {
         m->x_dev = alloc_floats(m, (size_t)max_batch * m->inputs);
         m->targets_dev = alloc_floats(m, (size_t)max_batch * outputs);
@@ -204,8 +208,8 @@ hpct_status_t hpct_model_build(hpct_model_t m, int max_batch)
     if (m->num == 0)
         return hpcti_error(ctx, HPCT_ERR_STATE, "hpct_model_build: the model has no layers");
     if (max_batch <= 0)
-        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_model_build: max_batch is %d, must be > 0",
-                           max_batch);
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                           "hpct_model_build: max_batch is %d, must be > 0", max_batch);
     for (int l = 0; l < m->num; l++)
         m->num_params += (size_t)m->layers[l].out * m->layers[l].in + m->layers[l].out;
     m->flat_params = alloc_floats(m, m->num_params);
@@ -298,7 +302,7 @@ static const void *stage_targets(hpct_model_t m, const void *t, int batch)
 {
     if (host_backend(m->ctx)) return t;
     size_t per = m->loss == HPCT_LOSS_MSE ? sizeof(float) * (size_t)m->layers[m->num - 1].out
-                                           : sizeof(int32_t);
+                                          : sizeof(int32_t);
     m->ctx->ops->to_device(m->targets_dev, t, per * (size_t)batch);
     return m->targets_dev;
 }
@@ -344,9 +348,10 @@ static void backward(hpct_model_t m, const float *x, int batch, int accumulate)
         ops->gemm(m->ctx, 1, 0, d->out, d->in, batch, 1.0f, dz, a, beta, d->dw); /* dW [out, in] */
         ops->bias_grad(dz, d->db, batch, d->out, accumulate);
         if (m->grad_ready && !m->hook_status) /* dW and db are contiguous: start averaging them */
-            m->hook_status = m->grad_ready(m->ctx, l, m->num, d->dw, (size_t)d->out * d->in + d->out,
-                                           m->num_params);
-        if (l > 0) ops->gemm(m->ctx, 0, 0, batch, d->in, d->out, 1.0f, dz, d->w, 0.0f, m->grad_a[1 - cur]);
+            m->hook_status = m->grad_ready(m->ctx, l, m->num, d->dw,
+                                           (size_t)d->out * d->in + d->out, m->num_params);
+        if (l > 0)
+            ops->gemm(m->ctx, 0, 0, batch, d->in, d->out, 1.0f, dz, d->w, 0.0f, m->grad_a[1 - cur]);
         cur = 1 - cur;
     }
 }

@@ -26,6 +26,7 @@ typedef hpct_status_t (*hpcti_grad_ready_fn)(hpct_ctx_t ctx, int layer, int num_
                                              size_t count, size_t total);
 typedef hpct_status_t (*hpcti_grads_done_fn)(hpct_ctx_t ctx);
 /* Install the hooks (NULL, NULL removes them). */
-void hpcti_model_set_grad_hooks(hpct_model_t m, hpcti_grad_ready_fn ready, hpcti_grads_done_fn done);
+void hpcti_model_set_grad_hooks(hpct_model_t m, hpcti_grad_ready_fn ready,
+                                hpcti_grads_done_fn done);
 
 #endif

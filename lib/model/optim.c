@@ -8,9 +8,9 @@
 struct hpct_optimizer {
     hpct_params_t params;
     hpct_optim_config_t cfg;
-    long step;     /* updates applied so far */
-    int slots;     /* state buffers per parameter buffer */
-    float *state;  /* [slots, params->total], device memory */
+    long step;    /* updates applied so far */
+    int slots;    /* state buffers per parameter buffer */
+    float *state; /* [slots, params->total], device memory */
 };
 
 /* The first field of cfg that is out of range, or NULL. */
@@ -23,7 +23,8 @@ static const char *bad_field(const hpct_optim_config_t *c)
     if (!(c->momentum >= 0.0f && c->momentum < 1.0f)) return "momentum (must be in [0, 1))";
     if (c->nesterov && !(c->kind == HPCT_OPT_SGD && c->momentum > 0.0f))
         return "nesterov (needs SGD with momentum > 0)";
-    if (!(c->weight_decay >= 0.0f) || !isfinite(c->weight_decay)) return "weight_decay (must be >= 0)";
+    if (!(c->weight_decay >= 0.0f) || !isfinite(c->weight_decay))
+        return "weight_decay (must be >= 0)";
     if (!(c->beta1 >= 0.0f && c->beta1 < 1.0f)) return "beta1 (must be in [0, 1))";
     if (!(c->beta2 >= 0.0f && c->beta2 < 1.0f)) return "beta2 (must be in [0, 1))";
     if (!(c->eps > 0.0f)) return "eps (must be > 0)";
@@ -49,10 +50,11 @@ hpct_status_t hpct_optimizer_create(hpct_params_t params, const hpct_optim_confi
     *out = NULL;
     const char *bad = bad_field(cfg);
     if (bad)
-        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_optimizer_create: bad hpct_optim_config_t.%s",
-                           bad);
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                           "hpct_optimizer_create: bad hpct_optim_config_t.%s", bad);
     if (params->num == 0)
-        return hpcti_error(ctx, HPCT_ERR_STATE, "hpct_optimizer_create: the parameter set is empty");
+        return hpcti_error(ctx, HPCT_ERR_STATE,
+                           "hpct_optimizer_create: the parameter set is empty");
     hpct_optimizer_t o = hpcti_calloc(ctx, 1, sizeof *o, "an optimizer");
     if (!o) return HPCT_ERR_NO_MEMORY;
     o->params = params;
@@ -158,7 +160,9 @@ hpct_status_t hpct_optimizer_get_step(hpct_optimizer_t o, long *step)
 {
     if (!o) return HPCT_ERR_INVALID_ARG;
     hpcti_clear_error(o->params->ctx);
-    if (!step) return hpcti_error(o->params->ctx, HPCT_ERR_INVALID_ARG, "hpct_optimizer_get_step: step is NULL");
+    if (!step)
+        return hpcti_error(o->params->ctx, HPCT_ERR_INVALID_ARG,
+                           "hpct_optimizer_get_step: step is NULL");
     *step = o->step;
     return HPCT_SUCCESS;
 }
@@ -178,7 +182,9 @@ hpct_status_t hpct_optimizer_state_slots(hpct_optimizer_t o, int *slots)
 {
     if (!o) return HPCT_ERR_INVALID_ARG;
     hpcti_clear_error(o->params->ctx);
-    if (!slots) return hpcti_error(o->params->ctx, HPCT_ERR_INVALID_ARG, "hpct_optimizer_state_slots: slots is NULL");
+    if (!slots)
+        return hpcti_error(o->params->ctx, HPCT_ERR_INVALID_ARG,
+                           "hpct_optimizer_state_slots: slots is NULL");
     *slots = o->slots;
     return HPCT_SUCCESS;
 }

@@ -116,7 +116,8 @@ hpct_status_t hpct_params_grad_norm(hpct_params_t p, double *norm)
 {
     if (!p) return HPCT_ERR_INVALID_ARG;
     hpcti_clear_error(p->ctx);
-    if (!norm) return hpcti_error(p->ctx, HPCT_ERR_INVALID_ARG, "hpct_params_grad_norm: norm is NULL");
+    if (!norm)
+        return hpcti_error(p->ctx, HPCT_ERR_INVALID_ARG, "hpct_params_grad_norm: norm is NULL");
     double total = 0.0;
     for (int i = 0; i < p->num; i++)
         total += p->ctx->ops->sumsq(p->ctx, p->bufs[i].grad, p->bufs[i].count);
