@@ -60,7 +60,11 @@ check_env() {
     ok $r "$2: MANPATH has PREFIX/share/man" || diag "MANPATH=$(var "$1" MANPATH)"
     is "$(var "$1" PKG_CONFIG_PATH | cut -d: -f1)" "$prefix/lib/pkgconfig" \
         "$2: PKG_CONFIG_PATH starts with PREFIX/lib/pkgconfig"
-    is "$(cat "$tmp/$1.man")" "$prefix/share/man/man3/hpctrain.3" "$2: man -w 3 hpctrain finds the installed page"
+    if command -v man >/dev/null; then
+        is "$(cat "$tmp/$1.man")" "$prefix/share/man/man3/hpctrain.3" "$2: man -w 3 hpctrain finds the installed page"
+    else
+        skip 1 "no man command here (Debian package man-db)"
+    fi
     grep -q '^xor: .* accuracy 1.00$' "$tmp/$1.build"
     ok $? "$2: examples/mlp_xor.c builds with pkg-config --static and reaches accuracy 1.00" ||
         sed 's/^/# /' "$tmp/$1.build"

@@ -8,6 +8,10 @@
 #   cluster.sh env DIR     print shell lines that point Slurm's client commands at it
 #   cluster.sh stop DIR    cancel its jobs, stop every daemon by its pid file, wait for them
 #
+# A watchdog started with the cluster stops it when the process that ran "start" (or
+# HPCT_SLURM_OWNER, a pid) has gone, or after HPCT_SLURM_LIFETIME seconds (default 900):
+# nothing outlives a test killed before its traps could run.
+#
 # Ports: HPCT_SLURM_PORT_BASE (default derived from the pid) for slurmctld, base+1 and
 # base+2 for the two slurmd; a busy base moves up by 10. Needs root (munged runs as the
 # user munge through runuser, the Slurm daemons as root) and the Debian packages
@@ -99,13 +103,15 @@ CONF
 # start_munge DIR: a private munged (own key, socket, pid, log) running as user munge.
 start_munge() {
     d=$1; m=$d/munge
-    mkdir -p "$m" && chown munge: "$m" && chmod 711 "$m" || die "cannot make $m"
+    mkdir -p "$m" && chown munge: "$m" && chmod 711 "$m" || { echo "cluster.sh: cannot make $m" >&2; return 1; }
     runuser -u munge -- mungekey -c -k "$m/munge.key" >/dev/null 2>&1 ||
-        cp /etc/munge/munge.key "$m/munge.key" 2>/dev/null || die "cannot create a munge key in $m"
+        cp /etc/munge/munge.key "$m/munge.key" 2>/dev/null ||
+        { echo "cluster.sh: cannot create a munge key in $m" >&2; return 1; }
     chown munge: "$m/munge.key"; chmod 600 "$m/munge.key"
     runuser -u munge -- env HPCT_SLURM_CLUSTER="$d" /usr/sbin/munged --socket="$m/munge.socket" \
         --key-file="$m/munge.key" --pid-file="$m/munged.pid" --log-file="$m/munged.log" \
-        --seed-file="$m/munged.seed" || { tail -n 20 "$m/munged.log" >&2; die "munged did not start"; }
+        --seed-file="$m/munged.seed" ||
+        { tail -n 20 "$m/munged.log" >&2; echo "cluster.sh: munged did not start" >&2; return 1; }
 }
 
 # daemon NAME ARGS...: start a Slurm daemon with the cluster's config.
@@ -128,6 +134,26 @@ both_idle() {
     [ "$n" -eq 2 ]
 }
 
+# start_watchdog DIR OWNER: see the header. A process of its own (so that its environment,
+# as /proc shows it, names the cluster); its output goes to DIR/log/watchdog.log, never to
+# the caller's stdout (a TAP harness reads that until every writer has closed it).
+start_watchdog() {
+    self="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
+    env HPCT_SLURM_CLUSTER="$1" sh "$self" watchdog "$1" "$2" </dev/null >>"$1/log/watchdog.log" 2>&1 &
+    echo $! > "$1/run/watchdog.pid"
+}
+
+# watchdog DIR OWNER: wait for OWNER to end or the lifetime to pass, then stop the cluster.
+watchdog() {
+    life=${HPCT_SLURM_LIFETIME:-900}
+    end=$(($(date +%s) + life))
+    while kill -0 "$2" 2>/dev/null && [ "$(date +%s)" -lt "$end" ]; do
+        env -u HPCT_SLURM_CLUSTER sleep 1
+    done
+    echo "watchdog: owner $2 gone or lifetime $life s over: stopping the cluster"
+    HPCT_SLURM_WATCHDOG=1 stop "$1"
+}
+
 start() {
     d=$1
     why=$(check) || die "$why"
@@ -139,17 +165,25 @@ start() {
     mkdir -p "$d/state" "$d/spool/n1" "$d/spool/n2" "$d/run" "$d/log" "$d/tmp/n1" "$d/tmp/n2"
     pick_ports
     write_conf "$d"
-    start_munge "$d"
+    start_watchdog "$d" "${HPCT_SLURM_OWNER:-$PPID}"
+    start_munge "$d" || { stop "$d"; return 1; }
     daemon /usr/sbin/slurmctld
     daemon /usr/sbin/slurmd -N n1
     daemon /usr/sbin/slurmd -N n2
     wait_s=${HPCT_SLURM_START_WAIT:-60}; t=0
     while ! both_idle "$d"; do
         t=$((t + 1))
-        if [ $t -gt $((wait_s * 2)) ]; then
-            echo "cluster.sh: nodes not idle after $wait_s s:" >&2
+        dead=
+        if [ $t -gt 10 ]; then   # after 5 s every daemon has written its pid file
+            for f in run/slurmctld.pid run/slurmd-n1.pid run/slurmd-n2.pid munge/munged.pid; do
+                [ -n "$(pid_of "$d/$f")" ] || dead="$dead ${f#*/}"
+            done
+        fi
+        if [ -n "$dead" ] || [ $t -gt $((wait_s * 2)) ]; then
+            echo "cluster.sh: nodes not idle after $((t / 2)) s${dead:+ (not running:$dead)}:" >&2
             SLURM_CONF="$d/slurm.conf" sinfo -N -l >&2 2>&1
             show_logs "$d"
+            stop "$d"
             return 1
         fi
         sleep 0.5
@@ -157,8 +191,12 @@ start() {
     echo "cluster.sh: started in $d (ports $p_ctld, $p_n1, $p_n2)" >&2
 }
 
-# pid_alive FILE: the pid in FILE when that process still runs.
-pid_of() { [ -s "$1" ] && p=$(cat "$1") && kill -0 "$p" 2>/dev/null && echo "$p"; }
+# pid_of FILE: the pid in FILE when that process still runs and belongs to the cluster in
+# $d (its environment holds HPCT_SLURM_CLUSTER=$d): a stale pid file never hits a stranger.
+pid_of() {
+    [ -s "$1" ] && p=$(cat "$1") && kill -0 "$p" 2>/dev/null || return 1
+    { tr '\0' '\n' < "/proc/$p/environ"; } 2>/dev/null | grep -qxF "HPCT_SLURM_CLUSTER=$d" && echo "$p"
+}
 
 # stop_pids FILE...: TERM each live pid, wait up to 10 s, then KILL the rest.
 stop_pids() {
@@ -203,6 +241,7 @@ stop() {
     d=$1
     [ -d "$d" ] || return 0
     d=$(cd "$d" && pwd)
+    [ "${HPCT_SLURM_WATCHDOG:-}" = 1 ] || stop_pids "$d/run/watchdog.pid"
     if [ -n "$(pid_of "$d/run/slurmctld.pid")" ]; then
         SLURM_CONF="$d/slurm.conf" timeout 10 scancel --full --quiet --user=root 2>/dev/null
         t=0   # let slurmstepd end the tasks (KillWait) before the daemons go
@@ -223,6 +262,7 @@ stop() {
 cmd=${1:-}; dir=${2:-}
 case "$cmd" in
 check) check ;;
+watchdog) watchdog "$dir" "$3" ;;
 start) [ -n "$dir" ] || die "usage: cluster.sh start DIR"; start "$dir" ;;
 stop) [ -n "$dir" ] || die "usage: cluster.sh stop DIR"; stop "$dir" ;;
 env)
