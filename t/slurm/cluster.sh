@@ -13,7 +13,8 @@
 # nothing outlives a test killed before its traps could run.
 #
 # Ports: HPCT_SLURM_PORT_BASE (default derived from the pid) for slurmctld, base+1 and
-# base+2 for the two slurmd; a busy base moves up by 10. Needs root (munged runs as the
+# base+2 for the two slurmd; a busy base moves up by 10; a lock (HPCT_SLURM_LOCK, default
+# /tmp/hpct-slurm.ports.lock) keeps parallel starts apart until the ports are bound. Needs root (munged runs as the
 # user munge through runuser, the Slurm daemons as root) and the Debian packages
 # slurm-wlm and munge. Nodes have HPCT_SLURM_CPUS CPUs each (default 4).
 set -u
@@ -110,13 +111,13 @@ start_munge() {
     chown munge: "$m/munge.key"; chmod 600 "$m/munge.key"
     runuser -u munge -- env HPCT_SLURM_CLUSTER="$d" /usr/sbin/munged --socket="$m/munge.socket" \
         --key-file="$m/munge.key" --pid-file="$m/munged.pid" --log-file="$m/munged.log" \
-        --seed-file="$m/munged.seed" ||
+        --seed-file="$m/munged.seed" 9>&- ||
         { tail -n 20 "$m/munged.log" >&2; echo "cluster.sh: munged did not start" >&2; return 1; }
 }
 
 # daemon NAME ARGS...: start a Slurm daemon with the cluster's config.
 daemon() {
-    env SLURM_CONF="$d/slurm.conf" HPCT_SLURM_CLUSTER="$d" "$@" -f "$d/slurm.conf" ||
+    env SLURM_CONF="$d/slurm.conf" HPCT_SLURM_CLUSTER="$d" "$@" -f "$d/slurm.conf" 9>&- ||
         echo "cluster.sh: $1 exited with status $?" >&2
 }
 
@@ -139,7 +140,7 @@ both_idle() {
 # the caller's stdout (a TAP harness reads that until every writer has closed it).
 start_watchdog() {
     self="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
-    env HPCT_SLURM_CLUSTER="$1" sh "$self" watchdog "$1" "$2" </dev/null >>"$1/log/watchdog.log" 2>&1 &
+    env HPCT_SLURM_CLUSTER="$1" sh "$self" watchdog "$1" "$2" </dev/null >>"$1/log/watchdog.log" 2>&1 9>&- &
     echo $! > "$1/run/watchdog.pid"
 }
 
@@ -163,10 +164,16 @@ start() {
     runuser -u munge -- test -x "$d" ||
         die "user munge cannot reach $d: make its parent folders searchable (chmod o+x)"
     mkdir -p "$d/state" "$d/spool/n1" "$d/spool/n2" "$d/run" "$d/log" "$d/tmp/n1" "$d/tmp/n2"
+    # One cluster at a time between choosing ports and binding them (fd 9, never inherited
+    # by the daemons); clusters started in parallel then never pick the same ports.
+    lock=${HPCT_SLURM_LOCK:-/tmp/hpct-slurm.ports.lock}
+    if command -v flock >/dev/null 2>&1 && exec 9>>"$lock"; then
+        flock -w 90 9 || echo "cluster.sh: $lock still locked after 90 s; going on" >&2
+    fi
     pick_ports
     write_conf "$d"
     start_watchdog "$d" "${HPCT_SLURM_OWNER:-$PPID}"
-    start_munge "$d" || { stop "$d"; return 1; }
+    start_munge "$d" || { exec 9>&-; stop "$d"; return 1; }
     daemon /usr/sbin/slurmctld
     daemon /usr/sbin/slurmd -N n1
     daemon /usr/sbin/slurmd -N n2
@@ -183,11 +190,13 @@ start() {
             echo "cluster.sh: nodes not idle after $((t / 2)) s${dead:+ (not running:$dead)}:" >&2
             SLURM_CONF="$d/slurm.conf" sinfo -N -l >&2 2>&1
             show_logs "$d"
+            exec 9>&-
             stop "$d"
             return 1
         fi
         sleep 0.5
     done
+    exec 9>&-
     echo "cluster.sh: started in $d (ports $p_ctld, $p_n1, $p_n2)" >&2
 }
 
