@@ -14,9 +14,10 @@
 #
 # Ports: HPCT_SLURM_PORT_BASE (default derived from the pid) for slurmctld, base+1 and
 # base+2 for the two slurmd; a busy base moves up by 10; a lock (HPCT_SLURM_LOCK, default
-# /tmp/hpct-slurm.ports.lock) keeps parallel starts apart until the ports are bound. Needs root (munged runs as the
-# user munge through runuser, the Slurm daemons as root) and the Debian packages
-# slurm-wlm and munge. Nodes have HPCT_SLURM_CPUS CPUs each (default 4).
+# /tmp/hpct-slurm.ports.lock) keeps parallel starts apart until the ports are bound.
+# Needs root (munged runs as the user munge through runuser, the Slurm daemons as root)
+# and the Debian packages slurm-wlm and munge. Nodes have HPCT_SLURM_CPUS CPUs each
+# (default 4). Jobs and job steps submitted by the tests run as root too.
 set -u
 
 die() { echo "cluster.sh: $*" >&2; exit 1; }
