@@ -29,7 +29,7 @@ t_data_check_LDADD = $(TEST_LIBS)
 # ---- benchmark (built, run by hand: bench/bench_reader [DIR] [GIB]) ----
 noinst_PROGRAMS += bench/bench_reader
 bench_bench_reader_LDADD = $(HPCT_LIBS)
-dist_man_MANS = doc/hpctrain.1
+dist_man_MANS += doc/hpctrain.1
 
 # ---- 2 real MPI ranks read one manifest ----
 check_PROGRAMS += t/test_data_mpi

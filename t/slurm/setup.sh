@@ -1,0 +1,43 @@
+# setup.sh: common start of the Slurm tests (source it after tap.sh; POSIX sh).
+# Skips the test with the reason when no cluster can start here, otherwise starts a private
+# cluster in a temporary folder, points SLURM_CONF at it, and stops it (every daemon, by pid)
+# on exit, whatever way the test ends. Sets: cluster (the script), work (a scratch folder
+# for the test's files), tmp (their parent, removed on exit).
+cluster_sh="${top_srcdir:-.}/t/slurm/cluster.sh"
+[ -f "$cluster_sh" ] || skip_all "cannot find t/slurm/cluster.sh (top_srcdir='${top_srcdir:-}')"
+
+# Variables from a Slurm job this test may itself run in would confuse srun and sbatch.
+for v in $(env | sed -n 's/^\(SLURM_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
+
+why=$(sh "$cluster_sh" check) || skip_all "no Slurm test cluster here: $why"
+
+# Short path under /tmp: munge and PMIx put Unix sockets in it (108-byte limit), and the
+# user munge must be able to reach it.
+tmp=$(mktemp -d "${HPCT_SLURM_TMPDIR:-/tmp}/hpct-slurm.XXXXXX") || skip_all "mktemp failed"
+chmod 711 "$tmp"
+work="$tmp/work"
+mkdir "$work"
+cluster_stop() {
+    sh "$cluster_sh" stop "$tmp/cluster" 2>&1 | sed 's/^/# /'
+    rm -rf "$tmp"
+}
+trap 'cluster_stop' EXIT
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# cluster_start: start the cluster or fail the whole test with the daemons' log tails.
+cluster_start() {
+    t0=$(date +%s)
+    if ! sh "$cluster_sh" start "$tmp/cluster" 2>"$work/start.err"; then
+        echo "not ok 1 - the loopback Slurm cluster starts"
+        sed 's/^/# /' "$work/start.err"
+        exit 1
+    fi
+    eval "$(sh "$cluster_sh" env "$tmp/cluster")"
+    ok 0 "the loopback Slurm cluster starts (n1, n2 idle after $(($(date +%s) - t0)) s)"
+}
+
+# Every client command gets a deadline: with the controller gone each would retry for long.
+sq() { timeout 10 squeue "$@"; }
+sctl() { timeout 10 scontrol "$@"; }
