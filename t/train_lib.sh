@@ -6,7 +6,8 @@
 : "${top_builddir:=.}"
 : "${MPIRUN:=mpirun}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1
-unset HPCT_TEST_RAISE_AT_STEP HPCT_TEST_STOP_AT_STEP HPCT_TEST_STEP_DELAY_MS HPCT_LOG_LEVEL
+unset HPCT_TEST_RAISE_AT_STEP HPCT_TEST_STOP_AT_STEP HPCT_TEST_STEP_DELAY_MS HPCT_LOG_LEVEL \
+    HPCT_CKPT_TEST_STOP_AT
 TOOL="$top_builddir/tools/hpctrain"
 TOTAL_STEPS=84
 RUN_LIMIT=90 # seconds; every hpctrain run is SIGKILLed after this
@@ -98,6 +99,8 @@ wait_for_step() {
     return 1
 }
 
+# The state letter of a process (T: stopped).
+proc_state() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1; }
 params_hash() { sed -n 's/^hpctrain: params hash //p' "$1"; }
 stop_step() { sed -n 's/^hpctrain: stopped by signal [0-9]* after step \([0-9]*\);.*/\1/p' "$1"; }
 resumed_step() { sed -n 's/^hpctrain: resumed from the checkpoint of step \([0-9]*\)$/\1/p' "$1"; }

@@ -5,6 +5,7 @@
 #include "tools.h"
 #include "train_config.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -41,8 +42,8 @@ struct run {
 };
 
 /* Print "hpctrain train: error: ..." on stderr; returns code. */
-static int settings_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int settings_error(int code, const char *fmt, ...)
+static int conf_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int conf_error(int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -65,21 +66,21 @@ static int parse_args(struct run *r, int argc, char **argv)
         }
         if (!strcmp(a, "--print-config")) { r->print_config = 1; continue; }
         if (!strcmp(a, "--allow-config-change")) { r->allow_config_change = 1; continue; }
-        if (strncmp(a, "--", 2) != 0) return settings_error(TOOL_USAGE, "unexpected argument '%s'", a);
+        if (strncmp(a, "--", 2) != 0) return conf_error(TOOL_USAGE, "unexpected argument '%s'", a);
         char key[128];
         const char *eq = strchr(a + 2, '='), *value;
         size_t len = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
-        if (len == 0 || len >= sizeof key) return settings_error(TOOL_USAGE, "bad option '%s'", a);
+        if (len == 0 || len >= sizeof key) return conf_error(TOOL_USAGE, "bad option '%s'", a);
         memcpy(key, a + 2, len);
         key[len] = '\0';
         for (char *p = key; *p; p++) *p = *p == '-' ? '_' : *p;
         if (eq) value = eq + 1;
         else if (i + 1 < argc) value = argv[++i];
-        else return settings_error(TOOL_USAGE, "option '%s' needs a value", a);
+        else return conf_error(TOOL_USAGE, "option '%s' needs a value", a);
         if (!strcmp(key, "config")) continue; /* loaded first, in load_settings */
         char where[160];
         snprintf(where, sizeof where, "option --%s", key);
-        if (train_config_set(&r->c, key, value, where, err, sizeof err)) return settings_error(TOOL_USAGE, "%s", err);
+        if (train_config_set(&r->c, key, value, where, err, sizeof err)) return conf_error(TOOL_USAGE, "%s", err);
     }
     return TOOL_OK;
 }
@@ -93,16 +94,16 @@ static int load_settings(struct run *r, int argc, char **argv)
         const char *file = NULL;
         if (!strncmp(argv[i], "--config=", 9)) file = argv[i] + 9;
         else if (!strcmp(argv[i], "--config") && i + 1 < argc) file = argv[++i];
-        if (file && train_config_load_file(&r->c, file, err, sizeof err)) return settings_error(TOOL_USAGE, "%s", err);
+        if (file && train_config_load_file(&r->c, file, err, sizeof err)) return conf_error(TOOL_USAGE, "%s", err);
     }
-    if (train_config_load_env(&r->c, err, sizeof err)) return settings_error(TOOL_USAGE, "%s", err);
+    if (train_config_load_env(&r->c, err, sizeof err)) return conf_error(TOOL_USAGE, "%s", err);
     int code = parse_args(r, argc, argv);
     if (code) return code;
     if (r->print_config) {
         train_config_print(&r->c, stdout);
         exit(TOOL_OK);
     }
-    if (train_config_validate(&r->c, err, sizeof err)) return settings_error(TOOL_USAGE, "%s", err);
+    if (train_config_validate(&r->c, err, sizeof err)) return conf_error(TOOL_USAGE, "%s", err);
     return TOOL_OK;
 }
 
@@ -152,10 +153,10 @@ static int build_model(struct run *r)
     int ce = !strcmp(r->c.loss, "softmax_ce");
     int outputs = ce ? (int)r->c.outputs : width;
     if (!s && ce && dtype != HPCT_DTYPE_INT32)
-        return settings_error(TOOL_USAGE, "loss = softmax_ce needs integer class labels, but %s has "
+        return conf_error(TOOL_USAGE, "loss = softmax_ce needs integer class labels, but %s has "
                                       "float targets (use loss = mse)", r->c.train_manifest);
     if (!s && ce && outputs <= 0)
-        return settings_error(TOOL_USAGE, "loss = softmax_ce needs outputs = the number of classes");
+        return conf_error(TOOL_USAGE, "loss = softmax_ce needs outputs = the number of classes");
     if (!s) s = hpct_model_create(r->ctx, features, &r->model);
     for (int i = 0; !s && i < r->c.num_hidden; i++)
         s = hpct_model_add_dense(r->model, r->c.hidden[i], activation_of(r->c.activation), HPCT_INIT_AUTO);
@@ -212,7 +213,8 @@ static void read_test_hooks(struct run *r)
     const char *v;
     int last = r->topo.size > 1 ? r->topo.size - 1 : 0;
     r->raise_rank = r->stop_rank = last;
-    if ((v = getenv("HPCT_TEST_RAISE_AT_STEP"))) sscanf(v, "%ld,%d", &r->raise_step, &r->raise_rank);
+    if ((v = getenv("HPCT_TEST_RAISE_AT_STEP")))
+        sscanf(v, "%ld,%d", &r->raise_step, &r->raise_rank);
     if ((v = getenv("HPCT_TEST_STOP_AT_STEP"))) sscanf(v, "%ld,%d", &r->stop_step, &r->stop_rank);
     if ((v = getenv("HPCT_TEST_STEP_DELAY_MS"))) r->delay_ms = atol(v);
 }
@@ -221,7 +223,8 @@ static void run_test_hooks(const struct run *r, long step)
 {
     if (r->raise_step > 0 && step == r->raise_step && r->topo.rank == r->raise_rank) raise(SIGTERM);
     if (r->stop_step > 0 && step == r->stop_step && r->topo.rank == r->stop_rank) raise(SIGSTOP);
-    if (r->delay_ms > 0) nanosleep(&(struct timespec){r->delay_ms / 1000, r->delay_ms % 1000 * 1000000L}, NULL);
+    struct timespec delay = {r->delay_ms / 1000, r->delay_ms % 1000 * 1000000L};
+    if (r->delay_ms > 0) nanosleep(&delay, NULL);
 }
 
 static void print_progress(const hpct_progress_t *p, void *arg)
@@ -237,11 +240,12 @@ static void print_progress(const hpct_progress_t *p, void *arg)
     fflush(stdout);
 }
 
+/* Sleep min(seconds, 60), through interruptions by signals. */
 static void hang_grace(double seconds)
 {
     if (seconds > 60.0) seconds = 60.0;
     struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
-    while (nanosleep(&ts, &ts) != 0) continue;
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) continue;
 }
 
 /* Final parameters as one hash (the same on every rank), to compare runs bit for bit. */

@@ -262,8 +262,12 @@ static hpct_status_t run(struct loop *L)
     L->res->steps = done;
     if (s == HPCT_ERR_TIMEOUT) return emergency(L, s);
     if (s) return s;
-    if (stop) return HPCT_PREEMPTED;
+    if (stop && done < L->total_steps) return HPCT_PREEMPTED;
     if (L->loss_n && (s = report(L, done))) return s;
+    if (stop) { /* the signal came with the last step: done, and its checkpoint is written */
+        L->res->stop_signal = 0;
+        return HPCT_SUCCESS;
+    }
     long epoch, cursor;
     hpct_dataset_get_cursor(L->ds, &epoch, &cursor);
     return save(L, epoch, cursor, 1);
