@@ -23,6 +23,7 @@ static const char usage_text[] =
     "Trains the built-in MLP data-parallel (run it under srun --mpi=pmix or mpirun, or alone).\n"
     "Settings (see hpctrain.conf(5)) come from defaults, FILE, HPCT_<KEY> variables, then flags.\n"
     "It resumes from the newest valid checkpoint in checkpoint_dir unless resume = never.\n"
+    "When done, rank 0 prints 'hpctrain: params hash 0x...' (the final parameters' hash).\n"
     "exit status: 0 done, 1 training failed, 2 usage or settings error, 3 bad input data,\n"
     "75 preempted (checkpoint written: requeue), 124 a rank hung (emergency checkpoint).\n";
 
