@@ -535,6 +535,8 @@ typedef struct hpct_train_result {
     double wall_s, data_wait_s, comm_wait_s;
     long skipped_batches; /* global batches skipped for non-finite inputs */
     int stop_signal;      /* signal that stopped the run (HPCT_PREEMPTED), else 0 */
+    int rejected_checkpoints; /* newer checkpoints skipped on resume as corrupt or torn (each
+                                 logged at HPCT_LOG_WARN naming the file and dataset) */
 } hpct_train_result_t;
 
 /* Synchronous data-parallel training of a built model on ds with opt; ck (may be NULL)

@@ -5,9 +5,13 @@
 #include "tools.h"
 #include "train_config.h"
 
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Exit codes of `hpctrain train` beyond tools.h's (documented in hpctrain(1)). */
 #define TRAIN_PREEMPTED 75 /* EX_TEMPFAIL: checkpoint written, requeue the job */
@@ -19,6 +23,7 @@ static const char usage_text[] =
     "Trains the built-in MLP data-parallel (run it under srun --mpi=pmix or mpirun, or alone).\n"
     "Settings (see hpctrain.conf(5)) come from defaults, FILE, HPCT_<KEY> variables, then flags.\n"
     "It resumes from the newest valid checkpoint in checkpoint_dir unless resume = never.\n"
+    "When done, rank 0 prints 'hpctrain: params hash 0x...' (the final parameters' hash).\n"
     "exit status: 0 done, 1 training failed, 2 usage or settings error, 3 bad input data,\n"
     "75 preempted (checkpoint written: requeue), 124 a rank hung (emergency checkpoint).\n";
 
@@ -32,7 +37,23 @@ struct run {
     hpct_optimizer_t opt;
     hpct_ckpt_t ck;
     hpct_signals_t signals;
+    /* test hooks (t/test_train_*.sh), read from the environment; step 0 = off */
+    long raise_step, stop_step, delay_ms;
+    int raise_rank, stop_rank;
 };
+
+/* Print "hpctrain train: error: ..." on stderr; returns code. */
+static int conf_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int conf_error(int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("hpctrain train: error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return code;
+}
 
 /* --key=value, --key value; dashes in keys become underscores. */
 static int parse_args(struct run *r, int argc, char **argv)
@@ -46,21 +67,21 @@ static int parse_args(struct run *r, int argc, char **argv)
         }
         if (!strcmp(a, "--print-config")) { r->print_config = 1; continue; }
         if (!strcmp(a, "--allow-config-change")) { r->allow_config_change = 1; continue; }
-        if (strncmp(a, "--", 2) != 0) return tool_error(TOOL_USAGE, "unexpected argument '%s'", a);
+        if (strncmp(a, "--", 2) != 0) return conf_error(TOOL_USAGE, "unexpected argument '%s'", a);
         char key[128];
         const char *eq = strchr(a + 2, '='), *value;
         size_t len = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
-        if (len == 0 || len >= sizeof key) return tool_error(TOOL_USAGE, "bad option '%s'", a);
+        if (len == 0 || len >= sizeof key) return conf_error(TOOL_USAGE, "bad option '%s'", a);
         memcpy(key, a + 2, len);
         key[len] = '\0';
         for (char *p = key; *p; p++) *p = *p == '-' ? '_' : *p;
         if (eq) value = eq + 1;
         else if (i + 1 < argc) value = argv[++i];
-        else return tool_error(TOOL_USAGE, "option '%s' needs a value", a);
+        else return conf_error(TOOL_USAGE, "option '%s' needs a value", a);
         if (!strcmp(key, "config")) continue; /* loaded first, in load_settings */
         char where[160];
         snprintf(where, sizeof where, "option --%s", key);
-        if (train_config_set(&r->c, key, value, where, err, sizeof err)) return tool_error(TOOL_USAGE, "%s", err);
+        if (train_config_set(&r->c, key, value, where, err, sizeof err)) return conf_error(TOOL_USAGE, "%s", err);
     }
     return TOOL_OK;
 }
@@ -74,16 +95,16 @@ static int load_settings(struct run *r, int argc, char **argv)
         const char *file = NULL;
         if (!strncmp(argv[i], "--config=", 9)) file = argv[i] + 9;
         else if (!strcmp(argv[i], "--config") && i + 1 < argc) file = argv[++i];
-        if (file && train_config_load_file(&r->c, file, err, sizeof err)) return tool_error(TOOL_USAGE, "%s", err);
+        if (file && train_config_load_file(&r->c, file, err, sizeof err)) return conf_error(TOOL_USAGE, "%s", err);
     }
-    if (train_config_load_env(&r->c, err, sizeof err)) return tool_error(TOOL_USAGE, "%s", err);
+    if (train_config_load_env(&r->c, err, sizeof err)) return conf_error(TOOL_USAGE, "%s", err);
     int code = parse_args(r, argc, argv);
     if (code) return code;
     if (r->print_config) {
         train_config_print(&r->c, stdout);
         exit(TOOL_OK);
     }
-    if (train_config_validate(&r->c, err, sizeof err)) return tool_error(TOOL_USAGE, "%s", err);
+    if (train_config_validate(&r->c, err, sizeof err)) return conf_error(TOOL_USAGE, "%s", err);
     return TOOL_OK;
 }
 
@@ -93,9 +114,14 @@ static int fail(struct run *r, const char *what, hpct_status_t s)
     int code = s == HPCT_ERR_IO || s == HPCT_ERR_FORMAT || s == HPCT_ERR_CHECKSUM ||
                        s == HPCT_ERR_NOT_FOUND || s == HPCT_ERR_NONFINITE
                    ? TOOL_DATA
-                   : TRAIN_ERROR;
+               : s == HPCT_ERR_INVALID_ARG ? TOOL_USAGE /* the settings do not fit */
+                                           : TRAIN_ERROR;
+    const char *detail = hpct_last_error(r->ctx);
     fprintf(stderr, "hpctrain train: rank %d: %s failed: %s: %s\n", r->topo.rank, what,
-            hpct_strerror(s), hpct_last_error(r->ctx));
+            hpct_strerror(s), detail);
+    if (s == HPCT_ERR_INVALID_ARG && strstr(detail, "training configuration hash"))
+        fprintf(stderr, "hpctrain train: the settings differ from the checkpoint's; "
+                        "--allow-config-change resumes from it anyway\n");
     return code;
 }
 
@@ -128,10 +154,10 @@ static int build_model(struct run *r)
     int ce = !strcmp(r->c.loss, "softmax_ce");
     int outputs = ce ? (int)r->c.outputs : width;
     if (!s && ce && dtype != HPCT_DTYPE_INT32)
-        return tool_error(TOOL_USAGE, "loss = softmax_ce needs integer class labels, but %s has "
+        return conf_error(TOOL_USAGE, "loss = softmax_ce needs integer class labels, but %s has "
                                       "float targets (use loss = mse)", r->c.train_manifest);
     if (!s && ce && outputs <= 0)
-        return tool_error(TOOL_USAGE, "loss = softmax_ce needs outputs = the number of classes");
+        return conf_error(TOOL_USAGE, "loss = softmax_ce needs outputs = the number of classes");
     if (!s) s = hpct_model_create(r->ctx, features, &r->model);
     for (int i = 0; !s && i < r->c.num_hidden; i++)
         s = hpct_model_add_dense(r->model, r->c.hidden[i], activation_of(r->c.activation), HPCT_INIT_AUTO);
@@ -179,16 +205,57 @@ static int open_checkpoints(struct run *r)
     return s ? fail(r, "opening the checkpoint directory", s) : TOOL_OK;
 }
 
+/* Test hooks, for the end-to-end tests only (documented nowhere else):
+ * HPCT_TEST_RAISE_AT_STEP=k[,rank]  that rank (default: the last) raises SIGTERM at step k;
+ * HPCT_TEST_STOP_AT_STEP=k[,rank]   that rank (default: the last) stops itself with SIGSTOP;
+ * HPCT_TEST_STEP_DELAY_MS=ms        every rank sleeps ms after each reported step. */
+static void read_test_hooks(struct run *r)
+{
+    const char *v;
+    int last = r->topo.size > 1 ? r->topo.size - 1 : 0;
+    r->raise_rank = r->stop_rank = last;
+    if ((v = getenv("HPCT_TEST_RAISE_AT_STEP")))
+        sscanf(v, "%ld,%d", &r->raise_step, &r->raise_rank);
+    if ((v = getenv("HPCT_TEST_STOP_AT_STEP"))) sscanf(v, "%ld,%d", &r->stop_step, &r->stop_rank);
+    if ((v = getenv("HPCT_TEST_STEP_DELAY_MS"))) r->delay_ms = atol(v);
+}
+
+static void run_test_hooks(const struct run *r, long step)
+{
+    if (r->raise_step > 0 && step == r->raise_step && r->topo.rank == r->raise_rank) raise(SIGTERM);
+    if (r->stop_step > 0 && step == r->stop_step && r->topo.rank == r->stop_rank) raise(SIGSTOP);
+    struct timespec delay = {r->delay_ms / 1000, r->delay_ms % 1000 * 1000000L};
+    if (r->delay_ms > 0) nanosleep(&delay, NULL);
+}
+
 static void print_progress(const hpct_progress_t *p, void *arg)
 {
     const struct run *r = arg;
+    run_test_hooks(r, p->step);
     if (r->topo.rank != 0) return;
     long eta = (long)p->eta_s;
-    printf("epoch %ld step %ld/%ld loss %.4f lr %.4g samples/s %.0f data %.1f%% comm %.1f%% "
+    printf("epoch %ld step %ld/%ld loss %.6f lr %.4g samples/s %.0f data %.1f%% comm %.1f%% "
            "eta %ldm%02lds\n",
            p->epoch + 1, p->step, p->total_steps, p->loss, p->lr, p->samples_per_s,
            100.0 * p->data_wait_share, 100.0 * p->comm_share, eta / 60, eta % 60);
     fflush(stdout);
+}
+
+/* Sleep min(seconds, 60), through interruptions by signals. */
+static void hang_grace(double seconds)
+{
+    if (seconds > 60.0) seconds = 60.0;
+    struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) continue;
+}
+
+/* Final parameters as one hash (the same on every rank), to compare runs bit for bit. */
+static void print_params_hash(const struct run *r)
+{
+    hpct_params_t params;
+    uint64_t h = 0;
+    if (hpct_model_params(r->model, &params) || hpct_params_hash(params, &h)) return;
+    printf("hpctrain: params hash 0x%016llx\n", (unsigned long long)h);
 }
 
 static int train_and_report(struct run *r)
@@ -214,6 +281,9 @@ static int train_and_report(struct run *r)
     tc.progress = print_progress, tc.progress_arg = r;
     hpct_train_result_t res;
     s = hpct_train(r->model, r->opt, r->train, r->ck, &tc, &res);
+    if (r->topo.rank == 0 && res.rejected_checkpoints > 0)
+        printf("hpctrain: skipped %d corrupt or torn checkpoint(s) (HPCT_LOG_LEVEL=2 names "
+               "them)\n", res.rejected_checkpoints);
     if (r->topo.rank == 0 && res.resumed_from >= 0)
         printf("hpctrain: resumed from the checkpoint of step %ld\n", res.resumed_from);
     if (s == HPCT_PREEMPTED) {
@@ -224,6 +294,9 @@ static int train_and_report(struct run *r)
     }
     if (s == HPCT_ERR_TIMEOUT) {
         fail(r, "training (a rank hung)", s);
+        /* Rank 0 writes the emergency checkpoint and then aborts the job; the others give
+         * it up to one more deadline, so their abort does not kill it in the middle. */
+        if (r->topo.rank != 0) hang_grace(r->c.collective_timeout);
         hpct_abort_job(r->ctx, HPCT_EXIT_HANG);
         return HPCT_EXIT_HANG;
     }
@@ -239,6 +312,7 @@ static int train_and_report(struct run *r)
                res.steps, res.final_loss, res.wall_s, 100.0 * res.data_wait_s / res.wall_s,
                100.0 * res.comm_wait_s / res.wall_s, path && *path ? path : "(none)");
         if (r->eval) printf("hpctrain: test loss %.4f accuracy %.4f (%ld samples)\n", loss, acc, n);
+        print_params_hash(r);
     }
     return TOOL_OK;
 }
@@ -272,6 +346,7 @@ int tool_train_main(int argc, char **argv)
     }
     r.topo = (hpct_topology_t)HPCT_TOPOLOGY_INITIALIZER;
     hpct_topology(r.ctx, &r.topo);
+    read_test_hooks(&r);
     if ((s = hpct_signals_install(r.ctx, NULL, 0, &r.signals))) code = fail(&r, "installing signal handlers", s);
     if (!code) code = open_data(&r);
     if (!code) code = build_model(&r);

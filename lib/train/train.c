@@ -23,7 +23,7 @@ struct loop {
     int local_batch, micro_batch, features, target_width;
     hpct_dtype_t target_dtype;
     long steps_per_epoch, total_steps;
-    long cursor_epoch, cursor_step; /* data cursor before the batch of the step in flight */
+    long cursor_epoch, cursor_step; /* data cursor that continues from the last completed step */
     char model_desc[256];
     /* progress since the last report */
     double report_t0, loss_sum, data_wait0, comm_wait0;
@@ -121,6 +121,7 @@ static hpct_status_t resume(struct loop *L)
         return hpcti_error(L->ctx, s, "hpct_train: ranks loaded different checkpoints (%s)",
                            hpct_last_error(L->ctx));
     L->res->resumed_from = meta.step;
+    L->res->rejected_checkpoints = meta.rejected;
     hpcti_log(L->ctx, HPCT_LOG_INFO, "resumed from %s at step %ld (saved by %d ranks)", meta.path,
               meta.step, meta.world_size);
     return HPCT_SUCCESS;
@@ -149,7 +150,6 @@ static hpct_status_t step(struct loop *L, float *loss)
 {
     const float *x;
     const void *t;
-    hpct_dataset_get_cursor(L->ds, &L->cursor_epoch, &L->cursor_step);
     double t0 = now_s();
     hpct_status_t s = hpct_dataset_next(L->ds, &x, &t);
     L->res->data_wait_s += now_s() - t0;
@@ -224,7 +224,9 @@ static hpct_status_t boundary(struct loop *L, long done, int *stop)
     return save(L, epoch, cursor, *stop);
 }
 
-/* A rank hung: keep the state of the last completed step, then report the hang. */
+/* A rank hung: keep the state of the last completed step, then report the hang. The hang
+ * may strike inside a step (the update not applied) or after it (report, boundary): the
+ * cursor recorded after each completed step matches the optimizer's step in both cases. */
 static hpct_status_t emergency(struct loop *L, hpct_status_t why)
 {
     char detail[sizeof L->ctx->last_error];
@@ -242,6 +244,7 @@ static hpct_status_t run(struct loop *L)
     long done = 0;
     hpct_optimizer_get_step(L->opt, &done);
     L->report_t0 = now_s(), L->report_step0 = done;
+    hpct_dataset_get_cursor(L->ds, &L->cursor_epoch, &L->cursor_step);
     int stop = 0;
     hpct_status_t s = HPCT_SUCCESS;
     while (!s && !stop && done < L->total_steps) {
@@ -249,6 +252,7 @@ static hpct_status_t run(struct loop *L)
         s = step(L, &loss);
         if (s) break;
         done++;
+        hpct_dataset_get_cursor(L->ds, &L->cursor_epoch, &L->cursor_step);
         L->loss_sum += loss, L->loss_n++;
         if (L->dist && (s = hpct_params_check_replicas_at(L->params, done))) break;
         if (L->cfg->log_interval > 0 && (done % L->cfg->log_interval == 0 || done == L->total_steps))
@@ -258,8 +262,12 @@ static hpct_status_t run(struct loop *L)
     L->res->steps = done;
     if (s == HPCT_ERR_TIMEOUT) return emergency(L, s);
     if (s) return s;
-    if (stop) return HPCT_PREEMPTED;
+    if (stop && done < L->total_steps) return HPCT_PREEMPTED;
     if (L->loss_n && (s = report(L, done))) return s;
+    if (stop) { /* the signal came with the last step: done, and its checkpoint is written */
+        L->res->stop_signal = 0;
+        return HPCT_SUCCESS;
+    }
     long epoch, cursor;
     hpct_dataset_get_cursor(L->ds, &epoch, &cursor);
     return save(L, epoch, cursor, 1);
@@ -287,10 +295,13 @@ hpct_status_t hpct_train(hpct_model_t model, hpct_optimizer_t opt, hpct_dataset_
     if (!s) comm0 = comm_wait_s(&L);
     if (!s) s = resume(&L);
     if (!s) s = run(&L);
+    char detail[sizeof ctx->last_error]; /* the bookkeeping calls below clear it */
+    snprintf(detail, sizeof detail, "%s", ctx->last_error);
     if (L.dist) hpct_model_set_grad_averaging(model, 0);
     hpct_dataset_skipped(ds, &res->skipped_batches);
     res->wall_s = now_s() - t0;
     res->comm_wait_s = comm_wait_s(&L) - comm0;
+    if (s) snprintf(ctx->last_error, sizeof ctx->last_error, "%s", detail);
     return s;
 }
 

@@ -1,0 +1,50 @@
+#!/bin/sh
+# A torn or corrupt newest checkpoint: a run stopped at step 50 leaves checkpoints of steps
+# 40 and 50 (checkpoint_every_steps = 20). A flipped byte inside /params/dense0.weight of the
+# newest, or the newest cut to half its size, is rejected with a message naming the file
+# (and, for the flipped byte, the dataset); the run resumes from step 40 and ends with the
+# uninterrupted run's parameters (bit-identical).
+. "${top_srcdir:-.}/t/train_lib.sh"
+need_tool
+make_data
+echo "1..6"
+CK="--checkpoint-every-steps 20 --checkpoint-keep 3"
+
+train 1 "$work/ref" "$work/ref.out"
+ref=$(params_hash "$work/ref.out")
+[ $rc = 0 ] && [ -n "$ref" ]; ok $? "uninterrupted run exits 0 (params hash $ref)"
+
+HPCT_TEST_RAISE_AT_STEP=50 train 1 "$work/base" "$work/base.out" $CK
+new=$(ckpt_file "$work/base" 50)
+[ $rc = 75 ] && [ -f "$new" ] && [ -f "$(ckpt_file "$work/base" 40)" ]
+ok $? "a run stopped after step 50 (exit $rc) leaves checkpoints of steps 40 and 50"
+
+# resume_past DIR WHAT PATTERN: resume in DIR, whose newest checkpoint is WHAT.
+resume_past() {
+    HPCT_LOG_LEVEL=2 train 1 "$1" "$1.out" $CK
+    grep -q "^hpctrain: skipped 1 corrupt or torn checkpoint" "$1.out" &&
+        grep "rejected" "$1.out" | grep -q -- "$3"
+    ok $? "$2: the tool says it skipped it, the warning names it ($(grep -m1 rejected "$1.out" | cut -c1-160))"
+    h=$(params_hash "$1.out")
+    [ $rc = 0 ] && [ "$(resumed_step "$1.out")" = 40 ] && [ "$h" = "$ref" ]
+    ok $? "$2: resumed from step 40, exit $rc, params hash ${h:-none} equals the uninterrupted run's"
+    [ $rc = 0 ] || show "$1.out"
+}
+
+cp -r "$work/base" "$work/flip"
+f=$(ckpt_file "$work/flip" 50)
+off=$(h5dump -p -H -d /params/dense0.weight "$f" 2>/dev/null | sed -n 's/^ *OFFSET \([0-9]*\)$/\1/p')
+if [ -n "$off" ]; then
+    at=$((off + 100))
+    byte=$(od -An -tu1 -j $at -N1 "$f" | tr -d ' ')
+    printf "$(printf '\\%03o' $(((byte + 1) % 256)))" | dd of="$f" bs=1 seek=$at conv=notrunc 2>/dev/null
+    resume_past "$work/flip" "one byte flipped in /params/dense0.weight of step 50" "ckpt-000000000050.h5.*dense0.weight"
+else
+    skip "no h5dump (Debian package hdf5-tools) to find the dataset's offset"
+    skip "no h5dump"
+fi
+
+cp -r "$work/base" "$work/cut"
+f=$(ckpt_file "$work/cut" 50)
+truncate -s $(($(wc -c <"$f") / 2)) "$f"
+resume_past "$work/cut" "the checkpoint of step 50 cut to half its size" "ckpt-000000000050.h5"

@@ -1,0 +1,44 @@
+#!/bin/sh
+# A hang: in a 3-rank job with collective_timeout = 5, rank 2 stops itself with SIGSTOP
+# after step 30. The job must end with exit code 124 (outer SIGKILL bound 90 s), rank 0 must
+# have written an emergency checkpoint of step 30 (the last completed step), and a run
+# resumed from it must end with the uninterrupted 3-rank run's parameters (bit-identical).
+# When rank 0 (the writer) is the one that stops, the others end the job with 124 after
+# their grace period, without a checkpoint.
+# No rank process may be left behind (leftovers are SIGKILLed by their recorded pids).
+. "${top_srcdir:-.}/t/train_lib.sh"
+need_tool
+need_mpi
+make_data
+echo "1..7"
+
+train 3 "$work/ref" "$work/ref.out"
+ref=$(params_hash "$work/ref.out")
+[ $rc = 0 ] && [ -n "$ref" ]; ok $? "W=3: uninterrupted run exits 0 (params hash $ref)"
+
+start=$(date +%s)
+HPCT_TEST_STOP_AT_STEP=30,2 train 3 "$work/hang" "$work/hang.out" --collective-timeout 5
+echo "# the hung job ended with exit $rc after about $(($(date +%s) - start)) s (deadline 5 s)"
+[ $rc = 124 ]; ok $? "W=3: rank 2 stopped after step 30: the job ends with exit 124 (got $rc)"
+[ $rc = 124 ] || show "$work/hang.out" 12
+grep -q "rank 0: training (a rank hung) failed: .*rank 2 of 3 did not arrive within 5 s" "$work/hang.out" &&
+    [ -f "$(ckpt_file "$work/hang" 30)" ] && [ ! -f "$(ckpt_file "$work/hang" 31)" ]
+ok $? "rank 0 names rank 2 and wrote the emergency checkpoint of step 30"
+alive=0
+for f in "$work/hang.out".pid.*; do [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && alive=1; done
+[ $alive = 0 ]; ok $? "no rank process of the hung job is left behind"
+
+train 3 "$work/hang" "$work/resume.out"
+h=$(params_hash "$work/resume.out")
+[ $rc = 0 ] && [ "$(resumed_step "$work/resume.out")" = 30 ] && [ "$h" = "$ref" ]
+ok $? "W=3: resumed from the emergency checkpoint of step 30, exit $rc, params hash ${h:-none} equals the uninterrupted run's"
+[ $rc = 0 ] || show "$work/resume.out"
+
+HPCT_TEST_STOP_AT_STEP=30,0 train 3 "$work/hang0" "$work/hang0.out" --collective-timeout 5
+[ $rc = 124 ] && grep -q "rank 1: training (a rank hung) failed: .*rank 0 of 3 did not arrive" "$work/hang0.out" &&
+    [ -z "$(ls "$work/hang0" 2>/dev/null | grep '^ckpt-')" ]
+ok $? "W=3: rank 0 stopped after step 30: exit 124 (got $rc), rank 1 names rank 0, no checkpoint"
+[ $rc = 124 ] || show "$work/hang0.out" 12
+alive=0
+for f in "$work/hang0.out".pid.*; do [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && alive=1; done
+[ $alive = 0 ]; ok $? "no rank process of that job is left behind"

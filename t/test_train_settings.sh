@@ -1,0 +1,56 @@
+#!/bin/sh
+# Bad settings of hpctrain train: an unknown key in the settings file (exit 2, naming the
+# key, file and line), a bad value on the command line and in the environment (exit 2,
+# naming the option or variable), a missing manifest file (exit 3, naming it), a global
+# batch that does not split into micro-batches (exit 2), and a checkpoint saved with
+# different settings (another lr): refused with exit 2 naming the checkpoint, loaded with
+# --allow-config-change; a change of settings that are not hashed (cadence, logging) resumes.
+. "${top_srcdir:-.}/t/train_lib.sh"
+need_tool
+make_data
+echo "1..8"
+
+cp "$work/train.conf" "$work/typo.conf"
+echo "hiden = 32" >>"$work/typo.conf"
+line=$(wc -l <"$work/typo.conf")
+"$TOOL" train --config "$work/typo.conf" --checkpoint-dir "$work/x" >"$work/out" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "typo.conf:$line: unknown setting 'hiden'" "$work/out"
+ok $? "an unknown key in the settings file: exit $rc, names the file, line and key"
+show "$work/out" 1
+
+train 1 "$work/x" "$work/out" --lr abc
+[ $rc = 2 ] && grep -q "option --lr: lr = 'abc'" "$work/out"
+ok $? "--lr abc: exit $rc, names the option"
+show "$work/out" 1
+
+HPCT_MOMENTUM=2 train 1 "$work/x" "$work/out"
+[ $rc = 2 ] && grep -q "environment HPCT_MOMENTUM: momentum = '2'" "$work/out"
+ok $? "HPCT_MOMENTUM=2 (out of range): exit $rc, names the variable"
+show "$work/out" 1
+
+train 1 "$work/x" "$work/out" --train-manifest "$work/nothere/manifest.txt"
+[ $rc = 3 ] && grep -q "nothere/manifest.txt" "$work/out"
+ok $? "a missing manifest file: exit $rc, names it"
+show "$work/out" 1
+
+train 1 "$work/x" "$work/out" --global-batch 47 --micro-batches 2
+[ $rc = 2 ] && grep -q "global_batch 47" "$work/out"
+ok $? "global_batch 47 with micro_batches 2: exit $rc, names both"
+show "$work/out" 1
+
+HPCT_TEST_RAISE_AT_STEP=10 train 1 "$work/ck" "$work/stop.out"
+train 1 "$work/ck" "$work/out" --lr 0.2
+[ $rc = 2 ] && grep -q "checkpoint .*ckpt-000000000010.h5 was saved with training configuration hash" "$work/out" &&
+    grep -q -- "--allow-config-change" "$work/out" && ! grep -q "^hpctrain: params hash" "$work/out"
+ok $? "a checkpoint saved with lr 0.1 and a run with lr 0.2: refused, exit $rc, names the checkpoint"
+show "$work/out" 2
+
+cp -r "$work/ck" "$work/ck2"
+train 1 "$work/ck2" "$work/out" --checkpoint-every-steps 7 --log-interval 5
+[ $rc = 0 ] && [ "$(resumed_step "$work/out")" = 10 ]
+ok $? "other checkpoint cadence and log interval (not hashed): resumes from step 10, exit $rc"
+
+train 1 "$work/ck" "$work/out" --lr 0.2 --allow-config-change
+[ $rc = 0 ] && [ "$(resumed_step "$work/out")" = 10 ] && [ -n "$(params_hash "$work/out")" ]
+ok $? "with --allow-config-change it resumes from step 10 and completes: exit $rc"

@@ -1,0 +1,102 @@
+# train_preempt.sh: body of t/test_train_preempt_w1.sh and _w2.sh (W ranks, set by them).
+# An uninterrupted run against runs stopped by SIGTERM and resumed in the same checkpoint
+# directory: final parameters bit-identical (params hash and h5dump of /params).
+# (a) SIGTERM raised inside one rank (the last) at step k, k = 5, 21 (an asynchronous write
+#     of step 20 is most likely in flight: checkpoint_every_steps = 4, async; (d) makes
+#     sure of it) and 42 (the end of the first epoch); at the last step it just completes;
+#     at W = 2 only rank 1 gets it, so rank 0 stopping at the same step proves the agreement;
+# (b) kill -TERM of one rank's pid from outside, whenever it lands;
+# (c) two SIGTERMs in a row;
+# (d) SIGTERM while the writer is in the middle of an asynchronous write: the checkpoint
+#     module's test hook (HPCT_CKPT_TEST_STOP_AT=half) stops rank 0 with SIGSTOP halfway
+#     through every write; the test sends SIGTERM to the last rank, then SIGCONT.
+. "${top_srcdir:-.}/t/train_lib.sh"
+need_tool
+[ "$W" = 1 ] || need_mpi
+make_data
+echo "1..16"
+CK="--checkpoint-every-steps 4 --checkpoint-async 1"
+
+train "$W" "$work/ref" "$work/ref.out"
+ref=$(params_hash "$work/ref.out")
+[ $rc = 0 ] && [ -n "$ref" ]; ok $? "W=$W: uninterrupted run of $TOTAL_STEPS steps exits 0 (params hash $ref)"
+[ $rc = 0 ] || show "$work/ref.out"
+
+# stopped OUT DIR DESC: TAP point for a run that must exit 75 with a checkpoint of its step.
+stopped() {
+    s=$(stop_step "$1")
+    [ $rc = 75 ] && [ -n "$s" ] && [ -f "$(ckpt_file "$2" "$s")" ] && [ "$s" -lt $TOTAL_STEPS ]
+    ok $? "W=$W: $3: exit 75 (got $rc) after step ${s:-?}, its checkpoint exists"
+    [ $rc = 75 ] || show "$1"
+}
+# resumed OUT S DESC: TAP point for the resumed run: exit 0, resumed from S, same hash.
+resumed() {
+    h=$(params_hash "$1")
+    [ $rc = 0 ] && [ "$(resumed_step "$1")" = "$2" ] && [ "$h" = "$ref" ]
+    ok $? "W=$W: $3: resumed from step $2, exit $rc, params hash ${h:-none} equals the uninterrupted run's"
+    [ $rc = 0 ] || show "$1"
+}
+
+for k in 5 21 42; do
+    d="$work/raise$k"
+    HPCT_TEST_RAISE_AT_STEP=$k train "$W" "$d" "$d.stop" $CK
+    stopped "$d.stop" "$d" "SIGTERM raised in rank $((W - 1)) at step $k"
+    train "$W" "$d" "$d.resume" $CK
+    resumed "$d.resume" "$(stop_step "$d.stop")" "stopped at step $k"
+done
+
+# A signal with the last step: training is complete, so no requeue.
+d="$work/last"
+HPCT_TEST_RAISE_AT_STEP=$TOTAL_STEPS train "$W" "$d" "$d.out" $CK
+h=$(params_hash "$d.out")
+[ $rc = 0 ] && [ "$h" = "$ref" ] && [ -z "$(stop_step "$d.out")" ] && [ -f "$(ckpt_file "$d" $TOTAL_STEPS)" ]
+ok $? "W=$W: SIGTERM raised at the last step $TOTAL_STEPS: exit $rc (done, no requeue), final checkpoint, same params hash"
+[ $rc = 0 ] || show "$d.out"
+
+# (b) and (c): 30 ms per step keeps the job running while the signals come.
+d="$work/kill"
+HPCT_TEST_STEP_DELAY_MS=30 train_bg "$W" "$d" "$d.stop" $CK
+wait_for_step "$d.stop" 10 && signal TERM "$d.stop" $((W - 1))
+train_wait "$d.stop"
+stopped "$d.stop" "$d" "kill -TERM of rank $((W - 1)) from outside"
+echo "# external SIGTERM landed after step $(stop_step "$d.stop")"
+train "$W" "$d" "$d.resume" $CK
+resumed "$d.resume" "$(stop_step "$d.stop")" "stopped from outside"
+
+d="$work/twice"
+HPCT_TEST_STEP_DELAY_MS=30 train_bg "$W" "$d" "$d.stop" $CK
+wait_for_step "$d.stop" 20 && signal TERM "$d.stop" $((W - 1)) && signal TERM "$d.stop" 0
+train_wait "$d.stop"
+stopped "$d.stop" "$d" "two SIGTERMs in a row (ranks $((W - 1)) and 0)"
+echo "# the two SIGTERMs landed after step $(stop_step "$d.stop")"
+train "$W" "$d" "$d.resume" $CK
+resumed "$d.resume" "$(stop_step "$d.stop")" "stopped by two SIGTERMs"
+
+d="$work/midwrite"
+HPCT_CKPT_TEST_STOP_AT=half train_bg "$W" "$d" "$d.stop" --checkpoint-every-steps 20 --checkpoint-async 1
+sent=0 stops=0 i=0
+while kill -0 "$bg" 2>/dev/null && [ $i -lt 1200 ]; do
+    p=$(cat "$d.stop.pid.0" 2>/dev/null)
+    if [ -n "$p" ] && [ "$(proc_state "$p")" = T ]; then
+        stops=$((stops + 1))
+        [ $sent = 1 ] || { signal TERM "$d.stop" $((W - 1)); sent=1; }
+        kill -CONT "$p"
+    fi
+    sleep 0.05
+    i=$((i + 1))
+done
+train_wait "$d.stop"
+echo "# rank 0 paused in $stops write(s); SIGTERM during the write of step 20 stopped the run after step $(stop_step "$d.stop")"
+[ $sent = 1 ]; ok $? "W=$W: SIGTERM sent while rank 0 was halfway through the asynchronous write of step 20"
+stopped "$d.stop" "$d" "SIGTERM during an asynchronous write"
+train "$W" "$d" "$d.resume"
+resumed "$d.resume" "$(stop_step "$d.stop")" "stopped during an asynchronous write"
+
+final_ref=$(ckpt_file "$work/ref" $TOTAL_STEPS) final=$(ckpt_file "$work/raise21" $TOTAL_STEPS)
+if command -v h5dump >/dev/null 2>&1; then
+    [ -f "$final_ref" ] && [ -f "$final" ] && [ -n "$(params_dump "$final")" ] &&
+        [ "$(params_dump "$final_ref")" = "$(params_dump "$final")" ]
+    ok $? "W=$W: h5dump of /params in the final checkpoints of the uninterrupted and the resumed run is identical"
+else
+    skip "no h5dump (Debian package hdf5-tools)"
+fi
