@@ -306,11 +306,16 @@ static int train_and_report(struct run *r)
     if (r->eval && (s = hpct_evaluate(r->model, r->eval, &loss, &acc, &n))) return fail(r, "evaluating", s);
     const char *path = "";
     hpct_ckpt_last_path(r->ck, &path);
-    if (r->topo.rank == 0) {
+    if (r->topo.rank == 0 && res.resumed_from >= 0 && res.resumed_from == res.steps)
+        printf("hpctrain: nothing to train: the checkpoint of step %ld already completes the run\n",
+               res.steps);
+    else if (r->topo.rank == 0) {
         printf("hpctrain: done: %ld steps, final training loss %.4f, %.1f s, data wait %.1f%%, "
                "comm wait %.1f%%, checkpoint %s\n",
                res.steps, res.final_loss, res.wall_s, 100.0 * res.data_wait_s / res.wall_s,
                100.0 * res.comm_wait_s / res.wall_s, path && *path ? path : "(none)");
+    }
+    if (r->topo.rank == 0) {
         if (r->eval) printf("hpctrain: test loss %.4f accuracy %.4f (%ld samples)\n", loss, acc, n);
         print_params_hash(r);
     }

@@ -36,7 +36,9 @@ hpct_status_t hpcti_error(hpct_ctx_t ctx, hpct_status_t status, const char *fmt,
     va_start(ap, fmt);
     vsnprintf(ctx->last_error, sizeof ctx->last_error, fmt, ap);
     va_end(ap);
-    hpcti_log(ctx, HPCT_LOG_ERROR, "%s (%s)", ctx->last_error, hpct_strerror(status));
+    /* "Not found" is often expected (no checkpoint yet): it is logged as info, not error. */
+    hpcti_log(ctx, status == HPCT_ERR_NOT_FOUND ? HPCT_LOG_INFO : HPCT_LOG_ERROR, "%s (%s)",
+              ctx->last_error, hpct_strerror(status));
     return status;
 }
 
