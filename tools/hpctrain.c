@@ -14,6 +14,7 @@ typedef struct subcommand {
 
 static const subcommand_t subcommands[] = {
     {"shard", tool_shard_main, "convert IDX/.npy/CSV data into HDF5 shards and a manifest"},
+    {"ckpt", tool_ckpt_main, "inspect, verify or compare checkpoint files (info|verify|diff)"},
 };
 
 static void usage(FILE *out)
@@ -23,8 +24,8 @@ static void usage(FILE *out)
     for (size_t i = 0; i < sizeof subcommands / sizeof *subcommands; i++)
         fprintf(out, "  %-8s %s\n", subcommands[i].name, subcommands[i].summary);
     fprintf(out, "\n'hpctrain COMMAND --help' describes a command.\n"
-                 "exit status: 0 success, 1 output could not be written, 2 usage error,\n"
-                 "3 bad input data.\n");
+                 "exit status: 0 success, 1 output could not be written (ckpt diff: the\n"
+                 "checkpoints differ), 2 usage error, 3 bad input data or checkpoint.\n");
 }
 
 int main(int argc, char **argv)

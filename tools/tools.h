@@ -28,5 +28,6 @@ int tool_read_csv(const char *path, int label_column, int skip_header, tool_arra
                   tool_array_t *labels);
 /* Subcommands. */
 int tool_shard_main(int argc, char **argv);
+int tool_ckpt_main(int argc, char **argv);
 
 #endif
