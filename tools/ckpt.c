@@ -5,13 +5,18 @@
 #include "tools.h"
 #include "../lib/ckpt/ckpt.h"
 
+#include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #define CKPT_DIFFERS 1 /* diff: the checkpoints differ */
 
@@ -98,6 +103,44 @@ static int count_bad(hpct_ctx_t ctx, hpct_ckpt_file_t f, FILE *out)
     return bad;
 }
 
+/* ---- isolation ------------------------------------------------------------------------- */
+
+/* One unit of work on checkpoint files, run in a child process. */
+typedef struct ckpt_job {
+    int (*run)(hpct_ctx_t ctx, const struct ckpt_job *job);
+    const char *a, *b; /* the files or directories named on the command line */
+    int flag;          /* verify --all / diff --strict */
+} ckpt_job_t;
+
+/* HDF5 1.10 can crash (SIGSEGV) decoding a damaged object header of a file without metadata
+ * checksums. The job runs in a child process, so that such a crash becomes a message naming
+ * the file(s) and exit status 3 instead of killing the tool. */
+static int isolated(const ckpt_job_t *job)
+{
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct rlimit no_core = {0, 0};
+        setrlimit(RLIMIT_CORE, &no_core);
+        setvbuf(stdout, NULL, _IOLBF, 0); /* lines printed before a crash survive it */
+        hpct_ctx_t ctx;
+        int rc = hpct_ctx_create(NULL, &ctx) ? ckpt_error(TOOL_DATA, "cannot create a context")
+                                             : job->run(ctx, job);
+        hpct_ctx_destroy(ctx);
+        fflush(stdout);
+        _exit(rc);
+    }
+    int st = 0;
+    if (pid < 0) return ckpt_error(TOOL_DATA, "cannot fork: %s", strerror(errno));
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) continue;
+    if (WIFEXITED(st)) return WEXITSTATUS(st);
+    return ckpt_error(TOOL_DATA,
+                      "the HDF5 library crashed (%s) reading %s%s%s: its HDF5 metadata is "
+                      "corrupt",
+                      strsignal(WTERMSIG(st)), job->a, job->b ? " or " : "", job->b ? job->b : "");
+}
+
 /* ---- info ------------------------------------------------------------------------------ */
 
 /* " = VALUE" for a scalar numeric dataset that verified (nothing otherwise). */
@@ -156,8 +199,9 @@ static void print_meta(hpct_ctx_t ctx, hpct_ckpt_file_t f)
     printf("saved at     %s\n", when);
 }
 
-static int ckpt_info(hpct_ctx_t ctx, const char *arg)
+static int ckpt_info(hpct_ctx_t ctx, const ckpt_job_t *job)
 {
+    const char *arg = job->a;
     hpct_ckpt_file_t f;
     int rc = open_file(ctx, arg, &f);
     if (rc) return rc;
@@ -218,13 +262,20 @@ static int verify_one(hpct_ctx_t ctx, const char *path)
     return problems ? TOOL_DATA : TOOL_OK;
 }
 
-static int ckpt_verify(hpct_ctx_t ctx, const char *arg, int all)
+static int verify_job(hpct_ctx_t ctx, const ckpt_job_t *job)
+{
+    return verify_one(ctx, job->a);
+}
+
+/* One file, a directory's newest, or with --all every checkpoint of a directory (each in its
+ * own child process). */
+static int ckpt_verify(const char *arg, int all)
 {
     struct stat st;
     if (!all || stat(arg, &st) < 0 || !S_ISDIR(st.st_mode)) {
         char path[HPCTI_CKPT_PATH_MAX];
         int rc = resolve(arg, path);
-        return rc ? rc : verify_one(ctx, path);
+        return rc ? rc : isolated(&(ckpt_job_t){verify_job, path, NULL, 0});
     }
     char **names;
     int n, worst = TOOL_OK;
@@ -233,7 +284,7 @@ static int ckpt_verify(hpct_ctx_t ctx, const char *arg, int all)
     for (int i = 0; i < n; i++) {
         char path[HPCTI_CKPT_PATH_MAX];
         hpcti_ck_join(path, arg, names[i]);
-        if (verify_one(ctx, path)) worst = TOOL_DATA;
+        if (isolated(&(ckpt_job_t){verify_job, path, NULL, 0})) worst = TOOL_DATA;
         free(names[i]);
     }
     free(names);
@@ -280,7 +331,7 @@ static void report_values(hpct_ckpt_file_t a, hpct_ckpt_file_t b, const char *na
     printf("  %s: %zu of %zu elements differ", name, ndiff, count);
     if (numeric) {
         printf("; max |A-B| = %.9g at index %zu (A %.9g, B %.9g", worst, at, da[at], db[at]);
-        if (dtype == HPCT_CKPT_F32 && isfinite(worst) && signbit(da[at]) == signbit(db[at]))
+        if (dtype == HPCT_CKPT_F32 && isfinite(worst) && !signbit(da[at]) == !signbit(db[at]))
             printf(", %llu ulp", ulps(((const float *)ra)[at], ((const float *)rb)[at]));
         printf(")");
     } else {
@@ -373,8 +424,10 @@ static void print_side(hpct_ckpt_file_t f, const char *side)
     printf("%s: %s (step %ld)\n", side, m.path, m.step);
 }
 
-static int ckpt_diff(hpct_ctx_t ctx, const char *arg_a, const char *arg_b, int strict)
+static int ckpt_diff(hpct_ctx_t ctx, const ckpt_job_t *job)
 {
+    const char *arg_a = job->a, *arg_b = job->b;
+    int strict = job->flag;
     hpct_ckpt_file_t a = NULL, b = NULL;
     int rc = open_file(ctx, arg_a, &a);
     if (!rc) rc = open_file(ctx, arg_b, &b);
@@ -450,11 +503,7 @@ int tool_ckpt_main(int argc, char **argv)
     if (nargs != (is_diff ? 2 : 1))
         return ckpt_error(TOOL_USAGE, "%s takes %s (see hpctrain ckpt --help)", action,
                           is_diff ? "two checkpoints, A and B" : "one FILE or DIR");
-    hpct_ctx_t ctx;
-    if (hpct_ctx_create(NULL, &ctx)) return ckpt_error(TOOL_DATA, "cannot create a context");
-    int rc = is_info     ? ckpt_info(ctx, args[0])
-             : is_verify ? ckpt_verify(ctx, args[0], all)
-                         : ckpt_diff(ctx, args[0], args[1], strict);
-    hpct_ctx_destroy(ctx);
-    return rc;
+    if (is_verify) return ckpt_verify(args[0], all);
+    ckpt_job_t job = {is_info ? ckpt_info : ckpt_diff, args[0], is_diff ? args[1] : NULL, strict};
+    return isolated(&job);
 }

@@ -282,7 +282,7 @@ static hpct_status_t open_h5(struct hpct_ckpt_file *f, hpcti_ckerr_t *err)
 static hpct_status_t check_file(hpct_ctx_t ctx, struct hpct_ckpt_file *f)
 {
     struct stat st;
-    int fd = open(f->path, O_RDONLY | O_CLOEXEC);
+    int fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block */
     if (fd < 0)
         return hpcti_error(ctx, errno == ENOENT ? HPCT_ERR_NOT_FOUND : HPCT_ERR_IO,
                            "cannot open checkpoint %s: %s", f->path, strerror(errno));
