@@ -14,7 +14,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-
 hpct_status_t hpcti_ckerr_set(hpcti_ckerr_t *err, hpct_status_t status, const char *fmt, ...)
 {
     va_list ap;
@@ -338,7 +337,13 @@ static hpct_status_t write_file(const hpcti_ckdir_t *d, const hpcti_snapshot_t *
     hpct_status_t s = precreate(path, err);
     if (s) return s;
     char h5[400];
-    hid_t fid = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    /* The 1.8 file format: superblock v2 and object headers v2 carry checksums, so a damaged
+     * header is refused by HDF5 instead of being decoded (HDF5 1.10 can crash decoding a
+     * damaged v1 header). Readable by HDF5 >= 1.8 and h5py. */
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_V18);
+    hid_t fid = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    H5Pclose(fapl);
     if (fid < 0)
         return hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot create checkpoint file %s: %s", path,
                                hpcti_ck_h5_detail(h5));
