@@ -221,27 +221,29 @@ static void test_bad_files(state_t *st, const char *good, const char *dir)
            "NULL arguments are HPCT_ERR_INVALID_ARG");
 }
 
-/* Damaged copies (one byte flipped, or cut short) at 96 places: every call returns. */
+/* Damaged copies, every 5th byte flipped in turn and 64 truncations: every call returns
+ * (the writer's checksummed HDF5 headers keep HDF5 from decoding damaged metadata). */
 static void test_sweep(state_t *st, const char *good, const char *dir)
 {
     struct stat sb;
     stat(good, &sb);
     char p[4300];
     snprintf(p, sizeof p, "%s/sweep.h5", dir);
-    int opened = 0, failed_clearly = 0, total = 0;
-    for (int k = 0; k < 96; k++) {
-        off_t at = (off_t)((double)sb.st_size * k / 96);
-        copy_file(good, p, k % 3 == 2 ? at : sb.st_size);
-        if (k % 3 != 2) xor_byte(p, at + k % 3);
+    int opened = 0, failed_clearly = 0, total = 0, unnoticed = 0, flips = (int)(sb.st_size / 5);
+    for (int k = 0; k < flips + 64; k++) {
+        off_t at = k < flips ? (off_t)k * 5 : (off_t)((double)sb.st_size * (k - flips) / 64);
+        copy_file(good, p, k < flips ? sb.st_size : at);
+        if (k < flips) xor_byte(p, at);
         hpct_ckpt_file_t f;
         total++;
         if (hpct_ckpt_inspect(st->ctx, p, &f) == HPCT_SUCCESS) {
             opened++;
-            int n;
+            int n, bad = 0;
             hpct_ckpt_meta_t m = HPCT_CKPT_META_INITIALIZER;
-            hpct_ckpt_file_meta(f, &m);
+            bad += hpct_ckpt_file_meta(f, &m) != HPCT_SUCCESS;
             hpct_ckpt_file_num_datasets(f, &n);
-            for (int i = 0; i < n; i++) hpct_ckpt_file_verify(f, i);
+            for (int i = 0; i < n; i++) bad += hpct_ckpt_file_verify(f, i) != HPCT_SUCCESS;
+            if (!bad && n == 28) unnoticed++;
             hpct_ckpt_inspect_close(f);
         } else if (strstr(hpct_last_error(st->ctx), p)) {
             failed_clearly++;
@@ -250,7 +252,9 @@ static void test_sweep(state_t *st, const char *good, const char *dir)
         }
     }
     tap_ok(opened + failed_clearly == total,
-           "96 damaged copies: each inspects or fails naming the file (%d opened)", opened);
+           "%d damaged copies: each inspects or fails naming the file (%d opened)", total, opened);
+    tap_diag("%d flips changed nothing the reader checks (e.g. free space in metadata blocks)",
+             unnoticed);
 }
 
 int main(void)
