@@ -341,7 +341,7 @@ typedef struct hpct_ckpt_meta {
 
 #define HPCT_CKPT_META_INITIALIZER {HPCT_CKPT_META_VERSION, 0, 0, 0, 0, 1, 0, "", 0, 0.0, 0, NULL}
 
-/* Element types of caller-registered extra arrays. */
+/* Element types of caller-registered extra arrays (F32..U8) and of inspected datasets. */
 typedef enum {
     HPCT_CKPT_F32 = 0,
     HPCT_CKPT_F64 = 1,
@@ -395,7 +395,9 @@ hpct_status_t hpct_ckpt_last_path(hpct_ckpt_t ck, const char **path);
 /* Inspection of one checkpoint file without a model or optimizer (tools, post-mortems).
  * Safe on damaged files: a file that is not HDF5, truncated or unreadable fails to open with
  * HPCT_ERR_FORMAT or HPCT_ERR_CHECKSUM naming it; a damaged dataset is listed with its
- * verdict instead of failing the whole file. */
+ * verdict instead of failing the whole file. Files are written with checksummed HDF5 headers;
+ * in older files without them (superblock 0) HDF5 1.10 itself may crash on a damaged header,
+ * so a tool reading untrusted old files should do it in a child process (hpctrain ckpt does). */
 typedef struct hpct_ckpt_file *hpct_ckpt_file_t;
 
 /* Open path, list every dataset (sorted by path) and verify each one's crc32c.
