@@ -124,7 +124,7 @@ static int isolated(const ckpt_job_t *job)
         struct rlimit no_core = {0, 0};
         setrlimit(RLIMIT_CORE, &no_core);
         setvbuf(stdout, NULL, _IOLBF, 0); /* lines printed before a crash survive it */
-        hpct_ctx_t ctx;
+        hpct_ctx_t ctx = NULL;
         int rc = hpct_ctx_create(NULL, &ctx) ? ckpt_error(TOOL_DATA, "cannot create a context")
                                              : job->run(ctx, job);
         hpct_ctx_destroy(ctx);
