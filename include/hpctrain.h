@@ -426,13 +426,16 @@ typedef struct hpct_ckpt_meta {
 
 #define HPCT_CKPT_META_INITIALIZER {HPCT_CKPT_META_VERSION, 0, 0, 0, 0, 1, 0, "", 0, 0.0, 0, NULL}
 
-/* Element types of caller-registered extra arrays. */
+/* Element types of caller-registered extra arrays (F32..U8) and of inspected datasets. */
 typedef enum {
     HPCT_CKPT_F32 = 0,
     HPCT_CKPT_F64 = 1,
     HPCT_CKPT_I32 = 2,
     HPCT_CKPT_I64 = 3,
-    HPCT_CKPT_U8 = 4
+    HPCT_CKPT_U8 = 4,
+    HPCT_CKPT_U64 = 5,    /* inspection only: config hash, RNG state */
+    HPCT_CKPT_STRING = 6, /* inspection only: the model description (count = bytes) */
+    HPCT_CKPT_OTHER = 7   /* inspection only: a type this library does not write */
 } hpct_ckpt_dtype_t;
 
 /* Reasons a save is due (bit mask from hpct_ckpt_due). Ranks may disagree on the time-based
@@ -473,6 +476,43 @@ hpct_status_t hpct_ckpt_load_latest(hpct_ckpt_t ck, hpct_params_t params, hpct_o
                                     hpct_ckpt_meta_t *meta);
 /* Path of the newest checkpoint this handle committed ("" before the first). */
 hpct_status_t hpct_ckpt_last_path(hpct_ckpt_t ck, const char **path);
+
+/* Inspection of one checkpoint file without a model or optimizer (tools, post-mortems).
+ * Safe on damaged files: a file that is not HDF5, truncated or unreadable fails to open with
+ * HPCT_ERR_FORMAT or HPCT_ERR_CHECKSUM naming it; a damaged dataset is listed with its
+ * verdict instead of failing the whole file. Files are written with checksummed HDF5 headers;
+ * in older files without them (superblock 0) HDF5 1.10 itself may crash on a damaged header,
+ * so a tool reading untrusted old files should do it in a child process (hpctrain ckpt does). */
+typedef struct hpct_ckpt_file *hpct_ckpt_file_t;
+
+/* Open path, list every dataset (sorted by path) and verify each one's crc32c.
+ * HPCT_ERR_NOT_FOUND/HPCT_ERR_IO when it cannot be read at all; *file is NULL on failure. */
+hpct_status_t hpct_ckpt_inspect(hpct_ctx_t ctx, const char *path, hpct_ckpt_file_t *file);
+/* Free an inspection handle; NULL is accepted. */
+void hpct_ckpt_inspect_close(hpct_ckpt_file_t file);
+/* The file's schema_version (-1 if unreadable) and library_version ("" if absent). */
+hpct_status_t hpct_ckpt_file_versions(hpct_ckpt_file_t file, int *schema, const char **library);
+/* The /meta values (meta->path is the file; rejected is 0). HPCT_ERR_FORMAT or
+ * HPCT_ERR_CHECKSUM naming the dataset when one is missing or damaged; the others are
+ * filled all the same (missing ones stay at HPCT_CKPT_META_INITIALIZER's values). */
+hpct_status_t hpct_ckpt_file_meta(hpct_ckpt_file_t file, hpct_ckpt_meta_t *meta);
+/* Number of datasets in the file. */
+hpct_status_t hpct_ckpt_file_num_datasets(hpct_ckpt_file_t file, int *n);
+/* Dataset i in [0, n): its path without the leading '/' ("params/dense0.weight"), element
+ * type and count, and whether it is an HDF5 scalar. Any output pointer may be NULL. */
+hpct_status_t hpct_ckpt_file_dataset(hpct_ckpt_file_t file, int i, const char **name,
+                                     hpct_ckpt_dtype_t *dtype, size_t *count, int *scalar);
+/* Index of the dataset called name, or HPCT_ERR_NOT_FOUND. */
+hpct_status_t hpct_ckpt_file_find(hpct_ckpt_file_t file, const char *name, int *index);
+/* Verdict of dataset i, found by hpct_ckpt_inspect: HPCT_SUCCESS when its stored crc32c
+ * matches its bytes, else HPCT_ERR_CHECKSUM (mismatch, unreadable) or HPCT_ERR_FORMAT (no
+ * checksum, unknown type), with hpct_last_error naming the file and dataset. */
+hpct_status_t hpct_ckpt_file_verify(hpct_ckpt_file_t file, int i);
+/* Read dataset name's count elements (count must equal its element count) into out, as
+ * HPCT_CKPT_F64 or HPCT_CKPT_F32 (converted), or as its own dtype (its raw bytes). The
+ * checksum is checked again: HPCT_ERR_CHECKSUM after filling out when it fails. */
+hpct_status_t hpct_ckpt_file_read(hpct_ckpt_file_t file, const char *name, hpct_ckpt_dtype_t as,
+                                  void *out, size_t count);
 
 /* CRC32C (Castagnoli, reflected 0x82F63B78) of n bytes, continuing from crc (start at 0). */
 uint32_t hpct_crc32c(uint32_t crc, const void *data, size_t n);

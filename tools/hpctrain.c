@@ -15,6 +15,7 @@ typedef struct subcommand {
 static const subcommand_t subcommands[] = {
     {"shard", tool_shard_main, "convert IDX/.npy/CSV data into HDF5 shards and a manifest"},
     {"train", tool_train_main, "train the built-in MLP data-parallel, with checkpoints"},
+    {"ckpt", tool_ckpt_main, "inspect, verify or compare checkpoint files (info|verify|diff)"},
 };
 
 static void usage(FILE *out)
@@ -24,9 +25,12 @@ static void usage(FILE *out)
     for (size_t i = 0; i < sizeof subcommands / sizeof *subcommands; i++)
         fprintf(out, "  %-8s %s\n", subcommands[i].name, subcommands[i].summary);
     fprintf(out, "\n'hpctrain COMMAND --help' describes a command.\n"
-                 "exit status: 0 success, 1 failure (output not written, training failed),\n"
-                 "2 usage error, 3 bad input data, 75 preempted (train: requeue),\n"
-                 "124 a rank hung (train).\n");
+                 "exit status: 0 success, 1 failure (output not written, training failed,
+"
+                 "ckpt diff: the checkpoints differ), 2 usage or settings error, 3 bad input
+"
+                 "data or checkpoint, 75 preempted (train: requeue), 124 a rank hung (train).
+");
 }
 
 int main(int argc, char **argv)

@@ -1,9 +1,7 @@
 /* h5io.c: one checkpoint file in HDF5 (write, verify and read), its atomic commit, the
  * "latest" pointer and retention. Every HDF5 call here runs under hpcti_hdf5_lock with
  * HDF5's automatic error printing switched off; errors become detail strings. */
-#include "ckpt.h"
-
-#include <hdf5.h>
+#include "h5io.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -15,7 +13,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
 
 hpct_status_t hpcti_ckerr_set(hpcti_ckerr_t *err, hpct_status_t status, const char *fmt, ...)
 {
@@ -98,12 +95,26 @@ static herr_t deepest(unsigned n, const H5E_error2_t *e, void *buf)
     return 1; /* the first one walking upward is the most specific */
 }
 
-static const char *h5_detail(char buf[400])
+const char *hpcti_ck_h5_detail(char buf[400])
 {
     buf[0] = '\0';
     H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, deepest, buf);
     H5Eclear2(H5E_DEFAULT);
     return buf[0] ? buf : "no HDF5 detail";
+}
+
+void hpcti_ck_h5_enter(hpcti_h5_quiet_t *q)
+{
+    hpcti_hdf5_lock();
+    H5Eget_auto2(H5E_DEFAULT, &q->func, &q->data);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+}
+
+void hpcti_ck_h5_leave(const hpcti_h5_quiet_t *q)
+{
+    H5Eclear2(H5E_DEFAULT);
+    H5Eset_auto2(H5E_DEFAULT, q->func, q->data);
+    hpcti_hdf5_unlock();
 }
 
 /* HDF5 types in the file (little-endian, fixed) and in memory (native) for an item type. */
@@ -125,7 +136,7 @@ static hid_t file_type(int dtype)
     }
 }
 
-static hid_t mem_type(int dtype)
+hid_t hpcti_ck_mem_type(int dtype)
 {
     switch (dtype) {
     case HPCT_CKPT_F32:
@@ -235,7 +246,7 @@ static hpct_status_t write_item(hid_t fid, hid_t lcpl, hid_t dcpl, const hpcti_c
     hsize_t dims[1] = {it->count};
     hid_t space = it->scalar ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, dims, NULL);
     hid_t ft = str ? string_type(it->count) : file_type(it->dtype);
-    hid_t mt = str ? ft : mem_type(it->dtype);
+    hid_t mt = str ? ft : hpcti_ck_mem_type(it->dtype);
     hid_t dset = H5Dcreate2(fid, it->path, ft, space, lcpl, dcpl, H5P_DEFAULT);
     herr_t rc = dset < 0 ? -1 : H5Dwrite(dset, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, it->data);
     uint32_t crc = hpct_crc32c(0, it->data, it->count * hpcti_ck_elsize(it->dtype));
@@ -244,7 +255,7 @@ static hpct_status_t write_item(hid_t fid, hid_t lcpl, hid_t dcpl, const hpcti_c
     char h5[400];
     if (rc < 0) /* before any other HDF5 call clears the error stack */
         s = hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot write dataset %s of checkpoint %s: %s",
-                            it->path, path, h5_detail(h5));
+                            it->path, path, hpcti_ck_h5_detail(h5));
     if (dset >= 0) H5Dclose(dset);
     if (str) H5Tclose(ft);
     H5Sclose(space);
@@ -260,7 +271,7 @@ static hpct_status_t write_root_attrs(hid_t fid, const char *path, hpcti_ckerr_t
     if (rc >= 0) return HPCT_SUCCESS;
     char h5[400];
     return hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot write the attributes of checkpoint %s: %s",
-                           path, h5_detail(h5));
+                           path, hpcti_ck_h5_detail(h5));
 }
 
 /* Flush HDF5's buffers and fsync the file through HDF5's own descriptor. */
@@ -269,11 +280,11 @@ static hpct_status_t flush_and_sync(hid_t fid, const char *path, hpcti_ckerr_t *
     char h5[400];
     if (H5Fflush(fid, H5F_SCOPE_GLOBAL) < 0)
         return hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot flush checkpoint %s: %s", path,
-                               h5_detail(h5));
+                               hpcti_ck_h5_detail(h5));
     int *fd = NULL;
     if (H5Fget_vfd_handle(fid, H5P_DEFAULT, (void **)&fd) < 0 || !fd)
         return hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot get the descriptor of checkpoint %s: %s",
-                               path, h5_detail(h5));
+                               path, hpcti_ck_h5_detail(h5));
     int rc;
     do rc = fsync(*fd);
     while (rc < 0 && errno == EINTR);
@@ -326,17 +337,23 @@ static hpct_status_t write_file(const hpcti_ckdir_t *d, const hpcti_snapshot_t *
     hpct_status_t s = precreate(path, err);
     if (s) return s;
     char h5[400];
-    hid_t fid = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    /* The 1.8 file format: superblock v2 and object headers v2 carry checksums, so a damaged
+     * header is refused by HDF5 instead of being decoded (HDF5 1.10 can crash decoding a
+     * damaged v1 header). Readable by HDF5 >= 1.8 and h5py. */
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_V18);
+    hid_t fid = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    H5Pclose(fapl);
     if (fid < 0)
         return hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot create checkpoint file %s: %s", path,
-                               h5_detail(h5));
+                               hpcti_ck_h5_detail(h5));
     stop_if(d, HPCTI_STAGE_CREATED);
     s = write_root_attrs(fid, path, err);
     if (!s) s = write_items(fid, d, snap, path, err);
     if (!s) s = flush_and_sync(fid, path, err);
     if (close_file(fid, s != HPCT_SUCCESS) != 0 && !s) /* a failed close is a failed write */
         s = hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot close checkpoint %s: %s", path,
-                            h5_detail(h5));
+                            hpcti_ck_h5_detail(h5));
     return s;
 }
 
@@ -507,14 +524,10 @@ hpct_status_t hpcti_ck_write(const hpcti_ckdir_t *d, const hpcti_snapshot_t *sna
     snprintf(name, sizeof name, "ckpt-%012ld%s.h5", snap->step, snap->keep ? "-keep" : "");
     hpcti_ck_join(final, d->dir, name);
     temp_name(tmp, d->dir, name);
-    hpcti_hdf5_lock();
-    H5E_auto2_t func;
-    void *data;
-    H5Eget_auto2(H5E_DEFAULT, &func, &data);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    hpcti_h5_quiet_t q;
+    hpcti_ck_h5_enter(&q);
     hpct_status_t s = write_file(d, snap, tmp, err);
-    H5Eset_auto2(H5E_DEFAULT, func, data);
-    hpcti_hdf5_unlock();
+    hpcti_ck_h5_leave(&q);
     if (s) {
         unlink(tmp);
         return s;
@@ -557,7 +570,7 @@ static hpcti_read_t corrupt(hpcti_ckerr_t *err, const char *file, const char *wh
 {
     char h5[400];
     hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM, "checkpoint %s: %s %s: %s", file, what, path,
-                    h5_detail(h5));
+                    hpcti_ck_h5_detail(h5));
     return HPCTI_READ_CORRUPT;
 }
 
@@ -586,20 +599,20 @@ static hpcti_read_t check_shape(hid_t dset, const hpcti_ckitem_t *it, const char
     return HPCTI_READ_MISMATCH;
 }
 
-static hpcti_read_t verify_crc(hid_t dset, const hpcti_ckitem_t *it, size_t bytes, const char *file,
-                               hpcti_ckerr_t *err)
+hpcti_read_t hpcti_ck_verify_crc(hid_t dset, const char *dataset, const void *data, size_t bytes,
+                                 const char *file, hpcti_ckerr_t *err)
 {
-    uint32_t stored = 0, computed = hpct_crc32c(0, it->data, bytes);
+    uint32_t stored = 0, computed = hpct_crc32c(0, data, bytes);
     hid_t attr = H5Aopen(dset, "crc32c", H5P_DEFAULT);
     herr_t rc = attr < 0 ? -1 : H5Aread(attr, H5T_NATIVE_UINT32, &stored);
-    if (rc < 0) corrupt(err, file, "cannot read the crc32c attribute of dataset", it->path);
+    if (rc < 0) corrupt(err, file, "cannot read the crc32c attribute of dataset", dataset);
     if (attr >= 0) H5Aclose(attr);
     if (rc < 0) return HPCTI_READ_CORRUPT;
     if (stored == computed) return HPCTI_READ_OK;
     hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM,
                     "checkpoint %s: dataset %s fails its checksum (stored crc32c %08x, "
                     "computed %08x)",
-                    file, it->path, (unsigned)stored, (unsigned)computed);
+                    file, dataset, (unsigned)stored, (unsigned)computed);
     return HPCTI_READ_CORRUPT;
 }
 
@@ -618,11 +631,12 @@ static hpcti_read_t read_item(hid_t fid, const hpcti_ckitem_t *it, const char *f
     if (dset < 0) return corrupt(err, file, "cannot open dataset", it->path);
     hpcti_read_t r = check_shape(dset, it, file, err);
     if (r == HPCTI_READ_OK) {
-        hid_t mt = mem_type(it->dtype);
+        hid_t mt = hpcti_ck_mem_type(it->dtype);
+        size_t bytes = it->count * hpcti_ck_elsize(it->dtype);
         if (H5Dread(dset, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, it->data) < 0)
             r = corrupt(err, file, "cannot read dataset", it->path);
         else
-            r = verify_crc(dset, it, it->count * hpcti_ck_elsize(it->dtype), file, err);
+            r = hpcti_ck_verify_crc(dset, it->path, it->data, bytes, file, err);
     }
     H5Dclose(dset);
     return r;
@@ -642,9 +656,7 @@ static hpcti_read_t read_model(hid_t fid, hpcti_snapshot_t *snap, const char *fi
     if (!buf || H5Dread(dset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
         r = corrupt(err, file, "cannot read dataset", path);
     } else {
-        hpcti_ckitem_t it = {.dtype = HPCTI_STR, .scalar = 1, .count = size, .data = buf};
-        snprintf(it.path, sizeof it.path, "%s", path);
-        r = verify_crc(dset, &it, size, file, err);
+        r = hpcti_ck_verify_crc(dset, path, buf, size, file, err);
         snprintf(snap->model, sizeof snap->model, "%s", buf);
     }
     free(buf);
@@ -653,13 +665,20 @@ static hpcti_read_t read_model(hid_t fid, hpcti_snapshot_t *snap, const char *fi
     return r;
 }
 
-static hpcti_read_t check_schema(hid_t fid, const char *file, hpcti_ckerr_t *err)
+hpcti_read_t hpcti_ck_read_schema(hid_t fid, const char *file, int *schema, hpcti_ckerr_t *err)
 {
-    int schema = -1;
+    *schema = -1;
     hid_t attr = H5Aopen(fid, "schema_version", H5P_DEFAULT);
-    herr_t rc = attr < 0 ? -1 : H5Aread(attr, H5T_NATIVE_INT, &schema);
+    herr_t rc = attr < 0 ? -1 : H5Aread(attr, H5T_NATIVE_INT, schema);
     if (attr >= 0) H5Aclose(attr);
     if (rc < 0) return corrupt(err, file, "cannot read the root attribute", "schema_version");
+    return HPCTI_READ_OK;
+}
+
+static hpcti_read_t check_schema(hid_t fid, const char *file, hpcti_ckerr_t *err)
+{
+    int schema;
+    if (hpcti_ck_read_schema(fid, file, &schema, err)) return HPCTI_READ_CORRUPT;
     if (schema == HPCTI_CKPT_SCHEMA) return HPCTI_READ_OK;
     hpcti_ckerr_set(err, HPCT_ERR_FORMAT,
                     "checkpoint %s: schema_version is %d, this library reads %d", file, schema,
@@ -674,7 +693,7 @@ static hpcti_read_t read_file(const char *path, hpcti_snapshot_t *snap, hpcti_ck
     if (fid < 0) {
         hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM,
                         "checkpoint %s cannot be opened as HDF5 (truncated or corrupt): %s", path,
-                        h5_detail(h5));
+                        hpcti_ck_h5_detail(h5));
         return HPCTI_READ_CORRUPT;
     }
     hpcti_read_t r = check_schema(fid, path, err);
@@ -687,14 +706,9 @@ static hpcti_read_t read_file(const char *path, hpcti_snapshot_t *snap, hpcti_ck
 
 hpcti_read_t hpcti_ck_read(const char *path, hpcti_snapshot_t *snap, hpcti_ckerr_t *err)
 {
-    hpcti_hdf5_lock();
-    H5E_auto2_t func;
-    void *data;
-    H5Eget_auto2(H5E_DEFAULT, &func, &data);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    hpcti_h5_quiet_t q;
+    hpcti_ck_h5_enter(&q);
     hpcti_read_t r = read_file(path, snap, err);
-    H5Eclear2(H5E_DEFAULT);
-    H5Eset_auto2(H5E_DEFAULT, func, data);
-    hpcti_hdf5_unlock();
+    hpcti_ck_h5_leave(&q);
     return r;
 }
