@@ -25,12 +25,9 @@ static void usage(FILE *out)
     for (size_t i = 0; i < sizeof subcommands / sizeof *subcommands; i++)
         fprintf(out, "  %-8s %s\n", subcommands[i].name, subcommands[i].summary);
     fprintf(out, "\n'hpctrain COMMAND --help' describes a command.\n"
-                 "exit status: 0 success, 1 failure (output not written, training failed,
-"
-                 "ckpt diff: the checkpoints differ), 2 usage or settings error, 3 bad input
-"
-                 "data or checkpoint, 75 preempted (train: requeue), 124 a rank hung (train).
-");
+                 "exit status: 0 success, 1 failure (output not written, training failed,\n"
+                 "ckpt diff: the checkpoints differ), 2 usage or settings error, 3 bad input\n"
+                 "data or checkpoint, 75 preempted (train: requeue), 124 a rank hung (train).\n");
 }
 
 int main(int argc, char **argv)
