@@ -198,6 +198,7 @@ static int open_checkpoints(struct run *r)
     kc.every_steps = r->c.checkpoint_every_steps;
     kc.every_seconds = r->c.checkpoint_every_seconds;
     kc.async = r->c.checkpoint_async;
+    kc.defer_copy = kc.async; /* the writer copies during the next forward/backward */
     kc.allow_config_change = r->allow_config_change;
     kc.config_hash = train_config_hash(&r->c);
     kc.walltime_margin = r->topo.rank == 0 ? r->c.walltime_margin : 0.0; /* one Slurm query */

@@ -166,6 +166,8 @@ static hpct_status_t step(struct loop *L, float *loss)
         total += l;
     }
     if (!s && micro > 1) s = hpct_params_scale_grads(L->params, 1.0f / (float)micro);
+    /* defer_copy checkpoints: the writer copied the state while this step ran. */
+    if (!s && L->ck) s = hpct_ckpt_before_update(L->ck);
     if (!s) s = hpct_optimizer_step(L->opt);
     *loss = (float)(total / micro);
     return s;
