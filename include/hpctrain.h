@@ -573,6 +573,7 @@ typedef struct hpct_train_result {
     long checkpoints;     /* checkpoints saved by this call (on the writer rank) */
     double final_loss;    /* mean loss over ranks of the last step */
     double wall_s, data_wait_s, comm_wait_s;
+    double ckpt_wait_s;   /* training time spent saving or waiting for checkpoint copies */
     long skipped_batches; /* global batches skipped for non-finite inputs */
     int stop_signal;      /* signal that stopped the run (HPCT_PREEMPTED), else 0 */
     int rejected_checkpoints; /* newer checkpoints skipped on resume as corrupt or torn (each

@@ -312,9 +312,10 @@ static int train_and_report(struct run *r)
                res.steps);
     else if (r->topo.rank == 0) {
         printf("hpctrain: done: %ld steps, final training loss %.4f, %.1f s, data wait %.1f%%, "
-               "comm wait %.1f%%, checkpoint %s\n",
+               "comm wait %.1f%%, checkpoint wait %.2f%%, checkpoint %s\n",
                res.steps, res.final_loss, res.wall_s, 100.0 * res.data_wait_s / res.wall_s,
-               100.0 * res.comm_wait_s / res.wall_s, path && *path ? path : "(none)");
+               100.0 * res.comm_wait_s / res.wall_s, 100.0 * res.ckpt_wait_s / res.wall_s,
+               path && *path ? path : "(none)");
     }
     if (r->topo.rank == 0) {
         if (r->eval) printf("hpctrain: test loss %.4f accuracy %.4f (%ld samples)\n", loss, acc, n);

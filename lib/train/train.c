@@ -139,8 +139,10 @@ static hpct_status_t save(struct loop *L, long cursor_epoch, long cursor_step, i
     meta.world_size = L->world;
     meta.global_batch = L->cfg->global_batch;
     meta.model = L->model_desc;
+    double t0 = now_s();
     hpct_status_t s = hpct_ckpt_save(L->ck, L->params, L->opt, &meta);
     if (!s && wait) s = hpct_ckpt_wait(L->ck);
+    L->res->ckpt_wait_s += now_s() - t0;
     if (!s) L->res->checkpoints++;
     return s;
 }
@@ -167,7 +169,11 @@ static hpct_status_t step(struct loop *L, float *loss)
     }
     if (!s && micro > 1) s = hpct_params_scale_grads(L->params, 1.0f / (float)micro);
     /* defer_copy checkpoints: the writer copied the state while this step ran. */
-    if (!s && L->ck) s = hpct_ckpt_before_update(L->ck);
+    if (!s && L->ck) {
+        double t1 = now_s();
+        s = hpct_ckpt_before_update(L->ck);
+        L->res->ckpt_wait_s += now_s() - t1;
+    }
     if (!s) s = hpct_optimizer_step(L->opt);
     *loss = (float)(total / micro);
     return s;
