@@ -120,6 +120,17 @@ static inline int st_equal(state_t *a, state_t *b)
 }
 
 /* A fresh directory under TMPDIR (or /tmp). */
+/* A checkpoint handle on dir with default settings (async 0/1); bails out on failure. */
+static inline hpct_ckpt_t st_open_ck(state_t *st, const char *dir, int async)
+{
+    hpct_ckpt_config_t c = HPCT_CKPT_CONFIG_INITIALIZER;
+    c.directory = dir;
+    c.async = async;
+    hpct_ckpt_t ck = NULL;
+    if (hpct_ckpt_open(st->ctx, &c, &ck)) tap_bail("open %s: %s", dir, hpct_last_error(st->ctx));
+    return ck;
+}
+
 static inline void make_tmpdir(char *out, size_t n, const char *tag)
 {
     const char *base = getenv("TMPDIR");

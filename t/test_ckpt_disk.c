@@ -13,16 +13,6 @@
 
 static const size_t counts[] = {2000, 100};
 
-static hpct_ckpt_t open_ck(state_t *st, const char *dir, int async)
-{
-    hpct_ckpt_config_t c = HPCT_CKPT_CONFIG_INITIALIZER;
-    c.directory = dir;
-    c.async = async;
-    hpct_ckpt_t ck = NULL;
-    if (hpct_ckpt_open(st->ctx, &c, &ck)) tap_bail("open %s: %s", dir, hpct_last_error(st->ctx));
-    return ck;
-}
-
 static hpct_status_t save(hpct_ckpt_t ck, state_t *st, long step)
 {
     hpct_ckpt_meta_t m = HPCT_CKPT_META_INITIALIZER;
@@ -36,7 +26,7 @@ static int previous_loads(const char *dir, state_t *a)
 {
     state_t got;
     st_create(&got, 2, counts, HPCT_OPT_SGD);
-    hpct_ckpt_t ck = open_ck(&got, dir, 0);
+    hpct_ckpt_t ck = st_open_ck(&got, dir, 0);
     hpct_ckpt_meta_t m = HPCT_CKPT_META_INITIALIZER;
     int ok = hpct_ckpt_load_latest(ck, got.params, got.opt, &m) == HPCT_SUCCESS && m.step == 1 &&
              m.rejected == 0 && st_equal(&got, a);
@@ -54,7 +44,7 @@ static void full_case(const char *dir, state_t *a, int async)
     st_fill(&big, 9, 1);
     size_t n = 4u << 20; /* 4 MiB does not fit in the 1 MiB tmpfs */
     unsigned char *blob = calloc(n, 1);
-    hpct_ckpt_t ck = open_ck(&big, dir, async);
+    hpct_ckpt_t ck = st_open_ck(&big, dir, async);
     hpct_ckpt_add_array(ck, "blob", HPCT_CKPT_U8, blob, n);
     hpct_status_t s = save(ck, &big, 2);
     const char *why = hpct_last_error(big.ctx);
@@ -74,7 +64,7 @@ static void readonly_case(const char *dir, state_t *a)
         tap_skip(2, "cannot remount the tmpfs read-only");
         return;
     }
-    hpct_ckpt_t ck = open_ck(a, dir, 0);
+    hpct_ckpt_t ck = st_open_ck(a, dir, 0);
     hpct_status_t s = save(ck, a, 2);
     const char *why = hpct_last_error(a->ctx);
     tap_ok(s == HPCT_ERR_IO && strstr(why, dir) && strstr(why, strerror(EROFS)),
@@ -91,7 +81,7 @@ static int nobody_child(const char *dir, state_t *a)
     state_t b;
     st_create(&b, 2, counts, HPCT_OPT_SGD);
     st_fill(&b, 5, 1);
-    hpct_ckpt_t ck = open_ck(&b, dir, 0);
+    hpct_ckpt_t ck = st_open_ck(&b, dir, 0);
     int bits = 0;
     hpct_status_t s = save(ck, &b, 2);
     const char *why = hpct_last_error(b.ctx);
@@ -107,7 +97,7 @@ static void eacces_case(state_t *a)
     char dir[256];
     make_tmpdir(dir, sizeof dir, "ckperm");
     chmod(dir, 0755);
-    hpct_ckpt_t ck = open_ck(a, dir, 0);
+    hpct_ckpt_t ck = st_open_ck(a, dir, 0);
     if (save(ck, a, 1)) tap_bail("save as root: %s", hpct_last_error(a->ctx));
     hpct_ckpt_close(ck);
     fflush(stdout);
@@ -142,7 +132,7 @@ int main(void)
     state_t a;
     st_create(&a, 2, counts, HPCT_OPT_SGD);
     st_fill(&a, 1, 1);
-    hpct_ckpt_t ck = open_ck(&a, dir, 0);
+    hpct_ckpt_t ck = st_open_ck(&a, dir, 0);
     if (save(ck, &a, 1)) tap_bail("first save into the tmpfs: %s", hpct_last_error(a.ctx));
     hpct_ckpt_close(ck);
     full_case(dir, &a, 0);

@@ -10,16 +10,6 @@
 static const size_t counts[] = {3000, 17, 2048, 64, 999, 8};
 static const char *stages[] = {"created", "half", "synced", "renamed", "pointer"};
 
-static hpct_ckpt_t open_ck(state_t *st, const char *dir, int async)
-{
-    hpct_ckpt_config_t c = HPCT_CKPT_CONFIG_INITIALIZER;
-    c.directory = dir;
-    c.async = async;
-    hpct_ckpt_t ck = NULL;
-    if (hpct_ckpt_open(st->ctx, &c, &ck)) tap_bail("open %s: %s", dir, hpct_last_error(st->ctx));
-    return ck;
-}
-
 static int save(hpct_ckpt_t ck, state_t *st, long step)
 {
     hpct_ckpt_meta_t m = HPCT_CKPT_META_INITIALIZER;
@@ -35,7 +25,7 @@ static void child_writes(const char *dir, int async, const char *stage)
     state_t b;
     st_create(&b, 6, counts, HPCT_OPT_ADAMW);
     st_fill(&b, 2, 3);
-    hpct_ckpt_t ck = open_ck(&b, dir, async);
+    hpct_ckpt_t ck = st_open_ck(&b, dir, async);
     int rc = save(ck, &b, 2);
     hpct_ckpt_close(ck);
     _exit(rc ? 2 : 0); /* reached only if the hook did not stop us */
@@ -66,12 +56,12 @@ static void one_case(const char *base, int async, int si)
     st_create(&got, 6, counts, HPCT_OPT_ADAMW);
     st_fill(&a, 1, 2);
     st_fill(&b, 2, 3);
-    hpct_ckpt_t ck = open_ck(&a, dir, 0);
+    hpct_ckpt_t ck = st_open_ck(&a, dir, 0);
     if (save(ck, &a, 1)) tap_bail("first save: %s", hpct_last_error(a.ctx));
     hpct_ckpt_close(ck);
 
     int killed = kill_mid_write(dir, async, stages[si]);
-    ck = open_ck(&got, dir, async);
+    ck = st_open_ck(&got, dir, async);
     hpct_ckpt_meta_t m = HPCT_CKPT_META_INITIALIZER;
     hpct_status_t s = hpct_ckpt_load_latest(ck, got.params, got.opt, &m);
     /* Before the rename the new file does not exist under its name; after it, it is complete. */
