@@ -11,15 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "bench_util.h"
 
 static int rank, size;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static int cmp_double(const void *a, const void *b)
 {

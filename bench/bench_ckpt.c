@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "bench_util.h"
 
 #define NBUFS   8
 #define PER_BUF (1u << 20) /* floats per buffer: 8 Mi floats = 32 MiB of parameters */
@@ -28,13 +29,6 @@ typedef struct {
     hpct_optimizer_t opt;
     float *p[NBUFS], *g[NBUFS];
 } model_t;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void die(const char *what, hpct_ctx_t ctx)
 {

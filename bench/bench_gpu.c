@@ -10,22 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include "bench_util.h"
 
 static const int widths[] = {784, 512, 512, 10};
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static float *filled(size_t n, float scale)
-{
-    float *p = malloc(n * sizeof *p);
-    for (size_t i = 0; i < n; i++) p[i] = scale * (float)((i * 2654435761u) % 1000) / 1000.0f;
-    return p;
-}
 
 /* Seconds per training step of the MLP on backend, averaged over reps after a warm-up. */
 static double time_steps(hpct_backend_t backend, int batch, int reps, const float *x,

@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "bench_util.h"
 
 #define FEATURES   1024
 #define SHARDS     8
@@ -36,13 +37,6 @@
 
 static char dir[512];
 static uint64_t per_shard;
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 static void shard_path(int k, char *buf, size_t len)
 {

@@ -7,24 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include "bench_util.h"
 
 #define BATCH 128
 #define REPS  200
 static const int widths[] = {784, 512, 512, 10};
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static float *filled(size_t n, float scale)
-{
-    float *p = malloc(n * sizeof *p);
-    for (size_t i = 0; i < n; i++) p[i] = scale * (float)((i * 2654435761u) % 1000) / 1000.0f;
-    return p;
-}
 
 static void gemm(int ta, int tb, int m, int n, int k, const float *a, const float *b, float *c)
 {

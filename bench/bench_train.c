@@ -16,17 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "bench_util.h"
 
 #define GLOBAL_BATCH 256
 
 static int rank, size;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* The whole decompressed IDX file in memory (via gzip -dc), or NULL. */
 static unsigned char *read_gz(const char *dir, const char *name, size_t *len)
