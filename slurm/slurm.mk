@@ -35,6 +35,7 @@ slurm/modulefiles/hpctrain/$(VERSION): $(srcdir)/slurm/modulefiles/hpctrain.tcl.
 # t/pmix_probe prints the PMIx rank, node id, local rank and local size of each task.
 check_PROGRAMS += t/pmix_probe
 t_pmix_probe_LDADD = $(PMIX_LIBS)
-SLURM_TESTS = t/test_slurm_pmix.sh t/test_slurm_requeue.sh t/test_slurm_sbatch.sh t/test_module.sh
+SLURM_TESTS = t/test_slurm_pmix.sh t/test_slurm_requeue.sh t/test_slurm_sbatch.sh t/test_module.sh \
+	t/test_slurm_train.sh
 TESTS += $(SLURM_TESTS)
 EXTRA_DIST += $(SLURM_TESTS) t/slurm/cluster.sh t/slurm/setup.sh t/slurm/tap.sh

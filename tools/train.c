@@ -271,10 +271,11 @@ static int train_and_report(struct run *r)
     hpct_model_describe(r->model, desc, sizeof desc);
     if (r->topo.rank == 0)
         printf("hpctrain: %d rank(s) on %d node(s) (topology from %s); node comm %d, cross-node "
-               "comm %d; model %s; %ld steps per epoch\n",
+               "comm %d, hierarchical %s; model %s; %ld steps per epoch\n",
                r->topo.size, r->topo.num_nodes,
                (const char *[]){"single", "pmix", "openmpi-env", "slurm-env", "override"}[r->topo.source],
-               r->topo.node_comm_size, r->topo.cross_comm_size, desc, steps_per_epoch);
+               r->topo.node_comm_size, r->topo.cross_comm_size, r->topo.hierarchical ? "on" : "off",
+               desc, steps_per_epoch);
     hpct_train_config_t tc = HPCT_TRAIN_CONFIG_INITIALIZER;
     tc.global_batch = (int)r->c.global_batch, tc.micro_batches = (int)r->c.micro_batches;
     tc.epochs = r->c.epochs, tc.log_interval = r->c.log_interval;
