@@ -575,7 +575,8 @@ typedef struct hpct_train_result {
     double wall_s, data_wait_s, comm_wait_s;
     double ckpt_wait_s;   /* training time spent saving or waiting for checkpoint copies */
     long skipped_batches; /* global batches skipped for non-finite inputs */
-    int stop_signal;      /* signal that stopped the run (HPCT_PREEMPTED), else 0 */
+    int stop_signal;      /* HPCT_PREEMPTED: the signal caught here (SIGTERM when only another
+                             rank caught one), or 0 when the walltime margin stopped the run */
     int rejected_checkpoints; /* newer checkpoints skipped on resume as corrupt or torn (each
                                  logged at HPCT_LOG_WARN naming the file and dataset) */
 } hpct_train_result_t;

@@ -289,9 +289,13 @@ static int train_and_report(struct run *r)
     if (r->topo.rank == 0 && res.resumed_from >= 0)
         printf("hpctrain: resumed from the checkpoint of step %ld\n", res.resumed_from);
     if (s == HPCT_PREEMPTED) {
-        if (r->topo.rank == 0)
+        if (r->topo.rank == 0 && res.stop_signal)
             printf("hpctrain: stopped by signal %d after step %ld; checkpoint written; exit %d "
                    "(requeue)\n", res.stop_signal, res.steps, TRAIN_PREEMPTED);
+        else if (r->topo.rank == 0)
+            printf("hpctrain: stopped after step %ld: the job's time limit is within "
+                   "walltime_margin; checkpoint written; exit %d (requeue)\n",
+                   res.steps, TRAIN_PREEMPTED);
         return TRAIN_PREEMPTED;
     }
     if (s == HPCT_ERR_TIMEOUT) {

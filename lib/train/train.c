@@ -222,7 +222,7 @@ static hpct_status_t boundary(struct loop *L, long done, int *stop)
     *stop = flags[1] > 0.0f || flags[2] > 0.0f;
     if (*stop) {
         hpct_signal_pending(&signo, NULL);
-        L->res->stop_signal = signo ? signo : SIGTERM;
+        L->res->stop_signal = flags[2] <= 0.0f ? 0 : signo ? signo : SIGTERM;
         hpcti_log(L->ctx, HPCT_LOG_INFO, "stopping after step %ld: %s", done,
                   flags[2] > 0.0f ? "preemption signal" : "walltime margin reached");
     }

@@ -85,7 +85,7 @@ SelectTypeParameters=CR_CPU
 SchedulerType=sched/builtin
 # Requeue allowed; short waits so tests stay fast.
 JobRequeue=1
-KillWait=3
+KillWait=10
 MinJobAge=30
 InactiveLimit=0
 MessageTimeout=10
