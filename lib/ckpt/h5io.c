@@ -294,9 +294,40 @@ static hpct_status_t flush_and_sync(hid_t fid, const char *path, hpcti_ckerr_t *
     return HPCT_SUCCESS;
 }
 
+/* Create the groups above every item (params/, meta/, ...) with compact link storage:
+ * links then live in the checksummed v2 object header, never in an unchecksummed
+ * fractal heap that a damaged file could make HDF5 decode as garbage. */
+static hpct_status_t make_groups(hid_t fid, const hpcti_snapshot_t *snap, const char *path,
+                                 hpcti_ckerr_t *err)
+{
+    hid_t gcpl = H5Pcreate(H5P_GROUP_CREATE);
+    H5Pset_link_phase_change(gcpl, 65535, 65535);
+    hpct_status_t s = HPCT_SUCCESS;
+    char group[sizeof snap->items[0].path], h5[400];
+    for (int i = 0; i < snap->num && !s; i++) {
+        snprintf(group, sizeof group, "%s", snap->items[i].path);
+        for (char *slash = strchr(group, '/'); slash && !s; slash = strchr(slash + 1, '/')) {
+            *slash = '\0';
+            if (H5Lexists(fid, group, H5P_DEFAULT) <= 0) {
+                hid_t g = H5Gcreate2(fid, group, H5P_DEFAULT, gcpl, H5P_DEFAULT);
+                if (g < 0)
+                    s = hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot create group %s in checkpoint %s: %s",
+                                        group, path, hpcti_ck_h5_detail(h5));
+                else
+                    H5Gclose(g);
+            }
+            *slash = '/';
+        }
+    }
+    H5Pclose(gcpl);
+    return s;
+}
+
 static hpct_status_t write_items(hid_t fid, const hpcti_ckdir_t *d, const hpcti_snapshot_t *snap,
                                  const char *path, hpcti_ckerr_t *err)
 {
+    hpct_status_t gs = make_groups(fid, snap, path, err);
+    if (gs) return gs;
     hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
     hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
     H5Pset_create_intermediate_group(lcpl, 1);
@@ -342,7 +373,10 @@ static hpct_status_t write_file(const hpcti_ckdir_t *d, const hpcti_snapshot_t *
      * damaged v1 header). Readable by HDF5 >= 1.8 and h5py. */
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_V18);
-    hid_t fid = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    hid_t fcpl = H5Pcreate(H5P_FILE_CREATE); /* root group: compact links too */
+    H5Pset_link_phase_change(fcpl, 65535, 65535);
+    hid_t fid = H5Fcreate(path, H5F_ACC_TRUNC, fcpl, fapl);
+    H5Pclose(fcpl);
     H5Pclose(fapl);
     if (fid < 0)
         return hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot create checkpoint file %s: %s", path,
@@ -649,11 +683,19 @@ static hpcti_read_t read_model(hid_t fid, hpcti_snapshot_t *snap, const char *fi
     const char *path = "meta/model";
     hid_t dset = H5Dopen2(fid, path, H5P_DEFAULT);
     if (dset < 0) return corrupt(err, file, "cannot open dataset", path);
-    hid_t type = H5Dget_type(dset);
-    size_t size = type < 0 ? 0 : H5Tget_size(type);
+    hid_t type = H5Dget_type(dset), space = H5Dget_space(dset);
+    /* Only a scalar fixed-length string fits the buffer below (a crafted or h5py-written
+     * array or variable-length string would overflow it): anything else is corrupt. */
+    int scalar_string = type >= 0 && space >= 0 && H5Tget_class(type) == H5T_STRING &&
+                        H5Tis_variable_str(type) == 0 && H5Sget_simple_extent_npoints(space) == 1;
+    size_t size = scalar_string ? H5Tget_size(type) : 0;
+    if (size > HPCTI_CKPT_MODEL_MAX * 16) size = 0; /* far beyond any description we write */
+    if (space >= 0) H5Sclose(space);
     char *buf = size ? calloc(1, size + 1) : NULL;
     hpcti_read_t r = HPCTI_READ_OK;
-    if (!buf || H5Dread(dset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
+    if (!scalar_string || !size)
+        r = corrupt(err, file, "not a scalar fixed-length string dataset", path);
+    else if (!buf || H5Dread(dset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
         r = corrupt(err, file, "cannot read dataset", path);
     } else {
         r = hpcti_ck_verify_crc(dset, path, buf, size, file, err);
