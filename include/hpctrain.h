@@ -106,7 +106,10 @@ typedef struct hpct_params *hpct_params_t;
 hpct_status_t hpct_params_create(hpct_ctx_t ctx, hpct_params_t *params);
 /* Free a set made by hpct_params_create (never the caller's buffers). */
 void hpct_params_destroy(hpct_params_t params);
-/* Add a buffer pair of count floats; name is copied and must be unique. */
+/* Longest parameter name; names also may not contain '/' (they name checkpoint datasets). */
+#define HPCT_PARAM_NAME_MAX 200
+/* Add a buffer pair of count floats; name is copied and must be unique. Register every
+ * buffer before creating an optimizer over the set (HPCT_ERR_STATE afterwards). */
 hpct_status_t hpct_params_register(hpct_params_t params, const char *name, float *param,
                                    float *grad, size_t count);
 /* Number of registered buffers and their total element count. */

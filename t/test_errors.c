@@ -31,7 +31,7 @@ static void optim_field(const char *field, hpct_optim_config_t c, hpct_params_t 
 
 int main(void)
 {
-    tap_plan(37);
+    tap_plan(40);
     hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
     hpct_ctx_t bad = (hpct_ctx_t)1;
 
@@ -64,7 +64,7 @@ int main(void)
     hpct_params_t set;
     hpct_params_create(ctx, &set);
     float p[4] = {1, 2, 3, 4}, g[4] = {0};
-    expect(hpct_params_register(set, "", p, g, 4), HPCT_ERR_INVALID_ARG, "empty", "empty name");
+    expect(hpct_params_register(set, "", p, g, 4), HPCT_ERR_INVALID_ARG, "1 to 200", "empty name");
     expect(hpct_params_register(set, "w", NULL, g, 4), HPCT_ERR_INVALID_ARG,
            "'w' has a NULL parameter", "NULL parameter buffer");
     expect(hpct_params_register(set, "w", p, g, 0), HPCT_ERR_INVALID_ARG, "zero elements",
@@ -74,6 +74,13 @@ int main(void)
     hpct_params_register(set, "w", p, g, 4);
     expect(hpct_params_register(set, "w", p + 1, g + 1, 1), HPCT_ERR_INVALID_ARG,
            "already registered", "duplicate name");
+    expect(hpct_params_register(set, "layer/w", p + 1, g + 1, 1), HPCT_ERR_INVALID_ARG, "no '/'",
+           "a '/' in the name");
+    char long_name[HPCT_PARAM_NAME_MAX + 2];
+    memset(long_name, 'x', sizeof long_name - 1);
+    long_name[sizeof long_name - 1] = '\0';
+    expect(hpct_params_register(set, long_name, p + 1, g + 1, 1), HPCT_ERR_INVALID_ARG,
+           "1 to 200 characters", "a name over HPCT_PARAM_NAME_MAX");
     expect(hpct_params_get(set, 5, NULL, NULL, NULL, NULL), HPCT_ERR_NOT_FOUND, "index 5",
            "buffer index out of range");
     expect(hpct_params_scale_grads(set, NAN), HPCT_ERR_INVALID_ARG, "not finite", "NaN scale");
@@ -110,6 +117,9 @@ int main(void)
     g[2] = INFINITY;
     expect(hpct_optimizer_step(opt), HPCT_ERR_NONFINITE, "gradient norm",
            "Inf gradient with clipping");
+    float extra_p = 0, extra_g = 0;
+    expect(hpct_params_register(set, "late", &extra_p, &extra_g, 1), HPCT_ERR_STATE,
+           "an optimizer already uses this set", "register after hpct_optimizer_create");
     tap_ok(p[0] == 1 && p[1] == 2 && p[2] == 3 && p[3] == 4,
            "parameters unchanged after the refusal");
     hpct_optimizer_destroy(opt);

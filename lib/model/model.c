@@ -245,6 +245,11 @@ hpct_status_t hpct_model_shape(hpct_model_t m, int *inputs, int *outputs)
     return HPCT_SUCCESS;
 }
 
+hpct_loss_t hpcti_model_loss(hpct_model_t m)
+{
+    return m->loss;
+}
+
 hpct_status_t hpct_model_describe(hpct_model_t m, char *buf, size_t len)
 {
     static const char *acts[] = {"identity", "relu", "tanh", "gelu"};

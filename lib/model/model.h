@@ -17,6 +17,7 @@ struct hpct_params {
     struct hpcti_param_buf *bufs;
     int num, cap;
     size_t total; /* sum of counts */
+    int users;    /* optimizers over this set: registering then would outgrow their state */
 };
 
 /* Gradient-averaging hooks of built-in models (installed by lib/comm): backward() calls
@@ -28,5 +29,8 @@ typedef hpct_status_t (*hpcti_grads_done_fn)(hpct_ctx_t ctx);
 /* Install the hooks (NULL, NULL removes them). */
 void hpcti_model_set_grad_hooks(hpct_model_t m, hpcti_grad_ready_fn ready,
                                 hpcti_grads_done_fn done);
+
+/* The loss a built model applies (for callers that feed it targets). */
+hpct_loss_t hpcti_model_loss(hpct_model_t m);
 
 #endif

@@ -59,10 +59,12 @@ hpct_status_t hpct_optimizer_create(hpct_params_t params, const hpct_optim_confi
     if (!o) return HPCT_ERR_NO_MEMORY;
     o->params = params;
     o->cfg = *cfg;
+    params->users++;
     o->slots = cfg->kind == HPCT_OPT_ADAMW ? 2 : (cfg->momentum > 0.0f ? 1 : 0);
     if (o->slots) {
         o->state = ctx->ops->alloc(ctx, sizeof(float) * params->total * (size_t)o->slots);
         if (!o->state) {
+            params->users--;
             free(o);
             return HPCT_ERR_NO_MEMORY;
         }
@@ -74,6 +76,7 @@ hpct_status_t hpct_optimizer_create(hpct_params_t params, const hpct_optim_confi
 void hpct_optimizer_destroy(hpct_optimizer_t o)
 {
     if (!o) return;
+    o->params->users--;
     o->params->ctx->ops->free(o->state);
     free(o);
 }

@@ -39,8 +39,16 @@ hpct_status_t hpct_params_register(hpct_params_t p, const char *name, float *par
     if (!p) return HPCT_ERR_INVALID_ARG;
     hpct_ctx_t ctx = p->ctx;
     hpcti_clear_error(ctx);
-    if (!name || !*name)
-        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_params_register: the name is empty");
+    if (p->users)
+        return hpcti_error(ctx, HPCT_ERR_STATE,
+                           "hpct_params_register: '%s': an optimizer already uses this set; "
+                           "register every buffer before hpct_optimizer_create",
+                           name ? name : "(null)");
+    if (!name || !*name || strlen(name) > HPCT_PARAM_NAME_MAX || strchr(name, '/'))
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                           "hpct_params_register: the name '%s' must have 1 to %d characters "
+                           "and no '/' (it names a dataset in checkpoints)",
+                           name ? name : "(null)", HPCT_PARAM_NAME_MAX);
     if (!param || !grad)
         return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
                            "hpct_params_register: parameter '%s' has a NULL %s buffer", name,
