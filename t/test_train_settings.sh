@@ -8,7 +8,7 @@
 . "${top_srcdir:-.}/t/train_lib.sh"
 need_tool
 make_data
-echo "1..8"
+echo "1..9"
 
 cp "$work/train.conf" "$work/typo.conf"
 echo "hiden = 32" >>"$work/typo.conf"
@@ -54,3 +54,8 @@ ok $? "other checkpoint cadence and log interval (not hashed): resumes from step
 train 1 "$work/ck" "$work/out" --lr 0.2 --allow-config-change
 [ $rc = 0 ] && [ "$(resumed_step "$work/out")" = 10 ] && [ -n "$(params_hash "$work/out")" ]
 ok $? "with --allow-config-change it resumes from step 10 and completes: exit $rc"
+
+train 1 "$work/x" "$work/out" --loss mse
+[ $rc = 2 ] && grep -q "MSE needs float32 targets" "$work/out"
+ok $? "loss = mse on integer class labels: refused before reading out of bounds, exit $rc"
+show "$work/out" 1

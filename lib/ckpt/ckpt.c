@@ -69,6 +69,12 @@ static double mono_now(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+void hpcti_ckpt_note_save(hpct_ckpt_t ck, long step)
+{
+    ck->last_saved_step = step;
+    ck->last_save = mono_now();
+}
+
 static double wall_now(void)
 {
     struct timespec ts;

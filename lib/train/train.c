@@ -52,6 +52,34 @@ static double comm_wait_s(struct loop *L)
     return wait;
 }
 
+/* The data must be what the model reads: as many features as inputs, and targets as the loss
+ * expects: int32 labels [n] for softmax
+ * cross-entropy, fp32 [n, outputs] for MSE (anything else would be read out of bounds). */
+static hpct_status_t check_data(hpct_ctx_t ctx, hpct_model_t model, hpct_dataset_t ds,
+                                   const char *fn)
+{
+    int inputs, outputs, features, width;
+    hpct_dtype_t dtype;
+    hpct_status_t s = hpct_model_shape(model, &inputs, &outputs);
+    if (!s) s = hpct_dataset_info(ds, NULL, &features, &width, &dtype);
+    if (s) return s;
+    if (features != inputs)
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                           "%s: the data has %d input features per sample but the model takes %d",
+                           fn, features, inputs);
+    if (hpcti_model_loss(model) == HPCT_LOSS_SOFTMAX_CE && (dtype != HPCT_DTYPE_INT32 || width != 1))
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                           "%s: softmax cross-entropy needs one integer class label per sample, "
+                           "but the dataset's targets are %s [N, %d]",
+                           fn, dtype == HPCT_DTYPE_INT32 ? "int32" : "float32", width);
+    if (hpcti_model_loss(model) == HPCT_LOSS_MSE && (dtype != HPCT_DTYPE_FLOAT32 || width != outputs))
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                           "%s: MSE needs float32 targets [N, %d] (the model's outputs), but the "
+                           "dataset's targets are %s [N, %d]",
+                           fn, outputs, dtype == HPCT_DTYPE_INT32 ? "int32" : "float32", width);
+    return HPCT_SUCCESS;
+}
+
 /* Rank, world size, this rank's batch shape and the length of the run. */
 static hpct_status_t setup(struct loop *L)
 {
@@ -66,7 +94,8 @@ static hpct_status_t setup(struct loop *L)
                            "hpct_train: global_batch (%d), micro_batches (%d) and epochs (%ld) "
                            "must be > 0 and max_steps (%ld) >= 0",
                            c->global_batch, c->micro_batches, c->epochs, c->max_steps);
-    if (c->global_batch % (L->world * c->micro_batches))
+    if (c->micro_batches > c->global_batch || c->global_batch % c->micro_batches ||
+        (c->global_batch / c->micro_batches) % L->world)
         return hpcti_error(L->ctx, HPCT_ERR_INVALID_ARG,
                            "hpct_train: global batch %d does not split into %d ranks x %d "
                            "micro-batches",
@@ -74,17 +103,11 @@ static hpct_status_t setup(struct loop *L)
     L->local_batch = c->global_batch / L->world;
     L->micro_batch = L->local_batch / c->micro_batches;
     hpct_status_t s;
-    int inputs, outputs;
-    size_t n;
-    if ((s = hpct_model_params(L->model, &L->params)) || (s = hpct_model_shape(L->model, &inputs, &outputs)) ||
+    if ((s = hpct_model_params(L->model, &L->params)) ||
         (s = hpct_model_describe(L->model, L->model_desc, sizeof L->model_desc)) ||
-        (s = hpct_dataset_info(L->ds, &n, &L->features, &L->target_width, &L->target_dtype)))
+        (s = check_data(L->ctx, L->model, L->ds, "hpct_train")) ||
+        (s = hpct_dataset_info(L->ds, NULL, &L->features, &L->target_width, &L->target_dtype)))
         return s;
-    if (L->features != inputs)
-        return hpcti_error(L->ctx, HPCT_ERR_INVALID_ARG,
-                           "hpct_train: the data has %d input features per sample but the model "
-                           "takes %d",
-                           L->features, inputs);
     if ((s = hpct_dataset_partition(L->ds, L->rank, L->world, c->global_batch)) ||
         (s = hpct_dataset_steps_per_epoch(L->ds, &L->steps_per_epoch)))
         return s;
@@ -130,9 +153,13 @@ static hpct_status_t resume(struct loop *L)
 /* Save on the writer rank; cursor is the data position the saved state continues from. */
 static hpct_status_t save(struct loop *L, long cursor_epoch, long cursor_step, int wait)
 {
-    if (!L->ck || L->rank != hpcti_ckpt_writer_rank(L->ck)) return HPCT_SUCCESS;
+    if (!L->ck) return HPCT_SUCCESS;
     hpct_ckpt_meta_t meta = HPCT_CKPT_META_INITIALIZER;
     hpct_optimizer_get_step(L->opt, &meta.step);
+    if (L->rank != hpcti_ckpt_writer_rank(L->ck)) {
+        hpcti_ckpt_note_save(L->ck, meta.step);
+        return HPCT_SUCCESS;
+    }
     meta.epoch = cursor_epoch;
     meta.cursor_epoch = cursor_epoch;
     meta.cursor_step = cursor_step;
@@ -336,7 +363,8 @@ hpct_status_t hpct_evaluate(hpct_model_t model, hpct_dataset_t ds, double *loss,
     L.rank = L.dist ? topo.rank : 0, L.world = L.dist ? topo.size : 1;
     size_t n;
     long steps;
-    hpct_status_t s = hpct_dataset_info(ds, &n, NULL, NULL, NULL);
+    hpct_status_t s = check_data(L.ctx, model, ds, "hpct_evaluate");
+    if (!s) s = hpct_dataset_info(ds, &n, NULL, NULL, NULL);
     if (s) return s;
     int gb = eval_batch(n, L.world);
     if (gb <= 0)
