@@ -12,7 +12,7 @@ n=0
 ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi; }
 status() { "$@" >"$work/out" 2>&1; echo $?; }
 
-echo "1..14"
+echo "1..15"
 "$tool" --version | grep -q '^hpctrain [0-9]' ; ok $? "hpctrain --version"
 [ "$(status "$tool" frobnicate)" = 2 ]; ok $? "unknown command exits 2"
 [ "$(status "$tool" shard "$fm/train-images-idx3-ubyte.gz")" = 2 ] && grep -q -- '-o' "$work/out"
@@ -77,3 +77,9 @@ mkdir "$work/elsewhere"
 [ "$(status "$tool" shard --index -o "$work/elsewhere/m.txt" "$work/npy/shard-00000.h5")" = 3 ] &&
     grep -q 'outside' "$work/out"
 ok $? "--index refuses a shard outside the manifest's directory"
+# An IDX header whose dims multiply past 2^64 (65536^4 uint8 values, no data) must not
+# wrap around to "0 bytes expected, 0 bytes present".
+printf '\000\000\010\004\000\001\000\000\000\001\000\000\000\001\000\000\000\001\000\000' >"$work/huge.idx"
+[ "$(status "$tool" shard -o "$work/x" --format idx "$work/huge.idx" "$work/huge.idx")" = 3 ] &&
+    grep -q 'huge.idx: IDX header promises' "$work/out"
+ok $? "an IDX header with dims overflowing 64 bits exits 3 naming the file"

@@ -49,11 +49,22 @@ static int slurp(const char *path, unsigned char **out, size_t *len)
     return TOOL_OK;
 }
 
+/* Elements of a; UINT64_MAX when the dims overflow (no file can hold that many). */
 static uint64_t count_of(const tool_array_t *a)
 {
     uint64_t n = 1;
-    for (int i = 0; i < a->rank; i++) n *= a->dims[i];
+    for (int i = 0; i < a->rank; i++)
+        if (__builtin_mul_overflow(n, a->dims[i], &n)) return UINT64_MAX;
     return n;
+}
+
+/* Data bytes of a; UINT64_MAX when that overflows (never equal to a real file size). */
+static uint64_t bytes_of(const tool_array_t *a)
+{
+    uint64_t bytes;
+    if (__builtin_mul_overflow(count_of(a), (uint64_t)hpcti_type_size(a->type), &bytes))
+        return UINT64_MAX;
+    return bytes;
 }
 
 /* Reverse the bytes of each element (big-endian file -> little-endian host). */
@@ -92,7 +103,7 @@ int tool_read_idx(const char *path, tool_array_t *a)
             const unsigned char *d = buf + 4 + 4 * i;
             a->dims[i] = (uint64_t)d[0] << 24 | (uint64_t)d[1] << 16 | (uint64_t)d[2] << 8 | d[3];
         }
-        uint64_t bytes = count_of(a) * hpcti_type_size(a->type);
+        uint64_t bytes = bytes_of(a);
         if (bytes != len - header)
             rc = tool_error(TOOL_DATA,
                             "%s: IDX header promises %llu data bytes, file has %zu "
@@ -177,9 +188,9 @@ int tool_read_npy(const char *path, tool_array_t *a)
         rc = tool_error(TOOL_DATA, "%s: Fortran-order arrays are not supported", path);
     else if (npy_shape(npy_field(header, "'shape'"), a))
         rc = tool_error(TOOL_DATA, "%s: cannot read the shape", path);
-    else if (count_of(a) * hpcti_type_size(a->type) != len - start)
+    else if (bytes_of(a) != len - start)
         rc = tool_error(TOOL_DATA, "%s: shape promises %llu bytes of data, file has %zu", path,
-                        (unsigned long long)(count_of(a) * hpcti_type_size(a->type)), len - start);
+                        (unsigned long long)(bytes_of(a)), len - start);
     free(header);
     if (rc) {
         free(buf);

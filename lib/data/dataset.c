@@ -329,10 +329,11 @@ hpct_status_t hpct_dataset_partition(hpct_dataset_t ds, int rank, int world_size
     ds->epoch = ds->step = ds->skipped = 0;
     free(ds->batch_idx);
     ds->batch_idx = hpcti_calloc(ds->ctx, (size_t)global_batch, sizeof(uint64_t), "batch indices");
-    if (!ds->batch_idx) return HPCT_ERR_NO_MEMORY;
-    if (ds->cfg.shuffle && !ds->perm) {
+    if (ds->cfg.shuffle && !ds->perm)
         ds->perm = hpcti_calloc(ds->ctx, (size_t)ds->n, sizeof(uint64_t), "epoch permutation");
-        if (!ds->perm) return HPCT_ERR_NO_MEMORY;
+    if (!ds->batch_idx || (ds->cfg.shuffle && !ds->perm)) {
+        ds->global_batch = 0; /* unpartitioned: next() refuses until a partition succeeds */
+        return HPCT_ERR_NO_MEMORY;
     }
     hpct_status_t s = alloc_slots(ds);
     if (s) {

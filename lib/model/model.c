@@ -204,7 +204,10 @@ hpct_status_t hpct_model_build(hpct_model_t m, int max_batch)
     if (!m) return HPCT_ERR_INVALID_ARG;
     hpct_ctx_t ctx = m->ctx;
     hpcti_clear_error(ctx);
-    if (m->max_batch) return hpcti_error(ctx, HPCT_ERR_STATE, "hpct_model_build: already built");
+    if (m->max_batch || m->num_params)
+        return hpcti_error(ctx, HPCT_ERR_STATE, "hpct_model_build: %s",
+                           m->max_batch ? "already built"
+                                        : "an earlier build failed; destroy the model and start again");
     if (m->num == 0)
         return hpcti_error(ctx, HPCT_ERR_STATE, "hpct_model_build: the model has no layers");
     if (max_batch <= 0)
@@ -214,7 +217,7 @@ hpct_status_t hpct_model_build(hpct_model_t m, int max_batch)
         m->num_params += (size_t)m->layers[l].out * m->layers[l].in + m->layers[l].out;
     m->flat_params = alloc_floats(m, m->num_params);
     m->flat_grads = alloc_floats(m, m->num_params);
-    if (!m->flat_params || !m->flat_grads) return HPCT_ERR_NO_MEMORY;
+    if (!m->flat_params || !m->flat_grads) return HPCT_ERR_NO_MEMORY; /* freed by destroy */
     hpct_status_t s = place_params(m);
     if (!s) s = alloc_activations(m, max_batch);
     for (int l = 0; l < m->num && !s; l++) s = init_weights(m, l);
