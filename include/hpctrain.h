@@ -106,7 +106,8 @@ typedef struct hpct_params *hpct_params_t;
 hpct_status_t hpct_params_create(hpct_ctx_t ctx, hpct_params_t *params);
 /* Free a set made by hpct_params_create (never the caller's buffers). */
 void hpct_params_destroy(hpct_params_t params);
-/* Longest parameter name; names also may not contain '/' (they name checkpoint datasets). */
+/* Longest parameter name. Names are checkpoint dataset paths: '/' separates non-empty parts
+ * (not "." or ".."), and "a" and "a/b" cannot both be registered. */
 #define HPCT_PARAM_NAME_MAX 200
 /* Add a buffer pair of count floats; name is copied and must be unique. Register every
  * buffer before creating an optimizer over the set (HPCT_ERR_STATE afterwards). */

@@ -31,7 +31,7 @@ static void optim_field(const char *field, hpct_optim_config_t c, hpct_params_t 
 
 int main(void)
 {
-    tap_plan(40);
+    tap_plan(41);
     hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
     hpct_ctx_t bad = (hpct_ctx_t)1;
 
@@ -74,8 +74,10 @@ int main(void)
     hpct_params_register(set, "w", p, g, 4);
     expect(hpct_params_register(set, "w", p + 1, g + 1, 1), HPCT_ERR_INVALID_ARG,
            "already registered", "duplicate name");
-    expect(hpct_params_register(set, "layer/w", p + 1, g + 1, 1), HPCT_ERR_INVALID_ARG, "no '/'",
-           "a '/' in the name");
+    expect(hpct_params_register(set, "layer//w", p + 1, g + 1, 1), HPCT_ERR_INVALID_ARG,
+           "non-empty parts", "an empty part between two '/'");
+    expect(hpct_params_register(set, "w/bias", p + 1, g + 1, 1), HPCT_ERR_INVALID_ARG,
+           "'w/bias' and 'w' cannot both be registered", "a name nested under another");
     char long_name[HPCT_PARAM_NAME_MAX + 2];
     memset(long_name, 'x', sizeof long_name - 1);
     long_name[sizeof long_name - 1] = '\0';

@@ -33,6 +33,33 @@ static int find_name(hpct_params_t p, const char *name)
     return -1;
 }
 
+/* 1..HPCT_PARAM_NAME_MAX characters; '/'-separated parts non-empty and not "." or "..". */
+static int name_ok(const char *name)
+{
+    if (!name || !*name || strlen(name) > HPCT_PARAM_NAME_MAX) return 0;
+    for (const char *part = name;;) {
+        size_t len = strcspn(part, "/");
+        if (len == 0 || (len == 1 && part[0] == '.') || (len == 2 && !strncmp(part, "..", 2)))
+            return 0;
+        if (!part[len]) return 1;
+        part += len + 1;
+    }
+}
+
+/* Index of a registered name that is a '/'-prefix of name or has name as one, else -1. */
+static int nests_with(hpct_params_t p, const char *name)
+{
+    size_t n = strlen(name);
+    for (int i = 0; i < p->num; i++) {
+        const char *e = p->bufs[i].name;
+        size_t m = strlen(e);
+        if ((m < n && !strncmp(e, name, m) && name[m] == '/') ||
+            (n < m && !strncmp(e, name, n) && e[n] == '/'))
+            return i;
+    }
+    return -1;
+}
+
 hpct_status_t hpct_params_register(hpct_params_t p, const char *name, float *param, float *grad,
                                    size_t count)
 {
@@ -44,11 +71,18 @@ hpct_status_t hpct_params_register(hpct_params_t p, const char *name, float *par
                            "hpct_params_register: '%s': an optimizer already uses this set; "
                            "register every buffer before hpct_optimizer_create",
                            name ? name : "(null)");
-    if (!name || !*name || strlen(name) > HPCT_PARAM_NAME_MAX || strchr(name, '/'))
+    if (!name_ok(name))
         return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
-                           "hpct_params_register: the name '%s' must have 1 to %d characters "
-                           "and no '/' (it names a dataset in checkpoints)",
+                           "hpct_params_register: the name '%s' must have 1 to %d characters; "
+                           "'/' may only separate non-empty parts other than '.' and '..' (it "
+                           "names a dataset in checkpoints)",
                            name ? name : "(null)", HPCT_PARAM_NAME_MAX);
+    int clash = nests_with(p, name);
+    if (clash >= 0)
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                           "hpct_params_register: '%s' and '%s' cannot both be registered (one "
+                           "would be a group holding the other in checkpoints)",
+                           name, p->bufs[clash].name);
     if (!param || !grad)
         return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
                            "hpct_params_register: parameter '%s' has a NULL %s buffer", name,
