@@ -588,7 +588,9 @@ typedef struct hpct_train_result {
 /* Synchronous data-parallel training of a built model on ds with opt; ck (may be NULL)
  * checkpoints on its cadence and at the end. Every rank of the context calls it.
  * Returns HPCT_SUCCESS when done, HPCT_PREEMPTED after saving on a signal or near the
- * walltime, HPCT_ERR_TIMEOUT after an emergency save when a rank hung. */
+ * walltime, HPCT_ERR_TIMEOUT after an emergency save when a rank hung. An error found on
+ * one rank only (bad data, non-finite loss) returns there at once while the others wait
+ * out the collective deadline: call hpct_abort_job on that rank to end the job promptly. */
 hpct_status_t hpct_train(hpct_model_t model, hpct_optimizer_t opt, hpct_dataset_t ds,
                          hpct_ckpt_t ck, const hpct_train_config_t *cfg, hpct_train_result_t *res);
 /* Mean loss and accuracy of the model over a whole dataset (opened with shuffle = 0), each
