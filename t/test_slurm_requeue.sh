@@ -42,7 +42,7 @@ ok $? "the job's SIGTERM trap ran on requeue" || show_job
 wait_for 30 state_is PENDING
 ok $? "the job is PENDING again (reason: $(sq -h -j "$job" -o %r 2>/dev/null))" || show_job
 
-sctl update JobId="$job" StartTime=now
+release "$job"
 ok $? "scontrol update JobId=$job StartTime=now"
 
 wait_for 30 in_log "start restart=1"

@@ -62,7 +62,7 @@ ok $? "on exit status 75 the script requeues the job itself" || show
 wait_for 30 state_is PENDING
 ok $? "the job is PENDING again" || show
 
-sctl update JobId="$job" StartTime=now
+release "$job"
 ok $? "scontrol update StartTime=now"
 wait_for 30 started 1 1
 ok $? "the second run starts on all ranks with SLURM_RESTART_COUNT=1" || show
@@ -75,7 +75,7 @@ wait_for 20 job_has "Slurm requeues or cancels the job itself"
 ok $? "the script does not requeue a second time after SIGTERM" || show
 wait_for 30 state_is PENDING
 ok $? "the job is PENDING again" || show
-sctl update JobId="$job" StartTime=now
+release "$job"
 wait_for 30 started 1 2
 ok $? "the third run starts with SLURM_RESTART_COUNT=2" || show
 

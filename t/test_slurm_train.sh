@@ -119,7 +119,7 @@ diag "trainer: $(grep -E '^hpctrain: stopped|^hpctrain.sbatch: .*(SIGTERM|status
 [ -n "$stop" ] && [ -f "$(printf '%s/req.ck/ckpt-%012d.h5' "$work" "$stop")" ]
 ok $? "the trainer checkpointed on SIGTERM after step ${stop:-?}" || show "$job" req
 
-sctl update JobId="$job" StartTime=now
+release "$job"
 wait_for 90 ended "$job"
 ok $? "released with StartTime=now, the job runs again and ends ($(($(date +%s) - t0)) s for job c)" ||
     show "$job" req

@@ -85,7 +85,10 @@ SelectTypeParameters=CR_CPU
 SchedulerType=sched/builtin
 # Requeue allowed; short waits so tests stay fast.
 JobRequeue=1
-KillWait=10
+# Job ids unique to this cluster: concurrent test clusters on one host would otherwise both
+# run job 2, and PMIx namespaces and MPI session files are named after the job id.
+FirstJobId=$((p_ctld * 10))
+KillWait=3
 MinJobAge=30
 InactiveLimit=0
 MessageTimeout=10

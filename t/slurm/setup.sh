@@ -19,6 +19,9 @@ work="$tmp/work"
 mkdir "$work"
 cluster_stop() {
     sh "$cluster_sh" stop "$tmp/cluster" 2>&1 | sed 's/^/# /'
+    # HPCT_SLURM_KEEP=DIR keeps the daemons' logs and the test's files for a post-mortem.
+    keep=${HPCT_SLURM_KEEP:+$HPCT_SLURM_KEEP/$(basename "$0" .sh)}
+    [ -n "$keep" ] && mkdir -p "$keep" && cp -r "$tmp/cluster/log" "$work" "$keep/" 2>/dev/null
     rm -rf "$tmp"
 }
 trap 'cluster_stop' EXIT
@@ -41,3 +44,15 @@ cluster_start() {
 # Every client command gets a deadline: with the controller gone each would retry for long.
 sq() { timeout 10 squeue "$@"; }
 sctl() { timeout 10 scontrol "$@"; }
+
+# nodes_idle: no node is still allocated or completing (sinfo lists only "idle").
+nodes_idle() { [ -z "$(timeout 10 sinfo -h -o %T 2>/dev/null | grep -v -x idle)" ]; }
+# release JOB: start a requeued (PENDING, BeginTime) job now. Wait first until both nodes
+# have finished cleaning up the previous run and one more second has passed: slurmd revokes
+# the old credential of the job id with one-second resolution, and a restart within that
+# second can be refused, failing the job before its script runs.
+release() {
+    wait_for 30 nodes_idle
+    sleep 2
+    sctl update JobId="$1" StartTime=now
+}
