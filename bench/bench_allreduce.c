@@ -66,7 +66,8 @@ static void run_per_tensor(void *a)
 {
     struct job *j = a;
     for (int i = 0; i < j->num; i++)
-        MPI_Allreduce(MPI_IN_PLACE, j->tensors[i], (int)j->counts[i], MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        MPI_Allreduce(MPI_IN_PLACE, j->tensors[i], (int)j->counts[i], MPI_FLOAT, MPI_SUM,
+                      MPI_COMM_WORLD);
 }
 
 static void run_fused(void *a)
@@ -112,7 +113,8 @@ static void fusion_table(hpct_ctx_t ctx)
     }
     double tp = timed(run_per_tensor, &j, 11), tf = timed(run_fused, &j, 11);
     if (rank == 0)
-        printf("\n100 tensors, %zu bytes in all: per-tensor MPI_Allreduce %.1f us, fused hpct %.1f us, speedup %.2fx\n",
+        printf("\n100 tensors, %zu bytes in all: per-tensor MPI_Allreduce %.1f us, fused hpct %.1f "
+               "us, speedup %.2fx\n",
                sum * 4, tp * 1e6, tf * 1e6, tp / tf);
 }
 

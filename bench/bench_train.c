@@ -84,7 +84,8 @@ struct data {
 };
 
 /* One epoch in mode; returns seconds of training (eval excluded). */
-static double epoch(hpct_ctx_t ctx, const struct data *d, const char *mode, double *acc, double *wait)
+static double epoch(hpct_ctx_t ctx, const struct data *d, const char *mode, double *acc,
+                    double *wait)
 {
     int local, off;
     if (hpct_batch_split(ctx, GLOBAL_BATCH, &local, &off)) return -1;
@@ -158,7 +159,8 @@ int main(int argc, char **argv)
         double t = epoch(ctx, &d, mode, &acc, &wait);
         int samples = d.n / GLOBAL_BATCH * GLOBAL_BATCH;
         if (rank == 0)
-            printf("hpctrain W=%d mode=%-8s samples/s %8.0f  epoch %.2f s  test accuracy %.4f  comm wait %.3f s\n",
+            printf("hpctrain W=%d mode=%-8s samples/s %8.0f  epoch %.2f s  test accuracy %.4f  "
+                   "comm wait %.3f s\n",
                    size, mode, samples / t, t, acc, wait);
         fflush(stdout);
     }

@@ -17,8 +17,7 @@ static inline double now(void)
 static inline float *filled(size_t n, float scale)
 {
     float *p = malloc(n * sizeof *p);
-    for (size_t i = 0; p && i < n; i++)
-        p[i] = scale * (float)((i * 2654435761u) % 1000) / 1000.0f;
+    for (size_t i = 0; p && i < n; i++) p[i] = scale * (float)((i * 2654435761u) % 1000) / 1000.0f;
     return p;
 }
 

@@ -19,9 +19,9 @@ extern "C" {
 
 /* ---- Version ---------------------------------------------------------- */
 
-#define HPCT_VERSION_MAJOR 0
-#define HPCT_VERSION_MINOR 1
-#define HPCT_VERSION_PATCH 0
+#define HPCT_VERSION_MAJOR  0
+#define HPCT_VERSION_MINOR  1
+#define HPCT_VERSION_PATCH  0
 #define HPCT_VERSION_STRING "0.1.0"
 /* One integer that grows with every release: 0x00MMmmpp. */
 #define HPCT_VERSION ((HPCT_VERSION_MAJOR << 16) | (HPCT_VERSION_MINOR << 8) | HPCT_VERSION_PATCH)
@@ -33,21 +33,21 @@ void hpct_get_version(int *major, int *minor, int *patch);
 
 typedef int hpct_status_t;
 
-#define HPCT_SUCCESS          0   /* it worked */
-#define HPCT_PREEMPTED        1   /* stopped cleanly at a step boundary on a signal */
-#define HPCT_ERR_INVALID_ARG  -1  /* a NULL handle, bad size, or out-of-range value */
-#define HPCT_ERR_NO_MEMORY    -2  /* an allocation failed */
-#define HPCT_ERR_STATE        -3  /* called in the wrong order (e.g. train before build) */
-#define HPCT_ERR_UNSUPPORTED  -4  /* feature or backend not built into this library */
-#define HPCT_ERR_IO           -5  /* a file could not be opened, read or written */
-#define HPCT_ERR_FORMAT       -6  /* a file or dataset has the wrong layout or syntax */
-#define HPCT_ERR_CHECKSUM     -7  /* stored and computed checksums differ */
-#define HPCT_ERR_NOT_FOUND    -8  /* a named file, dataset or parameter does not exist */
-#define HPCT_ERR_NONFINITE    -9  /* NaN or Inf in inputs, loss or gradients */
-#define HPCT_ERR_COMM         -10 /* a collective failed */
-#define HPCT_ERR_TIMEOUT      -11 /* a collective missed its deadline (a rank hung) */
-#define HPCT_ERR_DIVERGED     -12 /* replicas no longer hold identical parameters */
-#define HPCT_ERR_INTERNAL     -13 /* a bug in libhpctrain: please report it */
+#define HPCT_SUCCESS         0   /* it worked */
+#define HPCT_PREEMPTED       1   /* stopped cleanly at a step boundary on a signal */
+#define HPCT_ERR_INVALID_ARG -1  /* a NULL handle, bad size, or out-of-range value */
+#define HPCT_ERR_NO_MEMORY   -2  /* an allocation failed */
+#define HPCT_ERR_STATE       -3  /* called in the wrong order (e.g. train before build) */
+#define HPCT_ERR_UNSUPPORTED -4  /* feature or backend not built into this library */
+#define HPCT_ERR_IO          -5  /* a file could not be opened, read or written */
+#define HPCT_ERR_FORMAT      -6  /* a file or dataset has the wrong layout or syntax */
+#define HPCT_ERR_CHECKSUM    -7  /* stored and computed checksums differ */
+#define HPCT_ERR_NOT_FOUND   -8  /* a named file, dataset or parameter does not exist */
+#define HPCT_ERR_NONFINITE   -9  /* NaN or Inf in inputs, loss or gradients */
+#define HPCT_ERR_COMM        -10 /* a collective failed */
+#define HPCT_ERR_TIMEOUT     -11 /* a collective missed its deadline (a rank hung) */
+#define HPCT_ERR_DIVERGED    -12 /* replicas no longer hold identical parameters */
+#define HPCT_ERR_INTERNAL    -13 /* a bug in libhpctrain: please report it */
 
 /* Static, never-NULL description of a status code. */
 const char *hpct_strerror(hpct_status_t status);
@@ -69,21 +69,24 @@ typedef enum {
 /* Versioned, append-only; always start from HPCT_CONFIG_INITIALIZER. */
 #define HPCT_CONFIG_VERSION 1
 typedef struct hpct_config {
-    unsigned version;         /* HPCT_CONFIG_VERSION */
-    hpct_backend_t backend;   /* where tensors live */
-    int device;               /* GPU ordinal; -1 picks the local rank */
+    unsigned version;       /* HPCT_CONFIG_VERSION */
+    hpct_backend_t backend; /* where tensors live */
+    int device;             /* GPU ordinal; -1 picks the local rank */
     hpct_log_level_t log_level;
-    uint64_t seed;            /* seeds initialisation and the context RNG */
-    int num_threads;          /* threads for CPU math (BLAS); 0 leaves the BLAS default */
+    uint64_t seed;   /* seeds initialisation and the context RNG */
+    int num_threads; /* threads for CPU math (BLAS); 0 leaves the BLAS default */
     /* Distributed runtime (used by hpct_init / hpct_init_comm; see that section). */
     double collective_timeout_s; /* deadline of every collective, seconds (default 300) */
-    size_t fusion_bytes;      /* gradient fusion buffer, bytes (default 16 MiB) */
-    long consistency_interval; /* steps between replica-consistency checks; 0 = never */
-    int grad_transport;       /* HPCT_TRANSPORT_FP32 (default), _BF16 or _FP16 */
+    size_t fusion_bytes;         /* gradient fusion buffer, bytes (default 16 MiB) */
+    long consistency_interval;   /* steps between replica-consistency checks; 0 = never */
+    int grad_transport;          /* HPCT_TRANSPORT_FP32 (default), _BF16 or _FP16 */
 } hpct_config_t;
 
-#define HPCT_CONFIG_INITIALIZER                                                                  \
-    {HPCT_CONFIG_VERSION, HPCT_BACKEND_CPU, -1, HPCT_LOG_NONE, 42, 0, 300.0, (size_t)16 << 20, 0, 0}
+#define HPCT_CONFIG_INITIALIZER                                                                    \
+    {                                                                                              \
+        HPCT_CONFIG_VERSION, HPCT_BACKEND_CPU, -1, HPCT_LOG_NONE, 42, 0, 300.0, (size_t)16 << 20,  \
+            0, 0                                                                                   \
+    }
 
 /* Create a context from cfg (NULL means the defaults). */
 hpct_status_t hpct_ctx_create(const hpct_config_t *cfg, hpct_ctx_t *ctx);
@@ -142,9 +145,9 @@ typedef enum {
 } hpct_loss_t;
 
 typedef enum {
-    HPCT_INIT_AUTO = 0,   /* He for ReLU/GELU, Xavier otherwise */
-    HPCT_INIT_HE = 1,     /* normal(0, sqrt(2 / fan_in)) */
-    HPCT_INIT_XAVIER = 2  /* uniform(+-sqrt(6 / (fan_in + fan_out))) */
+    HPCT_INIT_AUTO = 0,  /* He for ReLU/GELU, Xavier otherwise */
+    HPCT_INIT_HE = 1,    /* normal(0, sqrt(2 / fan_in)) */
+    HPCT_INIT_XAVIER = 2 /* uniform(+-sqrt(6 / (fan_in + fan_out))) */
 } hpct_init_t;
 
 /* An empty sequential model taking [batch, input_features] fp32 inputs. */
@@ -172,38 +175,44 @@ hpct_status_t hpct_model_forward(hpct_model_t model, const float *x, int batch, 
 hpct_status_t hpct_model_loss_grad(hpct_model_t model, const float *x, const void *targets,
                                    int batch, int accumulate, float *loss);
 /* Mean loss and accuracy (CE only; -1 for MSE) over n samples, weights unchanged. */
-hpct_status_t hpct_model_evaluate(hpct_model_t model, const float *x, const void *targets,
-                                  size_t n, double *loss, double *accuracy);
+hpct_status_t hpct_model_evaluate(hpct_model_t model, const float *x, const void *targets, size_t n,
+                                  double *loss, double *accuracy);
 
 /* ---- Optimizers and learning-rate schedules --------------------------- */
 
 typedef struct hpct_optimizer *hpct_optimizer_t;
 
 typedef enum { HPCT_OPT_SGD = 0, HPCT_OPT_ADAMW = 1 } hpct_optimizer_kind_t;
-typedef enum { HPCT_SCHED_CONSTANT = 0, HPCT_SCHED_STEP = 1, HPCT_SCHED_COSINE = 2 } hpct_schedule_t;
+typedef enum {
+    HPCT_SCHED_CONSTANT = 0,
+    HPCT_SCHED_STEP = 1,
+    HPCT_SCHED_COSINE = 2
+} hpct_schedule_t;
 
 /* Versioned, append-only; always start from HPCT_OPTIM_CONFIG_INITIALIZER. */
 #define HPCT_OPTIM_CONFIG_VERSION 1
 typedef struct hpct_optim_config {
-    unsigned version;           /* HPCT_OPTIM_CONFIG_VERSION */
+    unsigned version; /* HPCT_OPTIM_CONFIG_VERSION */
     hpct_optimizer_kind_t kind;
-    float lr;                   /* peak learning rate */
-    float momentum;             /* SGD */
-    int nesterov;               /* SGD: 1 for Nesterov momentum */
-    float weight_decay;         /* SGD: L2 added to the gradient; AdamW: decoupled */
-    float beta1, beta2, eps;    /* AdamW */
-    float clip_norm;            /* clip the global gradient norm to this; 0 = off */
+    float lr;                /* peak learning rate */
+    float momentum;          /* SGD */
+    int nesterov;            /* SGD: 1 for Nesterov momentum */
+    float weight_decay;      /* SGD: L2 added to the gradient; AdamW: decoupled */
+    float beta1, beta2, eps; /* AdamW */
+    float clip_norm;         /* clip the global gradient norm to this; 0 = off */
     hpct_schedule_t schedule;
-    long warmup_steps;          /* linear warmup from lr/warmup to lr; 0 = none */
-    long step_size;             /* STEP: multiply by gamma every step_size steps */
-    float gamma;                /* STEP decay factor */
-    long total_steps;           /* COSINE: steps (after warmup) to reach min_lr */
-    float min_lr;               /* COSINE floor */
+    long warmup_steps; /* linear warmup from lr/warmup to lr; 0 = none */
+    long step_size;    /* STEP: multiply by gamma every step_size steps */
+    float gamma;       /* STEP decay factor */
+    long total_steps;  /* COSINE: steps (after warmup) to reach min_lr */
+    float min_lr;      /* COSINE floor */
 } hpct_optim_config_t;
 
-#define HPCT_OPTIM_CONFIG_INITIALIZER                                                            \
-    {HPCT_OPTIM_CONFIG_VERSION, HPCT_OPT_SGD, 0.01f, 0.0f, 0, 0.0f, 0.9f, 0.999f, 1e-8f, 0.0f,   \
-     HPCT_SCHED_CONSTANT, 0, 1, 0.1f, 1, 0.0f}
+#define HPCT_OPTIM_CONFIG_INITIALIZER                                                              \
+    {                                                                                              \
+        HPCT_OPTIM_CONFIG_VERSION, HPCT_OPT_SGD, 0.01f, 0.0f, 0, 0.0f, 0.9f, 0.999f, 1e-8f, 0.0f,  \
+            HPCT_SCHED_CONSTANT, 0, 1, 0.1f, 1, 0.0f                                               \
+    }
 
 /* An optimizer over params (which must outlive it); it allocates its own state. */
 hpct_status_t hpct_optimizer_create(hpct_params_t params, const hpct_optim_config_t *cfg,
@@ -250,20 +259,22 @@ typedef enum { HPCT_DTYPE_FLOAT32 = 0, HPCT_DTYPE_INT32 = 1 } hpct_dtype_t;
 /* Versioned, append-only; always start from HPCT_DATA_CONFIG_INITIALIZER. */
 #define HPCT_DATA_CONFIG_VERSION 1
 typedef struct hpct_data_config {
-    unsigned version;            /* HPCT_DATA_CONFIG_VERSION */
-    const char *inputs_name;     /* HDF5 dataset of inputs [N, ...] in every shard */
-    const char *targets_name;    /* HDF5 dataset of targets [N, ...] in every shard */
+    unsigned version;         /* HPCT_DATA_CONFIG_VERSION */
+    const char *inputs_name;  /* HDF5 dataset of inputs [N, ...] in every shard */
+    const char *targets_name; /* HDF5 dataset of targets [N, ...] in every shard */
     hpct_checksum_mode_t checksum;
     hpct_nonfinite_policy_t nonfinite;
-    int shuffle;                 /* 1: permute per epoch (training); 0: file order (evaluation) */
-    uint64_t seed;               /* shuffle seed */
-    int prefetch_depth;          /* batches a background thread reads ahead; 0: read in next() */
-    size_t memory_budget_bytes;  /* load the whole set when it fits, else stream with pread */
+    int shuffle;                /* 1: permute per epoch (training); 0: file order (evaluation) */
+    uint64_t seed;              /* shuffle seed */
+    int prefetch_depth;         /* batches a background thread reads ahead; 0: read in next() */
+    size_t memory_budget_bytes; /* load the whole set when it fits, else stream with pread */
 } hpct_data_config_t;
 
-#define HPCT_DATA_CONFIG_INITIALIZER                                                             \
-    {HPCT_DATA_CONFIG_VERSION, "inputs", "targets", HPCT_CHECKSUM_FULL, HPCT_NONFINITE_ERROR, 1, \
-     42, 2, (size_t)1 << 30}
+#define HPCT_DATA_CONFIG_INITIALIZER                                                               \
+    {                                                                                              \
+        HPCT_DATA_CONFIG_VERSION, "inputs", "targets", HPCT_CHECKSUM_FULL, HPCT_NONFINITE_ERROR,   \
+            1, 42, 2, (size_t)1 << 30                                                              \
+    }
 
 /* Open the shards listed by the manifest; checks the manifest, then every shard's checksum
  * (per cfg) before HDF5 parses it, then dtypes and shapes. cfg NULL means the defaults.
@@ -279,8 +290,7 @@ hpct_status_t hpct_dataset_info(hpct_dataset_t ds, size_t *num_samples, int *inp
                                 int *target_width, hpct_dtype_t *target_dtype);
 /* Choose this rank's share: rank in [0, world_size), global_batch % world_size == 0 and
  * global_batch <= N. Resets the cursor to (0, 0). Must precede hpct_dataset_next. */
-hpct_status_t hpct_dataset_partition(hpct_dataset_t ds, int rank, int world_size,
-                                     int global_batch);
+hpct_status_t hpct_dataset_partition(hpct_dataset_t ds, int rank, int world_size, int global_batch);
 /* Full global batches per epoch: floor(N / global_batch). */
 hpct_status_t hpct_dataset_steps_per_epoch(hpct_dataset_t ds, long *steps);
 /* This rank's slice of the next global batch: inputs [local_batch, features] fp32 and
@@ -323,18 +333,21 @@ typedef enum {
  * Ranks are those of the context's communicator (MPI_COMM_WORLD for hpct_init, the
  * caller's for hpct_init_comm). */
 #define HPCT_TOPOLOGY_VERSION 1
-#define HPCT_TOPOLOGY_INITIALIZER {HPCT_TOPOLOGY_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, HPCT_TOPO_SINGLE, "", ""}
+#define HPCT_TOPOLOGY_INITIALIZER                                                                  \
+    {                                                                                              \
+        HPCT_TOPOLOGY_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, HPCT_TOPO_SINGLE, "", ""                 \
+    }
 typedef struct hpct_topology {
-    unsigned version;         /* HPCT_TOPOLOGY_VERSION */
-    int rank, size;           /* in the context's communicator */
+    unsigned version;           /* HPCT_TOPOLOGY_VERSION */
+    int rank, size;             /* in the context's communicator */
     int local_rank, local_size; /* on this (possibly virtual) node */
-    int node_id, num_nodes;   /* dense node index in [0, num_nodes) */
-    int node_comm_size;       /* ranks in the node-local communicator */
-    int cross_comm_size;      /* ranks in the cross-node communicator (same local rank) */
-    int hierarchical;         /* 1: averaging uses the two-level path; 0: one flat allreduce */
+    int node_id, num_nodes;     /* dense node index in [0, num_nodes) */
+    int node_comm_size;         /* ranks in the node-local communicator */
+    int cross_comm_size;        /* ranks in the cross-node communicator (same local rank) */
+    int hierarchical;           /* 1: averaging uses the two-level path; 0: one flat allreduce */
     hpct_topo_source_t source;
     char hostname[256];
-    char job_id[128];         /* Slurm job id, PMIx namespace, or "none" */
+    char job_id[128]; /* Slurm job id, PMIx namespace, or "none" */
 } hpct_topology_t;
 
 /* Context plus distributed runtime: bootstrap (PMIx, then Open MPI env, Slurm env, single
@@ -391,44 +404,49 @@ typedef struct hpct_ckpt *hpct_ckpt_t;
 /* Versioned, append-only; always start from HPCT_CKPT_CONFIG_INITIALIZER. */
 #define HPCT_CKPT_CONFIG_VERSION 1
 typedef struct hpct_ckpt_config {
-    unsigned version;           /* HPCT_CKPT_CONFIG_VERSION */
-    const char *directory;      /* created if missing (mode 0777 & ~umask, never o+w) */
-    int keep_last;              /* K newest checkpoints kept (>= 1; default 3) */
-    int keep_every;             /* every M-th checkpoint written is kept forever; 0 = none */
-    long every_steps;           /* cadence in optimizer steps; 0 = off */
-    double every_seconds;       /* cadence in wall-clock seconds; 0 = off */
-    int async;                  /* 1: snapshot at the step boundary, write on a thread */
-    int writer_rank;            /* the rank that saves (the loop honours it; default 0) */
-    int allow_config_change;    /* 1: load a checkpoint whose config_hash differs */
-    uint64_t config_hash;       /* hash of this run's training configuration */
-    double walltime_margin;     /* seconds before the job's end at which a save is due; > 0
-                                   makes open ask Slurm once: at scale set it on the writer
-                                   rank only and OR-reduce hpct_ckpt_due's mask */
-    int defer_copy;             /* async on the cpu backend: the writer thread copies the
-                                   state; call hpct_ckpt_before_update before changing it */
+    unsigned version;        /* HPCT_CKPT_CONFIG_VERSION */
+    const char *directory;   /* created if missing (mode 0777 & ~umask, never o+w) */
+    int keep_last;           /* K newest checkpoints kept (>= 1; default 3) */
+    int keep_every;          /* every M-th checkpoint written is kept forever; 0 = none */
+    long every_steps;        /* cadence in optimizer steps; 0 = off */
+    double every_seconds;    /* cadence in wall-clock seconds; 0 = off */
+    int async;               /* 1: snapshot at the step boundary, write on a thread */
+    int writer_rank;         /* the rank that saves (the loop honours it; default 0) */
+    int allow_config_change; /* 1: load a checkpoint whose config_hash differs */
+    uint64_t config_hash;    /* hash of this run's training configuration */
+    double walltime_margin;  /* seconds before the job's end at which a save is due; > 0
+                                makes open ask Slurm once: at scale set it on the writer
+                                rank only and OR-reduce hpct_ckpt_due's mask */
+    int defer_copy;          /* async on the cpu backend: the writer thread copies the
+                                state; call hpct_ckpt_before_update before changing it */
 } hpct_ckpt_config_t;
 
-#define HPCT_CKPT_CONFIG_INITIALIZER                                                             \
-    {HPCT_CKPT_CONFIG_VERSION, NULL, 3, 0, 0, 0.0, 0, 0, 0, 0, 120.0, 0}
+#define HPCT_CKPT_CONFIG_INITIALIZER                                                               \
+    {                                                                                              \
+        HPCT_CKPT_CONFIG_VERSION, NULL, 3, 0, 0, 0.0, 0, 0, 0, 0, 120.0, 0                         \
+    }
 
 /* What a checkpoint says about the run; save reads it, load fills it. */
 #define HPCT_CKPT_META_VERSION 1
 typedef struct hpct_ckpt_meta {
-    unsigned version;       /* HPCT_CKPT_META_VERSION */
-    long step;              /* optimizer steps completed */
-    long epoch;             /* current epoch */
-    long cursor_epoch;      /* data cursor: epoch ... */
-    long cursor_step;       /* ... and global step within that epoch */
-    int world_size;         /* ranks at save */
-    long global_batch;      /* samples per step over all ranks at save */
-    const char *model;      /* model description; on load it points into the handle */
-    uint64_t config_hash;   /* load: the file's hash (save writes the config's) */
-    double saved_at;        /* load: Unix time of the save */
-    int rejected;           /* load: newer checkpoints rejected as corrupt or torn */
-    const char *path;       /* load: the file loaded (valid until the next load/close) */
+    unsigned version;     /* HPCT_CKPT_META_VERSION */
+    long step;            /* optimizer steps completed */
+    long epoch;           /* current epoch */
+    long cursor_epoch;    /* data cursor: epoch ... */
+    long cursor_step;     /* ... and global step within that epoch */
+    int world_size;       /* ranks at save */
+    long global_batch;    /* samples per step over all ranks at save */
+    const char *model;    /* model description; on load it points into the handle */
+    uint64_t config_hash; /* load: the file's hash (save writes the config's) */
+    double saved_at;      /* load: Unix time of the save */
+    int rejected;         /* load: newer checkpoints rejected as corrupt or torn */
+    const char *path;     /* load: the file loaded (valid until the next load/close) */
 } hpct_ckpt_meta_t;
 
-#define HPCT_CKPT_META_INITIALIZER {HPCT_CKPT_META_VERSION, 0, 0, 0, 0, 1, 0, "", 0, 0.0, 0, NULL}
+#define HPCT_CKPT_META_INITIALIZER                                                                 \
+    {                                                                                              \
+        HPCT_CKPT_META_VERSION, 0, 0, 0, 0, 1, 0, "", 0, 0.0, 0, NULL                              \
+    }
 
 /* Element types of caller-registered extra arrays (F32..U8) and of inspected datasets. */
 typedef enum {
@@ -544,43 +562,46 @@ hpct_status_t hpct_walltime_remaining(hpct_ctx_t ctx, double *seconds);
 
 /* What the loop reports every log_interval steps (the same on every rank). */
 typedef struct hpct_progress {
-    long epoch, step;          /* 0-based epoch of the last step; steps completed in all */
+    long epoch, step; /* 0-based epoch of the last step; steps completed in all */
     long steps_per_epoch, total_steps;
-    double loss;               /* mean training loss over ranks and the steps since the last report */
-    double lr;                 /* learning rate of the last step */
-    double samples_per_s;      /* global samples per second since the last report */
-    double data_wait_share;    /* share of wall time spent waiting for data (rank-local) */
-    double comm_share;         /* share of wall time spent waiting for gradient averaging */
-    double eta_s;              /* seconds to total_steps at the recent rate */
+    double loss;            /* mean training loss over ranks and the steps since the last report */
+    double lr;              /* learning rate of the last step */
+    double samples_per_s;   /* global samples per second since the last report */
+    double data_wait_share; /* share of wall time spent waiting for data (rank-local) */
+    double comm_share;      /* share of wall time spent waiting for gradient averaging */
+    double eta_s;           /* seconds to total_steps at the recent rate */
 } hpct_progress_t;
 
 /* Versioned, append-only; always start from HPCT_TRAIN_CONFIG_INITIALIZER. */
 #define HPCT_TRAIN_CONFIG_VERSION 1
 typedef struct hpct_train_config {
-    unsigned version;     /* HPCT_TRAIN_CONFIG_VERSION */
-    int global_batch;     /* samples per optimizer step over all ranks */
-    int micro_batches;    /* gradient accumulation steps per optimizer step (>= 1) */
-    long epochs;          /* train until this many epochs are complete */
-    long max_steps;       /* stop earlier after this many steps in all; 0 = no limit */
-    long log_interval;    /* steps between progress callbacks; 0 = none */
-    int resume;           /* 1: continue from the newest valid checkpoint, if any */
+    unsigned version;  /* HPCT_TRAIN_CONFIG_VERSION */
+    int global_batch;  /* samples per optimizer step over all ranks */
+    int micro_batches; /* gradient accumulation steps per optimizer step (>= 1) */
+    long epochs;       /* train until this many epochs are complete */
+    long max_steps;    /* stop earlier after this many steps in all; 0 = no limit */
+    long log_interval; /* steps between progress callbacks; 0 = none */
+    int resume;        /* 1: continue from the newest valid checkpoint, if any */
     void (*progress)(const hpct_progress_t *p, void *arg); /* NULL = no reports */
     void *progress_arg;
 } hpct_train_config_t;
 
-#define HPCT_TRAIN_CONFIG_INITIALIZER {HPCT_TRAIN_CONFIG_VERSION, 256, 1, 1, 0, 50, 1, NULL, NULL}
+#define HPCT_TRAIN_CONFIG_INITIALIZER                                                              \
+    {                                                                                              \
+        HPCT_TRAIN_CONFIG_VERSION, 256, 1, 1, 0, 50, 1, NULL, NULL                                 \
+    }
 
 /* What a call to hpct_train did. */
 typedef struct hpct_train_result {
-    long steps;           /* optimizer steps completed in all (including before a resume) */
-    long resumed_from;    /* step of the checkpoint resumed from; -1 when starting afresh */
-    long checkpoints;     /* checkpoints saved by this call (on the writer rank) */
-    double final_loss;    /* mean loss over ranks of the last step */
+    long steps;        /* optimizer steps completed in all (including before a resume) */
+    long resumed_from; /* step of the checkpoint resumed from; -1 when starting afresh */
+    long checkpoints;  /* checkpoints saved by this call (on the writer rank) */
+    double final_loss; /* mean loss over ranks of the last step */
     double wall_s, data_wait_s, comm_wait_s;
-    double ckpt_wait_s;   /* training time spent saving or waiting for checkpoint copies */
-    long skipped_batches; /* global batches skipped for non-finite inputs */
-    int stop_signal;      /* HPCT_PREEMPTED: the signal caught here (SIGTERM when only another
-                             rank caught one), or 0 when the walltime margin stopped the run */
+    double ckpt_wait_s;       /* training time spent saving or waiting for checkpoint copies */
+    long skipped_batches;     /* global batches skipped for non-finite inputs */
+    int stop_signal;          /* HPCT_PREEMPTED: the signal caught here (SIGTERM when only another
+                                 rank caught one), or 0 when the walltime margin stopped the run */
     int rejected_checkpoints; /* newer checkpoints skipped on resume as corrupt or torn (each
                                  logged at HPCT_LOG_WARN naming the file and dataset) */
 } hpct_train_result_t;
@@ -595,8 +616,8 @@ hpct_status_t hpct_train(hpct_model_t model, hpct_optimizer_t opt, hpct_dataset_
                          hpct_ckpt_t ck, const hpct_train_config_t *cfg, hpct_train_result_t *res);
 /* Mean loss and accuracy of the model over a whole dataset (opened with shuffle = 0), each
  * rank evaluating its share; samples receives how many were evaluated. */
-hpct_status_t hpct_evaluate(hpct_model_t model, hpct_dataset_t ds, double *loss,
-                            double *accuracy, long *samples);
+hpct_status_t hpct_evaluate(hpct_model_t model, hpct_dataset_t ds, double *loss, double *accuracy,
+                            long *samples);
 
 #ifdef __cplusplus
 }

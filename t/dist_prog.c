@@ -57,16 +57,22 @@ static int run_topo(char **argv)
     hpct_ctx_t ctx = start(&cfg);
     hpct_topology_t t = HPCT_TOPOLOGY_INITIALIZER;
     check(hpct_topology(ctx, &t) == HPCT_SUCCESS, "hpct_topology succeeds");
-    check(strcmp(source_names[t.source], argv[2]) == 0, "source is %s (rank 0 got %s)", argv[2], source_names[t.source]);
+    check(strcmp(source_names[t.source], argv[2]) == 0, "source is %s (rank 0 got %s)", argv[2],
+          source_names[t.source]);
     check(t.rank == world_rank && t.size == world_size, "rank and size match MPI_COMM_WORLD");
     check(t.num_nodes == atoi(argv[3]), "%s nodes (rank 0 sees %d)", argv[3], t.num_nodes);
     int want_local = atoi(argv[4]);
-    check(want_local < 0 || t.node_comm_size == want_local, "node communicator size %d (rank 0 sees %d)", want_local, t.node_comm_size);
-    check(t.local_size == t.node_comm_size && t.local_rank >= 0 && t.local_rank < t.local_size, "local rank inside the node");
+    check(want_local < 0 || t.node_comm_size == want_local,
+          "node communicator size %d (rank 0 sees %d)", want_local, t.node_comm_size);
+    check(t.local_size == t.node_comm_size && t.local_rank >= 0 && t.local_rank < t.local_size,
+          "local rank inside the node");
     int want_cross = atoi(argv[5]);
-    check(want_cross < 0 || t.cross_comm_size == want_cross, "cross-node communicator size %d (rank 0 sees %d)", want_cross, t.cross_comm_size);
-    check(t.hierarchical == atoi(argv[6]), "hierarchical path %s (rank 0: %d)", argv[6], t.hierarchical);
-    check(t.hostname[0] && t.job_id[0], "hostname '%s' and job id '%s' are set", t.hostname, t.job_id);
+    check(want_cross < 0 || t.cross_comm_size == want_cross,
+          "cross-node communicator size %d (rank 0 sees %d)", want_cross, t.cross_comm_size);
+    check(t.hierarchical == atoi(argv[6]), "hierarchical path %s (rank 0: %d)", argv[6],
+          t.hierarchical);
+    check(t.hostname[0] && t.job_id[0], "hostname '%s' and job id '%s' are set", t.hostname,
+          t.job_id);
     /* node ids: a rank's node id must agree with every rank sharing its node communicator */
     int ids[2] = {t.node_id, -t.node_id};
     MPI_Allreduce(MPI_IN_PLACE, ids, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
@@ -112,9 +118,12 @@ static void allreduce_sizes(hpct_ctx_t ctx, const char *label, double tol)
         float *x = malloc((n ? n : 1) * sizeof *x);
         fill(x, n, world_rank);
         hpct_status_t s = hpct_allreduce_mean(ctx, n ? x : NULL, n);
-        check(s == HPCT_SUCCESS, "%s: allreduce of %zu floats succeeds (%s)", label, n, hpct_last_error(ctx));
-        check(max_rel_error(x, n, world_size) <= tol, "%s: %zu floats: mean within %g (worst %g)", label, n, tol, max_rel_error(x, n, world_size));
-        check(identical(x, n, MPI_COMM_WORLD), "%s: %zu floats: bit-identical on every rank", label, n);
+        check(s == HPCT_SUCCESS, "%s: allreduce of %zu floats succeeds (%s)", label, n,
+              hpct_last_error(ctx));
+        check(max_rel_error(x, n, world_size) <= tol, "%s: %zu floats: mean within %g (worst %g)",
+              label, n, tol, max_rel_error(x, n, world_size));
+        check(identical(x, n, MPI_COMM_WORLD), "%s: %zu floats: bit-identical on every rank", label,
+              n);
         free(x);
     }
 }
@@ -130,7 +139,8 @@ static void allreduce_random(hpct_ctx_t ctx)
     hpct_allreduce_mean(ctx, x, n);
     double worst = 0;
     for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs(x[i] - ref[i] / world_size));
-    check(worst <= 1e-6, "random fp32 values agree with MPI_Allreduce / W within 1e-6 (worst %g)", worst);
+    check(worst <= 1e-6, "random fp32 values agree with MPI_Allreduce / W within 1e-6 (worst %g)",
+          worst);
     free(x), free(ref);
 }
 
@@ -145,13 +155,15 @@ static void subset_comm(void)
         hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
         ok = hpct_init_comm(&cfg, (int)MPI_Comm_c2f(half), &ctx) == HPCT_SUCCESS;
         hpct_topology_t t = HPCT_TOPOLOGY_INITIALIZER;
-        ok = ok && hpct_topology(ctx, &t) == HPCT_SUCCESS && t.size == (world_size + 1) / 2 && t.rank == world_rank / 2;
+        ok = ok && hpct_topology(ctx, &t) == HPCT_SUCCESS && t.size == (world_size + 1) / 2 &&
+             t.rank == world_rank / 2;
         float v = (float)world_rank; /* mean of 0, 2, 4, ... */
         ok = ok && hpct_allreduce_mean(ctx, &v, 1) == HPCT_SUCCESS;
         ok = ok && fabsf(v - (float)((world_size + 1) / 2 - 1)) < 1e-6f;
         ok = hpct_finalize(ctx) == HPCT_SUCCESS && ok;
     }
-    check(ok, "hpct_init_comm on the %d even ranks: topology and mean of the subset", (world_size + 1) / 2);
+    check(ok, "hpct_init_comm on the %d even ranks: topology and mean of the subset",
+          (world_size + 1) / 2);
     MPI_Comm_free(&half);
 }
 
@@ -161,7 +173,9 @@ static int run_allreduce(void)
     hpct_ctx_t ctx = start(&cfg);
     hpct_topology_t t = HPCT_TOPOLOGY_INITIALIZER;
     hpct_topology(ctx, &t);
-    if (world_rank == 0) printf("# nodes %d, node comm %d, cross comm %d, %s\n", t.num_nodes, t.node_comm_size, t.cross_comm_size, t.hierarchical ? "hierarchical" : "flat");
+    if (world_rank == 0)
+        printf("# nodes %d, node comm %d, cross comm %d, %s\n", t.num_nodes, t.node_comm_size,
+               t.cross_comm_size, t.hierarchical ? "hierarchical" : "flat");
     allreduce_sizes(ctx, "fp32", 1e-6);
     allreduce_random(ctx);
     cfg.grad_transport = HPCT_TRANSPORT_BF16;
@@ -180,7 +194,7 @@ static int run_allreduce(void)
 
 /* A learnable toy problem: x ~ U(-1, 1) [n, F], label = argmax of a fixed linear map. */
 #define FEATURES 16
-#define CLASSES 4
+#define CLASSES  4
 static void make_data(float *x, int32_t *y, int n, unsigned seed)
 {
     unsigned long long st = seed * 2654435761ull + 1;
@@ -192,7 +206,8 @@ static void make_data(float *x, int32_t *y, int n, unsigned seed)
         float best = -1e30f;
         for (int c = 0; c < CLASSES; c++) {
             float v = 0;
-            for (int f = 0; f < FEATURES; f++) v += x[i * FEATURES + f] * (float)(((f * 7 + c * 3) % 5) - 2);
+            for (int f = 0; f < FEATURES; f++)
+                v += x[i * FEATURES + f] * (float)(((f * 7 + c * 3) % 5) - 2);
             if (v > best) best = v, y[i] = c;
         }
     }
@@ -242,7 +257,8 @@ static double max_diff(const float *a, const float *b, size_t n)
 }
 
 /* Gradients from hpct_params_average_grads (fused buckets) against MPI_Allreduce / W. */
-static void check_fused(hpct_model_t m, hpct_params_t p, const float *x, const int32_t *y, int b, size_t total)
+static void check_fused(hpct_model_t m, hpct_params_t p, const float *x, const int32_t *y, int b,
+                        size_t total)
 {
     float *want = malloc(total * sizeof *want), *got = malloc(total * sizeof *got);
     hpct_model_loss_grad(m, x, y, b, 0, NULL);
@@ -251,12 +267,15 @@ static void check_fused(hpct_model_t m, hpct_params_t p, const float *x, const i
     for (size_t i = 0; i < total; i++) want[i] /= (float)world_size;
     hpct_status_t s = hpct_params_average_grads(p);
     copy_grads(p, got);
-    check(s == HPCT_SUCCESS && max_diff(got, want, total) <= 1e-6, "fused average_grads (128-float buckets) equals MPI_Allreduce / W (max diff %g)", max_diff(got, want, total));
+    check(s == HPCT_SUCCESS && max_diff(got, want, total) <= 1e-6,
+          "fused average_grads (128-float buckets) equals MPI_Allreduce / W (max diff %g)",
+          max_diff(got, want, total));
     free(want), free(got);
 }
 
 /* Two half micro-batches (averaging only on the last, then scale 1/2) = the full batch. */
-static void check_accumulation(hpct_model_t m, hpct_params_t p, const float *x, const int32_t *y, int b, size_t total)
+static void check_accumulation(hpct_model_t m, hpct_params_t p, const float *x, const int32_t *y,
+                               int b, size_t total)
 {
     float *full = malloc(total * sizeof *full), *acc = malloc(total * sizeof *acc);
     hpct_model_set_grad_averaging(m, 1);
@@ -268,7 +287,9 @@ static void check_accumulation(hpct_model_t m, hpct_params_t p, const float *x, 
     hpct_model_loss_grad(m, x + (b / 2) * FEATURES, y + b / 2, b / 2, 1, NULL);
     hpct_params_scale_grads(p, 0.5f);
     copy_grads(p, acc);
-    check(max_diff(full, acc, total) <= 1e-5, "two accumulated micro-batches equal one averaged batch (max diff %g)", max_diff(full, acc, total));
+    check(max_diff(full, acc, total) <= 1e-5,
+          "two accumulated micro-batches equal one averaged batch (max diff %g)",
+          max_diff(full, acc, total));
     hpct_model_set_grad_averaging(m, 0);
     free(full), free(acc);
 }
@@ -283,10 +304,14 @@ static int run_replicas(void)
     cfg.seed = 100 + (uint64_t)world_rank; /* different seeds: only the broadcast aligns them */
     hpct_ctx_t ctx = start(&cfg);
     int b, off;
-    check(hpct_batch_split(ctx, 16 * world_size, &b, &off) == HPCT_SUCCESS && b == 16 && off == 16 * world_rank, "global batch %d splits into 16 per rank", 16 * world_size);
+    check(hpct_batch_split(ctx, 16 * world_size, &b, &off) == HPCT_SUCCESS && b == 16 &&
+              off == 16 * world_rank,
+          "global batch %d splits into 16 per rank", 16 * world_size);
     if (world_size > 1) {
         hpct_status_t s = hpct_batch_split(ctx, 16 * world_size + 1, &b, &off);
-        check(s == HPCT_ERR_INVALID_ARG && strstr(hpct_last_error(ctx), "world size"), "global batch %d %% %d != 0 is a clear error: %s", 16 * world_size + 1, world_size, hpct_last_error(ctx));
+        check(s == HPCT_ERR_INVALID_ARG && strstr(hpct_last_error(ctx), "world size"),
+              "global batch %d %% %d != 0 is a clear error: %s", 16 * world_size + 1, world_size,
+              hpct_last_error(ctx));
     }
     hpct_params_t p;
     hpct_model_t m = make_model(ctx, 16, &p);
@@ -298,7 +323,9 @@ static int run_replicas(void)
     MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, MPI_COMM_WORLD);
     MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
     check(world_size == 1 || lo != hi, "different seeds give different initial replicas");
-    check(hpct_params_broadcast(p, 0) == HPCT_SUCCESS && hpct_params_check_replicas(p) == HPCT_SUCCESS, "after hpct_params_broadcast the replicas are identical");
+    check(hpct_params_broadcast(p, 0) == HPCT_SUCCESS &&
+              hpct_params_check_replicas(p) == HPCT_SUCCESS,
+          "after hpct_params_broadcast the replicas are identical");
 
     int n = 16 * 8 * world_size;
     float *x = malloc((size_t)n * FEATURES * sizeof *x);
@@ -309,11 +336,15 @@ static int run_replicas(void)
     int bad_steps = 0, bad_checks = 0;
     for (int step = 0; step < 100; step++) {
         int first = (step % 8) * 16 * world_size + off;
-        bad_steps += hpct_model_loss_grad(m, x + (size_t)first * FEATURES, y + first, 16, 0, NULL) != HPCT_SUCCESS;
+        bad_steps += hpct_model_loss_grad(m, x + (size_t)first * FEATURES, y + first, 16, 0,
+                                          NULL) != HPCT_SUCCESS;
         hpct_optimizer_step(opt);
         bad_checks += hpct_params_check_replicas_at(p, step + 1) != HPCT_SUCCESS;
     }
-    check(bad_steps == 0 && bad_checks == 0, "100 steps with overlapped averaging, consistency checked every 10: %d failed steps, %d failed checks", bad_steps, bad_checks);
+    check(bad_steps == 0 && bad_checks == 0,
+          "100 steps with overlapped averaging, consistency checked every 10: %d failed steps, %d "
+          "failed checks",
+          bad_steps, bad_checks);
     hpct_params_hash(p, &h);
     lo = hi = h;
     MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, MPI_COMM_WORLD);
@@ -330,7 +361,8 @@ static int run_replicas(void)
     char want[64];
     snprintf(want, sizeof want, "rank %d diverged", world_size - 1);
     if (world_size > 1)
-        check(s == HPCT_ERR_DIVERGED && strstr(hpct_last_error(ctx), want), "a perturbed replica on rank %d is caught: %s", world_size - 1, hpct_last_error(ctx));
+        check(s == HPCT_ERR_DIVERGED && strstr(hpct_last_error(ctx), want),
+              "a perturbed replica on rank %d is caught: %s", world_size - 1, hpct_last_error(ctx));
     else
         check(s == HPCT_SUCCESS, "one rank: the consistency check passes");
     hpct_optimizer_destroy(opt);
@@ -398,7 +430,8 @@ static int run_hang(double seconds, const char *pidfile)
         return 6; /* only if someone continues us */
     }
     hpct_status_t s = hpct_allreduce_mean(ctx, v, 1000);
-    fprintf(stderr, "rank %d: status %d (%s): %s\n", world_rank, s, hpct_strerror(s), hpct_last_error(ctx));
+    fprintf(stderr, "rank %d: status %d (%s): %s\n", world_rank, s, hpct_strerror(s),
+            hpct_last_error(ctx));
     if (s == HPCT_ERR_TIMEOUT) hpct_abort_job(ctx, HPCT_EXIT_HANG);
     return 4;
 }

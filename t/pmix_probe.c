@@ -17,18 +17,10 @@ static int get_uint(const pmix_proc_t *me, const char *key, int wildcard, unsign
         return -1;
     }
     switch (val->type) {
-    case PMIX_UINT16:
-        *out = val->data.uint16;
-        break;
-    case PMIX_UINT32:
-        *out = val->data.uint32;
-        break;
-    case PMIX_PROC_RANK:
-        *out = val->data.rank;
-        break;
-    case PMIX_INT:
-        *out = (unsigned)val->data.integer;
-        break;
+    case PMIX_UINT16: *out = val->data.uint16; break;
+    case PMIX_UINT32: *out = val->data.uint32; break;
+    case PMIX_PROC_RANK: *out = val->data.rank; break;
+    case PMIX_INT: *out = (unsigned)val->data.integer; break;
     default:
         fprintf(stderr, "pmix_probe: %s has unexpected type %d\n", key, (int)val->type);
         PMIX_VALUE_RELEASE(val);

@@ -156,23 +156,12 @@ static void print_value(hpct_ckpt_file_t f, const char *name, hpct_ckpt_dtype_t 
     } v;
     if (dtype >= HPCT_CKPT_STRING || hpct_ckpt_file_read(f, name, dtype, &v, 1)) return;
     switch (dtype) {
-    case HPCT_CKPT_F32:
-        printf(" = %.9g", v.f32);
-        break;
-    case HPCT_CKPT_F64:
-        printf(" = %.17g", v.f64);
-        break;
-    case HPCT_CKPT_I32:
-        printf(" = %d", (int)v.i32);
-        break;
-    case HPCT_CKPT_I64:
-        printf(" = %lld", (long long)v.i64);
-        break;
-    case HPCT_CKPT_U64:
-        printf(" = 0x%016llx", (unsigned long long)v.u64);
-        break;
-    default:
-        printf(" = %u", (unsigned)v.u8);
+    case HPCT_CKPT_F32: printf(" = %.9g", v.f32); break;
+    case HPCT_CKPT_F64: printf(" = %.17g", v.f64); break;
+    case HPCT_CKPT_I32: printf(" = %d", (int)v.i32); break;
+    case HPCT_CKPT_I64: printf(" = %lld", (long long)v.i64); break;
+    case HPCT_CKPT_U64: printf(" = 0x%016llx", (unsigned long long)v.u64); break;
+    default: printf(" = %u", (unsigned)v.u8);
     }
 }
 

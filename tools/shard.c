@@ -97,52 +97,24 @@ static int parse_options(int argc, char **argv, shard_opts_t *o, int *first_arg)
         int bad = 0;
         char *end;
         switch (c) {
-        case 'o':
-            o->output = optarg;
-            break;
-        case 'n':
-            bad = parse_long(optarg, 1, 1000000, &o->shards);
-            break;
-        case 'h':
-            shard_usage(stdout);
-            return -1;
-        case O_SCALE:
-            o->scale = strtod(optarg, &end), bad = end == optarg || *end;
-            break;
+        case 'o': o->output = optarg; break;
+        case 'n': bad = parse_long(optarg, 1, 1000000, &o->shards); break;
+        case 'h': shard_usage(stdout); return -1;
+        case O_SCALE: o->scale = strtod(optarg, &end), bad = end == optarg || *end; break;
         case O_FORMAT:
             o->format = optarg,
             bad = strcmp(optarg, "idx") && strcmp(optarg, "npy") && strcmp(optarg, "csv");
             break;
-        case O_CHUNK:
-            bad = parse_long(optarg, 1, 1L << 30, &o->chunk);
-            break;
-        case O_DEFLATE:
-            bad = parse_long(optarg, 0, 9, &v), o->deflate = (int)v;
-            break;
-        case O_PREFIX:
-            o->prefix = optarg, bad = hpcti_manifest_path_ok(optarg) != 0;
-            break;
-        case O_MANIFEST:
-            o->manifest = optarg, bad = hpcti_manifest_path_ok(optarg) != 0;
-            break;
-        case O_INAME:
-            o->inputs_name = optarg;
-            break;
-        case O_TNAME:
-            o->targets_name = optarg;
-            break;
-        case O_LABEL:
-            bad = parse_long(optarg, 0, INT_MAX, &v), o->label_column = (int)v;
-            break;
-        case O_SKIP:
-            o->skip_header = 1;
-            break;
-        case O_INDEX:
-            o->index = 1;
-            break;
-        default:
-            shard_usage(stderr);
-            return TOOL_USAGE;
+        case O_CHUNK: bad = parse_long(optarg, 1, 1L << 30, &o->chunk); break;
+        case O_DEFLATE: bad = parse_long(optarg, 0, 9, &v), o->deflate = (int)v; break;
+        case O_PREFIX: o->prefix = optarg, bad = hpcti_manifest_path_ok(optarg) != 0; break;
+        case O_MANIFEST: o->manifest = optarg, bad = hpcti_manifest_path_ok(optarg) != 0; break;
+        case O_INAME: o->inputs_name = optarg; break;
+        case O_TNAME: o->targets_name = optarg; break;
+        case O_LABEL: bad = parse_long(optarg, 0, INT_MAX, &v), o->label_column = (int)v; break;
+        case O_SKIP: o->skip_header = 1; break;
+        case O_INDEX: o->index = 1; break;
+        default: shard_usage(stderr); return TOOL_USAGE;
         }
         if (bad)
             return tool_error(TOOL_USAGE, "bad value '%s' for option %s", optarg, argv[optind - 1]);

@@ -15,7 +15,7 @@
 
 /* Exit codes of `hpctrain train` beyond tools.h's (documented in hpctrain(1)). */
 #define TRAIN_PREEMPTED 75 /* EX_TEMPFAIL: checkpoint written, requeue the job */
-#define TRAIN_ERROR 1      /* anything else that stopped training */
+#define TRAIN_ERROR     1  /* anything else that stopped training */
 
 static const char usage_text[] =
     "usage: hpctrain train [--config FILE] [--KEY=VALUE | --KEY VALUE]... [--print-config]\n"
@@ -65,8 +65,14 @@ static int parse_args(struct run *r, int argc, char **argv)
             fputs(usage_text, stdout);
             exit(TOOL_OK);
         }
-        if (!strcmp(a, "--print-config")) { r->print_config = 1; continue; }
-        if (!strcmp(a, "--allow-config-change")) { r->allow_config_change = 1; continue; }
+        if (!strcmp(a, "--print-config")) {
+            r->print_config = 1;
+            continue;
+        }
+        if (!strcmp(a, "--allow-config-change")) {
+            r->allow_config_change = 1;
+            continue;
+        }
         if (strncmp(a, "--", 2) != 0) return conf_error(TOOL_USAGE, "unexpected argument '%s'", a);
         char key[128];
         const char *eq = strchr(a + 2, '='), *value;
@@ -75,13 +81,17 @@ static int parse_args(struct run *r, int argc, char **argv)
         memcpy(key, a + 2, len);
         key[len] = '\0';
         for (char *p = key; *p; p++) *p = *p == '-' ? '_' : *p;
-        if (eq) value = eq + 1;
-        else if (i + 1 < argc) value = argv[++i];
-        else return conf_error(TOOL_USAGE, "option '%s' needs a value", a);
+        if (eq)
+            value = eq + 1;
+        else if (i + 1 < argc)
+            value = argv[++i];
+        else
+            return conf_error(TOOL_USAGE, "option '%s' needs a value", a);
         if (!strcmp(key, "config")) continue; /* loaded first, in load_settings */
         char where[160];
         snprintf(where, sizeof where, "option --%s", key);
-        if (train_config_set(&r->c, key, value, where, err, sizeof err)) return conf_error(TOOL_USAGE, "%s", err);
+        if (train_config_set(&r->c, key, value, where, err, sizeof err))
+            return conf_error(TOOL_USAGE, "%s", err);
     }
     return TOOL_OK;
 }
@@ -93,9 +103,12 @@ static int load_settings(struct run *r, int argc, char **argv)
     train_config_defaults(&r->c);
     for (int i = 1; i < argc; i++) {
         const char *file = NULL;
-        if (!strncmp(argv[i], "--config=", 9)) file = argv[i] + 9;
-        else if (!strcmp(argv[i], "--config") && i + 1 < argc) file = argv[++i];
-        if (file && train_config_load_file(&r->c, file, err, sizeof err)) return conf_error(TOOL_USAGE, "%s", err);
+        if (!strncmp(argv[i], "--config=", 9))
+            file = argv[i] + 9;
+        else if (!strcmp(argv[i], "--config") && i + 1 < argc)
+            file = argv[++i];
+        if (file && train_config_load_file(&r->c, file, err, sizeof err))
+            return conf_error(TOOL_USAGE, "%s", err);
     }
     if (train_config_load_env(&r->c, err, sizeof err)) return conf_error(TOOL_USAGE, "%s", err);
     int code = parse_args(r, argc, argv);
@@ -127,7 +140,7 @@ static int fail(struct run *r, const char *what, hpct_status_t s)
 
 static hpct_activation_t activation_of(const char *name)
 {
-    return !strcmp(name, "relu") ? HPCT_ACT_RELU
+    return !strcmp(name, "relu")   ? HPCT_ACT_RELU
            : !strcmp(name, "tanh") ? HPCT_ACT_TANH
            : !strcmp(name, "gelu") ? HPCT_ACT_GELU
                                    : HPCT_ACT_IDENTITY;
@@ -154,13 +167,16 @@ static int build_model(struct run *r)
     int ce = !strcmp(r->c.loss, "softmax_ce");
     int outputs = ce ? (int)r->c.outputs : width;
     if (!s && ce && dtype != HPCT_DTYPE_INT32)
-        return conf_error(TOOL_USAGE, "loss = softmax_ce needs integer class labels, but %s has "
-                                      "float targets (use loss = mse)", r->c.train_manifest);
+        return conf_error(TOOL_USAGE,
+                          "loss = softmax_ce needs integer class labels, but %s has "
+                          "float targets (use loss = mse)",
+                          r->c.train_manifest);
     if (!s && ce && outputs <= 0)
         return conf_error(TOOL_USAGE, "loss = softmax_ce needs outputs = the number of classes");
     if (!s) s = hpct_model_create(r->ctx, features, &r->model);
     for (int i = 0; !s && i < r->c.num_hidden; i++)
-        s = hpct_model_add_dense(r->model, r->c.hidden[i], activation_of(r->c.activation), HPCT_INIT_AUTO);
+        s = hpct_model_add_dense(r->model, r->c.hidden[i], activation_of(r->c.activation),
+                                 HPCT_INIT_AUTO);
     if (!s) s = hpct_model_add_dense(r->model, outputs, HPCT_ACT_IDENTITY, HPCT_INIT_AUTO);
     if (!s) s = hpct_model_set_loss(r->model, ce ? HPCT_LOSS_SOFTMAX_CE : HPCT_LOSS_MSE);
     int local = (int)(r->c.global_batch / (r->topo.size > 0 ? r->topo.size : 1));
@@ -174,7 +190,8 @@ static int make_optimizer(struct run *r, long steps_per_epoch)
     hpct_optim_config_t oc = HPCT_OPTIM_CONFIG_INITIALIZER;
     oc.kind = !strcmp(c->optimizer, "adamw") ? HPCT_OPT_ADAMW : HPCT_OPT_SGD;
     oc.lr = (float)c->lr, oc.momentum = (float)c->momentum, oc.nesterov = c->nesterov;
-    oc.weight_decay = (float)c->weight_decay, oc.beta1 = (float)c->beta1, oc.beta2 = (float)c->beta2;
+    oc.weight_decay = (float)c->weight_decay, oc.beta1 = (float)c->beta1,
+    oc.beta2 = (float)c->beta2;
     oc.eps = (float)c->eps, oc.clip_norm = (float)c->clip_norm;
     oc.schedule = !strcmp(c->schedule, "step")     ? HPCT_SCHED_STEP
                   : !strcmp(c->schedule, "cosine") ? HPCT_SCHED_COSINE
@@ -273,7 +290,8 @@ static int train_and_report(struct run *r)
         printf("hpctrain: %d rank(s) on %d node(s) (topology from %s); node comm %d, cross-node "
                "comm %d, hierarchical %s; model %s; %ld steps per epoch\n",
                r->topo.size, r->topo.num_nodes,
-               (const char *[]){"single", "pmix", "openmpi-env", "slurm-env", "override"}[r->topo.source],
+               (const char *[]){"single", "pmix", "openmpi-env", "slurm-env",
+                                "override"}[r->topo.source],
                r->topo.node_comm_size, r->topo.cross_comm_size, r->topo.hierarchical ? "on" : "off",
                desc, steps_per_epoch);
     hpct_train_config_t tc = HPCT_TRAIN_CONFIG_INITIALIZER;
@@ -285,13 +303,15 @@ static int train_and_report(struct run *r)
     s = hpct_train(r->model, r->opt, r->train, r->ck, &tc, &res);
     if (r->topo.rank == 0 && res.rejected_checkpoints > 0)
         printf("hpctrain: skipped %d corrupt or torn checkpoint(s) (HPCT_LOG_LEVEL=2 names "
-               "them)\n", res.rejected_checkpoints);
+               "them)\n",
+               res.rejected_checkpoints);
     if (r->topo.rank == 0 && res.resumed_from >= 0)
         printf("hpctrain: resumed from the checkpoint of step %ld\n", res.resumed_from);
     if (s == HPCT_PREEMPTED) {
         if (r->topo.rank == 0 && res.stop_signal)
             printf("hpctrain: stopped by signal %d after step %ld; checkpoint written; exit %d "
-                   "(requeue)\n", res.stop_signal, res.steps, TRAIN_PREEMPTED);
+                   "(requeue)\n",
+                   res.stop_signal, res.steps, TRAIN_PREEMPTED);
         else if (r->topo.rank == 0)
             printf("hpctrain: stopped after step %ld: the job's time limit is within "
                    "walltime_margin; checkpoint written; exit %d (requeue)\n",
@@ -309,7 +329,8 @@ static int train_and_report(struct run *r)
     if (s) return fail(r, "training", s);
     double loss = 0, acc = 0;
     long n = 0;
-    if (r->eval && (s = hpct_evaluate(r->model, r->eval, &loss, &acc, &n))) return fail(r, "evaluating", s);
+    if (r->eval && (s = hpct_evaluate(r->model, r->eval, &loss, &acc, &n)))
+        return fail(r, "evaluating", s);
     const char *path = "";
     hpct_ckpt_last_path(r->ck, &path);
     if (r->topo.rank == 0 && res.resumed_from >= 0 && res.resumed_from == res.steps)
@@ -353,13 +374,15 @@ int tool_train_main(int argc, char **argv)
     cfg.log_level = getenv("HPCT_LOG_LEVEL") ? atoi(getenv("HPCT_LOG_LEVEL")) : HPCT_LOG_NONE;
     hpct_status_t s = hpct_init(&cfg, &r.ctx);
     if (s) {
-        fprintf(stderr, "hpctrain train: starting the distributed runtime failed: %s\n", hpct_strerror(s));
+        fprintf(stderr, "hpctrain train: starting the distributed runtime failed: %s\n",
+                hpct_strerror(s));
         return TRAIN_ERROR;
     }
     r.topo = (hpct_topology_t)HPCT_TOPOLOGY_INITIALIZER;
     hpct_topology(r.ctx, &r.topo);
     read_test_hooks(&r);
-    if ((s = hpct_signals_install(r.ctx, NULL, 0, &r.signals))) code = fail(&r, "installing signal handlers", s);
+    if ((s = hpct_signals_install(r.ctx, NULL, 0, &r.signals)))
+        code = fail(&r, "installing signal handlers", s);
     if (!code) code = open_data(&r);
     if (!code) code = build_model(&r);
     if (!code) code = train_and_report(&r);

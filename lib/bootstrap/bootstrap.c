@@ -62,7 +62,8 @@ static int probe_pmix(hpct_ctx_t ctx, struct hpcti_boot *b)
     job.rank = PMIX_RANK_WILDCARD;
     long node = pmix_long(&me, PMIX_NODEID);
     if (node < 0) {
-        hpcti_log(ctx, HPCT_LOG_WARN, "bootstrap: PMIx gives no %s; trying the fallbacks", PMIX_NODEID);
+        hpcti_log(ctx, HPCT_LOG_WARN, "bootstrap: PMIx gives no %s; trying the fallbacks",
+                  PMIX_NODEID);
         return 0;
     }
     b->have_node_key = 1;
@@ -106,7 +107,8 @@ hpct_status_t hpcti_bootstrap_probe(hpct_ctx_t ctx, struct hpcti_boot *b)
 {
     memset(b, 0, sizeof *b);
     b->rank = b->size = b->local_rank = b->local_size = -1;
-    if (gethostname(b->hostname, sizeof b->hostname - 1) != 0) snprintf(b->hostname, sizeof b->hostname, "unknown");
+    if (gethostname(b->hostname, sizeof b->hostname - 1) != 0)
+        snprintf(b->hostname, sizeof b->hostname, "unknown");
     if (!probe_pmix(ctx, b) && !probe_openmpi_env(b) && !probe_slurm_env(b)) {
         b->source = HPCT_TOPO_SINGLE;
         b->have_node_key = 1;
@@ -123,7 +125,8 @@ hpct_status_t hpcti_bootstrap_probe(hpct_ctx_t ctx, struct hpcti_boot *b)
                                "HPCT_RANKS_PER_NODE='%s' must be a positive integer", rpn);
         b->ranks_per_node = (int)k;
     }
-    hpcti_log(ctx, HPCT_LOG_INFO, "bootstrap: source %s, launcher rank %d of %d, local %d of %d, host %s, job %s",
+    hpcti_log(ctx, HPCT_LOG_INFO,
+              "bootstrap: source %s, launcher rank %d of %d, local %d of %d, host %s, job %s",
               hpcti_topo_source_name(b->source), b->rank, b->size, b->local_rank, b->local_size,
               b->hostname, b->job_id);
     return HPCT_SUCCESS;

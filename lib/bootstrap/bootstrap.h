@@ -7,14 +7,14 @@
 /* Facts learned before (or without) MPI; the comm layer turns them into communicators. */
 struct hpcti_boot {
     hpct_topo_source_t source;
-    int have_node_key;   /* 1 when node_key names this process's node (pmix, slurm-env) */
-    long node_key;       /* resource manager's node id */
-    int rank, size;      /* launcher's view (for the log and a cross-check); -1 if unknown */
+    int have_node_key; /* 1 when node_key names this process's node (pmix, slurm-env) */
+    long node_key;     /* resource manager's node id */
+    int rank, size;    /* launcher's view (for the log and a cross-check); -1 if unknown */
     int local_rank, local_size;
-    int ranks_per_node;  /* HPCT_RANKS_PER_NODE override; 0 = none */
+    int ranks_per_node; /* HPCT_RANKS_PER_NODE override; 0 = none */
     char hostname[256];
     char job_id[128];
-    int pmix_up;         /* 1 when PMIx_Init succeeded (PMIx_Finalize at release) */
+    int pmix_up; /* 1 when PMIx_Init succeeded (PMIx_Finalize at release) */
 };
 
 /* Probe PMIx, then Open MPI variables, then Slurm variables, else single process. */

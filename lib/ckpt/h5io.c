@@ -28,14 +28,11 @@ size_t hpcti_ck_elsize(int dtype)
 {
     switch (dtype) {
     case HPCT_CKPT_F32:
-    case HPCT_CKPT_I32:
-        return 4;
+    case HPCT_CKPT_I32: return 4;
     case HPCT_CKPT_F64:
     case HPCT_CKPT_I64:
-    case HPCTI_U64:
-        return 8;
-    default:
-        return 1; /* HPCT_CKPT_U8 */
+    case HPCTI_U64: return 8;
+    default: return 1; /* HPCT_CKPT_U8 */
     }
 }
 
@@ -121,36 +118,24 @@ void hpcti_ck_h5_leave(const hpcti_h5_quiet_t *q)
 static hid_t file_type(int dtype)
 {
     switch (dtype) {
-    case HPCT_CKPT_F32:
-        return H5T_IEEE_F32LE;
-    case HPCT_CKPT_F64:
-        return H5T_IEEE_F64LE;
-    case HPCT_CKPT_I32:
-        return H5T_STD_I32LE;
-    case HPCT_CKPT_I64:
-        return H5T_STD_I64LE;
-    case HPCTI_U64:
-        return H5T_STD_U64LE;
-    default:
-        return H5T_STD_U8LE;
+    case HPCT_CKPT_F32: return H5T_IEEE_F32LE;
+    case HPCT_CKPT_F64: return H5T_IEEE_F64LE;
+    case HPCT_CKPT_I32: return H5T_STD_I32LE;
+    case HPCT_CKPT_I64: return H5T_STD_I64LE;
+    case HPCTI_U64: return H5T_STD_U64LE;
+    default: return H5T_STD_U8LE;
     }
 }
 
 hid_t hpcti_ck_mem_type(int dtype)
 {
     switch (dtype) {
-    case HPCT_CKPT_F32:
-        return H5T_NATIVE_FLOAT;
-    case HPCT_CKPT_F64:
-        return H5T_NATIVE_DOUBLE;
-    case HPCT_CKPT_I32:
-        return H5T_NATIVE_INT32;
-    case HPCT_CKPT_I64:
-        return H5T_NATIVE_INT64;
-    case HPCTI_U64:
-        return H5T_NATIVE_UINT64;
-    default:
-        return H5T_NATIVE_UINT8;
+    case HPCT_CKPT_F32: return H5T_NATIVE_FLOAT;
+    case HPCT_CKPT_F64: return H5T_NATIVE_DOUBLE;
+    case HPCT_CKPT_I32: return H5T_NATIVE_INT32;
+    case HPCT_CKPT_I64: return H5T_NATIVE_INT64;
+    case HPCTI_U64: return H5T_NATIVE_UINT64;
+    default: return H5T_NATIVE_UINT8;
     }
 }
 
@@ -311,8 +296,9 @@ static hpct_status_t make_groups(hid_t fid, const hpcti_snapshot_t *snap, const 
             if (H5Lexists(fid, group, H5P_DEFAULT) <= 0) {
                 hid_t g = H5Gcreate2(fid, group, H5P_DEFAULT, gcpl, H5P_DEFAULT);
                 if (g < 0)
-                    s = hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot create group %s in checkpoint %s: %s",
-                                        group, path, hpcti_ck_h5_detail(h5));
+                    s = hpcti_ckerr_set(err, HPCT_ERR_IO,
+                                        "cannot create group %s in checkpoint %s: %s", group, path,
+                                        hpcti_ck_h5_detail(h5));
                 else
                     H5Gclose(g);
             }

@@ -481,18 +481,12 @@ hpct_status_t hpct_ckpt_file_meta(hpct_ckpt_file_t f, hpct_ckpt_meta_t *meta)
 static double as_double(const void *raw, hpct_ckpt_dtype_t dtype, size_t k)
 {
     switch (dtype) {
-    case HPCT_CKPT_F32:
-        return ((const float *)raw)[k];
-    case HPCT_CKPT_F64:
-        return ((const double *)raw)[k];
-    case HPCT_CKPT_I32:
-        return ((const int32_t *)raw)[k];
-    case HPCT_CKPT_I64:
-        return (double)((const int64_t *)raw)[k];
-    case HPCT_CKPT_U64:
-        return (double)((const uint64_t *)raw)[k];
-    default:
-        return ((const unsigned char *)raw)[k];
+    case HPCT_CKPT_F32: return ((const float *)raw)[k];
+    case HPCT_CKPT_F64: return ((const double *)raw)[k];
+    case HPCT_CKPT_I32: return ((const int32_t *)raw)[k];
+    case HPCT_CKPT_I64: return (double)((const int64_t *)raw)[k];
+    case HPCT_CKPT_U64: return (double)((const uint64_t *)raw)[k];
+    default: return ((const unsigned char *)raw)[k];
     }
 }
 

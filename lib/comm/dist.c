@@ -15,13 +15,22 @@ static hpct_status_t check_dist_config(hpct_ctx_t ctx)
 {
     const hpct_config_t *c = &ctx->cfg;
     if (!(c->collective_timeout_s > 0.0))
-        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_config_t.collective_timeout_s is %g, must be > 0", c->collective_timeout_s);
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                           "hpct_config_t.collective_timeout_s is %g, must be > 0",
+                           c->collective_timeout_s);
     if (c->fusion_bytes < 4)
-        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_config_t.fusion_bytes is %zu, must hold at least one float", c->fusion_bytes);
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                           "hpct_config_t.fusion_bytes is %zu, must hold at least one float",
+                           c->fusion_bytes);
     if (c->consistency_interval < 0)
-        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_config_t.consistency_interval is %ld, must be >= 0", c->consistency_interval);
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                           "hpct_config_t.consistency_interval is %ld, must be >= 0",
+                           c->consistency_interval);
     if (c->grad_transport < HPCT_TRANSPORT_FP32 || c->grad_transport > HPCT_TRANSPORT_FP16)
-        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_config_t.grad_transport is %d, must be HPCT_TRANSPORT_FP32, _BF16 or _FP16", c->grad_transport);
+        return hpcti_error(
+            ctx, HPCT_ERR_INVALID_ARG,
+            "hpct_config_t.grad_transport is %d, must be HPCT_TRANSPORT_FP32, _BF16 or _FP16",
+            c->grad_transport);
     return HPCT_SUCCESS;
 }
 
@@ -47,8 +56,11 @@ static hpct_status_t node_key(hpct_ctx_t ctx, long *key)
         return HPCT_SUCCESS;
     }
     MPI_Comm shm;
-    if (MPI_Comm_split_type(d->comm, MPI_COMM_TYPE_SHARED, d->rank, MPI_INFO_NULL, &shm) != MPI_SUCCESS)
-        return hpcti_error(ctx, HPCT_ERR_COMM, "hpct_init: MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) failed on rank %d", d->rank);
+    if (MPI_Comm_split_type(d->comm, MPI_COMM_TYPE_SHARED, d->rank, MPI_INFO_NULL, &shm) !=
+        MPI_SUCCESS)
+        return hpcti_error(ctx, HPCT_ERR_COMM,
+                           "hpct_init: MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) failed on rank %d",
+                           d->rank);
     int lowest = d->rank;
     MPI_Allreduce(MPI_IN_PLACE, &lowest, 1, MPI_INT, MPI_MIN, shm);
     MPI_Comm_free(&shm);
@@ -94,7 +106,9 @@ static hpct_status_t learn_nodes(hpct_ctx_t ctx, long *keys)
     MPI_Comm_size(d->cross, &d->cross_size);
     d->hier = uniform && nodes > 1 && d->local_size > 1;
     if (!uniform)
-        hpcti_log(ctx, HPCT_LOG_INFO, "topology: nodes hold different numbers of ranks: averaging uses one flat allreduce");
+        hpcti_log(
+            ctx, HPCT_LOG_INFO,
+            "topology: nodes hold different numbers of ranks: averaging uses one flat allreduce");
     return HPCT_SUCCESS;
 }
 
@@ -102,7 +116,8 @@ static hpct_status_t setup(hpct_ctx_t ctx, MPI_Comm comm)
 {
     struct hpcti_dist *d = ctx->dist;
     if (MPI_Comm_dup(comm, &d->comm) != MPI_SUCCESS || MPI_Comm_dup(comm, &d->ctl) != MPI_SUCCESS)
-        return hpcti_error(ctx, HPCT_ERR_COMM, "hpct_init: MPI_Comm_dup of the caller's communicator failed");
+        return hpcti_error(ctx, HPCT_ERR_COMM,
+                           "hpct_init: MPI_Comm_dup of the caller's communicator failed");
     MPI_Comm_set_errhandler(d->comm, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(d->ctl, MPI_ERRORS_RETURN);
     MPI_Comm_rank(d->comm, &d->rank);
@@ -116,7 +131,8 @@ static hpct_status_t setup(hpct_ctx_t ctx, MPI_Comm comm)
     long *keys = calloc(2 * (size_t)d->size, sizeof *keys);
     if (!d->tok_req || !d->tok_in || !keys) {
         free(keys);
-        return hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "hpct_init: cannot allocate per-rank tables for %d ranks", d->size);
+        return hpcti_error(ctx, HPCT_ERR_NO_MEMORY,
+                           "hpct_init: cannot allocate per-rank tables for %d ranks", d->size);
     }
     int *tag_ub, flag = 0;
     MPI_Comm_get_attr(d->comm, MPI_TAG_UB, &tag_ub, &flag);
@@ -125,9 +141,11 @@ static hpct_status_t setup(hpct_ctx_t ctx, MPI_Comm comm)
     free(keys);
     if (s) return s;
     if (d->boot.source == HPCT_TOPO_PMIX && comm == MPI_COMM_WORLD && d->boot.rank != d->rank)
-        hpcti_log(ctx, HPCT_LOG_WARN, "bootstrap: PMIx rank %d differs from MPI rank %d", d->boot.rank, d->rank);
+        hpcti_log(ctx, HPCT_LOG_WARN, "bootstrap: PMIx rank %d differs from MPI rank %d",
+                  d->boot.rank, d->rank);
     hpcti_log(ctx, HPCT_LOG_INFO,
-              "topology (%s): rank %d of %d, node %d of %d, local rank %d of %d, cross-node size %d, %s averaging",
+              "topology (%s): rank %d of %d, node %d of %d, local rank %d of %d, cross-node size "
+              "%d, %s averaging",
               hpcti_topo_source_name(d->source), d->rank, d->size, d->node_id, d->num_nodes,
               d->local_rank, d->local_size, d->cross_size, d->hier ? "hierarchical" : "flat");
     return HPCT_SUCCESS;
@@ -176,7 +194,9 @@ static hpct_status_t init_on(const hpct_config_t *cfg, int use_world, int fcomm,
     int inited = 0;
     MPI_Initialized(&inited);
     if (!s && !inited && !use_world)
-        s = hpcti_error(ctx, HPCT_ERR_STATE, "hpct_init_comm: MPI is not initialised; call MPI_Init first or use hpct_init");
+        s = hpcti_error(
+            ctx, HPCT_ERR_STATE,
+            "hpct_init_comm: MPI is not initialised; call MPI_Init first or use hpct_init");
     if (!s && !inited) {
         int provided;
         if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
@@ -186,7 +206,8 @@ static hpct_status_t init_on(const hpct_config_t *cfg, int use_world, int fcomm,
     }
     MPI_Comm comm = use_world ? MPI_COMM_WORLD : MPI_Comm_f2c(fcomm);
     if (!s && comm == MPI_COMM_NULL)
-        s = hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_init_comm: the communicator handle %d is MPI_COMM_NULL", fcomm);
+        s = hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                        "hpct_init_comm: the communicator handle %d is MPI_COMM_NULL", fcomm);
     if (!s) s = setup(ctx, comm);
     if (s) {
         teardown(d); /* the detail was logged (cfg.log_level >= HPCT_LOG_ERROR shows it) */
@@ -243,12 +264,16 @@ hpct_status_t hpct_abort_job(hpct_ctx_t ctx, int exit_code)
     MPI_Initialized(&inited);
     MPI_Finalized(&finalized);
     if (!inited || finalized) {
-        if (ctx) return hpcti_error(ctx, HPCT_ERR_STATE, "hpct_abort_job: MPI is not running; the caller must exit(%d) itself", exit_code);
+        if (ctx)
+            return hpcti_error(
+                ctx, HPCT_ERR_STATE,
+                "hpct_abort_job: MPI is not running; the caller must exit(%d) itself", exit_code);
         return HPCT_ERR_STATE;
     }
     if (ctx) hpcti_log(ctx, HPCT_LOG_ERROR, "aborting the job with exit code %d", exit_code);
     MPI_Abort(ctx && ctx->dist ? ctx->dist->comm : MPI_COMM_WORLD, exit_code);
-    return ctx ? hpcti_error(ctx, HPCT_ERR_COMM, "hpct_abort_job: MPI_Abort returned") : HPCT_ERR_COMM;
+    return ctx ? hpcti_error(ctx, HPCT_ERR_COMM, "hpct_abort_job: MPI_Abort returned")
+               : HPCT_ERR_COMM;
 }
 
 hpct_status_t hpct_batch_split(hpct_ctx_t ctx, int global_batch, int *local_batch, int *offset)
@@ -256,10 +281,12 @@ hpct_status_t hpct_batch_split(hpct_ctx_t ctx, int global_batch, int *local_batc
     if (!ctx) return HPCT_ERR_INVALID_ARG;
     hpcti_clear_error(ctx);
     int rank = ctx->dist ? ctx->dist->rank : 0, size = ctx->dist ? ctx->dist->size : 1;
-    if (!local_batch) return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_batch_split: local_batch is NULL");
+    if (!local_batch)
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_batch_split: local_batch is NULL");
     if (global_batch <= 0 || global_batch % size != 0)
         return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
-                           "hpct_batch_split: the global batch %d is not a positive multiple of the world size %d (choose a batch divisible by %d)",
+                           "hpct_batch_split: the global batch %d is not a positive multiple of "
+                           "the world size %d (choose a batch divisible by %d)",
                            global_batch, size, size);
     *local_batch = global_batch / size;
     if (offset) *offset = rank * *local_batch;
@@ -287,7 +314,8 @@ hpct_status_t hpct_allreduce_mean(hpct_ctx_t ctx, float *buf, size_t n)
     hpcti_clear_error(ctx);
     struct hpcti_dist *d = hpcti_dist_of(ctx, fn);
     if (!d) return HPCT_ERR_STATE;
-    if (!buf && n) return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "%s: buf is NULL with n = %zu", fn, n);
+    if (!buf && n)
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "%s: buf is NULL with n = %zu", fn, n);
     if (ctx->ops != &hpcti_cpu_ops) {
 #ifdef HPCT_HAVE_NCCL
         /* CUDA backend: device buffers go to NCCL (lib/device/nccl.c); the first call
@@ -297,7 +325,8 @@ hpct_status_t hpct_allreduce_mean(hpct_ctx_t ctx, float *buf, size_t n)
         return hpcti_nccl_hier_allreduce_mean(d->nccl, buf, n,
                                               d->num_nodes > 1 ? d->cross : MPI_COMM_NULL, d->size);
 #else
-        return hpcti_error(ctx, HPCT_ERR_UNSUPPORTED, "%s: device buffers need NCCL (configure --with-cuda --with-nccl)", fn);
+        return hpcti_error(ctx, HPCT_ERR_UNSUPPORTED,
+                           "%s: device buffers need NCCL (configure --with-cuda --with-nccl)", fn);
 #endif
     }
     int chunks = (int)((n + MAX_CHUNK - 1) / MAX_CHUNK);

@@ -13,59 +13,59 @@
  * communicator (every rank exchanges blocks with every other rank point-to-point). */
 struct hpcti_phase {
     MPI_Comm comm;
-    int size, me;     /* of comm */
-    void *vec;        /* [count] wire elements, split into size blocks */
+    int size, me; /* of comm */
+    void *vec;    /* [count] wire elements, split into size blocks */
     size_t count;
-    int gather;       /* 0: reduce-scatter (own block = sum in rank order), 1: allgather */
-    int scale;        /* reduce-scatter only: multiply the own block by 1/world size */
+    int gather; /* 0: reduce-scatter (own block = sum in rank order), 1: allgather */
+    int scale;  /* reduce-scatter only: multiply the own block by 1/world size */
 };
 
 /* One in-flight average of buf [n] over all ranks: up to 4 phases (node reduce-scatter,
  * cross reduce-scatter, cross allgather, node allgather), or 2 on the flat path. */
 struct hpcti_reduction {
-    float *buf;     /* [n] host fp32, averaged in place */
+    float *buf; /* [n] host fp32, averaged in place */
     size_t n;
-    int index;      /* position in the operation: part of every message tag */
-    void *wire;     /* [n] 16-bit copy when the transport is reduced, else buf */
-    void *slots;    /* receive blocks of the current phase: [(size - 1) * block] */
+    int index;         /* position in the operation: part of every message tag */
+    void *wire;        /* [n] 16-bit copy when the transport is reduced, else buf */
+    void *slots;       /* receive blocks of the current phase: [(size - 1) * block] */
     MPI_Request *reqs; /* [2 world size] sends and receives of the current phase */
     int nreq;
     struct hpcti_phase phase[4];
-    int nphase, cur;  /* cur == nphase: done */
+    int nphase, cur; /* cur == nphase: done */
 };
 
 struct hpcti_dist {
-    MPI_Comm comm;              /* dup of the caller's communicator (flat ops) */
-    MPI_Comm ctl;               /* dup: arrival tokens only */
-    MPI_Comm node_rs, node_ag;  /* node-local: reduce-scatter, allgather */
-    MPI_Comm cross;             /* ranks with the same local rank */
+    MPI_Comm comm;             /* dup of the caller's communicator (flat ops) */
+    MPI_Comm ctl;              /* dup: arrival tokens only */
+    MPI_Comm node_rs, node_ag; /* node-local: reduce-scatter, allgather */
+    MPI_Comm cross;            /* ranks with the same local rank */
     int rank, size, local_rank, local_size, node_id, num_nodes, cross_size;
-    int hier;                   /* 1: reduce-scatter / cross allreduce / allgather */
-    int owns_mpi;               /* 1: hpct_finalize calls MPI_Finalize */
-    int broken;                 /* a collective timed out: only hpct_abort_job is useful */
+    int hier;     /* 1: reduce-scatter / cross allreduce / allgather */
+    int owns_mpi; /* 1: hpct_finalize calls MPI_Finalize */
+    int broken;   /* a collective timed out: only hpct_abort_job is useful */
     hpct_topo_source_t source;
     struct hpcti_boot boot;
     double deadline_s;
-    int transport;              /* HPCT_TRANSPORT_* */
-    size_t fusion_floats;       /* fusion slot size in elements */
-    int tag_space;              /* tags 1000 .. 1000 + tag_space - 1 carry reductions */
+    int transport;        /* HPCT_TRANSPORT_* */
+    size_t fusion_floats; /* fusion slot size in elements */
+    int tag_space;        /* tags 1000 .. 1000 + tag_space - 1 carry reductions */
     /* the operation in progress */
     const char *op_name;
     uint64_t op_seq, tok_out;
     double op_start;
     int in_op;
-    MPI_Request *tok_req;       /* [2 size]: receives from, then sends to, every rank */
-    uint64_t *tok_in;           /* [size] tokens received */
+    MPI_Request *tok_req; /* [2 size]: receives from, then sends to, every rank */
+    uint64_t *tok_in;     /* [size] tokens received */
     struct hpcti_reduction *red;
     int nred, cap_red;
-    char *scratch;              /* shards, counts, wire copies of the current operation */
+    char *scratch; /* shards, counts, wire copies of the current operation */
     size_t scratch_cap, scratch_used;
-    float *fusion;              /* [2 fusion_floats]: two fusion slots */
+    float *fusion; /* [2 fusion_floats]: two fusion slots */
     size_t fusion_cap;
-    double wait_s;              /* seconds spent waiting for collectives */
-    long ops;                   /* averaging operations */
+    double wait_s; /* seconds spent waiting for collectives */
+    long ops;      /* averaging operations */
 #ifdef HPCT_HAVE_NCCL
-    hpcti_nccl_t *nccl;         /* node-local NCCL communicator, made at the first device op */
+    hpcti_nccl_t *nccl; /* node-local NCCL communicator, made at the first device op */
 #endif
 };
 
@@ -92,6 +92,5 @@ hpct_status_t hpcti_red_wait(hpct_ctx_t ctx, int id);
 /* fp32 <-> 16-bit wire formats (HPCT_TRANSPORT_BF16 / _FP16). */
 void hpcti_to_wire(int transport, const float *x, uint16_t *w, size_t n);
 void hpcti_from_wire(int transport, const uint16_t *w, float *x, size_t n);
-
 
 #endif

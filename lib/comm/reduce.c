@@ -11,7 +11,7 @@
 
 #include <string.h>
 
-#define TAG_BASE 1000
+#define TAG_BASE  1000
 #define SUM_CHUNK 512
 
 /* A 64-byte aligned slice of the operation's scratch (reserved by hpcti_op_begin). */
@@ -61,14 +61,19 @@ static hpct_status_t start_phase(hpct_ctx_t ctx, struct hpcti_reduction *r)
     for (int p = 0, k = 0; p < ph->size && rc == MPI_SUCCESS; p++) {
         if (p == ph->me) continue;
         size_t theirs = block_len(ph->count, ph->size, p);
-        void *recv_to = ph->gather ? at(d, ph->vec, block_start(ph->count, ph->size, p)) : at(d, r->slots, (size_t)k++ * slot);
-        void *send_from = ph->gather ? at(d, ph->vec, block_start(ph->count, ph->size, ph->me)) : at(d, ph->vec, block_start(ph->count, ph->size, p));
+        void *recv_to = ph->gather ? at(d, ph->vec, block_start(ph->count, ph->size, p))
+                                   : at(d, r->slots, (size_t)k++ * slot);
+        void *send_from = ph->gather ? at(d, ph->vec, block_start(ph->count, ph->size, ph->me))
+                                     : at(d, ph->vec, block_start(ph->count, ph->size, p));
         size_t rn = ph->gather ? theirs : mine, sn = ph->gather ? mine : theirs;
         if (rn) rc = MPI_Irecv(recv_to, (int)rn, t, p, tag, ph->comm, &r->reqs[r->nreq++]);
-        if (sn && rc == MPI_SUCCESS) rc = MPI_Isend(send_from, (int)sn, t, p, tag, ph->comm, &r->reqs[r->nreq++]);
+        if (sn && rc == MPI_SUCCESS)
+            rc = MPI_Isend(send_from, (int)sn, t, p, tag, ph->comm, &r->reqs[r->nreq++]);
     }
     if (rc != MPI_SUCCESS)
-        return hpcti_error(ctx, HPCT_ERR_COMM, "%s: posting a point-to-point exchange failed on rank %d (MPI error %d)", d->op_name, d->rank, rc);
+        return hpcti_error(ctx, HPCT_ERR_COMM,
+                           "%s: posting a point-to-point exchange failed on rank %d (MPI error %d)",
+                           d->op_name, d->rank, rc);
     return HPCT_SUCCESS;
 }
 
@@ -81,13 +86,15 @@ static void accumulate(const struct hpcti_dist *d, const void *src, float *acc, 
         hpcti_from_wire(d->transport, src, tmp, m);
         f = tmp;
     }
-    if (first) memcpy(acc, f, m * sizeof *acc);
+    if (first)
+        memcpy(acc, f, m * sizeof *acc);
     else
         for (size_t j = 0; j < m; j++) acc[j] += f[j];
 }
 
 /* Own block = sum over ranks 0..size-1 (own data or received slots), optionally scaled. */
-static void sum_phase(const struct hpcti_dist *d, struct hpcti_reduction *r, const struct hpcti_phase *ph)
+static void sum_phase(const struct hpcti_dist *d, struct hpcti_reduction *r,
+                      const struct hpcti_phase *ph)
 {
     size_t mine = block_len(ph->count, ph->size, ph->me), slot = block_len(ph->count, ph->size, 0);
     char *own = at(d, ph->vec, block_start(ph->count, ph->size, ph->me));
@@ -95,17 +102,21 @@ static void sum_phase(const struct hpcti_dist *d, struct hpcti_reduction *r, con
     for (size_t i = 0; i < mine; i += SUM_CHUNK) {
         size_t m = mine - i < SUM_CHUNK ? mine - i : SUM_CHUNK;
         for (int p = 0, k = 0; p < ph->size; p++) {
-            const void *src = p == ph->me ? at(d, own, i) : at(d, at(d, r->slots, (size_t)k++ * slot), i);
+            const void *src =
+                p == ph->me ? at(d, own, i) : at(d, at(d, r->slots, (size_t)k++ * slot), i);
             accumulate(d, src, acc, m, p == 0);
         }
         if (ph->scale)
             for (size_t j = 0; j < m; j++) acc[j] *= inv;
-        if (d->transport) hpcti_to_wire(d->transport, acc, (uint16_t *)at(d, own, i), m);
-        else memcpy(at(d, own, i), acc, m * sizeof *acc);
+        if (d->transport)
+            hpcti_to_wire(d->transport, acc, (uint16_t *)at(d, own, i), m);
+        else
+            memcpy(at(d, own, i), acc, m * sizeof *acc);
     }
 }
 
-static void add_phase(struct hpcti_reduction *r, MPI_Comm comm, int size, int me, void *vec, size_t count, int gather, int scale)
+static void add_phase(struct hpcti_reduction *r, MPI_Comm comm, int size, int me, void *vec,
+                      size_t count, int gather, int scale)
 {
     r->phase[r->nphase++] = (struct hpcti_phase){comm, size, me, vec, count, gather, scale};
 }
@@ -135,7 +146,8 @@ hpct_status_t hpcti_red_start(hpct_ctx_t ctx, float *buf, size_t n, int *id)
 {
     struct hpcti_dist *d = ctx->dist;
     if (d->nred >= d->cap_red)
-        return hpcti_error(ctx, HPCT_ERR_INTERNAL, "%s: more reductions than reserved (%d)", d->op_name, d->cap_red);
+        return hpcti_error(ctx, HPCT_ERR_INTERNAL, "%s: more reductions than reserved (%d)",
+                           d->op_name, d->cap_red);
     struct hpcti_reduction *r = &d->red[d->nred];
     memset(r, 0, sizeof *r);
     r->buf = buf, r->n = n, r->index = d->nred, r->wire = buf;

@@ -15,10 +15,15 @@ static hpct_status_t params_dist(hpct_params_t p, const char *fn, struct hpcti_d
     hpcti_clear_error(ctx);
     if (!(*d = hpcti_dist_of(ctx, fn))) return HPCT_ERR_STATE;
     if (ctx->ops != &hpcti_cpu_ops)
-        return hpcti_error(ctx, HPCT_ERR_UNSUPPORTED, "%s: the %s backend's buffers are averaged by its own path (not built here)", fn, ctx->ops->name);
+        return hpcti_error(
+            ctx, HPCT_ERR_UNSUPPORTED,
+            "%s: the %s backend's buffers are averaged by its own path (not built here)", fn,
+            ctx->ops->name);
     for (int i = 0; i < p->num; i++)
         if (p->bufs[i].count > INT_MAX)
-            return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "%s: parameter '%s' has %zu elements; at most %d per buffer", fn, p->bufs[i].name, p->bufs[i].count, INT_MAX);
+            return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                               "%s: parameter '%s' has %zu elements; at most %d per buffer", fn,
+                               p->bufs[i].name, p->bufs[i].count, INT_MAX);
     return HPCT_SUCCESS;
 }
 
@@ -27,7 +32,8 @@ struct slot_use {
     int first, last, red;
 };
 
-/* Copy a slot back into the gradients, letting the reductions in flight progress between buffers. */
+/* Copy a slot back into the gradients, letting the reductions in flight progress between buffers.
+ */
 static void unpack(hpct_params_t p, const float *slot, const struct slot_use *u)
 {
     size_t off = 0;
@@ -58,7 +64,9 @@ static hpct_status_t reserve_fusion(hpct_ctx_t ctx, size_t cap)
     free(d->fusion);
     d->fusion = malloc(sizeof(float) * 2 * cap);
     d->fusion_cap = d->fusion ? 2 * cap : 0;
-    return d->fusion ? HPCT_SUCCESS : hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "cannot allocate the fusion buffer (2 x %zu floats)", cap);
+    return d->fusion ? HPCT_SUCCESS
+                     : hpcti_error(ctx, HPCT_ERR_NO_MEMORY,
+                                   "cannot allocate the fusion buffer (2 x %zu floats)", cap);
 }
 
 /* Buckets run two at a time: packing one slot while the other's average is in flight. */
@@ -110,13 +118,18 @@ hpct_status_t hpct_params_broadcast(hpct_params_t p, int root)
     hpct_status_t s = params_dist(p, fn, &d);
     if (s) return s;
     if (root < 0 || root >= d->size)
-        return hpcti_error(p->ctx, HPCT_ERR_INVALID_ARG, "%s: root %d is outside [0, %d)", fn, root, d->size);
+        return hpcti_error(p->ctx, HPCT_ERR_INVALID_ARG, "%s: root %d is outside [0, %d)", fn, root,
+                           d->size);
     MPI_Request *reqs = calloc((size_t)p->num + 1, sizeof *reqs);
-    if (!reqs) return hpcti_error(p->ctx, HPCT_ERR_NO_MEMORY, "%s: cannot allocate %d requests", fn, p->num);
+    if (!reqs)
+        return hpcti_error(p->ctx, HPCT_ERR_NO_MEMORY, "%s: cannot allocate %d requests", fn,
+                           p->num);
     s = hpcti_op_begin(p->ctx, fn, 0, 0);
     for (int i = 0; i < p->num && !s; i++)
-        if (MPI_Ibcast(p->bufs[i].param, (int)p->bufs[i].count, MPI_FLOAT, root, d->comm, &reqs[i]) != MPI_SUCCESS)
-            s = hpcti_error(p->ctx, HPCT_ERR_COMM, "%s: MPI_Ibcast of '%s' failed", fn, p->bufs[i].name);
+        if (MPI_Ibcast(p->bufs[i].param, (int)p->bufs[i].count, MPI_FLOAT, root, d->comm,
+                       &reqs[i]) != MPI_SUCCESS)
+            s = hpcti_error(p->ctx, HPCT_ERR_COMM, "%s: MPI_Ibcast of '%s' failed", fn,
+                            p->bufs[i].name);
     if (!s) s = hpcti_op_end(p->ctx, reqs, p->num);
     free(reqs);
     return s;
@@ -128,7 +141,8 @@ hpct_status_t hpct_params_hash(hpct_params_t p, uint64_t *hash)
     hpcti_clear_error(p->ctx);
     if (!hash) return hpcti_error(p->ctx, HPCT_ERR_INVALID_ARG, "hpct_params_hash: hash is NULL");
     if (p->ctx->ops != &hpcti_cpu_ops)
-        return hpcti_error(p->ctx, HPCT_ERR_UNSUPPORTED, "hpct_params_hash: only host buffers are hashed");
+        return hpcti_error(p->ctx, HPCT_ERR_UNSUPPORTED,
+                           "hpct_params_hash: only host buffers are hashed");
     uint64_t h = 0xcbf29ce484222325ull;
     for (int i = 0; i < p->num; i++) {
         const uint32_t *w = (const uint32_t *)p->bufs[i].param;
@@ -150,7 +164,8 @@ static hpct_status_t compare_hashes(hpct_ctx_t ctx, const uint64_t *h, int size)
         }
     if (first < 0) return HPCT_SUCCESS;
     return hpcti_error(ctx, HPCT_ERR_DIVERGED,
-                       "hpct_params_check_replicas: the replica on rank %d diverged from rank 0 (parameter hash %016llx vs %016llx); %d of %d ranks differ",
+                       "hpct_params_check_replicas: the replica on rank %d diverged from rank 0 "
+                       "(parameter hash %016llx vs %016llx); %d of %d ranks differ",
                        first, (unsigned long long)h[first], (unsigned long long)h[0], count, size);
 }
 
@@ -162,7 +177,9 @@ hpct_status_t hpct_params_check_replicas(hpct_params_t p)
     hpct_status_t s = params_dist(p, fn, &d);
     if (s) return s;
     uint64_t mine, *all = calloc((size_t)d->size, sizeof *all);
-    if (!all) return hpcti_error(p->ctx, HPCT_ERR_NO_MEMORY, "%s: cannot allocate %d hashes", fn, d->size);
+    if (!all)
+        return hpcti_error(p->ctx, HPCT_ERR_NO_MEMORY, "%s: cannot allocate %d hashes", fn,
+                           d->size);
     s = hpct_params_hash(p, &mine);
     if (!s) s = hpcti_op_begin(p->ctx, fn, 0, 0);
     if (!s) {
@@ -184,12 +201,13 @@ hpct_status_t hpct_params_check_replicas_at(hpct_params_t p, long step)
 }
 
 /* Overlap hooks: the last layer opens the operation; each layer's region starts at once. */
-static hpct_status_t layer_ready(hpct_ctx_t ctx, int layer, int num_layers, float *grad, size_t count,
-                                 size_t total)
+static hpct_status_t layer_ready(hpct_ctx_t ctx, int layer, int num_layers, float *grad,
+                                 size_t count, size_t total)
 {
     hpct_status_t s = HPCT_SUCCESS;
     if (layer == num_layers - 1)
-        s = hpcti_op_begin(ctx, "hpct_model_loss_grad (overlapped gradient averaging)", num_layers, total);
+        s = hpcti_op_begin(ctx, "hpct_model_loss_grad (overlapped gradient averaging)", num_layers,
+                           total);
     int id;
     if (!s) s = hpcti_red_start(ctx, grad, count, &id);
     return s ? s : hpcti_red_progress(ctx);
@@ -209,7 +227,9 @@ hpct_status_t hpct_model_set_grad_averaging(hpct_model_t model, int enable)
     if (s) return s;
     struct hpcti_dist *d;
     if (enable && (s = params_dist(p, fn, &d))) return s;
-    if (enable) hpcti_model_set_grad_hooks(model, layer_ready, layers_done);
-    else hpcti_model_set_grad_hooks(model, NULL, NULL);
+    if (enable)
+        hpcti_model_set_grad_hooks(model, layer_ready, layers_done);
+    else
+        hpcti_model_set_grad_hooks(model, NULL, NULL);
     return HPCT_SUCCESS;
 }

@@ -26,7 +26,10 @@ double hpcti_now(void)
 struct hpcti_dist *hpcti_dist_of(hpct_ctx_t ctx, const char *fn)
 {
     if (ctx->dist) return ctx->dist;
-    hpcti_error(ctx, HPCT_ERR_STATE, "%s: the context has no distributed runtime (create it with hpct_init or hpct_init_comm, not hpct_ctx_create)", fn);
+    hpcti_error(ctx, HPCT_ERR_STATE,
+                "%s: the context has no distributed runtime (create it with hpct_init or "
+                "hpct_init_comm, not hpct_ctx_create)",
+                fn);
     return NULL;
 }
 
@@ -59,7 +62,8 @@ static hpct_status_t grow(hpct_ctx_t ctx, void **p, size_t *cap, size_t need, co
 {
     if (need <= *cap) return HPCT_SUCCESS;
     void *q = realloc(*p, need);
-    if (!q) return hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "cannot allocate %zu bytes for %s", need, what);
+    if (!q)
+        return hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "cannot allocate %zu bytes for %s", need, what);
     *p = q;
     *cap = need;
     return HPCT_SUCCESS;
@@ -69,16 +73,21 @@ hpct_status_t hpcti_op_begin(hpct_ctx_t ctx, const char *name, int max_red, size
 {
     struct hpcti_dist *d = ctx->dist;
     if (d->broken)
-        return hpcti_error(ctx, HPCT_ERR_STATE, "%s: an earlier collective timed out on this context; call hpct_abort_job", name);
+        return hpcti_error(
+            ctx, HPCT_ERR_STATE,
+            "%s: an earlier collective timed out on this context; call hpct_abort_job", name);
     if (d->in_op)
-        return hpcti_error(ctx, HPCT_ERR_STATE, "%s: collective '%s' is still in progress on this context", name, d->op_name);
+        return hpcti_error(ctx, HPCT_ERR_STATE,
+                           "%s: collective '%s' is still in progress on this context", name,
+                           d->op_name);
     /* per reduction of n: receive blocks (< n + size elements), a 16-bit copy, requests */
     size_t elem = d->transport ? 2 : 4, wire = d->transport ? 2 * total : 0;
     size_t need = elem * (total + (size_t)max_red * (size_t)d->size) + wire +
                   (size_t)max_red * (2 * (size_t)d->size * sizeof(MPI_Request) + 3 * 64);
     size_t red_cap = (size_t)d->cap_red * sizeof *d->red;
     hpct_status_t s = grow(ctx, (void **)&d->scratch, &d->scratch_cap, need, "collective scratch");
-    if (!s) s = grow(ctx, (void **)&d->red, &red_cap, (size_t)max_red * sizeof *d->red, "reductions");
+    if (!s)
+        s = grow(ctx, (void **)&d->red, &red_cap, (size_t)max_red * sizeof *d->red, "reductions");
     if (s) return s;
     d->cap_red = (int)(red_cap / sizeof *d->red);
     d->nred = 0;
@@ -105,18 +114,24 @@ static hpct_status_t timed_out(hpct_ctx_t ctx)
     int count = 0;
     for (int p = 0; p < d->size; p++) {
         if (d->tok_req[p] == MPI_REQUEST_NULL) continue;
-        if (len < sizeof missing - 16) len += (size_t)snprintf(missing + len, sizeof missing - len, "%s%d", count ? "," : "", p);
+        if (len < sizeof missing - 16)
+            len +=
+                (size_t)snprintf(missing + len, sizeof missing - len, "%s%d", count ? "," : "", p);
         count++;
     }
     d->broken = 1;
     d->in_op = 0;
     if (count)
-        return hpcti_error(ctx, HPCT_ERR_TIMEOUT,
-                           "%s (operation #%llu): rank%s %s of %d did not arrive within %g s (seen by rank %d on %s); end the job with hpct_abort_job(ctx, HPCT_EXIT_HANG)",
-                           d->op_name, (unsigned long long)d->op_seq, count > 1 ? "s" : "", missing,
-                           d->size, d->deadline_s, d->rank, d->boot.hostname);
+        return hpcti_error(
+            ctx, HPCT_ERR_TIMEOUT,
+            "%s (operation #%llu): rank%s %s of %d did not arrive within %g s (seen by rank %d on "
+            "%s); end the job with hpct_abort_job(ctx, HPCT_EXIT_HANG)",
+            d->op_name, (unsigned long long)d->op_seq, count > 1 ? "s" : "", missing, d->size,
+            d->deadline_s, d->rank, d->boot.hostname);
     return hpcti_error(ctx, HPCT_ERR_TIMEOUT,
-                       "%s (operation #%llu): all %d ranks arrived but it did not complete within %g s (a rank stopped during it; seen by rank %d on %s); end the job with hpct_abort_job(ctx, HPCT_EXIT_HANG)",
+                       "%s (operation #%llu): all %d ranks arrived but it did not complete within "
+                       "%g s (a rank stopped during it; seen by rank %d on %s); end the job with "
+                       "hpct_abort_job(ctx, HPCT_EXIT_HANG)",
                        d->op_name, (unsigned long long)d->op_seq, d->size, d->deadline_s, d->rank,
                        d->boot.hostname);
 }
@@ -125,8 +140,8 @@ static hpct_status_t timed_out(hpct_ctx_t ctx)
 struct goal {
     MPI_Request *reqs;
     int n;
-    int red;    /* a reduction index, or -1 */
-    int all;    /* 1: every reduction and the tokens too */
+    int red; /* a reduction index, or -1 */
+    int all; /* 1: every reduction and the tokens too */
 };
 
 static int goal_met(struct hpcti_dist *d, struct goal *g)
@@ -179,7 +194,8 @@ hpct_status_t hpcti_op_end(hpct_ctx_t ctx, MPI_Request *reqs, int n)
     for (int p = 0; p < d->size; p++)
         if (p != d->rank && d->tok_in[p] != d->tok_out)
             return hpcti_error(ctx, HPCT_ERR_COMM,
-                               "%s: rank %d is at collective operation #%llu while rank %d is at #%llu (ranks called collectives in different orders)",
+                               "%s: rank %d is at collective operation #%llu while rank %d is at "
+                               "#%llu (ranks called collectives in different orders)",
                                d->op_name, p, (unsigned long long)d->tok_in[p], d->rank,
                                (unsigned long long)d->tok_out);
     return HPCT_SUCCESS;

@@ -22,16 +22,11 @@ int hpcti_h5_shard_type(hid_t type, int *little_endian)
     if (cls != H5T_INTEGER) return -1;
     int is_signed = H5Tget_sign(type) == H5T_SGN_2;
     switch (size) {
-    case 1:
-        return is_signed ? HPCTI_I8 : HPCTI_U8;
-    case 2:
-        return is_signed ? HPCTI_I16 : HPCTI_U16;
-    case 4:
-        return is_signed ? HPCTI_I32 : HPCTI_U32;
-    case 8:
-        return is_signed ? HPCTI_I64 : HPCTI_U64;
-    default:
-        return -1;
+    case 1: return is_signed ? HPCTI_I8 : HPCTI_U8;
+    case 2: return is_signed ? HPCTI_I16 : HPCTI_U16;
+    case 4: return is_signed ? HPCTI_I32 : HPCTI_U32;
+    case 8: return is_signed ? HPCTI_I64 : HPCTI_U64;
+    default: return -1;
     }
 }
 

@@ -206,8 +206,9 @@ hpct_status_t hpct_model_build(hpct_model_t m, int max_batch)
     hpcti_clear_error(ctx);
     if (m->max_batch || m->num_params)
         return hpcti_error(ctx, HPCT_ERR_STATE, "hpct_model_build: %s",
-                           m->max_batch ? "already built"
-                                        : "an earlier build failed; destroy the model and start again");
+                           m->max_batch
+                               ? "already built"
+                               : "an earlier build failed; destroy the model and start again");
     if (m->num == 0)
         return hpcti_error(ctx, HPCT_ERR_STATE, "hpct_model_build: the model has no layers");
     if (max_batch <= 0)

@@ -56,7 +56,7 @@ static double comm_wait_s(struct loop *L)
  * expects: int32 labels [n] for softmax
  * cross-entropy, fp32 [n, outputs] for MSE (anything else would be read out of bounds). */
 static hpct_status_t check_data(hpct_ctx_t ctx, hpct_model_t model, hpct_dataset_t ds,
-                                   const char *fn)
+                                const char *fn)
 {
     int inputs, outputs, features, width;
     hpct_dtype_t dtype;
@@ -67,12 +67,14 @@ static hpct_status_t check_data(hpct_ctx_t ctx, hpct_model_t model, hpct_dataset
         return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
                            "%s: the data has %d input features per sample but the model takes %d",
                            fn, features, inputs);
-    if (hpcti_model_loss(model) == HPCT_LOSS_SOFTMAX_CE && (dtype != HPCT_DTYPE_INT32 || width != 1))
+    if (hpcti_model_loss(model) == HPCT_LOSS_SOFTMAX_CE &&
+        (dtype != HPCT_DTYPE_INT32 || width != 1))
         return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
                            "%s: softmax cross-entropy needs one integer class label per sample, "
                            "but the dataset's targets are %s [N, %d]",
                            fn, dtype == HPCT_DTYPE_INT32 ? "int32" : "float32", width);
-    if (hpcti_model_loss(model) == HPCT_LOSS_MSE && (dtype != HPCT_DTYPE_FLOAT32 || width != outputs))
+    if (hpcti_model_loss(model) == HPCT_LOSS_MSE &&
+        (dtype != HPCT_DTYPE_FLOAT32 || width != outputs))
         return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
                            "%s: MSE needs float32 targets [N, %d] (the model's outputs), but the "
                            "dataset's targets are %s [N, %d]",
@@ -132,7 +134,8 @@ static hpct_status_t resume(struct loop *L)
                            "hpct_train: rank %d %s a checkpoint but other ranks did not: is the "
                            "checkpoint directory shared by all nodes?",
                            L->rank, s ? "found no" : "found");
-    if (s == HPCT_ERR_NOT_FOUND) return L->dist ? hpct_params_broadcast(L->params, 0) : HPCT_SUCCESS;
+    if (s == HPCT_ERR_NOT_FOUND)
+        return L->dist ? hpct_params_broadcast(L->params, 0) : HPCT_SUCCESS;
     if (meta.global_batch != L->cfg->global_batch)
         return hpcti_error(L->ctx, HPCT_ERR_STATE,
                            "hpct_train: checkpoint %s was saved with global batch %ld, this run "
@@ -239,8 +242,10 @@ static hpct_status_t report(struct loop *L, long done)
 static hpct_status_t boundary(struct loop *L, long done, int *stop)
 {
     int due = 0, signo = 0;
-    if (L->ck) hpct_ckpt_due(L->ck, done, &due);
-    else if (hpct_signal_pending(&signo, NULL)) due = HPCT_CKPT_DUE_SIGNAL;
+    if (L->ck)
+        hpct_ckpt_due(L->ck, done, &due);
+    else if (hpct_signal_pending(&signo, NULL))
+        due = HPCT_CKPT_DUE_SIGNAL;
     float flags[3] = {(float)((due & (HPCT_CKPT_DUE_STEPS | HPCT_CKPT_DUE_SECONDS)) != 0),
                       (float)((due & HPCT_CKPT_DUE_WALLTIME) != 0),
                       (float)((due & HPCT_CKPT_DUE_SIGNAL) != 0)};
@@ -290,7 +295,8 @@ static hpct_status_t run(struct loop *L)
         hpct_dataset_get_cursor(L->ds, &L->cursor_epoch, &L->cursor_step);
         L->loss_sum += loss, L->loss_n++;
         if (L->dist && (s = hpct_params_check_replicas_at(L->params, done))) break;
-        if (L->cfg->log_interval > 0 && (done % L->cfg->log_interval == 0 || done == L->total_steps))
+        if (L->cfg->log_interval > 0 &&
+            (done % L->cfg->log_interval == 0 || done == L->total_steps))
             if ((s = report(L, done))) break;
         s = boundary(L, done, &stop);
     }
@@ -308,8 +314,8 @@ static hpct_status_t run(struct loop *L)
     return save(L, epoch, cursor, 1);
 }
 
-hpct_status_t hpct_train(hpct_model_t model, hpct_optimizer_t opt, hpct_dataset_t ds, hpct_ckpt_t ck,
-                         const hpct_train_config_t *cfg, hpct_train_result_t *res)
+hpct_status_t hpct_train(hpct_model_t model, hpct_optimizer_t opt, hpct_dataset_t ds,
+                         hpct_ckpt_t ck, const hpct_train_config_t *cfg, hpct_train_result_t *res)
 {
     hpct_params_t params;
     if (!model || hpct_model_params(model, &params)) return HPCT_ERR_INVALID_ARG;
@@ -317,14 +323,18 @@ hpct_status_t hpct_train(hpct_model_t model, hpct_optimizer_t opt, hpct_dataset_
     hpcti_clear_error(ctx);
     if (!opt || !ds || !cfg || !res)
         return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_train: %s is NULL",
-                           !opt ? "opt" : !ds ? "ds" : !cfg ? "cfg" : "res");
+                           !opt   ? "opt"
+                           : !ds  ? "ds"
+                           : !cfg ? "cfg"
+                                  : "res");
     if (cfg->version < 1 || cfg->version > HPCT_TRAIN_CONFIG_VERSION)
         return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
                            "hpct_train: hpct_train_config_t.version is %u (start from "
                            "HPCT_TRAIN_CONFIG_INITIALIZER)",
                            cfg->version);
     memset(res, 0, sizeof *res);
-    struct loop L = {.ctx = ctx, .model = model, .opt = opt, .ds = ds, .ck = ck, .cfg = cfg, .res = res};
+    struct loop L = {
+        .ctx = ctx, .model = model, .opt = opt, .ds = ds, .ck = ck, .cfg = cfg, .res = res};
     double t0 = now_s(), comm0 = 0.0;
     hpct_status_t s = setup(&L);
     if (!s) comm0 = comm_wait_s(&L);
@@ -370,7 +380,8 @@ hpct_status_t hpct_evaluate(hpct_model_t model, hpct_dataset_t ds, double *loss,
     if (gb <= 0)
         return hpcti_error(L.ctx, HPCT_ERR_INVALID_ARG,
                            "hpct_evaluate: %zu samples are fewer than the %d ranks", n, L.world);
-    if ((s = hpct_dataset_partition(ds, L.rank, L.world, gb)) || (s = hpct_dataset_steps_per_epoch(ds, &steps)))
+    if ((s = hpct_dataset_partition(ds, L.rank, L.world, gb)) ||
+        (s = hpct_dataset_steps_per_epoch(ds, &steps)))
         return s;
     double sums[2] = {0.0, 0.0};
     for (long i = 0; i < steps && !s; i++) {
