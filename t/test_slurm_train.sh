@@ -29,10 +29,8 @@ fi
 # The data and settings of t/train_lib.sh: 2048 samples x 16 features, 4 classes, global
 # batch 48 (12 per rank): 42 steps an epoch, 84 in all; a checkpoint every 10 steps.
 TOTAL=84
-awk 'BEGIN { srand(7); for (i = 0; i < 2048; i++) { a = 0; b = 0; line = "";
-    for (j = 0; j < 16; j++) { x = 2 * rand() - 1; line = line sprintf("%.4f,", x);
-        if (j < 8) a += x; else b += x }
-    print line (2 * (a > 0) + (b > 0)) } }' >"$work/data.csv"
+. "${top_srcdir:-.}/t/train_data.sh"
+train_csv "$work/data.csv"
 "$tool" shard -o "$work/data" "$work/data.csv" >"$work/shard.out" 2>&1 ||
     { diag "hpctrain shard failed:"; sed 's/^/# /' "$work/shard.out"; }
 cat >"$work/train.conf" <<EOF

@@ -4,6 +4,7 @@
 # the sums of the first and the last 8 features (learnable by a small MLP). With global
 # batch 48 (divisible by 1, 2 and 3 ranks) an epoch is 42 steps; 2 epochs are 84 steps.
 : "${top_builddir:=.}"
+. "${top_srcdir:-.}/t/train_data.sh"
 : "${MPIRUN:=mpirun}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1
 unset HPCT_TEST_RAISE_AT_STEP HPCT_TEST_STOP_AT_STEP HPCT_TEST_STEP_DELAY_MS HPCT_LOG_LEVEL \
@@ -22,10 +23,7 @@ need_mpi() { command -v "$MPIRUN" >/dev/null 2>&1 || { echo "1..0 # SKIP no mpir
 
 # The dataset and a settings file (no time-based checkpoints, no Slurm query).
 make_data() {
-    awk 'BEGIN { srand(7); for (i = 0; i < 2048; i++) { a = 0; b = 0; line = "";
-        for (j = 0; j < 16; j++) { x = 2 * rand() - 1; line = line sprintf("%.4f,", x);
-            if (j < 8) a += x; else b += x }
-        print line (2 * (a > 0) + (b > 0)) } }' >"$work/data.csv" &&
+    train_csv "$work/data.csv" &&
         "$TOOL" shard -o "$work/data" "$work/data.csv" >/dev/null || { echo "1..0 # SKIP hpctrain shard failed"; exit 0; }
     cat >"$work/train.conf" <<EOF
 train_manifest = $work/data/manifest.txt

@@ -11,6 +11,6 @@ t_test_train_config_LDADD = t/libtap.a
 # End-to-end tests of hpctrain train: real processes, real signals (t/train_lib.sh helpers).
 TESTS += t/test_train_preempt_w1.sh t/test_train_preempt_w2.sh t/test_train_worldsize.sh \
 	t/test_train_corrupt.sh t/test_train_hang.sh t/test_train_settings.sh t/test_train_cadence.sh
-EXTRA_DIST += t/train_lib.sh t/train_preempt.sh t/test_train_preempt_w1.sh \
+EXTRA_DIST += t/train_lib.sh t/train_data.sh t/train_preempt.sh t/test_train_preempt_w1.sh \
 	t/test_train_preempt_w2.sh t/test_train_worldsize.sh t/test_train_corrupt.sh \
 	t/test_train_hang.sh t/test_train_settings.sh t/test_train_cadence.sh
