@@ -62,17 +62,10 @@ int hpcti_ckpt_writer_rank(hpct_ckpt_t ck)
     return ck->cfg.writer_rank;
 }
 
-static double mono_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 void hpcti_ckpt_note_save(hpct_ckpt_t ck, long step)
 {
     ck->last_saved_step = step;
-    ck->last_save = mono_now();
+    ck->last_save = hpcti_now();
 }
 
 static double wall_now(void)
@@ -227,7 +220,7 @@ hpct_status_t hpct_ckpt_open(hpct_ctx_t ctx, const hpct_ckpt_config_t *cfg, hpct
     ck->d.log_level = ctx->cfg.log_level;
     ck->serial = -1;
     ck->last_saved_step = -1;
-    ck->last_save = mono_now();
+    ck->last_save = hpcti_now();
     ck->job_end = NAN;
     double end;
     if (cfg->walltime_margin > 0 && hpcti_walltime_end(ctx, &end) == HPCT_SUCCESS)
@@ -326,7 +319,7 @@ hpct_status_t hpct_ckpt_due(hpct_ckpt_t ck, long step, int *due)
     int d = 0;
     if (c->every_steps > 0 && step > 0 && step % c->every_steps == 0 && step != ck->last_saved_step)
         d |= HPCT_CKPT_DUE_STEPS;
-    if (c->every_seconds > 0 && mono_now() - ck->last_save >= c->every_seconds)
+    if (c->every_seconds > 0 && hpcti_now() - ck->last_save >= c->every_seconds)
         d |= HPCT_CKPT_DUE_SECONDS;
     if (!isnan(ck->job_end) && !ck->walltime_saved &&
         ck->job_end - wall_now() <= c->walltime_margin)
@@ -514,7 +507,7 @@ hpct_status_t hpct_ckpt_save(hpct_ckpt_t ck, hpct_params_t params, hpct_optimize
     int defer = ck->has_thread && ck->cfg.defer_copy && ck->ctx->ops == &hpcti_cpu_ops;
     if (staged && !defer) copy_staged(ck, 0);
     ck->last_saved_step = meta->step;
-    ck->last_save = mono_now();
+    ck->last_save = hpcti_now();
     if (!isnan(ck->job_end) && ck->job_end - wall_now() <= ck->cfg.walltime_margin)
         ck->walltime_saved = 1;
     if (ck->has_thread) {

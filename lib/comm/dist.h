@@ -71,8 +71,6 @@ struct hpcti_dist {
 
 /* The distributed state of ctx, or NULL after recording HPCT_ERR_STATE for fn. */
 struct hpcti_dist *hpcti_dist_of(hpct_ctx_t ctx, const char *fn);
-/* Seconds from a monotonic clock. */
-double hpcti_now(void);
 
 /* Start a collective operation named name: arrival tokens to and from every rank; room for
  * max_red reductions covering total elements. */

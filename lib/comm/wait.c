@@ -16,13 +16,6 @@
 
 #define TOKEN_TAG 7301
 
-double hpcti_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 struct hpcti_dist *hpcti_dist_of(hpct_ctx_t ctx, const char *fn)
 {
     if (ctx->dist) return ctx->dist;

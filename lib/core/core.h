@@ -42,6 +42,9 @@ double hpcti_rng_normal(hpcti_rng_t *rng);
 /* Mix a seed with a stream id into a new well-spread seed. */
 uint64_t hpcti_seed_mix(uint64_t seed, uint64_t stream);
 
+/* Monotonic wall clock in seconds (deadlines, cadence, timers). */
+double hpcti_now(void);
+
 /* Debian's HDF5 is not thread-safe: every HDF5 call of the library (data, checkpoints) runs
  * between these, so a background checkpoint writer and a dataset open never overlap. */
 void hpcti_hdf5_lock(void);

@@ -2,6 +2,7 @@
 #include "core.h"
 
 #include <pthread.h>
+#include <time.h>
 
 const char *hpct_strerror(hpct_status_t status)
 {
@@ -43,4 +44,11 @@ void hpcti_hdf5_lock(void)
 void hpcti_hdf5_unlock(void)
 {
     pthread_mutex_unlock(&hdf5_mutex);
+}
+
+double hpcti_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }

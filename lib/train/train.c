@@ -4,11 +4,9 @@
 #include "../ckpt/ckpt.h"
 #include "../model/model.h"
 
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 struct loop {
     hpct_ctx_t ctx;
@@ -30,13 +28,6 @@ struct loop {
     long loss_n, report_step0;
 };
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* flags [n] become "set on any rank" (each > 0 somewhere); one small collective. */
 static hpct_status_t any_rank(struct loop *L, float *flags, int n)
 {
@@ -52,9 +43,9 @@ static double comm_wait_s(struct loop *L)
     return wait;
 }
 
-/* The data must be what the model reads: as many features as inputs, and targets as the loss
- * expects: int32 labels [n] for softmax
- * cross-entropy, fp32 [n, outputs] for MSE (anything else would be read out of bounds). */
+/* The data must be what the model reads: as many features as inputs, and the targets its loss
+ * expects: int32 labels [n] for softmax cross-entropy, fp32 [n, outputs] for MSE (anything
+ * else would be read out of bounds). */
 static hpct_status_t check_data(hpct_ctx_t ctx, hpct_model_t model, hpct_dataset_t ds,
                                 const char *fn)
 {
@@ -169,10 +160,10 @@ static hpct_status_t save(struct loop *L, long cursor_epoch, long cursor_step, i
     meta.world_size = L->world;
     meta.global_batch = L->cfg->global_batch;
     meta.model = L->model_desc;
-    double t0 = now_s();
+    double t0 = hpcti_now();
     hpct_status_t s = hpct_ckpt_save(L->ck, L->params, L->opt, &meta);
     if (!s && wait) s = hpct_ckpt_wait(L->ck);
-    L->res->ckpt_wait_s += now_s() - t0;
+    L->res->ckpt_wait_s += hpcti_now() - t0;
     if (!s) L->res->checkpoints++;
     return s;
 }
@@ -182,9 +173,9 @@ static hpct_status_t step(struct loop *L, float *loss)
 {
     const float *x;
     const void *t;
-    double t0 = now_s();
+    double t0 = hpcti_now();
     hpct_status_t s = hpct_dataset_next(L->ds, &x, &t);
-    L->res->data_wait_s += now_s() - t0;
+    L->res->data_wait_s += hpcti_now() - t0;
     if (s) return s;
     size_t tsize = L->target_dtype == HPCT_DTYPE_INT32 ? sizeof(int32_t) : sizeof(float);
     double total = 0.0;
@@ -200,9 +191,9 @@ static hpct_status_t step(struct loop *L, float *loss)
     if (!s && micro > 1) s = hpct_params_scale_grads(L->params, 1.0f / (float)micro);
     /* defer_copy checkpoints: the writer copied the state while this step ran. */
     if (!s && L->ck) {
-        double t1 = now_s();
+        double t1 = hpcti_now();
         s = hpct_ckpt_before_update(L->ck);
-        L->res->ckpt_wait_s += now_s() - t1;
+        L->res->ckpt_wait_s += hpcti_now() - t1;
     }
     if (!s) s = hpct_optimizer_step(L->opt);
     *loss = (float)(total / micro);
@@ -215,7 +206,7 @@ static hpct_status_t report(struct loop *L, long done)
     float mean = L->loss_n ? (float)(L->loss_sum / (double)L->loss_n) : 0.0f;
     hpct_status_t s = any_rank(L, &mean, 1);
     if (s) return s;
-    double t = now_s(), dt = t - L->report_t0;
+    double t = hpcti_now(), dt = t - L->report_t0;
     long steps = done - L->report_step0;
     hpct_progress_t p;
     memset(&p, 0, sizeof p);
@@ -283,7 +274,7 @@ static hpct_status_t run(struct loop *L)
 {
     long done = 0;
     hpct_optimizer_get_step(L->opt, &done);
-    L->report_t0 = now_s(), L->report_step0 = done;
+    L->report_t0 = hpcti_now(), L->report_step0 = done;
     hpct_dataset_get_cursor(L->ds, &L->cursor_epoch, &L->cursor_step);
     int stop = 0;
     hpct_status_t s = HPCT_SUCCESS;
@@ -335,7 +326,7 @@ hpct_status_t hpct_train(hpct_model_t model, hpct_optimizer_t opt, hpct_dataset_
     memset(res, 0, sizeof *res);
     struct loop L = {
         .ctx = ctx, .model = model, .opt = opt, .ds = ds, .ck = ck, .cfg = cfg, .res = res};
-    double t0 = now_s(), comm0 = 0.0;
+    double t0 = hpcti_now(), comm0 = 0.0;
     hpct_status_t s = setup(&L);
     if (!s) comm0 = comm_wait_s(&L);
     if (!s) s = resume(&L);
@@ -344,7 +335,7 @@ hpct_status_t hpct_train(hpct_model_t model, hpct_optimizer_t opt, hpct_dataset_
     snprintf(detail, sizeof detail, "%s", ctx->last_error);
     if (L.dist) hpct_model_set_grad_averaging(model, 0);
     hpct_dataset_skipped(ds, &res->skipped_batches);
-    res->wall_s = now_s() - t0;
+    res->wall_s = hpcti_now() - t0;
     res->comm_wait_s = comm_wait_s(&L) - comm0;
     if (s) snprintf(ctx->last_error, sizeof ctx->last_error, "%s", detail);
     return s;
