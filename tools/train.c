@@ -278,10 +278,12 @@ static void print_params_hash(const struct run *r)
 
 static int train_and_report(struct run *r)
 {
-    long steps_per_epoch;
-    hpct_status_t s = hpct_dataset_partition(r->train, 0, 1, (int)r->c.global_batch);
-    if (!s) s = hpct_dataset_steps_per_epoch(r->train, &steps_per_epoch);
+    /* floor(N / global batch), the data contract's steps per epoch; hpct_train partitions
+     * the data itself (and refuses a global batch larger than N). */
+    size_t samples;
+    hpct_status_t s = hpct_dataset_info(r->train, &samples, NULL, NULL, NULL);
     if (s) return fail(r, "sizing the epochs", s);
+    long steps_per_epoch = (long)(samples / (size_t)r->c.global_batch);
     int code = make_optimizer(r, steps_per_epoch);
     if (code || (code = open_checkpoints(r))) return code;
     char desc[256];
