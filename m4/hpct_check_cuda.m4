@@ -1,0 +1,43 @@
+dnl HPCT_CHECK_CUDA: --with-cuda[=DIR] (off unless asked): NVCC, CUDA_CFLAGS/CUDA_LIBS,
+dnl HPCT_HAVE_CUDA, the HPCT_CUDA conditional and hpct_cuda=yes|no.
+AC_DEFUN([HPCT_CHECK_CUDA], [
+    AC_ARG_WITH([cuda], [AS_HELP_STRING([--with-cuda@<:@=DIR@:>@], [build the CUDA backend (cuBLAS + kernels/); DIR defaults to /usr/local/cuda])],
+        [], [with_cuda=no])
+    hpct_cuda=no
+    if test "$with_cuda" != no; then
+        test "$with_cuda" = yes && with_cuda=/usr/local/cuda
+        AC_PATH_PROG([NVCC], [nvcc], [], [$with_cuda/bin])
+        test -n "$NVCC" || AC_MSG_ERROR([CUDA: no nvcc in $with_cuda/bin. Install the CUDA toolkit or pass --with-cuda=DIR.])
+        dnl nvcc-compiled objects need the C++ runtime (static-init guards) when a C compiler links.
+        HPCT_DEP_FLAGS([CUDA], [$with_cuda], [-lcublas -lcudart -lstdc++])
+        HPCT_DEP_CHECK([CUDA], [cublas_v2.h], [cublasCreate_v2], [cuda-toolkit])
+        AC_DEFINE([HPCT_HAVE_CUDA], [1], [Define to 1 to build the CUDA backend.])
+        hpct_cuda=yes
+    fi
+    AC_ARG_VAR([NVCC], [CUDA compiler])
+    AC_ARG_VAR([NVCCFLAGS], [flags for nvcc (default: -O3 -std=c++17)])
+    test -n "$NVCCFLAGS" || NVCCFLAGS="-O3 -std=c++17"
+    AM_CONDITIONAL([HPCT_CUDA], [test "$hpct_cuda" = yes])
+    AC_SUBST([CUDA_CFLAGS])
+    AC_SUBST([CUDA_LIBS])
+])
+
+dnl HPCT_CHECK_NCCL: --with-nccl[=DIR] (needs --with-cuda): NCCL_CFLAGS/NCCL_LIBS,
+dnl HPCT_HAVE_NCCL, the HPCT_NCCL conditional and hpct_nccl=yes|no.
+AC_DEFUN([HPCT_CHECK_NCCL], [
+    AC_ARG_WITH([nccl], [AS_HELP_STRING([--with-nccl@<:@=DIR@:>@], [use NCCL inside a node (needs --with-cuda); DIR defaults to the CUDA prefix])],
+        [], [with_nccl=no])
+    hpct_nccl=no
+    if test "$with_nccl" != no; then
+        test "$hpct_cuda" = yes || AC_MSG_ERROR([NCCL: --with-nccl needs --with-cuda.])
+        test "$with_nccl" = yes && with_nccl=$with_cuda
+        HPCT_DEP_FLAGS([NCCL], [$with_nccl], [-lnccl])
+        NCCL_CFLAGS="$NCCL_CFLAGS $CUDA_CFLAGS"
+        HPCT_DEP_CHECK([NCCL], [nccl.h], [ncclGetVersion], [libnccl-dev])
+        AC_DEFINE([HPCT_HAVE_NCCL], [1], [Define to 1 to use NCCL for node-local reductions.])
+        hpct_nccl=yes
+    fi
+    AM_CONDITIONAL([HPCT_NCCL], [test "$hpct_nccl" = yes])
+    AC_SUBST([NCCL_CFLAGS])
+    AC_SUBST([NCCL_LIBS])
+])
