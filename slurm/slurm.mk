@@ -1,12 +1,8 @@
-# Automake fragment included by Makefile.am: Slurm templates, modulefiles, the loopback test cluster.
-# Append with +=: lib_libhpctrain_a_SOURCES, C_TESTS/check_PROGRAMS/TESTS, EXTRA_DIST, ...
+# slurm: the sbatch template, site notes and modulefiles (their tests are in t/t.mk).
 
 # ---- sbatch template and site notes: $(pkgdatadir)/slurm --------------------
 hpctslurmdir = $(pkgdatadir)/slurm
 dist_hpctslurm_DATA = slurm/hpctrain.sbatch slurm/README.site
-
-# ---- man pages ---------------------------------------------------------------
-dist_man_MANS += doc/hpctrain.3
 
 # ---- modulefiles: $(datadir)/modulefiles/hpctrain/VERSION (Tcl) and VERSION.lua (Lmod) ----
 # Made from the templates with make's fully expanded directory variables, and remade by every
@@ -30,12 +26,3 @@ slurm/modulefiles/hpctrain/$(VERSION).lua: $(srcdir)/slurm/modulefiles/hpctrain.
 slurm/modulefiles/hpctrain/$(VERSION): $(srcdir)/slurm/modulefiles/hpctrain.tcl.in
 	$(AM_V_GEN)$(MKDIR_P) slurm/modulefiles/hpctrain && \
 	$(hpct_modulefile_subst) $(srcdir)/slurm/modulefiles/hpctrain.tcl.in > $@.tmp && mv $@.tmp $@
-
-# ---- tests: a private two-node Slurm cluster on loopback, and the installed modulefiles ----
-# t/pmix_probe prints the PMIx rank, node id, local rank and local size of each task.
-check_PROGRAMS += t/pmix_probe
-t_pmix_probe_LDADD = $(PMIX_LIBS)
-SLURM_TESTS = t/test_slurm_pmix.sh t/test_slurm_requeue.sh t/test_slurm_sbatch.sh t/test_module.sh \
-	t/test_slurm_train.sh
-TESTS += $(SLURM_TESTS)
-EXTRA_DIST += $(SLURM_TESTS) t/slurm/cluster.sh t/slurm/setup.sh t/slurm/tap.sh

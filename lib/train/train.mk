@@ -1,16 +1,2 @@
-# Automake fragment included by Makefile.am: the training loop (lib/train) and the hpctrain tool.
+# lib/train: the step loop that ties data, model, averaging and checkpoints together.
 lib_libhpctrain_a_SOURCES += lib/train/train.c
-tools_hpctrain_SOURCES += tools/train.c tools/train_config.c tools/train_config.h
-dist_man_MANS += doc/hpctrain.conf.5
-
-check_PROGRAMS += t/test_train_config
-TESTS += t/test_train_config
-t_test_train_config_SOURCES = t/test_train_config.c tools/train_config.c tools/train_config.h
-t_test_train_config_LDADD = t/libtap.a
-
-# End-to-end tests of hpctrain train: real processes, real signals (t/train_lib.sh helpers).
-TESTS += t/test_train_preempt_w1.sh t/test_train_preempt_w2.sh t/test_train_worldsize.sh \
-	t/test_train_corrupt.sh t/test_train_hang.sh t/test_train_settings.sh t/test_train_cadence.sh
-EXTRA_DIST += t/train_lib.sh t/train_data.sh t/train_preempt.sh t/test_train_preempt_w1.sh \
-	t/test_train_preempt_w2.sh t/test_train_worldsize.sh t/test_train_corrupt.sh \
-	t/test_train_hang.sh t/test_train_settings.sh t/test_train_cadence.sh
