@@ -10,11 +10,11 @@ AM_TESTS_ENVIRONMENT = OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 	OPENBLAS_NUM_THREADS MPIRUN top_srcdir top_builddir;
 
 # ---- helpers -------------------------------------------------------------------
-check_LIBRARIES += t/libtap.a t/libdatatest.a
-t_libtap_a_SOURCES = t/tap.c t/tap.h
-t_libdatatest_a_SOURCES = t/data_util.c t/data_util.h
-TEST_LIBS = t/libtap.a $(HPCT_LIBS)
-DATA_TEST_LIBS = t/libdatatest.a $(TEST_LIBS)
+check_LIBRARIES += t/lib/libtap.a t/lib/libdatatest.a
+t_lib_libtap_a_SOURCES = t/lib/tap.c t/lib/tap.h
+t_lib_libdatatest_a_SOURCES = t/lib/data_util.c t/lib/data_util.h
+TEST_LIBS = t/lib/libtap.a $(HPCT_LIBS)
+DATA_TEST_LIBS = t/lib/libdatatest.a $(TEST_LIBS)
 
 # ---- core, model, optimizers ---------------------------------------------------
 C_TESTS = t/test_core t/test_gradcheck t/test_optim t/test_determinism t/test_spirals \
@@ -38,53 +38,53 @@ EXTRA_DIST += t/test_nccl.sh
 
 # ---- sharded datasets and the shard converter ------------------------------------
 DATA_C_TESTS = t/test_data t/test_data_bad
-check_PROGRAMS += $(DATA_C_TESTS) t/data_check t/test_data_mpi
+check_PROGRAMS += $(DATA_C_TESTS) t/lib/data_check t/test_data_mpi
 TESTS += $(DATA_C_TESTS) t/test_shard_tool.sh t/test_fuzz_manifest.sh t/test_data_mpi.sh
 t_test_data_LDADD = $(DATA_TEST_LIBS)
 t_test_data_bad_LDADD = $(DATA_TEST_LIBS)
-t_data_check_LDADD = $(TEST_LIBS)
+t_lib_data_check_LDADD = $(TEST_LIBS)
 t_test_data_mpi_LDADD = $(DATA_TEST_LIBS)
 EXTRA_DIST += t/test_shard_tool.sh t/test_fuzz_manifest.sh t/test_data_mpi.sh \
 	t/fuzz/manifest_fuzz.c t/fuzz/corpus/fashion.txt t/fuzz/corpus/nested.txt \
 	t/fuzz/corpus/crlf.txt t/fuzz/corpus/escape.txt t/fuzz/corpus/duplicate.txt
 
-# ---- distributed runtime: shell drivers run t/dist_prog under $(MPIRUN) -----------
-check_PROGRAMS += t/dist_prog
-t_dist_prog_LDADD = $(TEST_LIBS)
+# ---- distributed runtime: shell drivers run t/lib/dist_prog under $(MPIRUN) -----------
+check_PROGRAMS += t/lib/dist_prog
+t_lib_dist_prog_LDADD = $(TEST_LIBS)
 DIST_TESTS = t/test_dist_topology.sh t/test_dist_allreduce.sh t/test_dist_replicas.sh \
 	t/test_dist_curve.sh t/test_dist_hang.sh
 TESTS += $(DIST_TESTS)
-EXTRA_DIST += $(DIST_TESTS) t/dist_lib.sh
+EXTRA_DIST += $(DIST_TESTS) t/lib/dist_lib.sh
 
 # ---- checkpoints, signals, inspection --------------------------------------------
 CKPT_TESTS = t/test_ckpt_format t/test_ckpt_kill t/test_ckpt_disk t/test_signals \
 	t/test_ckpt_inspect
-check_PROGRAMS += $(CKPT_TESTS) t/ckpt_make
+check_PROGRAMS += $(CKPT_TESTS) t/lib/ckpt_make
 TESTS += $(CKPT_TESTS) t/test_ckpt_tool.sh
 t_test_ckpt_format_LDADD = $(TEST_LIBS)
 t_test_ckpt_kill_LDADD = $(TEST_LIBS)
 t_test_ckpt_disk_LDADD = $(TEST_LIBS)
 t_test_signals_LDADD = $(TEST_LIBS)
 t_test_ckpt_inspect_LDADD = $(TEST_LIBS)
-t_ckpt_make_LDADD = $(HPCT_LIBS)
-EXTRA_DIST += t/ckpt_util.h t/test_ckpt_tool.sh
+t_lib_ckpt_make_LDADD = $(HPCT_LIBS)
+EXTRA_DIST += t/lib/ckpt_util.h t/test_ckpt_tool.sh
 
 # ---- the training loop and hpctrain train: real processes, real signals ------------
 check_PROGRAMS += t/test_train_config
 TESTS += t/test_train_config
 t_test_train_config_SOURCES = t/test_train_config.c tools/train_config.c tools/train_config.h
-t_test_train_config_LDADD = t/libtap.a
+t_test_train_config_LDADD = t/lib/libtap.a
 TRAIN_TESTS = t/test_train_preempt_w1.sh t/test_train_preempt_w2.sh t/test_train_worldsize.sh \
 	t/test_train_corrupt.sh t/test_train_hang.sh t/test_train_settings.sh t/test_train_cadence.sh
 TESTS += $(TRAIN_TESTS)
-EXTRA_DIST += $(TRAIN_TESTS) t/train_lib.sh t/train_data.sh t/train_preempt.sh
+EXTRA_DIST += $(TRAIN_TESTS) t/lib/train_lib.sh t/lib/train_data.sh t/lib/train_preempt.sh
 
 # ---- Slurm: a private two-node cluster on loopback, and the installed modulefiles ----
-# t/pmix_probe prints the PMIx rank, node id, local rank and local size of each task.
-check_PROGRAMS += t/pmix_probe t/walltime_probe
-t_pmix_probe_LDADD = $(PMIX_LIBS)
-t_walltime_probe_LDADD = $(HPCT_LIBS)
+# t/lib/pmix_probe prints the PMIx rank, node id, local rank and local size of each task.
+check_PROGRAMS += t/lib/pmix_probe t/lib/walltime_probe
+t_lib_pmix_probe_LDADD = $(PMIX_LIBS)
+t_lib_walltime_probe_LDADD = $(HPCT_LIBS)
 SLURM_TESTS = t/test_slurm_pmix.sh t/test_slurm_requeue.sh t/test_slurm_sbatch.sh t/test_module.sh \
 	t/test_slurm_train.sh t/test_walltime_slurm.sh
 TESTS += $(SLURM_TESTS)
-EXTRA_DIST += $(SLURM_TESTS) t/slurm/cluster.sh t/slurm/setup.sh t/slurm/tap.sh
+EXTRA_DIST += $(SLURM_TESTS) t/slurm/cluster.sh t/slurm/setup.sh t/lib/tap.sh

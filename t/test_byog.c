@@ -1,6 +1,6 @@
 /* test_byog.c: bring-your-own-gradients: caller-owned buffers, grad helpers, optimizer state. */
 #include "hpctrain.h"
-#include "tap.h"
+#include "lib/tap.h"
 
 #include <math.h>
 #include <string.h>

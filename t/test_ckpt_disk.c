@@ -4,7 +4,7 @@
  * checkpoint stays intact and loads, no temporary file is left. Needs root for mount(2) and
  * setuid; as another user it skips (and chmod alone would not stop root). */
 #include "config.h"
-#include "ckpt_util.h"
+#include "lib/ckpt_util.h"
 
 #include <errno.h>
 #include <sys/mount.h>

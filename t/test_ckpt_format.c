@@ -3,7 +3,7 @@
  * unless allowed, a flipped byte or a truncation in the newest file falls back to the
  * previous one with a message naming file and dataset, and the cadence and walltime work. */
 #include "config.h"
-#include "ckpt_util.h"
+#include "lib/ckpt_util.h"
 
 #include <fcntl.h>
 #include <hdf5.h>

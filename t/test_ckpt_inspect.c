@@ -4,7 +4,7 @@
  * damaged /meta reported yet the rest filled, clear errors for missing, empty, garbage,
  * truncated and foreign HDF5 files, and no crash on a sweep of damaged copies. */
 #include "config.h"
-#include "ckpt_util.h"
+#include "lib/ckpt_util.h"
 
 #include <fcntl.h>
 #include <hdf5.h>

@@ -2,7 +2,7 @@
  * (stopped there by the HPCT_CKPT_TEST_STOP_AT hook), synchronous and asynchronous: the
  * previous checkpoint loads, the torn one is never loaded, and the next writer cleans up. */
 #include "config.h"
-#include "ckpt_util.h"
+#include "lib/ckpt_util.h"
 
 #include <signal.h>
 #include <sys/wait.h>

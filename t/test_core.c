@@ -1,6 +1,6 @@
 /* test_core.c: version, status strings, contexts and the RNG state. */
 #include "hpctrain.h"
-#include "tap.h"
+#include "lib/tap.h"
 
 #include <string.h>
 

@@ -8,7 +8,7 @@
  * finiteness exact; models 1e-4 relative on losses and 1e-4 on parameters after 10 steps. */
 #include "config.h"
 #include "hpctrain.h"
-#include "tap.h"
+#include "lib/tap.h"
 
 #ifndef HPCT_HAVE_CUDA
 int main(void)

@@ -3,9 +3,9 @@
  * (resident and streaming reads, with and without prefetch); every sample of an epoch is
  * seen once; the cursor resumes exactly, also at another world size. */
 #include "config.h"
-#include "data_util.h"
+#include "lib/data_util.h"
 #include "hpctrain.h"
-#include "tap.h"
+#include "lib/tap.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,9 +2,9 @@
  * error has the right status and a message naming the file and (where one is involved) the
  * dataset. Nothing crashes or reads out of bounds (run it under valgrind/ASan to see). */
 #include "config.h"
-#include "data_util.h"
+#include "lib/data_util.h"
 #include "hpctrain.h"
-#include "tap.h"
+#include "lib/tap.h"
 
 #include <stdarg.h>
 #include <stdio.h>

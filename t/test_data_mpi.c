@@ -2,9 +2,9 @@
  * mpirun -np 2). Each rank opens the same manifest with its MPI rank and size; rank 0
  * gathers the slices and checks that they form the contract's global batches. */
 #include "config.h"
-#include "data_util.h"
+#include "lib/data_util.h"
 #include "hpctrain.h"
-#include "tap.h"
+#include "lib/tap.h"
 
 #include <mpi.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* test_determinism.c: same seed, bit-identical weights after 100 steps; other seed, other weights.
  */
 #include "hpctrain.h"
-#include "tap.h"
+#include "lib/tap.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -2,7 +2,7 @@
 # hpct_allreduce_mean at W = 1..4, flat and hierarchical (virtual nodes): sizes 0, 1, 2, 7,
 # 1001, 65537 and 8 Mi floats (32 MiB), exact means, bit-identical results on every rank,
 # random data against MPI_Allreduce, bf16/fp16 transport, and a subset communicator.
-. "${top_srcdir:-.}/t/dist_lib.sh"
+. "${top_srcdir:-.}/t/lib/dist_lib.sh"
 need_mpi
 echo "1..6"
 case_ok "W=1" mpi 1 -- allreduce

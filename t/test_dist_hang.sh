@@ -3,7 +3,7 @@
 # return HPCT_ERR_TIMEOUT within the 5 s deadline, name rank 2 and the operation, and end the
 # job through hpct_abort_job with HPCT_EXIT_HANG (124). An outer SIGKILL timeout (90 s,
 # exit 137) bounds the test; leftover processes are killed by their recorded pids.
-. "${top_srcdir:-.}/t/dist_lib.sh"
+. "${top_srcdir:-.}/t/lib/dist_lib.sh"
 need_mpi
 echo "1..4"
 pids="$tmpdir/pid"

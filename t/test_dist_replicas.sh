@@ -3,7 +3,7 @@
 # with overlapped averaging stay bit-identical (checked every 10 steps and at the end),
 # fused bucket averaging equals MPI_Allreduce / W, micro-batch accumulation equals one
 # batch, a perturbed replica is named by the consistency check, B % W != 0 is an error.
-. "${top_srcdir:-.}/t/dist_lib.sh"
+. "${top_srcdir:-.}/t/lib/dist_lib.sh"
 need_mpi
 echo "1..4"
 case_ok "W=1" mpi 1 -- replicas

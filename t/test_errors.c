@@ -2,7 +2,7 @@
  * detail that names what is wrong; nothing is changed by a failed call. */
 #include "config.h"
 #include "hpctrain.h"
-#include "tap.h"
+#include "lib/tap.h"
 
 #include <math.h>
 #include <stdio.h>

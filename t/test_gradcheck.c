@@ -1,7 +1,7 @@
 /* test_gradcheck.c: the library's fp32 gradients against centred differences of an
  * independent float64 reference, for every activation and loss. */
 #include "hpctrain.h"
-#include "tap.h"
+#include "lib/tap.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -4,7 +4,7 @@
 # modulefile and, separately, with the Tcl one; check HPCTRAIN_ROOT, PATH, MANPATH and
 # PKG_CONFIG_PATH, find hpctrain(3) with man, and build and run examples/mlp_xor.c as an
 # outside program with pkg-config --static.
-. "${top_srcdir:-.}/t/slurm/tap.sh"
+. "${top_srcdir:-.}/t/lib/tap.sh"
 lmod_init=/usr/share/lmod/lmod/init/bash
 [ -f "$lmod_init" ] || skip_all "Lmod is not installed (Debian package lmod)"
 command -v bash >/dev/null || skip_all "no bash (Lmod's init script needs it)"

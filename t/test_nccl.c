@@ -6,7 +6,7 @@
  * MPI_COMM_NULL), which NCCL allows only with one GPU per rank; it covers the zero padding. */
 #include "config.h"
 #include "hpctrain.h"
-#include "tap.h"
+#include "lib/tap.h"
 
 #include <mpi.h>
 #include <stdio.h>

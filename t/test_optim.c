@@ -1,6 +1,6 @@
 /* test_optim.c: optimizer updates, schedules and clipping against hand-computed values. */
 #include "hpctrain.h"
-#include "tap.h"
+#include "lib/tap.h"
 
 #include <math.h>
 

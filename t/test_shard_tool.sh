@@ -4,23 +4,21 @@
 # usage errors exit 2, bad data exits 3.
 build=${top_builddir:-.}
 tool="$build/tools/hpctrain"
-check="$build/t/data_check"
+check="$build/t/lib/data_check"
 fm=/usr/share/datasets/fashion-mnist
 work=$(mktemp -d "${TMPDIR:-/tmp}/hpct-shard.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT
-n=0
-ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi; }
+. "${top_srcdir:-.}/t/lib/tap.sh"
 status() { "$@" >"$work/out" 2>&1; echo $?; }
 
-echo "1..15"
+plan 15
 "$tool" --version | grep -q '^hpctrain [0-9]' ; ok $? "hpctrain --version"
 [ "$(status "$tool" frobnicate)" = 2 ]; ok $? "unknown command exits 2"
 [ "$(status "$tool" shard "$fm/train-images-idx3-ubyte.gz")" = 2 ] && grep -q -- '-o' "$work/out"
 ok $? "shard without -o exits 2 and says so"
 
 if [ ! -r "$fm/train-images-idx3-ubyte.gz" ]; then
-    for i in 4 5 6 7 8 9 10; do echo "ok $i # SKIP no Fashion-MNIST (Debian package dataset-fashion-mnist)"; done
-    n=10
+    skip 7 "no Fashion-MNIST (Debian package dataset-fashion-mnist)"
 else
     rc=$(status "$tool" shard -o "$work/fm" -n 4 --scale 0.00392156862745098 \
         "$fm/train-images-idx3-ubyte.gz" "$fm/train-labels-idx1-ubyte.gz")

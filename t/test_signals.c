@@ -3,7 +3,7 @@
  * a training process sent SIGTERM writes a durable checkpoint and exits cleanly, and a run
  * preempted after step k and resumed ends bit-identical to an uninterrupted one. */
 #include "config.h"
-#include "ckpt_util.h"
+#include "lib/ckpt_util.h"
 
 #include <signal.h>
 #include <sys/wait.h>

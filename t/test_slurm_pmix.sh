@@ -3,9 +3,9 @@
 # "srun -N 2 -n 4 --mpi=pmix" starts 4 ranks whose PMIx data place 2 on each node:
 # node ids {0, 1}, local ranks {0, 1} per node, local size 2. This is the topology the
 # library's bootstrap reads to build its node and cross-node communicators.
-. "${top_srcdir:-.}/t/slurm/tap.sh"
-probe="${top_builddir:-.}/t/pmix_probe"
-[ -x "$probe" ] || skip_all "t/pmix_probe is not built (make check builds it)"
+. "${top_srcdir:-.}/t/lib/tap.sh"
+probe="${top_builddir:-.}/t/lib/pmix_probe"
+[ -x "$probe" ] || skip_all "t/lib/pmix_probe is not built (make check builds it)"
 . "${top_srcdir:-.}/t/slurm/setup.sh"
 
 plan 7
@@ -17,7 +17,7 @@ fi
 
 timeout 60 srun -N 2 -n 4 --ntasks-per-node=2 --mpi=pmix -t 1 "$probe" >"$work/out" 2>"$work/err"
 rc=$?
-ok $rc "srun -N 2 -n 4 --mpi=pmix t/pmix_probe exits 0" || { diag "exit status $rc"; sed 's/^/# /' "$work/err"; }
+ok $rc "srun -N 2 -n 4 --mpi=pmix t/lib/pmix_probe exits 0" || { diag "exit status $rc"; sed 's/^/# /' "$work/err"; }
 diag "$(sort "$work/out")"
 
 # field NAME: the values of NAME=... from every line, one a line, in rank order.

@@ -3,7 +3,7 @@
 # Slurm cluster: a job submitted with --requeue gets SIGTERM from "scontrol requeue",
 # returns to PENDING, starts again (after "scontrol update StartTime=now", which skips
 # the two-minute BeginTime hold) with SLURM_RESTART_COUNT=1, and then completes.
-. "${top_srcdir:-.}/t/slurm/tap.sh"
+. "${top_srcdir:-.}/t/lib/tap.sh"
 . "${top_srcdir:-.}/t/slurm/setup.sh"
 
 plan 11

@@ -6,7 +6,7 @@
 # --signal=B:USR1@120 sends) reaches every rank; exit 75 makes the script requeue the job
 # itself; an outside "scontrol requeue" (SIGTERM) is not requeued twice; the restarted
 # run sees SLURM_RESTART_COUNT; HPCT_MAX_RESTARTS stops the requeues.
-. "${top_srcdir:-.}/t/slurm/tap.sh"
+. "${top_srcdir:-.}/t/lib/tap.sh"
 template="${top_srcdir:-.}/slurm/hpctrain.sbatch"
 [ -f "$template" ] || skip_all "cannot find slurm/hpctrain.sbatch"
 . "${top_srcdir:-.}/t/slurm/setup.sh"

@@ -10,7 +10,7 @@
 #     (b)'s ("hpctrain ckpt diff --strict") and the params hashes match.
 # Open MPI's shared-memory BTL can crash in MPI_Comm_dup when two slurmd share one host:
 # the jobs use OMPI_MCA_btl=self,tcp (see slurm/README.site).
-. "${top_srcdir:-.}/t/slurm/tap.sh"
+. "${top_srcdir:-.}/t/lib/tap.sh"
 template="${top_srcdir:-.}/slurm/hpctrain.sbatch"
 [ -f "$template" ] || skip_all "cannot find slurm/hpctrain.sbatch"
 tool="${top_builddir:-.}/tools/hpctrain"
@@ -26,10 +26,10 @@ if ! srun --mpi=list 2>&1 | grep -q pmix; then
     done_testing; exit
 fi
 
-# The data and settings of t/train_lib.sh: 2048 samples x 16 features, 4 classes, global
+# The data and settings of t/lib/train_lib.sh: 2048 samples x 16 features, 4 classes, global
 # batch 48 (12 per rank): 42 steps an epoch, 84 in all; a checkpoint every 10 steps.
 TOTAL=84
-. "${top_srcdir:-.}/t/train_data.sh"
+. "${top_srcdir:-.}/t/lib/train_data.sh"
 train_csv "$work/data.csv"
 "$tool" shard -o "$work/data" "$work/data.csv" >"$work/shard.out" 2>&1 ||
     { diag "hpctrain shard failed:"; sed 's/^/# /' "$work/shard.out"; }

@@ -1,6 +1,6 @@
 /* test_spirals.c: a small MLP learns the two-spirals problem (not linearly separable). */
 #include "hpctrain.h"
-#include "tap.h"
+#include "lib/tap.h"
 
 #include <math.h>
 #include <stdlib.h>

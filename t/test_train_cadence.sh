@@ -3,7 +3,7 @@
 # the next save is due. 84 steps of at least 50 ms each with checkpoint_every_seconds = 1 may
 # save about once a second; a rank whose clock never restarts would ask for a save at every
 # step after the first second (the bound below is half the steps).
-. "${top_srcdir:-.}/t/train_lib.sh"
+. "${top_srcdir:-.}/t/lib/train_lib.sh"
 need_tool
 need_mpi
 make_data

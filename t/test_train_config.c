@@ -1,6 +1,6 @@
 /* test_train_config.c: the `hpctrain train` settings: defaults, file, environment, errors, hash. */
 #include "../tools/train_config.h"
-#include "tap.h"
+#include "lib/tap.h"
 
 #include <stdio.h>
 #include <stdlib.h>

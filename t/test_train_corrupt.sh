@@ -4,7 +4,7 @@
 # newest, or the newest cut to half its size, is rejected with a message naming the file
 # (and, for the flipped byte, the dataset); the run resumes from step 40 and ends with the
 # uninterrupted run's parameters (bit-identical).
-. "${top_srcdir:-.}/t/train_lib.sh"
+. "${top_srcdir:-.}/t/lib/train_lib.sh"
 need_tool
 make_data
 echo "1..6"
@@ -40,8 +40,8 @@ if [ -n "$off" ]; then
     printf "$(printf '\\%03o' $(((byte + 1) % 256)))" | dd of="$f" bs=1 seek=$at conv=notrunc 2>/dev/null
     resume_past "$work/flip" "one byte flipped in /params/dense0.weight of step 50" "ckpt-000000000050.h5.*dense0.weight"
 else
-    skip "no h5dump (Debian package hdf5-tools) to find the dataset's offset"
-    skip "no h5dump"
+    skip 1 "no h5dump (Debian package hdf5-tools) to find the dataset's offset"
+    skip 1 "no h5dump"
 fi
 
 cp -r "$work/base" "$work/cut"

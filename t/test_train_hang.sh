@@ -6,7 +6,7 @@
 # When rank 0 (the writer) is the one that stops, the others end the job with 124 after
 # their grace period, without a checkpoint.
 # No rank process may be left behind (leftovers are SIGKILLed by their recorded pids).
-. "${top_srcdir:-.}/t/train_lib.sh"
+. "${top_srcdir:-.}/t/lib/train_lib.sh"
 need_tool
 need_mpi
 make_data

@@ -1,4 +1,4 @@
 #!/bin/sh
-# Preempt and resume at W = 1: see t/train_preempt.sh.
+# Preempt and resume at W = 1: see t/lib/train_preempt.sh.
 W=1
-. "${top_srcdir:-.}/t/train_preempt.sh"
+. "${top_srcdir:-.}/t/lib/train_preempt.sh"

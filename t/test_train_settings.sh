@@ -5,7 +5,7 @@
 # batch that does not split into micro-batches (exit 2), and a checkpoint saved with
 # different settings (another lr): refused with exit 2 naming the checkpoint, loaded with
 # --allow-config-change; a change of settings that are not hashed (cadence, logging) resumes.
-. "${top_srcdir:-.}/t/train_lib.sh"
+. "${top_srcdir:-.}/t/lib/train_lib.sh"
 need_tool
 make_data
 echo "1..9"

@@ -4,7 +4,7 @@
 # one saved at W = 2 (stopped at step 50) and resumed at W = 1, follow the uninterrupted W = 1
 # run's per-step loss curve. Tolerance: 1e-4 relative per step (fp32; only the order of the
 # batch-mean and gradient sums differs between W = 1 and W = 2).
-. "${top_srcdir:-.}/t/train_lib.sh"
+. "${top_srcdir:-.}/t/lib/train_lib.sh"
 need_tool
 need_mpi
 make_data

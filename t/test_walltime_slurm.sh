@@ -2,11 +2,11 @@
 # test_walltime_slurm.sh: hpct_walltime_remaining learns a Slurm job's end time through
 # libslurm inside a real job (the private loopback cluster of t/slurm/cluster.sh), falls
 # back to HPCT_JOB_END_TIME, and reports "not found" outside a job.
-. "${top_srcdir:-.}/t/slurm/tap.sh"
-probe=${top_builddir:-.}/t/walltime_probe
+. "${top_srcdir:-.}/t/lib/tap.sh"
+probe=${top_builddir:-.}/t/lib/walltime_probe
 grep -q '^#define HPCT_HAVE_SLURM 1' "${top_builddir:-.}/config.h" 2>/dev/null ||
     skip_all "built without libslurm (configure --with-slurm, Debian libslurm-dev)"
-[ -x "$probe" ] || skip_all "t/walltime_probe is not built (make check builds it)"
+[ -x "$probe" ] || skip_all "t/lib/walltime_probe is not built (make check builds it)"
 . "${top_srcdir:-.}/t/slurm/setup.sh"
 unset HPCT_JOB_END_TIME
 

@@ -1,6 +1,6 @@
 /* data_util.c: helpers that write real shard files and manifests for the tests. */
 #include "data_util.h"
-#include "../lib/data/data.h"
+#include "../../lib/data/data.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,13 +1,13 @@
 # dist_lib.sh: helpers sourced by t/test_dist_*.sh (TAP producers).
-# Each case runs t/dist_prog under a hard outer timeout and becomes one TAP point; the
+# Each case runs t/lib/dist_prog under a hard outer timeout and becomes one TAP point; the
 # program's own PASS/FAIL lines are echoed as diagnostics.
 : "${top_builddir:=.}"
 : "${MPIRUN:=mpirun}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1
-PROG="$top_builddir/t/dist_prog"
+PROG="$top_builddir/t/lib/dist_prog"
 tmpdir=$(mktemp -d "${TMPDIR:-/tmp}/hpct-dist.XXXXXX")
 trap 'rm -rf "$tmpdir"' EXIT
-n=0
+. "${top_srcdir:-.}/t/lib/tap.sh"
 
 need_mpi() {
     command -v "$MPIRUN" >/dev/null 2>&1 || { echo "1..0 # SKIP no mpirun (configure found none)"; exit 0; }
@@ -26,14 +26,11 @@ mpi() {
 # case DESC CMD...: one TAP point, ok when CMD exits 0 and printed no FAIL line.
 case_ok() {
     desc=$1; shift
-    n=$((n + 1))
     "$@" >"$tmpdir/out" 2>&1
     rc=$?
     sed -n 's/^\(PASS\|FAIL\|#\)/# &/p' "$tmpdir/out"
-    if [ $rc -eq 0 ] && ! grep -q '^FAIL' "$tmpdir/out"; then
-        echo "ok $n - $desc"
-    else
-        grep -v '^\(PASS\|#\)' "$tmpdir/out" | tail -n 20 | sed 's/^/#   /'
-        echo "not ok $n - $desc (exit $rc)"
-    fi
+    [ $rc -eq 0 ] && ! grep -q '^FAIL' "$tmpdir/out"
+    ok $? "$desc" && return 0
+    diag "exit $rc"
+    grep -v '^\(PASS\|#\)' "$tmpdir/out" | tail -n 20 | sed 's/^/#   /'
 }

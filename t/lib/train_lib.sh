@@ -4,7 +4,7 @@
 # the sums of the first and the last 8 features (learnable by a small MLP). With global
 # batch 48 (divisible by 1, 2 and 3 ranks) an epoch is 42 steps; 2 epochs are 84 steps.
 : "${top_builddir:=.}"
-. "${top_srcdir:-.}/t/train_data.sh"
+. "${top_srcdir:-.}/t/lib/train_data.sh"
 : "${MPIRUN:=mpirun}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1
 unset HPCT_TEST_RAISE_AT_STEP HPCT_TEST_STOP_AT_STEP HPCT_TEST_STEP_DELAY_MS HPCT_LOG_LEVEL \
@@ -14,10 +14,8 @@ TOTAL_STEPS=84
 RUN_LIMIT=90 # seconds; every hpctrain run is SIGKILLed after this
 work=$(mktemp -d "${TMPDIR:-/tmp}/hpct-train.XXXXXX") || exit 1
 trap 'kill_leftovers; rm -rf "$work"' EXIT
-n=0
 
-ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi; }
-skip() { n=$((n + 1)); echo "ok $n # SKIP $1"; }
+. "${top_srcdir:-.}/t/lib/tap.sh"
 need_tool() { [ -x "$TOOL" ] || { echo "1..0 # SKIP $TOOL is not built"; exit 0; }; }
 need_mpi() { command -v "$MPIRUN" >/dev/null 2>&1 || { echo "1..0 # SKIP no mpirun (configure found none)"; exit 0; }; }
 

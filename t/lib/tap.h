@@ -1,4 +1,7 @@
-/* tap.h: a small TAP producer for the tests in t/ (Test Anything Protocol 13). */
+/* tap.h: a small TAP producer for the tests in t/ (Test Anything Protocol 13).
+ * Argument order, everywhere: the value under test first, then what it should be, then the
+ * printf-style description: tap_is_int(got, want, "..."), tap_within(got, want, tol, "...").
+ * Plan first (tap_plan), end with "return tap_done();". The shell twin is t/lib/tap.sh. */
 #ifndef HPCT_TAP_H
 #define HPCT_TAP_H
 

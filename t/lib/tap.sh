@@ -1,5 +1,5 @@
 # tap.sh: TAP helpers for the shell tests in t/ (source it; POSIX sh).
-#   plan N | skip_all REASON | ok COND-STATUS DESC | is GOT WANT DESC | diag TEXT | skip N REASON
+#   plan N | skip_all REASON | ok STATUS DESC [FILE] | is GOT WANT DESC | diag TEXT... | skip N REASON
 #   wait_for SECONDS CMD...   run CMD every 0.25 s until it succeeds or SECONDS pass
 #   done_testing              exit status: 0 when every planned test ran and passed
 tap_n=0
@@ -10,11 +10,14 @@ plan() { tap_planned=$1; echo "1..$1"; }
 skip_all() { echo "1..0 # SKIP $*"; exit 0; }
 diag() { printf '%s\n' "$@" | sed 's/^/# /'; }
 
-# ok STATUS DESC: pass when STATUS is 0 (use: cmd; ok $? "desc").
+# ok STATUS DESC [FILE]: pass when STATUS is 0 (use: cmd; ok $? "desc"); on failure FILE,
+# if given, is shown as diagnostics. Returns STATUS's verdict, so "ok ... || diag ..." works.
 ok() {
     tap_n=$((tap_n + 1))
     if [ "$1" -eq 0 ]; then echo "ok $tap_n - $2"; return 0; fi
-    echo "not ok $tap_n - $2"; tap_failed=$((tap_failed + 1)); return 1
+    echo "not ok $tap_n - $2"; tap_failed=$((tap_failed + 1))
+    [ -n "${3:-}" ] && [ -r "$3" ] && sed 's/^/# /' "$3"
+    return 1
 }
 
 # is GOT WANT DESC: pass when the strings are equal; print both otherwise.
@@ -23,11 +26,13 @@ is() {
     diag "got:  '$1'" "want: '$2'"; return 1
 }
 
+# skip N REASON: N test points skipped for REASON.
 skip() {
     i=0
     while [ $i -lt "$1" ]; do tap_n=$((tap_n + 1)); echo "ok $tap_n # SKIP $2"; i=$((i + 1)); done
 }
 
+# wait_for SECONDS CMD...: run CMD every 0.25 s until it succeeds (0) or SECONDS pass (1).
 wait_for() {
     wf_deadline=$(($(date +%s) + $1)); shift
     until "$@"; do
@@ -36,6 +41,7 @@ wait_for() {
     done
 }
 
+# done_testing: the exit status of the test: 0 when every planned point ran and passed.
 done_testing() {
     if [ "$tap_n" -ne "$tap_planned" ]; then
         diag "planned $tap_planned tests but ran $tap_n"; return 1
