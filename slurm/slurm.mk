@@ -2,7 +2,7 @@
 
 # ---- sbatch template and site notes: $(pkgdatadir)/slurm --------------------
 hpctslurmdir = $(pkgdatadir)/slurm
-dist_hpctslurm_DATA = slurm/hpctrain.sbatch slurm/README.site
+dist_hpctslurm_DATA = slurm/hpctrain.sbatch slurm/requeue.sh slurm/README.site
 
 # ---- modulefiles: $(datadir)/modulefiles/hpctrain/VERSION (Tcl) and VERSION.lua (Lmod) ----
 # Made from the templates with make's fully expanded directory variables, and remade by every
