@@ -2,8 +2,8 @@
  * used by lib/device/cuda.c. Every pointer is device memory; launches go to the default stream of
  * the calling thread's current device. Each wrapper returns the cudaError_t of its launch
  * (0 when it was queued). */
-#ifndef HPCT_KERNELS_H
-#define HPCT_KERNELS_H
+#ifndef HPCTI_KERNELS_H
+#define HPCTI_KERNELS_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,6 +1,6 @@
 /* ckpt.h: library-internal view of checkpoints (not installed). */
-#ifndef HPCT_CKPT_INTERNAL_H
-#define HPCT_CKPT_INTERNAL_H
+#ifndef HPCTI_CKPT_INTERNAL_H
+#define HPCTI_CKPT_INTERNAL_H
 
 #include "../core/core.h"
 

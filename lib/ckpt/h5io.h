@@ -1,7 +1,7 @@
 /* h5io.h: HDF5 helpers of lib/ckpt shared by the writer/loader (h5io.c) and the inspection
  * API (inspect.c). Library-internal; only these two files include HDF5. */
-#ifndef HPCT_CKPT_H5IO_H
-#define HPCT_CKPT_H5IO_H
+#ifndef HPCTI_CKPT_H5IO_H
+#define HPCTI_CKPT_H5IO_H
 
 #include "ckpt.h"
 

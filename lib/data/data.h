@@ -1,6 +1,6 @@
 /* data.h: library-internal pieces of lib/data: manifest, checksum, shard access (not installed). */
-#ifndef HPCT_DATA_H
-#define HPCT_DATA_H
+#ifndef HPCTI_DATA_H
+#define HPCTI_DATA_H
 
 #include <stddef.h>
 #include <stdint.h>

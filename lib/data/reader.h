@@ -1,6 +1,6 @@
 /* reader.h: the dataset handle shared by dataset.c (open, cursor) and reader.c (batches). */
-#ifndef HPCT_READER_H
-#define HPCT_READER_H
+#ifndef HPCTI_READER_H
+#define HPCTI_READER_H
 
 #include "h5shard.h"
 
