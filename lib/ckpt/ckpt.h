@@ -23,7 +23,7 @@ hpct_status_t hpcti_ckerr_set(hpcti_ckerr_t *err, hpct_status_t status, const ch
 /* One dataset of a checkpoint: HDF5 path under the root, element type and count. */
 typedef struct hpcti_ckitem {
     char path[320]; /* e.g. "params/dense0.weight" */
-    int dtype;      /* hpct_ckpt_dtype_t, HPCTI_U64 or HPCTI_STR */
+    int dtype;      /* hpct_ckpt_dtype_t, HPCTI_CK_U64 or HPCTI_CK_STR */
     int scalar;     /* 1: HDF5 scalar dataspace (count is 1) */
     size_t count;   /* elements */
     void *data;     /* host bytes to write, or where load puts them */
@@ -31,8 +31,8 @@ typedef struct hpcti_ckitem {
     int on_device;  /* 1: user lives where the backend keeps tensors */
 } hpcti_ckitem_t;
 
-#define HPCTI_U64 100 /* internal element type for hashes and RNG words */
-#define HPCTI_STR 101 /* internal: fixed-length string of count bytes (scalar) */
+#define HPCTI_CK_U64 100 /* internal element type for hashes and RNG words */
+#define HPCTI_CK_STR 101 /* internal: fixed-length string of count bytes (scalar) */
 
 /* Bytes per element of an item type. */
 size_t hpcti_ck_elsize(int dtype);

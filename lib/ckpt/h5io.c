@@ -31,7 +31,7 @@ size_t hpcti_ck_elsize(int dtype)
     case HPCT_CKPT_I32: return 4;
     case HPCT_CKPT_F64:
     case HPCT_CKPT_I64:
-    case HPCTI_U64: return 8;
+    case HPCTI_CK_U64: return 8;
     default: return 1; /* HPCT_CKPT_U8 */
     }
 }
@@ -122,7 +122,7 @@ static hid_t file_type(int dtype)
     case HPCT_CKPT_F64: return H5T_IEEE_F64LE;
     case HPCT_CKPT_I32: return H5T_STD_I32LE;
     case HPCT_CKPT_I64: return H5T_STD_I64LE;
-    case HPCTI_U64: return H5T_STD_U64LE;
+    case HPCTI_CK_U64: return H5T_STD_U64LE;
     default: return H5T_STD_U8LE;
     }
 }
@@ -134,7 +134,7 @@ hid_t hpcti_ck_mem_type(int dtype)
     case HPCT_CKPT_F64: return H5T_NATIVE_DOUBLE;
     case HPCT_CKPT_I32: return H5T_NATIVE_INT32;
     case HPCT_CKPT_I64: return H5T_NATIVE_INT64;
-    case HPCTI_U64: return H5T_NATIVE_UINT64;
+    case HPCTI_CK_U64: return H5T_NATIVE_UINT64;
     default: return H5T_NATIVE_UINT8;
     }
 }
@@ -227,7 +227,7 @@ static hid_t string_type(size_t bytes)
 static hpct_status_t write_item(hid_t fid, hid_t lcpl, hid_t dcpl, const hpcti_ckitem_t *it,
                                 const char *path, hpcti_ckerr_t *err)
 {
-    int str = it->dtype == HPCTI_STR;
+    int str = it->dtype == HPCTI_CK_STR;
     hsize_t dims[1] = {it->count};
     hid_t space = it->scalar ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, dims, NULL);
     hid_t ft = str ? string_type(it->count) : file_type(it->dtype);
@@ -605,7 +605,7 @@ static hpcti_read_t check_shape(hid_t dset, const hpcti_ckitem_t *it, const char
         return corrupt(err, file, "cannot read the header of dataset", it->path);
     }
     hssize_t n = H5Sget_simple_extent_npoints(space);
-    int str = it->dtype == HPCTI_STR;
+    int str = it->dtype == HPCTI_CK_STR;
     size_t size = H5Tget_size(type);
     int ok = str ? (H5Tget_class(type) == H5T_STRING && n == 1)
                  : (n == (hssize_t)it->count && size == hpcti_ck_elsize(it->dtype));

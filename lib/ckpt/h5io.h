@@ -21,7 +21,7 @@ void hpcti_ck_h5_leave(const hpcti_h5_quiet_t *q);
 /* The most specific message of HDF5's error stack (then cleared), into buf. */
 const char *hpcti_ck_h5_detail(char buf[400]);
 
-/* Native memory type of an item type (hpct_ckpt_dtype_t, HPCTI_U64; not HPCTI_STR). */
+/* Native memory type of an item type (hpct_ckpt_dtype_t, HPCTI_CK_U64; not HPCTI_CK_STR). */
 hid_t hpcti_ck_mem_type(int dtype);
 
 /* Compare the dataset's crc32c attribute with the CRC32C of bytes at data. On failure err

@@ -60,7 +60,7 @@ static hpct_ckpt_dtype_t classify(hid_t type, size_t *elsize)
 /* The internal item type of a public dtype (for the native memory type). */
 static int item_type(hpct_ckpt_dtype_t d)
 {
-    return d == HPCT_CKPT_U64 ? HPCTI_U64 : (int)d;
+    return d == HPCT_CKPT_U64 ? HPCTI_CK_U64 : (int)d;
 }
 
 /* ---- one dataset's bytes ------------------------------------------------------------- */
