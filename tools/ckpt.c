@@ -114,8 +114,8 @@ typedef struct ckpt_job {
 
 /* HDF5 1.10 can crash (SIGSEGV) decoding a damaged object header of a file without metadata
  * checksums. The job runs in a child process, so that such a crash becomes a message naming
- * the file(s) and exit status 3 instead of killing the tool. */
-static int isolated(const ckpt_job_t *job)
+ * the file(s) and exit status 3 instead of killing the tool. Returns the job's exit status. */
+static int run_isolated(const ckpt_job_t *job)
 {
     fflush(stdout);
     fflush(stderr);
@@ -264,7 +264,7 @@ static int ckpt_verify(const char *arg, int all)
     if (!all || stat(arg, &st) < 0 || !S_ISDIR(st.st_mode)) {
         char path[HPCTI_CKPT_PATH_MAX];
         int rc = resolve(arg, path);
-        return rc ? rc : isolated(&(ckpt_job_t){verify_job, path, NULL, 0});
+        return rc ? rc : run_isolated(&(ckpt_job_t){verify_job, path, NULL, 0});
     }
     char **names;
     int n, worst = TOOL_OK;
@@ -273,7 +273,7 @@ static int ckpt_verify(const char *arg, int all)
     for (int i = 0; i < n; i++) {
         char path[HPCTI_CKPT_PATH_MAX];
         hpcti_ck_join(path, arg, names[i]);
-        if (isolated(&(ckpt_job_t){verify_job, path, NULL, 0})) worst = TOOL_DATA;
+        if (run_isolated(&(ckpt_job_t){verify_job, path, NULL, 0})) worst = TOOL_DATA;
         free(names[i]);
     }
     free(names);
@@ -494,5 +494,5 @@ int tool_ckpt_main(int argc, char **argv)
                           is_diff ? "two checkpoints, A and B" : "one FILE or DIR");
     if (is_verify) return ckpt_verify(args[0], all);
     ckpt_job_t job = {is_info ? ckpt_info : ckpt_diff, args[0], is_diff ? args[1] : NULL, strict};
-    return isolated(&job);
+    return run_isolated(&job);
 }
