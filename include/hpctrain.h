@@ -29,6 +29,14 @@ extern "C" {
 /* Version of the library actually linked (may differ from the header's). */
 void hpct_get_version(int *major, int *minor, int *patch);
 
+/* Marks a name kept for one release after it was renamed (NEWS names its successor);
+ * compilers without the attribute see a plain declaration. */
+#if defined(__GNUC__) || defined(__clang__)
+#define HPCT_DEPRECATED(successor) __attribute__((deprecated("use " successor)))
+#else
+#define HPCT_DEPRECATED(successor)
+#endif
+
 /* ---- Status codes ----------------------------------------------------- */
 
 typedef int hpct_status_t;
@@ -509,9 +517,9 @@ typedef struct hpct_ckpt_file *hpct_ckpt_file_t;
 
 /* Open path, list every dataset (sorted by path) and verify each one's crc32c.
  * HPCT_ERR_NOT_FOUND/HPCT_ERR_IO when it cannot be read at all; *file is NULL on failure. */
-hpct_status_t hpct_ckpt_inspect(hpct_ctx_t ctx, const char *path, hpct_ckpt_file_t *file);
-/* Free an inspection handle; NULL is accepted. */
-void hpct_ckpt_inspect_close(hpct_ckpt_file_t file);
+hpct_status_t hpct_ckpt_file_open(hpct_ctx_t ctx, const char *path, hpct_ckpt_file_t *file);
+/* Free a handle of hpct_ckpt_file_open; NULL is accepted. */
+void hpct_ckpt_file_close(hpct_ckpt_file_t file);
 /* The file's schema_version (-1 if unreadable) and library_version ("" if absent). */
 hpct_status_t hpct_ckpt_file_versions(hpct_ckpt_file_t file, int *schema, const char **library);
 /* The /meta values (meta->path is the file; rejected is 0). HPCT_ERR_FORMAT or
@@ -526,7 +534,7 @@ hpct_status_t hpct_ckpt_file_dataset(hpct_ckpt_file_t file, int i, const char **
                                      hpct_ckpt_dtype_t *dtype, size_t *count, int *scalar);
 /* Index of the dataset called name, or HPCT_ERR_NOT_FOUND. */
 hpct_status_t hpct_ckpt_file_find(hpct_ckpt_file_t file, const char *name, int *index);
-/* Verdict of dataset i, found by hpct_ckpt_inspect: HPCT_SUCCESS when its stored crc32c
+/* Verdict of dataset i, found by hpct_ckpt_file_open: HPCT_SUCCESS when its stored crc32c
  * matches its bytes, else HPCT_ERR_CHECKSUM (mismatch, unreadable) or HPCT_ERR_FORMAT (no
  * checksum, unknown type), with hpct_last_error naming the file and dataset. */
 hpct_status_t hpct_ckpt_file_verify(hpct_ckpt_file_t file, int i);
@@ -618,6 +626,13 @@ hpct_status_t hpct_train(hpct_model_t model, hpct_optimizer_t opt, hpct_dataset_
  * rank evaluating its share; samples receives how many were evaluated. */
 hpct_status_t hpct_evaluate(hpct_model_t model, hpct_dataset_t ds, double *loss, double *accuracy,
                             long *samples);
+
+/* ---- Deprecated names (kept for one release; NEWS lists them) ----------- */
+
+/* 0.1 names of hpct_ckpt_file_open and hpct_ckpt_file_close; removed in 0.3. */
+hpct_status_t hpct_ckpt_inspect(hpct_ctx_t ctx, const char *path, hpct_ckpt_file_t *file)
+    HPCT_DEPRECATED("hpct_ckpt_file_open");
+void hpct_ckpt_inspect_close(hpct_ckpt_file_t file) HPCT_DEPRECATED("hpct_ckpt_file_close");
 
 #ifdef __cplusplus
 }
