@@ -555,11 +555,11 @@ hpct_status_t hpct_signals_install(hpct_ctx_t ctx, const int *signals, int n,
                                    hpct_signals_t *handle);
 /* Restore the handlers that were in place before install; NULL is accepted. */
 void hpct_signals_uninstall(hpct_signals_t handle);
-/* The first caught signal number (0 if none) and how many arrived; either may be NULL.
- * Async-signal-safe reads; callable at any time. */
-int hpct_signal_pending(int *signo, int *count);
+/* 1 when a caught signal is pending, else 0; signo receives the first one's number (0 if
+ * none), count how many arrived (either may be NULL). Async-signal-safe; callable anytime. */
+int hpct_signals_pending(int *signo, int *count);
 /* Forget caught signals (e.g. after the checkpoint they asked for). */
-void hpct_signal_clear(void);
+void hpct_signals_clear(void);
 
 /* Seconds until the batch job's end time: HPCT_JOB_END_TIME (Unix seconds) if set, else
  * Slurm's end time of $SLURM_JOB_ID when the library was built with libslurm.
@@ -633,6 +633,9 @@ hpct_status_t hpct_evaluate(hpct_model_t model, hpct_dataset_t ds, double *loss,
 hpct_status_t hpct_ckpt_inspect(hpct_ctx_t ctx, const char *path, hpct_ckpt_file_t *file)
     HPCT_DEPRECATED("hpct_ckpt_file_open");
 void hpct_ckpt_inspect_close(hpct_ckpt_file_t file) HPCT_DEPRECATED("hpct_ckpt_file_close");
+/* 0.1 names of hpct_signals_pending and hpct_signals_clear; removed in 0.3. */
+int hpct_signal_pending(int *signo, int *count) HPCT_DEPRECATED("hpct_signals_pending");
+void hpct_signal_clear(void) HPCT_DEPRECATED("hpct_signals_clear");
 
 #ifdef __cplusplus
 }

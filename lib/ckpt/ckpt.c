@@ -324,7 +324,7 @@ hpct_status_t hpct_ckpt_due(hpct_ckpt_t ck, long step, int *due)
     if (!isnan(ck->job_end) && !ck->walltime_saved &&
         ck->job_end - wall_now() <= c->walltime_margin)
         d |= HPCT_CKPT_DUE_WALLTIME;
-    if (hpct_signal_pending(NULL, NULL)) d |= HPCT_CKPT_DUE_SIGNAL;
+    if (hpct_signals_pending(NULL, NULL)) d |= HPCT_CKPT_DUE_SIGNAL;
     *due = d;
     return HPCT_SUCCESS;
 }
