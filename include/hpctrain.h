@@ -74,6 +74,13 @@ typedef enum {
     HPCT_LOG_DEBUG = 4
 } hpct_log_level_t;
 
+/* Wire format of gradients in the averaging collectives; accumulation is always fp32. */
+typedef enum {
+    HPCT_TRANSPORT_FP32 = 0, /* exact fp32 (default) */
+    HPCT_TRANSPORT_BF16 = 1, /* bfloat16 on the wire, round to nearest even */
+    HPCT_TRANSPORT_FP16 = 2  /* IEEE half on the wire (values beyond 65504 become Inf) */
+} hpct_transport_t;
+
 /* Versioned, append-only; always start from HPCT_CONFIG_INITIALIZER. */
 #define HPCT_CONFIG_VERSION 1
 typedef struct hpct_config {
@@ -84,10 +91,10 @@ typedef struct hpct_config {
     uint64_t seed;   /* seeds initialisation and the context RNG */
     int num_threads; /* threads for CPU math (BLAS); 0 leaves the BLAS default */
     /* Distributed runtime (used by hpct_init / hpct_init_comm; see that section). */
-    double collective_timeout_s; /* deadline of every collective, seconds (default 300) */
-    size_t fusion_bytes;         /* gradient fusion buffer, bytes (default 16 MiB) */
-    long consistency_interval;   /* steps between replica-consistency checks; 0 = never */
-    int grad_transport;          /* HPCT_TRANSPORT_FP32 (default), _BF16 or _FP16 */
+    double collective_timeout_s;     /* deadline of every collective, seconds (default 300) */
+    size_t fusion_bytes;             /* gradient fusion buffer, bytes (default 16 MiB) */
+    long consistency_interval;       /* steps between replica-consistency checks; 0 = never */
+    hpct_transport_t grad_transport; /* HPCT_TRANSPORT_FP32 (default), _BF16 or _FP16 */
 } hpct_config_t;
 
 #define HPCT_CONFIG_INITIALIZER                                                                    \
@@ -318,11 +325,6 @@ hpct_status_t hpct_dataset_skipped(hpct_dataset_t ds, long *count);
 hpct_status_t hpct_data_permutation(uint64_t seed, long epoch, size_t n, uint64_t *perm);
 
 /* ---- Distributed runtime (lib/bootstrap, lib/comm) ---------------------- */
-
-/* Wire format of gradients in the averaging collectives; accumulation is always fp32. */
-#define HPCT_TRANSPORT_FP32 0 /* exact fp32 (default) */
-#define HPCT_TRANSPORT_BF16 1 /* bfloat16 on the wire, round to nearest even */
-#define HPCT_TRANSPORT_FP16 2 /* IEEE half on the wire (values beyond 65504 become Inf) */
 
 /* Exit code that tools and tests pass to hpct_abort_job after HPCT_ERR_TIMEOUT (a hang),
  * the same as timeout(1). */
