@@ -29,11 +29,22 @@ extern "C" {
 #define HPCT_VERSION_MINOR  1
 #define HPCT_VERSION_PATCH  0
 #define HPCT_VERSION_STRING "0.1.0"
-/* One integer that grows with every release: 0x00MMmmpp. */
-#define HPCT_VERSION ((HPCT_VERSION_MAJOR << 16) | (HPCT_VERSION_MINOR << 8) | HPCT_VERSION_PATCH)
+/* A version as one comparable integer, 0x00MMmmpp. */
+#define HPCT_MAKE_VERSION(major, minor, patch) (((major) << 16) | ((minor) << 8) | (patch))
+/* This header's release as one integer that grows with every release. */
+#define HPCT_VERSION HPCT_MAKE_VERSION(HPCT_VERSION_MAJOR, HPCT_VERSION_MINOR, HPCT_VERSION_PATCH)
+/* The API this header declares: HPCT_MAKE_VERSION(major, minor, 0), as patch releases never
+ * change it. At compile time, #if HPCT_API_VERSION >= HPCT_MAKE_VERSION(0, 2, 0) guards
+ * calls added in 0.2. At run time, the linked library implements this header's API when
+ *   hpct_get_api_version() >> 16 == HPCT_API_VERSION >> 16      (same major) and
+ *   hpct_get_api_version() >= HPCT_API_VERSION                  (at least as new);
+ * deprecated names are removed one minor release after NEWS announces them. */
+#define HPCT_API_VERSION HPCT_MAKE_VERSION(HPCT_VERSION_MAJOR, HPCT_VERSION_MINOR, 0)
 
 /* Version of the library actually linked (may differ from the header's). */
 void hpct_get_version(int *major, int *minor, int *patch);
+/* HPCT_API_VERSION of the library actually linked. */
+unsigned hpct_get_api_version(void);
 
 /* Marks a name kept for one release after it was renamed (NEWS names its successor);
  * compilers without the attribute see a plain declaration. */

@@ -7,3 +7,8 @@ void hpct_get_version(int *major, int *minor, int *patch)
     if (minor) *minor = HPCT_VERSION_MINOR;
     if (patch) *patch = HPCT_VERSION_PATCH;
 }
+
+unsigned hpct_get_api_version(void)
+{
+    return HPCT_API_VERSION;
+}
