@@ -6,6 +6,12 @@
  * error, positive informational); handles are opaque; arrays are fp32,
  * row-major [rows, cols]; sizes are element counts unless named *_bytes.
  * The library never exits, aborts, or prints unless a log level is set.
+ *
+ * Config structs are versioned and append-only; start each from its ..._INITIALIZER. Those
+ * are positional, one value per field in field order with the field named in a comment, not
+ * designated (.field = value): C++ before C++20 rejects designated initialisers, and the
+ * Fortran bind(C) mirrors of the structs follow the same order. Fields documented "0/1"
+ * are flags; the others that take one of a set of named values are enums (int-sized).
  */
 #ifndef HPCTRAIN_H
 #define HPCTRAIN_H
@@ -23,11 +29,30 @@ extern "C" {
 #define HPCT_VERSION_MINOR  1
 #define HPCT_VERSION_PATCH  0
 #define HPCT_VERSION_STRING "0.1.0"
-/* One integer that grows with every release: 0x00MMmmpp. */
-#define HPCT_VERSION ((HPCT_VERSION_MAJOR << 16) | (HPCT_VERSION_MINOR << 8) | HPCT_VERSION_PATCH)
+/* A version as one comparable integer, 0x00MMmmpp. */
+#define HPCT_MAKE_VERSION(major, minor, patch) (((major) << 16) | ((minor) << 8) | (patch))
+/* This header's release as one integer that grows with every release. */
+#define HPCT_VERSION HPCT_MAKE_VERSION(HPCT_VERSION_MAJOR, HPCT_VERSION_MINOR, HPCT_VERSION_PATCH)
+/* The API this header declares: HPCT_MAKE_VERSION(major, minor, 0), as patch releases never
+ * change it. At compile time, #if HPCT_API_VERSION >= HPCT_MAKE_VERSION(0, 2, 0) guards
+ * calls added in 0.2. At run time, the linked library implements this header's API when
+ *   hpct_get_api_version() >> 16 == HPCT_API_VERSION >> 16      (same major) and
+ *   hpct_get_api_version() >= HPCT_API_VERSION                  (at least as new);
+ * deprecated names are removed one minor release after NEWS announces them. */
+#define HPCT_API_VERSION HPCT_MAKE_VERSION(HPCT_VERSION_MAJOR, HPCT_VERSION_MINOR, 0)
 
 /* Version of the library actually linked (may differ from the header's). */
 void hpct_get_version(int *major, int *minor, int *patch);
+/* HPCT_API_VERSION of the library actually linked. */
+unsigned hpct_get_api_version(void);
+
+/* Marks a name kept for one release after it was renamed (NEWS names its successor);
+ * compilers without the attribute see a plain declaration. */
+#if defined(__GNUC__) || defined(__clang__)
+#define HPCT_DEPRECATED(successor) __attribute__((deprecated("use " successor)))
+#else
+#define HPCT_DEPRECATED(successor)
+#endif
 
 /* ---- Status codes ----------------------------------------------------- */
 
@@ -66,27 +91,43 @@ typedef enum {
     HPCT_LOG_DEBUG = 4
 } hpct_log_level_t;
 
+/* Wire format of gradients in the averaging collectives; accumulation is always fp32. */
+typedef enum {
+    HPCT_TRANSPORT_FP32 = 0, /* exact fp32 (default) */
+    HPCT_TRANSPORT_BF16 = 1, /* bfloat16 on the wire, round to nearest even */
+    HPCT_TRANSPORT_FP16 = 2  /* IEEE half on the wire (values beyond 65504 become Inf) */
+} hpct_transport_t;
+
 /* Versioned, append-only; always start from HPCT_CONFIG_INITIALIZER. */
 #define HPCT_CONFIG_VERSION 1
 typedef struct hpct_config {
-    unsigned version;       /* HPCT_CONFIG_VERSION */
-    hpct_backend_t backend; /* where tensors live */
-    int device;             /* GPU ordinal; -1 picks the local rank */
-    hpct_log_level_t log_level;
-    uint64_t seed;   /* seeds initialisation and the context RNG */
-    int num_threads; /* threads for CPU math (BLAS); 0 leaves the BLAS default */
+    unsigned version;           /* HPCT_CONFIG_VERSION */
+    hpct_backend_t backend;     /* where tensors live */
+    int device;                 /* GPU ordinal; -1 picks the local rank */
+    hpct_log_level_t log_level; /* HPCT_LOG_NONE (default) .. HPCT_LOG_DEBUG */
+    uint64_t seed;              /* seeds initialisation and the context RNG */
+    int num_threads;            /* threads for CPU math (BLAS); 0 leaves the BLAS default */
     /* Distributed runtime (used by hpct_init / hpct_init_comm; see that section). */
-    double collective_timeout_s; /* deadline of every collective, seconds (default 300) */
-    size_t fusion_bytes;         /* gradient fusion buffer, bytes (default 16 MiB) */
-    long consistency_interval;   /* steps between replica-consistency checks; 0 = never */
-    int grad_transport;          /* HPCT_TRANSPORT_FP32 (default), _BF16 or _FP16 */
+    double collective_timeout_s;     /* deadline of every collective, seconds (default 300) */
+    size_t fusion_bytes;             /* gradient fusion buffer, bytes (default 16 MiB) */
+    long consistency_interval;       /* steps between replica-consistency checks; 0 = never */
+    hpct_transport_t grad_transport; /* HPCT_TRANSPORT_FP32 (default), _BF16 or _FP16 */
 } hpct_config_t;
 
-#define HPCT_CONFIG_INITIALIZER                                                                    \
-    {                                                                                              \
-        HPCT_CONFIG_VERSION, HPCT_BACKEND_CPU, -1, HPCT_LOG_NONE, 42, 0, 300.0, (size_t)16 << 20,  \
-            0, 0                                                                                   \
-    }
+/* clang-format off */
+#define HPCT_CONFIG_INITIALIZER {                                                                  \
+    HPCT_CONFIG_VERSION, /* version */                                                             \
+    HPCT_BACKEND_CPU,    /* backend */                                                             \
+    -1,                  /* device: the local rank */                                              \
+    HPCT_LOG_NONE,       /* log_level: silent */                                                   \
+    42,                  /* seed */                                                                \
+    0,                   /* num_threads: the BLAS default */                                       \
+    300.0,               /* collective_timeout_s */                                                \
+    (size_t)16 << 20,    /* fusion_bytes: 16 MiB */                                                \
+    0,                   /* consistency_interval: never */                                         \
+    HPCT_TRANSPORT_FP32  /* grad_transport */                                                      \
+}
+/* clang-format on */
 
 /* Create a context from cfg (NULL means the defaults). */
 hpct_status_t hpct_ctx_create(const hpct_config_t *cfg, hpct_ctx_t *ctx);
@@ -192,27 +233,42 @@ typedef enum {
 /* Versioned, append-only; always start from HPCT_OPTIM_CONFIG_INITIALIZER. */
 #define HPCT_OPTIM_CONFIG_VERSION 1
 typedef struct hpct_optim_config {
-    unsigned version; /* HPCT_OPTIM_CONFIG_VERSION */
-    hpct_optimizer_kind_t kind;
-    float lr;                /* peak learning rate */
-    float momentum;          /* SGD */
-    int nesterov;            /* SGD: 1 for Nesterov momentum */
-    float weight_decay;      /* SGD: L2 added to the gradient; AdamW: decoupled */
-    float beta1, beta2, eps; /* AdamW */
-    float clip_norm;         /* clip the global gradient norm to this; 0 = off */
-    hpct_schedule_t schedule;
-    long warmup_steps; /* linear warmup from lr/warmup to lr; 0 = none */
-    long step_size;    /* STEP: multiply by gamma every step_size steps */
-    float gamma;       /* STEP decay factor */
-    long total_steps;  /* COSINE: steps (after warmup) to reach min_lr */
-    float min_lr;      /* COSINE floor */
+    unsigned version;           /* HPCT_OPTIM_CONFIG_VERSION */
+    hpct_optimizer_kind_t kind; /* HPCT_OPT_SGD (default) or HPCT_OPT_ADAMW */
+    float lr;                   /* peak learning rate */
+    float momentum;             /* SGD */
+    int nesterov;               /* SGD, 0/1: 1 for Nesterov momentum */
+    float weight_decay;         /* SGD: L2 added to the gradient; AdamW: decoupled */
+    float beta1, beta2, eps;    /* AdamW */
+    float clip_norm;            /* clip the global gradient norm to this; 0 = off */
+    hpct_schedule_t schedule;   /* HPCT_SCHED_CONSTANT (default), _STEP or _COSINE */
+    long warmup_steps;          /* linear warmup from lr/warmup to lr; 0 = none */
+    long step_size;             /* STEP: multiply by gamma every step_size steps */
+    float gamma;                /* STEP decay factor */
+    long total_steps;           /* COSINE: steps (after warmup) to reach min_lr */
+    float min_lr;               /* COSINE floor */
 } hpct_optim_config_t;
 
-#define HPCT_OPTIM_CONFIG_INITIALIZER                                                              \
-    {                                                                                              \
-        HPCT_OPTIM_CONFIG_VERSION, HPCT_OPT_SGD, 0.01f, 0.0f, 0, 0.0f, 0.9f, 0.999f, 1e-8f, 0.0f,  \
-            HPCT_SCHED_CONSTANT, 0, 1, 0.1f, 1, 0.0f                                               \
-    }
+/* clang-format off */
+#define HPCT_OPTIM_CONFIG_INITIALIZER {                                                            \
+    HPCT_OPTIM_CONFIG_VERSION, /* version */                                                       \
+    HPCT_OPT_SGD,              /* kind */                                                          \
+    0.01f,                     /* lr */                                                            \
+    0.0f,                      /* momentum */                                                      \
+    0,                         /* nesterov */                                                      \
+    0.0f,                      /* weight_decay */                                                  \
+    0.9f,                      /* beta1 */                                                         \
+    0.999f,                    /* beta2 */                                                         \
+    1e-8f,                     /* eps */                                                           \
+    0.0f,                      /* clip_norm: off */                                                \
+    HPCT_SCHED_CONSTANT,       /* schedule */                                                      \
+    0,                         /* warmup_steps */                                                  \
+    1,                         /* step_size */                                                     \
+    0.1f,                      /* gamma */                                                         \
+    1,                         /* total_steps */                                                   \
+    0.0f                       /* min_lr */                                                        \
+}
+/* clang-format on */
 
 /* An optimizer over params (which must outlive it); it allocates its own state. */
 hpct_status_t hpct_optimizer_create(hpct_params_t params, const hpct_optim_config_t *cfg,
@@ -264,17 +320,25 @@ typedef struct hpct_data_config {
     const char *targets_name; /* HDF5 dataset of targets [N, ...] in every shard */
     hpct_checksum_mode_t checksum;
     hpct_nonfinite_policy_t nonfinite;
-    int shuffle;                /* 1: permute per epoch (training); 0: file order (evaluation) */
+    int shuffle;                /* 0/1: 1 permutes per epoch (training), 0 keeps file order */
     uint64_t seed;              /* shuffle seed */
     int prefetch_depth;         /* batches a background thread reads ahead; 0: read in next() */
     size_t memory_budget_bytes; /* load the whole set when it fits, else stream with pread */
 } hpct_data_config_t;
 
-#define HPCT_DATA_CONFIG_INITIALIZER                                                               \
-    {                                                                                              \
-        HPCT_DATA_CONFIG_VERSION, "inputs", "targets", HPCT_CHECKSUM_FULL, HPCT_NONFINITE_ERROR,   \
-            1, 42, 2, (size_t)1 << 30                                                              \
-    }
+/* clang-format off */
+#define HPCT_DATA_CONFIG_INITIALIZER {                                                             \
+    HPCT_DATA_CONFIG_VERSION, /* version */                                                        \
+    "inputs",                 /* inputs_name */                                                    \
+    "targets",                /* targets_name */                                                   \
+    HPCT_CHECKSUM_FULL,       /* checksum */                                                       \
+    HPCT_NONFINITE_ERROR,     /* nonfinite */                                                      \
+    1,                        /* shuffle */                                                        \
+    42,                       /* seed */                                                           \
+    2,                        /* prefetch_depth */                                                 \
+    (size_t)1 << 30           /* memory_budget_bytes: 1 GiB */                                     \
+}
+/* clang-format on */
 
 /* Open the shards listed by the manifest; checks the manifest, then every shard's checksum
  * (per cfg) before HDF5 parses it, then dtypes and shapes. cfg NULL means the defaults.
@@ -311,11 +375,6 @@ hpct_status_t hpct_data_permutation(uint64_t seed, long epoch, size_t n, uint64_
 
 /* ---- Distributed runtime (lib/bootstrap, lib/comm) ---------------------- */
 
-/* Wire format of gradients in the averaging collectives; accumulation is always fp32. */
-#define HPCT_TRANSPORT_FP32 0 /* exact fp32 (default) */
-#define HPCT_TRANSPORT_BF16 1 /* bfloat16 on the wire, round to nearest even */
-#define HPCT_TRANSPORT_FP16 2 /* IEEE half on the wire (values beyond 65504 become Inf) */
-
 /* Exit code that tools and tests pass to hpct_abort_job after HPCT_ERR_TIMEOUT (a hang),
  * the same as timeout(1). */
 #define HPCT_EXIT_HANG 124
@@ -333,10 +392,23 @@ typedef enum {
  * Ranks are those of the context's communicator (MPI_COMM_WORLD for hpct_init, the
  * caller's for hpct_init_comm). */
 #define HPCT_TOPOLOGY_VERSION 1
-#define HPCT_TOPOLOGY_INITIALIZER                                                                  \
-    {                                                                                              \
-        HPCT_TOPOLOGY_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, HPCT_TOPO_SINGLE, "", ""                 \
-    }
+/* clang-format off */
+#define HPCT_TOPOLOGY_INITIALIZER {                                                                \
+    HPCT_TOPOLOGY_VERSION, /* version */                                                           \
+    0,                     /* rank */                                                              \
+    0,                     /* size */                                                              \
+    0,                     /* local_rank */                                                        \
+    0,                     /* local_size */                                                        \
+    0,                     /* node_id */                                                           \
+    0,                     /* num_nodes */                                                         \
+    0,                     /* node_comm_size */                                                    \
+    0,                     /* cross_comm_size */                                                   \
+    0,                     /* hierarchical */                                                      \
+    HPCT_TOPO_SINGLE,      /* source */                                                            \
+    "",                    /* hostname */                                                          \
+    ""                     /* job_id */                                                            \
+}
+/* clang-format on */
 typedef struct hpct_topology {
     unsigned version;           /* HPCT_TOPOLOGY_VERSION */
     int rank, size;             /* in the context's communicator */
@@ -344,7 +416,7 @@ typedef struct hpct_topology {
     int node_id, num_nodes;     /* dense node index in [0, num_nodes) */
     int node_comm_size;         /* ranks in the node-local communicator */
     int cross_comm_size;        /* ranks in the cross-node communicator (same local rank) */
-    int hierarchical;           /* 1: averaging uses the two-level path; 0: one flat allreduce */
+    int hierarchical;           /* 0/1: two-level averaging (1) or one flat allreduce (0) */
     hpct_topo_source_t source;
     char hostname[256];
     char job_id[128]; /* Slurm job id, PMIx namespace, or "none" */
@@ -410,21 +482,33 @@ typedef struct hpct_ckpt_config {
     int keep_every;          /* every M-th checkpoint written is kept forever; 0 = none */
     long every_steps;        /* cadence in optimizer steps; 0 = off */
     double every_seconds;    /* cadence in wall-clock seconds; 0 = off */
-    int async;               /* 1: snapshot at the step boundary, write on a thread */
+    int async;               /* 0/1: 1 snapshots at the step boundary, writes on a thread */
     int writer_rank;         /* the rank that saves (the loop honours it; default 0) */
-    int allow_config_change; /* 1: load a checkpoint whose config_hash differs */
+    int allow_config_change; /* 0/1: 1 loads a checkpoint whose config_hash differs */
     uint64_t config_hash;    /* hash of this run's training configuration */
     double walltime_margin;  /* seconds before the job's end at which a save is due; > 0
                                 makes open ask Slurm once: at scale set it on the writer
                                 rank only and OR-reduce hpct_ckpt_due's mask */
-    int defer_copy;          /* async on the cpu backend: the writer thread copies the
-                                state; call hpct_ckpt_before_update before changing it */
+    int defer_copy;          /* 0/1, async on the cpu backend: 1 lets the writer thread copy
+                                the state; call hpct_ckpt_before_update before changing it */
 } hpct_ckpt_config_t;
 
-#define HPCT_CKPT_CONFIG_INITIALIZER                                                               \
-    {                                                                                              \
-        HPCT_CKPT_CONFIG_VERSION, NULL, 3, 0, 0, 0.0, 0, 0, 0, 0, 120.0, 0                         \
-    }
+/* clang-format off */
+#define HPCT_CKPT_CONFIG_INITIALIZER {                                                             \
+    HPCT_CKPT_CONFIG_VERSION, /* version */                                                        \
+    NULL,                     /* directory: must be set */                                         \
+    3,                        /* keep_last */                                                      \
+    0,                        /* keep_every: none */                                               \
+    0,                        /* every_steps: off */                                               \
+    0.0,                      /* every_seconds: off */                                             \
+    0,                        /* async */                                                          \
+    0,                        /* writer_rank */                                                    \
+    0,                        /* allow_config_change */                                            \
+    0,                        /* config_hash */                                                    \
+    120.0,                    /* walltime_margin */                                                \
+    0                         /* defer_copy */                                                     \
+}
+/* clang-format on */
 
 /* What a checkpoint says about the run; save reads it, load fills it. */
 #define HPCT_CKPT_META_VERSION 1
@@ -443,10 +527,22 @@ typedef struct hpct_ckpt_meta {
     const char *path;     /* load: the file loaded (valid until the next load/close) */
 } hpct_ckpt_meta_t;
 
-#define HPCT_CKPT_META_INITIALIZER                                                                 \
-    {                                                                                              \
-        HPCT_CKPT_META_VERSION, 0, 0, 0, 0, 1, 0, "", 0, 0.0, 0, NULL                              \
-    }
+/* clang-format off */
+#define HPCT_CKPT_META_INITIALIZER {                                                               \
+    HPCT_CKPT_META_VERSION, /* version */                                                          \
+    0,                      /* step */                                                             \
+    0,                      /* epoch */                                                            \
+    0,                      /* cursor_epoch */                                                     \
+    0,                      /* cursor_step */                                                      \
+    1,                      /* world_size */                                                       \
+    0,                      /* global_batch */                                                     \
+    "",                     /* model */                                                            \
+    0,                      /* config_hash */                                                      \
+    0.0,                    /* saved_at */                                                         \
+    0,                      /* rejected */                                                         \
+    NULL                    /* path */                                                             \
+}
+/* clang-format on */
 
 /* Element types of caller-registered extra arrays (F32..U8) and of inspected datasets. */
 typedef enum {
@@ -509,9 +605,9 @@ typedef struct hpct_ckpt_file *hpct_ckpt_file_t;
 
 /* Open path, list every dataset (sorted by path) and verify each one's crc32c.
  * HPCT_ERR_NOT_FOUND/HPCT_ERR_IO when it cannot be read at all; *file is NULL on failure. */
-hpct_status_t hpct_ckpt_inspect(hpct_ctx_t ctx, const char *path, hpct_ckpt_file_t *file);
-/* Free an inspection handle; NULL is accepted. */
-void hpct_ckpt_inspect_close(hpct_ckpt_file_t file);
+hpct_status_t hpct_ckpt_file_open(hpct_ctx_t ctx, const char *path, hpct_ckpt_file_t *file);
+/* Free a handle of hpct_ckpt_file_open; NULL is accepted. */
+void hpct_ckpt_file_close(hpct_ckpt_file_t file);
 /* The file's schema_version (-1 if unreadable) and library_version ("" if absent). */
 hpct_status_t hpct_ckpt_file_versions(hpct_ckpt_file_t file, int *schema, const char **library);
 /* The /meta values (meta->path is the file; rejected is 0). HPCT_ERR_FORMAT or
@@ -526,7 +622,7 @@ hpct_status_t hpct_ckpt_file_dataset(hpct_ckpt_file_t file, int i, const char **
                                      hpct_ckpt_dtype_t *dtype, size_t *count, int *scalar);
 /* Index of the dataset called name, or HPCT_ERR_NOT_FOUND. */
 hpct_status_t hpct_ckpt_file_find(hpct_ckpt_file_t file, const char *name, int *index);
-/* Verdict of dataset i, found by hpct_ckpt_inspect: HPCT_SUCCESS when its stored crc32c
+/* Verdict of dataset i, found by hpct_ckpt_file_open: HPCT_SUCCESS when its stored crc32c
  * matches its bytes, else HPCT_ERR_CHECKSUM (mismatch, unreadable) or HPCT_ERR_FORMAT (no
  * checksum, unknown type), with hpct_last_error naming the file and dataset. */
 hpct_status_t hpct_ckpt_file_verify(hpct_ckpt_file_t file, int i);
@@ -547,11 +643,11 @@ hpct_status_t hpct_signals_install(hpct_ctx_t ctx, const int *signals, int n,
                                    hpct_signals_t *handle);
 /* Restore the handlers that were in place before install; NULL is accepted. */
 void hpct_signals_uninstall(hpct_signals_t handle);
-/* The first caught signal number (0 if none) and how many arrived; either may be NULL.
- * Async-signal-safe reads; callable at any time. */
-int hpct_signal_pending(int *signo, int *count);
+/* 1 when a caught signal is pending, else 0; signo receives the first one's number (0 if
+ * none), count how many arrived (either may be NULL). Async-signal-safe; callable anytime. */
+int hpct_signals_pending(int *signo, int *count);
 /* Forget caught signals (e.g. after the checkpoint they asked for). */
-void hpct_signal_clear(void);
+void hpct_signals_clear(void);
 
 /* Seconds until the batch job's end time: HPCT_JOB_END_TIME (Unix seconds) if set, else
  * Slurm's end time of $SLURM_JOB_ID when the library was built with libslurm.
@@ -581,15 +677,24 @@ typedef struct hpct_train_config {
     long epochs;       /* train until this many epochs are complete */
     long max_steps;    /* stop earlier after this many steps in all; 0 = no limit */
     long log_interval; /* steps between progress callbacks; 0 = none */
-    int resume;        /* 1: continue from the newest valid checkpoint, if any */
+    int resume;        /* 0/1: 1 continues from the newest valid checkpoint, if any */
     void (*progress)(const hpct_progress_t *p, void *arg); /* NULL = no reports */
     void *progress_arg;
 } hpct_train_config_t;
 
-#define HPCT_TRAIN_CONFIG_INITIALIZER                                                              \
-    {                                                                                              \
-        HPCT_TRAIN_CONFIG_VERSION, 256, 1, 1, 0, 50, 1, NULL, NULL                                 \
-    }
+/* clang-format off */
+#define HPCT_TRAIN_CONFIG_INITIALIZER {                                                            \
+    HPCT_TRAIN_CONFIG_VERSION, /* version */                                                       \
+    256,                       /* global_batch */                                                  \
+    1,                         /* micro_batches */                                                 \
+    1,                         /* epochs */                                                        \
+    0,                         /* max_steps: no limit */                                           \
+    50,                        /* log_interval */                                                  \
+    1,                         /* resume */                                                        \
+    NULL,                      /* progress: no reports */                                          \
+    NULL                       /* progress_arg */                                                  \
+}
+/* clang-format on */
 
 /* What a call to hpct_train did. */
 typedef struct hpct_train_result {
@@ -618,6 +723,16 @@ hpct_status_t hpct_train(hpct_model_t model, hpct_optimizer_t opt, hpct_dataset_
  * rank evaluating its share; samples receives how many were evaluated. */
 hpct_status_t hpct_evaluate(hpct_model_t model, hpct_dataset_t ds, double *loss, double *accuracy,
                             long *samples);
+
+/* ---- Deprecated names (kept for one release; NEWS lists them) ----------- */
+
+/* 0.1 names of hpct_ckpt_file_open and hpct_ckpt_file_close; removed in 0.3. */
+hpct_status_t hpct_ckpt_inspect(hpct_ctx_t ctx, const char *path, hpct_ckpt_file_t *file)
+    HPCT_DEPRECATED("hpct_ckpt_file_open");
+void hpct_ckpt_inspect_close(hpct_ckpt_file_t file) HPCT_DEPRECATED("hpct_ckpt_file_close");
+/* 0.1 names of hpct_signals_pending and hpct_signals_clear; removed in 0.3. */
+int hpct_signal_pending(int *signo, int *count) HPCT_DEPRECATED("hpct_signals_pending");
+void hpct_signal_clear(void) HPCT_DEPRECATED("hpct_signals_clear");
 
 #ifdef __cplusplus
 }

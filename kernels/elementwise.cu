@@ -26,7 +26,7 @@ __global__ void bias_act_kernel(int act, float *z, const float *bias, float *y, 
          i += (size_t)gridDim.x * blockDim.x) {
         float v = z[i] + bias[i % (size_t)cols];
         z[i] = v;
-        y[i] = hpct_act_fwd(act, v);
+        y[i] = hpcti_act_fwd(act, v);
     }
 }
 
@@ -36,10 +36,10 @@ __global__ void act_backward_kernel(int act, const float *z, const float *y, con
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
         // ReLU selects rather than multiplies, exactly as the cpu backend does.
-        if (act == HPCT_MATH_RELU)
+        if (act == HPCTI_MATH_RELU)
             dz[i] = z[i] > 0.0f ? dy[i] : 0.0f;
         else
-            dz[i] = dy[i] * hpct_act_deriv(act, z[i], y[i]);
+            dz[i] = dy[i] * hpcti_act_deriv(act, z[i], y[i]);
     }
 }
 
@@ -65,7 +65,7 @@ __global__ void sgd_kernel(float *p, const float *g, float *v, size_t n, float l
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
-        hpct_sgd_update(p + i, v ? v + i : nullptr, gscale * g[i], lr, mu, v ? nesterov : 0, wd);
+        hpcti_sgd_update(p + i, v ? v + i : nullptr, gscale * g[i], lr, mu, v ? nesterov : 0, wd);
 }
 
 __global__ void adamw_kernel(float *p, const float *g, float *m, float *v, size_t n, float lr,
@@ -74,7 +74,7 @@ __global__ void adamw_kernel(float *p, const float *g, float *m, float *v, size_
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
-        hpct_adamw_update(p + i, m + i, v + i, gscale * g[i], lr, b1, b2, eps, wd, c1, c2);
+        hpcti_adamw_update(p + i, m + i, v + i, gscale * g[i], lr, b1, b2, eps, wd, c1, c2);
 }
 
 } // namespace

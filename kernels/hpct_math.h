@@ -1,33 +1,34 @@
 /* hpct_math.h: element-wise formulas shared by the cpu backend and the CUDA kernels.
- * Every function is a pure scalar formula so the CPU tests cover the GPU math too. */
-#ifndef HPCT_MATH_H
-#define HPCT_MATH_H
+ * Every function is a pure scalar formula so the CPU tests cover the GPU math too.
+ * Not installed: its names carry the library's internal prefix hpcti_/HPCTI_. */
+#ifndef HPCTI_MATH_H
+#define HPCTI_MATH_H
 
 #include <math.h>
 
 #ifdef __CUDACC__
-#define HPCT_HD __host__ __device__ static inline
+#define HPCTI_HD __host__ __device__ static inline
 #else
-#define HPCT_HD static inline
+#define HPCTI_HD static inline
 #endif
 
 /* Activation codes, equal to hpct_activation_t. */
-#define HPCT_MATH_IDENTITY 0
-#define HPCT_MATH_RELU     1
-#define HPCT_MATH_TANH     2
-#define HPCT_MATH_GELU     3
+#define HPCTI_MATH_IDENTITY 0
+#define HPCTI_MATH_RELU     1
+#define HPCTI_MATH_TANH     2
+#define HPCTI_MATH_GELU     3
 
 /* GELU, tanh approximation: 0.5 z (1 + tanh(sqrt(2/pi) (z + 0.044715 z^3))). */
-#define HPCT_GELU_K0 0.7978845608028654f
-#define HPCT_GELU_K1 0.044715f
+#define HPCTI_GELU_K0 0.7978845608028654f
+#define HPCTI_GELU_K1 0.044715f
 
-HPCT_HD float hpct_act_fwd(int act, float z)
+HPCTI_HD float hpcti_act_fwd(int act, float z)
 {
     switch (act) {
-    case HPCT_MATH_RELU: return z < 0.0f ? 0.0f : z; /* NaN passes through */
-    case HPCT_MATH_TANH: return tanhf(z);
-    case HPCT_MATH_GELU: {
-        float u = HPCT_GELU_K0 * (z + HPCT_GELU_K1 * z * z * z);
+    case HPCTI_MATH_RELU: return z < 0.0f ? 0.0f : z; /* NaN passes through */
+    case HPCTI_MATH_TANH: return tanhf(z);
+    case HPCTI_MATH_GELU: {
+        float u = HPCTI_GELU_K0 * (z + HPCTI_GELU_K1 * z * z * z);
         return 0.5f * z * (1.0f + tanhf(u));
     }
     default: return z;
@@ -35,15 +36,15 @@ HPCT_HD float hpct_act_fwd(int act, float z)
 }
 
 /* d act(z) / dz, given the pre-activation z and the output y = act(z). */
-HPCT_HD float hpct_act_deriv(int act, float z, float y)
+HPCTI_HD float hpcti_act_deriv(int act, float z, float y)
 {
     switch (act) {
-    case HPCT_MATH_RELU: return z > 0.0f ? 1.0f : 0.0f;
-    case HPCT_MATH_TANH: return 1.0f - y * y;
-    case HPCT_MATH_GELU: {
-        float u = HPCT_GELU_K0 * (z + HPCT_GELU_K1 * z * z * z);
+    case HPCTI_MATH_RELU: return z > 0.0f ? 1.0f : 0.0f;
+    case HPCTI_MATH_TANH: return 1.0f - y * y;
+    case HPCTI_MATH_GELU: {
+        float u = HPCTI_GELU_K0 * (z + HPCTI_GELU_K1 * z * z * z);
         float t = tanhf(u);
-        float du = HPCT_GELU_K0 * (1.0f + 3.0f * HPCT_GELU_K1 * z * z);
+        float du = HPCTI_GELU_K0 * (1.0f + 3.0f * HPCTI_GELU_K1 * z * z);
         return 0.5f * (1.0f + t) + 0.5f * z * (1.0f - t * t) * du;
     }
     default: return 1.0f;
@@ -52,8 +53,8 @@ HPCT_HD float hpct_act_deriv(int act, float z, float y)
 
 /* SGD with momentum buffer v and L2 weight decay wd (PyTorch's convention:
  * g' = g + wd p; v = mu v + g'; step = nesterov ? g' + mu v : v; p -= lr step). */
-HPCT_HD void hpct_sgd_update(float *p, float *v, float g, float lr, float mu, int nesterov,
-                             float wd)
+HPCTI_HD void hpcti_sgd_update(float *p, float *v, float g, float lr, float mu, int nesterov,
+                               float wd)
 {
     float gw = g + wd * *p;
     float step = gw;
@@ -65,8 +66,8 @@ HPCT_HD void hpct_sgd_update(float *p, float *v, float g, float lr, float mu, in
 }
 
 /* AdamW (decoupled weight decay): m, v moments; c1 = 1 - beta1^t, c2 = 1 - beta2^t. */
-HPCT_HD void hpct_adamw_update(float *p, float *m, float *v, float g, float lr, float b1, float b2,
-                               float eps, float wd, float c1, float c2)
+HPCTI_HD void hpcti_adamw_update(float *p, float *m, float *v, float g, float lr, float b1,
+                                 float b2, float eps, float wd, float c1, float c2)
 {
     *m = b1 * *m + (1.0f - b1) * g;
     *v = b2 * *v + (1.0f - b2) * g * g;

@@ -2,8 +2,8 @@
  * used by lib/device/cuda.c. Every pointer is device memory; launches go to the default stream of
  * the calling thread's current device. Each wrapper returns the cudaError_t of its launch
  * (0 when it was queued). */
-#ifndef HPCT_KERNELS_H
-#define HPCT_KERNELS_H
+#ifndef HPCTI_KERNELS_H
+#define HPCTI_KERNELS_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -26,10 +26,10 @@ int hpcti_k_act_backward(int act, const float *z, const float *y, const float *d
 int hpcti_k_bias_grad(const float *dz, float *db, int rows, int cols, int accumulate);
 /* x *= alpha, n elements (alpha 0 is handled by the caller with a memset). */
 int hpcti_k_scale(float *x, float alpha, size_t n);
-/* SGD update (hpct_sgd_update) over n elements; v may be NULL. */
+/* SGD update (hpcti_sgd_update) over n elements; v may be NULL. */
 int hpcti_k_sgd(float *p, const float *g, float *v, size_t n, float lr, float mu, int nesterov,
                 float wd, float gscale);
-/* AdamW update (hpct_adamw_update) over n elements. */
+/* AdamW update (hpcti_adamw_update) over n elements. */
 int hpcti_k_adamw(float *p, const float *g, float *m, float *v, size_t n, float lr, float b1,
                   float b2, float eps, float wd, float c1, float c2, float gscale);
 

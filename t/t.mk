@@ -28,6 +28,9 @@ t_test_determinism_LDADD = $(TEST_LIBS)
 t_test_spirals_LDADD = $(TEST_LIBS)
 t_test_byog_LDADD = $(TEST_LIBS)
 t_test_errors_LDADD = $(TEST_LIBS)
+# The public header alone: initializers in C99 and C++, deprecated names, API version.
+TESTS += t/test_header.sh
+EXTRA_DIST += t/test_header.sh
 
 # ---- GPU: always built; they skip without CUDA/NCCL or without a device ----------
 check_PROGRAMS += t/test_cuda t/test_nccl

@@ -2,7 +2,8 @@
  * the dataset list of a saved training state (nested names, optimizer slots, extras), values
  * read raw and converted, a flipped byte found in the right dataset without failing the rest,
  * damaged /meta reported yet the rest filled, clear errors for missing, empty, garbage,
- * truncated and foreign HDF5 files, and no crash on a sweep of damaged copies. */
+ * truncated and foreign HDF5 files, no crash on a sweep of damaged copies, and the deprecated
+ * 0.1 names still working. */
 #include "config.h"
 #include "lib/ckpt_util.h"
 
@@ -83,7 +84,7 @@ static off_t data_offset(const char *file, const char *dataset)
 static void test_listing(state_t *st, const char *path)
 {
     hpct_ckpt_file_t f;
-    tap_ok(hpct_ckpt_inspect(st->ctx, path, &f) == HPCT_SUCCESS, "inspect a fresh checkpoint");
+    tap_ok(hpct_ckpt_file_open(st->ctx, path, &f) == HPCT_SUCCESS, "inspect a fresh checkpoint");
     int schema, n, bad = 0;
     const char *lib;
     hpct_ckpt_file_versions(f, &schema, &lib);
@@ -142,7 +143,7 @@ static void test_listing(state_t *st, const char *path)
     tap_ok(hpct_ckpt_file_read(f, "extra/f64", HPCT_CKPT_F64, v, 2) == HPCT_ERR_INVALID_ARG &&
                hpct_ckpt_file_read(f, "meta/model", HPCT_CKPT_F64, v, 19) == HPCT_ERR_INVALID_ARG,
            "a wrong count or a string as double is HPCT_ERR_INVALID_ARG");
-    hpct_ckpt_inspect_close(f);
+    hpct_ckpt_file_close(f);
 }
 
 static void test_flipped(state_t *st, const char *good, const char *dir)
@@ -152,7 +153,7 @@ static void test_flipped(state_t *st, const char *good, const char *dir)
     copy_file(good, bad, (off_t)1 << 40);
     xor_byte(bad, data_offset(bad, "params/dense2.weight"));
     hpct_ckpt_file_t f;
-    hpct_status_t s = hpct_ckpt_inspect(st->ctx, bad, &f);
+    hpct_status_t s = hpct_ckpt_file_open(st->ctx, bad, &f);
     tap_ok(s == HPCT_SUCCESS, "a flipped data byte still inspects (post-mortem)");
     if (s) tap_bail("%s", hpct_last_error(st->ctx));
     int n, i, failing = 0;
@@ -170,25 +171,25 @@ static void test_flipped(state_t *st, const char *good, const char *dir)
     int ndiff = 0;
     for (int k = 0; k < 64; k++) ndiff += memcmp(&vals[k], &st->p[2][k], 4) != 0;
     tap_ok(s == HPCT_ERR_CHECKSUM && ndiff == 1, "read: HPCT_ERR_CHECKSUM, values still filled");
-    hpct_ckpt_inspect_close(f);
+    hpct_ckpt_file_close(f);
 
     /* A damaged /meta/step: meta reports it, the other fields are still there. */
     copy_file(good, bad, (off_t)1 << 40);
     xor_byte(bad, data_offset(bad, "meta/step"));
-    hpct_ckpt_inspect(st->ctx, bad, &f);
+    hpct_ckpt_file_open(st->ctx, bad, &f);
     hpct_ckpt_meta_t m = HPCT_CKPT_META_INITIALIZER;
     s = hpct_ckpt_file_meta(f, &m);
     tap_ok(s == HPCT_ERR_CHECKSUM && strstr(hpct_last_error(st->ctx), "meta/step") && m.step == 0 &&
                m.epoch == 3 && !strcmp(m.model, "inspect test model"),
            "damaged meta/step: meta says so and fills the rest");
-    hpct_ckpt_inspect_close(f);
+    hpct_ckpt_file_close(f);
 }
 
 /* path fails to inspect with status want and a message naming it; no handle. */
 static void expect_fail(state_t *st, const char *path, hpct_status_t want, const char *what)
 {
     hpct_ckpt_file_t f = (hpct_ckpt_file_t)1;
-    hpct_status_t s = hpct_ckpt_inspect(st->ctx, path, &f);
+    hpct_status_t s = hpct_ckpt_file_open(st->ctx, path, &f);
     tap_ok(s == want && f == NULL && strstr(hpct_last_error(st->ctx), path), "%s: %s", what,
            hpct_strerror(want));
     tap_diag("%s", hpct_last_error(st->ctx));
@@ -217,7 +218,7 @@ static void test_bad_files(state_t *st, const char *good, const char *dir)
     hid_t f = H5Fcreate(p, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     H5Fclose(f);
     expect_fail(st, p, HPCT_ERR_FORMAT, "an HDF5 file that is no checkpoint");
-    tap_ok(hpct_ckpt_inspect(st->ctx, NULL, NULL) == HPCT_ERR_INVALID_ARG,
+    tap_ok(hpct_ckpt_file_open(st->ctx, NULL, NULL) == HPCT_ERR_INVALID_ARG,
            "NULL arguments are HPCT_ERR_INVALID_ARG");
 }
 
@@ -236,7 +237,7 @@ static void test_sweep(state_t *st, const char *good, const char *dir)
         if (k < flips) xor_byte(p, at);
         hpct_ckpt_file_t f;
         total++;
-        if (hpct_ckpt_inspect(st->ctx, p, &f) == HPCT_SUCCESS) {
+        if (hpct_ckpt_file_open(st->ctx, p, &f) == HPCT_SUCCESS) {
             opened++;
             int n, bad = 0;
             hpct_ckpt_meta_t m = HPCT_CKPT_META_INITIALIZER;
@@ -244,7 +245,7 @@ static void test_sweep(state_t *st, const char *good, const char *dir)
             hpct_ckpt_file_num_datasets(f, &n);
             for (int i = 0; i < n; i++) bad += hpct_ckpt_file_verify(f, i) != HPCT_SUCCESS;
             if (!bad && n == 28) unnoticed++;
-            hpct_ckpt_inspect_close(f);
+            hpct_ckpt_file_close(f);
         } else if (strstr(hpct_last_error(st->ctx), p)) {
             failed_clearly++;
         } else {
@@ -257,9 +258,30 @@ static void test_sweep(state_t *st, const char *good, const char *dir)
              unnoticed);
 }
 
+/* hpct_ckpt_inspect and hpct_ckpt_inspect_close (0.1 names, deprecated for one release) open
+ * and close the same handle as hpct_ckpt_file_open and hpct_ckpt_file_close. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+static void test_deprecated_names(state_t *st, const char *path)
+{
+    hpct_ckpt_file_t f = NULL, g = NULL;
+    int n_old = -1, n_new = -2;
+    hpct_status_t s = hpct_ckpt_inspect(st->ctx, path, &f);
+    if (!s) s = hpct_ckpt_file_num_datasets(f, &n_old);
+    if (!s) s = hpct_ckpt_file_open(st->ctx, path, &g);
+    if (!s) s = hpct_ckpt_file_num_datasets(g, &n_new);
+    hpct_ckpt_inspect_close(f);
+    hpct_ckpt_file_close(g);
+    tap_ok(s == HPCT_SUCCESS && n_old == n_new && n_old > 0 &&
+               hpct_ckpt_inspect(st->ctx, NULL, &f) == HPCT_ERR_INVALID_ARG,
+           "deprecated hpct_ckpt_inspect/_close work as hpct_ckpt_file_open/_close (%d datasets)",
+           n_old);
+}
+#pragma GCC diagnostic pop
+
 int main(void)
 {
-    tap_plan(24);
+    tap_plan(25);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* the test's own HDF5 calls stay quiet */
     char dir[4096], path[4200];
     make_tmpdir(dir, sizeof dir, "inspect");
@@ -271,6 +293,7 @@ int main(void)
     test_flipped(&st, path, dir);
     test_bad_files(&st, path, dir);
     test_sweep(&st, path, dir);
+    test_deprecated_names(&st, path);
     st_destroy(&st);
     remove_tree(dir);
     return tap_done();

@@ -6,13 +6,20 @@
 
 int main(void)
 {
-    tap_plan(12);
+    tap_plan(14);
     int major = -1, minor = -1, patch = -1;
     hpct_get_version(&major, &minor, &patch);
     tap_ok(major == HPCT_VERSION_MAJOR && minor == HPCT_VERSION_MINOR &&
                patch == HPCT_VERSION_PATCH,
            "runtime version %d.%d.%d matches the header", major, minor, patch);
     tap_is_int(HPCT_VERSION, (major << 16) | (minor << 8) | patch, "HPCT_VERSION packs the triple");
+    unsigned api = hpct_get_api_version();
+    tap_ok(api == HPCT_API_VERSION && api == (unsigned)HPCT_MAKE_VERSION(major, minor, 0),
+           "runtime API version %06x is the header's and packs major.minor.0", api);
+    tap_ok(HPCT_MAKE_VERSION(0, 2, 0) > HPCT_MAKE_VERSION(0, 1, 9) &&
+               HPCT_MAKE_VERSION(1, 0, 0) > HPCT_MAKE_VERSION(0, 255, 255) &&
+               HPCT_API_VERSION <= HPCT_VERSION,
+           "versions compare as numbers; the API version ignores the patch");
 
     /* Every status code has its own message; unknown codes are named as such. */
     int distinct = 1;

@@ -1,5 +1,5 @@
 /* ckpt.c: `hpctrain ckpt info|verify|diff`: read checkpoint files (doc/checkpoint-format.md)
- * through the inspection API (hpct_ckpt_inspect) without a model or optimizer. */
+ * through the inspection API (hpct_ckpt_file_open) without a model or optimizer. */
 #include "config.h"
 #include "hpctrain.h"
 #include "tools.h"
@@ -79,7 +79,7 @@ static int open_file(hpct_ctx_t ctx, const char *arg, hpct_ckpt_file_t *f)
     char path[HPCTI_CKPT_PATH_MAX];
     int rc = resolve(arg, path);
     if (rc) return rc;
-    if (hpct_ckpt_inspect(ctx, path, f)) return ckpt_error(TOOL_DATA, "%s", hpct_last_error(ctx));
+    if (hpct_ckpt_file_open(ctx, path, f)) return ckpt_error(TOOL_DATA, "%s", hpct_last_error(ctx));
     return TOOL_OK;
 }
 
@@ -114,8 +114,8 @@ typedef struct ckpt_job {
 
 /* HDF5 1.10 can crash (SIGSEGV) decoding a damaged object header of a file without metadata
  * checksums. The job runs in a child process, so that such a crash becomes a message naming
- * the file(s) and exit status 3 instead of killing the tool. */
-static int isolated(const ckpt_job_t *job)
+ * the file(s) and exit status 3 instead of killing the tool. Returns the job's exit status. */
+static int run_isolated(const ckpt_job_t *job)
 {
     fflush(stdout);
     fflush(stderr);
@@ -215,7 +215,7 @@ static int ckpt_info(hpct_ctx_t ctx, const ckpt_job_t *job)
         printf("%d dataset%s fail%s verification:\n", bad, bad > 1 ? "s" : "", bad > 1 ? "" : "s");
         count_bad(ctx, f, stdout);
     }
-    hpct_ckpt_inspect_close(f);
+    hpct_ckpt_file_close(f);
     return bad ? TOOL_DATA : TOOL_OK;
 }
 
@@ -225,7 +225,7 @@ static int ckpt_info(hpct_ctx_t ctx, const ckpt_job_t *job)
 static int verify_one(hpct_ctx_t ctx, const char *path)
 {
     hpct_ckpt_file_t f;
-    if (hpct_ckpt_inspect(ctx, path, &f)) {
+    if (hpct_ckpt_file_open(ctx, path, &f)) {
         printf("%s: BAD\n  %s\n", path, hpct_last_error(ctx));
         return TOOL_DATA;
     }
@@ -247,7 +247,7 @@ static int verify_one(hpct_ctx_t ctx, const char *path)
     } else {
         printf("%s: ok (step %ld, %d datasets, every checksum matches)\n", path, m.step, n);
     }
-    hpct_ckpt_inspect_close(f);
+    hpct_ckpt_file_close(f);
     return problems ? TOOL_DATA : TOOL_OK;
 }
 
@@ -264,7 +264,7 @@ static int ckpt_verify(const char *arg, int all)
     if (!all || stat(arg, &st) < 0 || !S_ISDIR(st.st_mode)) {
         char path[HPCTI_CKPT_PATH_MAX];
         int rc = resolve(arg, path);
-        return rc ? rc : isolated(&(ckpt_job_t){verify_job, path, NULL, 0});
+        return rc ? rc : run_isolated(&(ckpt_job_t){verify_job, path, NULL, 0});
     }
     char **names;
     int n, worst = TOOL_OK;
@@ -273,7 +273,7 @@ static int ckpt_verify(const char *arg, int all)
     for (int i = 0; i < n; i++) {
         char path[HPCTI_CKPT_PATH_MAX];
         hpcti_ck_join(path, arg, names[i]);
-        if (isolated(&(ckpt_job_t){verify_job, path, NULL, 0})) worst = TOOL_DATA;
+        if (run_isolated(&(ckpt_job_t){verify_job, path, NULL, 0})) worst = TOOL_DATA;
         free(names[i]);
     }
     free(names);
@@ -427,8 +427,8 @@ static int ckpt_diff(hpct_ctx_t ctx, const ckpt_job_t *job)
         rc = TOOL_DATA;
     }
     if (rc) {
-        hpct_ckpt_inspect_close(a);
-        hpct_ckpt_inspect_close(b);
+        hpct_ckpt_file_close(a);
+        hpct_ckpt_file_close(b);
         return rc;
     }
     print_side(a, "A");
@@ -444,8 +444,8 @@ static int ckpt_diff(hpct_ctx_t ctx, const ckpt_job_t *job)
             summarize(labels[g], &t);
         if (t.differ && (g == 0 || strict)) differs = 1;
     }
-    hpct_ckpt_inspect_close(a);
-    hpct_ckpt_inspect_close(b);
+    hpct_ckpt_file_close(a);
+    hpct_ckpt_file_close(b);
     return rc ? rc : differs ? CKPT_DIFFERS : TOOL_OK;
 }
 
@@ -494,5 +494,5 @@ int tool_ckpt_main(int argc, char **argv)
                           is_diff ? "two checkpoints, A and B" : "one FILE or DIR");
     if (is_verify) return ckpt_verify(args[0], all);
     ckpt_job_t job = {is_info ? ckpt_info : ckpt_diff, args[0], is_diff ? args[1] : NULL, strict};
-    return isolated(&job);
+    return run_isolated(&job);
 }

@@ -107,8 +107,8 @@ static int parse_options(int argc, char **argv, shard_opts_t *o, int *first_arg)
             break;
         case O_CHUNK: bad = parse_long(optarg, 1, 1L << 30, &o->chunk); break;
         case O_DEFLATE: bad = parse_long(optarg, 0, 9, &v), o->deflate = (int)v; break;
-        case O_PREFIX: o->prefix = optarg, bad = hpcti_manifest_path_ok(optarg) != 0; break;
-        case O_MANIFEST: o->manifest = optarg, bad = hpcti_manifest_path_ok(optarg) != 0; break;
+        case O_PREFIX: o->prefix = optarg, bad = !hpcti_manifest_path_is_safe(optarg); break;
+        case O_MANIFEST: o->manifest = optarg, bad = !hpcti_manifest_path_is_safe(optarg); break;
         case O_INAME: o->inputs_name = optarg; break;
         case O_TNAME: o->targets_name = optarg; break;
         case O_LABEL: bad = parse_long(optarg, 0, INT_MAX, &v), o->label_column = (int)v; break;

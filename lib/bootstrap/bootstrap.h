@@ -1,6 +1,6 @@
 /* bootstrap.h: what the resource manager says about this process (not installed). */
-#ifndef HPCT_BOOTSTRAP_H
-#define HPCT_BOOTSTRAP_H
+#ifndef HPCTI_BOOTSTRAP_H
+#define HPCTI_BOOTSTRAP_H
 
 #include "../core/core.h"
 

@@ -324,7 +324,7 @@ hpct_status_t hpct_ckpt_due(hpct_ckpt_t ck, long step, int *due)
     if (!isnan(ck->job_end) && !ck->walltime_saved &&
         ck->job_end - wall_now() <= c->walltime_margin)
         d |= HPCT_CKPT_DUE_WALLTIME;
-    if (hpct_signal_pending(NULL, NULL)) d |= HPCT_CKPT_DUE_SIGNAL;
+    if (hpct_signals_pending(NULL, NULL)) d |= HPCT_CKPT_DUE_SIGNAL;
     *due = d;
     return HPCT_SUCCESS;
 }
@@ -344,9 +344,9 @@ static int add_scalars(hpct_ckpt_t ck, int with_opt)
     rc |= hpcti_snap_add(sn, "meta", "world_size", HPCT_CKPT_I64, 1, 1, &v->world_size);
     rc |= hpcti_snap_add(sn, "meta", "global_batch", HPCT_CKPT_I64, 1, 1, &v->global_batch);
     rc |= hpcti_snap_add(sn, "meta", "serial", HPCT_CKPT_I64, 1, 1, &v->serial);
-    rc |= hpcti_snap_add(sn, "meta", "config_hash", HPCTI_U64, 1, 1, &v->config_hash);
+    rc |= hpcti_snap_add(sn, "meta", "config_hash", HPCTI_CK_U64, 1, 1, &v->config_hash);
     rc |= hpcti_snap_add(sn, "meta", "saved_at", HPCT_CKPT_F64, 1, 1, &v->saved_at);
-    rc |= hpcti_snap_add(sn, "rng", "state", HPCTI_U64, 0, HPCT_RNG_STATE_WORDS, v->rng);
+    rc |= hpcti_snap_add(sn, "rng", "state", HPCTI_CK_U64, 0, HPCT_RNG_STATE_WORDS, v->rng);
     if (with_opt) {
         rc |= hpcti_snap_add(sn, "optimizer", "step", HPCT_CKPT_I64, 1, 1, &v->opt_step);
         rc |= hpcti_snap_add(sn, "optimizer", "slots", HPCT_CKPT_I64, 1, 1, &v->opt_slots);
@@ -427,7 +427,7 @@ static hpct_status_t build_layout(hpct_ckpt_t ck, hpct_params_t params, hpct_opt
 /* The model description as a string item (count includes the terminating NUL). */
 static hpct_status_t add_model_item(hpct_ckpt_t ck)
 {
-    if (hpcti_snap_add(&ck->snap, "meta", "model", HPCTI_STR, 1, strlen(ck->snap.model) + 1,
+    if (hpcti_snap_add(&ck->snap, "meta", "model", HPCTI_CK_STR, 1, strlen(ck->snap.model) + 1,
                        ck->snap.model))
         return hpcti_error(ck->ctx, HPCT_ERR_NO_MEMORY, "cannot grow the checkpoint layout");
     return HPCT_SUCCESS;

@@ -1,6 +1,6 @@
 /* ckpt.h: library-internal view of checkpoints (not installed). */
-#ifndef HPCT_CKPT_INTERNAL_H
-#define HPCT_CKPT_INTERNAL_H
+#ifndef HPCTI_CKPT_INTERNAL_H
+#define HPCTI_CKPT_INTERNAL_H
 
 #include "../core/core.h"
 
@@ -23,7 +23,7 @@ hpct_status_t hpcti_ckerr_set(hpcti_ckerr_t *err, hpct_status_t status, const ch
 /* One dataset of a checkpoint: HDF5 path under the root, element type and count. */
 typedef struct hpcti_ckitem {
     char path[320]; /* e.g. "params/dense0.weight" */
-    int dtype;      /* hpct_ckpt_dtype_t, HPCTI_U64 or HPCTI_STR */
+    int dtype;      /* hpct_ckpt_dtype_t, HPCTI_CK_U64 or HPCTI_CK_STR */
     int scalar;     /* 1: HDF5 scalar dataspace (count is 1) */
     size_t count;   /* elements */
     void *data;     /* host bytes to write, or where load puts them */
@@ -31,8 +31,8 @@ typedef struct hpcti_ckitem {
     int on_device;  /* 1: user lives where the backend keeps tensors */
 } hpcti_ckitem_t;
 
-#define HPCTI_U64 100 /* internal element type for hashes and RNG words */
-#define HPCTI_STR 101 /* internal: fixed-length string of count bytes (scalar) */
+#define HPCTI_CK_U64 100 /* internal element type for hashes and RNG words */
+#define HPCTI_CK_STR 101 /* internal: fixed-length string of count bytes (scalar) */
 
 /* Bytes per element of an item type. */
 size_t hpcti_ck_elsize(int dtype);
@@ -73,19 +73,30 @@ typedef struct hpcti_ckdir {
     hpct_log_level_t log_level;
 } hpcti_ckdir_t;
 
-/* Write snap as one checkpoint file and commit it atomically, then apply retention.
- * final receives the committed path. Runs on the writer thread in async mode. */
+/* Test hook: stop the whole process (SIGSTOP) when d->stop_at is stage. */
+void hpcti_ck_stop_if(const hpcti_ckdir_t *d, hpcti_stage_t stage);
+
+/* commit.c: write snap as one checkpoint file and commit it atomically, then apply
+ * retention. final receives the committed path. Runs on the writer thread in async mode. */
 hpct_status_t hpcti_ck_write(const hpcti_ckdir_t *d, const hpcti_snapshot_t *snap,
                              char final[HPCTI_CKPT_PATH_MAX], hpcti_ckerr_t *err);
-
-/* Checkpoint file names in d, newest (highest step) first; *n entries, free with free(). */
-hpct_status_t hpcti_ck_list(const char *dir, char ***names, int *n, hpcti_ckerr_t *err);
-/* Serial number of the newest checkpoint from the latest pointer, else the file count. */
-long hpcti_ck_last_serial(const char *dir);
 /* out = dir/name (truncated to the buffer). */
 void hpcti_ck_join(char out[HPCTI_CKPT_PATH_MAX], const char *dir, const char *name);
 /* Remove temporary files of dead writers on this host. */
 void hpcti_ck_clean_stale(const char *dir);
+
+/* h5io.c: the HDF5 part of hpcti_ck_write: snap's datasets into the existing file at path,
+ * flushed, fsync'd and closed (under the HDF5 lock). */
+hpct_status_t hpcti_ck_write_file(const hpcti_ckdir_t *d, const hpcti_snapshot_t *snap,
+                                  const char *path, hpcti_ckerr_t *err);
+
+/* retention.c: checkpoint file names in dir, newest (highest step) first; *n entries, free
+ * with free(). */
+hpct_status_t hpcti_ck_list(const char *dir, char ***names, int *n, hpcti_ckerr_t *err);
+/* Serial number of the newest checkpoint from the latest pointer, else the file count. */
+long hpcti_ck_last_serial(const char *dir);
+/* Keep the d->keep_last newest and every permanent file; delete the rest. */
+void hpcti_ck_apply_retention(const hpcti_ckdir_t *d, hpcti_ckerr_t *err);
 
 /* How reading one file ended: fine, corrupt/torn (fall back), or incompatible (stop). */
 typedef enum { HPCTI_READ_OK = 0, HPCTI_READ_CORRUPT = 1, HPCTI_READ_MISMATCH = 2 } hpcti_read_t;

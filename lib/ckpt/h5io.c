@@ -1,75 +1,14 @@
-/* h5io.c: one checkpoint file in HDF5 (write, verify and read), its atomic commit, the
- * "latest" pointer and retention. Every HDF5 call here runs under hpcti_hdf5_lock with
- * HDF5's automatic error printing switched off; errors become detail strings. */
+/* h5io.c: one checkpoint file in HDF5: its datasets written (with a crc32c attribute each),
+ * flushed and fsync'd, then read back and verified. Every HDF5 call here runs under
+ * hpcti_hdf5_lock with HDF5's automatic error printing switched off; errors become detail
+ * strings. The commit around the writing is in commit.c. */
 #include "h5io.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
-
-hpct_status_t hpcti_ckerr_set(hpcti_ckerr_t *err, hpct_status_t status, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-    va_end(ap);
-    err->status = status;
-    return status;
-}
-
-size_t hpcti_ck_elsize(int dtype)
-{
-    switch (dtype) {
-    case HPCT_CKPT_F32:
-    case HPCT_CKPT_I32: return 4;
-    case HPCT_CKPT_F64:
-    case HPCT_CKPT_I64:
-    case HPCTI_U64: return 8;
-    default: return 1; /* HPCT_CKPT_U8 */
-    }
-}
-
-int hpcti_snap_add(hpcti_snapshot_t *snap, const char *prefix, const char *name, int dtype,
-                   int scalar, size_t count, void *data)
-{
-    if (snap->num == snap->cap) {
-        int cap = snap->cap ? 2 * snap->cap : 32;
-        hpcti_ckitem_t *items = realloc(snap->items, sizeof *items * (size_t)cap);
-        if (!items) return HPCT_ERR_NO_MEMORY;
-        snap->items = items;
-        snap->cap = cap;
-    }
-    hpcti_ckitem_t *it = &snap->items[snap->num++];
-    snprintf(it->path, sizeof it->path, "%s/%s", prefix, name);
-    it->dtype = dtype;
-    it->scalar = scalar;
-    it->count = count;
-    it->data = data;
-    it->user = NULL;
-    it->on_device = 0;
-    return HPCT_SUCCESS;
-}
-
-hpcti_stage_t hpcti_stage_parse(const char *name)
-{
-    static const char *names[] = {"", "created", "half", "synced", "renamed", "pointer"};
-    for (int i = 1; name && i < (int)(sizeof names / sizeof *names); i++)
-        if (strcmp(name, names[i]) == 0) return (hpcti_stage_t)i;
-    return HPCTI_STAGE_NONE;
-}
-
-/* Test hook: stop the whole process here so a test can SIGKILL it mid-write. */
-static void stop_if(const hpcti_ckdir_t *d, hpcti_stage_t stage)
-{
-    if (d->stop_at == stage) raise(SIGSTOP);
-}
 
 /* ---- HDF5 error detail ---------------------------------------------------- */
 
@@ -122,7 +61,7 @@ static hid_t file_type(int dtype)
     case HPCT_CKPT_F64: return H5T_IEEE_F64LE;
     case HPCT_CKPT_I32: return H5T_STD_I32LE;
     case HPCT_CKPT_I64: return H5T_STD_I64LE;
-    case HPCTI_U64: return H5T_STD_U64LE;
+    case HPCTI_CK_U64: return H5T_STD_U64LE;
     default: return H5T_STD_U8LE;
     }
 }
@@ -134,64 +73,9 @@ hid_t hpcti_ck_mem_type(int dtype)
     case HPCT_CKPT_F64: return H5T_NATIVE_DOUBLE;
     case HPCT_CKPT_I32: return H5T_NATIVE_INT32;
     case HPCT_CKPT_I64: return H5T_NATIVE_INT64;
-    case HPCTI_U64: return H5T_NATIVE_UINT64;
+    case HPCTI_CK_U64: return H5T_NATIVE_UINT64;
     default: return H5T_NATIVE_UINT8;
     }
-}
-
-/* ---- small POSIX helpers ---------------------------------------------------- */
-
-static int fsync_path(const char *path, int directory)
-{
-    int fd = open(path, O_RDONLY | (directory ? O_DIRECTORY : 0));
-    if (fd < 0) return -1;
-    int rc;
-    do rc = fsync(fd);
-    while (rc < 0 && errno == EINTR);
-    int saved = errno;
-    close(fd);
-    errno = saved;
-    return rc;
-}
-
-/* Drop the world-write bit a 0 umask would leave (files are never world-writable). */
-static void strip_world_write(int fd)
-{
-    struct stat st;
-    if (fstat(fd, &st) == 0 && (st.st_mode & S_IWOTH)) fchmod(fd, st.st_mode & 07775);
-}
-
-/* out = dir/name, cut to HPCTI_CKPT_PATH_MAX - 1 bytes (directories are checked shorter). */
-void hpcti_ck_join(char out[HPCTI_CKPT_PATH_MAX], const char *dir, const char *name)
-{
-    size_t nd = strnlen(dir, HPCTI_CKPT_PATH_MAX - 2);
-    size_t nn = strnlen(name, HPCTI_CKPT_PATH_MAX - 2 - nd);
-    memcpy(out, dir, nd);
-    out[nd] = '/';
-    memcpy(out + nd + 1, name, nn);
-    out[nd + 1 + nn] = '\0';
-}
-
-/* ".<name>.tmp-<host>-<pid>": unique per writer, ignored by readers. */
-static void temp_name(char out[HPCTI_CKPT_PATH_MAX], const char *dir, const char *name)
-{
-    char host[256] = "host";
-    gethostname(host, sizeof host - 1);
-    char tmp[600];
-    snprintf(tmp, sizeof tmp, ".%s.tmp-%s-%ld", name, host, (long)getpid());
-    hpcti_ck_join(out, dir, tmp);
-}
-
-/* Create the file ourselves first: a clear errno (EACCES, EROFS, ENOSPC) naming the path. */
-static hpct_status_t precreate(const char *path, hpcti_ckerr_t *err)
-{
-    int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0666);
-    if (fd < 0)
-        return hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot create checkpoint file %s: %s", path,
-                               strerror(errno));
-    strip_world_write(fd);
-    close(fd);
-    return HPCT_SUCCESS;
 }
 
 /* ---- writing ----------------------------------------------------------------- */
@@ -227,7 +111,7 @@ static hid_t string_type(size_t bytes)
 static hpct_status_t write_item(hid_t fid, hid_t lcpl, hid_t dcpl, const hpcti_ckitem_t *it,
                                 const char *path, hpcti_ckerr_t *err)
 {
-    int str = it->dtype == HPCTI_STR;
+    int str = it->dtype == HPCTI_CK_STR;
     hsize_t dims[1] = {it->count};
     hid_t space = it->scalar ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, dims, NULL);
     hid_t ft = str ? string_type(it->count) : file_type(it->dtype);
@@ -321,7 +205,7 @@ static hpct_status_t write_items(hid_t fid, const hpcti_ckdir_t *d, const hpcti_
     hpct_status_t s = HPCT_SUCCESS;
     for (int i = 0; i < snap->num && !s; i++) {
         s = write_item(fid, lcpl, dcpl, &snap->items[i], path, err);
-        if (i == snap->num / 2) stop_if(d, HPCTI_STAGE_HALF);
+        if (i == snap->num / 2) hpcti_ck_stop_if(d, HPCTI_STAGE_HALF);
     }
     H5Pclose(dcpl);
     H5Pclose(lcpl);
@@ -351,8 +235,6 @@ static herr_t close_file(hid_t fid, int failed)
 static hpct_status_t write_file(const hpcti_ckdir_t *d, const hpcti_snapshot_t *snap,
                                 const char *path, hpcti_ckerr_t *err)
 {
-    hpct_status_t s = precreate(path, err);
-    if (s) return s;
     char h5[400];
     /* The 1.8 file format: superblock v2 and object headers v2 carry checksums, so a damaged
      * header is refused by HDF5 instead of being decoded (HDF5 1.10 can crash decoding a
@@ -367,8 +249,8 @@ static hpct_status_t write_file(const hpcti_ckdir_t *d, const hpcti_snapshot_t *
     if (fid < 0)
         return hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot create checkpoint file %s: %s", path,
                                hpcti_ck_h5_detail(h5));
-    stop_if(d, HPCTI_STAGE_CREATED);
-    s = write_root_attrs(fid, path, err);
+    hpcti_ck_stop_if(d, HPCTI_STAGE_CREATED);
+    hpct_status_t s = write_root_attrs(fid, path, err);
     if (!s) s = write_items(fid, d, snap, path, err);
     if (!s) s = flush_and_sync(fid, path, err);
     if (close_file(fid, s != HPCT_SUCCESS) != 0 && !s) /* a failed close is a failed write */
@@ -377,194 +259,14 @@ static hpct_status_t write_file(const hpcti_ckdir_t *d, const hpcti_snapshot_t *
     return s;
 }
 
-/* ---- commit, pointer, retention ---------------------------------------------- */
-
-static hpct_status_t sync_dir(const char *dir, hpcti_ckerr_t *err)
+hpct_status_t hpcti_ck_write_file(const hpcti_ckdir_t *d, const hpcti_snapshot_t *snap,
+                                  const char *path, hpcti_ckerr_t *err)
 {
-    if (fsync_path(dir, 1) == 0) return HPCT_SUCCESS;
-    return hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot fsync checkpoint directory %s: %s", dir,
-                           strerror(errno));
-}
-
-static hpct_status_t write_small_file(const char *path, const char *text, hpcti_ckerr_t *err)
-{
-    int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0666);
-    if (fd < 0)
-        return hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot create %s: %s", path, strerror(errno));
-    strip_world_write(fd);
-    size_t n = strlen(text);
-    ssize_t w;
-    do w = write(fd, text, n);
-    while (w < 0 && errno == EINTR);
-    int rc = (w == (ssize_t)n) ? fsync(fd) : -1;
-    int saved = w < 0 || rc < 0 ? errno : ENOSPC;
-    close(fd);
-    if (w == (ssize_t)n && rc == 0) return HPCT_SUCCESS;
-    unlink(path);
-    return hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot write %s: %s", path, strerror(saved));
-}
-
-/* "latest" names the newest committed file and its serial number, replaced atomically. */
-static hpct_status_t update_pointer(const hpcti_ckdir_t *d, const char *name, long serial,
-                                    hpcti_ckerr_t *err)
-{
-    char tmp[HPCTI_CKPT_PATH_MAX], final[HPCTI_CKPT_PATH_MAX], text[600];
-    temp_name(tmp, d->dir, "latest");
-    hpcti_ck_join(final, d->dir, "latest");
-    snprintf(text, sizeof text, "%s\nserial %ld\n", name, serial);
-    hpct_status_t s = write_small_file(tmp, text, err);
-    if (s) return s;
-    stop_if(d, HPCTI_STAGE_POINTER);
-    if (rename(tmp, final) < 0) {
-        s = hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot rename %s to %s: %s", tmp, final,
-                            strerror(errno));
-        unlink(tmp);
-        return s;
-    }
-    return sync_dir(d->dir, err);
-}
-
-/* Parse "ckpt-<12 digits>.h5" or "ckpt-<12 digits>-keep.h5"; -1 when name is neither. */
-static long parse_name(const char *name, int *keep)
-{
-    if (strncmp(name, "ckpt-", 5) != 0 || strlen(name) < 20) return -1;
-    long step = 0;
-    for (int i = 5; i < 17; i++) {
-        if (name[i] < '0' || name[i] > '9') return -1;
-        step = 10 * step + (name[i] - '0');
-    }
-    *keep = strcmp(name + 17, "-keep.h5") == 0;
-    return (*keep || strcmp(name + 17, ".h5") == 0) ? step : -1;
-}
-
-/* Newest first; at equal steps the permanent copy first. */
-static int newer_first(const void *a, const void *b)
-{
-    const char *x = *(char *const *)a, *y = *(char *const *)b;
-    int kx, ky;
-    long sx = parse_name(x, &kx), sy = parse_name(y, &ky);
-    if (sx != sy) return sx < sy ? 1 : -1;
-    return ky - kx;
-}
-
-hpct_status_t hpcti_ck_list(const char *dir, char ***names, int *n, hpcti_ckerr_t *err)
-{
-    *names = NULL;
-    *n = 0;
-    DIR *dh = opendir(dir);
-    if (!dh)
-        return hpcti_ckerr_set(err, errno == ENOENT ? HPCT_ERR_NOT_FOUND : HPCT_ERR_IO,
-                               "cannot list checkpoint directory %s: %s", dir, strerror(errno));
-    int cap = 0, keep;
-    struct dirent *e;
-    while ((e = readdir(dh))) {
-        if (parse_name(e->d_name, &keep) < 0) continue;
-        if (*n == cap) {
-            cap = cap ? 2 * cap : 16;
-            char **grown = realloc(*names, sizeof *grown * (size_t)cap);
-            if (!grown) break;
-            *names = grown;
-        }
-        if (!((*names)[*n] = strdup(e->d_name))) break;
-        (*n)++;
-    }
-    closedir(dh);
-    if (*n) qsort(*names, (size_t)*n, sizeof **names, newer_first);
-    return HPCT_SUCCESS;
-}
-
-static void free_names(char **names, int n)
-{
-    for (int i = 0; i < n; i++) free(names[i]);
-    free(names);
-}
-
-long hpcti_ck_last_serial(const char *dir)
-{
-    char path[HPCTI_CKPT_PATH_MAX], line[600];
-    long serial = -1;
-    hpcti_ck_join(path, dir, "latest");
-    FILE *f = fopen(path, "r");
-    if (f) {
-        if (fgets(line, sizeof line, f) && fscanf(f, "serial %ld", &serial) != 1) serial = -1;
-        fclose(f);
-    }
-    if (serial >= 0) return serial;
-    char **names;
-    int n;
-    hpcti_ckerr_t err;
-    if (hpcti_ck_list(dir, &names, &n, &err)) return 0;
-    free_names(names, n);
-    return n;
-}
-
-/* Keep the keep_last newest and every permanent file; delete the rest. The deletions are
- * not fsync'd: an old checkpoint that reappears after a crash is still a valid one. */
-static void apply_retention(const hpcti_ckdir_t *d, hpcti_ckerr_t *err)
-{
-    char **names;
-    int n, keep;
-    if (hpcti_ck_list(d->dir, &names, &n, err)) return;
-    for (int i = d->keep_last; i < n; i++) {
-        char path[HPCTI_CKPT_PATH_MAX];
-        if (parse_name(names[i], &keep) < 0 || keep) continue;
-        hpcti_ck_join(path, d->dir, names[i]);
-        if (unlink(path) < 0 && d->log_level >= HPCT_LOG_WARN)
-            fprintf(stderr, "hpctrain: warning: cannot remove old checkpoint %s: %s\n", path,
-                    strerror(errno));
-    }
-    free_names(names, n);
-}
-
-void hpcti_ck_clean_stale(const char *dir)
-{
-    char host[256] = "host", mark[300];
-    gethostname(host, sizeof host - 1);
-    snprintf(mark, sizeof mark, ".tmp-%s-", host);
-    DIR *dh = opendir(dir);
-    if (!dh) return;
-    struct dirent *e;
-    while ((e = readdir(dh))) {
-        const char *at = e->d_name[0] == '.' ? strstr(e->d_name, mark) : NULL;
-        if (!at) continue;
-        long pid = strtol(at + strlen(mark), NULL, 10);
-        if (pid <= 0 || pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
-            continue;
-        char path[HPCTI_CKPT_PATH_MAX];
-        hpcti_ck_join(path, dir, e->d_name);
-        unlink(path);
-    }
-    closedir(dh);
-}
-
-hpct_status_t hpcti_ck_write(const hpcti_ckdir_t *d, const hpcti_snapshot_t *snap,
-                             char final[HPCTI_CKPT_PATH_MAX], hpcti_ckerr_t *err)
-{
-    char name[64], tmp[HPCTI_CKPT_PATH_MAX];
-    snprintf(name, sizeof name, "ckpt-%012ld%s.h5", snap->step, snap->keep ? "-keep" : "");
-    hpcti_ck_join(final, d->dir, name);
-    temp_name(tmp, d->dir, name);
     hpcti_h5_quiet_t q;
     hpcti_ck_h5_enter(&q);
-    hpct_status_t s = write_file(d, snap, tmp, err);
+    hpct_status_t s = write_file(d, snap, path, err);
     hpcti_ck_h5_leave(&q);
-    if (s) {
-        unlink(tmp);
-        return s;
-    }
-    stop_if(d, HPCTI_STAGE_SYNCED);
-    if (rename(tmp, final) < 0) {
-        s = hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot rename %s to %s: %s", tmp, final,
-                            strerror(errno));
-        unlink(tmp);
-        return s;
-    }
-    stop_if(d, HPCTI_STAGE_RENAMED);
-    if ((s = sync_dir(d->dir, err))) return s;
-    if ((s = update_pointer(d, name, snap->serial, err))) return s;
-    hpcti_ckerr_t ignored;
-    apply_retention(d, &ignored);
-    return HPCT_SUCCESS;
+    return s;
 }
 
 /* ---- reading and verifying ------------------------------------------------------- */
@@ -605,7 +307,7 @@ static hpcti_read_t check_shape(hid_t dset, const hpcti_ckitem_t *it, const char
         return corrupt(err, file, "cannot read the header of dataset", it->path);
     }
     hssize_t n = H5Sget_simple_extent_npoints(space);
-    int str = it->dtype == HPCTI_STR;
+    int str = it->dtype == HPCTI_CK_STR;
     size_t size = H5Tget_size(type);
     int ok = str ? (H5Tget_class(type) == H5T_STRING && n == 1)
                  : (n == (hssize_t)it->count && size == hpcti_ck_elsize(it->dtype));

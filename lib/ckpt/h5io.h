@@ -1,7 +1,7 @@
 /* h5io.h: HDF5 helpers of lib/ckpt shared by the writer/loader (h5io.c) and the inspection
  * API (inspect.c). Library-internal; only these two files include HDF5. */
-#ifndef HPCT_CKPT_H5IO_H
-#define HPCT_CKPT_H5IO_H
+#ifndef HPCTI_CKPT_H5IO_H
+#define HPCTI_CKPT_H5IO_H
 
 #include "ckpt.h"
 
@@ -21,7 +21,7 @@ void hpcti_ck_h5_leave(const hpcti_h5_quiet_t *q);
 /* The most specific message of HDF5's error stack (then cleared), into buf. */
 const char *hpcti_ck_h5_detail(char buf[400]);
 
-/* Native memory type of an item type (hpct_ckpt_dtype_t, HPCTI_U64; not HPCTI_STR). */
+/* Native memory type of an item type (hpct_ckpt_dtype_t, HPCTI_CK_U64; not HPCTI_CK_STR). */
 hid_t hpcti_ck_mem_type(int dtype);
 
 /* Compare the dataset's crc32c attribute with the CRC32C of bytes at data. On failure err

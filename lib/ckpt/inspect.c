@@ -1,4 +1,4 @@
-/* inspect.c: one checkpoint file read without a model or optimizer (hpct_ckpt_inspect):
+/* inspect.c: one checkpoint file read without a model or optimizer (hpct_ckpt_file_*):
  * versions, /meta, every dataset with its type, size and checksum verdict, and the values of
  * one dataset. Written for post-mortems: a damaged dataset is listed with its verdict, never
  * trusted and never allowed to crash the reader. HDF5 runs under the process-wide lock with
@@ -60,7 +60,7 @@ static hpct_ckpt_dtype_t classify(hid_t type, size_t *elsize)
 /* The internal item type of a public dtype (for the native memory type). */
 static int item_type(hpct_ckpt_dtype_t d)
 {
-    return d == HPCT_CKPT_U64 ? HPCTI_U64 : (int)d;
+    return d == HPCT_CKPT_U64 ? HPCTI_CK_U64 : (int)d;
 }
 
 /* ---- one dataset's bytes ------------------------------------------------------------- */
@@ -294,7 +294,7 @@ static hpct_status_t check_file(hpct_ctx_t ctx, struct hpct_ckpt_file *f)
     return HPCT_SUCCESS;
 }
 
-void hpct_ckpt_inspect_close(hpct_ckpt_file_t f)
+void hpct_ckpt_file_close(hpct_ckpt_file_t f)
 {
     if (!f) return;
     for (int i = 0; i < f->num; i++) {
@@ -306,16 +306,16 @@ void hpct_ckpt_inspect_close(hpct_ckpt_file_t f)
     free(f);
 }
 
-hpct_status_t hpct_ckpt_inspect(hpct_ctx_t ctx, const char *path, hpct_ckpt_file_t *out)
+hpct_status_t hpct_ckpt_file_open(hpct_ctx_t ctx, const char *path, hpct_ckpt_file_t *out)
 {
     if (!ctx) return HPCT_ERR_INVALID_ARG;
     hpcti_clear_error(ctx);
     if (!out || !path || !*path)
-        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_ckpt_inspect: %s is NULL or empty",
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_ckpt_file_open: %s is NULL or empty",
                            out ? "path" : "file");
     *out = NULL;
     if (strlen(path) >= HPCTI_CKPT_PATH_MAX)
-        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_ckpt_inspect: path too long");
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_ckpt_file_open: path too long");
     struct hpct_ckpt_file *f = hpcti_calloc(ctx, 1, sizeof *f, "a checkpoint inspection handle");
     if (!f) return HPCT_ERR_NO_MEMORY;
     f->ctx = ctx;
@@ -323,7 +323,7 @@ hpct_status_t hpct_ckpt_inspect(hpct_ctx_t ctx, const char *path, hpct_ckpt_file
     snprintf(f->path, sizeof f->path, "%s", path);
     hpct_status_t s = check_file(ctx, f);
     if (s) {
-        hpct_ckpt_inspect_close(f);
+        hpct_ckpt_file_close(f);
         return s;
     }
     hpcti_ckerr_t err = {0, ""};
@@ -332,7 +332,7 @@ hpct_status_t hpct_ckpt_inspect(hpct_ctx_t ctx, const char *path, hpct_ckpt_file
     s = open_h5(f, &err);
     hpcti_ck_h5_leave(&q);
     if (s) {
-        hpct_ckpt_inspect_close(f);
+        hpct_ckpt_file_close(f);
         return hpcti_error(ctx, s, "%s", err.msg);
     }
     *out = f;
@@ -550,4 +550,16 @@ hpct_status_t hpct_ckpt_file_read(hpct_ckpt_file_t f, const char *name, hpct_ckp
     hpct_status_t s = read_values(f, d, as, out, &err);
     hpcti_ck_h5_leave(&q);
     return s ? hpcti_error(f->ctx, s, "%s", err.msg) : HPCT_SUCCESS;
+}
+
+/* ---- deprecated names (0.1) ---------------------------------------------------------- */
+
+hpct_status_t hpct_ckpt_inspect(hpct_ctx_t ctx, const char *path, hpct_ckpt_file_t *out)
+{
+    return hpct_ckpt_file_open(ctx, path, out);
+}
+
+void hpct_ckpt_inspect_close(hpct_ckpt_file_t f)
+{
+    hpct_ckpt_file_close(f);
 }

@@ -93,7 +93,7 @@ void hpct_signals_uninstall(hpct_signals_t h)
     free(h);
 }
 
-int hpct_signal_pending(int *signo, int *count)
+int hpct_signals_pending(int *signo, int *count)
 {
     int s = caught_signo, c = caught_count;
     if (signo) *signo = s;
@@ -101,8 +101,20 @@ int hpct_signal_pending(int *signo, int *count)
     return s != 0;
 }
 
-void hpct_signal_clear(void)
+void hpct_signals_clear(void)
 {
     caught_signo = 0;
     caught_count = 0;
+}
+
+/* ---- deprecated names (0.1) ---------------------------------------------------------- */
+
+int hpct_signal_pending(int *signo, int *count)
+{
+    return hpct_signals_pending(signo, count);
+}
+
+void hpct_signal_clear(void)
+{
+    hpct_signals_clear();
 }

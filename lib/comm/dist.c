@@ -26,11 +26,12 @@ static hpct_status_t check_dist_config(hpct_ctx_t ctx)
         return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
                            "hpct_config_t.consistency_interval is %ld, must be >= 0",
                            c->consistency_interval);
-    if (c->grad_transport < HPCT_TRANSPORT_FP32 || c->grad_transport > HPCT_TRANSPORT_FP16)
+    int transport = (int)c->grad_transport;
+    if (transport < HPCT_TRANSPORT_FP32 || transport > HPCT_TRANSPORT_FP16)
         return hpcti_error(
             ctx, HPCT_ERR_INVALID_ARG,
             "hpct_config_t.grad_transport is %d, must be HPCT_TRANSPORT_FP32, _BF16 or _FP16",
-            c->grad_transport);
+            transport);
     return HPCT_SUCCESS;
 }
 

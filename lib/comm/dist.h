@@ -1,6 +1,6 @@
 /* dist.h: library-internal distributed state: communicators, deadlines, reductions. */
-#ifndef HPCT_DIST_H
-#define HPCT_DIST_H
+#ifndef HPCTI_DIST_H
+#define HPCTI_DIST_H
 
 #include "../bootstrap/bootstrap.h"
 #ifdef HPCT_HAVE_NCCL

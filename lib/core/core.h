@@ -1,6 +1,6 @@
 /* core.h: library-internal context, errors, logging and RNG (not installed). */
-#ifndef HPCT_CORE_H
-#define HPCT_CORE_H
+#ifndef HPCTI_CORE_H
+#define HPCTI_CORE_H
 
 #include "hpctrain.h"
 

@@ -1,2 +1,3 @@
-# lib/core: context, configuration, status codes and messages, logging, RNG, clock.
-lib_libhpctrain_a_SOURCES += lib/core/core.h lib/core/ctx.c lib/core/rng.c lib/core/status.c
+# lib/core: context, configuration, status strings, version, logging, RNG, clock, HDF5 lock.
+lib_libhpctrain_a_SOURCES += lib/core/core.h lib/core/ctx.c lib/core/rng.c lib/core/status.c \
+	lib/core/version.c lib/core/hdf5_lock.c lib/core/clock.c

@@ -1,8 +1,5 @@
-/* status.c: status code strings and the library version. */
+/* status.c: the static string of every status code. */
 #include "core.h"
-
-#include <pthread.h>
-#include <time.h>
 
 const char *hpct_strerror(hpct_status_t status)
 {
@@ -24,31 +21,4 @@ const char *hpct_strerror(hpct_status_t status)
     case HPCT_ERR_INTERNAL: return "internal error in libhpctrain";
     default: return "unknown status code";
     }
-}
-
-void hpct_get_version(int *major, int *minor, int *patch)
-{
-    if (major) *major = HPCT_VERSION_MAJOR;
-    if (minor) *minor = HPCT_VERSION_MINOR;
-    if (patch) *patch = HPCT_VERSION_PATCH;
-}
-
-/* The one process-wide lock around HDF5 (see core.h). */
-static pthread_mutex_t hdf5_mutex = PTHREAD_MUTEX_INITIALIZER;
-
-void hpcti_hdf5_lock(void)
-{
-    pthread_mutex_lock(&hdf5_mutex);
-}
-
-void hpcti_hdf5_unlock(void)
-{
-    pthread_mutex_unlock(&hdf5_mutex);
-}
-
-double hpcti_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }

@@ -1,6 +1,6 @@
 /* data.h: library-internal pieces of lib/data: manifest, checksum, shard access (not installed). */
-#ifndef HPCT_DATA_H
-#define HPCT_DATA_H
+#ifndef HPCTI_DATA_H
+#define HPCTI_DATA_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -53,8 +53,8 @@ int hpcti_manifest_parse(const char *text, size_t len, hpcti_manifest_t *m, char
 void hpcti_manifest_free(hpcti_manifest_t *m);
 /* Write m as manifest text to path atomically (temp file + rename); 0 or -1 (errno set). */
 int hpcti_manifest_write(const hpcti_manifest_t *m, const char *path);
-/* 0 when path is relative, non-empty, printable, without '..' components. */
-int hpcti_manifest_path_ok(const char *path);
+/* 1 when path is relative, non-empty, printable and without '..' components, else 0. */
+int hpcti_manifest_path_is_safe(const char *path);
 /* Element-type names and sizes. */
 const char *hpcti_type_name(hpcti_type_t t);
 size_t hpcti_type_size(hpcti_type_t t);

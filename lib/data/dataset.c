@@ -299,7 +299,7 @@ static hpct_status_t alloc_slots(hpct_dataset_t ds)
     size_t lb = (size_t)ds->local_batch;
     size_t raw = (ds->features > ds->twidth ? ds->features : ds->twidth) * 8;
     for (int i = 0; i < n; i++) {
-        slot_t *sl = &ds->slots[i];
+        hpcti_slot_t *sl = &ds->slots[i];
         sl->inputs = hpcti_calloc(ds->ctx, lb, ds->features * sizeof(float), "batch inputs");
         sl->targets = hpcti_calloc(ds->ctx, lb, ds->twidth * 4, "batch targets");
         sl->scratch = hpcti_calloc(ds->ctx, lb, raw, "batch scratch");

@@ -1,6 +1,6 @@
 /* h5shard.h: what the reader learns about one shard from HDF5 (lib/data internal). */
-#ifndef HPCT_H5SHARD_H
-#define HPCT_H5SHARD_H
+#ifndef HPCTI_H5SHARD_H
+#define HPCTI_H5SHARD_H
 
 #include "../core/core.h"
 #include "data.h"

@@ -39,19 +39,19 @@ uint64_t hpcti_layout_count(const hpcti_layout_t *l)
     return n;
 }
 
-int hpcti_manifest_path_ok(const char *path)
+int hpcti_manifest_path_is_safe(const char *path)
 {
-    if (!path || !*path || path[0] == '/') return -1;
+    if (!path || !*path || path[0] == '/') return 0;
     for (const char *p = path; *p; p++)
-        if ((unsigned char)*p <= ' ' || *p == 0x7f || *p == '\\') return -1;
+        if ((unsigned char)*p <= ' ' || *p == 0x7f || *p == '\\') return 0;
     const char *c = path; /* reject any ".." component */
     while (*c) {
         size_t n = strcspn(c, "/");
-        if (n == 2 && c[0] == '.' && c[1] == '.') return -1;
+        if (n == 2 && c[0] == '.' && c[1] == '.') return 0;
         c += n;
         while (*c == '/') c++;
     }
-    return 0;
+    return 1;
 }
 
 /* Parser state: the current line number and the error buffer. */
@@ -164,7 +164,7 @@ static int add_shard(parser_t *p, char **tok, int n, hpcti_manifest_t *m, int *c
     if (parse_u64(tok[2], UINT64_MAX, &e.bytes)) return fail(p, "bad byte size '%s'", tok[2]);
     if (parse_hex64(tok[3], &e.checksum))
         return fail(p, "bad checksum '%s' (16 lower-case hex digits)", tok[3]);
-    if (hpcti_manifest_path_ok(tok[4]))
+    if (!hpcti_manifest_path_is_safe(tok[4]))
         return fail(p, "shard path '%s' escapes the manifest's directory or is not printable",
                     tok[4]);
     for (int i = 0; i < m->num_shards; i++)

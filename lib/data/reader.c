@@ -238,7 +238,7 @@ static void nonfinite_message(hpct_dataset_t ds, const uint64_t *local, long j, 
 }
 
 /* Build the next batch from producer position (pe, ps) into slot, skipping bad batches. */
-static void produce(hpct_dataset_t ds, slot_t *slot)
+static void produce(hpct_dataset_t ds, hpcti_slot_t *slot)
 {
     slot->skipped = 0;
     slot->status = HPCT_SUCCESS;
@@ -279,17 +279,17 @@ static void *prefetch_main(void *arg)
     hpct_dataset_t ds = arg;
     for (;;) {
         pthread_mutex_lock(&ds->mu);
-        while (!ds->stop && ds->slots[ds->tail].state != SLOT_FREE)
+        while (!ds->stop && ds->slots[ds->tail].state != HPCTI_SLOT_FREE)
             pthread_cond_wait(&ds->cv, &ds->mu);
         if (ds->stop) {
             pthread_mutex_unlock(&ds->mu);
             return NULL;
         }
-        slot_t *slot = &ds->slots[ds->tail];
+        hpcti_slot_t *slot = &ds->slots[ds->tail];
         pthread_mutex_unlock(&ds->mu);
         produce(ds, slot); /* the slot is ours while FREE and not yet published */
         pthread_mutex_lock(&ds->mu);
-        slot->state = SLOT_READY;
+        slot->state = HPCTI_SLOT_READY;
         ds->tail = (ds->tail + 1) % ds->num_slots;
         pthread_cond_broadcast(&ds->cv);
         pthread_mutex_unlock(&ds->mu);
@@ -312,7 +312,7 @@ void hpcti_reader_stop(hpct_dataset_t ds)
 hpct_status_t hpcti_reader_restart(hpct_dataset_t ds)
 {
     hpcti_reader_stop(ds);
-    for (int i = 0; i < ds->num_slots; i++) ds->slots[i].state = SLOT_FREE;
+    for (int i = 0; i < ds->num_slots; i++) ds->slots[i].state = HPCTI_SLOT_FREE;
     ds->head = ds->tail = 0;
     ds->held = -1;
     ds->pe = ds->epoch, ds->ps = ds->step;
@@ -326,7 +326,7 @@ hpct_status_t hpcti_reader_restart(hpct_dataset_t ds)
 }
 
 /* Take the next ready slot (waiting for the prefetch thread), or build it here. */
-static slot_t *take_slot(hpct_dataset_t ds)
+static hpcti_slot_t *take_slot(hpct_dataset_t ds)
 {
     if (ds->cfg.prefetch_depth == 0) {
         produce(ds, &ds->slots[0]);
@@ -334,13 +334,13 @@ static slot_t *take_slot(hpct_dataset_t ds)
     }
     pthread_mutex_lock(&ds->mu);
     if (ds->held >= 0) {
-        ds->slots[ds->held].state = SLOT_FREE;
+        ds->slots[ds->held].state = HPCTI_SLOT_FREE;
         ds->held = -1;
         pthread_cond_broadcast(&ds->cv);
     }
-    while (ds->slots[ds->head].state != SLOT_READY) pthread_cond_wait(&ds->cv, &ds->mu);
-    slot_t *slot = &ds->slots[ds->head];
-    slot->state = SLOT_HELD;
+    while (ds->slots[ds->head].state != HPCTI_SLOT_READY) pthread_cond_wait(&ds->cv, &ds->mu);
+    hpcti_slot_t *slot = &ds->slots[ds->head];
+    slot->state = HPCTI_SLOT_HELD;
     ds->held = ds->head;
     ds->head = (ds->head + 1) % ds->num_slots;
     pthread_mutex_unlock(&ds->mu);
@@ -359,7 +359,7 @@ hpct_status_t hpct_dataset_next(hpct_dataset_t ds, const float **inputs, const v
         hpct_status_t s = hpcti_reader_restart(ds);
         if (s) return s;
     }
-    slot_t *slot = take_slot(ds);
+    hpcti_slot_t *slot = take_slot(ds);
     if (slot->status) {
         hpct_status_t s = hpcti_error(ds->ctx, slot->status, "%s", slot->err);
         hpcti_reader_stop(ds); /* the next call retries from the same cursor */

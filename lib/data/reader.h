@@ -1,16 +1,16 @@
 /* reader.h: the dataset handle shared by dataset.c (open, cursor) and reader.c (batches). */
-#ifndef HPCT_READER_H
-#define HPCT_READER_H
+#ifndef HPCTI_READER_H
+#define HPCTI_READER_H
 
 #include "h5shard.h"
 
 #include <pthread.h>
 
-enum slot_state { SLOT_FREE, SLOT_READY, SLOT_HELD };
+enum hpcti_slot_state { HPCTI_SLOT_FREE, HPCTI_SLOT_READY, HPCTI_SLOT_HELD };
 
 /* One prefetched batch: this rank's rows and where in the stream they come from. */
-typedef struct slot {
-    enum slot_state state;
+typedef struct hpcti_slot {
+    enum hpcti_slot_state state;
     long epoch, step;     /* position of this batch */
     long skipped;         /* global batches skipped just before it */
     hpct_status_t status; /* non-zero: reading failed, err says why */
@@ -18,7 +18,7 @@ typedef struct slot {
     float *inputs;          /* [local_batch, features] */
     void *targets;          /* [local_batch, target width], int32 or fp32 */
     unsigned char *scratch; /* raw rows before type conversion */
-} slot_t;
+} hpcti_slot_t;
 
 struct hpct_dataset {
     hpct_ctx_t ctx;
@@ -47,7 +47,7 @@ struct hpct_dataset {
     uint64_t *batch_idx; /* [global_batch] global indices of the batch being built */
     /* ring of prefetch slots */
     int num_slots, head, tail, held;
-    slot_t *slots;
+    hpcti_slot_t *slots;
     pthread_t thread;
     int running, stop;
     pthread_mutex_t mu;

@@ -54,7 +54,7 @@ static void cpu_bias_act(int act, float *z, const float *restrict bias, float *y
 {
     for (int r = 0; r < rows; r++) {
         float *zr = z + (size_t)r * cols, *yr = y + (size_t)r * cols;
-        if (act == HPCT_MATH_RELU) { /* the hot case: keep it branch-free */
+        if (act == HPCTI_MATH_RELU) { /* the hot case: keep it branch-free */
             for (int c = 0; c < cols; c++) {
                 float v = zr[c] + bias[c];
                 zr[c] = v;
@@ -63,7 +63,7 @@ static void cpu_bias_act(int act, float *z, const float *restrict bias, float *y
         } else {
             for (int c = 0; c < cols; c++) {
                 zr[c] += bias[c];
-                yr[c] = hpct_act_fwd(act, zr[c]);
+                yr[c] = hpcti_act_fwd(act, zr[c]);
             }
         }
     }
@@ -72,10 +72,10 @@ static void cpu_bias_act(int act, float *z, const float *restrict bias, float *y
 static void cpu_act_backward(int act, const float *restrict z, const float *restrict y,
                              const float *dy, float *dz, size_t n)
 {
-    if (act == HPCT_MATH_RELU) {
+    if (act == HPCTI_MATH_RELU) {
         for (size_t i = 0; i < n; i++) dz[i] = z[i] > 0.0f ? dy[i] : 0.0f;
     } else {
-        for (size_t i = 0; i < n; i++) dz[i] = dy[i] * hpct_act_deriv(act, z[i], y[i]);
+        for (size_t i = 0; i < n; i++) dz[i] = dy[i] * hpcti_act_deriv(act, z[i], y[i]);
     }
 }
 
@@ -159,9 +159,9 @@ static void cpu_sgd(float *restrict p, const float *restrict g, float *restrict 
 {
     if (v) {
         for (size_t i = 0; i < n; i++)
-            hpct_sgd_update(p + i, v + i, gscale * g[i], lr, mu, nesterov, wd);
+            hpcti_sgd_update(p + i, v + i, gscale * g[i], lr, mu, nesterov, wd);
     } else {
-        for (size_t i = 0; i < n; i++) hpct_sgd_update(p + i, NULL, gscale * g[i], lr, mu, 0, wd);
+        for (size_t i = 0; i < n; i++) hpcti_sgd_update(p + i, NULL, gscale * g[i], lr, mu, 0, wd);
     }
 }
 
@@ -170,7 +170,7 @@ static void cpu_adamw(float *restrict p, const float *restrict g, float *restric
                       float wd, float c1, float c2, float gscale)
 {
     for (size_t i = 0; i < n; i++)
-        hpct_adamw_update(p + i, m + i, v + i, gscale * g[i], lr, b1, b2, eps, wd, c1, c2);
+        hpcti_adamw_update(p + i, m + i, v + i, gscale * g[i], lr, b1, b2, eps, wd, c1, c2);
 }
 
 const struct hpcti_ops hpcti_cpu_ops = {

@@ -2,8 +2,8 @@
  * through these calls; pointers marked "dev" live where the backend keeps tensors.
  * Ops that need per-context backend state (the cuBLAS handle, reduction scratch) or can
  * fail on a device take the context first; the others run on the calling thread's device. */
-#ifndef HPCT_OPS_H
-#define HPCT_OPS_H
+#ifndef HPCTI_OPS_H
+#define HPCTI_OPS_H
 
 #include "../core/core.h"
 

@@ -39,7 +39,8 @@ void hpcti_model_set_grad_hooks(hpct_model_t m, hpcti_grad_ready_fn ready, hpcti
     m->grads_done = done;
 }
 
-static int host_backend(hpct_ctx_t ctx)
+/* 1 when the backend keeps tensors in host memory (cpu). */
+static int tensors_on_host(hpct_ctx_t ctx)
 {
     return ctx->ops == &hpcti_cpu_ops;
 }
@@ -191,7 +192,7 @@ static hpct_status_t alloc_activations(hpct_model_t m, int max_batch)
     for (int i = 0; i < 2; i++)
         if (!(m->grad_a[i] = alloc_floats(m, (size_t)max_batch * widest)))
             return HPCT_ERR_NO_MEMORY;
-    if (!host_backend(m->ctx)) {
+    if (!tensors_on_host(m->ctx)) {
         m->x_dev = alloc_floats(m, (size_t)max_batch * m->inputs);
         m->targets_dev = alloc_floats(m, (size_t)max_batch * outputs);
         if (!m->x_dev || !m->targets_dev) return HPCT_ERR_NO_MEMORY;
@@ -302,14 +303,14 @@ static hpct_status_t check_labels(hpct_model_t m, const char *fn, const int32_t 
 /* Input pointer the backend can read: the caller's on the host, else a staged copy. */
 static const float *stage_inputs(hpct_model_t m, const float *x, int batch)
 {
-    if (host_backend(m->ctx)) return x;
+    if (tensors_on_host(m->ctx)) return x;
     m->ctx->ops->to_device(m->x_dev, x, sizeof(float) * (size_t)batch * m->inputs);
     return m->x_dev;
 }
 
 static const void *stage_targets(hpct_model_t m, const void *t, int batch)
 {
-    if (host_backend(m->ctx)) return t;
+    if (tensors_on_host(m->ctx)) return t;
     size_t per = m->loss == HPCT_LOSS_MSE ? sizeof(float) * (size_t)m->layers[m->num - 1].out
                                           : sizeof(int32_t);
     m->ctx->ops->to_device(m->targets_dev, t, per * (size_t)batch);

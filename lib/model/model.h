@@ -1,6 +1,6 @@
 /* model.h: library-internal view of parameter sets (not installed). */
-#ifndef HPCT_MODEL_INTERNAL_H
-#define HPCT_MODEL_INTERNAL_H
+#ifndef HPCTI_MODEL_INTERNAL_H
+#define HPCTI_MODEL_INTERNAL_H
 
 #include "../core/core.h"
 

@@ -47,7 +47,7 @@ static int name_ok(const char *name)
 }
 
 /* Index of a registered name that is a '/'-prefix of name or has name as one, else -1. */
-static int nests_with(hpct_params_t p, const char *name)
+static int find_nesting(hpct_params_t p, const char *name)
 {
     size_t n = strlen(name);
     for (int i = 0; i < p->num; i++) {
@@ -77,7 +77,7 @@ hpct_status_t hpct_params_register(hpct_params_t p, const char *name, float *par
                            "'/' may only separate non-empty parts other than '.' and '..' (it "
                            "names a dataset in checkpoints)",
                            name ? name : "(null)", HPCT_PARAM_NAME_MAX);
-    int clash = nests_with(p, name);
+    int clash = find_nesting(p, name);
     if (clash >= 0)
         return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
                            "hpct_params_register: '%s' and '%s' cannot both be registered (one "

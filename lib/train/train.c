@@ -235,7 +235,7 @@ static hpct_status_t boundary(struct loop *L, long done, int *stop)
     int due = 0, signo = 0;
     if (L->ck)
         hpct_ckpt_due(L->ck, done, &due);
-    else if (hpct_signal_pending(&signo, NULL))
+    else if (hpct_signals_pending(&signo, NULL))
         due = HPCT_CKPT_DUE_SIGNAL;
     float flags[3] = {(float)((due & (HPCT_CKPT_DUE_STEPS | HPCT_CKPT_DUE_SECONDS)) != 0),
                       (float)((due & HPCT_CKPT_DUE_WALLTIME) != 0),
@@ -244,7 +244,7 @@ static hpct_status_t boundary(struct loop *L, long done, int *stop)
     if (s) return s;
     *stop = flags[1] > 0.0f || flags[2] > 0.0f;
     if (*stop) {
-        hpct_signal_pending(&signo, NULL);
+        hpct_signals_pending(&signo, NULL);
         L->res->stop_signal = flags[2] <= 0.0f ? 0 : signo ? signo : SIGTERM;
         hpcti_log(L->ctx, HPCT_LOG_INFO, "stopping after step %ld: %s", done,
                   flags[2] > 0.0f ? "preemption signal" : "walltime margin reached");

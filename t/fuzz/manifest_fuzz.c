@@ -20,7 +20,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (m.num_shards < 1 || !m.shards) __builtin_trap();
     if (hpcti_layout_count(&m.inputs) == 0 || hpcti_layout_count(&m.targets) == 0) __builtin_trap();
     for (int i = 0; i < m.num_shards; i++)
-        if (hpcti_manifest_path_ok(m.shards[i].path) || m.shards[i].samples == 0) __builtin_trap();
+        if (!hpcti_manifest_path_is_safe(m.shards[i].path) || m.shards[i].samples == 0)
+            __builtin_trap();
     hpcti_manifest_free(&m);
     return 0;
 }

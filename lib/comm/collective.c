@@ -1,4 +1,6 @@
-/* wait.c: deadline-bounded waiting and arrival tokens.
+/* collective.c: the life of a collective operation on a context's distributed state
+ * (hpcti_dist_of): its start with arrival tokens (hpcti_op_begin), deadline-bounded waits
+ * (hpcti_wait_reqs, hpcti_red_wait) and its end (hpcti_op_end).
  *
  * Every collective operation begins with an arrival exchange: each rank posts a receive
  * from, and sends its operation number to, every other rank on a private communicator

@@ -1,0 +1,68 @@
+#!/bin/sh
+# test_header.sh: include/hpctrain.h on its own: every ..._INITIALIZER fills its struct
+# exactly (-Wextra -Werror: no missing or excess values) in C99 and, where a C++ compiler
+# is installed, in C++98 and C++11 (the reason they are positional, not designated); the
+# deprecated names warn naming their successor; HPCT_API_VERSION works in #if.
+. "${top_srcdir:-.}/t/slurm/tap.sh"
+srcdir=$(cd "${top_srcdir:-.}" && pwd)
+cc=${CC:-cc}
+cxx=${CXX:-$(command -v c++ || command -v g++ || command -v clang++ || echo c++)}
+command -v "$cc" >/dev/null || skip_all "no C compiler '$cc'"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/hpct-header.XXXXXX") || skip_all "mktemp failed"
+trap 'rm -rf "$tmp"' EXIT
+
+plan 5
+
+cat >"$tmp/inits.c" <<'EOF'
+#include "hpctrain.h"
+#if !(HPCT_API_VERSION >= HPCT_MAKE_VERSION(0, 1, 0) && HPCT_API_VERSION <= HPCT_VERSION)
+#error "HPCT_API_VERSION is not usable in #if"
+#endif
+hpct_config_t a = HPCT_CONFIG_INITIALIZER;
+hpct_optim_config_t b = HPCT_OPTIM_CONFIG_INITIALIZER;
+hpct_data_config_t c = HPCT_DATA_CONFIG_INITIALIZER;
+hpct_topology_t d = HPCT_TOPOLOGY_INITIALIZER;
+hpct_ckpt_config_t e = HPCT_CKPT_CONFIG_INITIALIZER;
+hpct_ckpt_meta_t f = HPCT_CKPT_META_INITIALIZER;
+hpct_train_config_t g = HPCT_TRAIN_CONFIG_INITIALIZER;
+EOF
+strict="-Wall -Wextra -Werror -pedantic -I$srcdir/include"
+
+"$cc" -std=c99 $strict -c "$tmp/inits.c" -o "$tmp/c99.o" 2>"$tmp/c99.err"
+ok $? "C99: every initializer fills its struct exactly, HPCT_API_VERSION works in #if" ||
+    diag "$(cat "$tmp/c99.err")"
+
+if command -v "$cxx" >/dev/null; then
+    for std in c++98 c++11; do
+        "$cxx" -x c++ -std=$std $strict -Wno-long-long -c "$tmp/inits.c" -o "$tmp/$std.o" \
+            2>"$tmp/$std.err"
+        ok $? "$std: the same initializers compile" || diag "$(cat "$tmp/$std.err")"
+    done
+else
+    skip 2 "no C++ compiler '$cxx'"
+fi
+
+cat >"$tmp/old.c" <<'EOF'
+#include "hpctrain.h"
+void use_old_names(hpct_ctx_t ctx, hpct_ckpt_file_t *f);
+void use_old_names(hpct_ctx_t ctx, hpct_ckpt_file_t *f)
+{
+    if (hpct_ckpt_inspect(ctx, "x.h5", f) == HPCT_SUCCESS) hpct_ckpt_inspect_close(*f);
+    hpct_signal_clear();
+}
+EOF
+"$cc" -std=c99 -Wall -Werror=deprecated-declarations -I"$srcdir/include" -c "$tmp/old.c" \
+    -o "$tmp/old.o" 2>"$tmp/old.err"
+rc=$?
+warned=$(grep -c 'deprecated.*use hpct_\(ckpt_file_open\|ckpt_file_close\|signals_clear\)' \
+    "$tmp/old.err")
+[ $rc -ne 0 ] && [ "$warned" -ge 3 ]
+ok $? "deprecated names warn, naming the successor ($warned warnings)" ||
+    diag "$(cat "$tmp/old.err")"
+
+"$cc" -std=c99 -Wall -Werror -Wno-deprecated-declarations -I"$srcdir/include" -c "$tmp/old.c" \
+    -o "$tmp/old.o" 2>"$tmp/old2.err"
+ok $? "deprecated names are still declared (they compile with the warning off)" ||
+    diag "$(cat "$tmp/old2.err")"
+
+done_testing
