@@ -3,7 +3,7 @@
 # exactly (-Wextra -Werror: no missing or excess values) in C99 and, where a C++ compiler
 # is installed, in C++98 and C++11 (the reason they are positional, not designated); the
 # deprecated names warn naming their successor; HPCT_API_VERSION works in #if.
-. "${top_srcdir:-.}/t/slurm/tap.sh"
+. "${top_srcdir:-.}/t/lib/tap.sh"
 srcdir=$(cd "${top_srcdir:-.}" && pwd)
 cc=${CC:-cc}
 cxx=${CXX:-$(command -v c++ || command -v g++ || command -v clang++ || echo c++)}
