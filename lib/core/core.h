@@ -19,7 +19,8 @@ struct hpct_ctx {
     hpcti_rng_t rng;
     void *backend; /* backend-private state (cuda: device, cuBLAS handle); NULL for cpu */
     char last_error[1024];
-    struct hpcti_dist *dist; /* distributed runtime (lib/comm); NULL for hpct_ctx_create */
+    void *dist; /* distributed runtime: typed, made and freed by lib/comm (hpct_init ..
+                   hpct_finalize); NULL for hpct_ctx_create */
 };
 
 /* A context with cfg (NULL: the defaults) checked and copied and its RNG seeded, but no
