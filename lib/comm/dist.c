@@ -322,7 +322,7 @@ hpct_status_t hpct_allreduce_mean(hpct_ctx_t ctx, float *buf, size_t n)
         return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "%s: buf is NULL with n = %zu", fn, n);
     if (ctx->ops != &hpcti_cpu_ops) {
 #ifdef HPCT_HAVE_NCCL
-        /* CUDA backend: device buffers go to NCCL (lib/device/nccl.c); the first call
+        /* CUDA backend: device buffers go to NCCL (lib/comm/nccl_node.c); the first call
          * creates the node's NCCL communicator (collective over the node). */
         hpct_status_t ns = d->nccl ? HPCT_SUCCESS : hpcti_nccl_create(ctx, d->node_rs, &d->nccl);
         if (ns) return ns;

@@ -4,7 +4,7 @@
 
 #include "../bootstrap/bootstrap.h"
 #ifdef HPCT_HAVE_NCCL
-#include "../device/nccl.h" /* device buffers: NCCL inside the node, MPI across */
+#include "nccl_node.h" /* device buffers: NCCL inside the node, MPI across */
 #endif
 
 #include <mpi.h>
