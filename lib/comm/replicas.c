@@ -3,6 +3,7 @@
 #include "dist.h"
 #include "../device/ops.h"
 #include "../model/model.h"
+#include "../model/params.h"
 
 #include <limits.h>
 #include <stdlib.h>
