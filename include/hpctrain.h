@@ -631,6 +631,21 @@ hpct_status_t hpct_ckpt_file_verify(hpct_ckpt_file_t file, int i);
  * checksum is checked again: HPCT_ERR_CHECKSUM after filling out when it fails. */
 hpct_status_t hpct_ckpt_file_read(hpct_ckpt_file_t file, const char *name, hpct_ckpt_dtype_t as,
                                   void *out, size_t count);
+/* The file layout version (root attribute schema_version) this library writes and reads. */
+#define HPCT_CKPT_SCHEMA_VERSION 1
+
+/* The checkpoint files of a directory (ckpt-<step>.h5, ckpt-<step>-keep.h5), newest (highest
+ * step) first: the order hpct_ckpt_load_latest tries them in. */
+typedef struct hpct_ckpt_list *hpct_ckpt_list_t;
+/* List dir; HPCT_ERR_NOT_FOUND or HPCT_ERR_IO naming dir when it cannot be read. An empty
+ * list is a success. *list is NULL on failure. */
+hpct_status_t hpct_ckpt_list_open(hpct_ctx_t ctx, const char *dir, hpct_ckpt_list_t *list);
+/* Number of checkpoint files listed. */
+hpct_status_t hpct_ckpt_list_size(hpct_ckpt_list_t list, int *n);
+/* Path of file i in [0, n) as "dir/name", valid until hpct_ckpt_list_close. */
+hpct_status_t hpct_ckpt_list_path(hpct_ckpt_list_t list, int i, const char **path);
+/* Free a listing; NULL is accepted. */
+void hpct_ckpt_list_close(hpct_ckpt_list_t list);
 
 /* CRC32C (Castagnoli, reflected 0x82F63B78) of n bytes, continuing from crc (start at 0). */
 uint32_t hpct_crc32c(uint32_t crc, const void *data, size_t n);
