@@ -16,6 +16,10 @@ t_lib_libdatatest_a_SOURCES = t/lib/data_util.c t/lib/data_util.h
 TEST_LIBS = t/lib/libtap.a $(HPCT_LIBS)
 DATA_TEST_LIBS = t/lib/libdatatest.a $(TEST_LIBS)
 
+# ---- the house: the include rule of doc/hacking.md (.ci/check-layering) ---------
+TESTS += t/test_layering.sh
+EXTRA_DIST += t/test_layering.sh
+
 # ---- core, model, optimizers ---------------------------------------------------
 C_TESTS = t/test_core t/test_gradcheck t/test_optim t/test_determinism t/test_spirals \
 	t/test_byog t/test_errors
