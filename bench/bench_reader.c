@@ -17,7 +17,6 @@
  *   the "time waiting for data" of the issue, as a percentage of step time. */
 #include "config.h"
 #include "hpctrain.h"
-#include "../lib/data/data.h"
 
 #include <fcntl.h>
 #include <hdf5.h>
@@ -76,29 +75,29 @@ static int write_shard(int k, float *rows)
     return H5Fclose(f) < 0 || bad ? -1 : 0;
 }
 
-static int generate(double gib)
+/* The shards (written here with HDF5 directly, a chunk at a time) and their manifest (the
+ * public manifest writer reads each shard's layout back and hashes it). */
+static int generate(hpct_ctx_t ctx, double gib)
 {
     uint64_t total = (uint64_t)(gib * 1073741824.0) / (FEATURES * 4);
     per_shard = (total / SHARDS + CHUNK_ROWS - 1) / CHUNK_ROWS * CHUNK_ROWS;
     float *rows = malloc((size_t)CHUNK_ROWS * FEATURES * sizeof *rows);
-    hpcti_manifest_t m = {0};
-    m.inputs = (hpcti_layout_t){HPCTI_F32, 1, {FEATURES}};
-    m.targets = (hpcti_layout_t){HPCTI_I32, 0, {0}};
-    m.num_shards = SHARDS;
-    m.shards = calloc(SHARDS, sizeof *m.shards);
-    char names[SHARDS][32], path[600];
-    for (int k = 0; k < SHARDS; k++) {
-        shard_path(k, path, sizeof path);
-        snprintf(names[k], sizeof names[k], "bench-%02d.h5", k);
-        if (write_shard(k, rows) ||
-            hpcti_checksum_file(path, &m.shards[k].checksum, &m.shards[k].bytes))
-            return fprintf(stderr, "bench_reader: cannot write %s\n", path), -1;
-        m.shards[k].samples = per_shard;
-        m.shards[k].path = names[k];
-    }
+    char path[600];
     snprintf(path, sizeof path, "%s/bench.manifest", dir);
-    int rc = hpcti_manifest_write(&m, path);
-    free(m.shards);
+    hpct_manifest_t m = NULL;
+    int rc = !rows || hpct_manifest_create(ctx, path, NULL, NULL, &m) ? -1 : 0;
+    for (int k = 0; !rc && k < SHARDS; k++) {
+        shard_path(k, path, sizeof path);
+        if (write_shard(k, rows) || hpct_manifest_add_shard(m, path)) {
+            fprintf(stderr, "bench_reader: cannot write %s %s\n", path, hpct_last_error(ctx));
+            rc = -1;
+        }
+    }
+    if (!rc && hpct_manifest_write(m)) {
+        fprintf(stderr, "bench_reader: %s\n", hpct_last_error(ctx));
+        rc = -1;
+    }
+    hpct_manifest_destroy(m);
     free(rows);
     return rc;
 }
@@ -242,7 +241,7 @@ int main(int argc, char **argv)
     hpct_ctx_t ctx;
     if (hpct_ctx_create(NULL, &ctx)) return 1;
     double t0 = now();
-    if (generate(gib)) return 1;
+    if (generate(ctx, gib)) return 1;
     printf("generated %d shards x %llu samples x %d float32 (%.2f GiB of inputs) in %s in %.1f s\n",
            SHARDS, (unsigned long long)per_shard, FEATURES,
            (double)per_shard * SHARDS * FEATURES * 4 / 1073741824.0, dir, now() - t0);

@@ -373,6 +373,57 @@ hpct_status_t hpct_dataset_skipped(hpct_dataset_t ds, long *count);
  * Fisher-Yates pass driven by xoshiro256** seeded with hpct's mix of (seed, epoch). */
 hpct_status_t hpct_data_permutation(uint64_t seed, long epoch, size_t n, uint64_t *perm);
 
+/* Writing shards and manifests (converters such as `hpctrain shard`). A shard is an HDF5 file
+ * of datasets [N, ...] chunked along N; the manifest names each shard (relative to its own
+ * directory) with its sample count, size and checksum, and the element type and per-sample
+ * shape every shard's inputs and targets share. HDF5 runs under the library's lock. */
+
+/* Most dimensions of a shard dataset: N and up to 8 per-sample dimensions. */
+#define HPCT_SHARD_MAX_RANK 9
+
+/* Versioned, append-only; always start from HPCT_SHARD_CONFIG_INITIALIZER. */
+#define HPCT_SHARD_CONFIG_VERSION 1
+typedef struct hpct_shard_config {
+    unsigned version; /* HPCT_SHARD_CONFIG_VERSION */
+    long chunk_rows;  /* samples per HDF5 chunk; 0: about 1 MiB of the dataset per chunk */
+    int deflate;      /* 0: no filters (the reader can stream it); 1-9: shuffle + deflate */
+} hpct_shard_config_t;
+
+/* clang-format off */
+#define HPCT_SHARD_CONFIG_INITIALIZER {                                                            \
+    HPCT_SHARD_CONFIG_VERSION, /* version */                                                       \
+    0,                         /* chunk_rows: about 1 MiB per chunk */                             \
+    0                          /* deflate: none */                                                 \
+}
+/* clang-format on */
+
+typedef struct hpct_shard_writer *hpct_shard_writer_t;
+/* Create (or truncate) the shard file path; cfg NULL means the defaults. */
+hpct_status_t hpct_shard_create(hpct_ctx_t ctx, const char *path, const hpct_shard_config_t *cfg,
+                                hpct_shard_writer_t *shard);
+/* Write dataset name [dims[0] = N, dims[1] ...] (rank dims, every one >= 1) of dtype from data,
+ * row-major. No timestamps are stored: the same arrays give the same bytes. */
+hpct_status_t hpct_shard_write(hpct_shard_writer_t shard, const char *name, hpct_dtype_t dtype,
+                               int rank, const uint64_t *dims, const void *data);
+/* Close the file (HPCT_ERR_IO naming it when it cannot be completed); NULL is accepted. */
+hpct_status_t hpct_shard_close(hpct_shard_writer_t shard);
+
+typedef struct hpct_manifest *hpct_manifest_t;
+/* A manifest to be written at path, for shards holding datasets inputs_name and targets_name
+ * (NULL: "inputs", "targets"). Nothing is written before hpct_manifest_write. */
+hpct_status_t hpct_manifest_create(hpct_ctx_t ctx, const char *path, const char *inputs_name,
+                                   const char *targets_name, hpct_manifest_t *manifest);
+/* Append the shard file at shard_path (which must lie inside the manifest's directory): its
+ * datasets' dtype and per-sample shape (equal to the first shard's), sample count and checksum. */
+hpct_status_t hpct_manifest_add_shard(hpct_manifest_t manifest, const char *shard_path);
+/* Write the manifest text atomically (temporary file, then rename). */
+hpct_status_t hpct_manifest_write(hpct_manifest_t manifest);
+/* Free a manifest; NULL is accepted. */
+void hpct_manifest_destroy(hpct_manifest_t manifest);
+/* HPCT_SUCCESS when path may name a file in a manifest: relative, non-empty, no blanks, control
+ * characters, backslashes or ".." parts; HPCT_ERR_INVALID_ARG otherwise. */
+hpct_status_t hpct_manifest_check_path(const char *path);
+
 /* ---- Distributed runtime (lib/bootstrap, lib/comm) ---------------------- */
 
 /* Exit code that tools and tests pass to hpct_abort_job after HPCT_ERR_TIMEOUT (a hang),
@@ -631,6 +682,21 @@ hpct_status_t hpct_ckpt_file_verify(hpct_ckpt_file_t file, int i);
  * checksum is checked again: HPCT_ERR_CHECKSUM after filling out when it fails. */
 hpct_status_t hpct_ckpt_file_read(hpct_ckpt_file_t file, const char *name, hpct_ckpt_dtype_t as,
                                   void *out, size_t count);
+/* The file layout version (root attribute schema_version) this library writes and reads. */
+#define HPCT_CKPT_SCHEMA_VERSION 1
+
+/* The checkpoint files of a directory (ckpt-<step>.h5, ckpt-<step>-keep.h5), newest (highest
+ * step) first: the order hpct_ckpt_load_latest tries them in. */
+typedef struct hpct_ckpt_list *hpct_ckpt_list_t;
+/* List dir; HPCT_ERR_NOT_FOUND or HPCT_ERR_IO naming dir when it cannot be read. An empty
+ * list is a success. *list is NULL on failure. */
+hpct_status_t hpct_ckpt_list_open(hpct_ctx_t ctx, const char *dir, hpct_ckpt_list_t *list);
+/* Number of checkpoint files listed. */
+hpct_status_t hpct_ckpt_list_size(hpct_ckpt_list_t list, int *n);
+/* Path of file i in [0, n) as "dir/name", valid until hpct_ckpt_list_close. */
+hpct_status_t hpct_ckpt_list_path(hpct_ckpt_list_t list, int i, const char **path);
+/* Free a listing; NULL is accepted. */
+void hpct_ckpt_list_close(hpct_ckpt_list_t list);
 
 /* CRC32C (Castagnoli, reflected 0x82F63B78) of n bytes, continuing from crc (start at 0). */
 uint32_t hpct_crc32c(uint32_t crc, const void *data, size_t n);

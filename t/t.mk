@@ -16,6 +16,10 @@ t_lib_libdatatest_a_SOURCES = t/lib/data_util.c t/lib/data_util.h
 TEST_LIBS = t/lib/libtap.a $(HPCT_LIBS)
 DATA_TEST_LIBS = t/lib/libdatatest.a $(TEST_LIBS)
 
+# ---- the house: the include rule of doc/hacking.md (.ci/check-layering) ---------
+TESTS += t/test_layering.sh
+EXTRA_DIST += t/test_layering.sh
+
 # ---- core, model, optimizers ---------------------------------------------------
 C_TESTS = t/test_core t/test_gradcheck t/test_optim t/test_determinism t/test_spirals \
 	t/test_byog t/test_errors
@@ -40,11 +44,12 @@ t_test_nccl_LDADD = $(TEST_LIBS)
 EXTRA_DIST += t/test_nccl.sh
 
 # ---- sharded datasets and the shard converter ------------------------------------
-DATA_C_TESTS = t/test_data t/test_data_bad
+DATA_C_TESTS = t/test_data t/test_data_bad t/test_shard_writer
 check_PROGRAMS += $(DATA_C_TESTS) t/lib/data_check t/test_data_mpi
 TESTS += $(DATA_C_TESTS) t/test_shard_tool.sh t/test_fuzz_manifest.sh t/test_data_mpi.sh
 t_test_data_LDADD = $(DATA_TEST_LIBS)
 t_test_data_bad_LDADD = $(DATA_TEST_LIBS)
+t_test_shard_writer_LDADD = $(DATA_TEST_LIBS)
 t_lib_data_check_LDADD = $(TEST_LIBS)
 t_test_data_mpi_LDADD = $(DATA_TEST_LIBS)
 EXTRA_DIST += t/test_shard_tool.sh t/test_fuzz_manifest.sh t/test_data_mpi.sh \

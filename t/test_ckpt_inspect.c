@@ -2,8 +2,9 @@
  * the dataset list of a saved training state (nested names, optimizer slots, extras), values
  * read raw and converted, a flipped byte found in the right dataset without failing the rest,
  * damaged /meta reported yet the rest filled, clear errors for missing, empty, garbage,
- * truncated and foreign HDF5 files, no crash on a sweep of damaged copies, and the deprecated
- * 0.1 names still working. */
+ * truncated and foreign HDF5 files, no crash on a sweep of damaged copies, the deprecated
+ * 0.1 names still working, and the listing of a checkpoint directory (newest first, other
+ * files ignored, missing and empty directories). */
 #include "config.h"
 #include "lib/ckpt_util.h"
 
@@ -279,9 +280,63 @@ static void test_deprecated_names(state_t *st, const char *path)
 }
 #pragma GCC diagnostic pop
 
+/* Checkpoints of steps 10, 200 and 30 (saved in that order) beside a file that is none. */
+static void test_dir_listing(state_t *st, const char *dir)
+{
+    char sub[4200], other[4300], want[3][4300];
+    snprintf(sub, sizeof sub, "%s/list", dir);
+    hpct_ckpt_config_t c = HPCT_CKPT_CONFIG_INITIALIZER;
+    c.directory = sub;
+    c.keep_last = 5;
+    hpct_ckpt_t ck;
+    if (hpct_ckpt_open(st->ctx, &c, &ck)) tap_bail("open: %s", hpct_last_error(st->ctx));
+    static const long steps[3] = {10, 200, 30};
+    for (int i = 0; i < 3; i++) {
+        hpct_ckpt_meta_t m = HPCT_CKPT_META_INITIALIZER;
+        m.step = steps[i];
+        if (hpct_ckpt_save(ck, st->params, st->opt, &m))
+            tap_bail("save: %s", hpct_last_error(st->ctx));
+    }
+    hpct_ckpt_close(ck);
+    snprintf(other, sizeof other, "%s/notes.txt", sub);
+    FILE *f = fopen(other, "w");
+    if (!f) tap_bail("cannot create %s", other);
+    fclose(f);
+    static const long newest_first[3] = {200, 30, 10};
+    for (int i = 0; i < 3; i++)
+        snprintf(want[i], sizeof want[i], "%s/ckpt-%012ld.h5", sub, newest_first[i]);
+
+    hpct_ckpt_list_t list = NULL;
+    int n = -1, in_order = 1;
+    tap_is_int(hpct_ckpt_list_open(st->ctx, sub, &list), HPCT_SUCCESS, "list a directory: %s",
+               hpct_last_error(st->ctx));
+    hpct_ckpt_list_size(list, &n);
+    tap_is_int(n, 3, "three checkpoints listed, notes.txt ignored");
+    for (int i = 0; i < 3 && n == 3; i++) {
+        const char *path = NULL;
+        in_order &= !hpct_ckpt_list_path(list, i, &path) && !strcmp(path, want[i]);
+    }
+    tap_ok(n == 3 && in_order, "newest (highest step) first, as dir/name: %s ...", want[0]);
+    const char *path;
+    tap_is_int(hpct_ckpt_list_path(list, 3, &path), HPCT_ERR_INVALID_ARG,
+               "index past the end -> invalid argument");
+    hpct_ckpt_list_close(list);
+
+    snprintf(other, sizeof other, "%s/empty", dir);
+    mkdir(other, 0700);
+    n = -1;
+    if (!hpct_ckpt_list_open(st->ctx, other, &list)) hpct_ckpt_list_size(list, &n);
+    hpct_ckpt_list_close(list);
+    tap_is_int(n, 0, "an empty directory lists no checkpoint");
+    snprintf(other, sizeof other, "%s/missing", dir);
+    hpct_status_t s = hpct_ckpt_list_open(st->ctx, other, &list);
+    tap_ok(s == HPCT_ERR_NOT_FOUND && !list && strstr(hpct_last_error(st->ctx), other),
+           "a missing directory -> not found naming it: %s", hpct_last_error(st->ctx));
+}
+
 int main(void)
 {
-    tap_plan(25);
+    tap_plan(31);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* the test's own HDF5 calls stay quiet */
     char dir[4096], path[4200];
     make_tmpdir(dir, sizeof dir, "inspect");
@@ -294,6 +349,7 @@ int main(void)
     test_bad_files(&st, path, dir);
     test_sweep(&st, path, dir);
     test_deprecated_names(&st, path);
+    test_dir_listing(&st, dir);
     st_destroy(&st);
     remove_tree(dir);
     return tap_done();

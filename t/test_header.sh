@@ -25,6 +25,7 @@ hpct_topology_t d = HPCT_TOPOLOGY_INITIALIZER;
 hpct_ckpt_config_t e = HPCT_CKPT_CONFIG_INITIALIZER;
 hpct_ckpt_meta_t f = HPCT_CKPT_META_INITIALIZER;
 hpct_train_config_t g = HPCT_TRAIN_CONFIG_INITIALIZER;
+hpct_shard_config_t h = HPCT_SHARD_CONFIG_INITIALIZER;
 EOF
 strict="-Wall -Wextra -Werror -pedantic -I$srcdir/include"
 

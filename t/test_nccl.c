@@ -1,4 +1,4 @@
-/* test_nccl.c: the GPU hierarchical mean allreduce (lib/device/nccl.c) under mpirun (run by
+/* test_nccl.c: the GPU hierarchical mean allreduce (lib/comm/nccl_node.c) under mpirun (run by
  * t/test_nccl.sh). Rank r contributes buf[i] = r + i / 1024 on the device, so the mean is
  * (size - 1) / 2 + i / 1024, exact in fp32 for the sizes used (tolerance 1e-6).
  * Layout 1: every rank is its own node (node MPI_COMM_SELF, cross MPI_COMM_WORLD), which works
@@ -23,7 +23,7 @@ int main(int argc, char **argv)
 }
 #else
 #include "../lib/core/core.h"
-#include "../lib/device/nccl.h"
+#include "../lib/comm/nccl_node.h"
 
 #include <cuda_runtime.h>
 #include <math.h>

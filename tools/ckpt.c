@@ -3,7 +3,6 @@
 #include "config.h"
 #include "hpctrain.h"
 #include "tools.h"
-#include "../lib/ckpt/ckpt.h"
 
 #include <errno.h>
 #include <math.h>
@@ -18,7 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CKPT_DIFFERS 1 /* diff: the checkpoints differ */
+#define CKPT_DIFFERS  1    /* diff: the checkpoints differ */
+#define CKPT_PATH_MAX 4096 /* bytes of a checkpoint path kept */
 
 static void ckpt_usage(FILE *out)
 {
@@ -55,20 +55,21 @@ static int ckpt_error(int code, const char *fmt, ...)
 /* ---- opening files and directories ---------------------------------------------------- */
 
 /* path, or for a directory its newest checkpoint, into out; 0 or TOOL_DATA after a message. */
-static int resolve(const char *arg, char out[HPCTI_CKPT_PATH_MAX])
+static int resolve(hpct_ctx_t ctx, const char *arg, char out[CKPT_PATH_MAX])
 {
     struct stat st;
     if (stat(arg, &st) < 0 || !S_ISDIR(st.st_mode)) {
-        snprintf(out, HPCTI_CKPT_PATH_MAX, "%s", arg);
+        snprintf(out, CKPT_PATH_MAX, "%s", arg);
         return TOOL_OK;
     }
-    char **names;
-    int n;
-    hpcti_ckerr_t err = {0, ""};
-    if (hpcti_ck_list(arg, &names, &n, &err)) return ckpt_error(TOOL_DATA, "%s", err.msg);
-    if (n > 0) hpcti_ck_join(out, arg, names[0]);
-    for (int i = 0; i < n; i++) free(names[i]);
-    free(names);
+    hpct_ckpt_list_t list;
+    int n = 0;
+    const char *newest;
+    if (hpct_ckpt_list_open(ctx, arg, &list))
+        return ckpt_error(TOOL_DATA, "%s", hpct_last_error(ctx));
+    hpct_ckpt_list_size(list, &n);
+    if (n > 0 && !hpct_ckpt_list_path(list, 0, &newest)) snprintf(out, CKPT_PATH_MAX, "%s", newest);
+    hpct_ckpt_list_close(list);
     if (n == 0) return ckpt_error(TOOL_DATA, "no checkpoint (ckpt-<step>.h5) in directory %s", arg);
     return TOOL_OK;
 }
@@ -76,8 +77,8 @@ static int resolve(const char *arg, char out[HPCTI_CKPT_PATH_MAX])
 /* Inspect arg (file or directory); 0 or TOOL_DATA after printing why. */
 static int open_file(hpct_ctx_t ctx, const char *arg, hpct_ckpt_file_t *f)
 {
-    char path[HPCTI_CKPT_PATH_MAX];
-    int rc = resolve(arg, path);
+    char path[CKPT_PATH_MAX];
+    int rc = resolve(ctx, arg, path);
     if (rc) return rc;
     if (hpct_ckpt_file_open(ctx, path, f)) return ckpt_error(TOOL_DATA, "%s", hpct_last_error(ctx));
     return TOOL_OK;
@@ -174,7 +175,7 @@ static void print_meta(hpct_ctx_t ctx, hpct_ckpt_file_t f)
     if (hpct_ckpt_file_meta(f, &m)) printf("warning      %s\n", hpct_last_error(ctx));
     printf("checkpoint   %s\n", m.path);
     printf("format       schema %d (this tool reads %d), written by libhpctrain %s\n", schema,
-           HPCTI_CKPT_SCHEMA, *lib ? lib : "(unknown)");
+           HPCT_CKPT_SCHEMA_VERSION, *lib ? lib : "(unknown)");
     printf("step         %ld\nepoch        %ld\n", m.step, m.epoch);
     printf("data cursor  epoch %ld, step %ld\n", m.cursor_epoch, m.cursor_step);
     printf("world size   %d\nglobal batch %ld\n", m.world_size, m.global_batch);
@@ -237,10 +238,11 @@ static int verify_one(hpct_ctx_t ctx, const char *path)
     int meta_bad = hpct_ckpt_file_meta(f, &m) != HPCT_SUCCESS;
     char meta_why[1100];
     snprintf(meta_why, sizeof meta_why, "%s", hpct_last_error(ctx));
-    if (schema != HPCTI_CKPT_SCHEMA || bad || meta_bad) {
+    if (schema != HPCT_CKPT_SCHEMA_VERSION || bad || meta_bad) {
         printf("%s: BAD\n", path);
-        if (schema != HPCTI_CKPT_SCHEMA)
-            printf("  schema_version is %d, this tool reads %d\n", schema, HPCTI_CKPT_SCHEMA);
+        if (schema != HPCT_CKPT_SCHEMA_VERSION)
+            printf("  schema_version is %d, this tool reads %d\n", schema,
+                   HPCT_CKPT_SCHEMA_VERSION);
         count_bad(ctx, f, stdout);
         if (meta_bad && !bad) printf("  %s\n", meta_why);
         problems = 1;
@@ -257,28 +259,38 @@ static int verify_job(hpct_ctx_t ctx, const ckpt_job_t *job)
 }
 
 /* One file, a directory's newest, or with --all every checkpoint of a directory (each in its
- * own child process). */
-static int ckpt_verify(const char *arg, int all)
+ * own child process); ctx lists the directory. */
+static int verify_paths(hpct_ctx_t ctx, const char *arg, int all)
 {
     struct stat st;
     if (!all || stat(arg, &st) < 0 || !S_ISDIR(st.st_mode)) {
-        char path[HPCTI_CKPT_PATH_MAX];
-        int rc = resolve(arg, path);
+        char path[CKPT_PATH_MAX];
+        int rc = resolve(ctx, arg, path);
         return rc ? rc : run_isolated(&(ckpt_job_t){verify_job, path, NULL, 0});
     }
-    char **names;
-    int n, worst = TOOL_OK;
-    hpcti_ckerr_t err = {0, ""};
-    if (hpcti_ck_list(arg, &names, &n, &err)) return ckpt_error(TOOL_DATA, "%s", err.msg);
+    hpct_ckpt_list_t list;
+    int n = 0, worst = TOOL_OK;
+    if (hpct_ckpt_list_open(ctx, arg, &list))
+        return ckpt_error(TOOL_DATA, "%s", hpct_last_error(ctx));
+    hpct_ckpt_list_size(list, &n);
     for (int i = 0; i < n; i++) {
-        char path[HPCTI_CKPT_PATH_MAX];
-        hpcti_ck_join(path, arg, names[i]);
-        if (run_isolated(&(ckpt_job_t){verify_job, path, NULL, 0})) worst = TOOL_DATA;
-        free(names[i]);
+        const char *path;
+        if (hpct_ckpt_list_path(list, i, &path) ||
+            run_isolated(&(ckpt_job_t){verify_job, path, NULL, 0}))
+            worst = TOOL_DATA;
     }
-    free(names);
+    hpct_ckpt_list_close(list);
     if (n == 0) return ckpt_error(TOOL_DATA, "no checkpoint (ckpt-<step>.h5) in directory %s", arg);
     return worst;
+}
+
+static int ckpt_verify(const char *arg, int all)
+{
+    hpct_ctx_t ctx;
+    if (hpct_ctx_create(NULL, &ctx)) return ckpt_error(TOOL_DATA, "cannot create a context");
+    int rc = verify_paths(ctx, arg, all);
+    hpct_ctx_destroy(ctx);
+    return rc;
 }
 
 /* ---- diff ------------------------------------------------------------------------------ */

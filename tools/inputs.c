@@ -62,7 +62,7 @@ static uint64_t count_of(const tool_array_t *a)
 static uint64_t bytes_of(const tool_array_t *a)
 {
     uint64_t bytes;
-    if (__builtin_mul_overflow(count_of(a), (uint64_t)hpcti_type_size(a->type), &bytes))
+    if (__builtin_mul_overflow(count_of(a), (uint64_t)tool_type_size(a->type), &bytes))
         return UINT64_MAX;
     return bytes;
 }
@@ -86,18 +86,18 @@ int tool_read_idx(const char *path, tool_array_t *a)
     if (rc) return rc;
     static const struct {
         unsigned char code;
-        hpcti_type_t type;
-    } codes[] = {{0x08, HPCTI_U8},  {0x09, HPCTI_I8},  {0x0B, HPCTI_I16},
-                 {0x0C, HPCTI_I32}, {0x0D, HPCTI_F32}, {0x0E, HPCTI_F64}};
+        tool_type_t type;
+    } codes[] = {{0x08, TOOL_U8},  {0x09, TOOL_I8},  {0x0B, TOOL_I16},
+                 {0x0C, TOOL_I32}, {0x0D, TOOL_F32}, {0x0E, TOOL_F64}};
     int type = -1;
     for (size_t i = 0; len >= 4 && i < sizeof codes / sizeof *codes; i++)
         if (buf[2] == codes[i].code) type = (int)codes[i].type;
-    if (len < 4 || buf[0] || buf[1] || type < 0 || buf[3] < 1 || buf[3] > HPCTI_MAX_DIMS + 1)
+    if (len < 4 || buf[0] || buf[1] || type < 0 || buf[3] < 1 || buf[3] > HPCT_SHARD_MAX_RANK)
         rc = tool_error(TOOL_DATA, "%s: not an IDX file (bad magic number)", path);
     size_t header = len >= 4 ? 4 + 4 * (size_t)buf[3] : 0;
     if (!rc && len < header) rc = tool_error(TOOL_DATA, "%s: IDX header truncated", path);
     if (!rc) {
-        a->type = (hpcti_type_t)type;
+        a->type = (tool_type_t)type;
         a->rank = buf[3];
         for (int i = 0; i < a->rank; i++) {
             const unsigned char *d = buf + 4 + 4 * i;
@@ -112,7 +112,7 @@ int tool_read_idx(const char *path, tool_array_t *a)
     }
     if (!rc) {
         memmove(buf, buf + header, len - header);
-        swap_bytes(buf, count_of(a), hpcti_type_size(a->type));
+        swap_bytes(buf, count_of(a), tool_type_size(a->type));
         a->data = buf;
     } else {
         free(buf);
@@ -129,14 +129,14 @@ static const char *npy_field(const char *header, const char *key)
     return p ? p + 1 + strspn(p + 1, " ") : NULL;
 }
 
-static int npy_descr(const char *v, hpcti_type_t *t)
+static int npy_descr(const char *v, tool_type_t *t)
 {
-    static const char *names[HPCTI_NUM_TYPES] = {"u1", "i1", "u2", "i2", "u4",
-                                                 "i4", "u8", "i8", "f4", "f8"};
+    static const char *names[TOOL_NUM_TYPES] = {"u1", "i1", "u2", "i2", "u4",
+                                                "i4", "u8", "i8", "f4", "f8"};
     if (!v || *v != '\'' || (v[1] != '<' && v[1] != '|')) return -1;
-    for (int i = 0; i < HPCTI_NUM_TYPES; i++)
+    for (int i = 0; i < TOOL_NUM_TYPES; i++)
         if (!strncmp(v + 2, names[i], 2) && v[4] == '\'') {
-            *t = (hpcti_type_t)i;
+            *t = (tool_type_t)i;
             return 0;
         }
     return -1;
@@ -151,7 +151,7 @@ static int npy_shape(const char *v, tool_array_t *a)
         if (*v == ')') break;
         char *end;
         unsigned long long d = strtoull(v, &end, 10);
-        if (end == v || a->rank == HPCTI_MAX_DIMS + 1) return -1;
+        if (end == v || a->rank == HPCT_SHARD_MAX_RANK) return -1;
         a->dims[a->rank++] = d;
         v = end;
     }
@@ -244,8 +244,8 @@ static int split_labels(float *v, uint64_t rows, long cols, long lc, tool_array_
     }
     if (integral)
         for (uint64_t r = 0; r < rows; r++) ((int32_t *)y)[r] = (int32_t)y[r];
-    *in = (tool_array_t){HPCTI_F32, 2, {rows, (uint64_t)(cols - 1)}, x};
-    *lab = (tool_array_t){integral ? HPCTI_I32 : HPCTI_F32, 1, {rows}, y};
+    *in = (tool_array_t){TOOL_F32, 2, {rows, (uint64_t)(cols - 1)}, x};
+    *lab = (tool_array_t){integral ? TOOL_I32 : TOOL_F32, 1, {rows}, y};
     return 0;
 }
 

@@ -1,12 +1,11 @@
 /* shard.c: `hpctrain shard`: IDX/.npy/CSV -> N HDF5 shards + manifest, or a manifest for
- * existing HDF5 shards (--index). Formats: doc/data-formats.md. */
+ * existing HDF5 shards (--index). Formats: doc/data-formats.md. Shards and manifests are
+ * written through the public writers (hpct_shard_*, hpct_manifest_*). */
 #include "config.h"
 #include "tools.h"
-#include "../lib/data/h5shard.h"
 
 #include <errno.h>
 #include <getopt.h>
-#include <hdf5.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,8 +106,8 @@ static int parse_options(int argc, char **argv, shard_opts_t *o, int *first_arg)
             break;
         case O_CHUNK: bad = parse_long(optarg, 1, 1L << 30, &o->chunk); break;
         case O_DEFLATE: bad = parse_long(optarg, 0, 9, &v), o->deflate = (int)v; break;
-        case O_PREFIX: o->prefix = optarg, bad = !hpcti_manifest_path_is_safe(optarg); break;
-        case O_MANIFEST: o->manifest = optarg, bad = !hpcti_manifest_path_is_safe(optarg); break;
+        case O_PREFIX: o->prefix = optarg, bad = hpct_manifest_check_path(optarg) != 0; break;
+        case O_MANIFEST: o->manifest = optarg, bad = hpct_manifest_check_path(optarg) != 0; break;
         case O_INAME: o->inputs_name = optarg; break;
         case O_TNAME: o->targets_name = optarg; break;
         case O_LABEL: bad = parse_long(optarg, 0, INT_MAX, &v), o->label_column = (int)v; break;
@@ -149,51 +148,54 @@ static int normalise(const shard_opts_t *o, tool_array_t *in, tool_array_t *tg)
     float *x = malloc(n * sizeof *x);
     void *y = malloc(m * 4);
     if (!x || !y) return free(x), free(y), tool_error(TOOL_FAILED, "out of memory");
-    hpcti_convert_f32(in->type, in->data, x, n);
+    tool_to_f32(in->type, in->data, x, n);
     for (uint64_t i = 0; o->scale != 1.0 && i < n; i++) x[i] = (float)(x[i] * o->scale);
-    int tg_int = !hpcti_type_is_float(tg->type);
+    int tg_int = !tool_type_is_float(tg->type);
     if (tg_int)
-        hpcti_convert_i32(tg->type, tg->data, y, m);
+        tool_to_i32(tg->type, tg->data, y, m);
     else
-        hpcti_convert_f32(tg->type, tg->data, y, m);
+        tool_to_f32(tg->type, tg->data, y, m);
     free(in->data), free(tg->data);
-    in->data = x, in->type = HPCTI_F32;
-    tg->data = y, tg->type = tg_int ? HPCTI_I32 : HPCTI_F32;
+    in->data = x, in->type = TOOL_F32;
+    tg->data = y, tg->type = tg_int ? TOOL_I32 : TOOL_F32;
     return TOOL_OK;
 }
 
-/* Write rows [first, first + rows) of a into dataset name, chunked along N. */
-static int write_rows(hid_t file, const char *name, const tool_array_t *a, uint64_t first,
-                      uint64_t rows, const shard_opts_t *o)
+/* Write rows [first, first + rows) of a (float32 or int32) into dataset name of shard. */
+static hpct_status_t write_rows(hpct_shard_writer_t shard, const char *name, const tool_array_t *a,
+                                uint64_t first, uint64_t rows)
 {
-    hsize_t dims[HPCTI_MAX_DIMS + 1], chunk[HPCTI_MAX_DIMS + 1];
-    uint64_t per = 1;
-    for (int i = 1; i < a->rank; i++) dims[i] = chunk[i] = a->dims[i], per *= a->dims[i];
+    uint64_t dims[HPCT_SHARD_MAX_RANK], per = 1;
+    for (int i = 1; i < a->rank; i++) dims[i] = a->dims[i], per *= a->dims[i];
     dims[0] = rows;
-    uint64_t c = o->chunk ? (uint64_t)o->chunk : (1u << 20) / (per * 4) + 1;
-    chunk[0] = c < rows ? c : rows;
-    hid_t type = a->type == HPCTI_I32 ? H5T_NATIVE_INT32 : H5T_NATIVE_FLOAT;
-    hid_t space = H5Screate_simple(a->rank, dims, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE);
-    H5Pset_chunk(dcpl, a->rank, chunk);
-    H5Pset_obj_track_times(dcpl, 0); /* no timestamps: the same input gives the same bytes */
-    if (o->deflate) H5Pset_shuffle(dcpl), H5Pset_deflate(dcpl, (unsigned)o->deflate);
-    hid_t d = H5Dcreate2(file, name, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
     const char *data = (const char *)a->data + first * per * 4;
-    int bad = d < 0 || H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0;
-    if (d >= 0) H5Dclose(d);
-    H5Pclose(dcpl), H5Sclose(space);
-    return bad ? -1 : 0;
+    return hpct_shard_write(shard, name,
+                            a->type == TOOL_I32 ? HPCT_DTYPE_INT32 : HPCT_DTYPE_FLOAT32, a->rank,
+                            dims, data);
 }
 
-static void layout_of(const tool_array_t *a, hpcti_layout_t *l)
+/* Shard file path of rows [first, first + rows) of in and tg, added to manifest m. */
+static int write_shard(hpct_ctx_t ctx, const shard_opts_t *o, const char *path,
+                       const tool_array_t *in, const tool_array_t *tg, uint64_t first,
+                       uint64_t rows, hpct_manifest_t m)
 {
-    l->type = a->type;
-    l->rank = a->rank - 1;
-    for (int i = 1; i < a->rank; i++) l->dims[i - 1] = a->dims[i];
+    const hpct_shard_config_t cfg = {HPCT_SHARD_CONFIG_VERSION, o->chunk, o->deflate};
+    hpct_shard_writer_t shard;
+    int bad = hpct_shard_create(ctx, path, &cfg, &shard) != HPCT_SUCCESS;
+    if (!bad) {
+        bad = write_rows(shard, o->inputs_name, in, first, rows) ||
+              write_rows(shard, o->targets_name, tg, first, rows);
+        if (hpct_shard_close(shard)) bad = 1;
+    }
+    if (bad) return tool_error(TOOL_FAILED, "cannot write shard %s", path);
+    if (hpct_manifest_add_shard(m, path))
+        return tool_error(TOOL_FAILED, "%s", hpct_last_error(ctx));
+    return TOOL_OK;
 }
 
 /* Write the shards and the manifest under o->output. */
-static int write_shards(const shard_opts_t *o, const tool_array_t *in, const tool_array_t *tg)
+static int write_shards(hpct_ctx_t ctx, const shard_opts_t *o, const tool_array_t *in,
+                        const tool_array_t *tg)
 {
     uint64_t n = in->dims[0];
     if ((uint64_t)o->shards > n)
@@ -201,37 +203,28 @@ static int write_shards(const shard_opts_t *o, const tool_array_t *in, const too
                           o->shards, (unsigned long long)n);
     if (mkdir(o->output, 0777) && errno != EEXIST)
         return tool_error(TOOL_FAILED, "%s: %s", o->output, strerror(errno));
-    hpcti_manifest_t m = {0};
-    layout_of(in, &m.inputs), layout_of(tg, &m.targets);
-    m.shards = calloc((size_t)o->shards, sizeof *m.shards);
-    int rc = m.shards ? TOOL_OK : tool_error(TOOL_FAILED, "out of memory");
-    for (long k = 0; !rc && k < o->shards; k++, m.num_shards++) {
-        uint64_t first = n * (uint64_t)k / (uint64_t)o->shards;
-        uint64_t rows = n * (uint64_t)(k + 1) / (uint64_t)o->shards - first;
-        char name[300], path[4096];
-        snprintf(name, sizeof name, "%s-%05ld.h5", o->prefix, k);
-        snprintf(path, sizeof path, "%s/%s", o->output, name);
-        hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-        int bad = f < 0 || write_rows(f, o->inputs_name, in, first, rows, o) ||
-                  write_rows(f, o->targets_name, tg, first, rows, o);
-        if (f >= 0 && H5Fclose(f) < 0) bad = 1;
-        hpcti_shard_entry_t *e = &m.shards[k];
-        e->samples = rows, e->path = strdup(name);
-        if (bad || !e->path || hpcti_checksum_file(path, &e->checksum, &e->bytes))
-            rc = tool_error(TOOL_FAILED, "cannot write shard %s", path);
-    }
     char mpath[4096];
     snprintf(mpath, sizeof mpath, "%s/%s", o->output, o->manifest);
-    if (!rc && hpcti_manifest_write(&m, mpath))
-        rc = tool_error(TOOL_FAILED, "cannot write %s: %s", mpath, strerror(errno));
+    hpct_manifest_t m;
+    if (hpct_manifest_create(ctx, mpath, o->inputs_name, o->targets_name, &m))
+        return tool_error(TOOL_FAILED, "out of memory");
+    int rc = TOOL_OK;
+    for (long k = 0; !rc && k < o->shards; k++) {
+        uint64_t first = n * (uint64_t)k / (uint64_t)o->shards;
+        uint64_t rows = n * (uint64_t)(k + 1) / (uint64_t)o->shards - first;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s-%05ld.h5", o->output, o->prefix, k);
+        rc = write_shard(ctx, o, path, in, tg, first, rows, m);
+    }
+    if (!rc && hpct_manifest_write(m)) rc = tool_error(TOOL_FAILED, "%s", hpct_last_error(ctx));
     if (!rc)
-        printf("wrote %d shards, %llu samples, manifest %s\n", m.num_shards, (unsigned long long)n,
+        printf("wrote %ld shards, %llu samples, manifest %s\n", o->shards, (unsigned long long)n,
                mpath);
-    hpcti_manifest_free(&m);
+    hpct_manifest_destroy(m);
     return rc;
 }
 
-static int convert(const shard_opts_t *o, int argc, char **argv)
+static int convert(hpct_ctx_t ctx, const shard_opts_t *o, int argc, char **argv)
 {
     tool_array_t in = {0}, tg = {0};
     const char *fmt = format_of(argv[0], o->format);
@@ -255,107 +248,41 @@ static int convert(const shard_opts_t *o, int argc, char **argv)
     if (!rc && o->scale != 1.0 && fmt && !strcmp(fmt, "csv"))
         for (uint64_t i = 0; i < in.dims[0] * in.dims[1]; i++)
             ((float *)in.data)[i] = (float)(((float *)in.data)[i] * o->scale);
-    if (!rc) rc = write_shards(o, &in, &tg);
+    if (!rc) rc = write_shards(ctx, o, &in, &tg);
     free(in.data), free(tg.data);
     return rc;
 }
 
-/* --index: one existing shard's layout of dataset name. */
-static int index_layout(hid_t file, const char *path, const char *name, hpcti_layout_t *l,
-                        uint64_t *rows)
+/* --index: 1 when resolved (a resolved path) is one of seen [n]. */
+static int listed_before(char **seen, int n, const char *resolved)
 {
-    if (H5Lexists(file, name, H5P_DEFAULT) <= 0)
-        return tool_error(TOOL_DATA, "%s has no dataset /%s", path, name);
-    hid_t d = H5Dopen2(file, name, H5P_DEFAULT);
-    hid_t type = H5Dget_type(d), space = H5Dget_space(d);
-    int le, t = hpcti_h5_shard_type(type, &le), rank = H5Sget_simple_extent_ndims(space);
-    hsize_t dims[HPCTI_MAX_DIMS + 1];
-    if (rank >= 1 && rank <= HPCTI_MAX_DIMS + 1) H5Sget_simple_extent_dims(space, dims, NULL);
-    H5Tclose(type), H5Sclose(space), H5Dclose(d);
-    if (t < 0) return tool_error(TOOL_DATA, "%s dataset /%s: unsupported dtype", path, name);
-    if (rank < 1 || rank > HPCTI_MAX_DIMS + 1)
-        return tool_error(TOOL_DATA, "%s dataset /%s: rank %d not supported", path, name, rank);
-    if (dims[0] == 0) return tool_error(TOOL_DATA, "%s dataset /%s: empty shard", path, name);
-    l->type = (hpcti_type_t)t, l->rank = rank - 1, *rows = dims[0];
-    for (int i = 1; i < rank; i++) l->dims[i - 1] = dims[i];
-    return TOOL_OK;
+    for (int j = 0; resolved && j < n; j++)
+        if (seen[j] && !strcmp(seen[j], resolved)) return 1;
+    return 0;
 }
 
-static int same_layout(const hpcti_layout_t *a, const hpcti_layout_t *b)
-{
-    if (a->type != b->type || a->rank != b->rank) return 0;
-    for (int i = 0; i < a->rank; i++)
-        if (a->dims[i] != b->dims[i]) return 0;
-    return 1;
-}
-
-/* Path of file relative to dir (both resolved), or NULL when it lies outside dir. */
-static char *relative_to(const char *dir, const char *file)
-{
-    char *d = realpath(dir, NULL), *f = realpath(file, NULL), *rel = NULL;
-    size_t n = d ? strlen(d) : 0;
-    if (d && f && !strncmp(d, f, n) && f[n] == '/') rel = strdup(f + n + 1);
-    free(d), free(f);
-    return rel;
-}
-
-/* One shard of --index: layouts must match the first shard's; entry gets size and hash. */
-static int index_one(const shard_opts_t *o, const char *dir, const char *path, hpcti_manifest_t *m,
-                     hpcti_shard_entry_t *e)
-{
-    hpcti_layout_t in, tg;
-    uint64_t n_in = 0, n_tg = 0;
-    int rc = TOOL_OK;
-    H5E_BEGIN_TRY
-    {
-        hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-        if (f < 0) rc = tool_error(TOOL_DATA, "%s: not a readable HDF5 file", path);
-        if (!rc) rc = index_layout(f, path, o->inputs_name, &in, &n_in);
-        if (!rc) rc = index_layout(f, path, o->targets_name, &tg, &n_tg);
-        if (f >= 0) H5Fclose(f);
-    }
-    H5E_END_TRY;
-    if (rc) return rc;
-    if (n_in != n_tg)
-        return tool_error(TOOL_DATA, "%s: /%s has %llu samples but /%s has %llu", path,
-                          o->inputs_name, (unsigned long long)n_in, o->targets_name,
-                          (unsigned long long)n_tg);
-    if (m->num_shards == 0) m->inputs = in, m->targets = tg;
-    if (!same_layout(&in, &m->inputs) || !same_layout(&tg, &m->targets))
-        return tool_error(TOOL_DATA,
-                          "%s: dtype or per-sample shape of /%s or /%s differs from "
-                          "the first shard's",
-                          path, o->inputs_name, o->targets_name);
-    e->samples = n_in;
-    e->path = relative_to(dir, path);
-    if (!e->path)
-        return tool_error(TOOL_DATA, "%s lies outside the manifest's directory %s", path, dir);
-    if (hpcti_checksum_file(path, &e->checksum, &e->bytes))
-        return tool_error(TOOL_DATA, "%s: %s", path, strerror(errno));
-    return TOOL_OK;
-}
-
-static int index_shards(const shard_opts_t *o, int argc, char **argv)
+static int index_shards(hpct_ctx_t ctx, const shard_opts_t *o, int argc, char **argv)
 {
     if (argc < 1) return tool_error(TOOL_USAGE, "--index needs at least one shard file");
-    char *dir = strdup(o->output), *slash = dir ? strrchr(dir, '/') : NULL;
-    if (!dir) return tool_error(TOOL_FAILED, "out of memory");
-    if (slash) *slash = '\0';
-    hpcti_manifest_t m = {0};
-    m.shards = calloc((size_t)argc, sizeof *m.shards);
-    int rc = m.shards ? TOOL_OK : tool_error(TOOL_FAILED, "out of memory");
+    hpct_manifest_t m;
+    if (hpct_manifest_create(ctx, o->output, o->inputs_name, o->targets_name, &m))
+        return tool_error(TOOL_FAILED, "out of memory");
+    char **seen = calloc((size_t)argc, sizeof *seen);
+    int rc = seen ? TOOL_OK : tool_error(TOOL_FAILED, "out of memory");
     for (int i = 0; !rc && i < argc; i++) {
-        rc = index_one(o, slash ? (*dir ? dir : "/") : ".", argv[i], &m, &m.shards[i]);
-        m.num_shards++;
-        for (int j = 0; !rc && j < i; j++)
-            if (!strcmp(m.shards[j].path, m.shards[i].path))
-                rc = tool_error(TOOL_USAGE, "%s is listed twice", argv[i]);
+        hpct_status_t s;
+        seen[i] = realpath(argv[i], NULL);
+        if (listed_before(seen, i, seen[i]))
+            rc = tool_error(TOOL_USAGE, "%s is listed twice", argv[i]);
+        else if ((s = hpct_manifest_add_shard(m, argv[i])))
+            rc = tool_error(s == HPCT_ERR_NO_MEMORY ? TOOL_FAILED : TOOL_DATA, "%s",
+                            hpct_last_error(ctx));
     }
-    if (!rc && hpcti_manifest_write(&m, o->output))
-        rc = tool_error(TOOL_FAILED, "cannot write %s: %s", o->output, strerror(errno));
-    if (!rc) printf("wrote manifest %s for %d shards\n", o->output, m.num_shards);
-    hpcti_manifest_free(&m);
-    free(dir);
+    if (!rc && hpct_manifest_write(m)) rc = tool_error(TOOL_FAILED, "%s", hpct_last_error(ctx));
+    if (!rc) printf("wrote manifest %s for %d shards\n", o->output, argc);
+    for (int i = 0; seen && i < argc; i++) free(seen[i]);
+    free(seen);
+    hpct_manifest_destroy(m);
     return rc;
 }
 
@@ -365,6 +292,10 @@ int tool_shard_main(int argc, char **argv)
     int first = 0, rc = parse_options(argc, argv, &o, &first);
     if (rc) return rc < 0 ? TOOL_OK : rc;
     if (first >= argc) return tool_error(TOOL_USAGE, "no input files (try --help)");
-    return o.index ? index_shards(&o, argc - first, argv + first)
-                   : convert(&o, argc - first, argv + first);
+    hpct_ctx_t ctx;
+    if (hpct_ctx_create(NULL, &ctx)) return tool_error(TOOL_FAILED, "cannot create a context");
+    rc = o.index ? index_shards(ctx, &o, argc - first, argv + first)
+                 : convert(ctx, &o, argc - first, argv + first);
+    hpct_ctx_destroy(ctx);
+    return rc;
 }

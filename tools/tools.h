@@ -2,7 +2,7 @@
 #ifndef HPCT_TOOLS_H
 #define HPCT_TOOLS_H
 
-#include "../lib/data/data.h"
+#include "hpctrain.h"
 
 /* Exit codes of every subcommand (documented in doc/hpctrain.1 and --help). */
 #define TOOL_OK     0
@@ -10,13 +10,35 @@
 #define TOOL_USAGE  2 /* bad command line */
 #define TOOL_DATA   3 /* an input file is missing, malformed or inconsistent */
 
+/* Element types of the converter's input arrays (the IDX and .npy codes it reads). */
+typedef enum {
+    TOOL_U8,
+    TOOL_I8,
+    TOOL_U16,
+    TOOL_I16,
+    TOOL_U32,
+    TOOL_I32,
+    TOOL_U64,
+    TOOL_I64,
+    TOOL_F32,
+    TOOL_F64,
+    TOOL_NUM_TYPES
+} tool_type_t;
+
 /* An array read from an input file: dims[0] samples of dims[1..rank) values. */
 typedef struct tool_array {
-    hpcti_type_t type;
+    tool_type_t type;
     int rank;
-    uint64_t dims[HPCTI_MAX_DIMS + 1];
+    uint64_t dims[HPCT_SHARD_MAX_RANK];
     void *data;
 } tool_array_t;
+
+/* Bytes per element of t (0 for an unknown type), and whether it is floating point. */
+size_t tool_type_size(tool_type_t t);
+int tool_type_is_float(tool_type_t t);
+/* Convert count values of type t at src to float32 / int32 (lossy conversions truncate). */
+void tool_to_f32(tool_type_t t, const void *src, float *dst, size_t count);
+void tool_to_i32(tool_type_t t, const void *src, int32_t *dst, size_t count);
 
 /* Print "hpctrain shard: error: ..." on stderr; returns code. */
 int tool_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

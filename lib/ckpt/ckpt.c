@@ -2,7 +2,7 @@
  * the background writer, and load with fall-back to the previous checkpoint. */
 #include "ckpt.h"
 #include "../device/ops.h"
-#include "../model/model.h"
+#include "../model/params.h"
 
 #include <errno.h>
 #include <math.h>

@@ -6,7 +6,7 @@
 
 #include <pthread.h>
 
-#define HPCTI_CKPT_SCHEMA    1 /* bump when the file layout changes */
+#define HPCTI_CKPT_SCHEMA    HPCT_CKPT_SCHEMA_VERSION /* bump that when the layout changes */
 #define HPCTI_CKPT_PATH_MAX  4096
 #define HPCTI_CKPT_MODEL_MAX 1024 /* bytes of model description kept */
 

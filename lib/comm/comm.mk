@@ -1,3 +1,14 @@
-# lib/comm: communicators, deadline-bounded collectives, hierarchical averaging, replicas.
+# lib/comm: communicators, deadline-bounded collectives, hierarchical averaging, replicas,
+# and the node-local NCCL collective for device buffers (--with-nccl).
 lib_libhpctrain_a_SOURCES += lib/comm/dist.h lib/comm/dist.c lib/comm/collective.c \
 	lib/comm/reduce.c lib/comm/wire.c lib/comm/replicas.c
+
+# NCCL headers for lib/comm/nccl_node.c (empty in a build without --with-nccl).
+AM_CPPFLAGS += $(NCCL_CFLAGS)
+
+# Always distributed, so a tarball can be configured --with-cuda --with-nccl.
+EXTRA_DIST += lib/comm/nccl_node.c lib/comm/nccl_node.h
+
+if HPCT_NCCL
+lib_libhpctrain_a_SOURCES += lib/comm/nccl_node.c lib/comm/nccl_node.h
+endif

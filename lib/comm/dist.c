@@ -184,7 +184,8 @@ static hpct_status_t init_on(const hpct_config_t *cfg, int use_world, int fcomm,
     hpct_ctx_t ctx;
     hpct_status_t s = hpct_ctx_create(cfg, &ctx);
     if (s) return s;
-    struct hpcti_dist *d = ctx->dist = calloc(1, sizeof *ctx->dist);
+    struct hpcti_dist *d = calloc(1, sizeof *d);
+    ctx->dist = d;
     if (!d) {
         hpct_ctx_destroy(ctx);
         return HPCT_ERR_NO_MEMORY;
@@ -272,7 +273,8 @@ hpct_status_t hpct_abort_job(hpct_ctx_t ctx, int exit_code)
         return HPCT_ERR_STATE;
     }
     if (ctx) hpcti_log(ctx, HPCT_LOG_ERROR, "aborting the job with exit code %d", exit_code);
-    MPI_Abort(ctx && ctx->dist ? ctx->dist->comm : MPI_COMM_WORLD, exit_code);
+    struct hpcti_dist *d = ctx ? ctx->dist : NULL;
+    MPI_Abort(d ? d->comm : MPI_COMM_WORLD, exit_code);
     return ctx ? hpcti_error(ctx, HPCT_ERR_COMM, "hpct_abort_job: MPI_Abort returned")
                : HPCT_ERR_COMM;
 }
@@ -281,7 +283,8 @@ hpct_status_t hpct_batch_split(hpct_ctx_t ctx, int global_batch, int *local_batc
 {
     if (!ctx) return HPCT_ERR_INVALID_ARG;
     hpcti_clear_error(ctx);
-    int rank = ctx->dist ? ctx->dist->rank : 0, size = ctx->dist ? ctx->dist->size : 1;
+    struct hpcti_dist *d = ctx->dist;
+    int rank = d ? d->rank : 0, size = d ? d->size : 1;
     if (!local_batch)
         return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_batch_split: local_batch is NULL");
     if (global_batch <= 0 || global_batch % size != 0)
@@ -319,7 +322,7 @@ hpct_status_t hpct_allreduce_mean(hpct_ctx_t ctx, float *buf, size_t n)
         return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "%s: buf is NULL with n = %zu", fn, n);
     if (ctx->ops != &hpcti_cpu_ops) {
 #ifdef HPCT_HAVE_NCCL
-        /* CUDA backend: device buffers go to NCCL (lib/device/nccl.c); the first call
+        /* CUDA backend: device buffers go to NCCL (lib/comm/nccl_node.c); the first call
          * creates the node's NCCL communicator (collective over the node). */
         hpct_status_t ns = d->nccl ? HPCT_SUCCESS : hpcti_nccl_create(ctx, d->node_rs, &d->nccl);
         if (ns) return ns;

@@ -4,7 +4,7 @@
 
 #include "../bootstrap/bootstrap.h"
 #ifdef HPCT_HAVE_NCCL
-#include "../device/nccl.h" /* device buffers: NCCL inside the node, MPI across */
+#include "nccl_node.h" /* device buffers: NCCL inside the node, MPI across */
 #endif
 
 #include <mpi.h>
@@ -34,6 +34,7 @@ struct hpcti_reduction {
     int nphase, cur; /* cur == nphase: done */
 };
 
+/* The distributed runtime of a context: ctx->dist, which core holds as an opaque pointer. */
 struct hpcti_dist {
     MPI_Comm comm;             /* dup of the caller's communicator (flat ops) */
     MPI_Comm ctl;              /* dup: arrival tokens only */

@@ -3,6 +3,7 @@
 #include "dist.h"
 #include "../device/ops.h"
 #include "../model/model.h"
+#include "../model/params.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -73,6 +74,7 @@ static hpct_status_t reserve_fusion(hpct_ctx_t ctx, size_t cap)
 static hpct_status_t average_buckets(hpct_params_t p, size_t cap)
 {
     hpct_ctx_t ctx = p->ctx;
+    struct hpcti_dist *d = ctx->dist;
     struct slot_use use[2] = {{0, 0, -1}, {0, 0, -1}};
     int next = 0, k = 0, id;
     hpct_status_t s = HPCT_SUCCESS;
@@ -81,7 +83,7 @@ static hpct_status_t average_buckets(hpct_params_t p, size_t cap)
             s = hpcti_red_start(ctx, p->bufs[next].grad, p->bufs[next].count, &id);
             next++;
         } else {
-            float *slot = ctx->dist->fusion + (size_t)k * cap;
+            float *slot = d->fusion + (size_t)k * cap;
             if (use[k].red >= 0 && !(s = hpcti_red_wait(ctx, use[k].red))) unpack(p, slot, &use[k]);
             use[k].first = next;
             size_t n = pack(p, slot, cap, &next);
@@ -93,7 +95,7 @@ static hpct_status_t average_buckets(hpct_params_t p, size_t cap)
     }
     if (!s) s = hpcti_op_end(ctx, NULL, 0);
     for (int j = 0; j < 2 && !s; j++)
-        if (use[j].red >= 0) unpack(p, ctx->dist->fusion + (size_t)j * cap, &use[j]);
+        if (use[j].red >= 0) unpack(p, d->fusion + (size_t)j * cap, &use[j]);
     return s;
 }
 
@@ -215,7 +217,8 @@ static hpct_status_t layer_ready(hpct_ctx_t ctx, int layer, int num_layers, floa
 
 static hpct_status_t layers_done(hpct_ctx_t ctx)
 {
-    return ctx->dist->in_op ? hpcti_op_end(ctx, NULL, 0) : HPCT_SUCCESS;
+    struct hpcti_dist *d = ctx->dist;
+    return d->in_op ? hpcti_op_end(ctx, NULL, 0) : HPCT_SUCCESS;
 }
 
 hpct_status_t hpct_model_set_grad_averaging(hpct_model_t model, int enable)

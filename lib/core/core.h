@@ -15,12 +15,19 @@ typedef struct hpcti_rng {
 
 struct hpct_ctx {
     hpct_config_t cfg;
-    const struct hpcti_ops *ops; /* backend chosen by cfg.backend */
+    const struct hpcti_ops *ops; /* backend chosen by cfg.backend (attached by lib/device) */
     hpcti_rng_t rng;
     void *backend; /* backend-private state (cuda: device, cuBLAS handle); NULL for cpu */
     char last_error[1024];
-    struct hpcti_dist *dist; /* distributed runtime (lib/comm); NULL for hpct_ctx_create */
+    void *dist; /* distributed runtime: typed, made and freed by lib/comm (hpct_init ..
+                   hpct_finalize); NULL for hpct_ctx_create */
 };
+
+/* A context with cfg (NULL: the defaults) checked and copied and its RNG seeded, but no
+ * backend yet: hpct_ctx_create (lib/device) attaches one. *out is NULL on failure. */
+hpct_status_t hpcti_ctx_alloc(const hpct_config_t *cfg, hpct_ctx_t *out);
+/* Free a context made by hpcti_ctx_alloc (its backend already finalized); NULL is accepted. */
+void hpcti_ctx_free(hpct_ctx_t ctx);
 
 /* Record a detailed error on ctx (printf format), log it, and return status. */
 hpct_status_t hpcti_error(hpct_ctx_t ctx, hpct_status_t status, const char *fmt, ...)

@@ -1,6 +1,6 @@
-/* ctx.c: context lifetime, error detail, logging, RNG state. */
+/* ctx.c: context state (config check, allocation), error detail, logging, RNG state.
+ * The backend is attached by lib/device (hpct_ctx_create in lib/device/ops.c). */
 #include "core.h"
-#include "../device/ops.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,7 +73,7 @@ static hpct_status_t check_config(const hpct_config_t *cfg)
     return HPCT_ERR_INVALID_ARG;
 }
 
-hpct_status_t hpct_ctx_create(const hpct_config_t *cfg, hpct_ctx_t *out)
+hpct_status_t hpcti_ctx_alloc(const hpct_config_t *cfg, hpct_ctx_t *out)
 {
     static const hpct_config_t defaults = HPCT_CONFIG_INITIALIZER;
     if (!out) return HPCT_ERR_INVALID_ARG;
@@ -86,29 +86,12 @@ hpct_status_t hpct_ctx_create(const hpct_config_t *cfg, hpct_ctx_t *out)
     ctx->cfg = *cfg;
     ctx->cfg.version = HPCT_CONFIG_VERSION;
     hpcti_rng_seed(&ctx->rng, cfg->seed);
-    ctx->ops = hpcti_ops_lookup(cfg->backend);
-    if (!ctx->ops) {
-        hpcti_log(ctx, HPCT_LOG_ERROR,
-                  "the %s backend is not built into this library (configure --with-cuda)",
-                  cfg->backend == HPCT_BACKEND_CUDA ? "cuda" : "requested");
-        free(ctx);
-        return HPCT_ERR_UNSUPPORTED;
-    }
-    s = ctx->ops->init(ctx);
-    if (s) {
-        free(ctx);
-        return s;
-    }
-    hpcti_log(ctx, HPCT_LOG_INFO, "context ready: backend %s, seed %llu", ctx->ops->name,
-              (unsigned long long)cfg->seed);
     *out = ctx;
     return HPCT_SUCCESS;
 }
 
-void hpct_ctx_destroy(hpct_ctx_t ctx)
+void hpcti_ctx_free(hpct_ctx_t ctx)
 {
-    if (!ctx) return;
-    ctx->ops->finalize(ctx);
     free(ctx);
 }
 

@@ -1,4 +1,4 @@
-/* h5shard.c: every HDF5 call of lib/data lives here.
+/* h5shard.c: every HDF5 read of lib/data lives here (shards are written by shard_writer.c).
  *
  * Threading: Debian's serial HDF5 must not be entered from two threads at once. The reader
  * calls these functions only from hpct_dataset_open, on the caller's thread, before its
@@ -224,4 +224,53 @@ void hpcti_shard_release(hpcti_shard_t *sh)
     free(sh->path);
     memset(sh, 0, sizeof *sh);
     sh->fd = -1;
+}
+
+/* One dataset's layout (element type, per-sample dims) and row count, for a manifest. */
+static hpct_status_t describe_dataset(hpct_ctx_t ctx, hid_t file, const char *path,
+                                      const char *name, hpcti_layout_t *l, uint64_t *rows)
+{
+    if (H5Lexists(file, name, H5P_DEFAULT) <= 0)
+        return hpcti_error(ctx, HPCT_ERR_NOT_FOUND, "%s has no dataset /%s", path, name);
+    hid_t dset = H5Dopen2(file, name, H5P_DEFAULT);
+    hid_t type = dset < 0 ? -1 : H5Dget_type(dset), space = dset < 0 ? -1 : H5Dget_space(dset);
+    int le, t = type < 0 ? -1 : hpcti_h5_shard_type(type, &le);
+    int rank = space < 0 ? -1 : H5Sget_simple_extent_ndims(space);
+    hsize_t dims[HPCTI_MAX_DIMS + 1] = {0};
+    if (rank >= 1 && rank <= HPCTI_MAX_DIMS + 1) H5Sget_simple_extent_dims(space, dims, NULL);
+    if (type >= 0) H5Tclose(type);
+    if (space >= 0) H5Sclose(space);
+    if (dset >= 0) H5Dclose(dset);
+    if (t < 0)
+        return hpcti_error(ctx, HPCT_ERR_FORMAT, "%s dataset /%s: unsupported dtype", path, name);
+    if (rank < 1 || rank > HPCTI_MAX_DIMS + 1)
+        return hpcti_error(ctx, HPCT_ERR_FORMAT, "%s dataset /%s: rank %d not supported", path,
+                           name, rank);
+    if (dims[0] == 0)
+        return hpcti_error(ctx, HPCT_ERR_FORMAT, "%s dataset /%s: empty shard", path, name);
+    l->type = (hpcti_type_t)t, l->rank = rank - 1, *rows = dims[0];
+    for (int i = 1; i < rank; i++) l->dims[i - 1] = dims[i];
+    return HPCT_SUCCESS;
+}
+
+hpct_status_t hpcti_shard_describe(hpct_ctx_t ctx, const char *path, const char *inputs_name,
+                                   const char *targets_name, hpcti_layout_t *inputs,
+                                   hpcti_layout_t *targets, uint64_t *n_inputs, uint64_t *n_targets)
+{
+    hpct_status_t s = HPCT_ERR_INTERNAL;
+    hpcti_hdf5_lock();
+    H5E_BEGIN_TRY
+    {
+        hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+        if (file < 0) {
+            s = hpcti_error(ctx, HPCT_ERR_FORMAT, "%s: not a readable HDF5 file", path);
+        } else {
+            s = describe_dataset(ctx, file, path, inputs_name, inputs, n_inputs);
+            if (!s) s = describe_dataset(ctx, file, path, targets_name, targets, n_targets);
+            H5Fclose(file);
+        }
+    }
+    H5E_END_TRY;
+    hpcti_hdf5_unlock();
+    return s;
 }

@@ -1,4 +1,5 @@
-/* h5shard.h: what the reader learns about one shard from HDF5 (lib/data internal). */
+/* h5shard.h: what the reader and the manifest writer learn about one shard from HDF5
+ * (lib/data internal). */
 #ifndef HPCTI_H5SHARD_H
 #define HPCTI_H5SHARD_H
 
@@ -41,6 +42,12 @@ typedef struct hpcti_shard_job {
  * the one place lib/data calls HDF5. */
 hpct_status_t hpcti_shard_inspect(hpct_ctx_t ctx, const hpcti_shard_job_t *job, hpcti_shard_t *sh);
 void hpcti_shard_release(hpcti_shard_t *sh);
+/* The layouts and sample counts of datasets inputs_name and targets_name of the shard file at
+ * path, for a manifest (hpct_manifest_add_shard). Errors name path and dataset. */
+hpct_status_t hpcti_shard_describe(hpct_ctx_t ctx, const char *path, const char *inputs_name,
+                                   const char *targets_name, hpcti_layout_t *inputs,
+                                   hpcti_layout_t *targets, uint64_t *n_inputs,
+                                   uint64_t *n_targets);
 /* The shard element type of an HDF5 datatype (hpcti_type_t), or -1 when it is none of ours;
  * *little_endian tells its byte order. */
 int hpcti_h5_shard_type(hid_t type, int *little_endian);

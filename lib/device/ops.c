@@ -1,4 +1,5 @@
-/* ops.c: pick the ops table of a backend. */
+/* ops.c: pick the ops table of a backend and attach it to a new context (the public
+ * hpct_ctx_create lives here, not in lib/core, so that core knows nothing of backends). */
 #include "config.h"
 #include "ops.h"
 
@@ -11,4 +12,37 @@ const struct hpcti_ops *hpcti_ops_lookup(hpct_backend_t backend)
 #endif
     default: return NULL;
     }
+}
+
+hpct_status_t hpct_ctx_create(const hpct_config_t *cfg, hpct_ctx_t *out)
+{
+    if (!out) return HPCT_ERR_INVALID_ARG;
+    *out = NULL;
+    hpct_ctx_t ctx;
+    hpct_status_t s = hpcti_ctx_alloc(cfg, &ctx);
+    if (s) return s;
+    ctx->ops = hpcti_ops_lookup(ctx->cfg.backend);
+    if (!ctx->ops) {
+        hpcti_log(ctx, HPCT_LOG_ERROR,
+                  "the %s backend is not built into this library (configure --with-cuda)",
+                  ctx->cfg.backend == HPCT_BACKEND_CUDA ? "cuda" : "requested");
+        hpcti_ctx_free(ctx);
+        return HPCT_ERR_UNSUPPORTED;
+    }
+    s = ctx->ops->init(ctx);
+    if (s) {
+        hpcti_ctx_free(ctx);
+        return s;
+    }
+    hpcti_log(ctx, HPCT_LOG_INFO, "context ready: backend %s, seed %llu", ctx->ops->name,
+              (unsigned long long)ctx->cfg.seed);
+    *out = ctx;
+    return HPCT_SUCCESS;
+}
+
+void hpct_ctx_destroy(hpct_ctx_t ctx)
+{
+    if (!ctx) return;
+    ctx->ops->finalize(ctx);
+    hpcti_ctx_free(ctx);
 }

@@ -1,24 +1,9 @@
-/* model.h: library-internal view of parameter sets (not installed). */
+/* model.h: library-internal hooks of built-in models (not installed); parameter sets are in
+ * params.h. */
 #ifndef HPCTI_MODEL_INTERNAL_H
 #define HPCTI_MODEL_INTERNAL_H
 
 #include "../core/core.h"
-
-/* One registered (parameter, gradient) pair; both live where the backend keeps tensors. */
-struct hpcti_param_buf {
-    char *name;
-    float *param; /* [count] */
-    float *grad;  /* [count] */
-    size_t count;
-};
-
-struct hpct_params {
-    hpct_ctx_t ctx;
-    struct hpcti_param_buf *bufs;
-    int num, cap;
-    size_t total; /* sum of counts */
-    int users;    /* optimizers over this set: registering then would outgrow their state */
-};
 
 /* Gradient-averaging hooks of built-in models (installed by lib/comm): backward() calls
  * ready once a layer's gradients grad [count] are final (last layer first; total is the

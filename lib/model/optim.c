@@ -1,5 +1,5 @@
 /* optim.c: SGD and AdamW over a parameter set, LR schedules, global-norm clipping. */
-#include "model.h"
+#include "params.h"
 #include "../device/ops.h"
 
 #include <math.h>

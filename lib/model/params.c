@@ -1,6 +1,6 @@
 /* params.c: named (parameter, gradient) buffers, shared by built-in models and
  * bring-your-own-gradients callers. */
-#include "model.h"
+#include "params.h"
 #include "../device/ops.h"
 
 #include <math.h>

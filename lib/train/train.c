@@ -3,6 +3,7 @@
 #include "../core/core.h"
 #include "../ckpt/ckpt.h"
 #include "../model/model.h"
+#include "../model/params.h"
 
 #include <signal.h>
 #include <stdio.h>

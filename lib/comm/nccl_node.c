@@ -1,12 +1,12 @@
-/* nccl.c: NCCL communicator over a node's MPI ranks and the GPU hierarchical allreduce
+/* nccl_node.c: NCCL communicator over a node's MPI ranks and the GPU hierarchical allreduce
  * (reduce-scatter in the node, MPI across nodes through host memory, all-gather in the node). */
 #include "config.h"
-#include "nccl.h" /* lib/device/nccl.h */
-#include "ops.h"
+#include "nccl_node.h"
+#include "../device/ops.h"
 
 #include <cuda_runtime.h>
 #include <limits.h>
-/* The NCCL library's header (angle brackets skip lib/device); it declares f() prototypes. */
+/* The NCCL library's header; it declares f() prototypes. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wstrict-prototypes"
 #include <nccl.h>

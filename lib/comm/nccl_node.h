@@ -1,4 +1,4 @@
-/* nccl.h: the node-local NCCL piece of the hierarchical allreduce on GPUs (built only with
+/* nccl_node.h: the node-local NCCL piece of the hierarchical allreduce on GPUs (built only with
  * --with-nccl, where config.h defines HPCT_HAVE_NCCL; not installed).
  *
  * Usage (one NCCL communicator per node communicator, on a context using the cuda backend):
@@ -13,8 +13,8 @@
  * node rank on every node (MPI_COMM_NULL or a 1-rank communicator on a single node). Every node
  * must hold the same number of ranks (checked once per cross_comm, with an error on all ranks).
  */
-#ifndef HPCT_DEVICE_NCCL_H
-#define HPCT_DEVICE_NCCL_H
+#ifndef HPCTI_NCCL_NODE_H
+#define HPCTI_NCCL_NODE_H
 
 #include "../core/core.h"
 
