@@ -1,0 +1,30 @@
+# Automake fragment included by Makefile.am: the Fortran module "hpctrain" (lib/fortran), the
+# CMake package of the library, the Fortran examples, tests and benchmark.
+# The module is built when configure found an MPI Fortran compiler with mpi_f08 (conditional
+# HPCT_FORTRAN, m4/hpct_fortran.m4); the shell tests say SKIP otherwise.
+
+# Every Fortran compile writes and reads modules in the build tree's lib/fortran (compiles
+# run in the top build directory): hpctrain.mod for consumers, tapf.mod for the tests.
+AM_FCFLAGS = $(FC_MODOUT)lib/fortran $(FC_MODINC)lib/fortran $(HPCT_WARN_FCFLAGS)
+CLEANFILES += lib/fortran/*.$(FC_MODEXT)
+EXTRA_DIST += lib/fortran/fortran.mk
+
+if HPCT_FORTRAN
+HPCT_FORTRAN_BUILT = yes
+# The module's objects go into libhpctrain.a itself: one library for C and Fortran consumers
+# (a C program pulls none of them in; a Fortran one gets libgfortran from its compiler).
+lib_libhpctrain_a_SOURCES += lib/fortran/hpctrain.F90 lib/fortran/shim.c lib/fortran/shim.h
+
+# The .mod is a by-product of compiling hpctrain.F90; anything that says "use hpctrain"
+# depends on it (below), so parallel and VPATH builds compile the module first. If the .mod
+# went missing while the object stayed, remake the object.
+HPCT_FMOD = lib/fortran/hpctrain.$(FC_MODEXT)
+$(HPCT_FMOD): lib/fortran/hpctrain.$(OBJEXT)
+	@test -f $@ || { rm -f lib/fortran/hpctrain.$(OBJEXT); \
+		$(MAKE) $(AM_MAKEFLAGS) lib/fortran/hpctrain.$(OBJEXT); }
+fmod_DATA = $(HPCT_FMOD)
+
+else
+HPCT_FORTRAN_BUILT = no
+endif
+
