@@ -28,3 +28,29 @@ else
 HPCT_FORTRAN_BUILT = no
 endif
 
+# ---- CMake package: $(libdir)/cmake/hpctrain/hpctrainConfig.cmake (+ ConfigVersion) ----
+# find_package(hpctrain) gives hpctrain::hpctrain (C) and, when the module is built,
+# hpctrain::fortran. Made from the templates with make's fully expanded directories and
+# remade by every "make" and "make install" (phony), as the modulefiles are (slurm/slurm.mk).
+cmakeconfigdir = $(libdir)/cmake/hpctrain
+hpct_cmake_files = lib/fortran/hpctrainConfig.cmake lib/fortran/hpctrainConfigVersion.cmake
+cmakeconfig_DATA = $(hpct_cmake_files)
+CLEANFILES += $(hpct_cmake_files)
+EXTRA_DIST += lib/fortran/hpctrainConfig.cmake.in lib/fortran/hpctrainConfigVersion.cmake.in
+.PHONY: $(hpct_cmake_files)
+
+hpct_cmake_subst = sed -e 's|@VERSION[@]|$(VERSION)|g' -e 's|@prefix[@]|$(prefix)|g' \
+	-e 's|@includedir[@]|$(includedir)|g' -e 's|@libdir[@]|$(libdir)|g' \
+	-e 's|@fmoddir[@]|$(fmoddir)|g' -e 's|@FC_MODEXT[@]|$(FC_MODEXT)|g' \
+	-e 's|@HPCT_FORTRAN[@]|$(HPCT_FORTRAN_BUILT)|g' \
+	-e 's|@HPCT_PRIVATE_LIBS[@]|$(HPCT_PRIVATE_LIBS)|g' \
+	-e 's|@HPCT_FC_MPI_FLAGS[@]|$(HPCT_FC_MPI_FLAGS)|g' \
+	-e 's|@HPCT_FC_MPI_LIBS[@]|$(HPCT_FC_MPI_LIBS)|g'
+
+lib/fortran/hpctrainConfig.cmake: $(srcdir)/lib/fortran/hpctrainConfig.cmake.in
+	$(AM_V_GEN)$(MKDIR_P) lib/fortran && \
+	$(hpct_cmake_subst) $(srcdir)/lib/fortran/hpctrainConfig.cmake.in > $@.tmp && mv $@.tmp $@
+
+lib/fortran/hpctrainConfigVersion.cmake: $(srcdir)/lib/fortran/hpctrainConfigVersion.cmake.in
+	$(AM_V_GEN)$(MKDIR_P) lib/fortran && \
+	$(hpct_cmake_subst) $(srcdir)/lib/fortran/hpctrainConfigVersion.cmake.in > $@.tmp && mv $@.tmp $@
