@@ -29,3 +29,10 @@ section "checkpoints vs raw write+fsync (issue 5)" "bench/bench_ckpt $scratch"
 
 section "checkpoint share of the Fashion-MNIST main job (issue 5)" "examples/fashion-mnist.sh"
 "$here/../examples/fashion-mnist.sh" "$build" "$scratch/hpct-bench-demo" | grep -E "^hpctrain"
+
+section "Fortran wrappers vs C, a small step (issue 9)" "bench/bench_fortran"
+if [ -x "$build/bench/bench_fortran" ]; then
+    "$build/bench/bench_fortran"
+else
+    echo "not built (configure found no MPI Fortran compiler with mpi_f08)"
+fi
