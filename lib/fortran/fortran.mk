@@ -7,6 +7,7 @@
 # run in the top build directory): hpctrain.mod for consumers, tapf.mod for the tests.
 AM_FCFLAGS = $(FC_MODOUT)lib/fortran $(FC_MODINC)lib/fortran $(HPCT_WARN_FCFLAGS)
 CLEANFILES += lib/fortran/*.$(FC_MODEXT)
+AM_TESTS_ENVIRONMENT += HPCT_FORTRAN='$(HPCT_FORTRAN_BUILT)'; export HPCT_FORTRAN;
 EXTRA_DIST += lib/fortran/fortran.mk
 
 if HPCT_FORTRAN
@@ -35,9 +36,34 @@ bench_bench_fortran_LDADD = $(HPCT_LIBS)
 examples/fortran/mlp_shards.$(OBJEXT) examples/fortran/byog.$(OBJEXT) \
 	bench/bench_fortran.$(OBJEXT): $(HPCT_FMOD)
 
+# ---- test programs (run by the shell tests below) ----
+check_LIBRARIES += t/libtapf.a
+t_libtapf_a_SOURCES = t/tapf.F90
+HPCT_TAPF = lib/fortran/tapf.$(FC_MODEXT)
+$(HPCT_TAPF): t/tapf.$(OBJEXT)
+	@test -f $@ || { rm -f t/tapf.$(OBJEXT); $(MAKE) $(AM_MAKEFLAGS) t/tapf.$(OBJEXT); }
+check_PROGRAMS += t/fortran_api t/fortran_mpi t/fortran_twin t/twin_c
+t_fortran_api_SOURCES = t/fortran_api.F90 t/fortran_layout.c
+t_fortran_api_LDADD = t/libtapf.a $(HPCT_LIBS)
+t_fortran_mpi_SOURCES = t/fortran_mpi.F90
+t_fortran_mpi_LDADD = $(HPCT_LIBS)
+t_fortran_twin_SOURCES = t/fortran_twin.F90
+t_fortran_twin_LDADD = $(HPCT_LIBS)
+t_twin_c_SOURCES = t/twin_c.c
+t_twin_c_LDADD = $(HPCT_LIBS)
+t/fortran_api.$(OBJEXT): $(HPCT_FMOD) $(HPCT_TAPF)
+t/fortran_mpi.$(OBJEXT) t/fortran_twin.$(OBJEXT): $(HPCT_FMOD)
 else
 HPCT_FORTRAN_BUILT = no
 endif
+
+# ---- tests: always listed; each says SKIP in a build without the module ----
+# (t/test_fortran_install.sh and t/test_module.sh take turns at "make install" with a lock.)
+DISTCLEANFILES += .hpct-install.lock
+FORTRAN_TESTS = t/test_fortran_bindings.sh t/test_fortran_api.sh t/test_fortran_mpi.sh \
+	t/test_fortran_twin.sh t/test_fortran_examples.sh t/test_fortran_install.sh
+TESTS += $(FORTRAN_TESTS)
+EXTRA_DIST += $(FORTRAN_TESTS) t/fortran_lib.sh t/fortran_consumer/CMakeLists.txt
 
 # ---- CMake package: $(libdir)/cmake/hpctrain/hpctrainConfig.cmake (+ ConfigVersion) ----
 # find_package(hpctrain) gives hpctrain::hpctrain (C) and, when the module is built,
