@@ -8,7 +8,7 @@
 AM_FCFLAGS = $(FC_MODOUT)lib/fortran $(FC_MODINC)lib/fortran $(HPCT_WARN_FCFLAGS)
 CLEANFILES += lib/fortran/*.$(FC_MODEXT)
 AM_TESTS_ENVIRONMENT += HPCT_FORTRAN='$(HPCT_FORTRAN_BUILT)'; export HPCT_FORTRAN;
-EXTRA_DIST += lib/fortran/fortran.mk
+EXTRA_DIST += lib/fortran/fortran.mk doc/fortran.md
 
 if HPCT_FORTRAN
 HPCT_FORTRAN_BUILT = yes
