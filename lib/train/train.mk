@@ -1,5 +1,5 @@
 # Automake fragment included by Makefile.am: the training loop (lib/train) and the hpctrain tool.
-lib_libhpctrain_a_SOURCES += lib/train/train.c
+lib_libhpctrain_a_SOURCES += lib/train/train.c lib/train/loop.h lib/train/loop.c
 tools_hpctrain_SOURCES += tools/train.c tools/train_config.c tools/train_config.h
 dist_man_MANS += doc/hpctrain.conf.5
 
