@@ -62,9 +62,9 @@ static hpct_status_t agree_load(hpct_ctx_t ctx, const char *fn, hpct_status_t s,
     if (a) return a;
     if (v[1] != -v[2])
         return hpcti_error(ctx, HPCT_ERR_STATE,
-                           "%s: rank %d %s a checkpoint but other ranks did not: is the "
+                           "%s: rank %d found %s checkpoint but other ranks did%s: is the "
                            "checkpoint directory shared by all nodes?",
-                           fn, rank, found ? "found" : "found no");
+                           fn, rank, found ? "a" : "no", found ? " not" : "");
     if (found && v[3] != -v[4])
         return hpcti_error(ctx, HPCT_ERR_STATE,
                            "%s: ranks loaded checkpoints of different steps (%ld to %ld; rank %d "
