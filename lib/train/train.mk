@@ -23,3 +23,7 @@ check_PROGRAMS += t/insitu_prog
 t_insitu_prog_LDADD = $(TEST_LIBS)
 TESTS += t/test_insitu_dist.sh
 EXTRA_DIST += t/test_insitu_dist.sh
+
+# Benchmark (built, run by hand or by bench/run_all.sh): in-situ step against the plain calls.
+noinst_PROGRAMS += bench/bench_insitu
+bench_bench_insitu_LDADD = $(HPCT_LIBS)
