@@ -646,7 +646,8 @@ typedef struct hpct_insitu_config {
 /* A session over a built model (params NULL: the model's) or, with model NULL, over a
  * bring-your-own-gradients set params; opt updates the same set; ck (may be NULL) gets
  * cadence and preemption checkpoints, including the extras registered on it with
- * hpct_ckpt_add_array / hpct_ckpt_add_scalar (the simulation's state). Not collective. */
+ * hpct_ckpt_add_array / hpct_ckpt_add_scalar (the simulation's state); cfg NULL means the
+ * defaults. Turns the model's overlapped averaging off. Not collective. */
 hpct_status_t hpct_insitu_create(hpct_model_t model, hpct_params_t params, hpct_optimizer_t opt,
                                  hpct_ckpt_t ck, const hpct_insitu_config_t *cfg,
                                  hpct_insitu_t *session);

@@ -22,7 +22,7 @@ t_test_insitu_LDADD = $(TEST_LIBS)
 check_PROGRAMS += t/insitu_prog
 t_insitu_prog_LDADD = $(TEST_LIBS)
 TESTS += t/test_insitu_dist.sh
-EXTRA_DIST += t/test_insitu_dist.sh
+EXTRA_DIST += t/test_insitu_dist.sh doc/insitu.md
 
 # Benchmark (built, run by hand or by bench/run_all.sh): in-situ step against the plain calls.
 noinst_PROGRAMS += bench/bench_insitu
