@@ -24,6 +24,11 @@ HPCT_RANKS_PER_NODE=2 mpirun --oversubscribe -x HPCT_RANKS_PER_NODE -np 4 "$buil
 section "Fashion-MNIST training vs PyTorch DDP (issue 4)" "sh bench/run_train_bench.sh"
 sh "$here/run_train_bench.sh" "$build"
 
+section "in-situ step vs the plain C calls, one process (issue 9)" "bench/bench_insitu"
+"$build/bench/bench_insitu"
+section "in-situ step vs the plain C calls, W=2 (issue 9)" "mpirun -np 2 bench/bench_insitu mpi"
+mpirun --oversubscribe -np 2 "$build/bench/bench_insitu" mpi
+
 section "checkpoints vs raw write+fsync (issue 5)" "bench/bench_ckpt $scratch"
 "$build/bench/bench_ckpt" "$scratch"
 

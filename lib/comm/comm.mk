@@ -1,7 +1,7 @@
 # Automake fragment included by Makefile.am: the distributed runtime (lib/bootstrap, lib/comm).
 lib_libhpctrain_a_SOURCES += lib/bootstrap/bootstrap.h lib/bootstrap/bootstrap.c \
 	lib/comm/dist.h lib/comm/dist.c lib/comm/wait.c lib/comm/reduce.c lib/comm/wire.c \
-	lib/comm/replicas.c
+	lib/comm/replicas.c lib/comm/agree.h lib/comm/agree.c
 
 # Multi-rank tests: shell drivers run t/dist_prog under $(MPIRUN).
 check_PROGRAMS += t/dist_prog

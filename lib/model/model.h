@@ -30,6 +30,9 @@ typedef hpct_status_t (*hpcti_grads_done_fn)(hpct_ctx_t ctx);
 void hpcti_model_set_grad_hooks(hpct_model_t m, hpcti_grad_ready_fn ready,
                                 hpcti_grads_done_fn done);
 
+/* The parameter set an optimizer updates (NULL for NULL). */
+hpct_params_t hpcti_optimizer_params(hpct_optimizer_t opt);
+
 /* The loss a built model applies (for callers that feed it targets). */
 hpct_loss_t hpcti_model_loss(hpct_model_t m);
 
