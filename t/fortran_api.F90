@@ -69,6 +69,7 @@ program fortran_api
     call test_inspect()
     call test_signals_walltime()
     call test_train()
+    call test_insitu()
     call tap_done()
     if (tap_failures() > 0) stop 1
 
@@ -168,19 +169,15 @@ contains
             c_loc(r%resumed_from), c_loc(r%checkpoints), c_loc(r%final_loss), c_loc(r%wall_s), &
             c_loc(r%data_wait_s), c_loc(r%comm_wait_s), c_loc(r%ckpt_wait_s), c_loc(r%skipped_batches), &
             c_loc(r%stop_signal), c_loc(r%rejected_checkpoints)])
-#ifdef HPCT_INSITU_WRAPPERS
         call layout_insitu()
-#endif
     end subroutine
 
-#ifdef HPCT_INSITU_WRAPPERS
     subroutine layout_insitu()
         type(hpct_insitu_config_t), target :: i
         call check_layout(9_c_int, "hpct_insitu_config_t", c_loc(i), c_sizeof(i), [c_loc(i%version), &
             c_loc(i%resume), c_loc(i%catch_signals), c_loc(i%log_interval), c_loc(i%progress), &
             c_loc(i%progress_arg)])
     end subroutine
-#endif
 
     ! ---- default initialisation == the C INITIALIZER macros -----------------------------
 
@@ -240,12 +237,9 @@ contains
             h%resume == h0%resume .and. .not. c_associated(h%progress) .and. &
             .not. c_associated(h0%progress) .and. .not. c_associated(h%progress_arg), &
             "hpct_train_config_t() equals HPCT_TRAIN_CONFIG_INITIALIZER")
-#ifdef HPCT_INSITU_WRAPPERS
         call defaults_insitu()
-#endif
     end subroutine
 
-#ifdef HPCT_INSITU_WRAPPERS
     subroutine defaults_insitu()
         type(hpct_insitu_config_t), target :: i, i0
         call hpct_test_defaults(9_c_int, c_loc(i0))
@@ -254,7 +248,6 @@ contains
             .not. c_associated(i%progress) .and. .not. c_associated(i0%progress) .and. &
             .not. c_associated(i%progress_arg), "hpct_insitu_config_t() equals HPCT_INSITU_CONFIG_INITIALIZER")
     end subroutine
-#endif
 
     ! ---- context --------------------------------------------------------------------------
 
@@ -823,6 +816,105 @@ contains
         call hpct_model_destroy(model)
         call hpct_dataset_close(eval)
         call hpct_dataset_close(train)
+        call hpct_ctx_destroy(ctx)
+    end subroutine
+    ! ---- the in-situ session ------------------------------------------------------------
+
+    !> A 4-8(tanh)-2 softmax-CE model, its SGD optimizer and a checkpoint directory.
+    subroutine insitu_parts(ctx, model, opt, ck, dir)
+        type(hpct_ctx_t), intent(in) :: ctx
+        type(hpct_model_t), intent(out) :: model
+        type(hpct_optimizer_t), intent(out) :: opt
+        type(hpct_ckpt_t), intent(out) :: ck
+        character(*), intent(in) :: dir
+        type(hpct_params_t) :: params
+        type(hpct_optim_config_t) :: oc
+        type(hpct_ckpt_config_t) :: kc
+        call hpct_model_create(ctx, 4, model)
+        call hpct_model_add_dense(model, 8, HPCT_ACT_TANH)
+        call hpct_model_add_dense(model, 2, HPCT_ACT_IDENTITY)
+        call hpct_model_build(model, 8)
+        call hpct_model_params(model, params)
+        oc%lr = 0.1
+        call hpct_optimizer_create(params, oc, opt)
+        kc%every_steps = 2
+        call hpct_ckpt_open(ctx, kc, ck, directory=dir)
+    end subroutine
+
+    subroutine test_insitu()
+        type(hpct_ctx_t) :: ctx
+        type(hpct_model_t) :: model
+        type(hpct_optimizer_t) :: opt, opt2
+        type(hpct_ckpt_t) :: ck
+        type(hpct_insitu_t) :: session
+        type(hpct_insitu_config_t) :: icfg
+        type(hpct_progress_t) :: prog
+        type(hpct_params_t) :: set
+        type(hpct_optim_config_t) :: oc
+        real(c_float), target :: x(4, 8), yv(2, 8), w(3), dw(3)
+        integer(c_int32_t), target :: y(8)
+        real(c_double), target :: sim_time
+        real(c_float) :: loss, losses(5)
+        integer(c_long) :: step
+        integer :: i, ierr, bad
+        call hpct_ctx_create(ctx)
+        call insitu_parts(ctx, model, opt, ck, trim(workdir) // "/insitu")
+        sim_time = 0
+        call hpct_ckpt_add_scalar(ck, "sim/time", sim_time)
+        icfg%catch_signals = 0
+        call hpct_insitu_create(opt, session, model=model, ck=ck, cfg=icfg, ierr=ierr)
+        call hpct_insitu_start(session, step)
+        call tap_ok(ierr == 0 .and. step == 0, "hpct_insitu_create and hpct_insitu_start: a fresh start at step 0")
+        x = reshape([(real(mod(i * 7, 11), c_float) / 11, i = 1, 32)], [4, 8])
+        y = [(int(mod(i, 2), c_int32_t), i = 1, 8)]
+        bad = 0
+        do i = 1, 5
+            sim_time = sim_time + 0.5d0
+            call hpct_insitu_step(session, x, y, losses(i), ierr)
+            if (ierr /= 0) bad = bad + 1
+        end do
+        call tap_ok(bad == 0 .and. losses(5) < losses(1), "hpct_insitu_step: 5 steps on labels, the loss falls")
+        call hpct_insitu_step(session, x(1:3, :), y, loss, ierr)
+        call tap_ok(ierr == HPCT_ERR_INVALID_ARG .and. contains_text(hpct_last_error(session), "(3, 8), expected (4, 8)"), &
+            "hpct_insitu_step checks x against the model: " // hpct_last_error(session))
+        call hpct_insitu_step(session, x, yv, loss, ierr)
+        call tap_ok(ierr == HPCT_ERR_INVALID_ARG .and. contains_text(hpct_last_error(session), "labels"), &
+            "hpct_insitu_step refuses real targets for a softmax-CE model")
+        call hpct_insitu_progress(session, prog)
+        call tap_ok(prog%step == 5, "hpct_insitu_progress: 5 steps")
+        call hpct_insitu_finish(session)
+        call hpct_insitu_destroy(session)
+        call tap_ok(.not. c_associated(session%ptr), "hpct_insitu_finish and hpct_insitu_destroy")
+        call hpct_ckpt_close(ck)
+        call hpct_optimizer_destroy(opt)
+        call hpct_model_destroy(model)
+        ! resume: a new model, optimizer and session on the same directory
+        call insitu_parts(ctx, model, opt, ck, trim(workdir) // "/insitu")
+        sim_time = -1
+        call hpct_ckpt_add_scalar(ck, "sim/time", sim_time)
+        call hpct_insitu_create(opt, session, model=model, ck=ck, cfg=icfg)
+        call hpct_insitu_start(session, step)
+        call tap_ok(step == 5 .and. sim_time == 2.5d0, "a new session resumes at step 5 with the registered time 2.5")
+        call hpct_insitu_destroy(session)
+        call hpct_ckpt_close(ck)
+        call hpct_optimizer_destroy(opt)
+        call hpct_model_destroy(model)
+        ! bring your own gradients
+        call hpct_params_create(ctx, set)
+        w = 1
+        call hpct_params_register(set, "w", w, dw)
+        oc%lr = 0.5
+        call hpct_optimizer_create(set, oc, opt2)
+        call hpct_insitu_create(opt2, session, params=set) ! cfg absent: the defaults
+        call hpct_insitu_start(session)
+        dw = [1.0, -1.0, 0.0]
+        call hpct_insitu_step_grads(session, 4, 0.25_c_float, loss)
+        call tap_ok(loss == 0.25 .and. all(w == [0.5, 1.5, 1.0]), &
+            "hpct_insitu_step_grads: the caller's gradients step its own array")
+        call hpct_insitu_finish(session)
+        call hpct_insitu_destroy(session)
+        call hpct_optimizer_destroy(opt2)
+        call hpct_params_destroy(set)
         call hpct_ctx_destroy(ctx)
     end subroutine
 end program fortran_api

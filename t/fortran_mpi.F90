@@ -5,6 +5,8 @@
 !                            collective: message on stderr and the whole job ends (MPI_Abort)
 !   fortran_mpi fatal_local  the same on a local context (no MPI): message and ERROR STOP
 !   fortran_mpi abort CODE   hpct_abort_job ends the job with exit code CODE
+!   fortran_mpi insitu       2 ranks: in-situ steps with uneven local batches (one of them
+!                            empty), MSE targets y(outputs, local_batch)
 ! Prints "PASS ..." / "FAIL ..." lines (one per check and rank); exits 1 after a FAIL.
 program fortran_mpi
     use, intrinsic :: iso_c_binding
@@ -25,8 +27,10 @@ program fortran_mpi
         call fatal_local()
     case ("abort")
         call abort_with(arg)
+    case ("insitu")
+        call insitu_uneven()
     case default
-        error stop "usage: fortran_mpi comm | fatal RANK | fatal_local | abort CODE"
+        error stop "usage: fortran_mpi comm | fatal RANK | fatal_local | abort CODE | insitu"
     end select
     if (fails > 0) stop 1
 
@@ -166,5 +170,58 @@ contains
         call hpct_abort_job(ctx, code)
         write (*, "(a)") "FAIL: hpct_abort_job returned"
         stop 1
+    end subroutine
+    !> Rank r holds samples [first, first + n) of a fixed set of 12: uneven, one rank empty
+    !> in some steps; every rank sees the same global loss and keeps the same parameters.
+    subroutine insitu_uneven()
+        type(hpct_ctx_t) :: ctx
+        type(hpct_topology_t) :: topo
+        type(hpct_model_t) :: model
+        type(hpct_params_t) :: params
+        type(hpct_optimizer_t) :: opt
+        type(hpct_optim_config_t) :: oc
+        type(hpct_insitu_t) :: session
+        type(hpct_insitu_config_t) :: icfg
+        type(hpct_config_t) :: cfg
+        real(c_float), target :: x(3, 12), y(2, 12)
+        real(c_float) :: loss(4)
+        integer :: i, s, n, first, ierr, bad
+        cfg%collective_timeout_s = 60
+        call hpct_init(ctx, cfg)
+        call hpct_topology(ctx, topo)
+        call hpct_model_create(ctx, 3, model)
+        call hpct_model_add_dense(model, 8, HPCT_ACT_TANH)
+        call hpct_model_add_dense(model, 2, HPCT_ACT_IDENTITY)
+        call hpct_model_set_loss(model, HPCT_LOSS_MSE)
+        call hpct_model_build(model, 12)
+        call hpct_model_params(model, params)
+        oc%lr = 0.05
+        call hpct_optimizer_create(params, oc, opt)
+        icfg%catch_signals = 0
+        call hpct_insitu_create(opt, session, model=model, cfg=icfg)
+        call hpct_insitu_start(session)
+        x = reshape([(real(mod(i * 5, 13), c_float) / 13, i = 1, 36)], [3, 12])
+        y(1, :) = sum(x, 1) / 3
+        y(2, :) = x(1, :) - x(3, :)
+        bad = 0
+        do s = 1, 4
+            ! step 1: rank 0 has all 12; steps 2-4: 12 split unevenly (4 + 8, 8 + 4, ...)
+            n = 12
+            first = 1
+            if (s > 1) n = merge(4 * (1 + mod(s, 2)), 12 - 4 * (1 + mod(s, 2)), topo%rank == 0)
+            if (s > 1 .and. topo%rank == 1) first = 13 - n
+            if (s == 1 .and. topo%rank /= 0) n = 0
+            call hpct_insitu_step(session, x(:, first:first + n - 1), y(:, first:first + n - 1), loss(s), ierr)
+            if (ierr /= 0) bad = bad + 1
+        end do
+        call check(bad == 0, "4 in-situ steps with uneven local batches, one empty", topo%rank)
+        call hpct_params_check_replicas(params, ierr)
+        call check(ierr == HPCT_SUCCESS, "the replicas stay identical", topo%rank)
+        write (*, "('LOSS rank ', i0, 4(1x, z8.8))") topo%rank, loss
+        call hpct_insitu_finish(session)
+        call hpct_insitu_destroy(session)
+        call hpct_optimizer_destroy(opt)
+        call hpct_model_destroy(model)
+        call hpct_finalize(ctx)
     end subroutine
 end program fortran_mpi

@@ -6,12 +6,14 @@
 #    names the call, the status and the detail, and MPI_Abort ends the job at once (the
 #    collective deadline is 120 s);
 #  - an error without ierr on a local context: the message, then ERROR STOP (exit 1);
-#  - hpct_abort_job ends the job with the exit code given.
+#  - hpct_abort_job ends the job with the exit code given;
+#  - in-situ steps at W = 2 with uneven local batches (one rank empty at first): the same
+#    global loss, bit for bit, on both ranks, and identical replicas.
 . "${top_srcdir:-.}/t/fortran_lib.sh"
 need_fortran
 need_mpi
 PROG="$builddir/t/fortran_mpi"
-plan 8
+plan 10
 
 # passed OUT: exit 0, some PASS lines and no FAIL line.
 passed() { [ "$rc" = 0 ] && grep -q '^PASS' "$1" && ! grep -q '^FAIL' "$1"; }
@@ -46,4 +48,12 @@ ok $? "a local context: an error without ierr prints the detail and stops with E
 
 run "$work/abort" mpi 1 "$PROG" abort 3
 is "$rc" 3 "hpct_abort_job(ctx, 3) ends the job with exit code 3"
+
+run "$work/insitu" mpi 2 "$PROG" insitu
+passed "$work/insitu"
+ok $? "W=2: hpct_insitu_step with uneven local batches, one of them empty (exit $rc)" || show "$work/insitu"
+l0=$(sed -n 's/^LOSS rank 0 //p' "$work/insitu")
+l1=$(sed -n 's/^LOSS rank 1 //p' "$work/insitu")
+[ -n "$l0" ] && [ "$l0" = "$l1" ]
+ok $? "both ranks get the same global losses, bit for bit ($l0)" || show "$work/insitu"
 done_testing

@@ -109,6 +109,7 @@ module hpctrain
     end type
     type, public :: hpct_insitu_t
         type(c_ptr) :: ptr = c_null_ptr, ctx = c_null_ptr
+        type(c_ptr) :: model = c_null_ptr ! the session's built-in model, for the shape checks
     end type
 
     ! ---- Versioned config structs: the C layouts, initialised as the C INITIALIZER macros.
@@ -265,11 +266,9 @@ module hpctrain
         c_hpct_ckpt_file_verify, c_hpct_ckpt_file_read, c_hpct_crc32c, c_hpct_signals_install, &
         c_hpct_signals_uninstall, c_hpct_signal_pending, c_hpct_signal_clear, &
         c_hpct_walltime_remaining, c_hpct_train, c_hpct_evaluate
-#ifdef HPCT_INSITU_WRAPPERS
     public :: c_hpct_insitu_create, c_hpct_insitu_start, c_hpct_insitu_step, &
         c_hpct_insitu_step_grads, c_hpct_insitu_progress, c_hpct_insitu_finish, &
         c_hpct_insitu_destroy
-#endif
 
     interface
         ! -- version, status, context
@@ -808,7 +807,6 @@ module hpctrain
             type(c_ptr), value :: model, ds, loss, accuracy, samples
             integer(c_int) :: s
         end function
-#ifdef HPCT_INSITU_WRAPPERS
         ! -- in-situ training
         function c_hpct_insitu_create(model, params, opt, ck, cfg, session) &
             bind(C, name="hpct_insitu_create") result(s)
@@ -854,7 +852,6 @@ module hpctrain
             import :: c_ptr
             type(c_ptr), value :: session
         end subroutine
-#endif
         ! -- helpers of this module (lib/fortran/shim.c) and libc
         function hpcti_f_error(ctx, status, msg) bind(C, name="hpcti_f_error") result(s)
             import :: c_int, c_ptr, c_char
@@ -910,10 +907,8 @@ module hpctrain
         hpct_crc32c, hpct_signals_install, hpct_signals_uninstall, hpct_signal_pending, &
         hpct_signal_clear, hpct_walltime_remaining
     public :: hpct_train, hpct_evaluate
-#ifdef HPCT_INSITU_WRAPPERS
     public :: hpct_insitu_create, hpct_insitu_start, hpct_insitu_step, hpct_insitu_step_grads, &
         hpct_insitu_progress, hpct_insitu_finish, hpct_insitu_destroy
-#endif
 
     !> The detail of the most recent error of the context that owns any handle.
     interface hpct_last_error
@@ -956,11 +951,9 @@ module hpctrain
     interface hpct_crc32c
         module procedure crc32c_string, crc32c_u8, crc32c_i32, crc32c_i64, crc32c_f32, crc32c_f64
     end interface
-#ifdef HPCT_INSITU_WRAPPERS
     interface hpct_insitu_step
         module procedure insitu_step_labels, insitu_step_values
     end interface
-#endif
 
 contains
 
@@ -2618,7 +2611,6 @@ contains
         call finish(s, model%ctx, "hpct_evaluate", ierr)
     end subroutine
 
-#ifdef HPCT_INSITU_WRAPPERS
     ! ==== in-situ training ===================================================================
 
     !> A session over a built model (params absent: the model's) or, without model, over a
@@ -2641,6 +2633,7 @@ contains
         if (present(ck)) pk = ck%ptr
         if (present(cfg)) pc = c_loc(cfg)
         session%ctx = opt%ctx
+        session%model = pm
         call finish(c_hpct_insitu_create(pm, pp, opt%ptr, pk, pc, session%ptr), opt%ctx, &
             "hpct_insitu_create", ierr)
     end subroutine
@@ -2657,24 +2650,37 @@ contains
         if (present(step)) step = n
     end subroutine
 
-    !> Status of an in-situ batch x(inputs, local_batch) (local_batch may be 0).
-    function check_insitu_inputs(session, x, where, px, batch) result(s)
+    !> Status of an in-situ batch x(inputs, local_batch) (local_batch may be 0) and of the
+    !> kind of its targets (labels or not); sets px, batch and the model's outputs.
+    function check_insitu_inputs(session, x, labels, where, px, batch, outputs) result(s)
         type(hpct_insitu_t), intent(in) :: session
         real(c_float), intent(in), target :: x(:, :)
+        logical, intent(in) :: labels
         character(*), intent(in) :: where
         type(c_ptr), intent(out) :: px
-        integer(c_int), intent(out) :: batch
-        integer(c_int) :: s
-        integer(c_size_t) :: n
-        logical :: contiguous
-        call array_ref(x, px, n, contiguous)
+        integer(c_int), intent(out) :: batch, outputs
+        integer(c_int) :: s, inputs, loss
+        type(hpct_model_t) :: model
+        px = c_null_ptr
         batch = int(size(x, 2), c_int)
-        s = HPCT_SUCCESS
-        if (.not. contiguous) s = not_contiguous(session%ctx, "x(features, local_batch)", where)
+        outputs = 0
+        if (.not. c_associated(session%model)) then ! no model: C says what is wrong
+            s = HPCT_SUCCESS
+            if (.not. is_contiguous(x)) s = not_contiguous(session%ctx, "x(features, local_batch)", where)
+            if (s == 0 .and. size(x) > 0) px = c_loc(x)
+            return
+        end if
+        model%ptr = session%model
+        model%ctx = session%ctx
+        s = hpcti_f_model_io(model%ptr, inputs, outputs, loss)
+        if (s == 0) s = check_matrix(session%ctx, x, int(inputs, c_size_t), size(x, 2, c_size_t), &
+            "x(features, local_batch)", where, px)
+        if (s == 0) s = wrong_targets(model, loss, labels, where)
     end function
 
-    !> Collective: one step on x(inputs, local_batch) with int32 labels y(local_batch).
-    !> HPCT_PREEMPTED (not an error: pass ierr) means stop and exit 75.
+    !> Collective: one step on x(inputs, local_batch) with int32 labels y(local_batch)
+    !> (local_batch may differ between ranks, and be 0). HPCT_PREEMPTED (not an error: pass
+    !> ierr) means the run stopped after this step's checkpoint: exit 75.
     subroutine insitu_step_labels(session, x, y, loss, ierr)
         type(hpct_insitu_t), intent(in) :: session
         real(c_float), intent(in), target :: x(:, :)
@@ -2683,8 +2689,8 @@ contains
         integer, intent(out), optional :: ierr
         character(*), parameter :: fn = "hpct_insitu_step"
         type(c_ptr) :: px, py
-        integer(c_int) :: s, batch
-        s = check_insitu_inputs(session, x, fn, px, batch)
+        integer(c_int) :: s, batch, outputs
+        s = check_insitu_inputs(session, x, .true., fn, px, batch, outputs)
         if (s == 0) s = check_vector(session%ctx, y, int(batch, c_size_t), "y(local_batch)", fn, py)
         if (s == 0) s = insitu_step_call(session, px, py, batch, loss)
         call finish(s, session%ctx, fn, ierr)
@@ -2699,9 +2705,10 @@ contains
         integer, intent(out), optional :: ierr
         character(*), parameter :: fn = "hpct_insitu_step"
         type(c_ptr) :: px, py
-        integer(c_int) :: s, batch
-        s = check_insitu_inputs(session, x, fn, px, batch)
-        if (s == 0) s = check_matrix(session%ctx, y, size(y, 1, c_size_t), int(batch, c_size_t), &
+        integer(c_int) :: s, batch, outputs
+        s = check_insitu_inputs(session, x, .false., fn, px, batch, outputs)
+        if (.not. c_associated(session%model)) outputs = int(size(y, 1), c_int)
+        if (s == 0) s = check_matrix(session%ctx, y, int(outputs, c_size_t), int(batch, c_size_t), &
             "y(outputs, local_batch)", fn, py)
         if (s == 0) s = insitu_step_call(session, px, py, batch, loss)
         call finish(s, session%ctx, fn, ierr)
@@ -2754,5 +2761,4 @@ contains
         call c_hpct_insitu_destroy(session%ptr)
         session%ptr = c_null_ptr
     end subroutine
-#endif
 end module hpctrain
