@@ -5,14 +5,19 @@
 #  - examples/fortran/mlp_shards at W = 2 on sharded HDF5 data: trains to a test accuracy
 #    above 0.9; stopped near the job's time limit (HPCT_JOB_END_TIME within the walltime
 #    margin) and by SIGUSR1 (as Slurm's --signal sends it), it writes a checkpoint and exits
-#    75; resumed, it ends with parameters bit-identical to the uninterrupted run's.
+#    75; resumed, it ends with parameters bit-identical to the uninterrupted run's;
+#  - examples/fortran/heat_insitu (the heat equation training a surrogate of its own step
+#    in situ): the surrogate's error against the solver's next step falls; the field is the
+#    same at W = 1, 2 and 3 (halo exchange); every rank checkpoints its slab on the cadence;
+#    SIGTERM gives exit 75 and a checkpoint, and the resumed run ends bit-identical.
 . "${top_srcdir:-.}/t/fortran_lib.sh"
 need_fortran
 need_mpi
 make_data
-plan 9
+plan 15
 BYOG="$builddir/examples/fortran/byog"
 MLP="$builddir/examples/fortran/mlp_shards"
+HEAT="$builddir/examples/fortran/heat_insitu"
 DATA="$work/data/manifest.txt"
 
 run "$work/byog1" timeout -s KILL 120 "$BYOG"
@@ -64,4 +69,52 @@ mlp "$work/sig2" "$work/ck-sig"
 [ "$rc" = 0 ] && grep -q "^mlp_shards: resumed from the checkpoint of step ${step:-none}\$" "$work/sig2"
 ok $? "the requeued run resumes from step ${step:-?} (exit $rc)" || show "$work/sig2"
 is "$(hash_of "$work/sig2")" "$ref" "its parameters are bit-identical to the uninterrupted run's"
+
+# heat OUT DIR NP: heat_insitu (600 steps) on NP ranks, checkpoints in DIR; sets rc.
+heat() {
+    run "$1" mpi "$3" "$HEAT" --checkpoints "$2"
+    echo "$rc" >"$1.rc"
+}
+# error OUT STEP FIELD: field 11 (the rms error) or 16 (relative to the step) of the report of STEP.
+error() { awk -v s="$2" '$1 == "heat:" && $2 == "step" && $3 == s { print $'"$3"' }' "$1" | tr -d ,; }
+done_line() { sed -n 's/^heat: done: \(.*\)$/\1/p' "$1"; }
+
+heat "$work/heat2" "$work/hk2" 2
+a0=$(error "$work/heat2" 0 11) a1=$(error "$work/heat2" 600 11)
+r0=$(error "$work/heat2" 0 16) r1=$(error "$work/heat2" 600 16)
+[ "$rc" = 0 ] && awk -v a0="${a0:-0}" -v a1="${a1:-1}" -v r0="${r0:-0}" -v r1="${r1:-1}" \
+    'BEGIN { exit !(a1 < a0 / 10 && r1 < r0 / 2) }'
+ok $? "heat_insitu W=2: the surrogate's error against the solver falls: rms ${a0:-?} -> ${a1:-?}, relative to the step ${r0:-?} -> ${r1:-?}" ||
+    show "$work/heat2"
+ls "$work/hk2/rank0/ckpt-000000000500.h5" "$work/hk2/rank1/ckpt-000000000500.h5" \
+    "$work/hk2/rank1/ckpt-000000000600.h5" >/dev/null 2>&1
+ok $? "every rank saved its slab on the cadence (step 500) and at the end (600)" || ls -R "$work/hk2" | sed 's/^/#   /'
+field() { done_line "$1" | sed -n 's/.*field crc \([0-9A-F]*\),.*/\1/p'; }
+heat "$work/heat1" "$work/hk1" 1
+heat "$work/heat3" "$work/hk3" 3
+f2=$(field "$work/heat2")
+[ -n "$f2" ] && [ "$(field "$work/heat1")" = "$f2" ] && [ "$(field "$work/heat3")" = "$f2" ]
+ok $? "the field after 600 steps is the same at W = 1, 2 and 3 (crc ${f2:-none}): the halo exchange is exact" ||
+    { show "$work/heat1"; show "$work/heat3"; }
+
+# SIGTERM to both ranks after the first report (stopped first, so the run cannot end before).
+heat "$work/hsig" "$work/hks" 2 &
+i=0
+until grep -q '^heat: step 0 ' "$work/hsig" 2>/dev/null || [ $i -ge 3000 ]; do sleep 0.02; i=$((i + 1)); done
+ranks=$(pgrep -f "^$HEAT --checkpoints $work/hks\$" | tr '\n' ' ')
+for p in $ranks; do kill -STOP "$p"; done
+for p in $ranks; do kill -TERM "$p"; done
+for p in $ranks; do kill -CONT "$p"; done
+wait
+rc=$(cat "$work/hsig.rc")
+step=$(sed -n 's/^heat: stopped by signal 15 after step \([0-9]*\);.*/\1/p' "$work/hsig")
+file=$(printf 'ckpt-%012d.h5' "${step:-0}")
+[ "$rc" = 75 ] && [ -n "$step" ] && [ -f "$work/hks/rank0/$file" ] && [ -f "$work/hks/rank1/$file" ]
+ok $? "SIGTERM to both ranks (${ranks:-none found}): both slabs checkpointed at step ${step:-?}, exit 75 (got $rc)" ||
+    show "$work/hsig"
+heat "$work/hres" "$work/hks" 2
+[ "$rc" = 0 ] && grep -q "^heat: resumed at step ${step:-none} " "$work/hres"
+ok $? "the restarted run resumes at step ${step:-?} (exit $rc)" || show "$work/hres"
+is "$(done_line "$work/hres")" "$(done_line "$work/heat2")" \
+    "its final field and surrogate are bit-identical to the uninterrupted run's"
 done_testing

@@ -26,15 +26,18 @@ $(HPCT_FMOD): lib/fortran/hpctrain.$(OBJEXT)
 fmod_DATA = $(HPCT_FMOD)
 
 # ---- examples and benchmark (built, not installed) ----
-noinst_PROGRAMS += examples/fortran/mlp_shards examples/fortran/byog bench/bench_fortran
+noinst_PROGRAMS += examples/fortran/mlp_shards examples/fortran/byog examples/fortran/heat_insitu \
+	bench/bench_fortran
 examples_fortran_mlp_shards_SOURCES = examples/fortran/mlp_shards.f90
 examples_fortran_mlp_shards_LDADD = $(HPCT_LIBS)
 examples_fortran_byog_SOURCES = examples/fortran/byog.f90
 examples_fortran_byog_LDADD = $(HPCT_LIBS)
+examples_fortran_heat_insitu_SOURCES = examples/fortran/heat_insitu.f90
+examples_fortran_heat_insitu_LDADD = $(HPCT_LIBS)
 bench_bench_fortran_SOURCES = bench/bench_fortran.F90 bench/bench_fortran_c.c
 bench_bench_fortran_LDADD = $(HPCT_LIBS)
 examples/fortran/mlp_shards.$(OBJEXT) examples/fortran/byog.$(OBJEXT) \
-	bench/bench_fortran.$(OBJEXT): $(HPCT_FMOD)
+	examples/fortran/heat_insitu.$(OBJEXT) bench/bench_fortran.$(OBJEXT): $(HPCT_FMOD)
 
 # ---- test programs (run by the shell tests below) ----
 check_LIBRARIES += t/libtapf.a
