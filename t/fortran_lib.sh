@@ -15,7 +15,7 @@ trap 'exit 143' TERM
 # need_fortran: skip the whole test in a build without the Fortran module.
 need_fortran() {
     [ "${HPCT_FORTRAN:-}" = yes ] ||
-        skip_all "the Fortran module is not built (configure found no MPI Fortran compiler with mpi_f08)"
+        skip_all "the Fortran module is not built (configure: --disable-fortran, or no MPI Fortran compiler with mpi_f08)"
 }
 need_mpi() { command -v "$MPIRUN" >/dev/null 2>&1 || skip_all "no mpirun (configure found none)"; }
 
