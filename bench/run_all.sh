@@ -24,8 +24,20 @@ HPCT_RANKS_PER_NODE=2 mpirun --oversubscribe -x HPCT_RANKS_PER_NODE -np 4 "$buil
 section "Fashion-MNIST training vs PyTorch DDP (issue 4)" "sh bench/run_train_bench.sh"
 sh "$here/run_train_bench.sh" "$build"
 
+section "in-situ step vs the plain C calls, one process (issue 9)" "bench/bench_insitu"
+"$build/bench/bench_insitu"
+section "in-situ step vs the plain C calls, W=2 (issue 9)" "mpirun -np 2 bench/bench_insitu mpi"
+mpirun --oversubscribe -np 2 "$build/bench/bench_insitu" mpi
+
 section "checkpoints vs raw write+fsync (issue 5)" "bench/bench_ckpt $scratch"
 "$build/bench/bench_ckpt" "$scratch"
 
 section "checkpoint share of the Fashion-MNIST main job (issue 5)" "examples/fashion-mnist.sh"
 "$here/../examples/fashion-mnist.sh" "$build" "$scratch/hpct-bench-demo" | grep -E "^hpctrain"
+
+section "Fortran wrappers vs C, a small step (issue 9)" "bench/bench_fortran"
+if [ -x "$build/bench/bench_fortran" ]; then
+    "$build/bench/bench_fortran"
+else
+    echo "not built (configure found no MPI Fortran compiler with mpi_f08)"
+fi

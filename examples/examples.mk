@@ -10,3 +10,17 @@ installcheck-local:
 	$(CC) -o installcheck-mlp $(srcdir)/examples/mlp_xor.c \
 		`pkg-config --define-prefix --static --cflags --libs hpctrain` && ./installcheck-mlp && \
 	rm -f installcheck-mlp
+
+# Fortran examples (the module is built: configure found an MPI Fortran compiler with mpi_f08).
+EXTRA_DIST += examples/fortran/heat_insitu.sbatch
+if HPCT_FORTRAN
+noinst_PROGRAMS += examples/fortran/mlp_shards examples/fortran/byog examples/fortran/heat_insitu
+examples_fortran_mlp_shards_SOURCES = examples/fortran/mlp_shards.f90
+examples_fortran_mlp_shards_LDADD = $(HPCT_LIBS)
+examples_fortran_byog_SOURCES = examples/fortran/byog.f90
+examples_fortran_byog_LDADD = $(HPCT_LIBS)
+examples_fortran_heat_insitu_SOURCES = examples/fortran/heat_insitu.f90
+examples_fortran_heat_insitu_LDADD = $(HPCT_LIBS)
+examples/fortran/mlp_shards.$(OBJEXT) examples/fortran/byog.$(OBJEXT) \
+	examples/fortran/heat_insitu.$(OBJEXT): $(HPCT_FMOD)
+endif

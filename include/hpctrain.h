@@ -790,6 +790,71 @@ hpct_status_t hpct_train(hpct_model_t model, hpct_optimizer_t opt, hpct_dataset_
 hpct_status_t hpct_evaluate(hpct_model_t model, hpct_dataset_t ds, double *loss, double *accuracy,
                             long *samples);
 
+/* ---- In-situ training: the caller owns the time loop (lib/train) ---------- */
+
+/* A simulation that trains while it runs calls hpct_insitu_step once per training step on
+ * batches it made in memory. Around each step the session does what hpct_train does:
+ * averaging over ranks (weighted by each rank's batch), the optimizer step, replica checks,
+ * cadence checkpoints, and SIGTERM/SIGUSR1/walltime agreement across ranks (doc/insitu.md). */
+typedef struct hpct_insitu *hpct_insitu_t;
+
+/* Versioned, append-only; always start from HPCT_INSITU_CONFIG_INITIALIZER. */
+#define HPCT_INSITU_CONFIG_VERSION 1
+typedef struct hpct_insitu_config {
+    unsigned version;  /* HPCT_INSITU_CONFIG_VERSION */
+    int resume;        /* 1: hpct_insitu_start loads the newest valid checkpoint (default) */
+    int catch_signals; /* 1: catch SIGTERM and SIGUSR1 while the session lives (default) */
+    long log_interval; /* steps between progress reports; 0 = none (default 0) */
+    void (*progress)(const hpct_progress_t *p, void *arg); /* NULL: log at HPCT_LOG_INFO */
+    void *progress_arg;
+} hpct_insitu_config_t;
+
+/* clang-format off */
+#define HPCT_INSITU_CONFIG_INITIALIZER {                                                           \
+    HPCT_INSITU_CONFIG_VERSION, /* version */                                                      \
+    1,                          /* resume */                                                       \
+    1,                          /* catch_signals */                                                \
+    0,                          /* log_interval: no reports */                                     \
+    NULL,                       /* progress: log at HPCT_LOG_INFO */                               \
+    NULL                        /* progress_arg */                                                 \
+}
+/* clang-format on */
+
+/* A session over a built model (params NULL: the model's) or, with model NULL, over a
+ * bring-your-own-gradients set params; opt updates the same set; ck (may be NULL) gets
+ * cadence and preemption checkpoints, including the extras registered on it with
+ * hpct_ckpt_add_array / hpct_ckpt_add_scalar (the simulation's state); cfg NULL means the
+ * defaults. Turns the model's overlapped averaging off. Not collective. */
+hpct_status_t hpct_insitu_create(hpct_model_t model, hpct_params_t params, hpct_optimizer_t opt,
+                                 hpct_ckpt_t ck, const hpct_insitu_config_t *cfg,
+                                 hpct_insitu_t *session);
+/* Collective: load the newest valid checkpoint (parameters, optimizer, RNG and extras) when
+ * cfg.resume is set and one exists, else make every replica equal to rank 0's.
+ * *step (may be NULL) = optimizer steps already completed (0 on a fresh start). */
+hpct_status_t hpct_insitu_start(hpct_insitu_t session, long *step);
+/* Collective: one step of the built-in model on this rank's batch: x [local_batch, inputs]
+ * fp32, targets [local_batch] int32 (softmax CE) or [local_batch, outputs] fp32 (MSE).
+ * local_batch may differ between ranks and may be 0 on some (not all); the gradient is the
+ * mean over the global batch (sum of local batches). *loss (may be NULL) = global mean loss.
+ * HPCT_PREEMPTED: a signal or the walltime margin stopped the run after this step and its
+ * checkpoint is written (exit 75 to requeue). An error on any rank returns that error on
+ * every rank, with the failing rank named by hpct_last_error. */
+hpct_status_t hpct_insitu_step(hpct_insitu_t session, const float *x, const void *targets,
+                               int local_batch, float *loss);
+/* Collective: as hpct_insitu_step for bring-your-own gradients already in the set's gradient
+ * buffers, each the mean over this rank's local_batch samples, whose mean loss was
+ * local_loss. */
+hpct_status_t hpct_insitu_step_grads(hpct_insitu_t session, int local_batch, float local_loss,
+                                     float *loss);
+/* The latest progress figures (the same on every rank after each report; step counts are
+ * always current). */
+hpct_status_t hpct_insitu_progress(hpct_insitu_t session, hpct_progress_t *progress);
+/* Collective: save a final checkpoint (when ck is set and the last step was not saved yet)
+ * and wait for asynchronous writes. */
+hpct_status_t hpct_insitu_finish(hpct_insitu_t session);
+/* Free the session (restores the signal handlers it installed); NULL is accepted. */
+void hpct_insitu_destroy(hpct_insitu_t session);
+
 /* ---- Deprecated names (kept for one release; NEWS lists them) ----------- */
 
 /* 0.1 names of hpct_ckpt_file_open and hpct_ckpt_file_close; removed in 0.3. */

@@ -6,8 +6,9 @@ SH_LOG_DRIVER = $(LOG_DRIVER)
 TEST_EXTENSIONS = .sh
 AM_TESTS_ENVIRONMENT = OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 	OPENBLAS_NUM_THREADS=1 MPIRUN='$(MPIRUN)' top_srcdir='$(top_srcdir)' \
-	top_builddir='$(top_builddir)'; export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM \
-	OPENBLAS_NUM_THREADS MPIRUN top_srcdir top_builddir;
+	top_builddir='$(top_builddir)' HPCT_FORTRAN='$(HPCT_FORTRAN_BUILT)'; \
+	export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM OPENBLAS_NUM_THREADS MPIRUN \
+	top_srcdir top_builddir HPCT_FORTRAN;
 
 # ---- helpers -------------------------------------------------------------------
 check_LIBRARIES += t/lib/libtap.a t/lib/libdatatest.a
@@ -96,3 +97,37 @@ SLURM_TESTS = t/test_slurm_pmix.sh t/test_slurm_requeue.sh t/test_slurm_sbatch.s
 	t/test_slurm_train.sh t/test_walltime_slurm.sh
 TESTS += $(SLURM_TESTS)
 EXTRA_DIST += $(SLURM_TESTS) t/slurm/cluster.sh t/slurm/setup.sh t/lib/tap.sh
+
+# ---- the in-situ session: one process, and 2, 3 and 41 ranks under mpirun ------------
+check_PROGRAMS += t/test_insitu t/lib/insitu_prog
+TESTS += t/test_insitu t/test_insitu_dist.sh
+t_test_insitu_LDADD = $(TEST_LIBS)
+t_lib_insitu_prog_LDADD = $(TEST_LIBS)
+EXTRA_DIST += t/test_insitu_dist.sh
+
+# ---- Fortran: the module's bindings, wrappers, MPI use, C twin, examples, install routes ----
+# Always listed; each says SKIP in a build without the module. (t/test_fortran_install.sh and
+# t/test_module.sh take turns at "make install" with a lock.)
+DISTCLEANFILES += .hpct-install.lock
+FORTRAN_TESTS = t/test_fortran_bindings.sh t/test_fortran_api.sh t/test_fortran_mpi.sh \
+	t/test_fortran_twin.sh t/test_fortran_examples.sh t/test_fortran_install.sh
+TESTS += $(FORTRAN_TESTS)
+EXTRA_DIST += $(FORTRAN_TESTS) t/lib/fortran_lib.sh t/lib/fortran_consumer/CMakeLists.txt
+if HPCT_FORTRAN
+check_LIBRARIES += t/lib/libtapf.a
+t_lib_libtapf_a_SOURCES = t/lib/tapf.F90
+HPCT_TAPF = lib/fortran/tapf.$(FC_MODEXT)
+$(HPCT_TAPF): t/lib/tapf.$(OBJEXT)
+	@test -f $@ || { rm -f t/lib/tapf.$(OBJEXT); $(MAKE) $(AM_MAKEFLAGS) t/lib/tapf.$(OBJEXT); }
+check_PROGRAMS += t/lib/fortran_api t/lib/fortran_mpi t/lib/fortran_twin t/lib/twin_c
+t_lib_fortran_api_SOURCES = t/lib/fortran_api.F90 t/lib/fortran_layout.c
+t_lib_fortran_api_LDADD = t/lib/libtapf.a $(HPCT_LIBS)
+t_lib_fortran_mpi_SOURCES = t/lib/fortran_mpi.F90
+t_lib_fortran_mpi_LDADD = $(HPCT_LIBS)
+t_lib_fortran_twin_SOURCES = t/lib/fortran_twin.F90
+t_lib_fortran_twin_LDADD = $(HPCT_LIBS)
+t_lib_twin_c_SOURCES = t/lib/twin_c.c
+t_lib_twin_c_LDADD = $(HPCT_LIBS)
+t/lib/fortran_api.$(OBJEXT): $(HPCT_FMOD) $(HPCT_TAPF)
+t/lib/fortran_mpi.$(OBJEXT) t/lib/fortran_twin.$(OBJEXT): $(HPCT_FMOD)
+endif

@@ -1,9 +1,9 @@
 #!/bin/sh
 # test_module.sh: "make install" into a temporary prefix, then in fresh shells with Debian's
 # Lmod: "module use PREFIX/share/modulefiles; module load hpctrain" with the Lmod (.lua)
-# modulefile and, separately, with the Tcl one; check HPCTRAIN_ROOT, PATH, MANPATH and
-# PKG_CONFIG_PATH, find hpctrain(3) with man, and build and run examples/mlp_xor.c as an
-# outside program with pkg-config --static.
+# modulefile and, separately, with the Tcl one; check HPCTRAIN_ROOT, PATH, MANPATH,
+# PKG_CONFIG_PATH and CMAKE_PREFIX_PATH, find hpctrain(3) with man, and build and run
+# examples/mlp_xor.c as an outside program with pkg-config --static.
 . "${top_srcdir:-.}/t/lib/tap.sh"
 lmod_init=/usr/share/lmod/lmod/init/bash
 [ -f "$lmod_init" ] || skip_all "Lmod is not installed (Debian package lmod)"
@@ -20,10 +20,13 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 prefix="$tmp/prefix"
 
-plan 18
+plan 20
 
-# The test's own make: drop the jobserver of the "make check" that runs it.
-(cd "$builddir" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL ${MAKE:-make} install prefix="$prefix") \
+# The test's own make: drop the jobserver of the "make check" that runs it; one "make install"
+# at a time in this build tree (t/test_fortran_install.sh takes the same lock).
+lock=
+command -v flock >/dev/null && lock="flock $builddir/.hpct-install.lock"
+(cd "$builddir" && $lock env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL ${MAKE:-make} install prefix="$prefix") \
     >"$tmp/install.log" 2>&1
 ok $? "make install prefix=<temporary folder>" || tail -n 20 "$tmp/install.log" | sed 's/^/# /'
 
@@ -60,6 +63,7 @@ check_env() {
     ok $r "$2: MANPATH has PREFIX/share/man" || diag "MANPATH=$(var "$1" MANPATH)"
     is "$(var "$1" PKG_CONFIG_PATH | cut -d: -f1)" "$prefix/lib/pkgconfig" \
         "$2: PKG_CONFIG_PATH starts with PREFIX/lib/pkgconfig"
+    is "$(var "$1" CMAKE_PREFIX_PATH | cut -d: -f1)" "$prefix" "$2: CMAKE_PREFIX_PATH starts with PREFIX"
     if command -v man >/dev/null; then
         is "$(cat "$tmp/$1.man")" "$prefix/share/man/man3/hpctrain.3" "$2: man -w 3 hpctrain finds the installed page"
     else

@@ -159,6 +159,11 @@ hpct_status_t hpct_optimizer_lr_at(hpct_optimizer_t o, long step, float *lr)
     return HPCT_SUCCESS;
 }
 
+hpct_params_t hpcti_optimizer_params(hpct_optimizer_t o)
+{
+    return o ? o->params : NULL;
+}
+
 hpct_status_t hpct_optimizer_get_step(hpct_optimizer_t o, long *step)
 {
     if (!o) return HPCT_ERR_INVALID_ARG;

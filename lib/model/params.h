@@ -21,4 +21,7 @@ struct hpct_params {
     int users;    /* optimizers over this set: registering then would outgrow their state */
 };
 
+/* The parameter set an optimizer updates (NULL for NULL). */
+hpct_params_t hpcti_optimizer_params(hpct_optimizer_t opt);
+
 #endif

@@ -1,11 +1,7 @@
 /* train.c: the synchronous data-parallel step loop: data -> forward/backward -> averaged
  * gradients -> optimizer -> checkpoints, with agreement across ranks at every step boundary. */
-#include "../core/core.h"
-#include "../ckpt/ckpt.h"
-#include "../model/model.h"
-#include "../model/params.h"
+#include "loop.h"
 
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -29,11 +25,12 @@ struct loop {
     long loss_n, report_step0;
 };
 
-/* flags [n] become "set on any rank" (each > 0 somewhere); one small collective. */
-static hpct_status_t any_rank(struct loop *L, float *flags, int n)
+/* Real-valued figures [n] (loss, accuracy) become their mean over ranks. Decisions never go
+ * through here: they are integer agreements (loop.h). */
+static hpct_status_t mean_over_ranks(struct loop *L, float *values, int n)
 {
     if (!L->dist) return HPCT_SUCCESS;
-    return hpct_allreduce_mean(L->ctx, flags, (size_t)n);
+    return hpct_allreduce_mean(L->ctx, values, (size_t)n);
 }
 
 static double comm_wait_s(struct loop *L)
@@ -78,11 +75,7 @@ static hpct_status_t check_data(hpct_ctx_t ctx, hpct_model_t model, hpct_dataset
 static hpct_status_t setup(struct loop *L)
 {
     const hpct_train_config_t *c = L->cfg;
-    hpct_topology_t topo = HPCT_TOPOLOGY_INITIALIZER;
-    L->dist = hpct_topology(L->ctx, &topo) == HPCT_SUCCESS;
-    hpcti_clear_error(L->ctx);
-    L->rank = L->dist ? topo.rank : 0;
-    L->world = L->dist ? topo.size : 1;
+    L->dist = hpcti_loop_where(L->ctx, &L->rank, &L->world);
     if (c->global_batch <= 0 || c->micro_batches <= 0 || c->epochs <= 0 || c->max_steps < 0)
         return hpcti_error(L->ctx, HPCT_ERR_INVALID_ARG,
                            "hpct_train: global_batch (%d), micro_batches (%d) and epochs (%ld) "
@@ -114,30 +107,19 @@ static hpct_status_t setup(struct loop *L)
 static hpct_status_t resume(struct loop *L)
 {
     hpct_ckpt_meta_t meta = HPCT_CKPT_META_INITIALIZER;
-    hpct_status_t s = HPCT_ERR_NOT_FOUND;
+    int found;
     L->res->resumed_from = -1;
-    if (L->cfg->resume && L->ck) s = hpct_ckpt_load_latest(L->ck, L->params, L->opt, &meta);
-    if (s && s != HPCT_ERR_NOT_FOUND) return s;
-    float found = s == HPCT_SUCCESS;
-    hpct_status_t c = any_rank(L, &found, 1);
-    if (c) return c;
-    if (found > 0.0f && found < 1.0f)
-        return hpcti_error(L->ctx, HPCT_ERR_STATE,
-                           "hpct_train: rank %d %s a checkpoint but other ranks did not: is the "
-                           "checkpoint directory shared by all nodes?",
-                           L->rank, s ? "found no" : "found");
-    if (s == HPCT_ERR_NOT_FOUND)
-        return L->dist ? hpct_params_broadcast(L->params, 0) : HPCT_SUCCESS;
+    hpct_status_t s = hpcti_loop_load(L->ctx, "hpct_train", L->ck, L->params, L->opt,
+                                      L->cfg->resume, &meta, &found);
+    if (s || !found) return s;
     if (meta.global_batch != L->cfg->global_batch)
         return hpcti_error(L->ctx, HPCT_ERR_STATE,
                            "hpct_train: checkpoint %s was saved with global batch %ld, this run "
                            "uses %d: the sample order would differ",
                            meta.path, meta.global_batch, L->cfg->global_batch);
-    if ((s = hpct_dataset_set_cursor(L->ds, meta.cursor_epoch, meta.cursor_step))) return s;
-    if ((s = hpct_optimizer_set_step(L->opt, meta.step))) return s;
-    if (L->dist && (s = hpct_params_check_replicas(L->params)))
-        return hpcti_error(L->ctx, s, "hpct_train: ranks loaded different checkpoints (%s)",
-                           hpct_last_error(L->ctx));
+    if ((s = hpct_dataset_set_cursor(L->ds, meta.cursor_epoch, meta.cursor_step)) ||
+        (s = hpcti_loop_adopt(L->ctx, "hpct_train", L->params, L->opt, &meta)))
+        return s;
     L->res->resumed_from = meta.step;
     L->res->rejected_checkpoints = meta.rejected;
     hpcti_log(L->ctx, HPCT_LOG_INFO, "resumed from %s at step %ld (saved by %d ranks)", meta.path,
@@ -148,13 +130,7 @@ static hpct_status_t resume(struct loop *L)
 /* Save on the writer rank; cursor is the data position the saved state continues from. */
 static hpct_status_t save(struct loop *L, long cursor_epoch, long cursor_step, int wait)
 {
-    if (!L->ck) return HPCT_SUCCESS;
     hpct_ckpt_meta_t meta = HPCT_CKPT_META_INITIALIZER;
-    hpct_optimizer_get_step(L->opt, &meta.step);
-    if (L->rank != hpcti_ckpt_writer_rank(L->ck)) {
-        hpcti_ckpt_note_save(L->ck, meta.step);
-        return HPCT_SUCCESS;
-    }
     meta.epoch = cursor_epoch;
     meta.cursor_epoch = cursor_epoch;
     meta.cursor_step = cursor_step;
@@ -162,10 +138,10 @@ static hpct_status_t save(struct loop *L, long cursor_epoch, long cursor_step, i
     meta.global_batch = L->cfg->global_batch;
     meta.model = L->model_desc;
     double t0 = hpcti_now();
-    hpct_status_t s = hpct_ckpt_save(L->ck, L->params, L->opt, &meta);
-    if (!s && wait) s = hpct_ckpt_wait(L->ck);
-    L->res->ckpt_wait_s += hpcti_now() - t0;
-    if (!s) L->res->checkpoints++;
+    int wrote;
+    hpct_status_t s = hpcti_loop_save(L->ck, L->rank, L->params, L->opt, &meta, wait, &wrote);
+    if (L->ck && L->rank == hpcti_ckpt_writer_rank(L->ck)) L->res->ckpt_wait_s += hpcti_now() - t0;
+    if (wrote) L->res->checkpoints++;
     return s;
 }
 
@@ -205,7 +181,7 @@ static hpct_status_t step(struct loop *L, float *loss)
 static hpct_status_t report(struct loop *L, long done)
 {
     float mean = L->loss_n ? (float)(L->loss_sum / (double)L->loss_n) : 0.0f;
-    hpct_status_t s = any_rank(L, &mean, 1);
+    hpct_status_t s = mean_over_ranks(L, &mean, 1);
     if (s) return s;
     double t = hpcti_now(), dt = t - L->report_t0;
     long steps = done - L->report_step0;
@@ -233,24 +209,12 @@ static hpct_status_t report(struct loop *L, long done)
 /* Agree on checkpoint/stop reasons across ranks after `done` steps; save if any rank asks. */
 static hpct_status_t boundary(struct loop *L, long done, int *stop)
 {
-    int due = 0, signo = 0;
-    if (L->ck)
-        hpct_ckpt_due(L->ck, done, &due);
-    else if (hpct_signals_pending(&signo, NULL))
-        due = HPCT_CKPT_DUE_SIGNAL;
-    float flags[3] = {(float)((due & (HPCT_CKPT_DUE_STEPS | HPCT_CKPT_DUE_SECONDS)) != 0),
-                      (float)((due & HPCT_CKPT_DUE_WALLTIME) != 0),
-                      (float)((due & HPCT_CKPT_DUE_SIGNAL) != 0)};
-    hpct_status_t s = any_rank(L, flags, 3);
+    long flags[HPCTI_DUE_N];
+    hpcti_loop_due(L->ck, done, flags);
+    hpct_status_t s = hpcti_loop_agree_due(L->ctx, flags);
     if (s) return s;
-    *stop = flags[1] > 0.0f || flags[2] > 0.0f;
-    if (*stop) {
-        hpct_signals_pending(&signo, NULL);
-        L->res->stop_signal = flags[2] <= 0.0f ? 0 : signo ? signo : SIGTERM;
-        hpcti_log(L->ctx, HPCT_LOG_INFO, "stopping after step %ld: %s", done,
-                  flags[2] > 0.0f ? "preemption signal" : "walltime margin reached");
-    }
-    if (!*stop && flags[0] <= 0.0f) return HPCT_SUCCESS;
+    *stop = hpcti_loop_stop(L->ctx, flags, done, &L->res->stop_signal);
+    if (!*stop && !flags[HPCTI_DUE_SAVE]) return HPCT_SUCCESS;
     long epoch, cursor;
     hpct_dataset_get_cursor(L->ds, &epoch, &cursor);
     return save(L, epoch, cursor, *stop);
@@ -359,10 +323,7 @@ hpct_status_t hpct_evaluate(hpct_model_t model, hpct_dataset_t ds, double *loss,
     struct loop L = {.ctx = params->ctx, .model = model, .ds = ds};
     hpcti_clear_error(L.ctx);
     if (!ds) return hpcti_error(L.ctx, HPCT_ERR_INVALID_ARG, "hpct_evaluate: ds is NULL");
-    hpct_topology_t topo = HPCT_TOPOLOGY_INITIALIZER;
-    L.dist = hpct_topology(L.ctx, &topo) == HPCT_SUCCESS;
-    hpcti_clear_error(L.ctx);
-    L.rank = L.dist ? topo.rank : 0, L.world = L.dist ? topo.size : 1;
+    L.dist = hpcti_loop_where(L.ctx, &L.rank, &L.world);
     size_t n;
     long steps;
     hpct_status_t s = check_data(L.ctx, model, ds, "hpct_evaluate");
@@ -387,7 +348,7 @@ hpct_status_t hpct_evaluate(hpct_model_t model, hpct_dataset_t ds, double *loss,
     if (s) return s;
     /* Every rank evaluated the same number of samples: the mean of means is the mean. */
     float means[2] = {(float)(sums[0] / (double)steps), (float)(sums[1] / (double)steps)};
-    if ((s = any_rank(&L, means, 2))) return s;
+    if ((s = mean_over_ranks(&L, means, 2))) return s;
     if (loss) *loss = means[0];
     if (accuracy) *accuracy = means[1];
     if (samples) *samples = steps * gb;

@@ -1,0 +1,314 @@
+! heat_insitu.f90: a simulation that trains a surrogate of itself while it runs.
+!
+! The 2-D heat equation u_t = laplace(u) on the unit square (hot left edge u = 1, the other
+! edges u = 0, a warm blob inside at t = 0), explicit 5-point scheme, the grid split into
+! slabs of columns over the MPI ranks with a halo exchange every step. From the fields it
+! computes, each rank makes a batch every step at random interior points: the differences
+! of u's 4 neighbours from u there as inputs and the solver's update (u_next - u) / R as
+! targets, both divided by the largest difference (so every point counts alike, near the
+! hot edge and in the flat far field); hpct_insitu_step trains an MLP on them (a surrogate
+! of one time step: u_next = u + R * scale * mlp(differences / scale)), averaged over the
+! ranks.
+! Every REPORT steps rank 0 prints the surrogate's RMS error against the solver's next step
+! over the whole grid, relative to the size of the step itself: it falls as the model
+! trains.
+!
+! The fields, the time and the step counter are registered with the checkpoints
+! (hpct_ckpt_add_array / hpct_ckpt_add_scalar), so a checkpoint holds simulation and model:
+! saved every 100 steps, on SIGTERM/SIGUSR1 and near the job's time limit; a restarted run
+! resumes exactly. Each rank owns its slab, so each rank writes its own checkpoint files
+! (DIR/rank<r>, writer_rank = r; doc/insitu.md "Replicated or rank-local state").
+!
+! Build: mpif90 heat_insitu.f90 $(pkg-config --static --cflags --libs hpctrain)
+! Run:   mpirun -np 2 ./heat_insitu [--steps N (600)] [--checkpoints DIR (heat-ckpt)]
+!        [--report N (50)] [--nx N (64)]
+! Exit:  0 done, 75 preempted (checkpoint written: run again to resume), 1 error.
+program heat_insitu
+    use, intrinsic :: iso_c_binding
+    use, intrinsic :: iso_fortran_env, only: real64, int64
+    use mpi_f08
+    use hpctrain
+    implicit none
+    integer, parameter :: EXIT_PREEMPTED = 75, STENCIL = 4, LOCAL_BATCH = 64, CHUNK = 256
+    real(real64), parameter :: R = 0.2d0               ! diffusion number dt / h**2 (<= 1/4)
+    integer :: nsteps = 600, report = 50, nx = 64
+    character(4096) :: ckpt_dir = "heat-ckpt"
+    type(MPI_Comm) :: comm
+    integer :: rank, nranks, ny, j0, down, up
+    real(real64), allocatable, target :: u(:, :)     ! (0:nx+1, 0:ny+1): the slab and its halo
+    real(real64), allocatable :: u_next(:, :)
+    real(real64), target :: t = 0                     ! simulated time
+    integer(c_int64_t), target :: n = 0               ! time steps done
+    real(c_float) :: x(STENCIL, LOCAL_BATCH), y(1, LOCAL_BATCH)
+    type(hpct_ctx_t) :: ctx
+    type(hpct_model_t) :: model
+    type(hpct_optimizer_t) :: opt
+    type(hpct_ckpt_t) :: ck
+    type(hpct_insitu_t) :: session
+    integer(c_long) :: trained
+    real(c_float) :: loss
+    integer :: ierr
+
+    call MPI_Init()
+    call MPI_Comm_dup(MPI_COMM_WORLD, comm)         ! the simulation's own communicator
+    call MPI_Comm_rank(comm, rank)
+    call MPI_Comm_size(comm, nranks)
+    call read_arguments()
+    call make_grid()
+    call hpct_init_comm(comm, ctx)                  ! libhpctrain on the same communicator
+    call make_surrogate()
+    call open_checkpoints()
+    call hpct_insitu_create(opt, session, model=model, ck=ck) ! catches SIGTERM and SIGUSR1
+    call hpct_insitu_start(session, trained)        ! resumes u, t, n, the model, the optimizer
+    if (rank == 0 .and. trained > 0) write (*, "('heat: resumed at step ', i0, ' (t ', f8.5, ')')") n, t
+    if (trained == 0) call print_error(0.0_c_float) ! the untrained surrogate
+
+    do while (n < nsteps)
+        call exchange_halo()
+        call solver_step(u_next)                    ! the simulation
+        call make_batch()                           ! from u and the solver's next field
+        u = u_next
+        t = t + R / real((nx + 1)**2, real64)       ! dt = R h**2, h = 1 / (nx + 1)
+        n = n + 1                                   ! u, t, n are final for this step: train
+        call hpct_insitu_step(session, x, y, loss, ierr)
+        if (ierr == HPCT_PREEMPTED) call stop_preempted()
+        if (ierr /= HPCT_SUCCESS) call fail("hpct_insitu_step", ierr)
+        if (mod(n, int(report, c_int64_t)) == 0) call print_error(loss)
+    end do
+
+    call hpct_insitu_finish(session)                ! the final checkpoint
+    call print_summary()
+    call hpct_insitu_destroy(session)
+    call hpct_ckpt_close(ck)
+    call hpct_optimizer_destroy(opt)
+    call hpct_model_destroy(model)
+    call hpct_finalize(ctx)
+    call MPI_Comm_free(comm)
+    call MPI_Finalize()
+
+contains
+
+    subroutine read_arguments()
+        character(4096) :: arg, value
+        integer :: i
+        do i = 1, command_argument_count() - 1, 2
+            call get_command_argument(i, arg)
+            call get_command_argument(i + 1, value)
+            select case (arg)
+            case ("--steps")
+                read (value, *) nsteps
+            case ("--checkpoints")
+                ckpt_dir = value
+            case ("--report")
+                read (value, *) report
+            case ("--nx")
+                read (value, *) nx
+            case default
+                if (rank == 0) write (*, "(a)") "usage: heat_insitu [--steps N] [--checkpoints DIR] " // &
+                    "[--report N] [--nx N]"
+                call MPI_Abort(comm, 2)
+            end select
+        end do
+    end subroutine
+
+    !> This rank's columns j0+1 .. j0+ny of the nx x nx interior, the boundary values and
+    !> the initial field (a warm blob around (0.6, 0.5)).
+    subroutine make_grid()
+        integer :: i, j
+        real(real64) :: h, xi, yj
+        ny = nx / nranks + merge(1, 0, rank < mod(nx, nranks))
+        j0 = rank * (nx / nranks) + min(rank, mod(nx, nranks))
+        down = merge(MPI_PROC_NULL, rank - 1, rank == 0)
+        up = merge(MPI_PROC_NULL, rank + 1, rank == nranks - 1)
+        allocate (u(0:nx + 1, 0:ny + 1), u_next(0:nx + 1, 0:ny + 1))
+        h = 1d0 / (nx + 1)
+        do j = 0, ny + 1
+            yj = (j0 + j) * h
+            do i = 0, nx + 1
+                xi = i * h
+                u(i, j) = 0.8d0 * exp(-((xi - 0.6d0)**2 + (yj - 0.5d0)**2) / 0.01d0)
+            end do
+        end do
+        u(0, :) = 1                                 ! the hot left edge
+        u(nx + 1, :) = 0
+        if (rank == 0) u(:, 0) = 0
+        if (rank == nranks - 1) u(:, ny + 1) = 0
+        u_next = u
+    end subroutine
+
+    !> The neighbours' edge columns into this slab's halo columns (contiguous in memory).
+    subroutine exchange_halo()
+        type(MPI_Comm) :: c
+        c = comm
+        call MPI_Sendrecv(u(:, ny), nx + 2, MPI_DOUBLE_PRECISION, up, 1, u(:, 0), nx + 2, &
+            MPI_DOUBLE_PRECISION, down, 1, c, MPI_STATUS_IGNORE)
+        call MPI_Sendrecv(u(:, 1), nx + 2, MPI_DOUBLE_PRECISION, down, 2, u(:, ny + 1), nx + 2, &
+            MPI_DOUBLE_PRECISION, up, 2, c, MPI_STATUS_IGNORE)
+    end subroutine
+
+    !> One explicit step of the interior: v = u + R * (the 5-point Laplacian of u).
+    subroutine solver_step(v)
+        real(real64), intent(inout) :: v(0:, 0:)
+        integer :: i, j
+        do j = 1, ny
+            do i = 1, nx
+                v(i, j) = u(i, j) + R * (u(i - 1, j) + u(i + 1, j) + u(i, j - 1) + u(i, j + 1) - 4 * u(i, j))
+            end do
+        end do
+    end subroutine
+
+    !> The surrogate's input at (i, j): the differences of u's 4 neighbours from u there,
+    !> divided by scale, the largest of them (1 where all are 0).
+    subroutine stencil_of(f, i, j, s, scale)
+        real(real64), intent(in) :: f(0:, 0:)
+        integer, intent(in) :: i, j
+        real(c_float), intent(out) :: s(STENCIL)
+        real(real64), intent(out) :: scale
+        real(real64) :: d(STENCIL)
+        d = [f(i - 1, j), f(i + 1, j), f(i, j - 1), f(i, j + 1)] - f(i, j)
+        scale = maxval(abs(d))
+        if (scale == 0) scale = 1
+        s = real(d / scale, c_float)
+    end subroutine
+
+    !> LOCAL_BATCH random interior points of this rank (Park-Miller, seeded by step and
+    !> rank: the same points after a resume): x(5, batch) inputs, y(1, batch) targets.
+    subroutine make_batch()
+        integer(int64) :: state
+        real(real64) :: scale
+        integer :: k, i, j
+        state = mod(1_int64 + 7919_int64 * n + 104729_int64 * rank, 2147483647_int64)
+        do k = 1, LOCAL_BATCH
+            state = mod(48271_int64 * state, 2147483647_int64)
+            i = 1 + int(mod(state, int(nx, int64)))
+            state = mod(48271_int64 * state, 2147483647_int64)
+            j = 1 + int(mod(state, int(ny, int64)))
+            call stencil_of(u, i, j, x(:, k), scale)
+            y(1, k) = real((u_next(i, j) - u(i, j)) / (R * scale), c_float)
+        end do
+    end subroutine
+
+    !> 4 -> 32 (tanh) -> 32 (tanh) -> 1, mean squared error, AdamW.
+    subroutine make_surrogate()
+        type(hpct_params_t) :: params
+        type(hpct_optim_config_t) :: oc
+        call hpct_model_create(ctx, STENCIL, model)
+        call hpct_model_add_dense(model, 32, HPCT_ACT_TANH)
+        call hpct_model_add_dense(model, 32, HPCT_ACT_TANH)
+        call hpct_model_add_dense(model, 1, HPCT_ACT_IDENTITY)
+        call hpct_model_set_loss(model, HPCT_LOSS_MSE)
+        call hpct_model_build(model, max(LOCAL_BATCH, CHUNK))
+        call hpct_model_params(model, params)
+        oc%kind = HPCT_OPT_ADAMW
+        oc%lr = 3e-3
+        oc%schedule = HPCT_SCHED_COSINE              ! down to lr / 100 at the last step
+        oc%total_steps = nsteps
+        oc%min_lr = 3e-5
+        call hpct_optimizer_create(params, oc, opt)
+    end subroutine
+
+    !> Each rank its own directory and writer; the state: u (with its halo), t and n.
+    subroutine open_checkpoints()
+        type(hpct_ckpt_config_t) :: kc
+        character(32) :: sub
+        write (sub, "('/rank', i0)") rank
+        kc%every_steps = 100
+        kc%keep_last = 2
+        kc%writer_rank = rank
+        kc%config_hash = int(nx, c_int64_t) * 1000003 + nranks ! another grid or split: no resume
+        if (rank /= 0) kc%walltime_margin = 0       ! one rank asks the batch system
+        call hpct_ckpt_open(ctx, kc, ck, directory=trim(ckpt_dir) // trim(sub))
+        call hpct_ckpt_add_array(ck, "heat/u", u)
+        call hpct_ckpt_add_scalar(ck, "heat/t", t)
+        call hpct_ckpt_add_scalar(ck, "heat/n", n)
+    end subroutine
+
+    !> The surrogate's RMS error against the solver's next step over the whole grid, and
+    !> that divided by the RMS of the step itself, printed by rank 0.
+    subroutine print_error(last_loss)
+        real(c_float), intent(in) :: last_loss
+        real(c_float), target :: inputs(STENCIL, CHUNK), out(1, CHUNK)
+        real(real64) :: scales(CHUNK), sums(2), total(2)
+        integer :: i, j, m
+        call exchange_halo()
+        call solver_step(u_next)                    ! the solver's next field, not taken
+        sums = 0
+        m = 0
+        do j = 1, ny
+            do i = 1, nx
+                m = m + 1
+                call stencil_of(u, i, j, inputs(:, m), scales(m))
+                if (m == CHUNK .or. (i == nx .and. j == ny)) then
+                    call hpct_model_forward(model, inputs(:, 1:m), out(:, 1:m))
+                    call add_errors(inputs(:, 1:m), scales(1:m), out(1, 1:m), sums)
+                    m = 0
+                end if
+            end do
+        end do
+        call MPI_Allreduce(sums, total, 2, MPI_DOUBLE_PRECISION, MPI_SUM, comm)
+        if (rank == 0) write (*, "('heat: step ', i0, ' t ', f8.5, ' loss ', es9.3, ' surrogate rms error ', &
+            &es9.3, ', relative to the step ', f7.5)") n, t, last_loss, sqrt(total(1) / nx**2), &
+            sqrt(total(1) / total(2))
+    end subroutine
+
+    !> sums(1) += the squared error of the surrogate's step R * scale * pred against the
+    !> solver's, R * (the sum of the differences); sums(2) += the squared solver step.
+    subroutine add_errors(inputs, scales, pred, sums)
+        real(c_float), intent(in) :: inputs(:, :), pred(:)
+        real(real64), intent(in) :: scales(:)
+        real(real64), intent(inout) :: sums(2)
+        real(real64) :: solver
+        integer :: k
+        do k = 1, size(pred)
+            solver = R * scales(k) * sum(real(inputs(:, k), real64))
+            sums(1) = sums(1) + (R * scales(k) * pred(k) - solver)**2
+            sums(2) = sums(2) + solver**2
+        end do
+    end subroutine
+
+    !> The final state as two numbers to compare runs bit for bit: the CRC32C of the whole
+    !> field (gathered on rank 0: the same at any number of ranks) and the hash of the
+    !> surrogate's parameters.
+    subroutine print_summary()
+        type(hpct_params_t) :: params
+        integer(c_int64_t) :: hash
+        integer, allocatable :: counts(:), offsets(:)
+        real(real64), allocatable :: interior(:, :), field(:)
+        integer :: r
+        allocate (interior, source=u(1:nx, 1:ny))   ! a contiguous copy (u has halo rows)
+        allocate (counts(nranks), offsets(nranks), field(nx * nx))
+        counts = [(nx * (nx / nranks + merge(1, 0, r < mod(nx, nranks))), r = 0, nranks - 1)]
+        offsets = [(sum(counts(1:r)), r = 0, nranks - 1)]
+        call MPI_Gatherv(interior, nx * ny, MPI_DOUBLE_PRECISION, field, counts, offsets, &
+            MPI_DOUBLE_PRECISION, 0, comm)
+        call hpct_model_params(model, params)
+        call hpct_params_hash(params, hash)
+        if (rank == 0) write (*, "('heat: done: ', i0, ' steps, t ', f8.5, ', field crc ', z8.8, &
+            &', params hash ', z16.16)") n, t, hpct_crc32c(0_c_int32_t, field), hash
+    end subroutine
+
+    !> HPCT_PREEMPTED: the checkpoint of this step is written on every rank; exit 75.
+    subroutine stop_preempted()
+        integer :: signo
+        logical :: pending
+        pending = hpct_signal_pending(signo)
+        if (rank == 0 .and. pending) write (*, "('heat: stopped by signal ', i0, ' after step ', i0, &
+            &'; checkpoint written; exit ', i0)") signo, n, EXIT_PREEMPTED
+        if (rank == 0 .and. .not. pending) write (*, "('heat: stopped after step ', i0, &
+            &': the time limit is near; checkpoint written; exit ', i0)") n, EXIT_PREEMPTED
+        flush (6)
+        call hpct_insitu_destroy(session)
+        call hpct_ckpt_close(ck)
+        call hpct_finalize(ctx)
+        call MPI_Finalize()
+        stop EXIT_PREEMPTED
+    end subroutine
+
+    subroutine fail(what, status)
+        character(*), intent(in) :: what
+        integer, intent(in) :: status
+        write (*, "('heat: rank ', i0, ': ', a, ': ', a, ': ', a)") rank, what, hpct_strerror(status), &
+            hpct_last_error(session)
+        call hpct_abort_job(ctx, 1)
+    end subroutine
+end program heat_insitu

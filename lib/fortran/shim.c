@@ -1,0 +1,27 @@
+/* shim.c: the few C-side helpers of the Fortran module (see shim.h). */
+#include "shim.h"
+
+#include "../core/core.h"
+#include "../data/reader.h"
+#include "../model/model.h"
+
+hpct_status_t hpcti_f_error(hpct_ctx_t ctx, hpct_status_t status, const char *msg)
+{
+    if (!ctx) return status;
+    return hpcti_error(ctx, status, "%s", msg ? msg : "");
+}
+
+hpct_status_t hpcti_f_model_io(hpct_model_t model, int *inputs, int *outputs, int *loss)
+{
+    hpct_status_t s = hpct_model_shape(model, inputs, outputs);
+    if (s) return s;
+    *loss = (int)hpcti_model_loss(model);
+    return HPCT_SUCCESS;
+}
+
+hpct_status_t hpcti_f_dataset_local_batch(hpct_dataset_t ds, int *local_batch)
+{
+    if (!ds || !local_batch) return HPCT_ERR_INVALID_ARG;
+    *local_batch = ds->local_batch;
+    return HPCT_SUCCESS;
+}

@@ -1,0 +1,387 @@
+/* insitu.c: training inside a simulation's own time loop. Each hpct_insitu_step is
+ *   local gradients -> ONE agreement (status, batch sizes, loss sums, save/stop reasons)
+ *   -> weighted average -> optimizer -> replica check -> save if due (and an agreement on
+ *   its status) -> HPCT_PREEMPTED when a signal or the walltime margin stops the run.
+ * The save/stop reasons are sampled before the step's averaging and acted on after its
+ * update, so one agreement per step carries them and the error check together. */
+#include "loop.h"
+#include "../comm/agree.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct hpct_insitu {
+    hpct_ctx_t ctx;
+    hpct_model_t model; /* NULL: bring-your-own gradients */
+    hpct_params_t params;
+    hpct_optimizer_t opt;
+    hpct_ckpt_t ck; /* NULL: no checkpoints */
+    hpct_insitu_config_t cfg;
+    hpct_signals_t signals; /* installed by this session, or NULL */
+    int rank, world, dist;
+    int started;
+    long step;       /* optimizer steps completed */
+    long last_saved; /* step of the newest checkpoint written or loaded; -1: none */
+    long last_batch; /* global batch B of the last step (saved in the checkpoint meta) */
+    double *losses;  /* [world] every rank's local_mean * local_batch of a step */
+    char model_desc[256];
+    /* progress since the last report (times are this rank's) */
+    hpct_progress_t progress;
+    double report_t0, inside_s, inside0, comm0, loss_sum;
+    long loss_n, samples, report_step0;
+};
+
+static double comm_wait_s(hpct_insitu_t S)
+{
+    double wait = 0.0;
+    if (S->dist) hpct_comm_stats(S->ctx, &wait, NULL);
+    return wait;
+}
+
+/* ---- create / start / finish / destroy ------------------------------------------- */
+
+/* The context errors go to: the model's, the set's or the optimizer's (NULL: none given). */
+static hpct_ctx_t ctx_of(hpct_model_t model, hpct_params_t params, hpct_optimizer_t opt)
+{
+    hpct_params_t p = NULL;
+    if (model) hpct_model_params(model, &p);
+    if (!p) p = params ? params : hpcti_optimizer_params(opt);
+    return p ? p->ctx : NULL;
+}
+
+static hpct_status_t check_create(hpct_ctx_t ctx, hpct_model_t model, hpct_params_t params,
+                                  hpct_optimizer_t opt, const hpct_insitu_config_t *cfg)
+{
+    static const char fn[] = "hpct_insitu_create";
+    hpct_params_t mp = NULL;
+    if (!opt) return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "%s: opt is NULL", fn);
+    if (model && hpct_model_params(model, &mp))
+        return hpcti_error(ctx, HPCT_ERR_STATE, "%s: build the model first", fn);
+    if (model && params && params != mp)
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                           "%s: params must be NULL or the model's own set when a model is given",
+                           fn);
+    if (hpcti_optimizer_params(opt) != (model ? mp : params))
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                           "%s: opt updates another parameter set than the session's %s", fn,
+                           model ? "model" : "params");
+    if (cfg->version < 1 || cfg->version > HPCT_INSITU_CONFIG_VERSION)
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                           "%s: hpct_insitu_config_t.version is %u (start from "
+                           "HPCT_INSITU_CONFIG_INITIALIZER)",
+                           fn, cfg->version);
+    if (cfg->log_interval < 0)
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                           "%s: hpct_insitu_config_t.log_interval is %ld, must be >= 0", fn,
+                           cfg->log_interval);
+    return HPCT_SUCCESS;
+}
+
+/* SIGTERM and SIGUSR1, unless the process already installed them through the library: then
+ * the flag they set is the one the session reads. */
+static hpct_status_t catch_signals(hpct_insitu_t S)
+{
+    if (!S->cfg.catch_signals) return HPCT_SUCCESS;
+    hpct_status_t s = hpct_signals_install(S->ctx, NULL, 0, &S->signals);
+    if (s != HPCT_ERR_STATE) return s;
+    hpcti_clear_error(S->ctx);
+    hpcti_log(S->ctx, HPCT_LOG_INFO,
+              "hpct_insitu_create: preemption signals are already installed; the session reads "
+              "the flag they set");
+    return HPCT_SUCCESS;
+}
+
+hpct_status_t hpct_insitu_create(hpct_model_t model, hpct_params_t params, hpct_optimizer_t opt,
+                                 hpct_ckpt_t ck, const hpct_insitu_config_t *cfg,
+                                 hpct_insitu_t *session)
+{
+    static const hpct_insitu_config_t defaults = HPCT_INSITU_CONFIG_INITIALIZER;
+    hpct_ctx_t ctx = ctx_of(model, params, opt);
+    if (!ctx) return HPCT_ERR_INVALID_ARG; /* no handle to tell anything to */
+    hpcti_clear_error(ctx);
+    if (!session)
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_insitu_create: session is NULL");
+    *session = NULL;
+    if (!cfg) cfg = &defaults;
+    hpct_status_t s = check_create(ctx, model, params, opt, cfg);
+    if (s) return s;
+    hpct_insitu_t S = hpcti_calloc(ctx, 1, sizeof *S, "an in-situ session");
+    if (!S) return HPCT_ERR_NO_MEMORY;
+    *S = (struct hpct_insitu){.ctx = ctx, .model = model, .opt = opt, .ck = ck, .cfg = *cfg};
+    S->params = hpcti_optimizer_params(opt);
+    S->dist = hpcti_loop_where(ctx, &S->rank, &S->world);
+    S->last_saved = -1;
+    snprintf(S->model_desc, sizeof S->model_desc, "byog");
+    if (model) hpct_model_describe(model, S->model_desc, sizeof S->model_desc);
+    /* the session averages after the local step: no averaging inside backward */
+    if (model) hpct_model_set_grad_averaging(model, 0);
+    S->losses = hpcti_calloc(ctx, (size_t)S->world, sizeof *S->losses, "the per-rank losses");
+    s = S->losses ? catch_signals(S) : HPCT_ERR_NO_MEMORY;
+    if (s) {
+        hpct_insitu_destroy(S);
+        return s;
+    }
+    *session = S;
+    return HPCT_SUCCESS;
+}
+
+hpct_status_t hpct_insitu_start(hpct_insitu_t S, long *step)
+{
+    static const char fn[] = "hpct_insitu_start";
+    if (!S) return HPCT_ERR_INVALID_ARG;
+    hpcti_clear_error(S->ctx);
+    if (S->started)
+        return hpcti_error(S->ctx, HPCT_ERR_STATE, "%s: the session is already started", fn);
+    hpct_ckpt_meta_t meta = HPCT_CKPT_META_INITIALIZER;
+    int found;
+    hpct_status_t s =
+        hpcti_loop_load(S->ctx, fn, S->ck, S->params, S->opt, S->cfg.resume, &meta, &found);
+    if (!s && found) s = hpcti_loop_adopt(S->ctx, fn, S->params, S->opt, &meta);
+    if (s) return s;
+    hpct_optimizer_get_step(S->opt, &S->step);
+    if (found) {
+        S->last_saved = S->step, S->last_batch = meta.global_batch;
+        hpcti_log(S->ctx, HPCT_LOG_INFO, "resumed from %s at step %ld (saved by %d ranks)",
+                  meta.path, meta.step, meta.world_size);
+    }
+    S->started = 1;
+    S->report_t0 = hpcti_now(), S->report_step0 = S->step, S->comm0 = comm_wait_s(S);
+    if (step) *step = S->step;
+    return HPCT_SUCCESS;
+}
+
+/* Save the state after the last step on the writer rank (wait: until durable), and let the
+ * caller change the extras afterwards (the copy is taken before returning). */
+static hpct_status_t save(hpct_insitu_t S, int wait)
+{
+    hpct_ckpt_meta_t meta = HPCT_CKPT_META_INITIALIZER;
+    meta.epoch = 0, meta.cursor_epoch = 0, meta.cursor_step = S->step;
+    meta.world_size = S->world;
+    meta.global_batch = S->last_batch;
+    meta.model = S->model_desc;
+    int wrote;
+    hpct_status_t s = hpcti_loop_save(S->ck, S->rank, S->params, S->opt, &meta, wait, &wrote);
+    if (!s && wrote) s = hpct_ckpt_before_update(S->ck);
+    if (!s) S->last_saved = S->step;
+    return s;
+}
+
+/* save, then every rank learns its status (the writer's error becomes every rank's). */
+static hpct_status_t save_agreed(hpct_insitu_t S, const char *fn, int wait)
+{
+    hpct_status_t s = save(S, wait);
+    return hpcti_agree_status(S->ctx, fn, s, S->ctx->last_error);
+}
+
+hpct_status_t hpct_insitu_finish(hpct_insitu_t S)
+{
+    static const char fn[] = "hpct_insitu_finish";
+    if (!S) return HPCT_ERR_INVALID_ARG;
+    hpcti_clear_error(S->ctx);
+    if (!S->ck || !S->started) return HPCT_SUCCESS;
+    if (S->last_saved != S->step) return save_agreed(S, fn, 1);
+    hpct_status_t s = S->rank == hpcti_ckpt_writer_rank(S->ck) ? hpct_ckpt_wait(S->ck) : 0;
+    return hpcti_agree_status(S->ctx, fn, s, S->ctx->last_error);
+}
+
+void hpct_insitu_destroy(hpct_insitu_t S)
+{
+    if (!S) return;
+    hpct_signals_uninstall(S->signals);
+    free(S->losses);
+    free(S);
+}
+
+/* ---- progress --------------------------------------------------------------------- */
+
+/* Figures since the last report; the loss is the global one, the same on every rank. */
+static void report(hpct_insitu_t S)
+{
+    double t = hpcti_now(), dt = t - S->report_t0, comm = comm_wait_s(S);
+    long steps = S->step - S->report_step0;
+    hpct_progress_t *p = &S->progress;
+    memset(p, 0, sizeof *p);
+    p->step = S->step;
+    p->loss = S->loss_n ? S->loss_sum / (double)S->loss_n : 0.0;
+    float lr = 0.0f;
+    hpct_optimizer_lr_at(S->opt, S->step > 0 ? S->step - 1 : 0, &lr);
+    p->lr = lr;
+    if (dt > 0) {
+        p->samples_per_s = (double)S->samples / dt;
+        p->data_wait_share = 1.0 - (S->inside_s - S->inside0) / dt; /* the simulation's time */
+        if (p->data_wait_share < 0) p->data_wait_share = 0;
+        p->comm_share = (comm - S->comm0) / dt;
+    }
+    if (S->cfg.progress)
+        S->cfg.progress(p, S->cfg.progress_arg);
+    else if (S->rank == 0)
+        hpcti_log(S->ctx, HPCT_LOG_INFO,
+                  "in-situ step %ld: loss %.6g, lr %.4g, %.0f samples/s over %ld steps, "
+                  "%.0f%% outside training, %.0f%% waiting for communication",
+                  p->step, p->loss, p->lr, p->samples_per_s, steps, 100.0 * p->data_wait_share,
+                  100.0 * p->comm_share);
+    S->report_t0 = t, S->report_step0 = S->step, S->comm0 = comm, S->inside0 = S->inside_s;
+    S->loss_sum = 0.0, S->loss_n = 0, S->samples = 0;
+}
+
+hpct_status_t hpct_insitu_progress(hpct_insitu_t S, hpct_progress_t *progress)
+{
+    if (!S) return HPCT_ERR_INVALID_ARG;
+    hpcti_clear_error(S->ctx);
+    if (!progress)
+        return hpcti_error(S->ctx, HPCT_ERR_INVALID_ARG, "hpct_insitu_progress: progress is NULL");
+    *progress = S->progress;
+    progress->step = S->step;
+    return HPCT_SUCCESS;
+}
+
+/* ---- the step ---------------------------------------------------------------------- */
+
+/* What one step brings to the agreement: this rank's status and detail, batch, loss sum. */
+struct local {
+    hpct_status_t status;
+    char detail[sizeof((struct hpct_ctx *)0)->last_error];
+    int batch;
+    double loss_sum; /* local mean loss * batch */
+};
+
+/* Argument checks shared by both kinds of step. */
+static hpct_status_t check_step(hpct_insitu_t S, const char *fn, int local_batch)
+{
+    if (!S->started)
+        return hpcti_error(S->ctx, HPCT_ERR_STATE, "%s: call hpct_insitu_start first", fn);
+    if (local_batch < 0)
+        return hpcti_error(S->ctx, HPCT_ERR_INVALID_ARG, "%s: local_batch is %d, must be >= 0", fn,
+                           local_batch);
+    return HPCT_SUCCESS;
+}
+
+/* Local gradients [params] *= local_batch * W / B, so that averaging over W ranks gives the
+ * mean over the global batch B. */
+static hpct_status_t weight_and_average(hpct_insitu_t S, int local_batch, long B)
+{
+    if (!S->dist) return HPCT_SUCCESS;
+    float factor = (float)((double)local_batch * (double)S->world / (double)B);
+    hpct_status_t s = factor == 1.0f ? HPCT_SUCCESS : hpct_params_scale_grads(S->params, factor);
+    return s ? s : hpct_params_average_grads(S->params);
+}
+
+/* The global mean loss: sum over ranks, in rank order (the same bits everywhere), over B. */
+static float global_loss(hpct_insitu_t S, long B)
+{
+    double total = 0.0;
+    for (int r = 0; r < S->world; r++) total += S->losses[r];
+    return (float)(total / (double)B);
+}
+
+/* The state of the last completed step survives a hang (HPCT_ERR_TIMEOUT): the writer saves
+ * it before the error goes back (the optimizer never ran on a half-averaged gradient). */
+static hpct_status_t emergency(hpct_insitu_t S, hpct_status_t why)
+{
+    char detail[sizeof S->ctx->last_error];
+    snprintf(detail, sizeof detail, "%s", S->ctx->last_error);
+    if (S->ck && S->rank == hpcti_ckpt_writer_rank(S->ck) && S->last_saved != S->step) {
+        hpct_status_t s = save(S, 1);
+        hpcti_log(S->ctx, HPCT_LOG_ERROR, "emergency checkpoint of step %ld: %s", S->step,
+                  s ? hpct_last_error(S->ctx) : "written");
+    }
+    return hpcti_error(S->ctx, why, "%s", detail);
+}
+
+/* After the update: saves and stops the agreed flags [HPCTI_DUE_N] ask for. */
+static hpct_status_t boundary(hpct_insitu_t S, const char *fn, const long *flags)
+{
+    int signo;
+    int stop = hpcti_loop_stop(S->ctx, flags, S->step, &signo);
+    if (S->ck && (stop || flags[HPCTI_DUE_SAVE])) {
+        hpct_status_t s = save_agreed(S, fn, stop);
+        if (s) return s;
+    }
+    return stop ? HPCT_PREEMPTED : HPCT_SUCCESS;
+}
+
+/* Everything after the local gradients: agreement, average, update, checks, saves. */
+static hpct_status_t complete(hpct_insitu_t S, const char *fn, struct local *me, float *loss)
+{
+    long max[1 + HPCTI_DUE_N], sum[1] = {me->status ? 0 : me->batch};
+    max[0] = hpcti_fail_code(S->ctx, me->status);
+    hpcti_loop_due(S->ck, S->step + 1, max + 1); /* reasons to save or stop after this step */
+    struct hpcti_agreement a = {max, 1 + HPCTI_DUE_N, sum, 1, me->loss_sum, S->losses};
+    hpct_status_t s = hpcti_agree_all(S->ctx, "in-situ step agreement", &a);
+    if (!s && max[0]) return hpcti_share_failure(S->ctx, fn, max[0], me->detail);
+    if (!s && sum[0] <= 0)
+        return hpcti_error(S->ctx, HPCT_ERR_INVALID_ARG,
+                           "%s: local_batch is 0 on all %d ranks: there is nothing to train on", fn,
+                           S->world);
+    if (!s) s = weight_and_average(S, me->batch, sum[0]);
+    if (!s) s = hpct_optimizer_step(S->opt);
+    if (!s) {
+        hpct_optimizer_get_step(S->opt, &S->step);
+        S->last_batch = sum[0];
+        float l = global_loss(S, sum[0]);
+        if (loss) *loss = l;
+        S->loss_sum += l, S->loss_n++, S->samples += sum[0];
+        if (S->dist) s = hpct_params_check_replicas_at(S->params, S->step);
+    }
+    if (s == HPCT_ERR_TIMEOUT) return emergency(S, s);
+    if (s) return s;
+    if (S->cfg.log_interval > 0 && S->step % S->cfg.log_interval == 0) report(S);
+    s = boundary(S, fn, max + 1);
+    return s == HPCT_ERR_TIMEOUT ? emergency(S, s) : s;
+}
+
+/* Time inside the step calls, for the progress figures. */
+static hpct_status_t timed(hpct_insitu_t S, const char *fn, struct local *me, float *loss,
+                           double t0)
+{
+    if (me->status) snprintf(me->detail, sizeof me->detail, "%s", S->ctx->last_error);
+    hpct_status_t s = complete(S, fn, me, loss);
+    S->inside_s += hpcti_now() - t0;
+    return s;
+}
+
+hpct_status_t hpct_insitu_step(hpct_insitu_t S, const float *x, const void *targets,
+                               int local_batch, float *loss)
+{
+    static const char fn[] = "hpct_insitu_step";
+    if (!S) return HPCT_ERR_INVALID_ARG;
+    double t0 = hpcti_now();
+    hpcti_clear_error(S->ctx);
+    struct local me = {.batch = local_batch};
+    me.status = check_step(S, fn, local_batch);
+    if (!me.status && !S->model)
+        me.status = hpcti_error(S->ctx, HPCT_ERR_STATE,
+                                "%s: the session has no model (bring-your-own gradients: call "
+                                "hpct_insitu_step_grads)",
+                                fn);
+    if (!me.status && local_batch > 0 && (!x || !targets))
+        me.status = hpcti_error(S->ctx, HPCT_ERR_INVALID_ARG, "%s: %s NULL with local_batch %d", fn,
+                                !x ? "x is" : "targets are", local_batch);
+    float l = 0.0f;
+    if (!me.status && local_batch > 0)
+        me.status = hpct_model_loss_grad(S->model, x, targets, local_batch, 0, &l);
+    else if (!me.status)
+        me.status = hpct_params_zero_grads(S->params);
+    me.loss_sum = (double)l * local_batch;
+    return timed(S, fn, &me, loss, t0);
+}
+
+hpct_status_t hpct_insitu_step_grads(hpct_insitu_t S, int local_batch, float local_loss,
+                                     float *loss)
+{
+    static const char fn[] = "hpct_insitu_step_grads";
+    if (!S) return HPCT_ERR_INVALID_ARG;
+    double t0 = hpcti_now();
+    hpcti_clear_error(S->ctx);
+    struct local me = {.batch = local_batch};
+    me.status = check_step(S, fn, local_batch);
+    if (!me.status && local_batch > 0 && !isfinite(local_loss))
+        me.status = hpcti_error(S->ctx, HPCT_ERR_NONFINITE,
+                                "%s: local_loss is %g over %d samples; gradients were not averaged",
+                                fn, (double)local_loss, local_batch);
+    if (!me.status && local_batch == 0) me.status = hpct_params_zero_grads(S->params);
+    me.loss_sum = local_batch > 0 ? (double)local_loss * local_batch : 0.0;
+    return timed(S, fn, &me, loss, t0);
+}

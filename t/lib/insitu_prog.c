@@ -1,0 +1,516 @@
+/* insitu_prog.c: the multi-rank checks of the in-situ session that t/test_insitu_dist.sh runs
+ * under mpirun. Checks are agreed over all ranks (logical AND); rank 0 prints "PASS desc" or
+ * "FAIL desc" lines and every rank exits 1 when any check failed.
+ *   insitu_prog same STEPS     different data per rank: bit-identical replicas and losses
+ *   insitu_prog uneven STEPS   local batches 3 and 5 (and 3 and 0) against one process
+ *                              training on the concatenated rows
+ *   insitu_prog fail           an error on one rank (NaN input, bad label, negative batch)
+ *                              ends the step on every rank at once, naming that rank
+ *   insitu_prog sim DIR STEPS STOP_AT SIGRANK EVERY shared|local
+ *                              a simulation that trains in situ with a checkpoint every EVERY
+ *                              steps in DIR (shared: one directory, written by rank 0, for
+ *                              state replicated on every rank; local: DIR/rank<r> written by
+ *                              each rank, for rank-local state); rank SIGRANK raises SIGTERM
+ *                              before step STOP_AT (0: never). Prints "RESULT ..." hashes of
+ *                              the parameters and the simulation fields; exits 75 when
+ *                              preempted, after checking that every rank stopped at once.
+ *   insitu_prog agree          hpcti_agree (integer MAX/MIN/SUM), a failure's detail shared
+ *                              by every rank, the found-checkpoint agreement at resume */
+#include "config.h"
+#include "hpctrain.h"
+#include "../../lib/comm/agree.h"
+
+#include <math.h>
+#include <mpi.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define FEATURES       16
+#define CLASSES        4
+#define MAXB           8
+#define EXIT_PREEMPTED 75
+
+static int world_rank, world_size, failures;
+
+static void check(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void check(int cond, const char *fmt, ...)
+{
+    int all = cond ? 1 : 0;
+    MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!all) failures++;
+    if (world_rank != 0) return;
+    char msg[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    printf("%s W=%d: %s\n", all ? "PASS" : "FAIL", world_size, msg);
+    fflush(stdout);
+}
+
+static hpct_ctx_t start(double timeout_s)
+{
+    hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
+    cfg.seed = 5;
+    cfg.collective_timeout_s = timeout_s;
+    cfg.consistency_interval = 5;
+    hpct_ctx_t ctx;
+    hpct_status_t s = hpct_init(&cfg, &ctx);
+    if (s) {
+        fprintf(stderr, "hpct_init failed: %s\n", hpct_strerror(s));
+        exit(2);
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    return ctx;
+}
+
+static int finish(hpct_ctx_t ctx)
+{
+    int ok = hpct_finalize(ctx) == HPCT_SUCCESS;
+    return ok && !failures ? 0 : 1;
+}
+
+/* Rows [n, FEATURES] and labels from a seed: x ~ U(-1, 1), label = argmax of a fixed map. */
+static void make_data(float *x, int32_t *y, int n, unsigned long long seed)
+{
+    unsigned long long st = seed * 2654435761ull + 1;
+    for (int i = 0; i < n * FEATURES; i++) {
+        st = st * 6364136223846793005ull + 1442695040888963407ull;
+        x[i] = (float)((st >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
+    }
+    for (int i = 0; i < n; i++) {
+        float best = -1e30f;
+        for (int c = 0; c < CLASSES; c++) {
+            float v = 0;
+            for (int f = 0; f < FEATURES; f++)
+                v += x[i * FEATURES + f] * (float)(((f * 7 + c * 3) % 5) - 2);
+            if (v > best) best = v, y[i] = c;
+        }
+    }
+}
+
+static hpct_model_t make_model(hpct_ctx_t ctx, hpct_params_t *p)
+{
+    hpct_model_t m;
+    hpct_model_create(ctx, FEATURES, &m);
+    hpct_model_add_dense(m, 32, HPCT_ACT_RELU, HPCT_INIT_AUTO);
+    hpct_model_add_dense(m, CLASSES, HPCT_ACT_IDENTITY, HPCT_INIT_AUTO);
+    if (hpct_model_build(m, MAXB)) exit(2);
+    hpct_model_params(m, p);
+    return m;
+}
+
+static hpct_optimizer_t make_opt(hpct_params_t p)
+{
+    hpct_optim_config_t oc = HPCT_OPTIM_CONFIG_INITIALIZER;
+    oc.lr = 0.05f;
+    oc.momentum = 0.9f;
+    hpct_optimizer_t opt;
+    if (hpct_optimizer_create(p, &oc, &opt)) exit(2);
+    return opt;
+}
+
+static hpct_insitu_t make_session(hpct_model_t m, hpct_optimizer_t o, hpct_ckpt_t ck)
+{
+    hpct_insitu_config_t c = HPCT_INSITU_CONFIG_INITIALIZER;
+    hpct_insitu_t s;
+    if (hpct_insitu_create(m, NULL, o, ck, &c, &s)) exit(2);
+    return s;
+}
+
+/* 1 when the 64-bit value is the same on every rank. */
+static int same_everywhere(unsigned long long v)
+{
+    unsigned long long lo = v, hi = v;
+    MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+    return lo == hi;
+}
+
+static unsigned long long fnv(const void *data, size_t bytes)
+{
+    unsigned long long h = 1469598103934665603ull;
+    const unsigned char *b = data;
+    for (size_t i = 0; i < bytes; i++) h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+static unsigned long long params_hash(hpct_params_t p)
+{
+    uint64_t h = 0;
+    hpct_params_hash(p, &h);
+    return (unsigned long long)h;
+}
+
+/* (a) Each rank trains on its own rows; the replicas and the returned loss stay identical. */
+static int run_same(int steps)
+{
+    hpct_ctx_t ctx = start(60);
+    hpct_params_t p;
+    hpct_model_t m = make_model(ctx, &p);
+    hpct_optimizer_t o = make_opt(p);
+    hpct_insitu_t s = make_session(m, o, NULL);
+    long step = -1;
+    check(hpct_insitu_start(s, &step) == HPCT_SUCCESS && step == 0 &&
+              same_everywhere(params_hash(p)),
+          "start: step 0, rank 0's initial parameters everywhere");
+    float x[MAXB * FEATURES];
+    int32_t y[MAXB];
+    int bad = 0, loss_differs = 0;
+    for (int k = 0; k < steps; k++) {
+        make_data(x, y, MAXB, (unsigned long long)(k * world_size + world_rank));
+        float loss = NAN;
+        bad += hpct_insitu_step(s, x, y, MAXB, &loss) != HPCT_SUCCESS;
+        unsigned int bits;
+        memcpy(&bits, &loss, sizeof bits);
+        loss_differs += !same_everywhere(bits);
+    }
+    check(bad == 0, "%d steps succeed on every rank (%d failed)", steps, bad);
+    check(same_everywhere(params_hash(p)), "parameters bit-identical on every rank (hash %016llx)",
+          params_hash(p));
+    check(loss_differs == 0, "the returned global loss has the same bits on every rank");
+    check(hpct_params_check_replicas(p) == HPCT_SUCCESS, "hpct_params_check_replicas agrees");
+    hpct_insitu_destroy(s);
+    hpct_optimizer_destroy(o);
+    hpct_model_destroy(m);
+    return finish(ctx);
+}
+
+/* Normwise relative difference max|a - b| / max|b| over every parameter. */
+static double rel_diff(hpct_params_t a, hpct_params_t b)
+{
+    int n;
+    double num = 0, den = 0;
+    hpct_params_size(a, &n, NULL);
+    for (int i = 0; i < n; i++) {
+        float *pa, *pb;
+        size_t c;
+        hpct_params_get(a, i, NULL, &pa, NULL, &c);
+        hpct_params_get(b, i, NULL, &pb, NULL, NULL);
+        for (size_t j = 0; j < c; j++) {
+            num = fmax(num, fabs((double)pa[j] - pb[j]));
+            den = fmax(den, fabs((double)pb[j]));
+        }
+    }
+    return den > 0 ? num / den : num;
+}
+
+static void copy_params(hpct_params_t from, hpct_params_t to)
+{
+    int n;
+    hpct_params_size(from, &n, NULL);
+    for (int i = 0; i < n; i++) {
+        float *a, *b;
+        size_t c;
+        hpct_params_get(from, i, NULL, &a, NULL, &c);
+        hpct_params_get(to, i, NULL, &b, NULL, NULL);
+        memcpy(b, a, c * sizeof *a);
+    }
+}
+
+/* (b) 2 ranks: rank 0 gives rows [0, 3) of each global batch of 8, rank 1 rows [3, 8), or
+ * nothing every third step; a local (one-process) model trains on the same global rows. */
+static int run_uneven(int steps)
+{
+    hpct_ctx_t ctx = start(60);
+    if (world_size != 2) {
+        check(0, "uneven needs 2 ranks");
+        return finish(ctx);
+    }
+    hpct_params_t p, rp;
+    hpct_model_t m = make_model(ctx, &p);
+    hpct_optimizer_t o = make_opt(p);
+    hpct_insitu_t s = make_session(m, o, NULL);
+    hpct_insitu_start(s, NULL);
+    hpct_config_t lc = HPCT_CONFIG_INITIALIZER;
+    hpct_ctx_t local;
+    hpct_ctx_create(&lc, &local);
+    hpct_model_t ref = make_model(local, &rp);
+    hpct_optimizer_t ro = make_opt(rp);
+    copy_params(p, rp); /* the replicas start from rank 0's */
+    float x[MAXB * FEATURES];
+    int32_t y[MAXB];
+    int bad = 0;
+    double worst_loss = 0;
+    for (int k = 0; k < steps; k++) {
+        int zero = k % 3 == 2, global = zero ? 3 : MAXB;
+        int first = world_rank == 0 ? 0 : 3, b = world_rank == 0 ? 3 : zero ? 0 : 5;
+        make_data(x, y, MAXB, 1000 + (unsigned long long)k);
+        float loss = NAN, rloss = NAN;
+        bad += hpct_insitu_step(s, x + first * FEATURES, y + first, b, &loss) != HPCT_SUCCESS;
+        bad += hpct_model_loss_grad(ref, x, y, global, 0, &rloss) != HPCT_SUCCESS;
+        bad += hpct_optimizer_step(ro) != HPCT_SUCCESS;
+        worst_loss = fmax(worst_loss, fabs((double)loss - rloss) / fabs((double)rloss));
+    }
+    double d = rel_diff(p, rp);
+    check(bad == 0, "%d steps with local batches 3 + 5 (every third 3 + 0) succeed", steps);
+    check(d <= 1e-6,
+          "parameters equal one process training on the concatenated rows (relative difference "
+          "%.3g <= 1e-6)",
+          d);
+    check(worst_loss <= 1e-6, "the returned loss is the global batch mean (relative %.3g)",
+          worst_loss);
+    check(same_everywhere(params_hash(p)), "and bit-identical on both ranks");
+    hpct_insitu_destroy(s);
+    hpct_optimizer_destroy(o), hpct_optimizer_destroy(ro);
+    hpct_model_destroy(m), hpct_model_destroy(ref);
+    hpct_ctx_destroy(local);
+    return finish(ctx);
+}
+
+/* One step in which rank `bad_rank` (-1: none) spoils its input with `how`; every rank's
+ * status and the time it took are checked against want. */
+enum spoil { NONE, NAN_INPUT, BAD_LABEL, NEG_BATCH };
+static void failing_step(hpct_ctx_t ctx, hpct_insitu_t s, int k, const int *spoilt, int named,
+                         hpct_status_t want, const char *needle, const char *what)
+{
+    float x[MAXB * FEATURES];
+    int32_t y[MAXB];
+    make_data(x, y, MAXB, 500 + (unsigned long long)(k * world_size + world_rank));
+    int b = MAXB;
+    if (spoilt[world_rank] == NAN_INPUT) x[7] = NAN;
+    if (spoilt[world_rank] == BAD_LABEL) y[2] = 99;
+    if (spoilt[world_rank] == NEG_BATCH) b = -1;
+    double t0 = MPI_Wtime();
+    hpct_status_t st = hpct_insitu_step(s, x, y, b, NULL);
+    double took = MPI_Wtime() - t0, slowest = took;
+    MPI_Allreduce(MPI_IN_PLACE, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    char name[64];
+    snprintf(name, sizeof name, "rank %d of %d failed", named, world_size);
+    const char *msg = hpct_last_error(ctx);
+    check(st == want, "%s: every rank returns %d (%s)", what, want, hpct_strerror(want));
+    check(slowest < 2.0, "%s: every rank returned within %.3f s (deadline 60 s)", what, slowest);
+    if (want != HPCT_SUCCESS)
+        check(strstr(msg, name) && strstr(msg, needle), "%s: rank 0 says \"%s\"", what, msg);
+}
+
+/* (c) An error on one rank ends the step on all of them at once, with that rank named. */
+static int run_fail(void)
+{
+    hpct_ctx_t ctx = start(60);
+    hpct_params_t p;
+    hpct_model_t m = make_model(ctx, &p);
+    hpct_optimizer_t o = make_opt(p);
+    hpct_insitu_t s = make_session(m, o, NULL);
+    hpct_insitu_start(s, NULL);
+    int last = world_size - 1;
+    int *spoilt = calloc((size_t)world_size, sizeof *spoilt);
+    failing_step(ctx, s, 0, spoilt, -1, HPCT_SUCCESS, "", "a good step");
+    unsigned long long before = params_hash(p);
+    spoilt[last] = NAN_INPUT;
+    failing_step(ctx, s, 1, spoilt, last, HPCT_ERR_NONFINITE, "loss is nan",
+                 "a NaN input on the last rank only");
+    spoilt[last] = BAD_LABEL;
+    failing_step(ctx, s, 2, spoilt, last, HPCT_ERR_INVALID_ARG, "label 99",
+                 "a bad label on the last rank only");
+    spoilt[last] = NEG_BATCH;
+    failing_step(ctx, s, 3, spoilt, last, HPCT_ERR_INVALID_ARG, "local_batch is -1",
+                 "a negative batch on the last rank only");
+    spoilt[0] = BAD_LABEL, spoilt[last] = NAN_INPUT;
+    failing_step(ctx, s, 4, spoilt, 0, HPCT_ERR_INVALID_ARG, "label 99",
+                 "errors on the first and the last rank: the lowest rank's wins");
+    check(params_hash(p) == before && same_everywhere(params_hash(p)),
+          "failed steps left the parameters untouched and identical");
+    memset(spoilt, 0, sizeof *spoilt * (size_t)world_size);
+    failing_step(ctx, s, 5, spoilt, -1, HPCT_SUCCESS, "", "the session goes on after them");
+    hpct_progress_t pr;
+    hpct_insitu_progress(s, &pr);
+    check(pr.step == 2 && hpct_params_check_replicas(p) == HPCT_SUCCESS,
+          "two steps counted (got %ld), replicas identical", pr.step);
+    free(spoilt);
+    hpct_insitu_destroy(s);
+    hpct_optimizer_destroy(o);
+    hpct_model_destroy(m);
+    return finish(ctx);
+}
+
+/* The simulation's state: a field advanced before each step from itself, the model's first
+ * weight and (local mode) the rank, so it depends on what the checkpoint holds. */
+static void advance(double *field, int n, hpct_params_t p, long step, int local)
+{
+    float *w;
+    hpct_params_get(p, 0, NULL, &w, NULL, NULL);
+    for (int i = 0; i < n; i++)
+        field[i] = 0.5 * field[i] + w[i] * (i + 1) + 1e-3 * (double)step +
+                   (local ? 0.25 * world_rank : 0.0);
+}
+
+static hpct_ckpt_t open_ckpt(hpct_ctx_t ctx, const char *dir, long every, int local)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/rank%d", dir, world_rank);
+    hpct_ckpt_config_t c = HPCT_CKPT_CONFIG_INITIALIZER;
+    c.directory = local ? path : dir;
+    c.writer_rank = local ? world_rank : 0;
+    c.every_steps = every;
+    c.keep_last = 20;
+    c.async = 1;
+    c.defer_copy = 1;
+    hpct_ckpt_t ck;
+    if (hpct_ckpt_open(ctx, &c, &ck)) {
+        fprintf(stderr, "rank %d: %s\n", world_rank, hpct_last_error(ctx));
+        exit(2);
+    }
+    return ck;
+}
+
+/* (d), (e) A simulation training in situ; see the comment at the top. */
+static int run_sim(const char *dir, long steps, long stop_at, int sig_rank, long every, int local)
+{
+    enum { N = 24 };
+    hpct_ctx_t ctx = start(60);
+    hpct_params_t p;
+    hpct_model_t m = make_model(ctx, &p);
+    hpct_optimizer_t o = make_opt(p);
+    hpct_ckpt_t ck = open_ckpt(ctx, dir, every, local);
+    double field[N] = {0};
+    long sim_step = 0;
+    hpct_ckpt_add_array(ck, "sim/field", HPCT_CKPT_F64, field, N);
+    hpct_ckpt_add_scalar(ck, "sim/step", HPCT_CKPT_I64, &sim_step);
+    hpct_insitu_t s = make_session(m, o, ck);
+    long done = -1;
+    hpct_status_t st = hpct_insitu_start(s, &done);
+    if (st || done != sim_step) {
+        fprintf(stderr, "rank %d: start: %s (step %ld, sim %ld)\n", world_rank,
+                hpct_last_error(ctx), done, sim_step);
+        return 2;
+    }
+    if (world_rank == 0 && done) printf("RESUMED at step %ld\n", done);
+    float x[MAXB * FEATURES];
+    int32_t y[MAXB];
+    while (!st && done < steps) {
+        advance(field, N, p, ++sim_step, local);
+        int b = 1 + (int)((sim_step * 5 + world_rank * 3) % MAXB);
+        make_data(x, y, b, (unsigned long long)(sim_step * 16 + world_rank));
+        x[0] = (float)field[0];
+        if (sim_step == stop_at && world_rank == sig_rank) raise(SIGTERM);
+        st = hpct_insitu_step(s, x, y, b, NULL);
+        if (st >= 0) done++;
+    }
+    if (!st) st = hpct_insitu_finish(s);
+    if (st < 0) fprintf(stderr, "rank %d: %s\n", world_rank, hpct_last_error(ctx));
+    long mine[2] = {st, done}, lo[2], hi[2];
+    MPI_Allreduce(mine, lo, 2, MPI_LONG, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(mine, hi, 2, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
+    check(lo[0] == hi[0] && lo[1] == hi[1],
+          "every rank ends with the same status (%ld..%ld) after the same step (%ld..%ld)", lo[0],
+          hi[0], lo[1], hi[1]);
+    unsigned long long fh = fnv(field, sizeof field), *all = calloc((size_t)world_size, 8);
+    MPI_Gather(&fh, 1, MPI_UNSIGNED_LONG_LONG, all, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
+    if (world_rank == 0) {
+        printf("RESULT status=%d steps=%ld params=%016llx fields=", st, done, params_hash(p));
+        for (int r = 0; r < world_size; r++) printf("%s%016llx", r ? "," : "", all[r]);
+        printf("\n");
+        if (st == HPCT_PREEMPTED) printf("STOPPED after step %ld\n", done);
+    }
+    free(all);
+    hpct_insitu_destroy(s);
+    hpct_ckpt_close(ck);
+    hpct_optimizer_destroy(o);
+    hpct_model_destroy(m);
+    int rc = finish(ctx);
+    return rc ? rc : st == HPCT_PREEMPTED ? EXIT_PREEMPTED : st ? 3 : 0;
+}
+
+/* Integer agreement: exact MAX/MIN/SUM at any W, a failure's detail shared, and the
+ * found-checkpoint agreement of hpct_insitu_start (as hpct_train's, lib/train/loop.c).
+ * The fp32 mean that train.c used before tested "every rank set the flag" as mean >= 1,
+ * which fails where W * fl(1/W) < 1 (W = 41, 47; issue 14): MAX/MIN have no rounding. */
+static int run_agree(const char *dir)
+{
+    hpct_ctx_t ctx = start(60);
+    long v[4] = {world_rank, -world_rank, 1, world_rank == 1 ? 1 : 0};
+    hpct_status_t s = hpcti_agree(ctx, "test MAX", v, 4, MPI_MAX);
+    check(!s && v[0] == world_size - 1 && v[1] == 0 && v[2] == 1 && v[3] == (world_size > 1),
+          "MAX: %ld %ld %ld %ld", v[0], v[1], v[2], v[3]);
+    long w[2] = {1, world_rank + 1};
+    s = hpcti_agree(ctx, "test MIN", w, 2, MPI_MIN);
+    check(!s && w[0] == 1 && w[1] == 1, "MIN of a flag set on every rank is 1 (exact)");
+    long u[2] = {1, world_rank};
+    s = hpcti_agree(ctx, "test SUM", u, 2, MPI_SUM);
+    check(!s && u[0] == world_size && u[1] == (long)world_size * (world_size - 1) / 2,
+          "SUM: %ld ranks, rank sum %ld", u[0], u[1]);
+    float mean = 1.0f;
+    hpct_allreduce_mean(ctx, &mean, 1);
+    if (world_rank == 0)
+        printf("# for comparison: the fp32 mean of 1.0 over %d ranks is %.9g\n", world_size,
+               (double)mean);
+    int failing = world_size - 1;
+    char mine[64];
+    snprintf(mine, sizeof mine, "disk full on rank %d", world_rank);
+    s = hpcti_agree_status(ctx, "test step", world_rank == failing ? HPCT_ERR_IO : HPCT_SUCCESS,
+                           mine);
+    char want[128];
+    snprintf(want, sizeof want, "test step: rank %d of %d failed: disk full on rank %d", failing,
+             world_size, failing);
+    check(s == HPCT_ERR_IO && strstr(hpct_last_error(ctx), want),
+          "a failure on rank %d only: every rank returns HPCT_ERR_IO, \"%s\"", failing,
+          hpct_last_error(ctx));
+    check(hpcti_agree_status(ctx, "test step", HPCT_SUCCESS, "") == HPCT_SUCCESS,
+          "no failure: success everywhere");
+
+    /* found-checkpoint agreement: shared directory (all find one), then one rank alone */
+    hpct_params_t p;
+    hpct_model_t m = make_model(ctx, &p);
+    hpct_optimizer_t o = make_opt(p);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/shared", dir);
+    hpct_ckpt_config_t c = HPCT_CKPT_CONFIG_INITIALIZER;
+    c.directory = path;
+    hpct_ckpt_t ck;
+    hpct_ckpt_open(ctx, &c, &ck);
+    hpct_insitu_t ses = make_session(m, o, ck);
+    long step = -1;
+    hpct_insitu_start(ses, &step);
+    float x[MAXB * FEATURES];
+    int32_t y[MAXB];
+    make_data(x, y, MAXB, 77);
+    hpct_insitu_step(ses, x, y, MAXB, NULL);
+    s = hpct_insitu_finish(ses);
+    hpct_insitu_destroy(ses);
+    hpct_ckpt_close(ck);
+    check(s == HPCT_SUCCESS, "a checkpoint of step 1 in a shared directory");
+    hpct_ckpt_open(ctx, &c, &ck);
+    ses = make_session(m, o, ck);
+    s = hpct_insitu_start(ses, &step);
+    check(s == HPCT_SUCCESS && step == 1, "every rank finds it: resumed at step %ld", step);
+    hpct_insitu_destroy(ses);
+    hpct_ckpt_close(ck);
+    /* rank 1 points at the shared directory, the others at empty ones of their own */
+    if (world_rank == 1)
+        snprintf(path, sizeof path, "%s/shared", dir);
+    else
+        snprintf(path, sizeof path, "%s/empty%d", dir, world_rank);
+    hpct_ckpt_open(ctx, &c, &ck);
+    ses = make_session(m, o, ck);
+    s = hpct_insitu_start(ses, &step);
+    snprintf(want, sizeof want, "rank %d found %s", world_rank,
+             world_rank == 1 ? "a checkpoint but other ranks did not"
+                             : "no checkpoint but other ranks did:");
+    check(s == HPCT_ERR_STATE && strstr(hpct_last_error(ctx), want),
+          "only rank 1 finds one: HPCT_ERR_STATE on every rank: \"%s\"", hpct_last_error(ctx));
+    hpct_insitu_destroy(ses);
+    hpct_ckpt_close(ck);
+    hpct_optimizer_destroy(o);
+    hpct_model_destroy(m);
+    return finish(ctx);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 3 && !strcmp(argv[1], "same")) return run_same(atoi(argv[2]));
+    if (argc == 3 && !strcmp(argv[1], "uneven")) return run_uneven(atoi(argv[2]));
+    if (argc == 2 && !strcmp(argv[1], "fail")) return run_fail();
+    if (argc == 8 && !strcmp(argv[1], "sim"))
+        return run_sim(argv[2], atol(argv[3]), atol(argv[4]), atoi(argv[5]), atol(argv[6]),
+                       !strcmp(argv[7], "local"));
+    if (argc == 3 && !strcmp(argv[1], "agree")) return run_agree(argv[2]);
+    fprintf(stderr, "usage: see the comment at the top of t/lib/insitu_prog.c\n");
+    return 2;
+}

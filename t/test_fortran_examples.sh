@@ -1,0 +1,120 @@
+#!/bin/sh
+# test_fortran_examples.sh: the Fortran examples run and do what they say.
+#  - examples/fortran/byog: the decay fit from hand-computed gradients averaged over ranks
+#    recovers its three parameters, as one process and at W = 2;
+#  - examples/fortran/mlp_shards at W = 2 on sharded HDF5 data: trains to a test accuracy
+#    above 0.9; stopped near the job's time limit (HPCT_JOB_END_TIME within the walltime
+#    margin) and by SIGUSR1 (as Slurm's --signal sends it), it writes a checkpoint and exits
+#    75; resumed, it ends with parameters bit-identical to the uninterrupted run's;
+#  - examples/fortran/heat_insitu (the heat equation training a surrogate of its own step
+#    in situ): the surrogate's error against the solver's next step falls; the field is the
+#    same at W = 1, 2 and 3 (halo exchange); every rank checkpoints its slab on the cadence;
+#    SIGTERM gives exit 75 and a checkpoint, and the resumed run ends bit-identical.
+. "${top_srcdir:-.}/t/lib/fortran_lib.sh"
+need_fortran
+need_mpi
+make_data
+plan 15
+BYOG="$builddir/examples/fortran/byog"
+MLP="$builddir/examples/fortran/mlp_shards"
+HEAT="$builddir/examples/fortran/heat_insitu"
+DATA="$work/data/manifest.txt"
+
+run "$work/byog1" timeout -s KILL 120 "$BYOG"
+[ "$rc" = 0 ] && grep -q '^byog: 1 rank(s): a =  2.0000, k =  0.7000, c =  0.5000' "$work/byog1"
+ok $? "byog, one process: recovers a = 2, k = 0.7, c = 0.5 (exit $rc)" || show "$work/byog1"
+run "$work/byog2" mpi 2 "$BYOG"
+[ "$rc" = 0 ] && grep -q '^byog: 2 rank(s): a =  2.0000, k =  0.7000, c =  0.5000' "$work/byog2"
+ok $? "byog, W=2: the same fit from gradients averaged over the ranks (exit $rc)" || show "$work/byog2"
+
+# mlp OUT DIR [ARGS]: mlp_shards at W = 2 for 40 epochs, checkpoints in DIR; sets rc.
+mlp() {
+    out=$1 dir=$2; shift 2
+    run "$out" mpi 2 "$MLP" --classes 4 "$DATA" --test "$DATA" --checkpoints "$dir" --epochs 40 "$@"
+    echo "$rc" >"$out.rc"
+}
+hash_of() { sed -n 's/^mlp_shards: done: .* params hash \([0-9A-F]*\)$/\1/p' "$1"; }
+
+mlp "$work/ref" "$work/ck-ref"
+ref=$(hash_of "$work/ref")
+acc=$(sed -n 's/^mlp_shards: test loss .* accuracy \([0-9.]*\) over 2048 samples$/\1/p' "$work/ref")
+[ "$rc" = 0 ] && [ -n "$ref" ] && awk -v a="${acc:-0}" 'BEGIN { exit !(a > 0.9) }'
+ok $? "mlp_shards W=2: 1680 steps, test accuracy ${acc:-?} > 0.9, params hash ${ref:-none}" || show "$work/ref"
+
+HPCT_JOB_END_TIME=$(($(date +%s) + 60)) mlp "$work/wall" "$work/ck-wall"
+[ "$rc" = 75 ] && grep -q "^mlp_shards: stopped after step 1: the job's time limit is near" "$work/wall" &&
+    ls "$work/ck-wall"/ckpt-*.h5 >/dev/null 2>&1
+ok $? "the job's end within the walltime margin: checkpoint after step 1 and exit 75 (got $rc)" ||
+    show "$work/wall"
+mlp "$work/wall2" "$work/ck-wall"
+[ "$rc" = 0 ] && grep -q '^mlp_shards: resumed from the checkpoint of step 1$' "$work/wall2"
+ok $? "the requeued run resumes from step 1 (exit $rc)" || show "$work/wall2"
+is "$(hash_of "$work/wall2")" "$ref" "its parameters are bit-identical to the uninterrupted run's"
+
+# SIGUSR1 while it trains: stop both ranks (so the run cannot end first), signal, continue.
+mlp "$work/sig" "$work/ck-sig" &
+i=0 # poll every 20 ms for the first report (step 10), for at most 60 s
+until grep -q '^epoch 1 step 10/' "$work/sig" 2>/dev/null || [ $i -ge 3000 ]; do sleep 0.02; i=$((i + 1)); done
+ranks=$(pgrep -f "^$MLP --classes 4 $DATA --test $DATA --checkpoints $work/ck-sig" | tr '\n' ' ')
+for p in $ranks; do kill -STOP "$p"; done
+for p in $ranks; do kill -USR1 "$p"; done
+for p in $ranks; do kill -CONT "$p"; done
+wait
+rc=$(cat "$work/sig.rc")
+[ "$rc" = 75 ] && [ "$(echo $ranks | wc -w)" = 2 ] &&
+    grep -q '^mlp_shards: stopped by signal 10 after step [0-9]*; checkpoint written; exit 75$' "$work/sig"
+ok $? "SIGUSR1 to both ranks (${ranks:-none found}): checkpoint and exit 75 (got $rc)" || show "$work/sig"
+step=$(sed -n 's/^mlp_shards: stopped by signal 10 after step \([0-9]*\);.*/\1/p' "$work/sig")
+mlp "$work/sig2" "$work/ck-sig"
+[ "$rc" = 0 ] && grep -q "^mlp_shards: resumed from the checkpoint of step ${step:-none}\$" "$work/sig2"
+ok $? "the requeued run resumes from step ${step:-?} (exit $rc)" || show "$work/sig2"
+is "$(hash_of "$work/sig2")" "$ref" "its parameters are bit-identical to the uninterrupted run's"
+
+# heat OUT DIR NP: heat_insitu (600 steps) on NP ranks, checkpoints in DIR; sets rc.
+heat() {
+    run "$1" mpi "$3" "$HEAT" --checkpoints "$2"
+    echo "$rc" >"$1.rc"
+}
+# error OUT STEP FIELD: field 11 (the rms error) or 16 (relative to the step) of the report of STEP.
+error() { awk -v s="$2" '$1 == "heat:" && $2 == "step" && $3 == s { print $'"$3"' }' "$1" | tr -d ,; }
+done_line() { sed -n 's/^heat: done: \(.*\)$/\1/p' "$1"; }
+
+heat "$work/heat2" "$work/hk2" 2
+a0=$(error "$work/heat2" 0 11) a1=$(error "$work/heat2" 600 11)
+r0=$(error "$work/heat2" 0 16) r1=$(error "$work/heat2" 600 16)
+[ "$rc" = 0 ] && awk -v a0="${a0:-0}" -v a1="${a1:-1}" -v r0="${r0:-0}" -v r1="${r1:-1}" \
+    'BEGIN { exit !(a1 < a0 / 10 && r1 < r0 / 2) }'
+ok $? "heat_insitu W=2: the surrogate's error against the solver falls: rms ${a0:-?} -> ${a1:-?}, relative to the step ${r0:-?} -> ${r1:-?}" ||
+    show "$work/heat2"
+ls "$work/hk2/rank0/ckpt-000000000500.h5" "$work/hk2/rank1/ckpt-000000000500.h5" \
+    "$work/hk2/rank1/ckpt-000000000600.h5" >/dev/null 2>&1
+ok $? "every rank saved its slab on the cadence (step 500) and at the end (600)" || ls -R "$work/hk2" | sed 's/^/#   /'
+field() { done_line "$1" | sed -n 's/.*field crc \([0-9A-F]*\),.*/\1/p'; }
+heat "$work/heat1" "$work/hk1" 1
+heat "$work/heat3" "$work/hk3" 3
+f2=$(field "$work/heat2")
+[ -n "$f2" ] && [ "$(field "$work/heat1")" = "$f2" ] && [ "$(field "$work/heat3")" = "$f2" ]
+ok $? "the field after 600 steps is the same at W = 1, 2 and 3 (crc ${f2:-none}): the halo exchange is exact" ||
+    { show "$work/heat1"; show "$work/heat3"; }
+
+# SIGTERM to both ranks after the first report (stopped first, so the run cannot end before).
+heat "$work/hsig" "$work/hks" 2 &
+i=0
+until grep -q '^heat: step 0 ' "$work/hsig" 2>/dev/null || [ $i -ge 3000 ]; do sleep 0.02; i=$((i + 1)); done
+ranks=$(pgrep -f "^$HEAT --checkpoints $work/hks\$" | tr '\n' ' ')
+for p in $ranks; do kill -STOP "$p"; done
+for p in $ranks; do kill -TERM "$p"; done
+for p in $ranks; do kill -CONT "$p"; done
+wait
+rc=$(cat "$work/hsig.rc")
+step=$(sed -n 's/^heat: stopped by signal 15 after step \([0-9]*\);.*/\1/p' "$work/hsig")
+file=$(printf 'ckpt-%012d.h5' "${step:-0}")
+[ "$rc" = 75 ] && [ -n "$step" ] && [ -f "$work/hks/rank0/$file" ] && [ -f "$work/hks/rank1/$file" ]
+ok $? "SIGTERM to both ranks (${ranks:-none found}): both slabs checkpointed at step ${step:-?}, exit 75 (got $rc)" ||
+    show "$work/hsig"
+heat "$work/hres" "$work/hks" 2
+[ "$rc" = 0 ] && grep -q "^heat: resumed at step ${step:-none} " "$work/hres"
+ok $? "the restarted run resumes at step ${step:-?} (exit $rc)" || show "$work/hres"
+is "$(done_line "$work/hres")" "$(done_line "$work/heat2")" \
+    "its final field and surrogate are bit-identical to the uninterrupted run's"
+done_testing

@@ -1,0 +1,440 @@
+/* test_insitu.c: the in-situ session in one process (no distributed runtime): a step through
+ * hpct_insitu_step (built-in model) or hpct_insitu_step_grads (own gradients) gives the same
+ * bits as the plain calls; argument errors are named; a non-finite input changes nothing;
+ * progress reports; a raised SIGTERM stops after its step with a checkpoint that a new
+ * session resumes (parameters, optimizer and a registered simulation array); signals the
+ * caller installed are used as they are. */
+#include "lib/ckpt_util.h"
+
+#include <math.h>
+#include <signal.h>
+
+#define FEATURES 12
+#define CLASSES  3
+#define MAXB     8
+
+/* x [n, FEATURES] in [-1, 1), labels [n] from a fixed rule; xorshift from seed. */
+static void make_batch(float *x, int32_t *y, int n, uint64_t seed)
+{
+    uint64_t s = seed * 0x9e3779b97f4a7c15ULL + 7;
+    for (int i = 0; i < n * FEATURES; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        x[i] = (float)((double)(s >> 11) * 0x1.0p-52 - 1.0);
+    }
+    for (int i = 0; i < n; i++) y[i] = (x[i * FEATURES] > 0) + (x[i * FEATURES + 1] > 0.5f);
+}
+
+static hpct_ctx_t new_ctx(void)
+{
+    hpct_config_t c = HPCT_CONFIG_INITIALIZER;
+    c.seed = 9;
+    hpct_ctx_t ctx;
+    if (hpct_ctx_create(&c, &ctx)) tap_bail("cannot create a context");
+    return ctx;
+}
+
+static hpct_model_t new_model(hpct_ctx_t ctx)
+{
+    hpct_model_t m;
+    if (hpct_model_create(ctx, FEATURES, &m) ||
+        hpct_model_add_dense(m, 16, HPCT_ACT_TANH, HPCT_INIT_AUTO) ||
+        hpct_model_add_dense(m, CLASSES, HPCT_ACT_IDENTITY, HPCT_INIT_AUTO) ||
+        hpct_model_build(m, MAXB))
+        tap_bail("cannot build the model: %s", hpct_last_error(ctx));
+    return m;
+}
+
+static hpct_optimizer_t new_opt(hpct_params_t p)
+{
+    hpct_optim_config_t oc = HPCT_OPTIM_CONFIG_INITIALIZER;
+    oc.kind = HPCT_OPT_ADAMW;
+    oc.lr = 0.01f;
+    oc.weight_decay = 0.01f;
+    hpct_optimizer_t o;
+    if (hpct_optimizer_create(p, &oc, &o)) tap_bail("cannot create the optimizer");
+    return o;
+}
+
+/* 1 when both sets hold the same parameter bits. */
+static int same_params(hpct_params_t a, hpct_params_t b)
+{
+    int na, nb;
+    hpct_params_size(a, &na, NULL);
+    hpct_params_size(b, &nb, NULL);
+    for (int i = 0; i < na && na == nb; i++) {
+        float *pa, *pb;
+        size_t ca, cb;
+        hpct_params_get(a, i, NULL, &pa, NULL, &ca);
+        hpct_params_get(b, i, NULL, &pb, NULL, &cb);
+        if (ca != cb || memcmp(pa, pb, ca * sizeof *pa)) return 0;
+    }
+    return na == nb;
+}
+
+/* A one-model session with defaults but for ck and signals. */
+static hpct_insitu_t new_session(hpct_model_t m, hpct_optimizer_t o, hpct_ckpt_t ck, int sig)
+{
+    hpct_insitu_config_t c = HPCT_INSITU_CONFIG_INITIALIZER;
+    c.catch_signals = sig;
+    hpct_insitu_t s;
+    if (hpct_insitu_create(m, NULL, o, ck, &c, &s)) tap_bail("cannot create a session");
+    return s;
+}
+
+/* 30 steps of batches 1..8 through the session and through the plain calls. */
+static void test_same_bits(void)
+{
+    hpct_ctx_t ca = new_ctx(), cb = new_ctx();
+    hpct_model_t ma = new_model(ca), mb = new_model(cb);
+    hpct_params_t pa, pb;
+    hpct_model_params(ma, &pa);
+    hpct_model_params(mb, &pb);
+    hpct_optimizer_t oa = new_opt(pa), ob = new_opt(pb);
+    hpct_insitu_t s = new_session(ma, oa, NULL, 0);
+    long step = -1;
+    tap_ok(hpct_insitu_start(s, &step) == HPCT_SUCCESS && step == 0,
+           "start without a checkpoint: step 0");
+    float x[MAXB * FEATURES];
+    int32_t y[MAXB];
+    int bad = 0, loss_differs = 0;
+    for (int k = 0; k < 30; k++) {
+        int b = 1 + k % MAXB;
+        make_batch(x, y, b, (uint64_t)k);
+        float la = NAN, lb = NAN;
+        bad += hpct_insitu_step(s, x, y, b, &la) != HPCT_SUCCESS;
+        bad += hpct_model_loss_grad(mb, x, y, b, 0, &lb) != HPCT_SUCCESS;
+        bad += hpct_optimizer_step(ob) != HPCT_SUCCESS;
+        loss_differs += memcmp(&la, &lb, sizeof la) != 0;
+    }
+    tap_ok(bad == 0 && same_params(pa, pb),
+           "30 steps (batches 1..8) through hpct_insitu_step: parameters bit-identical to "
+           "hpct_model_loss_grad + hpct_optimizer_step (%d failed calls)",
+           bad);
+    tap_is_int(loss_differs, 0, "the loss it returns is the model's batch loss, bit for bit");
+    hpct_progress_t p;
+    memset(&p, 0, sizeof p);
+    hpct_status_t st = hpct_insitu_progress(s, &p);
+    tap_ok(st == HPCT_SUCCESS && p.step == 30, "progress counts 30 steps (got %ld)", p.step);
+    hpct_insitu_destroy(s);
+    hpct_optimizer_destroy(oa), hpct_optimizer_destroy(ob);
+    hpct_model_destroy(ma), hpct_model_destroy(mb);
+    hpct_ctx_destroy(ca), hpct_ctx_destroy(cb);
+}
+
+/* Own gradients: g = w - t (a quadratic), through hpct_insitu_step_grads and directly. */
+static void test_byog(void)
+{
+    enum { N = 37 };
+    hpct_ctx_t ctx = new_ctx();
+    float wa[N], ga[N], wb[N], gb[N];
+    for (int i = 0; i < N; i++) wa[i] = wb[i] = (float)i / N;
+    hpct_params_t pa, pb;
+    hpct_params_create(ctx, &pa);
+    hpct_params_create(ctx, &pb);
+    hpct_params_register(pa, "field/w", wa, ga, N);
+    hpct_params_register(pb, "field/w", wb, gb, N);
+    hpct_optimizer_t oa = new_opt(pa), ob = new_opt(pb);
+    hpct_insitu_t s;
+    hpct_insitu_config_t c = HPCT_INSITU_CONFIG_INITIALIZER;
+    c.catch_signals = 0;
+    tap_is_int(hpct_insitu_create(NULL, pa, oa, NULL, &c, &s), HPCT_SUCCESS,
+               "a session over a bring-your-own-gradients set");
+    hpct_insitu_start(s, NULL);
+    int bad = 0;
+    for (int k = 0; k < 20; k++) {
+        for (int i = 0; i < N; i++) ga[i] = wa[i] - 0.25f * (float)(i % 5), gb[i] = ga[i];
+        float l = NAN;
+        bad += hpct_insitu_step_grads(s, 4, 0.5f * (float)k, &l) != HPCT_SUCCESS || l != 0.5f * k;
+        bad += hpct_optimizer_step(ob) != HPCT_SUCCESS;
+    }
+    tap_ok(bad == 0 && memcmp(wa, wb, sizeof wa) == 0,
+           "20 steps through hpct_insitu_step_grads: bit-identical to hpct_optimizer_step, "
+           "loss passed through (%d failures)",
+           bad);
+    float l;
+    hpct_status_t st = hpct_insitu_step_grads(s, 0, 0.0f, &l);
+    tap_ok(st == HPCT_ERR_INVALID_ARG && strstr(hpct_last_error(ctx), "local_batch is 0 on all"),
+           "local_batch 0 on every rank is an error: %s", hpct_last_error(ctx));
+    st = hpct_insitu_step_grads(s, 3, NAN, &l);
+    tap_ok(st == HPCT_ERR_NONFINITE && strstr(hpct_last_error(ctx), "local_loss is nan"),
+           "a NaN local loss is refused: %s", hpct_last_error(ctx));
+    st = hpct_insitu_step(s, wa, ga, 1, &l);
+    tap_ok(st == HPCT_ERR_STATE && strstr(hpct_last_error(ctx), "hpct_insitu_step_grads"),
+           "hpct_insitu_step without a model points to step_grads: %s", hpct_last_error(ctx));
+    hpct_insitu_destroy(s);
+    hpct_optimizer_destroy(oa), hpct_optimizer_destroy(ob);
+    hpct_params_destroy(pa), hpct_params_destroy(pb);
+    hpct_ctx_destroy(ctx);
+}
+
+static void expect_error(hpct_status_t got, hpct_status_t want, hpct_ctx_t ctx, const char *needle,
+                         const char *what)
+{
+    const char *msg = hpct_last_error(ctx);
+    tap_ok(got == want && strstr(msg, needle), "%s: status %d (want %d), \"%s\"", what, got, want,
+           msg);
+}
+
+static void test_arguments(void)
+{
+    hpct_ctx_t ctx = new_ctx(), other = new_ctx();
+    hpct_model_t m = new_model(ctx), m2 = new_model(other);
+    hpct_params_t p, p2;
+    hpct_model_params(m, &p);
+    hpct_model_params(m2, &p2);
+    hpct_optimizer_t o = new_opt(p), o2 = new_opt(p2);
+    hpct_insitu_t s = NULL;
+    hpct_insitu_config_t c = HPCT_INSITU_CONFIG_INITIALIZER;
+    tap_is_int(hpct_insitu_create(NULL, NULL, NULL, NULL, &c, &s), HPCT_ERR_INVALID_ARG,
+               "no model, params or optimizer: HPCT_ERR_INVALID_ARG");
+    expect_error(hpct_insitu_create(m, NULL, o, NULL, &c, NULL), HPCT_ERR_INVALID_ARG, ctx,
+                 "session is NULL", "session NULL");
+    expect_error(hpct_insitu_create(m, NULL, NULL, NULL, &c, &s), HPCT_ERR_INVALID_ARG, ctx,
+                 "opt is NULL", "opt NULL");
+    expect_error(hpct_insitu_create(m, NULL, o2, NULL, &c, &s), HPCT_ERR_INVALID_ARG, ctx,
+                 "another parameter set", "an optimizer over another model");
+    expect_error(hpct_insitu_create(m, p2, o, NULL, &c, &s), HPCT_ERR_INVALID_ARG, ctx,
+                 "params must be NULL", "params that are not the model's");
+    c.version = 0;
+    expect_error(hpct_insitu_create(m, NULL, o, NULL, &c, &s), HPCT_ERR_INVALID_ARG, ctx,
+                 "version is 0", "config version 0");
+    c.version = HPCT_INSITU_CONFIG_VERSION + 1;
+    expect_error(hpct_insitu_create(m, NULL, o, NULL, &c, &s), HPCT_ERR_INVALID_ARG, ctx,
+                 "HPCT_INSITU_CONFIG_INITIALIZER", "config version from the future");
+    c.version = HPCT_INSITU_CONFIG_VERSION;
+    c.log_interval = -1;
+    expect_error(hpct_insitu_create(m, NULL, o, NULL, &c, &s), HPCT_ERR_INVALID_ARG, ctx,
+                 "log_interval is -1", "negative log_interval");
+    tap_ok(s == NULL, "no session comes back from a failed create");
+    tap_is_int(hpct_insitu_create(m, NULL, o, NULL, NULL, &s), HPCT_SUCCESS,
+               "cfg NULL means the defaults");
+    float x[MAXB * FEATURES];
+    int32_t y[MAXB];
+    make_batch(x, y, MAXB, 1);
+    expect_error(hpct_insitu_step(s, x, y, 2, NULL), HPCT_ERR_STATE, ctx, "hpct_insitu_start",
+                 "a step before start");
+    hpct_insitu_start(s, NULL);
+    expect_error(hpct_insitu_start(s, NULL), HPCT_ERR_STATE, ctx, "already started",
+                 "a second start");
+    expect_error(hpct_insitu_step(s, x, y, -3, NULL), HPCT_ERR_INVALID_ARG, ctx,
+                 "local_batch is -3", "negative local_batch");
+    expect_error(hpct_insitu_step(s, NULL, y, 2, NULL), HPCT_ERR_INVALID_ARG, ctx, "x is NULL",
+                 "x NULL");
+    expect_error(hpct_insitu_step(s, x, NULL, 2, NULL), HPCT_ERR_INVALID_ARG, ctx,
+                 "targets are NULL", "targets NULL");
+    expect_error(hpct_insitu_step(s, x, y, MAXB + 1, NULL), HPCT_ERR_INVALID_ARG, ctx, "max_batch",
+                 "a batch beyond the model's max_batch");
+    y[1] = CLASSES;
+    expect_error(hpct_insitu_step(s, x, y, 2, NULL), HPCT_ERR_INVALID_ARG, ctx, "label 3",
+                 "a label outside the classes");
+    y[1] = 0;
+    size_t total;
+    hpct_params_size(p, NULL, &total);
+    float *before = malloc(total * sizeof *before), *w;
+    hpct_params_get(p, 0, NULL, &w, NULL, NULL);
+    memcpy(before, w, 16 * FEATURES * sizeof *w);
+    x[5] = NAN;
+    expect_error(hpct_insitu_step(s, x, y, 2, NULL), HPCT_ERR_NONFINITE, ctx, "nan",
+                 "a NaN input: non-finite loss");
+    tap_ok(memcmp(before, w, 16 * FEATURES * sizeof *w) == 0,
+           "after the failed step the parameters are unchanged");
+    hpct_progress_t pr;
+    tap_ok(hpct_insitu_progress(s, &pr) == HPCT_SUCCESS && pr.step == 0,
+           "failed steps are not counted");
+    expect_error(hpct_insitu_progress(s, NULL), HPCT_ERR_INVALID_ARG, ctx, "progress is NULL",
+                 "progress NULL");
+    tap_ok(hpct_insitu_step(NULL, x, y, 2, NULL) == HPCT_ERR_INVALID_ARG &&
+               hpct_insitu_step_grads(NULL, 1, 0, NULL) == HPCT_ERR_INVALID_ARG &&
+               hpct_insitu_start(NULL, NULL) == HPCT_ERR_INVALID_ARG &&
+               hpct_insitu_finish(NULL) == HPCT_ERR_INVALID_ARG,
+           "a NULL session: HPCT_ERR_INVALID_ARG everywhere");
+    hpct_insitu_destroy(NULL);
+    free(before);
+    hpct_insitu_destroy(s);
+    hpct_optimizer_destroy(o), hpct_optimizer_destroy(o2);
+    hpct_model_destroy(m), hpct_model_destroy(m2);
+    hpct_ctx_destroy(ctx), hpct_ctx_destroy(other);
+}
+
+struct seen {
+    int calls;
+    long last_step;
+    double loss;
+};
+
+static void on_progress(const hpct_progress_t *p, void *arg)
+{
+    struct seen *s = arg;
+    s->calls++, s->last_step = p->step, s->loss = p->loss;
+}
+
+/* Reports every 5 steps: the mean of the losses returned since the last one. */
+static void test_progress(void)
+{
+    hpct_ctx_t ctx = new_ctx();
+    hpct_model_t m = new_model(ctx);
+    hpct_params_t p;
+    hpct_model_params(m, &p);
+    hpct_optimizer_t o = new_opt(p);
+    struct seen seen = {0, 0, 0};
+    hpct_insitu_config_t c = HPCT_INSITU_CONFIG_INITIALIZER;
+    c.catch_signals = 0, c.log_interval = 5, c.progress = on_progress, c.progress_arg = &seen;
+    hpct_insitu_t s;
+    hpct_insitu_create(m, NULL, o, NULL, &c, &s);
+    hpct_insitu_start(s, NULL);
+    float x[MAXB * FEATURES];
+    int32_t y[MAXB];
+    double sum = 0;
+    for (int k = 0; k < 12; k++) {
+        float l;
+        make_batch(x, y, MAXB, (uint64_t)k + 100);
+        hpct_insitu_step(s, x, y, MAXB, &l);
+        sum += k >= 5 && k < 10 ? l : 0;
+    }
+    tap_ok(seen.calls == 2 && seen.last_step == 10, "two reports in 12 steps (got %d, at %ld)",
+           seen.calls, seen.last_step);
+    tap_within(seen.loss, sum / 5, 1e-6, "the report's loss is the mean of steps 6..10");
+    hpct_insitu_destroy(s);
+    hpct_optimizer_destroy(o);
+    hpct_model_destroy(m);
+    hpct_ctx_destroy(ctx);
+}
+
+/* The "simulation": a field advanced once per step from itself and the model's first
+ * weight (state that the checkpoint holds), before the step that trains on it. */
+static void advance(double *field, int n, hpct_params_t p, long step)
+{
+    float *w;
+    hpct_params_get(p, 0, NULL, &w, NULL, NULL);
+    for (int i = 0; i < n; i++) field[i] = 0.5 * field[i] + w[0] * (i + 1) + 1e-3 * (double)step;
+}
+
+/* Up to `steps` steps of simulation + training with a checkpoint every 4 steps in dir; SIGTERM
+ * raised before step stop_at (0: never). Returns the steps done; *last the final status. */
+static long run_sim(const char *dir, int steps, int stop_at, double *field, int n,
+                    hpct_params_t *out_p, hpct_ctx_t *out_ctx, hpct_model_t *out_m,
+                    hpct_optimizer_t *out_o, hpct_status_t *last)
+{
+    hpct_ctx_t ctx = new_ctx();
+    hpct_model_t m = new_model(ctx);
+    hpct_params_t p;
+    hpct_model_params(m, &p);
+    hpct_optimizer_t o = new_opt(p);
+    hpct_ckpt_config_t cc = HPCT_CKPT_CONFIG_INITIALIZER;
+    cc.directory = dir;
+    cc.every_steps = 4;
+    hpct_ckpt_t ck;
+    if (hpct_ckpt_open(ctx, &cc, &ck)) tap_bail("open %s: %s", dir, hpct_last_error(ctx));
+    long sim_step = 0;
+    hpct_ckpt_add_array(ck, "sim/field", HPCT_CKPT_F64, field, (size_t)n);
+    hpct_ckpt_add_scalar(ck, "sim/step", HPCT_CKPT_I64, &sim_step);
+    hpct_insitu_t s = new_session(m, o, ck, 1);
+    long done = 0;
+    hpct_status_t st = hpct_insitu_start(s, &done);
+    if (st || done != sim_step) tap_bail("start: %s", hpct_last_error(ctx));
+    float x[MAXB * FEATURES];
+    int32_t y[MAXB];
+    while (!st && done < steps) {
+        advance(field, n, p, ++sim_step);
+        int b = 1 + (int)(sim_step * 5 % MAXB);
+        make_batch(x, y, b, (uint64_t)sim_step + 1000);
+        x[0] = (float)field[0];
+        if (sim_step == stop_at) raise(SIGTERM);
+        st = hpct_insitu_step(s, x, y, b, NULL);
+        if (st >= 0) done++;
+    }
+    if (!st) st = hpct_insitu_finish(s);
+    *last = st;
+    hpct_insitu_destroy(s);
+    hpct_ckpt_close(ck);
+    *out_p = p, *out_ctx = ctx, *out_m = m, *out_o = o;
+    return done;
+}
+
+static void free_run(hpct_ctx_t ctx, hpct_model_t m, hpct_optimizer_t o)
+{
+    hpct_optimizer_destroy(o);
+    hpct_model_destroy(m);
+    hpct_ctx_destroy(ctx);
+}
+
+static void test_preempt_resume(void)
+{
+    enum { N = 6, STEPS = 14, STOP = 6 };
+    char da[4096], db[4096];
+    make_tmpdir(da, sizeof da, "insitu-a");
+    make_tmpdir(db, sizeof db, "insitu-b");
+    double fa[N] = {0}, fb[N] = {0};
+    hpct_params_t pa, pb;
+    hpct_ctx_t ca, cb;
+    hpct_model_t ma, mb;
+    hpct_optimizer_t oa, ob;
+    hpct_status_t st;
+    long done = run_sim(da, STEPS, 0, fa, N, &pa, &ca, &ma, &oa, &st);
+    tap_ok(st == HPCT_SUCCESS && done == STEPS, "uninterrupted: %d steps and finish succeed",
+           STEPS);
+    tap_is_int(count_entries(da, ".h5"), 3,
+               "cadence every 4 steps: checkpoints of steps 8, 12 and the final 14 kept (keep 3)");
+    done = run_sim(db, STEPS, STOP, fb, N, &pb, &cb, &mb, &ob, &st);
+    tap_ok(st == HPCT_PREEMPTED && done == STOP,
+           "SIGTERM raised before step %d: HPCT_PREEMPTED after it (status %d, %ld steps)", STOP,
+           st, done);
+    tap_ok(hpct_signal_pending(NULL, NULL), "the signal stays pending for the caller to see");
+    hpct_signal_clear();
+    tap_ok(count_entries(db, "000000000006") == 1, "the checkpoint of step %d exists", STOP);
+    free_run(cb, mb, ob);
+    memset(fb, 0x7f, sizeof fb); /* what the load must overwrite */
+    done = run_sim(db, STEPS, 0, fb, N, &pb, &cb, &mb, &ob, &st);
+    tap_ok(st == HPCT_SUCCESS && done == STEPS, "the resumed run completes %d steps", STEPS);
+    tap_ok(same_params(pa, pb), "parameters bit-identical to the uninterrupted run's");
+    tap_ok(memcmp(fa, fb, sizeof fa) == 0,
+           "the registered simulation field is bit-identical too (%.17g vs %.17g)", fa[N - 1],
+           fb[N - 1]);
+    free_run(ca, ma, oa);
+    free_run(cb, mb, ob);
+    remove_tree(da);
+    remove_tree(db);
+}
+
+/* Handlers the caller installed stay theirs: the session reads the flag they set. */
+static void test_caller_signals(void)
+{
+    hpct_ctx_t ctx = new_ctx();
+    hpct_signals_t mine;
+    hpct_signals_install(ctx, NULL, 0, &mine);
+    hpct_model_t m = new_model(ctx);
+    hpct_params_t p;
+    hpct_model_params(m, &p);
+    hpct_optimizer_t o = new_opt(p);
+    hpct_insitu_t s;
+    tap_is_int(hpct_insitu_create(m, NULL, o, NULL, NULL, &s), HPCT_SUCCESS,
+               "catch_signals with handlers already installed by the caller: accepted");
+    hpct_insitu_start(s, NULL);
+    float x[MAXB * FEATURES];
+    int32_t y[MAXB];
+    make_batch(x, y, MAXB, 3);
+    raise(SIGUSR1);
+    tap_is_int(hpct_insitu_step(s, x, y, MAXB, NULL), HPCT_PREEMPTED,
+               "SIGUSR1 through the caller's handlers: HPCT_PREEMPTED (no checkpoint handle)");
+    hpct_insitu_destroy(s);
+    hpct_signals_t again;
+    tap_is_int(hpct_signals_install(ctx, NULL, 0, &again), HPCT_ERR_STATE,
+               "destroy left the caller's installation in place");
+    hpct_signals_uninstall(mine);
+    hpct_signal_clear();
+    hpct_optimizer_destroy(o);
+    hpct_model_destroy(m);
+    hpct_ctx_destroy(ctx);
+}
+
+int main(void)
+{
+    tap_plan(44);
+    test_same_bits();
+    test_byog();
+    test_arguments();
+    test_progress();
+    test_preempt_resume();
+    test_caller_signals();
+    return tap_done();
+}
