@@ -5,7 +5,7 @@
 # exit 137) bounds the test; leftover processes are killed by their recorded pids.
 . "${top_srcdir:-.}/t/lib/dist_lib.sh"
 need_mpi
-echo "1..4"
+plan 4
 pids="$tmpdir/pid"
 start=$(date +%s)
 timeout -s KILL 90 "$MPIRUN" --oversubscribe -np 3 "$PROG" hang 5 "$pids" >"$tmpdir/out" 2>&1
@@ -21,12 +21,13 @@ for f in "$pids".*; do
     kill -0 "$p" 2>/dev/null && { echo "# killing leftover rank process $p"; kill -KILL "$p"; }
 done
 echo "# mpirun exit status $rc after about $took s"
-[ $rc -eq 124 ] && echo "ok 1 - the job ends with HPCT_EXIT_HANG (124)" || echo "not ok 1 - the job ends with HPCT_EXIT_HANG (124), got $rc"
-grep -q "rank 0: status -11 .*hpct_allreduce_mean.*rank 2 of 3 did not arrive within 5 s" "$tmpdir/out" &&
-    echo "ok 2 - rank 0 reports HPCT_ERR_TIMEOUT naming rank 2 and the operation" ||
-    echo "not ok 2 - rank 0 reports HPCT_ERR_TIMEOUT naming rank 2 and the operation"
-grep -q "rank 1: status -11 .*rank 2 of 3 did not arrive" "$tmpdir/out" &&
-    echo "ok 3 - rank 1 reports the same missing rank" || echo "not ok 3 - rank 1 reports the same missing rank"
+[ $rc -eq 124 ]
+ok $? "the job ends with HPCT_EXIT_HANG (124), got $rc"
+grep -q "rank 0: status -11 .*hpct_allreduce_mean.*rank 2 of 3 did not arrive within 5 s" "$tmpdir/out"
+ok $? "rank 0 reports HPCT_ERR_TIMEOUT naming rank 2 and the operation"
+grep -q "rank 1: status -11 .*rank 2 of 3 did not arrive" "$tmpdir/out"
+ok $? "rank 1 reports the same missing rank"
 alive=0
 for f in "$pids".*; do [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && alive=1; done
-[ $alive -eq 0 ] && echo "ok 4 - no rank process is left behind" || echo "not ok 4 - no rank process is left behind"
+[ $alive -eq 0 ]
+ok $? "no rank process is left behind"

@@ -412,12 +412,17 @@ static int run_curve(const char *path)
 }
 
 /* The last rank stops itself (SIGSTOP) before the second collective; the others must get
- * HPCT_ERR_TIMEOUT naming it, then end the job with HPCT_EXIT_HANG. */
+ * HPCT_ERR_TIMEOUT naming it, then end the job with HPCT_EXIT_HANG. The others wait for
+ * each other (a barrier without the stopped rank) between reporting and aborting, so the
+ * first to abort cannot kill a peer before that peer has printed its report. */
 static int run_hang(double seconds, const char *pidfile)
 {
     hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
     cfg.collective_timeout_s = seconds;
     hpct_ctx_t ctx = start(&cfg);
+    MPI_Comm alive;
+    MPI_Comm_split(MPI_COMM_WORLD, world_rank == world_size - 1 ? MPI_UNDEFINED : 0, world_rank,
+                   &alive);
     char name[512];
     snprintf(name, sizeof name, "%s.%d", pidfile, world_rank);
     FILE *f = fopen(name, "w");
@@ -432,6 +437,7 @@ static int run_hang(double seconds, const char *pidfile)
     hpct_status_t s = hpct_allreduce_mean(ctx, v, 1000);
     fprintf(stderr, "rank %d: status %d (%s): %s\n", world_rank, s, hpct_strerror(s),
             hpct_last_error(ctx));
+    MPI_Barrier(alive);
     if (s == HPCT_ERR_TIMEOUT) hpct_abort_job(ctx, HPCT_EXIT_HANG);
     return 4;
 }
