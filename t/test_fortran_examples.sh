@@ -14,7 +14,7 @@
 need_fortran
 need_mpi
 make_data
-plan 15
+plan 17
 BYOG="$builddir/examples/fortran/byog"
 MLP="$builddir/examples/fortran/mlp_shards"
 HEAT="$builddir/examples/fortran/heat_insitu"
@@ -117,4 +117,22 @@ heat "$work/hres" "$work/hks" 2
 ok $? "the restarted run resumes at step ${step:-?} (exit $rc)" || show "$work/hres"
 is "$(done_line "$work/hres")" "$(done_line "$work/heat2")" \
     "its final field and surrogate are bit-identical to the uninterrupted run's"
+# The final checkpoints of both ranks, compared by the tool: parameters, optimizer state,
+# RNG and the simulation's extras (u, t, n), bit for bit.
+last=ckpt-000000000600.h5
+"$builddir/tools/hpctrain" ckpt diff --strict "$work/hk2/rank0/$last" "$work/hks/rank0/$last" \
+    >"$work/diff0" 2>&1 &&
+    "$builddir/tools/hpctrain" ckpt diff --strict "$work/hk2/rank1/$last" "$work/hks/rank1/$last" \
+        >"$work/diff1" 2>&1
+ok $? "hpctrain ckpt diff --strict: both ranks' final checkpoints (model, optimizer, fields) equal the uninterrupted run's" ||
+    { show "$work/diff0"; show "$work/diff1" 2>/dev/null; }
+# Each rank saved its own slab: another number of ranks is refused, naming the layout, and
+# nothing is loaded or overwritten.
+before=$(ls -l "$work/hks/rank0" | md5sum)
+heat "$work/hw3" "$work/hks" 3
+[ "$rc" != 0 ] && [ "$rc" != 75 ] &&
+    grep -q "^heat: the checkpoints in $work/hks hold a 64x64 grid split over 2 ranks, this run has 64x64 over 3 ranks" "$work/hw3" &&
+    [ "$(ls -l "$work/hks/rank0" | md5sum)" = "$before" ]
+ok $? "resuming the W=2 checkpoints at W=3 is refused with a message naming both layouts (exit $rc), files untouched" ||
+    show "$work/hw3"
 done_testing
