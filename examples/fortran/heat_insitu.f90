@@ -338,7 +338,7 @@ contains
     subroutine stop_preempted()
         integer :: signo
         logical :: pending
-        pending = hpct_signal_pending(signo)
+        pending = hpct_signals_pending(signo)
         if (rank == 0 .and. pending) write (*, "('heat: stopped by signal ', i0, ' after step ', i0, &
             &'; checkpoint written; exit ', i0)") signo, n, EXIT_PREEMPTED
         if (rank == 0 .and. .not. pending) write (*, "('heat: stopped after step ', i0, &

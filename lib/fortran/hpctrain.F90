@@ -28,6 +28,10 @@ module hpctrain
     character(*), parameter, public :: HPCT_VERSION_STRING = "0.1.0"
     integer, parameter, public :: HPCT_VERSION = &
         HPCT_VERSION_MAJOR * 65536 + HPCT_VERSION_MINOR * 256 + HPCT_VERSION_PATCH
+    !> The API this module declares, HPCT_MAKE_VERSION(major, minor, 0); the linked library
+    !> implements it when hpct_get_api_version() has the same major (ishft(v, -16)) and is >= it.
+    integer, parameter, public :: HPCT_API_VERSION = &
+        HPCT_VERSION_MAJOR * 65536 + HPCT_VERSION_MINOR * 256
 
     ! ---- Status codes --------------------------------------------------------------------
     integer, parameter, public :: HPCT_SUCCESS = 0
@@ -66,6 +70,8 @@ module hpctrain
     integer(c_int), parameter, public :: HPCT_NONFINITE_ERROR = 0, HPCT_NONFINITE_SKIP = 1
     integer(c_int), parameter, public :: HPCT_DTYPE_FLOAT32 = 0, HPCT_DTYPE_INT32 = 1
     integer(c_int), parameter, public :: HPCT_DATA_CONFIG_VERSION = 1
+    integer, parameter, public :: HPCT_SHARD_MAX_RANK = 9 ! N and up to 8 per-sample dimensions
+    integer(c_int), parameter, public :: HPCT_SHARD_CONFIG_VERSION = 1
     integer(c_int), parameter, public :: HPCT_TRANSPORT_FP32 = 0, HPCT_TRANSPORT_BF16 = 1, &
         HPCT_TRANSPORT_FP16 = 2
     integer, parameter, public :: HPCT_EXIT_HANG = 124
@@ -77,6 +83,7 @@ module hpctrain
     integer(c_int), parameter, public :: HPCT_CKPT_F32 = 0, HPCT_CKPT_F64 = 1, HPCT_CKPT_I32 = 2, &
         HPCT_CKPT_I64 = 3, HPCT_CKPT_U8 = 4, HPCT_CKPT_U64 = 5, HPCT_CKPT_STRING = 6, &
         HPCT_CKPT_OTHER = 7
+    integer, parameter, public :: HPCT_CKPT_SCHEMA_VERSION = 1 ! the checkpoint file layout
     integer, parameter, public :: HPCT_CKPT_DUE_STEPS = 1, HPCT_CKPT_DUE_SECONDS = 2, &
         HPCT_CKPT_DUE_WALLTIME = 4, HPCT_CKPT_DUE_SIGNAL = 8
     integer(c_int), parameter, public :: HPCT_TRAIN_CONFIG_VERSION = 1
@@ -102,6 +109,15 @@ module hpctrain
         type(c_ptr) :: ptr = c_null_ptr, ctx = c_null_ptr
     end type
     type, public :: hpct_ckpt_file_t
+        type(c_ptr) :: ptr = c_null_ptr, ctx = c_null_ptr
+    end type
+    type, public :: hpct_ckpt_list_t
+        type(c_ptr) :: ptr = c_null_ptr, ctx = c_null_ptr
+    end type
+    type, public :: hpct_shard_writer_t
+        type(c_ptr) :: ptr = c_null_ptr, ctx = c_null_ptr
+    end type
+    type, public :: hpct_manifest_t
         type(c_ptr) :: ptr = c_null_ptr, ctx = c_null_ptr
     end type
     type, public :: hpct_signals_t
@@ -157,6 +173,12 @@ module hpctrain
         integer(c_int64_t) :: seed = 42
         integer(c_int) :: prefetch_depth = 2
         integer(c_size_t) :: memory_budget_bytes = 1073741824_c_size_t
+    end type
+
+    type, bind(C), public :: hpct_shard_config_t
+        integer(c_int) :: version = HPCT_SHARD_CONFIG_VERSION
+        integer(c_long) :: chunk_rows = 0             ! samples per chunk; 0: about 1 MiB per chunk
+        integer(c_int) :: deflate = 0                 ! 0: no filters; 1-9: shuffle + deflate
     end type
 
     type, bind(C), public :: hpct_topology_t
@@ -269,6 +291,11 @@ module hpctrain
     public :: c_hpct_insitu_create, c_hpct_insitu_start, c_hpct_insitu_step, &
         c_hpct_insitu_step_grads, c_hpct_insitu_progress, c_hpct_insitu_finish, &
         c_hpct_insitu_destroy
+    public :: c_hpct_get_api_version, c_hpct_shard_create, c_hpct_shard_write, c_hpct_shard_close, &
+        c_hpct_manifest_create, c_hpct_manifest_add_shard, c_hpct_manifest_write, &
+        c_hpct_manifest_destroy, c_hpct_manifest_check_path, c_hpct_ckpt_file_open, &
+        c_hpct_ckpt_file_close, c_hpct_ckpt_list_open, c_hpct_ckpt_list_size, c_hpct_ckpt_list_path, &
+        c_hpct_ckpt_list_close, c_hpct_signals_pending, c_hpct_signals_clear
 
     interface
         ! -- version, status, context
@@ -276,6 +303,10 @@ module hpctrain
             import :: c_int
             integer(c_int), intent(out) :: major, minor, patch
         end subroutine
+        function c_hpct_get_api_version() bind(C, name="hpct_get_api_version") result(v)
+            import :: c_int
+            integer(c_int) :: v ! unsigned in C; 0x00MMmm00 fits
+        end function
         function c_hpct_strerror(status) bind(C, name="hpct_strerror") result(s)
             import :: c_int, c_ptr
             integer(c_int), value :: status
@@ -552,6 +583,60 @@ module hpctrain
             type(c_ptr), value :: perm
             integer(c_int) :: s
         end function
+        ! -- writing shards and manifests
+        function c_hpct_shard_create(ctx, path, cfg, shard) bind(C, name="hpct_shard_create") result(s)
+            import :: c_int, c_ptr, c_char
+            type(c_ptr), value :: ctx
+            character(kind=c_char), intent(in) :: path(*)
+            type(c_ptr), value :: cfg
+            type(c_ptr), intent(out) :: shard
+            integer(c_int) :: s
+        end function
+        function c_hpct_shard_write(shard, name, dtype, rank, dims, data) &
+            bind(C, name="hpct_shard_write") result(s)
+            import :: c_int, c_ptr, c_char, c_int64_t
+            type(c_ptr), value :: shard
+            character(kind=c_char), intent(in) :: name(*)
+            integer(c_int), value :: dtype, rank
+            integer(c_int64_t), intent(in) :: dims(*) ! uint64_t [rank], C order: dims(1) = N
+            type(c_ptr), value :: data
+            integer(c_int) :: s
+        end function
+        function c_hpct_shard_close(shard) bind(C, name="hpct_shard_close") result(s)
+            import :: c_int, c_ptr
+            type(c_ptr), value :: shard
+            integer(c_int) :: s
+        end function
+        function c_hpct_manifest_create(ctx, path, inputs_name, targets_name, manifest) &
+            bind(C, name="hpct_manifest_create") result(s)
+            import :: c_int, c_ptr, c_char
+            type(c_ptr), value :: ctx
+            character(kind=c_char), intent(in) :: path(*)
+            type(c_ptr), value :: inputs_name, targets_name ! NUL-terminated or c_null_ptr
+            type(c_ptr), intent(out) :: manifest
+            integer(c_int) :: s
+        end function
+        function c_hpct_manifest_add_shard(manifest, shard_path) &
+            bind(C, name="hpct_manifest_add_shard") result(s)
+            import :: c_int, c_ptr, c_char
+            type(c_ptr), value :: manifest
+            character(kind=c_char), intent(in) :: shard_path(*)
+            integer(c_int) :: s
+        end function
+        function c_hpct_manifest_write(manifest) bind(C, name="hpct_manifest_write") result(s)
+            import :: c_int, c_ptr
+            type(c_ptr), value :: manifest
+            integer(c_int) :: s
+        end function
+        subroutine c_hpct_manifest_destroy(manifest) bind(C, name="hpct_manifest_destroy")
+            import :: c_ptr
+            type(c_ptr), value :: manifest
+        end subroutine
+        function c_hpct_manifest_check_path(path) bind(C, name="hpct_manifest_check_path") result(s)
+            import :: c_int, c_char
+            character(kind=c_char), intent(in) :: path(*)
+            integer(c_int) :: s
+        end function
         ! -- distributed runtime
         function c_hpct_init(cfg, ctx) bind(C, name="hpct_init") result(s)
             import :: c_int, c_ptr
@@ -702,6 +787,18 @@ module hpctrain
             type(c_ptr), intent(out) :: path
             integer(c_int) :: s
         end function
+        function c_hpct_ckpt_file_open(ctx, path, file) bind(C, name="hpct_ckpt_file_open") result(s)
+            import :: c_int, c_ptr, c_char
+            type(c_ptr), value :: ctx
+            character(kind=c_char), intent(in) :: path(*)
+            type(c_ptr), intent(out) :: file
+            integer(c_int) :: s
+        end function
+        subroutine c_hpct_ckpt_file_close(file) bind(C, name="hpct_ckpt_file_close")
+            import :: c_ptr
+            type(c_ptr), value :: file
+        end subroutine
+        ! deprecated 0.1 names of hpct_ckpt_file_open and _close (removed in 0.3)
         function c_hpct_ckpt_inspect(ctx, path, file) bind(C, name="hpct_ckpt_inspect") result(s)
             import :: c_int, c_ptr, c_char
             type(c_ptr), value :: ctx
@@ -763,6 +860,30 @@ module hpctrain
             integer(c_size_t), value :: count
             integer(c_int) :: s
         end function
+        function c_hpct_ckpt_list_open(ctx, dir, list) bind(C, name="hpct_ckpt_list_open") result(s)
+            import :: c_int, c_ptr, c_char
+            type(c_ptr), value :: ctx
+            character(kind=c_char), intent(in) :: dir(*)
+            type(c_ptr), intent(out) :: list
+            integer(c_int) :: s
+        end function
+        function c_hpct_ckpt_list_size(list, n) bind(C, name="hpct_ckpt_list_size") result(s)
+            import :: c_int, c_ptr
+            type(c_ptr), value :: list
+            integer(c_int), intent(out) :: n
+            integer(c_int) :: s
+        end function
+        function c_hpct_ckpt_list_path(list, i, path) bind(C, name="hpct_ckpt_list_path") result(s)
+            import :: c_int, c_ptr
+            type(c_ptr), value :: list
+            integer(c_int), value :: i
+            type(c_ptr), intent(out) :: path ! const char *, owned by the list
+            integer(c_int) :: s
+        end function
+        subroutine c_hpct_ckpt_list_close(list) bind(C, name="hpct_ckpt_list_close")
+            import :: c_ptr
+            type(c_ptr), value :: list
+        end subroutine
         function c_hpct_crc32c(crc, data, n) bind(C, name="hpct_crc32c") result(r)
             import :: c_int32_t, c_ptr, c_size_t
             integer(c_int32_t), value :: crc
@@ -781,6 +902,14 @@ module hpctrain
             import :: c_ptr
             type(c_ptr), value :: handle
         end subroutine
+        function c_hpct_signals_pending(signo, count) bind(C, name="hpct_signals_pending") result(r)
+            import :: c_int, c_ptr
+            type(c_ptr), value :: signo, count
+            integer(c_int) :: r
+        end function
+        subroutine c_hpct_signals_clear() bind(C, name="hpct_signals_clear")
+        end subroutine
+        ! deprecated 0.1 names of hpct_signals_pending and _clear (removed in 0.3)
         function c_hpct_signal_pending(signo, count) bind(C, name="hpct_signal_pending") result(r)
             import :: c_int, c_ptr
             type(c_ptr), value :: signo, count
@@ -881,7 +1010,8 @@ module hpctrain
     end interface
 
     ! ---- Fortran wrappers -----------------------------------------------------------------
-    public :: hpct_get_version, hpct_strerror, hpct_last_error, hpct_f_string
+    public :: hpct_get_version, hpct_get_api_version, hpct_make_version, hpct_strerror, &
+        hpct_last_error, hpct_f_string
     public :: hpct_ctx_create, hpct_ctx_destroy, hpct_rng_get_state, hpct_rng_set_state
     public :: hpct_params_create, hpct_params_destroy, hpct_params_register, hpct_params_size, &
         hpct_params_get, hpct_params_zero_grads, hpct_params_scale_grads, hpct_params_grad_norm
@@ -895,17 +1025,23 @@ module hpctrain
         hpct_dataset_steps_per_epoch, hpct_dataset_next, hpct_dataset_next_into, &
         hpct_dataset_get_cursor, hpct_dataset_set_cursor, hpct_dataset_skipped, &
         hpct_data_permutation
+    public :: hpct_shard_create, hpct_shard_write, hpct_shard_close, hpct_manifest_create, &
+        hpct_manifest_add_shard, hpct_manifest_write, hpct_manifest_destroy, hpct_manifest_check_path
     public :: hpct_init, hpct_init_comm, hpct_finalize, hpct_topology, hpct_abort_job, &
         hpct_allreduce_mean, hpct_params_average_grads, hpct_params_broadcast, &
         hpct_params_check_replicas, hpct_params_check_replicas_at, hpct_params_hash, &
         hpct_model_set_grad_averaging, hpct_batch_split, hpct_comm_stats
     public :: hpct_ckpt_open, hpct_ckpt_close, hpct_ckpt_add_array, hpct_ckpt_add_scalar, &
         hpct_ckpt_due, hpct_ckpt_save, hpct_ckpt_before_update, hpct_ckpt_wait, &
-        hpct_ckpt_load_latest, hpct_ckpt_last_path, hpct_ckpt_inspect, hpct_ckpt_inspect_close, &
+        hpct_ckpt_load_latest, hpct_ckpt_last_path, hpct_ckpt_file_open, hpct_ckpt_file_close, &
         hpct_ckpt_file_versions, hpct_ckpt_file_meta, hpct_ckpt_file_num_datasets, &
         hpct_ckpt_file_dataset, hpct_ckpt_file_find, hpct_ckpt_file_verify, hpct_ckpt_file_read, &
-        hpct_crc32c, hpct_signals_install, hpct_signals_uninstall, hpct_signal_pending, &
-        hpct_signal_clear, hpct_walltime_remaining
+        hpct_ckpt_list_open, hpct_ckpt_list_size, hpct_ckpt_list_path, hpct_ckpt_list_close, &
+        hpct_crc32c, hpct_signals_install, hpct_signals_uninstall, hpct_signals_pending, &
+        hpct_signals_clear, hpct_walltime_remaining
+    ! Deprecated 0.1 names, kept for one release (removed in 0.3): hpct_ckpt_file_open,
+    ! hpct_ckpt_file_close, hpct_signals_pending and hpct_signals_clear replace them.
+    public :: hpct_ckpt_inspect, hpct_ckpt_inspect_close, hpct_signal_pending, hpct_signal_clear
     public :: hpct_train, hpct_evaluate
     public :: hpct_insitu_create, hpct_insitu_start, hpct_insitu_step, hpct_insitu_step_grads, &
         hpct_insitu_progress, hpct_insitu_finish, hpct_insitu_destroy
@@ -913,7 +1049,8 @@ module hpctrain
     !> The detail of the most recent error of the context that owns any handle.
     interface hpct_last_error
         module procedure last_error_ctx, last_error_params, last_error_model, last_error_opt, &
-            last_error_ds, last_error_ck, last_error_file, last_error_insitu
+            last_error_ds, last_error_ck, last_error_file, last_error_insitu, last_error_list, &
+            last_error_shard, last_error_manifest
     end interface
     !> A C string (type(c_ptr)) or a NUL-terminated character array as a Fortran string.
     interface hpct_f_string
@@ -953,6 +1090,10 @@ module hpctrain
     end interface
     interface hpct_insitu_step
         module procedure insitu_step_labels, insitu_step_values
+    end interface
+    !> data(..., samples): real(c_float) (HPCT_DTYPE_FLOAT32) or integer(c_int32_t) (INT32).
+    interface hpct_shard_write
+        module procedure shard_write_f32, shard_write_i32
     end interface
 
 contains
@@ -1151,6 +1292,19 @@ contains
         patch = c
     end subroutine
 
+    !> HPCT_API_VERSION of the library linked (0x00MMmm00; may differ from this module's).
+    function hpct_get_api_version() result(v)
+        integer :: v
+        v = int(c_hpct_get_api_version())
+    end function
+
+    !> The C macro HPCT_MAKE_VERSION: a version as one comparable integer, 0x00MMmmpp.
+    elemental function hpct_make_version(major, minor, patch) result(v)
+        integer, intent(in) :: major, minor, patch
+        integer :: v
+        v = ior(ior(ishft(major, 16), ishft(minor, 8)), patch)
+    end function
+
     !> Static description of a status code.
     function hpct_strerror(status) result(s)
         integer, intent(in) :: status
@@ -1195,6 +1349,21 @@ contains
     end function
     function last_error_insitu(h) result(s)
         type(hpct_insitu_t), intent(in) :: h
+        character(:), allocatable :: s
+        s = fstr(c_hpct_last_error(h%ctx))
+    end function
+    function last_error_list(h) result(s)
+        type(hpct_ckpt_list_t), intent(in) :: h
+        character(:), allocatable :: s
+        s = fstr(c_hpct_last_error(h%ctx))
+    end function
+    function last_error_shard(h) result(s)
+        type(hpct_shard_writer_t), intent(in) :: h
+        character(:), allocatable :: s
+        s = fstr(c_hpct_last_error(h%ctx))
+    end function
+    function last_error_manifest(h) result(s)
+        type(hpct_manifest_t), intent(in) :: h
         character(:), allocatable :: s
         s = fstr(c_hpct_last_error(h%ctx))
     end function
@@ -1900,6 +2069,163 @@ contains
         call finish(s, c_null_ptr, "hpct_data_permutation", ierr)
     end subroutine
 
+    ! ==== writing shards and manifests =======================================================
+
+    !> Create (or truncate) the shard file path; cfg absent: the defaults.
+    subroutine hpct_shard_create(ctx, path, shard, cfg, ierr)
+        type(hpct_ctx_t), intent(in) :: ctx
+        character(*), intent(in) :: path
+        type(hpct_shard_writer_t), intent(out) :: shard
+        type(hpct_shard_config_t), intent(in), optional, target :: cfg
+        integer, intent(out), optional :: ierr
+        type(c_ptr) :: pc
+        integer(c_int) :: s
+        shard%ctx = ctx%ptr
+        pc = c_null_ptr
+        if (present(cfg)) pc = c_loc(cfg)
+        s = check_string(ctx%ptr, path, "the path", "hpct_shard_create")
+        if (s == 0) s = c_hpct_shard_create(ctx%ptr, cstr(path), pc, shard%ptr)
+        call finish(s, ctx%ptr, "hpct_shard_create", ierr)
+    end subroutine
+
+    !> A Fortran shape as text: "(3, 5)".
+    function shape_text(sh) result(t)
+        integer(c_int64_t), intent(in) :: sh(:)
+        character(:), allocatable :: t
+        integer :: i
+        t = "("
+        do i = 1, size(sh)
+            t = t // itoa(int(sh(i), c_size_t))
+            if (i < size(sh)) t = t // ", "
+        end do
+        t = t // ")"
+    end function
+
+    !> Shared body of the typed hpct_shard_write specifics: data (rank >= 1, contiguous) is
+    !> the row-major C dataset whose dims are the Fortran shape reversed, so the last Fortran
+    !> dimension is N: x(features, samples) is [samples][features], y(samples) is [samples].
+    subroutine shard_write(shard, name, dtype, data, ierr)
+        type(hpct_shard_writer_t), intent(in) :: shard
+        character(*), intent(in) :: name
+        integer(c_int), intent(in) :: dtype
+        type(*), intent(in), target :: data(..)
+        integer, intent(out), optional :: ierr
+        character(*), parameter :: fn = "hpct_shard_write"
+        integer(c_int64_t), allocatable :: sh(:)
+        type(c_ptr) :: p
+        integer(c_size_t) :: n
+        logical :: contiguous
+        integer(c_int) :: s
+        integer :: r
+        call array_ref(data, p, n, contiguous)
+        r = rank(data)
+        sh = shape(data, kind=c_int64_t)
+        s = check_string(shard%ctx, name, "the dataset name", fn)
+        if (s == 0 .and. r < 1) s = ferror(shard%ctx, HPCT_ERR_INVALID_ARG, fn // ": dataset /" // &
+            trim(name) // ": data is a scalar; pass an array data(..., samples)")
+        if (s == 0 .and. n == 0) s = ferror(shard%ctx, HPCT_ERR_INVALID_ARG, fn // ": dataset /" // &
+            trim(name) // ": data is " // shape_text(sh) // ", every extent must be >= 1")
+        if (s == 0 .and. .not. contiguous) s = not_contiguous(shard%ctx, "data of dataset /" // trim(name), fn)
+        if (s == 0) s = c_hpct_shard_write(shard%ptr, cstr(name), dtype, int(r, c_int), sh(r:1:-1), p)
+        call finish(s, shard%ctx, fn, ierr)
+    end subroutine
+
+    !> Write dataset name from data(..., samples), fp32: C dims = the Fortran shape reversed
+    !> (x(features, samples) -> [samples, features]); at most HPCT_SHARD_MAX_RANK dimensions.
+    subroutine shard_write_f32(shard, name, data, ierr)
+        type(hpct_shard_writer_t), intent(in) :: shard
+        character(*), intent(in) :: name
+        real(c_float), intent(in), target :: data(..)
+        integer, intent(out), optional :: ierr
+        call shard_write(shard, name, HPCT_DTYPE_FLOAT32, data, ierr)
+    end subroutine
+
+    !> As above, int32 (class labels y(samples), or integer targets y(width, samples)).
+    subroutine shard_write_i32(shard, name, data, ierr)
+        type(hpct_shard_writer_t), intent(in) :: shard
+        character(*), intent(in) :: name
+        integer(c_int32_t), intent(in), target :: data(..)
+        integer, intent(out), optional :: ierr
+        call shard_write(shard, name, HPCT_DTYPE_INT32, data, ierr)
+    end subroutine
+
+    !> Complete and close the file (HPCT_ERR_IO naming it when that fails); shard becomes null.
+    subroutine hpct_shard_close(shard, ierr)
+        type(hpct_shard_writer_t), intent(inout) :: shard
+        integer, intent(out), optional :: ierr
+        integer(c_int) :: s
+        s = c_hpct_shard_close(shard%ptr)
+        shard%ptr = c_null_ptr
+        call finish(s, shard%ctx, "hpct_shard_close", ierr)
+    end subroutine
+
+    !> A manifest to be written at path for shards holding the datasets inputs_name and
+    !> targets_name (absent: "inputs", "targets"); nothing is written before hpct_manifest_write.
+    subroutine hpct_manifest_create(ctx, path, manifest, inputs_name, targets_name, ierr)
+        type(hpct_ctx_t), intent(in) :: ctx
+        character(*), intent(in) :: path
+        type(hpct_manifest_t), intent(out) :: manifest
+        character(*), intent(in), optional :: inputs_name, targets_name
+        integer, intent(out), optional :: ierr
+        character(*), parameter :: fn = "hpct_manifest_create"
+        character(kind=c_char), allocatable, target :: in_name(:), tg_name(:)
+        type(c_ptr) :: pi, pt
+        integer(c_int) :: s
+        manifest%ctx = ctx%ptr
+        pi = c_null_ptr
+        pt = c_null_ptr
+        s = check_string(ctx%ptr, path, "the path", fn)
+        if (present(inputs_name)) then
+            if (s == 0) s = check_string(ctx%ptr, inputs_name, "inputs_name", fn)
+            in_name = cchars(inputs_name)
+            pi = c_loc(in_name)
+        end if
+        if (present(targets_name)) then
+            if (s == 0) s = check_string(ctx%ptr, targets_name, "targets_name", fn)
+            tg_name = cchars(targets_name)
+            pt = c_loc(tg_name)
+        end if
+        if (s == 0) s = c_hpct_manifest_create(ctx%ptr, cstr(path), pi, pt, manifest%ptr)
+        call finish(s, ctx%ptr, fn, ierr)
+    end subroutine
+
+    !> Append the shard file shard_path (inside the manifest's directory): its layouts are read
+    !> back and checked against the first shard's, its samples counted, its bytes hashed.
+    subroutine hpct_manifest_add_shard(manifest, shard_path, ierr)
+        type(hpct_manifest_t), intent(in) :: manifest
+        character(*), intent(in) :: shard_path
+        integer, intent(out), optional :: ierr
+        integer(c_int) :: s
+        s = check_string(manifest%ctx, shard_path, "the shard path", "hpct_manifest_add_shard")
+        if (s == 0) s = c_hpct_manifest_add_shard(manifest%ptr, cstr(shard_path))
+        call finish(s, manifest%ctx, "hpct_manifest_add_shard", ierr)
+    end subroutine
+
+    !> Write the manifest text atomically (temporary file, then rename).
+    subroutine hpct_manifest_write(manifest, ierr)
+        type(hpct_manifest_t), intent(in) :: manifest
+        integer, intent(out), optional :: ierr
+        call finish(c_hpct_manifest_write(manifest%ptr), manifest%ctx, "hpct_manifest_write", ierr)
+    end subroutine
+
+    subroutine hpct_manifest_destroy(manifest)
+        type(hpct_manifest_t), intent(inout) :: manifest
+        call c_hpct_manifest_destroy(manifest%ptr)
+        manifest%ptr = c_null_ptr
+    end subroutine
+
+    !> HPCT_SUCCESS when path may name a file in a manifest (relative, non-empty, no blanks,
+    !> control characters, backslashes or ".."), else HPCT_ERR_INVALID_ARG. A check: pass ierr
+    !> (there is no context, so no detail, and without ierr a "no" ends the program).
+    subroutine hpct_manifest_check_path(path, ierr)
+        character(*), intent(in) :: path
+        integer, intent(out), optional :: ierr
+        integer(c_int) :: s
+        s = HPCT_ERR_INVALID_ARG ! a NUL inside would hide the rest of the path from C
+        if (index(path, c_null_char) == 0) s = c_hpct_manifest_check_path(cstr(path))
+        call finish(s, c_null_ptr, "hpct_manifest_check_path", ierr)
+    end subroutine
+
     ! ==== distributed runtime ================================================================
 
     !> Context plus distributed runtime on MPI_COMM_WORLD (MPI_Init when not initialised).
@@ -2273,23 +2599,38 @@ contains
         call finish(s, ck%ctx, "hpct_ckpt_last_path", ierr)
     end subroutine
 
-    !> Open one checkpoint file for inspection and verify every dataset.
-    subroutine hpct_ckpt_inspect(ctx, path, file, ierr)
+    !> Open one checkpoint file for inspection, list its datasets and verify each one's crc32c.
+    subroutine hpct_ckpt_file_open(ctx, path, file, ierr)
         type(hpct_ctx_t), intent(in) :: ctx
         character(*), intent(in) :: path
         type(hpct_ckpt_file_t), intent(out) :: file
         integer, intent(out), optional :: ierr
         integer(c_int) :: s
         file%ctx = ctx%ptr
-        s = check_string(ctx%ptr, path, "the path", "hpct_ckpt_inspect")
-        if (s == 0) s = c_hpct_ckpt_inspect(ctx%ptr, cstr(path), file%ptr)
-        call finish(s, ctx%ptr, "hpct_ckpt_inspect", ierr)
+        s = check_string(ctx%ptr, path, "the path", "hpct_ckpt_file_open")
+        if (s == 0) s = c_hpct_ckpt_file_open(ctx%ptr, cstr(path), file%ptr)
+        call finish(s, ctx%ptr, "hpct_ckpt_file_open", ierr)
     end subroutine
 
+    subroutine hpct_ckpt_file_close(file)
+        type(hpct_ckpt_file_t), intent(inout) :: file
+        call c_hpct_ckpt_file_close(file%ptr)
+        file%ptr = c_null_ptr
+    end subroutine
+
+    !> Deprecated 0.1 name of hpct_ckpt_file_open (removed in 0.3).
+    subroutine hpct_ckpt_inspect(ctx, path, file, ierr)
+        type(hpct_ctx_t), intent(in) :: ctx
+        character(*), intent(in) :: path
+        type(hpct_ckpt_file_t), intent(out) :: file
+        integer, intent(out), optional :: ierr
+        call hpct_ckpt_file_open(ctx, path, file, ierr)
+    end subroutine
+
+    !> Deprecated 0.1 name of hpct_ckpt_file_close (removed in 0.3).
     subroutine hpct_ckpt_inspect_close(file)
         type(hpct_ckpt_file_t), intent(inout) :: file
-        call c_hpct_ckpt_inspect_close(file%ptr)
-        file%ptr = c_null_ptr
+        call hpct_ckpt_file_close(file)
     end subroutine
 
     !> The file's schema version (-1 if unreadable) and library version ("" if absent).
@@ -2468,6 +2809,52 @@ contains
         call file_read(file, name, t, 1, out, ierr)
     end subroutine
 
+    !> List the checkpoint files of dir, newest (highest step) first: the order
+    !> hpct_ckpt_load_latest tries them in. An empty list is a success.
+    subroutine hpct_ckpt_list_open(ctx, dir, list, ierr)
+        type(hpct_ctx_t), intent(in) :: ctx
+        character(*), intent(in) :: dir
+        type(hpct_ckpt_list_t), intent(out) :: list
+        integer, intent(out), optional :: ierr
+        integer(c_int) :: s
+        list%ctx = ctx%ptr
+        s = check_string(ctx%ptr, dir, "the directory", "hpct_ckpt_list_open")
+        if (s == 0) s = c_hpct_ckpt_list_open(ctx%ptr, cstr(dir), list%ptr)
+        call finish(s, ctx%ptr, "hpct_ckpt_list_open", ierr)
+    end subroutine
+
+    !> Number of checkpoint files listed.
+    subroutine hpct_ckpt_list_size(list, n, ierr)
+        type(hpct_ckpt_list_t), intent(in) :: list
+        integer, intent(out) :: n
+        integer, intent(out), optional :: ierr
+        integer(c_int) :: m
+        m = 0
+        call finish(c_hpct_ckpt_list_size(list%ptr, m), list%ctx, "hpct_ckpt_list_size", ierr)
+        n = m
+    end subroutine
+
+    !> Path "dir/name" of file i in [0, n) (0-based), copied: it stays valid after close.
+    subroutine hpct_ckpt_list_path(list, i, path, ierr)
+        type(hpct_ckpt_list_t), intent(in) :: list
+        integer, intent(in) :: i
+        character(:), allocatable, intent(out) :: path
+        integer, intent(out), optional :: ierr
+        type(c_ptr) :: p
+        integer(c_int) :: s
+        p = c_null_ptr
+        s = c_hpct_ckpt_list_path(list%ptr, int(i, c_int), p)
+        path = ""
+        if (s == 0) path = fstr(p)
+        call finish(s, list%ctx, "hpct_ckpt_list_path", ierr)
+    end subroutine
+
+    subroutine hpct_ckpt_list_close(list)
+        type(hpct_ckpt_list_t), intent(inout) :: list
+        call c_hpct_ckpt_list_close(list%ptr)
+        list%ptr = c_null_ptr
+    end subroutine
+
     !> CRC32C continuing from crc (start at 0) over a string's characters.
     function crc32c_string(crc, data) result(r)
         integer(c_int32_t), intent(in) :: crc
@@ -2551,18 +2938,32 @@ contains
         handle%ptr = c_null_ptr
     end subroutine
 
-    !> .true. when a caught signal is pending; its number and how many arrived.
-    function hpct_signal_pending(signo, count) result(pending)
+    !> .true. when a caught signal is pending; the first one's number (0 if none) and how
+    !> many arrived. Callable at any time.
+    function hpct_signals_pending(signo, count) result(pending)
         integer, intent(out), optional :: signo, count
         logical :: pending
         integer(c_int), target :: s, n
-        pending = c_hpct_signal_pending(c_loc(s), c_loc(n)) /= 0
+        pending = c_hpct_signals_pending(c_loc(s), c_loc(n)) /= 0
         if (present(signo)) signo = s
         if (present(count)) count = n
     end function
 
+    !> Forget caught signals (e.g. after the checkpoint they asked for).
+    subroutine hpct_signals_clear()
+        call c_hpct_signals_clear()
+    end subroutine
+
+    !> Deprecated 0.1 name of hpct_signals_pending (removed in 0.3).
+    function hpct_signal_pending(signo, count) result(pending)
+        integer, intent(out), optional :: signo, count
+        logical :: pending
+        pending = hpct_signals_pending(signo, count)
+    end function
+
+    !> Deprecated 0.1 name of hpct_signals_clear (removed in 0.3).
     subroutine hpct_signal_clear()
-        call c_hpct_signal_clear()
+        call hpct_signals_clear()
     end subroutine
 
     !> Seconds until the batch job's end; HPCT_ERR_NOT_FOUND when none is known (pass ierr).

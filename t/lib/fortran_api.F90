@@ -2,7 +2,8 @@
 ! mpirun -np 1 (run by t/test_fortran_api.sh, which makes the shards):
 !   fortran_api MANIFEST NAMED_MANIFEST WORKDIR
 ! MANIFEST: 2048 samples x 16 features, int32 labels 0..3 ("inputs"/"targets"); NAMED_MANIFEST:
-! the same data under the dataset names "feats"/"labels"; WORKDIR: checkpoints go there.
+! the same data under the dataset names "feats"/"labels"; WORKDIR: checkpoints, and shards
+! and manifests written from Fortran arrays, go there.
 ! Layouts and defaults of the BIND(C) types are compared with the C structs (fortran_layout.c);
 ! every array is checked to be used in place; every error is checked with ierr.
 ! hpct_train's progress callback: a BIND(C) module procedure the library calls through c_funloc.
@@ -64,6 +65,7 @@ program fortran_api
     call test_model()
     call test_optimizer()
     call test_dataset()
+    call test_shards()
     call test_distributed()
     call test_checkpoints()
     call test_inspect()
@@ -119,6 +121,12 @@ contains
         call hpct_get_version(major, minor, patch)
         call tap_ok(major == HPCT_VERSION_MAJOR .and. minor == HPCT_VERSION_MINOR .and. &
             patch == HPCT_VERSION_PATCH, "hpct_get_version equals the module's HPCT_VERSION_*")
+        call tap_is(hpct_get_api_version(), HPCT_API_VERSION, "hpct_get_api_version equals HPCT_API_VERSION")
+        call tap_ok(HPCT_API_VERSION == hpct_make_version(HPCT_VERSION_MAJOR, HPCT_VERSION_MINOR, 0) .and. &
+            HPCT_VERSION == hpct_make_version(major, minor, patch) .and. &
+            hpct_make_version(major, minor + 1, 0) > HPCT_VERSION .and. &
+            ishft(hpct_get_api_version(), -16) == HPCT_VERSION_MAJOR, &
+            "hpct_make_version builds HPCT_API_VERSION and HPCT_VERSION; the major is bits 16 up")
         call tap_is_str(hpct_strerror(HPCT_ERR_IO), "I/O error", "hpct_strerror(HPCT_ERR_IO)")
         call tap_is_str(hpct_strerror(HPCT_SUCCESS), "success", "hpct_strerror(HPCT_SUCCESS)")
     end subroutine
@@ -170,6 +178,13 @@ contains
             c_loc(r%data_wait_s), c_loc(r%comm_wait_s), c_loc(r%ckpt_wait_s), c_loc(r%skipped_batches), &
             c_loc(r%stop_signal), c_loc(r%rejected_checkpoints)])
         call layout_insitu()
+        call layout_shard()
+    end subroutine
+
+    subroutine layout_shard()
+        type(hpct_shard_config_t), target :: c
+        call check_layout(10_c_int, "hpct_shard_config_t", c_loc(c), c_sizeof(c), [c_loc(c%version), &
+            c_loc(c%chunk_rows), c_loc(c%deflate)])
     end subroutine
 
     subroutine layout_insitu()
@@ -238,6 +253,14 @@ contains
             .not. c_associated(h0%progress) .and. .not. c_associated(h%progress_arg), &
             "hpct_train_config_t() equals HPCT_TRAIN_CONFIG_INITIALIZER")
         call defaults_insitu()
+        call defaults_shard()
+    end subroutine
+
+    subroutine defaults_shard()
+        type(hpct_shard_config_t), target :: c, c0
+        call hpct_test_defaults(10_c_int, c_loc(c0))
+        call tap_ok(c%version == c0%version .and. c%chunk_rows == c0%chunk_rows .and. &
+            c%deflate == c0%deflate, "hpct_shard_config_t() equals HPCT_SHARD_CONFIG_INITIALIZER")
     end subroutine
 
     subroutine defaults_insitu()
@@ -524,6 +547,126 @@ contains
         call hpct_ctx_destroy(ctx)
     end subroutine
 
+    ! ---- shards and manifests written from Fortran arrays ------------------------------------
+
+    !> The bit patterns of fp32 values (a bit-for-bit comparison, -0.0 and subnormals included).
+    function bits(x) result(b)
+        real(c_float), intent(in) :: x(:)
+        integer(c_int32_t) :: b(size(x))
+        b = transfer(x, b)
+    end function
+
+    !> Write a shard of inputs x(..., samples) and labels y(samples) at path, then close it.
+    subroutine write_shard(ctx, path, x, y, cfg)
+        type(hpct_ctx_t), intent(in) :: ctx
+        character(*), intent(in) :: path
+        real(c_float), intent(in) :: x(..)
+        integer(c_int32_t), intent(in) :: y(:)
+        type(hpct_shard_config_t), intent(in), optional :: cfg
+        type(hpct_shard_writer_t) :: shard
+        call hpct_shard_create(ctx, path, shard, cfg)
+        call hpct_shard_write(shard, "inputs", x)
+        call hpct_shard_write(shard, "targets", y)
+        call hpct_shard_close(shard)
+    end subroutine
+
+    subroutine test_shards()
+        type(hpct_ctx_t) :: ctx
+        type(hpct_shard_writer_t) :: shard
+        type(hpct_shard_config_t) :: sc
+        type(hpct_manifest_t) :: mf, mf2
+        type(hpct_dataset_t) :: ds
+        type(hpct_data_config_t) :: dc
+        real(c_float) :: xa(3, 5), xb(3, 3), x(3, 8), cube(2, 3, 4), wide(6, 5), one
+        real(c_float) :: r10(1, 1, 1, 1, 1, 1, 1, 1, 1, 1)
+        real(c_float), pointer :: px(:, :)
+        integer(c_int32_t), pointer :: py(:)
+        integer(c_int32_t) :: ya(5), yb(3), y(8), yc(4)
+        integer(c_size_t) :: n
+        character(:), allocatable :: dir
+        integer :: features, width, ierr, i
+        dir = trim(workdir)
+        call hpct_ctx_create(ctx)
+        ! Two shards of 5 and 3 samples with 3 features each: x(features, samples).
+        xa = reshape([(real(i, c_float) / 3, i = 1, 15)], [3, 5])
+        xa(1, 1) = -0.0_c_float
+        xa(2, 1) = tiny(1.0_c_float) / 4 ! a subnormal
+        xb = reshape([(-real(i, c_float) / 7, i = 1, 9)], [3, 3])
+        ya = [3, 1, 0, 2, 1]
+        yb = [2, 0, 3]
+        call write_shard(ctx, dir // "/fortran-a.h5", xa, ya)
+        sc%chunk_rows = 2
+        sc%deflate = 4
+        call write_shard(ctx, dir // "/fortran-b.h5", xb, yb, sc)
+        call hpct_manifest_create(ctx, dir // "/fortran-manifest.txt", mf, ierr=ierr)
+        call hpct_manifest_add_shard(mf, dir // "/fortran-a.h5")
+        call hpct_manifest_add_shard(mf, dir // "/fortran-b.h5")
+        call hpct_manifest_write(mf)
+        call hpct_manifest_destroy(mf)
+        call tap_ok(ierr == 0 .and. .not. c_associated(mf%ptr), &
+            "hpct_shard_create/write/close and hpct_manifest_create/add_shard/write/destroy")
+        dc%shuffle = 0
+        call hpct_dataset_open(ctx, dir // "/fortran-manifest.txt", ds, dc)
+        call hpct_dataset_info(ds, n, features, width)
+        call tap_ok(n == 8 .and. features == 3 .and. width == 1, &
+            "x(3, samples) was written as [samples][3]: 8 samples of 3 features")
+        call hpct_dataset_partition(ds, 0, 1, 8)
+        call hpct_dataset_next_into(ds, x, y)
+        call tap_ok(all(bits(reshape(x, [24])) == bits([xa, xb])) .and. all(y == [ya, yb]), &
+            "the batch read back is bit-identical to the Fortran arrays (-0.0, a subnormal, deflate)")
+        call hpct_dataset_close(ds)
+        ! Rank 3: cube(2, 3, samples) is the C [samples][3][2]; 6 features per sample.
+        cube = reshape([(real(i, c_float) / 5, i = 1, 24)], [2, 3, 4])
+        yc = [0, 1, 2, 3]
+        call write_shard(ctx, dir // "/fortran-cube.h5", cube, yc)
+        call hpct_manifest_create(ctx, dir // "/fortran-cube.txt", mf2, "inputs", "targets")
+        call hpct_manifest_add_shard(mf2, dir // "/fortran-cube.h5")
+        call hpct_manifest_write(mf2)
+        call hpct_manifest_destroy(mf2)
+        call hpct_dataset_open(ctx, dir // "/fortran-cube.txt", ds, dc)
+        call hpct_dataset_partition(ds, 0, 1, 4)
+        call hpct_dataset_next(ds, px, py)
+        call tap_ok(size(px, 1) == 6 .and. size(px, 2) == 4 .and. &
+            all(bits(reshape(px, [24])) == bits(reshape(cube, [24]))) .and. all(py == yc), &
+            "cube(2, 3, 4) is 4 samples of 6 features, read back in place bit for bit")
+        call hpct_dataset_close(ds)
+        ! Errors found on the Fortran side and by C, each named.
+        call hpct_shard_create(ctx, dir // "/fortran-bad.h5", shard)
+        call hpct_shard_write(shard, "strided", wide(1:6:2, :), ierr)
+        call tap_ok(ierr == HPCT_ERR_INVALID_ARG .and. contains_text(hpct_last_error(shard), "not contiguous"), &
+            "hpct_shard_write refuses a strided section: " // hpct_last_error(shard))
+        call hpct_shard_write(shard, "empty", wide(:, 1:0), ierr)
+        call tap_ok(ierr == HPCT_ERR_INVALID_ARG .and. contains_text(hpct_last_error(shard), "(6, 0)"), &
+            "hpct_shard_write refuses an empty array: " // hpct_last_error(shard))
+        one = 1
+        call hpct_shard_write(shard, "one", one, ierr)
+        call tap_ok(ierr == HPCT_ERR_INVALID_ARG .and. contains_text(hpct_last_error(shard), "scalar"), &
+            "hpct_shard_write refuses a scalar: " // hpct_last_error(shard))
+        r10 = 1
+        call hpct_shard_write(shard, "r10", r10, ierr)
+        call tap_ok(ierr == HPCT_ERR_INVALID_ARG .and. contains_text(hpct_last_error(shard), "rank 10"), &
+            "more than HPCT_SHARD_MAX_RANK dimensions are refused by C: " // hpct_last_error(shard))
+        call hpct_shard_close(shard, ierr)
+        call tap_ok(ierr == 0 .and. .not. c_associated(shard%ptr), "hpct_shard_close nulls the handle")
+        sc%deflate = 12
+        call hpct_shard_create(ctx, dir // "/fortran-bad.h5", shard, sc, ierr)
+        call tap_ok(ierr == HPCT_ERR_INVALID_ARG .and. contains_text(hpct_last_error(ctx), "deflate") .and. &
+            .not. c_associated(shard%ptr), "the shard config reaches C: " // hpct_last_error(ctx))
+        call hpct_manifest_create(ctx, dir // "/fortran-mixed.txt", mf)
+        call hpct_manifest_add_shard(mf, dir // "/fortran-a.h5")
+        call hpct_manifest_add_shard(mf, dir // "/fortran-cube.h5", ierr)
+        call tap_ok(ierr == HPCT_ERR_FORMAT .and. contains_text(hpct_last_error(mf), "fortran-cube.h5"), &
+            "hpct_manifest_add_shard refuses a shard of another layout: " // hpct_last_error(mf))
+        call hpct_manifest_destroy(mf)
+        call hpct_manifest_check_path("shards/part-0.h5", ierr)
+        call tap_is(ierr, HPCT_SUCCESS, "hpct_manifest_check_path accepts shards/part-0.h5")
+        call hpct_manifest_check_path("../part-0.h5", ierr)
+        call hpct_manifest_check_path("part 0.h5", i)
+        call tap_ok(ierr == HPCT_ERR_INVALID_ARG .and. i == HPCT_ERR_INVALID_ARG, &
+            "hpct_manifest_check_path refuses ../part-0.h5 and 'part 0.h5'")
+        call hpct_ctx_destroy(ctx)
+    end subroutine
+
     ! ---- distributed runtime (one rank) ---------------------------------------------------
 
     subroutine test_distributed()
@@ -690,8 +833,8 @@ contains
         call tap_is_str(path, "", "hpct_ckpt_last_path before any save on this handle")
         call hpct_ckpt_close(ck)
         path = saved_path
-        call hpct_ckpt_inspect(ctx, path, file, ierr)
-        call tap_is(ierr, HPCT_SUCCESS, "hpct_ckpt_inspect " // path)
+        call hpct_ckpt_file_open(ctx, path, file, ierr)
+        call tap_is(ierr, HPCT_SUCCESS, "hpct_ckpt_file_open " // path)
         call hpct_ckpt_file_versions(file, schema, library)
         call tap_ok(schema >= 1 .and. library == HPCT_VERSION_STRING, "hpct_ckpt_file_versions: " // library)
         call hpct_ckpt_file_meta(file, meta)
@@ -723,9 +866,18 @@ contains
         call hpct_ckpt_file_read(file, "extra/sim/field", counts(1:4), ierr=ierr)
         call tap_ok(ierr /= 0 .and. len(hpct_last_error(file)) > 0, &
             "reading 6 values into 4 fails: " // hpct_last_error(file))
+        call hpct_ckpt_file_close(file)
+        call tap_ok(.not. c_associated(file%ptr), "hpct_ckpt_file_close nulls the handle")
+        call hpct_ckpt_file_open(ctx, trim(workdir) // "/no-such-file.h5", file, ierr)
+        call tap_ok(ierr /= 0 .and. .not. c_associated(file%ptr) .and. &
+            contains_text(hpct_last_error(file), "no-such-file.h5"), &
+            "hpct_ckpt_file_open of a missing file fails naming it")
+        ! The deprecated 0.1 names still work (removed in 0.3).
+        call hpct_ckpt_inspect(ctx, path, file, ierr)
+        call hpct_ckpt_file_num_datasets(file, i)
         call hpct_ckpt_inspect_close(file)
-        call hpct_ckpt_inspect(ctx, trim(workdir) // "/no-such-file.h5", file, ierr)
-        call tap_ok(ierr /= 0 .and. .not. c_associated(file%ptr), "hpct_ckpt_inspect of a missing file fails")
+        call tap_ok(ierr == 0 .and. i == n .and. .not. c_associated(file%ptr), &
+            "deprecated hpct_ckpt_inspect/_close work as hpct_ckpt_file_open/_close")
         call tap_ok(hpct_crc32c(0_c_int32_t, "123456789") == int(z'E3069283', c_int32_t), &
             "hpct_crc32c('123456789') is the CRC-32C check value E3069283")
         call tap_ok(hpct_crc32c(0_c_int32_t, [49_c_int8_t, 50_c_int8_t, 51_c_int8_t]) == &
@@ -747,17 +899,21 @@ contains
         integer :: signo, count, ierr
         call hpct_ctx_create(ctx)
         call hpct_signals_install(ctx, sig, [int(SIGUSR2)])
-        call tap_ok(.not. hpct_signal_pending(), "no signal pending after hpct_signals_install")
+        call tap_ok(.not. hpct_signals_pending(), "no signal pending after hpct_signals_install")
         if (c_raise(SIGUSR2) /= 0) call tap_diag("raise failed")
-        call tap_ok(hpct_signal_pending(signo, count) .and. signo == SIGUSR2 .and. count == 1, &
-            "hpct_signal_pending after raise(SIGUSR2)")
-        call hpct_signal_clear()
-        call tap_ok(.not. hpct_signal_pending(signo) .and. signo == 0, "hpct_signal_clear")
+        call tap_ok(hpct_signals_pending(signo, count) .and. signo == SIGUSR2 .and. count == 1, &
+            "hpct_signals_pending after raise(SIGUSR2)")
+        call hpct_signals_clear()
+        call tap_ok(.not. hpct_signals_pending(signo) .and. signo == 0, "hpct_signals_clear")
         call hpct_signals_uninstall(sig)
         call hpct_signals_install(ctx, sig) ! the defaults: SIGTERM and SIGUSR1
         if (c_raise(SIGUSR1) /= 0) call tap_diag("raise failed")
-        call tap_ok(hpct_signal_pending(signo) .and. signo == SIGUSR1, "the default signals include SIGUSR1")
+        call tap_ok(hpct_signals_pending(signo) .and. signo == SIGUSR1, "the default signals include SIGUSR1")
+        ! The deprecated 0.1 names read and clear the same flag (removed in 0.3).
+        call tap_ok(hpct_signal_pending(signo, count) .and. signo == SIGUSR1 .and. count == 1, &
+            "deprecated hpct_signal_pending sees the same signal")
         call hpct_signal_clear()
+        call tap_ok(.not. hpct_signals_pending(), "deprecated hpct_signal_clear clears it")
         call hpct_signals_uninstall(sig)
         call tap_ok(.not. c_associated(sig%ptr), "hpct_signals_uninstall")
         call hpct_walltime_remaining(ctx, seconds, ierr)
@@ -806,6 +962,7 @@ contains
         call tap_ok(ierr == HPCT_SUCCESS .and. res%steps == 64 .and. res%resumed_from == -1 .and. &
             res%checkpoints >= 4, "hpct_train: 2 epochs of 32 steps with checkpoints")
         call tap_ok(progress_calls == 8, "the BIND(C) Fortran progress callback ran every 8 steps")
+        call check_ckpt_list(ctx, ck, kc, trim(workdir) // "/train", res%steps)
         call hpct_evaluate(model, eval, loss, acc, samples)
         call tap_ok(samples == 2048 .and. acc > 0.5, "hpct_evaluate after training (accuracy > 0.5)")
         tc%epochs = 3
@@ -818,6 +975,52 @@ contains
         call hpct_dataset_close(train)
         call hpct_ctx_destroy(ctx)
     end subroutine
+
+    !> List the checkpoints a run wrote in dir through ck (cadence kc): keep_last files,
+    !> newest first, the first the handle's last one at the run's final step.
+    subroutine check_ckpt_list(ctx, ck, kc, dir, final_step)
+        type(hpct_ctx_t), intent(in) :: ctx
+        type(hpct_ckpt_t), intent(in) :: ck
+        type(hpct_ckpt_config_t), intent(in) :: kc
+        character(*), intent(in) :: dir
+        integer(c_long), intent(in) :: final_step
+        type(hpct_ckpt_list_t) :: list
+        type(hpct_ckpt_file_t) :: file
+        type(hpct_ckpt_meta_t) :: meta
+        character(:), allocatable :: path, last, first
+        integer(c_long) :: prev
+        integer :: n, i, ierr
+        logical :: newest_first
+        call hpct_ckpt_list_open(ctx, dir, list, ierr)
+        call hpct_ckpt_list_size(list, n)
+        call tap_ok(ierr == 0 .and. n == kc%keep_last, "hpct_ckpt_list_open and _size: keep_last files in " // dir)
+        call hpct_ckpt_last_path(ck, last)
+        newest_first = .true.
+        first = ""
+        prev = final_step + 1
+        do i = 0, n - 1
+            call hpct_ckpt_list_path(list, i, path)
+            if (i == 0) first = path
+            call hpct_ckpt_file_open(ctx, path, file)
+            call hpct_ckpt_file_meta(file, meta)
+            call hpct_ckpt_file_close(file)
+            if (meta%step >= prev .or. (i == 0 .and. (meta%step /= final_step .or. path /= last))) &
+                newest_first = .false.
+            prev = meta%step
+        end do
+        call tap_ok(newest_first, "hpct_ckpt_list_path: newest first, the first is hpct_ckpt_last_path " // last)
+        call hpct_ckpt_list_path(list, n, path, ierr)
+        call tap_ok(ierr == HPCT_ERR_INVALID_ARG .and. path == "" .and. &
+            contains_text(hpct_last_error(list), "outside"), &
+            "hpct_ckpt_list_path past the end is refused: " // hpct_last_error(list))
+        call hpct_ckpt_list_close(list)
+        call tap_ok(.not. c_associated(list%ptr) .and. len(last) > 0 .and. first == last, &
+            "hpct_ckpt_list_close nulls the handle; the paths copied from it stay")
+        call hpct_ckpt_list_open(ctx, dir // "/missing", list, ierr)
+        call tap_ok(ierr == HPCT_ERR_NOT_FOUND .and. contains_text(hpct_last_error(ctx), dir // "/missing") .and. &
+            .not. c_associated(list%ptr), "hpct_ckpt_list_open of a missing directory: " // hpct_last_error(ctx))
+    end subroutine
+
     ! ---- the in-situ session ------------------------------------------------------------
 
     !> A 4-8(tanh)-2 softmax-CE model, its SGD optimizer and a checkpoint directory.

@@ -25,6 +25,7 @@ enum {
     S_TRAIN_CONFIG,
     S_TRAIN_RESULT,
     S_INSITU_CONFIG,
+    S_SHARD_CONFIG,
     S_NUM
 };
 
@@ -121,6 +122,9 @@ static const long insitu_config_off[] = {
     OFF(hpct_insitu_config_t, catch_signals), OFF(hpct_insitu_config_t, log_interval),
     OFF(hpct_insitu_config_t, progress),      OFF(hpct_insitu_config_t, progress_arg)};
 #endif
+static const long shard_config_off[] = {OFF(hpct_shard_config_t, version),
+                                        OFF(hpct_shard_config_t, chunk_rows),
+                                        OFF(hpct_shard_config_t, deflate)};
 
 struct layout {
     long size;
@@ -153,6 +157,9 @@ static struct layout layout_of(int s)
         return (struct layout){sizeof(hpct_insitu_config_t), insitu_config_off,
                                COUNT(insitu_config_off)};
 #endif
+    case S_SHARD_CONFIG:
+        return (struct layout){sizeof(hpct_shard_config_t), shard_config_off,
+                               COUNT(shard_config_off)};
     default: return (struct layout){-1, NULL, 0};
     }
 }
@@ -176,6 +183,7 @@ void hpct_test_defaults(int s, void *out)
     static const hpct_ckpt_config_t ckpt_config = HPCT_CKPT_CONFIG_INITIALIZER;
     static const hpct_ckpt_meta_t ckpt_meta = HPCT_CKPT_META_INITIALIZER;
     static const hpct_train_config_t train_config = HPCT_TRAIN_CONFIG_INITIALIZER;
+    static const hpct_shard_config_t shard_config = HPCT_SHARD_CONFIG_INITIALIZER;
     const void *src = NULL;
     struct layout l = layout_of(s);
     switch (s) {
@@ -186,6 +194,7 @@ void hpct_test_defaults(int s, void *out)
     case S_CKPT_CONFIG: src = &ckpt_config; break;
     case S_CKPT_META: src = &ckpt_meta; break;
     case S_TRAIN_CONFIG: src = &train_config; break;
+    case S_SHARD_CONFIG: src = &shard_config; break;
 #ifdef HPCT_INSITU_CONFIG_VERSION
     case S_INSITU_CONFIG: {
         static const hpct_insitu_config_t insitu_config = HPCT_INSITU_CONFIG_INITIALIZER;
