@@ -90,11 +90,12 @@ EXTRA_DIST += $(TRAIN_TESTS) t/lib/train_lib.sh t/lib/train_data.sh t/lib/train_
 
 # ---- Slurm: a private two-node cluster on loopback, and the installed modulefiles ----
 # t/lib/pmix_probe prints the PMIx rank, node id, local rank and local size of each task.
+# t/test_slurm_insitu.sh runs the Fortran in-situ example (SKIP in a build without the module).
 check_PROGRAMS += t/lib/pmix_probe t/lib/walltime_probe
 t_lib_pmix_probe_LDADD = $(PMIX_LIBS)
 t_lib_walltime_probe_LDADD = $(HPCT_LIBS)
 SLURM_TESTS = t/test_slurm_pmix.sh t/test_slurm_requeue.sh t/test_slurm_sbatch.sh t/test_module.sh \
-	t/test_slurm_train.sh t/test_walltime_slurm.sh
+	t/test_slurm_train.sh t/test_walltime_slurm.sh t/test_slurm_insitu.sh
 TESTS += $(SLURM_TESTS)
 EXTRA_DIST += $(SLURM_TESTS) t/slurm/cluster.sh t/slurm/setup.sh t/lib/tap.sh
 

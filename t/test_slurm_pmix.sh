@@ -10,10 +10,7 @@ probe="${top_builddir:-.}/t/lib/pmix_probe"
 
 plan 7
 cluster_start
-if ! srun --mpi=list 2>&1 | grep -q pmix; then
-    skip 6 "Slurm has no PMIx plugin here (srun --mpi=list)"
-    done_testing; exit
-fi
+need_pmix
 
 timeout 60 srun -N 2 -n 4 --ntasks-per-node=2 --mpi=pmix -t 1 "$probe" >"$work/out" 2>"$work/err"
 rc=$?

@@ -27,33 +27,32 @@ job=$(timeout 10 sbatch --parsable --requeue -N 1 -n 1 -t 2 -J hpct-requeue -D "
 ok $? "sbatch --requeue accepts the job (id ${job:-none})" || sed 's/^/# /' "$work/sbatch.err"
 
 in_log() { grep -qx "$1" "$log" 2>/dev/null; }
-state_is() { [ "$(sq -h -j "$job" -o %T 2>/dev/null)" = "$1" ]; }
-show_job() { sctl show job "$job" 2>&1 | sed 's/^/# /'; [ -f "$log" ] && sed 's/^/# log: /' "$log"; }
+show() { sctl show job "$job" 2>&1 | sed 's/^/# /'; [ -f "$log" ] && sed 's/^/# log: /' "$log"; }
 
 wait_for 30 in_log "start restart=0"
-ok $? "the job runs with SLURM_RESTART_COUNT unset or 0" || show_job
+ok $? "the job runs with SLURM_RESTART_COUNT unset or 0" || show
 
 sctl requeue "$job"
 ok $? "scontrol requeue $job"
 
 wait_for 20 in_log "TERM restart=0"
-ok $? "the job's SIGTERM trap ran on requeue" || show_job
+ok $? "the job's SIGTERM trap ran on requeue" || show
 
-wait_for 30 state_is PENDING
-ok $? "the job is PENDING again (reason: $(sq -h -j "$job" -o %r 2>/dev/null))" || show_job
+wait_for 30 state_is "$job" PENDING
+ok $? "the job is PENDING again (reason: $(sq -h -j "$job" -o %r 2>/dev/null))" || show
 
 release "$job"
 ok $? "scontrol update JobId=$job StartTime=now"
 
 wait_for 30 in_log "start restart=1"
-ok $? "the job runs again with SLURM_RESTART_COUNT=1" || show_job
+ok $? "the job runs again with SLURM_RESTART_COUNT=1" || show
 
 touch "$work/finish"
 wait_for 30 in_log "done restart=1"
-ok $? "the restarted job finishes its work" || show_job
+ok $? "the restarted job finishes its work" || show
 
 wait_for 30 sh -c "timeout 10 scontrol show job $job 2>/dev/null | grep -q 'JobState=COMPLETED'"
-ok $? "the job ends COMPLETED" || show_job
+ok $? "the job ends COMPLETED" || show
 is "$(sctl show job "$job" 2>/dev/null | tr ' ' '\n' | grep -E '^(Restarts|ExitCode)=' | tr '\n' ' ')" \
     "Restarts=1 ExitCode=0:0 " "scontrol shows Restarts=1 and exit code 0:0"
 done_testing

@@ -36,7 +36,6 @@ all_ranks() {
         [ "${n:-0}" -ge "$1" ] || return 1
     done
 }
-state_is() { [ "$(sq -h -j "$job" -o %T 2>/dev/null)" = "$1" ]; }
 job_has() { grep -q "$1" "$work/job$job.out" 2>/dev/null; }
 show() {
     sctl show job "$job" 2>&1 | sed 's/^/# /'
@@ -59,7 +58,7 @@ wait_for 20 all_ranks 1 "USR1 restart=0"
 ok $? "the batch shell forwarded SIGUSR1 to all 4 ranks" || show
 wait_for 20 job_has "requeueing (restart 1)"
 ok $? "on exit status 75 the script requeues the job itself" || show
-wait_for 30 state_is PENDING
+wait_for 30 state_is "$job" PENDING
 ok $? "the job is PENDING again" || show
 
 release "$job"
@@ -73,7 +72,7 @@ wait_for 20 all_ranks 1 "TERM restart=1"
 ok $? "all 4 ranks got SIGTERM" || show
 wait_for 20 job_has "Slurm requeues or cancels the job itself"
 ok $? "the script does not requeue a second time after SIGTERM" || show
-wait_for 30 state_is PENDING
+wait_for 30 state_is "$job" PENDING
 ok $? "the job is PENDING again" || show
 release "$job"
 wait_for 30 started 1 2

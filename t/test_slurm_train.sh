@@ -21,10 +21,7 @@ template="$(cd "$(dirname "$template")" && pwd)/hpctrain.sbatch"
 
 plan 16
 cluster_start
-if ! srun --mpi=list 2>&1 | grep -q pmix; then
-    skip 15 "Slurm has no PMIx plugin here (srun --mpi=list)"
-    done_testing; exit
-fi
+need_pmix
 
 # The data and settings of t/lib/train_lib.sh: 2048 samples x 16 features, 4 classes, global
 # batch 48 (12 per rank): 42 steps an epoch, 84 in all; a checkpoint every 10 steps.
@@ -64,21 +61,9 @@ submit() {
     timeout 10 sbatch --parsable -N 2 --ntasks-per-node=2 --cpus-per-task=1 -t 5 -J "hpct-$1" \
         -D "$work" -o "$work/$1.out" "$template" --checkpoint-dir "$work/$1.ck" 2>"$work/sbatch.err"
 }
-state_of() { sq -h -j "$1" -o %T 2>/dev/null; }
-state_is() { [ "$(state_of "$1")" = "$2" ]; }
-# ended JOB: the job has left the queue's running states (squeue shows it until MinJobAge).
-ended() { case "$(sctl show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n 's/^JobState=//p')" in
-    COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY) return 0 ;; esac
-    return 1; }
-job_field() { sctl show job "$1" 2>/dev/null | tr ' ' '\n' | grep -E "^($2)=" | tr '\n' ' '; }
-has() { grep -q "$2" "$work/$1.out" 2>/dev/null; }
 # last_step NAME: the step of the newest progress line in the job's output.
 last_step() { sed -n 's/^epoch [0-9]* step \([0-9]*\)\/.*/\1/p' "$work/$1.out" 2>/dev/null | tail -n 1; }
 at_step() { s=$(last_step "$1"); [ -n "$s" ] && [ "$s" -ge "$2" ]; }
-show() {
-    sctl show job "$1" 2>&1 | sed 's/^/# /'
-    [ -f "$work/$2.out" ] && grep -v '^epoch ' "$work/$2.out" | tail -n 30 | sed "s|^|# $2.out: |"
-}
 params_hash() { sed -n 's/^hpctrain: params hash //p' "$work/$1.out"; }
 final_ckpt() { printf '%s/%s.ck/ckpt-%012d.h5' "$work" "$1" "$TOTAL"; }
 
@@ -87,9 +72,9 @@ t0=$(date +%s)
 ref=$(submit ref)
 ok $? "sbatch hpctrain.sbatch -N 2 --ntasks-per-node=2 (job ${ref:-none})" || sed 's/^/# /' "$work/sbatch.err"
 wait_for 90 ended "$ref"
-ok $? "the uninterrupted job ends within 90 s ($(($(date +%s) - t0)) s)" || show "$ref" ref
+ok $? "the uninterrupted job ends within 90 s ($(($(date +%s) - t0)) s)" || show_job "$ref" ref
 is "$(job_field "$ref" 'JobState|ExitCode')" "JobState=COMPLETED ExitCode=0:0 " \
-    "it COMPLETES with exit code 0:0" || show "$ref" ref
+    "it COMPLETES with exit code 0:0" || show_job "$ref" ref
 start_line=$(grep '^hpctrain: .*rank(s) on .*node(s)' "$work/ref.out" | head -n 1)
 diag "$start_line"
 case $start_line in
@@ -97,9 +82,9 @@ case $start_line in
 *) r=1 ;;
 esac
 ok $r "rank 0's start line: 4 ranks on 2 nodes, topology from pmix, node comm 2, cross-node comm 2, hierarchical on"
-[ -f "$(final_ckpt ref)" ] && has ref "^hpctrain: done: $TOTAL steps, .*checkpoint $(final_ckpt ref)\$"
+[ -f "$(final_ckpt ref)" ] && out_has ref "^hpctrain: done: $TOTAL steps, .*checkpoint $(final_ckpt ref)\$"
 ok $? "the trainer reports $TOTAL steps done and leaves the final checkpoint ckpt-$(printf %012d $TOTAL).h5" ||
-    show "$ref" ref
+    show_job "$ref" ref
 ref_hash=$(params_hash ref)
 
 # (c): the same settings, a fresh checkpoint directory, 100 ms a step; requeued mid-run.
@@ -107,22 +92,22 @@ t0=$(date +%s)
 job=$(HPCT_TEST_STEP_DELAY_MS=100 submit req)
 ok $? "a second job with the same settings (job ${job:-none})" || sed 's/^/# /' "$work/sbatch.err"
 wait_for 60 at_step req 15
-ok $? "it trains (progress line of step $(last_step req))" || show "$job" req
+ok $? "it trains (progress line of step $(last_step req))" || show_job "$job" req
 sctl requeue "$job"
 ok $? "scontrol requeue $job after step $(last_step req)"
 wait_for 30 state_is "$job" PENDING
-ok $? "the job is PENDING again (reason: $(sq -h -j "$job" -o %r 2>/dev/null))" || show "$job" req
+ok $? "the job is PENDING again (reason: $(sq -h -j "$job" -o %r 2>/dev/null))" || show_job "$job" req
 stop=$(sed -n 's/^hpctrain: stopped by signal 15 after step \([0-9]*\); checkpoint written.*/\1/p' "$work/req.out")
 diag "trainer: $(grep -E '^hpctrain: stopped|^hpctrain.sbatch: .*(SIGTERM|status)' "$work/req.out" | tr '\n' ' ')"
 [ -n "$stop" ] && [ -f "$(printf '%s/req.ck/ckpt-%012d.h5' "$work" "$stop")" ]
-ok $? "the trainer checkpointed on SIGTERM after step ${stop:-?}" || show "$job" req
+ok $? "the trainer checkpointed on SIGTERM after step ${stop:-?}" || show_job "$job" req
 
 release "$job"
 wait_for 90 ended "$job"
 ok $? "released with StartTime=now, the job runs again and ends ($(($(date +%s) - t0)) s for job c)" ||
-    show "$job" req
+    show_job "$job" req
 is "$(job_field "$job" 'JobState|Restarts|ExitCode')" "JobState=COMPLETED Restarts=1 ExitCode=0:0 " \
-    "it COMPLETES after one restart, exit code 0:0" || show "$job" req
+    "it COMPLETES after one restart, exit code 0:0" || show_job "$job" req
 resumed=$(sed -n 's/^hpctrain: resumed from the checkpoint of step \([0-9]*\)$/\1/p' "$work/req.out")
 [ -n "$resumed" ] && [ "$resumed" = "${stop:-none}" ]
 ok $? "the second run resumed from the checkpoint of step ${resumed:-none} (the SIGTERM checkpoint: ${stop:-none})"

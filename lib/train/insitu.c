@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct hpct_insitu {
     hpct_ctx_t ctx;
@@ -31,6 +32,7 @@ struct hpct_insitu {
     hpct_progress_t progress;
     double report_t0, inside_s, inside0, comm0, loss_sum;
     long loss_n, samples, report_step0;
+    long test_delay_ms; /* test hook HPCT_TEST_STEP_DELAY_MS: sleep after each step, ms */
 };
 
 static double comm_wait_s(hpct_insitu_t S)
@@ -113,6 +115,8 @@ hpct_status_t hpct_insitu_create(hpct_model_t model, hpct_params_t params, hpct_
     S->params = hpcti_optimizer_params(opt);
     S->dist = hpcti_loop_where(ctx, &S->rank, &S->world);
     S->last_saved = -1;
+    const char *delay = getenv("HPCT_TEST_STEP_DELAY_MS");
+    if (delay) S->test_delay_ms = atol(delay);
     snprintf(S->model_desc, sizeof S->model_desc, "byog");
     if (model) hpct_model_describe(model, S->model_desc, sizeof S->model_desc);
     /* the session averages after the local step: no averaging inside backward */
@@ -332,6 +336,14 @@ static hpct_status_t complete(hpct_insitu_t S, const char *fn, struct local *me,
     return s == HPCT_ERR_TIMEOUT ? emergency(S, s) : s;
 }
 
+/* Test hook (doc/insitu.md): a fast program made slow enough to be signalled mid-run. A
+ * signal cuts the sleep short; the next step's agreement sees it. */
+static void test_delay(const hpct_insitu_t S)
+{
+    struct timespec ts = {S->test_delay_ms / 1000, S->test_delay_ms % 1000 * 1000000L};
+    if (S->test_delay_ms > 0) nanosleep(&ts, NULL);
+}
+
 /* Time inside the step calls, for the progress figures. */
 static hpct_status_t timed(hpct_insitu_t S, const char *fn, struct local *me, float *loss,
                            double t0)
@@ -339,6 +351,7 @@ static hpct_status_t timed(hpct_insitu_t S, const char *fn, struct local *me, fl
     if (me->status) snprintf(me->detail, sizeof me->detail, "%s", S->ctx->last_error);
     hpct_status_t s = complete(S, fn, me, loss);
     S->inside_s += hpcti_now() - t0;
+    test_delay(S);
     return s;
 }
 

@@ -1,5 +1,5 @@
 # fortran_lib.sh: helpers sourced by t/test_fortran_*.sh (TAP producers; POSIX sh), on top of
-# t/lib/tap.sh (plan, ok, is, diag, skip, done_testing).
+# t/lib/tap.sh (plan, ok, is, diag, skip, need_fortran, done_testing).
 . "${top_srcdir:-.}/t/lib/tap.sh"
 : "${top_builddir:=.}"
 : "${MPIRUN:=mpirun}"
@@ -12,11 +12,6 @@ trap 'rm -rf "$work"' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# need_fortran: skip the whole test in a build without the Fortran module.
-need_fortran() {
-    [ "${HPCT_FORTRAN:-}" = yes ] ||
-        skip_all "the Fortran module is not built (configure: --disable-fortran, or no MPI Fortran compiler with mpi_f08)"
-}
 need_mpi() { command -v "$MPIRUN" >/dev/null 2>&1 || skip_all "no mpirun (configure found none)"; }
 
 # make_data: the synthetic set of t/train_data.sh (2048 x 16, 4 classes) as shards in

@@ -1,6 +1,7 @@
 # tap.sh: TAP helpers for the shell tests in t/ (source it; POSIX sh).
 #   plan N | skip_all REASON | ok STATUS DESC [FILE] | is GOT WANT DESC | diag TEXT... | skip N REASON
 #   wait_for SECONDS CMD...   run CMD every 0.25 s until it succeeds or SECONDS pass
+#   need_fortran              skip the whole test in a build without the Fortran module
 #   done_testing              exit status: 0 when every planned test ran and passed
 tap_n=0
 tap_failed=0
@@ -9,6 +10,13 @@ tap_planned=0
 plan() { tap_planned=$1; echo "1..$1"; }
 skip_all() { echo "1..0 # SKIP $*"; exit 0; }
 diag() { printf '%s\n' "$@" | sed 's/^/# /'; }
+
+# need_fortran: skip the whole test in a build without the Fortran module (HPCT_FORTRAN, set
+# by make check from configure's result: t/t.mk).
+need_fortran() {
+    [ "${HPCT_FORTRAN:-}" = yes ] ||
+        skip_all "the Fortran module is not built (configure: --disable-fortran, or no MPI Fortran compiler with mpi_f08)"
+}
 
 # ok STATUS DESC [FILE]: pass when STATUS is 0 (use: cmd; ok $? "desc"); on failure FILE,
 # if given, is shown as diagnostics. Returns STATUS's verdict, so "ok ... || diag ..." works.

@@ -1,8 +1,10 @@
 # setup.sh: common start of the Slurm tests (source it after tap.sh; POSIX sh).
 # Skips the test with the reason when no cluster can start here, otherwise starts a private
 # cluster in a temporary folder, points SLURM_CONF at it, and stops it (every daemon, by pid)
-# on exit, whatever way the test ends. Sets: cluster (the script), work (a scratch folder
-# for the test's files), tmp (their parent, removed on exit).
+# on exit, whatever way the test ends. Sets: cluster_sh (the script), work (a scratch folder
+# for the test's files), tmp (their parent, removed on exit). Defines: cluster_start,
+# need_pmix, sq, sctl, state_of, state_is, ended, job_field, out_has, show_job, nodes_idle,
+# release (each described where it is defined).
 cluster_sh="${top_srcdir:-.}/t/slurm/cluster.sh"
 [ -f "$cluster_sh" ] || skip_all "cannot find t/slurm/cluster.sh (top_srcdir='${top_srcdir:-}')"
 
@@ -41,9 +43,38 @@ cluster_start() {
     ok 0 "the loopback Slurm cluster starts (n1, n2 idle after $(($(date +%s) - t0)) s)"
 }
 
+# need_pmix: after cluster_start, skip the rest of the plan when Slurm has no PMIx plugin.
+need_pmix() {
+    srun --mpi=list 2>&1 | grep -q pmix && return 0
+    skip $((tap_planned - tap_n)) "Slurm has no PMIx plugin here (srun --mpi=list)"
+    done_testing
+    exit
+}
+
 # Every client command gets a deadline: with the controller gone each would retry for long.
 sq() { timeout 10 squeue "$@"; }
 sctl() { timeout 10 scontrol "$@"; }
+
+# state_of JOB: its state as squeue shows it (RUNNING, PENDING, ...; empty once it is gone).
+state_of() { sq -h -j "$1" -o %T 2>/dev/null; }
+state_is() { [ "$(state_of "$1")" = "$2" ]; }
+# ended JOB: the job has left the queue's running states (squeue shows it until MinJobAge).
+ended() {
+    case "$(sctl show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n 's/^JobState=//p')" in
+    COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY) return 0 ;;
+    esac
+    return 1
+}
+# job_field JOB 'A|B': "A=... B=... " from the job's record, in scontrol's order.
+job_field() { sctl show job "$1" 2>/dev/null | tr ' ' '\n' | grep -E "^($2)=" | tr '\n' ' '; }
+# out_has NAME PATTERN: the job output $work/NAME.out has a line matching PATTERN.
+out_has() { grep -q "$2" "$work/$1.out" 2>/dev/null; }
+# show_job JOB NAME: the job's record and the end of $work/NAME.out (without the progress
+# lines of hpctrain train) as TAP diagnostics.
+show_job() {
+    sctl show job "$1" 2>&1 | sed 's/^/# /'
+    [ -f "$work/$2.out" ] && grep -v '^epoch ' "$work/$2.out" | tail -n 30 | sed "s|^|# $2.out: |"
+}
 
 # nodes_idle: no node is still allocated or completing (sinfo lists only "idle").
 nodes_idle() { [ -z "$(timeout 10 sinfo -h -o %T 2>/dev/null | grep -v -x idle)" ]; }
