@@ -267,7 +267,7 @@ contains
         call hpct_ckpt_close(ck)
         call hpct_finalize(ctx)
         call MPI_Finalize()
-        stop 1
+        stop 1, quiet=.true.
     end subroutine
 
     !> The surrogate's RMS error against the solver's next step over the whole grid, and
@@ -348,7 +348,7 @@ contains
         call hpct_ckpt_close(ck)
         call hpct_finalize(ctx)
         call MPI_Finalize()
-        stop EXIT_PREEMPTED
+        stop EXIT_PREEMPTED, quiet=.true.
     end subroutine
 
     subroutine fail(what, status)
