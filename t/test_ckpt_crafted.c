@@ -121,9 +121,46 @@ static void one_case(state_t *st, const char *base, const char *tag, const char 
     expect_inspect_flags(st, file, flag_dataset, attr, tag);
 }
 
+/* The serial stored in meta/serial of file; -1 when it cannot be read. */
+static long long file_serial(state_t *st, const char *file)
+{
+    hpct_ckpt_file_t f;
+    int64_t v = -1;
+    if (hpct_ckpt_file_open(st->ctx, file, &f)) return -1;
+    if (hpct_ckpt_file_read(f, "meta/serial", HPCT_CKPT_I64, &v, 1)) v = -1;
+    hpct_ckpt_file_close(f);
+    return v;
+}
+
+/* A latest pointer whose serial is at or past LONG_MAX: the next save must not overflow
+ * (it counted on from there); the pointer is ignored and the files are counted instead,
+ * so after the two checkpoints of save_steps the next one is serial 3. */
+static void latest_case(state_t *st, const char *base, const char *tag, const char *serial)
+{
+    char dir[4200], file[4300], latest[4300];
+    snprintf(dir, sizeof dir, "%s/%s", base, tag);
+    if (mkdir(dir, 0700)) tap_bail("mkdir %s", dir);
+    save_steps(st, dir, file, sizeof file);
+    snprintf(latest, sizeof latest, "%s/latest", dir);
+    FILE *l = fopen(latest, "w");
+    if (!l) tap_bail("cannot write %s", latest);
+    fprintf(l, "ckpt-000000000020.h5\nserial %s\n", serial);
+    fclose(l);
+    hpct_ckpt_t ck = st_open_ck(st, dir, 0);
+    hpct_ckpt_meta_t m = HPCT_CKPT_META_INITIALIZER;
+    m.step = 30;
+    hpct_status_t s = hpct_ckpt_save(ck, st->params, st->opt, &m);
+    const char *p = "";
+    hpct_ckpt_last_path(ck, &p);
+    long long got = s ? -1 : file_serial(st, p);
+    tap_ok(s == HPCT_SUCCESS && got == 3, "latest with serial %s: the next save has serial %lld",
+           serial, got);
+    hpct_ckpt_close(ck);
+}
+
 int main(void)
 {
-    tap_plan(21);
+    tap_plan(24);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     char base[4096];
     make_tmpdir(base, sizeof base, "crafted");
@@ -140,6 +177,9 @@ int main(void)
     one_case(&st, base, "libver-array", "/", "library_version", s255, 1, 64, 0, NULL);
     one_case(&st, base, "libver-long", "/", "library_version", s1k, 0, 1, 0, NULL);
     one_case(&st, base, "libver-vlen", "/", "library_version", vstr, 0, 1, 0, NULL);
+    latest_case(&st, base, "latest-max", "9223372036854775807");
+    latest_case(&st, base, "latest-huge", "99999999999999999999999");
+    latest_case(&st, base, "latest-negative", "-5");
     H5Tclose(s255), H5Tclose(s1k), H5Tclose(vstr), H5Tclose(s4);
     st_destroy(&st);
     remove_tree(base);

@@ -64,16 +64,32 @@ static void free_names(char **names, int n)
     free(names);
 }
 
+/* The "serial N" line of the latest pointer at path: N in [0, HPCTI_CKPT_SERIAL_MAX], else
+ * -1 (missing, unreadable, or a number no directory reaches, which would overflow). */
+static long pointer_serial(const char *path)
+{
+    char line[600];
+    long long serial = -1;
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    if (fgets(line, sizeof line, f) && fgets(line, sizeof line, f) &&
+        strncmp(line, "serial ", 7) == 0) {
+        char *end;
+        errno = 0;
+        serial = strtoll(line + 7, &end, 10);
+        if (errno || end == line + 7 || (*end != '\n' && *end != '\0') || serial < 0 ||
+            serial > HPCTI_CKPT_SERIAL_MAX)
+            serial = -1;
+    }
+    fclose(f);
+    return (long)serial;
+}
+
 long hpcti_ck_last_serial(const char *dir)
 {
-    char path[HPCTI_CKPT_PATH_MAX], line[600];
-    long serial = -1;
+    char path[HPCTI_CKPT_PATH_MAX];
     hpcti_ck_join(path, dir, "latest");
-    FILE *f = fopen(path, "r");
-    if (f) {
-        if (fgets(line, sizeof line, f) && fscanf(f, "serial %ld", &serial) != 1) serial = -1;
-        fclose(f);
-    }
+    long serial = pointer_serial(path);
     if (serial >= 0) return serial;
     char **names;
     int n;
