@@ -494,7 +494,7 @@ hpct_status_t hpct_ckpt_save(hpct_ckpt_t ck, hpct_params_t params, hpct_optimize
     if (s || (s = drain(ck))) return s;
     if (ck->serial < 0) {
         hpcti_ck_clean_stale(ck->d.dir);
-        ck->serial = hpcti_ck_last_serial(ck->d.dir);
+        ck->serial = hpcti_ck_last_serial(ck->d.dir, ck->d.log_level);
     }
     int staged = ck->has_thread || ck->ctx->ops != &hpcti_cpu_ops;
     snprintf(ck->snap.model, sizeof ck->snap.model, "%s", meta->model ? meta->model : "");

@@ -96,8 +96,9 @@ hpct_status_t hpcti_ck_write_file(const hpcti_ckdir_t *d, const hpcti_snapshot_t
  * with free(). */
 hpct_status_t hpcti_ck_list(const char *dir, char ***names, int *n, hpcti_ckerr_t *err);
 /* Serial number of the newest checkpoint from the latest pointer, else (pointer missing,
- * unreadable or its serial above HPCTI_CKPT_SERIAL_MAX) the file count. */
-long hpcti_ck_last_serial(const char *dir);
+ * unreadable, not a regular file, or its serial above HPCTI_CKPT_SERIAL_MAX) the file
+ * count; a non-regular pointer is named on stderr at log_level >= HPCT_LOG_WARN. */
+long hpcti_ck_last_serial(const char *dir, hpct_log_level_t log_level);
 /* Keep the d->keep_last newest and every permanent file; delete the rest. */
 void hpcti_ck_apply_retention(const hpcti_ckdir_t *d, hpcti_ckerr_t *err);
 

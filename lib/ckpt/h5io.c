@@ -5,9 +5,11 @@
 #include "h5io.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- HDF5 error detail ---------------------------------------------------- */
@@ -484,9 +486,26 @@ static hpcti_read_t check_schema(hid_t fid, const char *file, hpcti_ckerr_t *err
     return HPCTI_READ_CORRUPT;
 }
 
+/* 0 when path is a regular file; else err names it (a FIFO would block H5Fopen forever). */
+static int check_regular(const char *path, hpcti_ckerr_t *err)
+{
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    int rc = fd < 0 ? -1 : fstat(fd, &st);
+    int saved = errno;
+    if (fd >= 0) close(fd);
+    if (rc < 0)
+        hpcti_ckerr_set(err, HPCT_ERR_IO, "checkpoint %s cannot be opened: %s", path,
+                        strerror(saved));
+    else if (!S_ISREG(st.st_mode))
+        hpcti_ckerr_set(err, HPCT_ERR_IO, "checkpoint %s is not a regular file", path);
+    return rc < 0 || !S_ISREG(st.st_mode) ? -1 : 0;
+}
+
 static hpcti_read_t read_file(const char *path, hpcti_snapshot_t *snap, hpcti_ckerr_t *err)
 {
     char h5[400];
+    if (check_regular(path, err)) return HPCTI_READ_CORRUPT;
     hid_t fid = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (fid < 0) {
         hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM,

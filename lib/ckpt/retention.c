@@ -4,9 +4,11 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Parse "ckpt-<12 digits>.h5" or "ckpt-<12 digits>-keep.h5"; -1 when name is neither. */
@@ -66,12 +68,23 @@ static void free_names(char **names, int n)
 
 /* The "serial N" line of the latest pointer at path: N in [0, HPCTI_CKPT_SERIAL_MAX], else
  * -1 (missing, unreadable, or a number no directory reaches, which would overflow). */
-static long pointer_serial(const char *path)
+static long pointer_serial(const char *path, hpct_log_level_t log_level)
 {
     char line[600];
     long long serial = -1;
-    FILE *f = fopen(path, "r");
-    if (!f) return -1;
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block */
+    if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
+        if (log_level >= HPCT_LOG_WARN)
+            fprintf(stderr, "hpctrain: warning: ignoring %s: not a regular file\n", path);
+        close(fd);
+        return -1;
+    }
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "r");
+    if (!f) {
+        if (fd >= 0) close(fd);
+        return -1;
+    }
     if (fgets(line, sizeof line, f) && fgets(line, sizeof line, f) &&
         strncmp(line, "serial ", 7) == 0) {
         char *end;
@@ -85,11 +98,11 @@ static long pointer_serial(const char *path)
     return (long)serial;
 }
 
-long hpcti_ck_last_serial(const char *dir)
+long hpcti_ck_last_serial(const char *dir, hpct_log_level_t log_level)
 {
     char path[HPCTI_CKPT_PATH_MAX];
     hpcti_ck_join(path, dir, "latest");
-    long serial = pointer_serial(path);
+    long serial = pointer_serial(path, log_level);
     if (serial >= 0) return serial;
     char **names;
     int n;
