@@ -645,6 +645,9 @@ hpct_status_t hpct_ckpt_load_latest(hpct_ckpt_t ck, hpct_params_t params, hpct_o
                                     hpct_ckpt_meta_t *meta);
 /* Path of the newest checkpoint this handle committed ("" before the first). */
 hpct_status_t hpct_ckpt_last_path(hpct_ckpt_t ck, const char **path);
+/* Why the last hpct_ckpt_load_latest on this handle skipped newer checkpoints: each file and
+ * its reason, "; "-separated ("" when none was skipped); valid until the next load. */
+hpct_status_t hpct_ckpt_rejected(hpct_ckpt_t ck, const char **detail);
 
 /* Inspection of one checkpoint file without a model or optimizer (tools, post-mortems).
  * Safe on damaged files: a file that is not HDF5, truncated or unreadable fails to open with

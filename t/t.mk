@@ -67,7 +67,7 @@ EXTRA_DIST += $(DIST_TESTS) t/lib/dist_lib.sh
 
 # ---- checkpoints, signals, inspection --------------------------------------------
 CKPT_TESTS = t/test_ckpt_format t/test_ckpt_kill t/test_ckpt_disk t/test_signals \
-	t/test_ckpt_inspect
+	t/test_ckpt_inspect t/test_ckpt_crafted
 check_PROGRAMS += $(CKPT_TESTS) t/lib/ckpt_make
 TESTS += $(CKPT_TESTS) t/test_ckpt_tool.sh
 t_test_ckpt_format_LDADD = $(TEST_LIBS)
@@ -75,6 +75,7 @@ t_test_ckpt_kill_LDADD = $(TEST_LIBS)
 t_test_ckpt_disk_LDADD = $(TEST_LIBS)
 t_test_signals_LDADD = $(TEST_LIBS)
 t_test_ckpt_inspect_LDADD = $(TEST_LIBS)
+t_test_ckpt_crafted_LDADD = $(TEST_LIBS)
 t_lib_ckpt_make_LDADD = $(HPCT_LIBS)
 EXTRA_DIST += t/lib/ckpt_util.h t/test_ckpt_tool.sh
 
@@ -84,7 +85,8 @@ TESTS += t/test_train_config
 t_test_train_config_SOURCES = t/test_train_config.c tools/train_config.c tools/train_config.h
 t_test_train_config_LDADD = t/lib/libtap.a
 TRAIN_TESTS = t/test_train_preempt_w1.sh t/test_train_preempt_w2.sh t/test_train_worldsize.sh \
-	t/test_train_corrupt.sh t/test_train_hang.sh t/test_train_settings.sh t/test_train_cadence.sh
+	t/test_train_corrupt.sh t/test_train_hang.sh t/test_train_settings.sh t/test_train_cadence.sh \
+	t/test_train_fifo.sh
 TESTS += $(TRAIN_TESTS)
 EXTRA_DIST += $(TRAIN_TESTS) t/lib/train_lib.sh t/lib/train_data.sh t/lib/train_preempt.sh
 

@@ -11,11 +11,21 @@ trap 'rm -rf "$work"' EXIT
 . "${top_srcdir:-.}/t/lib/tap.sh"
 status() { "$@" >"$work/out" 2>&1; echo $?; }
 
-plan 15
+plan 16
 "$tool" --version | grep -q '^hpctrain [0-9]' ; ok $? "hpctrain --version"
 [ "$(status "$tool" frobnicate)" = 2 ]; ok $? "unknown command exits 2"
 [ "$(status "$tool" shard "$fm/train-images-idx3-ubyte.gz")" = 2 ] && grep -q -- '-o' "$work/out"
 ok $? "shard without -o exits 2 and says so"
+
+# A gzip IDX file with three bytes overwritten inside its (stored, incompressible) data: zlib
+# reports a data error, which must reach the message intact (it was printed after gzclose
+# had freed it: garbage, or a heap-use-after-free under ASan).
+{ printf '\0\0\10\3\0\0\141\250\0\0\0\2\0\0\0\2'; head -c 100000 /dev/urandom; } >"$work/bad-idx3-ubyte"
+{ printf '\0\0\10\1\0\0\141\250'; head -c 25000 /dev/zero; } >"$work/lab-idx1-ubyte"
+gzip "$work/bad-idx3-ubyte" && printf 'XYZ' | dd of="$work/bad-idx3-ubyte.gz" bs=1 seek=50000 conv=notrunc 2>/dev/null
+[ "$(status "$tool" shard -o "$work/x" "$work/bad-idx3-ubyte.gz" "$work/lab-idx1-ubyte")" = 3 ] &&
+    grep -q "^hpctrain shard: error: $work/bad-idx3-ubyte.gz: .*\(incorrect\|invalid\).* (corrupt or truncated gzip?)$" "$work/out"
+ok $? "a corrupt gzip IDX file exits 3 with zlib's message ($(head -c 200 "$work/out" | tr -c '[:print:]' '?'))"
 
 if [ ! -r "$fm/train-images-idx3-ubyte.gz" ]; then
     skip 7 "no Fashion-MNIST (Debian package dataset-fashion-mnist)"

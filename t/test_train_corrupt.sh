@@ -7,7 +7,7 @@
 . "${top_srcdir:-.}/t/lib/train_lib.sh"
 need_tool
 make_data
-echo "1..6"
+echo "1..7"
 CK="--checkpoint-every-steps 20 --checkpoint-keep 3"
 
 train 1 "$work/ref" "$work/ref.out"
@@ -38,10 +38,15 @@ if [ -n "$off" ]; then
     at=$((off + 100))
     byte=$(od -An -tu1 -j $at -N1 "$f" | tr -d ' ')
     printf "$(printf '\\%03o' $(((byte + 1) % 256)))" | dd of="$f" bs=1 seek=$at conv=notrunc 2>/dev/null
+    cp -r "$work/flip" "$work/flip0"
     resume_past "$work/flip" "one byte flipped in /params/dense0.weight of step 50" "ckpt-000000000050.h5.*dense0.weight"
+    # At the default log level: one line on stdout naming the file and the reason.
+    train 1 "$work/flip0" "$work/flip0.out" $CK
+    [ $rc = 0 ] && [ "$(grep -c "^hpctrain: skipped 1 corrupt or torn checkpoint(s): checkpoint $work/flip0/ckpt-000000000050.h5: dataset params/dense0.weight fails its checksum" "$work/flip0.out")" = 1 ]
+    ok $? "default log level: one line names the skipped file and why ($(grep -m1 '^hpctrain: skipped' "$work/flip0.out" | cut -c1-160))" "$work/flip0.out"
 else
     skip 1 "no h5dump (Debian package hdf5-tools) to find the dataset's offset"
-    skip 1 "no h5dump"
+    skip 2 "no h5dump"
 fi
 
 cp -r "$work/base" "$work/cut"

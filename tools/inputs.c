@@ -38,10 +38,11 @@ static int slurp(const char *path, unsigned char **out, size_t *len)
         }
     }
     int errnum = 0;
-    const char *why = got < 0 ? gzerror(f, &errnum) : NULL;
+    char why[256] = ""; /* gzerror's string belongs to f: copied before gzclose frees it */
+    if (got < 0) snprintf(why, sizeof why, "%s", gzerror(f, &errnum));
     gzclose(f);
     if (!buf) return tool_error(TOOL_FAILED, "%s: out of memory", path);
-    if (why) {
+    if (got < 0) {
         free(buf);
         return tool_error(TOOL_DATA, "%s: %s (corrupt or truncated gzip?)", path, why);
     }

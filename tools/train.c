@@ -303,10 +303,12 @@ static int train_and_report(struct run *r)
     tc.progress = print_progress, tc.progress_arg = r;
     hpct_train_result_t res;
     s = hpct_train(r->model, r->opt, r->train, r->ck, &tc, &res);
-    if (r->topo.rank == 0 && res.rejected_checkpoints > 0)
-        printf("hpctrain: skipped %d corrupt or torn checkpoint(s) (HPCT_LOG_LEVEL=2 names "
-               "them)\n",
-               res.rejected_checkpoints);
+    const char *why = "";
+    if (r->topo.rank == 0 && res.rejected_checkpoints > 0) {
+        if (r->ck) hpct_ckpt_rejected(r->ck, &why);
+        printf("hpctrain: skipped %d corrupt or torn checkpoint(s): %s\n", res.rejected_checkpoints,
+               why);
+    }
     if (r->topo.rank == 0 && res.resumed_from >= 0)
         printf("hpctrain: resumed from the checkpoint of step %ld\n", res.resumed_from);
     if (s == HPCT_PREEMPTED) {

@@ -4,11 +4,14 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 enum kind { K_LONG, K_BOOL, K_DOUBLE, K_STR, K_WIDTHS };
 
@@ -186,8 +189,19 @@ static char *trim(char *s)
 
 int train_config_load_file(struct train_config *c, const char *path, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) return fail(err, errlen, "%s: cannot open the config file: %s", path, strerror(errno));
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block */
+    if (fd < 0)
+        return fail(err, errlen, "%s: cannot open the config file: %s", path, strerror(errno));
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return fail(err, errlen, "%s: the config file is not a regular file", path);
+    }
+    FILE *f = fdopen(fd, "r");
+    if (!f) {
+        close(fd);
+        return fail(err, errlen, "%s: cannot open the config file: %s", path, strerror(errno));
+    }
     char line[2048], where[TC_PATH_MAX + 32];
     int lineno = 0, rc = 0;
     while (rc == 0 && fgets(line, sizeof line, f)) {

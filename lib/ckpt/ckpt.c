@@ -47,6 +47,7 @@ struct hpct_ckpt {
     char last_path[HPCTI_CKPT_PATH_MAX];
     char loaded_path[HPCTI_CKPT_PATH_MAX];
     char loaded_model[HPCTI_CKPT_MODEL_MAX];
+    char rejected[1024]; /* files the last load skipped, with their reasons ("; "-separated) */
     /* background writer (async mode) */
     int has_thread, pending, quit;
     int copy_pending; /* defer_copy: the writer has not yet copied the caller's state */
@@ -494,7 +495,7 @@ hpct_status_t hpct_ckpt_save(hpct_ckpt_t ck, hpct_params_t params, hpct_optimize
     if (s || (s = drain(ck))) return s;
     if (ck->serial < 0) {
         hpcti_ck_clean_stale(ck->d.dir);
-        ck->serial = hpcti_ck_last_serial(ck->d.dir);
+        ck->serial = hpcti_ck_last_serial(ck->d.dir, ck->d.log_level);
     }
     int staged = ck->has_thread || ck->ctx->ops != &hpcti_cpu_ops;
     snprintf(ck->snap.model, sizeof ck->snap.model, "%s", meta->model ? meta->model : "");
@@ -560,6 +561,16 @@ hpct_status_t hpct_ckpt_last_path(hpct_ckpt_t ck, const char **path)
     return HPCT_SUCCESS;
 }
 
+hpct_status_t hpct_ckpt_rejected(hpct_ckpt_t ck, const char **detail)
+{
+    if (!ck) return HPCT_ERR_INVALID_ARG;
+    hpcti_clear_error(ck->ctx);
+    if (!detail)
+        return hpcti_error(ck->ctx, HPCT_ERR_INVALID_ARG, "hpct_ckpt_rejected: detail is NULL");
+    *detail = ck->rejected;
+    return HPCT_SUCCESS;
+}
+
 /* ---- load ---------------------------------------------------------------------- */
 
 /* The file's scalars are compatible with this run (config hash, optimizer slots). */
@@ -617,6 +628,7 @@ static hpct_status_t load_first_valid(hpct_ckpt_t ck, char **names, int n, hpct_
             hpct_status_t s = check_compatible(ck, path, slots, opt);
             if (s) return s;
             apply_loaded(ck, path, opt, meta);
+            snprintf(ck->rejected, sizeof ck->rejected, "%s", reasons);
             if (meta->rejected) /* success, but say why newer files were skipped */
                 snprintf(ck->ctx->last_error, sizeof ck->ctx->last_error, "%s", reasons);
             hpcti_log(ck->ctx, HPCT_LOG_INFO, "resumed from %s (step %ld)", path, meta->step);
@@ -629,6 +641,7 @@ static hpct_status_t load_first_valid(hpct_ckpt_t ck, char **names, int n, hpct_
             strcat(reasons, err.msg);
         }
     }
+    snprintf(ck->rejected, sizeof ck->rejected, "%s", reasons);
     if (n == 0) return hpcti_error(ck->ctx, HPCT_ERR_NOT_FOUND, "no checkpoint in %s", ck->d.dir);
     return hpcti_error(ck->ctx, HPCT_ERR_NOT_FOUND, "no valid checkpoint in %s: %s", ck->d.dir,
                        reasons);
@@ -642,6 +655,7 @@ hpct_status_t hpct_ckpt_load_latest(hpct_ckpt_t ck, hpct_params_t params, hpct_o
     int slots;
     hpct_status_t s = check_state_args(ck, params, opt, meta, "hpct_ckpt_load_latest", &slots);
     if (s || (s = drain(ck))) return s;
+    ck->rejected[0] = '\0';
     if ((s = build_layout(ck, params, opt, slots, 1))) return s;
     char **names;
     int n;

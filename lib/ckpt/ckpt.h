@@ -9,6 +9,8 @@
 #define HPCTI_CKPT_SCHEMA    HPCT_CKPT_SCHEMA_VERSION /* bump that when the layout changes */
 #define HPCTI_CKPT_PATH_MAX  4096
 #define HPCTI_CKPT_MODEL_MAX 1024 /* bytes of model description kept */
+/* Largest serial taken from a latest pointer (1e15 saves: never reached; far from overflow). */
+#define HPCTI_CKPT_SERIAL_MAX 1000000000000000LL
 
 /* Error detail produced away from the caller's thread, copied to the context later. */
 typedef struct hpcti_ckerr {
@@ -93,8 +95,10 @@ hpct_status_t hpcti_ck_write_file(const hpcti_ckdir_t *d, const hpcti_snapshot_t
 /* retention.c: checkpoint file names in dir, newest (highest step) first; *n entries, free
  * with free(). */
 hpct_status_t hpcti_ck_list(const char *dir, char ***names, int *n, hpcti_ckerr_t *err);
-/* Serial number of the newest checkpoint from the latest pointer, else the file count. */
-long hpcti_ck_last_serial(const char *dir);
+/* Serial number of the newest checkpoint from the latest pointer, else (pointer missing,
+ * unreadable, not a regular file, or its serial above HPCTI_CKPT_SERIAL_MAX) the file
+ * count; a non-regular pointer is named on stderr at log_level >= HPCT_LOG_WARN. */
+long hpcti_ck_last_serial(const char *dir, hpct_log_level_t log_level);
 /* Keep the d->keep_last newest and every permanent file; delete the rest. */
 void hpcti_ck_apply_retention(const hpcti_ckdir_t *d, hpcti_ckerr_t *err);
 

@@ -5,9 +5,11 @@
 #include "h5io.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- HDF5 error detail ---------------------------------------------------- */
@@ -76,6 +78,66 @@ hid_t hpcti_ck_mem_type(int dtype)
     case HPCTI_CK_U64: return H5T_NATIVE_UINT64;
     default: return H5T_NATIVE_UINT8;
     }
+}
+
+/* ---- checking before reading ------------------------------------------------------ */
+
+static const char *class_name(H5T_class_t c)
+{
+    switch (c) {
+    case H5T_INTEGER: return "integer";
+    case H5T_FLOAT: return "float";
+    case H5T_STRING: return "string";
+    default: return "other";
+    }
+}
+
+const char *hpcti_ck_h5_check(hid_t type, hid_t space, const hpcti_h5_want_t *want, char why[160])
+{
+    if (type < 0 || space < 0) return snprintf(why, 160, "unreadable type or dataspace"), why;
+    H5T_class_t cls = H5Tget_class(type);
+    size_t size = H5Tget_size(type);
+    int rank = H5Sget_simple_extent_ndims(space);
+    hssize_t n = H5Sget_simple_extent_npoints(space);
+    int vlen = cls == H5T_STRING && H5Tis_variable_str(type) != 0;
+    int size_ok = want->up_to ? size >= 1 && size <= want->size : size == want->size;
+    if (cls == want->cls && !vlen && size_ok && rank >= 0 && rank <= want->max_rank && n >= 0 &&
+        (want->count < 0 || n == want->count))
+        return NULL;
+    char count[48] = "";
+    if (want->count >= 0) snprintf(count, sizeof count, ", %lld element(s)", want->count);
+    snprintf(why, 160,
+             "is %s%s of %zu bytes, rank %d, %lld element(s); expected %s of %s%zu bytes, %s%s",
+             vlen ? "variable-length " : "", class_name(cls), size, rank, (long long)n,
+             class_name(want->cls), want->up_to ? "at most " : "", want->size,
+             want->max_rank ? "scalar or 1-D" : "a scalar", count);
+    return why;
+}
+
+hpcti_read_t hpcti_ck_read_attr(hid_t obj, const char *objname, const char *attr,
+                                const hpcti_h5_want_t *want, hid_t mtype, void *buf,
+                                const char *file, hpcti_ckerr_t *err)
+{
+    char h5[400], why[160];
+    hid_t a = H5Aopen(obj, attr, H5P_DEFAULT);
+    if (a < 0) {
+        hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM, "checkpoint %s: cannot open attribute %s of %s: %s",
+                        file, attr, objname, hpcti_ck_h5_detail(h5));
+        return HPCTI_READ_CORRUPT;
+    }
+    hid_t type = H5Aget_type(a), space = H5Aget_space(a);
+    const char *bad = hpcti_ck_h5_check(type, space, want, why);
+    herr_t rc = bad ? -1 : H5Aread(a, mtype, buf);
+    if (bad)
+        hpcti_ckerr_set(err, HPCT_ERR_FORMAT, "checkpoint %s: attribute %s of %s %s", file, attr,
+                        objname, bad);
+    else if (rc < 0)
+        hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM, "checkpoint %s: cannot read attribute %s of %s: %s",
+                        file, attr, objname, hpcti_ck_h5_detail(h5));
+    if (type >= 0) H5Tclose(type);
+    if (space >= 0) H5Sclose(space);
+    H5Aclose(a);
+    return rc < 0 ? HPCTI_READ_CORRUPT : HPCTI_READ_OK;
 }
 
 /* ---- writing ----------------------------------------------------------------- */
@@ -296,7 +358,18 @@ static hpcti_read_t corrupt(hpcti_ckerr_t *err, const char *file, const char *wh
     return HPCTI_READ_CORRUPT;
 }
 
-/* The dataset's element count and type match the item (else MISMATCH). */
+/* What the dataset of item it must be: its class and element size, scalar or 1-D, count
+ * elements (the model description: one fixed-length string of bounded size). */
+static hpcti_h5_want_t item_want(const hpcti_ckitem_t *it)
+{
+    if (it->dtype == HPCTI_CK_STR)
+        return (hpcti_h5_want_t){H5T_STRING, HPCTI_CKPT_MODEL_MAX * 16, 1, 1, 1};
+    int flt = it->dtype == HPCT_CKPT_F32 || it->dtype == HPCT_CKPT_F64;
+    return (hpcti_h5_want_t){flt ? H5T_FLOAT : H5T_INTEGER, hpcti_ck_elsize(it->dtype), 0, 1,
+                             (long long)it->count};
+}
+
+/* The dataset's class, element size, rank and count match the item (else MISMATCH). */
 static hpcti_read_t check_shape(hid_t dset, const hpcti_ckitem_t *it, const char *file,
                                 hpcti_ckerr_t *err)
 {
@@ -306,30 +379,26 @@ static hpcti_read_t check_shape(hid_t dset, const hpcti_ckitem_t *it, const char
         if (type >= 0) H5Tclose(type);
         return corrupt(err, file, "cannot read the header of dataset", it->path);
     }
-    hssize_t n = H5Sget_simple_extent_npoints(space);
-    int str = it->dtype == HPCTI_CK_STR;
-    size_t size = H5Tget_size(type);
-    int ok = str ? (H5Tget_class(type) == H5T_STRING && n == 1)
-                 : (n == (hssize_t)it->count && size == hpcti_ck_elsize(it->dtype));
+    hpcti_h5_want_t want = item_want(it);
+    char why[160];
+    const char *bad = hpcti_ck_h5_check(type, space, &want, why);
     H5Sclose(space);
     H5Tclose(type);
-    if (ok) return HPCTI_READ_OK;
+    if (!bad) return HPCTI_READ_OK;
     hpcti_ckerr_set(err, HPCT_ERR_FORMAT,
-                    "checkpoint %s: dataset %s holds %lld elements of %zu bytes, this run "
-                    "expects %zu of %zu (the model, optimizer or extras differ)",
-                    file, it->path, (long long)n, size, it->count, hpcti_ck_elsize(it->dtype));
+                    "checkpoint %s: dataset %s %s (the model, optimizer or extras differ)", file,
+                    it->path, bad);
     return HPCTI_READ_MISMATCH;
 }
 
 hpcti_read_t hpcti_ck_verify_crc(hid_t dset, const char *dataset, const void *data, size_t bytes,
                                  const char *file, hpcti_ckerr_t *err)
 {
+    static const hpcti_h5_want_t scalar_u32 = {H5T_INTEGER, 4, 0, 0, 1};
     uint32_t stored = 0, computed = hpct_crc32c(0, data, bytes);
-    hid_t attr = H5Aopen(dset, "crc32c", H5P_DEFAULT);
-    herr_t rc = attr < 0 ? -1 : H5Aread(attr, H5T_NATIVE_UINT32, &stored);
-    if (rc < 0) corrupt(err, file, "cannot read the crc32c attribute of dataset", dataset);
-    if (attr >= 0) H5Aclose(attr);
-    if (rc < 0) return HPCTI_READ_CORRUPT;
+    if (hpcti_ck_read_attr(dset, dataset, "crc32c", &scalar_u32, H5T_NATIVE_UINT32, &stored, file,
+                           err))
+        return HPCTI_READ_CORRUPT;
     if (stored == computed) return HPCTI_READ_OK;
     hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM,
                     "checkpoint %s: dataset %s fails its checksum (stored crc32c %08x, "
@@ -368,22 +437,23 @@ static hpcti_read_t read_item(hid_t fid, const hpcti_ckitem_t *it, const char *f
 static hpcti_read_t read_model(hid_t fid, hpcti_snapshot_t *snap, const char *file,
                                hpcti_ckerr_t *err)
 {
+    static const hpcti_h5_want_t want = {H5T_STRING, HPCTI_CKPT_MODEL_MAX * 16, 1, 1, 1};
     const char *path = "meta/model";
     hid_t dset = H5Dopen2(fid, path, H5P_DEFAULT);
     if (dset < 0) return corrupt(err, file, "cannot open dataset", path);
     hid_t type = H5Dget_type(dset), space = H5Dget_space(dset);
     /* Only a scalar fixed-length string fits the buffer below (a crafted or h5py-written
      * array or variable-length string would overflow it): anything else is corrupt. */
-    int scalar_string = type >= 0 && space >= 0 && H5Tget_class(type) == H5T_STRING &&
-                        H5Tis_variable_str(type) == 0 && H5Sget_simple_extent_npoints(space) == 1;
-    size_t size = scalar_string ? H5Tget_size(type) : 0;
-    if (size > HPCTI_CKPT_MODEL_MAX * 16) size = 0; /* far beyond any description we write */
+    char why[160];
+    const char *bad = hpcti_ck_h5_check(type, space, &want, why);
+    size_t size = bad ? 0 : H5Tget_size(type);
     if (space >= 0) H5Sclose(space);
     char *buf = size ? calloc(1, size + 1) : NULL;
     hpcti_read_t r = HPCTI_READ_OK;
-    if (!scalar_string || !size)
-        r = corrupt(err, file, "not a scalar fixed-length string dataset", path);
-    else if (!buf || H5Dread(dset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
+    if (bad) {
+        hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM, "checkpoint %s: dataset %s %s", file, path, bad);
+        r = HPCTI_READ_CORRUPT;
+    } else if (!buf || H5Dread(dset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
         r = corrupt(err, file, "cannot read dataset", path);
     } else {
         r = hpcti_ck_verify_crc(dset, path, buf, size, file, err);
@@ -397,12 +467,12 @@ static hpcti_read_t read_model(hid_t fid, hpcti_snapshot_t *snap, const char *fi
 
 hpcti_read_t hpcti_ck_read_schema(hid_t fid, const char *file, int *schema, hpcti_ckerr_t *err)
 {
-    *schema = -1;
-    hid_t attr = H5Aopen(fid, "schema_version", H5P_DEFAULT);
-    herr_t rc = attr < 0 ? -1 : H5Aread(attr, H5T_NATIVE_INT, schema);
-    if (attr >= 0) H5Aclose(attr);
-    if (rc < 0) return corrupt(err, file, "cannot read the root attribute", "schema_version");
-    return HPCTI_READ_OK;
+    static const hpcti_h5_want_t scalar_i32 = {H5T_INTEGER, 4, 0, 0, 1};
+    int32_t v = -1;
+    hpcti_read_t r = hpcti_ck_read_attr(fid, "/", "schema_version", &scalar_i32, H5T_NATIVE_INT32,
+                                        &v, file, err);
+    *schema = r == HPCTI_READ_OK ? (int)v : -1;
+    return r;
 }
 
 static hpcti_read_t check_schema(hid_t fid, const char *file, hpcti_ckerr_t *err)
@@ -416,9 +486,26 @@ static hpcti_read_t check_schema(hid_t fid, const char *file, hpcti_ckerr_t *err
     return HPCTI_READ_CORRUPT;
 }
 
+/* 0 when path is a regular file; else err names it (a FIFO would block H5Fopen forever). */
+static int check_regular(const char *path, hpcti_ckerr_t *err)
+{
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    int rc = fd < 0 ? -1 : fstat(fd, &st);
+    int saved = errno;
+    if (fd >= 0) close(fd);
+    if (rc < 0)
+        hpcti_ckerr_set(err, HPCT_ERR_IO, "checkpoint %s cannot be opened: %s", path,
+                        strerror(saved));
+    else if (!S_ISREG(st.st_mode))
+        hpcti_ckerr_set(err, HPCT_ERR_IO, "checkpoint %s is not a regular file", path);
+    return rc < 0 || !S_ISREG(st.st_mode) ? -1 : 0;
+}
+
 static hpcti_read_t read_file(const char *path, hpcti_snapshot_t *snap, hpcti_ckerr_t *err)
 {
     char h5[400];
+    if (check_regular(path, err)) return HPCTI_READ_CORRUPT;
     hid_t fid = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (fid < 0) {
         hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM,

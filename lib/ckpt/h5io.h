@@ -21,6 +21,26 @@ void hpcti_ck_h5_leave(const hpcti_h5_quiet_t *q);
 /* The most specific message of HDF5's error stack (then cleared), into buf. */
 const char *hpcti_ck_h5_detail(char buf[400]);
 
+/* What an attribute or dataset must be before the library reads it (class, size, rank). */
+typedef struct hpcti_h5_want {
+    H5T_class_t cls; /* H5T_INTEGER, H5T_FLOAT or H5T_STRING (fixed-length only) */
+    size_t size;     /* bytes per element: exactly this, or at most this when up_to */
+    int up_to;       /* 1: size is a maximum (fixed-length strings) */
+    int max_rank;    /* 0: scalar only; 1: scalar or one-dimensional */
+    long long count; /* elements; -1: any */
+} hpcti_h5_want_t;
+
+/* NULL when type and space are what want says, else what is wrong (in why). Call it before
+ * every H5Aread and H5Dread: a larger or differently shaped object overflows the buffer. */
+const char *hpcti_ck_h5_check(hid_t type, hid_t space, const hpcti_h5_want_t *want, char why[160]);
+
+/* Attribute attr of obj (objname for messages) checked against want, then read as mtype into
+ * buf; HPCTI_READ_CORRUPT with err naming file, object and attribute when it is missing,
+ * unreadable or not what want says. */
+hpcti_read_t hpcti_ck_read_attr(hid_t obj, const char *objname, const char *attr,
+                                const hpcti_h5_want_t *want, hid_t mtype, void *buf,
+                                const char *file, hpcti_ckerr_t *err);
+
 /* Native memory type of an item type (hpct_ckpt_dtype_t, HPCTI_CK_U64; not HPCTI_CK_STR). */
 hid_t hpcti_ck_mem_type(int dtype);
 

@@ -22,6 +22,7 @@ typedef struct ck_dataset {
     hpct_ckpt_dtype_t dtype;
     size_t count, elsize; /* elements, bytes per element */
     int scalar;
+    hpcti_h5_want_t h5;    /* class, element size, rank and count in the file when described */
     hpct_status_t verdict; /* HPCT_SUCCESS or why it cannot be trusted */
     char *detail;          /* message for a failed verdict */
     void *kept;            /* the bytes of a small /meta dataset that verified */
@@ -98,9 +99,22 @@ static hpcti_read_t load_raw(hid_t fid, const struct hpct_ckpt_file *f, const ck
     if (dset < 0) return fail(err, HPCT_ERR_CHECKSUM, f->path, "cannot open dataset", d->name);
     hid_t type = d->dtype == HPCT_CKPT_STRING ? H5Dget_type(dset)
                                               : H5Tcopy(hpcti_ck_mem_type(item_type(d->dtype)));
-    void *data = malloc(bytes ? bytes : 1);
+    /* The file may have changed since it was described (hpct_ckpt_file_read opens it again):
+     * read only what still has the class, size and shape the buffer was sized for. */
+    hid_t ftype = H5Dget_type(dset), space = H5Dget_space(dset);
+    char why[160];
+    const char *bad = hpcti_ck_h5_check(ftype, space, &d->h5, why);
+    if (ftype >= 0) H5Tclose(ftype);
+    if (space >= 0) H5Sclose(space);
+    void *data = bad ? NULL : malloc(bytes ? bytes : 1);
     hpcti_read_t r = HPCTI_READ_OK;
-    if (!data) {
+    if (bad) {
+        hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM,
+                        "checkpoint %s: dataset %s %s (changed since it "
+                        "was opened?)",
+                        f->path, d->name, bad);
+        r = HPCTI_READ_CORRUPT;
+    } else if (!data) {
         hpcti_ckerr_set(err, HPCT_ERR_NO_MEMORY,
                         "checkpoint %s: cannot allocate %zu bytes for dataset %s", f->path, bytes,
                         d->name);
@@ -153,6 +167,11 @@ static int describe(hid_t dset, ck_dataset_t *d)
     if (n < 0 || rank < 0 || type < 0) return -1;
     d->count = (size_t)n;
     d->scalar = rank == 0;
+    d->h5 =
+        (hpcti_h5_want_t){d->dtype == HPCT_CKPT_STRING                             ? H5T_STRING
+                          : d->dtype == HPCT_CKPT_F32 || d->dtype == HPCT_CKPT_F64 ? H5T_FLOAT
+                                                                                   : H5T_INTEGER,
+                          d->elsize, 0, rank, (long long)n};
     if (d->dtype == HPCT_CKPT_STRING) { /* a scalar fixed-length string: count its bytes */
         d->count *= d->elsize;
         d->elsize = 1;
@@ -237,17 +256,20 @@ static int by_name(const void *a, const void *b)
 
 /* ---- opening ---------------------------------------------------------------------------- */
 
+/* The root attribute library_version (a scalar fixed-length string); "" when it is missing
+ * or anything else (informational: the file stays readable). */
 static void read_library_version(struct hpct_ckpt_file *f, hid_t fid)
 {
-    hid_t attr = H5Aopen(fid, "library_version", H5P_DEFAULT);
-    hid_t type = attr < 0 ? -1 : H5Aget_type(attr);
     char buf[256] = "";
-    if (type >= 0 && H5Tget_class(type) == H5T_STRING && H5Tis_variable_str(type) == 0 &&
-        H5Tget_size(type) < sizeof buf)
-        if (H5Aread(attr, type, buf) < 0) buf[0] = '\0';
+    const hpcti_h5_want_t want = {H5T_STRING, sizeof buf - 1, 1, 0, 1};
+    hid_t mtype = H5Tcopy(H5T_C_S1); /* NUL-padded to the whole buffer but its last byte */
+    H5Tset_size(mtype, sizeof buf - 1);
+    hpcti_ckerr_t err = {0, ""};
+    if (hpcti_ck_read_attr(fid, "/", "library_version", &want, mtype, buf, f->path, &err))
+        buf[0] = '\0';
+    buf[sizeof buf - 1] = '\0';
     snprintf(f->library, sizeof f->library, "%s", buf);
-    if (type >= 0) H5Tclose(type);
-    if (attr >= 0) H5Aclose(attr);
+    H5Tclose(mtype);
 }
 
 /* Everything that needs HDF5 while opening: signature, open, schema, listing. */

@@ -4,9 +4,11 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Parse "ckpt-<12 digits>.h5" or "ckpt-<12 digits>-keep.h5"; -1 when name is neither. */
@@ -64,16 +66,43 @@ static void free_names(char **names, int n)
     free(names);
 }
 
-long hpcti_ck_last_serial(const char *dir)
+/* The "serial N" line of the latest pointer at path: N in [0, HPCTI_CKPT_SERIAL_MAX], else
+ * -1 (missing, unreadable, or a number no directory reaches, which would overflow). */
+static long pointer_serial(const char *path, hpct_log_level_t log_level)
 {
-    char path[HPCTI_CKPT_PATH_MAX], line[600];
-    long serial = -1;
-    hpcti_ck_join(path, dir, "latest");
-    FILE *f = fopen(path, "r");
-    if (f) {
-        if (fgets(line, sizeof line, f) && fscanf(f, "serial %ld", &serial) != 1) serial = -1;
-        fclose(f);
+    char line[600];
+    long long serial = -1;
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block */
+    if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
+        if (log_level >= HPCT_LOG_WARN)
+            fprintf(stderr, "hpctrain: warning: ignoring %s: not a regular file\n", path);
+        close(fd);
+        return -1;
     }
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "r");
+    if (!f) {
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    if (fgets(line, sizeof line, f) && fgets(line, sizeof line, f) &&
+        strncmp(line, "serial ", 7) == 0) {
+        char *end;
+        errno = 0;
+        serial = strtoll(line + 7, &end, 10);
+        if (errno || end == line + 7 || (*end != '\n' && *end != '\0') || serial < 0 ||
+            serial > HPCTI_CKPT_SERIAL_MAX)
+            serial = -1;
+    }
+    fclose(f);
+    return (long)serial;
+}
+
+long hpcti_ck_last_serial(const char *dir, hpct_log_level_t log_level)
+{
+    char path[HPCTI_CKPT_PATH_MAX];
+    hpcti_ck_join(path, dir, "latest");
+    long serial = pointer_serial(path, log_level);
     if (serial >= 0) return serial;
     char **names;
     int n;

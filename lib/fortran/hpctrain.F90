@@ -282,7 +282,7 @@ module hpctrain
         c_hpct_params_hash, c_hpct_model_set_grad_averaging, c_hpct_batch_split, c_hpct_comm_stats, &
         c_hpct_ckpt_open, c_hpct_ckpt_close, c_hpct_ckpt_add_array, c_hpct_ckpt_add_scalar, &
         c_hpct_ckpt_due, c_hpct_ckpt_save, c_hpct_ckpt_before_update, c_hpct_ckpt_wait, &
-        c_hpct_ckpt_load_latest, c_hpct_ckpt_last_path, c_hpct_ckpt_inspect, &
+        c_hpct_ckpt_load_latest, c_hpct_ckpt_last_path, c_hpct_ckpt_rejected, c_hpct_ckpt_inspect, &
         c_hpct_ckpt_inspect_close, c_hpct_ckpt_file_versions, c_hpct_ckpt_file_meta, &
         c_hpct_ckpt_file_num_datasets, c_hpct_ckpt_file_dataset, c_hpct_ckpt_file_find, &
         c_hpct_ckpt_file_verify, c_hpct_ckpt_file_read, c_hpct_crc32c, c_hpct_signals_install, &
@@ -787,6 +787,12 @@ module hpctrain
             type(c_ptr), intent(out) :: path
             integer(c_int) :: s
         end function
+        function c_hpct_ckpt_rejected(ck, detail) bind(C, name="hpct_ckpt_rejected") result(s)
+            import :: c_int, c_ptr
+            type(c_ptr), value :: ck
+            type(c_ptr), intent(out) :: detail
+            integer(c_int) :: s
+        end function
         function c_hpct_ckpt_file_open(ctx, path, file) bind(C, name="hpct_ckpt_file_open") result(s)
             import :: c_int, c_ptr, c_char
             type(c_ptr), value :: ctx
@@ -1033,7 +1039,8 @@ module hpctrain
         hpct_model_set_grad_averaging, hpct_batch_split, hpct_comm_stats
     public :: hpct_ckpt_open, hpct_ckpt_close, hpct_ckpt_add_array, hpct_ckpt_add_scalar, &
         hpct_ckpt_due, hpct_ckpt_save, hpct_ckpt_before_update, hpct_ckpt_wait, &
-        hpct_ckpt_load_latest, hpct_ckpt_last_path, hpct_ckpt_file_open, hpct_ckpt_file_close, &
+        hpct_ckpt_load_latest, hpct_ckpt_last_path, hpct_ckpt_rejected, hpct_ckpt_file_open, &
+        hpct_ckpt_file_close, &
         hpct_ckpt_file_versions, hpct_ckpt_file_meta, hpct_ckpt_file_num_datasets, &
         hpct_ckpt_file_dataset, hpct_ckpt_file_find, hpct_ckpt_file_verify, hpct_ckpt_file_read, &
         hpct_ckpt_list_open, hpct_ckpt_list_size, hpct_ckpt_list_path, hpct_ckpt_list_close, &
@@ -2597,6 +2604,19 @@ contains
         s = c_hpct_ckpt_last_path(ck%ptr, p)
         path = fstr(p)
         call finish(s, ck%ctx, "hpct_ckpt_last_path", ierr)
+    end subroutine
+
+    !> Files the last hpct_ckpt_load_latest skipped, with reasons ("" when none).
+    subroutine hpct_ckpt_rejected(ck, detail, ierr)
+        type(hpct_ckpt_t), intent(in) :: ck
+        character(:), allocatable, intent(out) :: detail
+        integer, intent(out), optional :: ierr
+        type(c_ptr) :: p
+        integer(c_int) :: s
+        p = c_null_ptr
+        s = c_hpct_ckpt_rejected(ck%ptr, p)
+        detail = fstr(p)
+        call finish(s, ck%ctx, "hpct_ckpt_rejected", ierr)
     end subroutine
 
     !> Open one checkpoint file for inspection, list its datasets and verify each one's crc32c.

@@ -831,6 +831,8 @@ contains
         call hpct_ckpt_open(ctx, kc, ck, directory=trim(workdir) // "/ckpt")
         call hpct_ckpt_last_path(ck, path)
         call tap_is_str(path, "", "hpct_ckpt_last_path before any save on this handle")
+        call hpct_ckpt_rejected(ck, path)
+        call tap_is_str(path, "", "hpct_ckpt_rejected before any load on this handle")
         call hpct_ckpt_close(ck)
         path = saved_path
         call hpct_ckpt_file_open(ctx, path, file, ierr)
