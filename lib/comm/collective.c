@@ -11,6 +11,7 @@
 #include "dist.h"
 
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,8 +101,43 @@ hpct_status_t hpcti_op_begin(hpct_ctx_t ctx, const char *name, int max_red, size
     return HPCT_SUCCESS;
 }
 
+/* What a wait is waiting for. */
+struct goal {
+    MPI_Request *reqs;
+    int n;
+    int red; /* a reduction index, or -1 */
+    int all; /* 1: every reduction and the tokens too */
+    /* node-window counters: *flags[i] >= want for i < nflags (world[i] is whose) */
+    uint64_t *const *flags;
+    const int *world;
+    int nflags;
+    uint64_t want;
+};
+
+/* 1 when the node-window counter at f has reached want (acquire: the writer's data before
+ * its release store is visible after this load). */
+static int flag_reached(uint64_t *f, uint64_t want)
+{
+    return atomic_load_explicit((_Atomic uint64_t *)f, memory_order_acquire) >= want;
+}
+
+/* Ranks whose node-window counter is behind, as "2,3" into out [cap]; returns their count. */
+static int flags_behind(const struct goal *g, char *out, size_t cap)
+{
+    size_t len = 0;
+    int count = 0;
+    out[0] = 0;
+    for (int i = 0; i < g->nflags; i++) {
+        if (flag_reached(g->flags[i], g->want)) continue;
+        if (len < cap - 16)
+            len += (size_t)snprintf(out + len, cap - len, "%s%d", count ? "," : "", g->world[i]);
+        count++;
+    }
+    return count;
+}
+
 /* The HPCT_ERR_TIMEOUT detail: which ranks have not arrived at which operation. */
-static hpct_status_t timed_out(hpct_ctx_t ctx)
+static hpct_status_t timed_out(hpct_ctx_t ctx, const struct goal *g)
 {
     struct hpcti_dist *d = ctx->dist;
     char missing[512] = "";
@@ -123,6 +159,15 @@ static hpct_status_t timed_out(hpct_ctx_t ctx)
             "%s); end the job with hpct_abort_job(ctx, HPCT_EXIT_HANG)",
             d->op_name, (unsigned long long)d->op_seq, count > 1 ? "s" : "", missing, d->size,
             d->deadline_s, d->rank, d->boot.hostname);
+    int behind = flags_behind(g, missing, sizeof missing);
+    if (behind)
+        return hpcti_error(
+            ctx, HPCT_ERR_TIMEOUT,
+            "%s (operation #%llu): rank%s %s of %d stopped inside the node's shared-window "
+            "exchange: not at its step %llu within %g s (seen by rank %d on %s); end the job with "
+            "hpct_abort_job(ctx, HPCT_EXIT_HANG)",
+            d->op_name, (unsigned long long)d->op_seq, behind > 1 ? "s" : "", missing, d->size,
+            (unsigned long long)g->want, d->deadline_s, d->rank, d->boot.hostname);
     return hpcti_error(ctx, HPCT_ERR_TIMEOUT,
                        "%s (operation #%llu): all %d ranks arrived but it did not complete within "
                        "%g s (a rank stopped during it; seen by rank %d on %s); end the job with "
@@ -131,19 +176,13 @@ static hpct_status_t timed_out(hpct_ctx_t ctx)
                        d->boot.hostname);
 }
 
-/* What a wait is waiting for. */
-struct goal {
-    MPI_Request *reqs;
-    int n;
-    int red; /* a reduction index, or -1 */
-    int all; /* 1: every reduction and the tokens too */
-};
-
 static int goal_met(struct hpcti_dist *d, struct goal *g)
 {
     int tokens = test_all(d->tok_req, 2 * d->size);
     if (!test_all(g->reqs, g->n)) return 0;
     if (g->red >= 0 && d->red[g->red].cur != d->red[g->red].nphase) return 0;
+    for (int i = 0; i < g->nflags; i++)
+        if (!flag_reached(g->flags[i], g->want)) return 0;
     if (!g->all) return 1;
     for (int i = 0; i < d->nred; i++)
         if (d->red[i].cur != d->red[i].nphase) return 0;
@@ -159,7 +198,7 @@ static hpct_status_t wait_for(hpct_ctx_t ctx, struct goal *g)
         if (s) return s;
         if (goal_met(d, g)) break;
         double t = hpcti_now();
-        if (t - d->op_start > d->deadline_s) return timed_out(ctx);
+        if (t - d->op_start > d->deadline_s) return timed_out(ctx, g);
         backoff(t - t0);
     }
     d->wait_s += hpcti_now() - t0;
@@ -168,20 +207,27 @@ static hpct_status_t wait_for(hpct_ctx_t ctx, struct goal *g)
 
 hpct_status_t hpcti_wait_reqs(hpct_ctx_t ctx, MPI_Request *reqs, int n)
 {
-    struct goal g = {reqs, n, -1, 0};
+    struct goal g = {reqs, n, -1, 0, NULL, NULL, 0, 0};
+    return wait_for(ctx, &g);
+}
+
+hpct_status_t hpcti_wait_flags(hpct_ctx_t ctx, uint64_t *const *flags, const int *world, int n,
+                               uint64_t want)
+{
+    struct goal g = {NULL, 0, -1, 0, flags, world, n, want};
     return wait_for(ctx, &g);
 }
 
 hpct_status_t hpcti_red_wait(hpct_ctx_t ctx, int id)
 {
-    struct goal g = {NULL, 0, id, 0};
+    struct goal g = {NULL, 0, id, 0, NULL, NULL, 0, 0};
     return wait_for(ctx, &g);
 }
 
 hpct_status_t hpcti_op_end(hpct_ctx_t ctx, MPI_Request *reqs, int n)
 {
     struct hpcti_dist *d = ctx->dist;
-    struct goal g = {reqs, n, -1, 1};
+    struct goal g = {reqs, n, -1, 1, NULL, NULL, 0, 0};
     hpct_status_t s = wait_for(ctx, &g);
     if (s) return s;
     d->in_op = 0;

@@ -34,6 +34,19 @@ struct hpcti_reduction {
     int nphase, cur; /* cur == nphase: done */
 };
 
+/* The node's MPI-3 shared-memory window (node_win.c). Local rank p's segment starts at seg[p]:
+ * [arrival counter, 64-bit, padded to 128 bytes][half 0: cap floats][half 1: cap floats]. */
+struct hpcti_node_win {
+    MPI_Comm comm;   /* dup of the node communicator: window collectives only */
+    MPI_Win win;     /* MPI_WIN_NULL until the first use */
+    size_t cap;      /* floats per half (0: no window yet) */
+    char **seg;      /* [local_size] each local rank's segment */
+    uint64_t **flag; /* [local_size] each segment's arrival counter */
+    int *world;      /* [local_size] world rank of each local rank */
+    uint64_t epoch;  /* counter barriers passed on this window */
+    int half;        /* half the next chunk uses */
+};
+
 /* The distributed runtime of a context: ctx->dist, which core holds as an opaque pointer. */
 struct hpcti_dist {
     MPI_Comm comm;             /* dup of the caller's communicator (flat ops) */
@@ -47,9 +60,10 @@ struct hpcti_dist {
     hpct_topo_source_t source;
     struct hpcti_boot boot;
     double deadline_s;
-    int transport;        /* HPCT_TRANSPORT_* */
-    size_t fusion_floats; /* fusion slot size in elements */
-    int tag_space;        /* tags 1000 .. 1000 + tag_space - 1 carry reductions */
+    int transport;               /* HPCT_TRANSPORT_* */
+    struct hpcti_node_win *nwin; /* set: the node-local phase goes through the shared window */
+    size_t fusion_floats;        /* fusion slot size in elements */
+    int tag_space;               /* tags 1000 .. 1000 + tag_space - 1 carry reductions */
     /* the operation in progress */
     const char *op_name;
     uint64_t op_seq, tok_out;
@@ -70,6 +84,18 @@ struct hpcti_dist {
 #endif
 };
 
+/* Block b of count elements split over p ranks: its first element and length. */
+static inline size_t hpcti_block_start(size_t count, int p, int b)
+{
+    size_t q = count / (size_t)p, r = count % (size_t)p;
+    return (size_t)b * q + ((size_t)b < r ? (size_t)b : r);
+}
+
+static inline size_t hpcti_block_len(size_t count, int p, int b)
+{
+    return count / (size_t)p + ((size_t)b < count % (size_t)p);
+}
+
 /* The distributed state of ctx, or NULL after recording HPCT_ERR_STATE for fn. */
 struct hpcti_dist *hpcti_dist_of(hpct_ctx_t ctx, const char *fn);
 
@@ -87,6 +113,23 @@ hpct_status_t hpcti_red_start(hpct_ctx_t ctx, float *buf, size_t n, int *id);
 hpct_status_t hpcti_red_progress(hpct_ctx_t ctx);
 /* Wait (deadline-bounded) until reduction id is done. */
 hpct_status_t hpcti_red_wait(hpct_ctx_t ctx, int id);
+
+/* Start averaging buf [n] (one rank's block) over the cross-node communicator only. */
+hpct_status_t hpcti_red_start_cross(hpct_ctx_t ctx, float *buf, size_t n, int *id);
+/* Wait (deadline-bounded) until every counter *flags[i] (i < n, in the node window) reaches
+ * want; on expiry the ranks world[i] whose counter is behind are named. */
+hpct_status_t hpcti_wait_flags(hpct_ctx_t ctx, uint64_t *const *flags, const int *world, int n,
+                               uint64_t want);
+
+/* Node window (node_win.c): decide at start-up whether the node-local phase uses it. */
+hpct_status_t hpcti_node_win_setup(hpct_ctx_t ctx);
+/* Average host buf [n] through the node window (inside hpcti_op_begin / hpcti_op_end). */
+hpct_status_t hpcti_node_win_allreduce(hpct_ctx_t ctx, float *buf, size_t n);
+/* Chunks hpcti_node_win_allreduce will need for n floats (reductions to reserve). */
+int hpcti_node_win_chunks(const struct hpcti_dist *d, size_t n);
+/* Free the window state; with collective, also the window and its communicator (MPI calls
+ * collective over the node: only while MPI runs and no collective timed out). */
+void hpcti_node_win_free(struct hpcti_dist *d, int collective);
 
 /* fp32 <-> 16-bit wire formats (HPCT_TRANSPORT_BF16 / _FP16). */
 void hpcti_to_wire(int transport, const float *x, uint16_t *w, size_t n);

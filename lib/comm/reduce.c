@@ -27,17 +27,8 @@ static size_t elem_size(const struct hpcti_dist *d)
     return d->transport ? 2 : 4;
 }
 
-/* Block b of count elements split over p ranks: its first element and length. */
-static size_t block_start(size_t count, int p, int b)
-{
-    size_t q = count / (size_t)p, r = count % (size_t)p;
-    return (size_t)b * q + ((size_t)b < r ? (size_t)b : r);
-}
-
-static size_t block_len(size_t count, int p, int b)
-{
-    return count / (size_t)p + ((size_t)b < count % (size_t)p);
-}
+#define block_start hpcti_block_start
+#define block_len   hpcti_block_len
 
 static char *at(const struct hpcti_dist *d, void *v, size_t i)
 {
@@ -121,6 +112,16 @@ static void add_phase(struct hpcti_reduction *r, MPI_Comm comm, int size, int me
     r->phase[r->nphase++] = (struct hpcti_phase){comm, size, me, vec, count, gather, scale};
 }
 
+/* The cross-node phases of an average of one block v [n] (the node phase done elsewhere). */
+static void plan_cross(struct hpcti_dist *d, struct hpcti_reduction *r, void *v, size_t n)
+{
+    int cross_me;
+    MPI_Comm_rank(d->cross, &cross_me);
+    if (d->cross_size == 1) return;
+    add_phase(r, d->cross, d->cross_size, cross_me, v, n, 0, 1);
+    add_phase(r, d->cross, d->cross_size, cross_me, v, n, 1, 0);
+}
+
 /* The phases of an average of vector v [n] on this rank's topology. */
 static void plan(struct hpcti_dist *d, struct hpcti_reduction *r, void *v, size_t n)
 {
@@ -142,7 +143,7 @@ static void plan(struct hpcti_dist *d, struct hpcti_reduction *r, void *v, size_
     add_phase(r, d->node_ag, d->local_size, d->local_rank, v, n, 1, 0);
 }
 
-hpct_status_t hpcti_red_start(hpct_ctx_t ctx, float *buf, size_t n, int *id)
+static hpct_status_t red_start(hpct_ctx_t ctx, float *buf, size_t n, int *id, int cross_only)
 {
     struct hpcti_dist *d = ctx->dist;
     if (d->nred >= d->cap_red)
@@ -157,11 +158,24 @@ hpct_status_t hpcti_red_start(hpct_ctx_t ctx, float *buf, size_t n, int *id)
     }
     r->slots = take(d, elem_size(d) * (n + (size_t)d->size));
     r->reqs = take(d, 2 * (size_t)d->size * sizeof *r->reqs);
-    plan(d, r, r->wire, n);
+    if (cross_only)
+        plan_cross(d, r, r->wire, n);
+    else
+        plan(d, r, r->wire, n);
     *id = d->nred++;
     hpct_status_t s = r->nphase ? start_phase(ctx, r) : HPCT_SUCCESS;
     if (!r->nphase && d->transport) hpcti_from_wire(d->transport, r->wire, buf, n);
     return s;
+}
+
+hpct_status_t hpcti_red_start(hpct_ctx_t ctx, float *buf, size_t n, int *id)
+{
+    return red_start(ctx, buf, n, id, 0);
+}
+
+hpct_status_t hpcti_red_start_cross(hpct_ctx_t ctx, float *buf, size_t n, int *id)
+{
+    return red_start(ctx, buf, n, id, 1);
 }
 
 /* r's current phase has completed: finish it and start the next (or the result). */
