@@ -451,8 +451,8 @@ static void fill_random(float *x, size_t n, unsigned seed)
     unsigned long long st = seed * 2654435761ull + 12345;
     for (size_t i = 0; i < n; i++) {
         st = st * 6364136223846793005ull + 1442695040888963407ull;
-        float u = (float)((st >> 40) * (1.0 / 16777216.0)) - 0.5f;
-        x[i] = ldexpf(u, (int)(i % 17) - 8);
+        float u = (float)((double)(st >> 11) * (1.0 / 9007199254740992.0) - 0.5);
+        x[i] = ldexpf(u, (int)((i + seed) % 17) - 8); /* exponents differ across ranks */
     }
 }
 
