@@ -36,11 +36,18 @@
 #define MIN_HALF  ((size_t)1 << 16) /* floats: smallest cap a fusion size can give */
 #define MAX_HALF  ((size_t)1 << 28) /* floats: MPI counts are int */
 
-/* Floats per half for this context: half the fusion buffer, within [MIN_HALF, MAX_HALF]. */
+/* Floats per chunk: HPCT_NODE_CHUNK_BYTES, else half the fusion buffer; within
+ * [MIN_HALF, MAX_HALF]. */
+static size_t chunk_floats(const struct hpcti_dist *d)
+{
+    const char *v = getenv("HPCT_NODE_CHUNK_BYTES");
+    size_t h = v && atol(v) > 0 ? (size_t)atol(v) / sizeof(float) : d->fusion_floats / 2;
+    return h < MIN_HALF ? MIN_HALF : h > MAX_HALF ? MAX_HALF : h;
+}
+
 static size_t half_max(const struct hpcti_dist *d)
 {
-    size_t h = d->fusion_floats / 2;
-    return h < MIN_HALF ? MIN_HALF : h > MAX_HALF ? MAX_HALF : h;
+    return d->nwin->chunk;
 }
 
 int hpcti_node_win_chunks(const struct hpcti_dist *d, size_t n)
@@ -121,6 +128,7 @@ static hpct_status_t make_win_state(hpct_ctx_t ctx)
         return hpcti_error(ctx, HPCT_ERR_COMM,
                            "hpct_init: MPI_Comm_dup of the node communicator failed on rank %d",
                            d->rank);
+    w->chunk = chunk_floats(d);
     MPI_Group node, world;
     MPI_Comm_group(w->comm, &node);
     MPI_Comm_group(d->comm, &world);
@@ -154,7 +162,7 @@ hpct_status_t hpcti_node_win_setup(hpct_ctx_t ctx)
         hpcti_log(ctx, HPCT_LOG_INFO,
                   "node reduction: MPI-3 shared-memory window over %d local ranks (chunks of %zu "
                   "floats)",
-                  d->local_size, half_max(d));
+                  d->local_size, d->nwin->chunk);
     return s;
 }
 
@@ -228,50 +236,69 @@ static hpct_status_t counter_barrier(hpct_ctx_t ctx)
     return s;
 }
 
-/* Own block of half h = sum over local ranks 0..L-1 of their block (scaled by 1/W when no
- * cross-node step follows); the chunk is m floats. Same fp32 operations as reduce.c. */
-static void sum_block(const struct hpcti_dist *d, int h, size_t m)
+/* Own block of half h = sum over local ranks 0..L-1 of their block (this rank's from its
+ * own buffer buf [m], the others' from the window), scaled by 1/W when no cross-node step
+ * follows; written to the window and, then, to buf too. Same fp32 operations as reduce.c. */
+static void sum_block(const struct hpcti_dist *d, int h, float *buf, size_t m)
 {
     const struct hpcti_node_win *w = d->nwin;
-    int L = d->local_size;
-    size_t start = hpcti_block_start(m, L, d->local_rank),
-           len = hpcti_block_len(m, L, d->local_rank);
-    float *own = half_of(w, d->local_rank, h) + start, inv = 1.0f / (float)d->size;
+    int L = d->local_size, me = d->local_rank, last = d->cross_size == 1;
+    size_t start = hpcti_block_start(m, L, me), len = hpcti_block_len(m, L, me);
+    float *own = half_of(w, me, h) + start, inv = 1.0f / (float)d->size;
     float acc[SUM_CHUNK];
     for (size_t i = 0; i < len; i += SUM_CHUNK) {
         size_t c = len - i < SUM_CHUNK ? len - i : SUM_CHUNK;
-        memcpy(acc, half_of(w, 0, h) + start + i, c * sizeof *acc);
-        for (int p = 1; p < L; p++) {
-            const float *x = half_of(w, p, h) + start + i;
-            for (size_t j = 0; j < c; j++) acc[j] += x[j];
+        for (int p = 0; p < L; p++) {
+            const float *x = (p == me ? buf : half_of(w, p, h)) + start + i;
+            if (p == 0)
+                memcpy(acc, x, c * sizeof *acc);
+            else
+                for (size_t j = 0; j < c; j++) acc[j] += x[j];
         }
-        if (d->cross_size == 1)
+        if (last)
             for (size_t j = 0; j < c; j++) acc[j] *= inv;
         memcpy(own + i, acc, c * sizeof *acc);
+        if (last) memcpy(buf + start + i, acc, c * sizeof *acc);
     }
 }
 
-/* Average one chunk buf [m] (m <= cap) through half w->half. */
+/* Copy every block of buf [m] but this rank's own: into its own half h (to_win), or out of
+ * each owner's half h. */
+static void copy_blocks(const struct hpcti_dist *d, int h, float *buf, size_t m, int to_win)
+{
+    int L = d->local_size, me = d->local_rank;
+    for (int b = 0; b < L; b++) {
+        size_t start = hpcti_block_start(m, L, b), bytes = hpcti_block_len(m, L, b) * sizeof *buf;
+        if (b == me) continue;
+        if (to_win)
+            memcpy(half_of(d->nwin, me, h) + start, buf + start, bytes);
+        else
+            memcpy(buf + start, half_of(d->nwin, b, h) + start, bytes);
+    }
+}
+
+/* Average one chunk buf [m] (m <= cap) through half w->half. This rank's own block never
+ * goes into the window on the way in (only its owner reads it), and comes back to buf from
+ * the sum itself (or from the cross-node step), not through the copy out. */
 static hpct_status_t chunk(hpct_ctx_t ctx, float *buf, size_t m)
 {
     struct hpcti_dist *d = ctx->dist;
     struct hpcti_node_win *w = d->nwin;
     int L = d->local_size, me = d->local_rank, h = w->half, id;
-    memcpy(half_of(w, me, h), buf, m * sizeof *buf);
+    size_t start = hpcti_block_start(m, L, me), len = hpcti_block_len(m, L, me);
+    copy_blocks(d, h, buf, m, 1);
     hpct_status_t s = counter_barrier(ctx);
     if (s) return s;
-    sum_block(d, h, m);
+    sum_block(d, h, buf, m);
     if (d->cross_size > 1) {
-        float *own = half_of(w, me, h) + hpcti_block_start(m, L, me);
-        s = hpcti_red_start_cross(ctx, own, hpcti_block_len(m, L, me), &id);
+        float *own = half_of(w, me, h) + start;
+        s = hpcti_red_start_cross(ctx, own, len, &id);
         if (!s) s = hpcti_red_wait(ctx, id);
+        if (!s) memcpy(buf + start, own, len * sizeof *buf);
     }
     if (!s) s = counter_barrier(ctx);
     if (s) return s;
-    for (int b = 0; b < L; b++) {
-        size_t start = hpcti_block_start(m, L, b);
-        memcpy(buf + start, half_of(w, b, h) + start, hpcti_block_len(m, L, b) * sizeof *buf);
-    }
+    copy_blocks(d, h, buf, m, 0);
     w->half ^= 1;
     return HPCT_SUCCESS;
 }
