@@ -40,7 +40,8 @@ struct hpcti_node_win {
     MPI_Comm comm;   /* dup of the node communicator: window collectives only */
     MPI_Win win;     /* MPI_WIN_NULL until the first use */
     size_t cap;      /* floats per half (0: no window yet) */
-    size_t chunk; /* most floats a chunk (and so a half) holds */
+    size_t chunk;    /* most floats a chunk (and so a half) holds */
+    size_t small;    /* chunks up to this many floats: one barrier, every rank sums all */
     char **seg;      /* [local_size] each local rank's segment */
     uint64_t **flag; /* [local_size] each segment's arrival counter */
     int *world;      /* [local_size] world rank of each local rank */

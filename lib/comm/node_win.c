@@ -31,10 +31,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HEADER    128 /* bytes before a segment's data: the counter, padded */
-#define SUM_CHUNK 512
-#define MIN_HALF  ((size_t)1 << 16) /* floats: smallest cap a fusion size can give */
-#define MAX_HALF  ((size_t)1 << 28) /* floats: MPI counts are int */
+#define HEADER      128 /* bytes before a segment's data: the counter, padded */
+#define SUM_CHUNK   512
+#define SMALL_BYTES ((size_t)64 << 10) /* default of HPCT_NODE_SMALL_BYTES */
+#define MIN_HALF    ((size_t)1 << 16)  /* floats: smallest cap a fusion size can give */
+#define MAX_HALF    ((size_t)1 << 28)  /* floats: MPI counts are int */
 
 /* Floats per chunk: HPCT_NODE_CHUNK_BYTES, else half the fusion buffer; within
  * [MIN_HALF, MAX_HALF]. */
@@ -43,6 +44,14 @@ static size_t chunk_floats(const struct hpcti_dist *d)
     const char *v = getenv("HPCT_NODE_CHUNK_BYTES");
     size_t h = v && atol(v) > 0 ? (size_t)atol(v) / sizeof(float) : d->fusion_floats / 2;
     return h < MIN_HALF ? MIN_HALF : h > MAX_HALF ? MAX_HALF : h;
+}
+
+/* Chunks of at most this many floats are summed whole by every rank on one node:
+ * HPCT_NODE_SMALL_BYTES, default SMALL_BYTES. */
+static size_t small_floats(void)
+{
+    const char *v = getenv("HPCT_NODE_SMALL_BYTES");
+    return (v ? (size_t)atol(v) : SMALL_BYTES) / sizeof(float);
 }
 
 static size_t half_max(const struct hpcti_dist *d)
@@ -129,6 +138,7 @@ static hpct_status_t make_win_state(hpct_ctx_t ctx)
                            "hpct_init: MPI_Comm_dup of the node communicator failed on rank %d",
                            d->rank);
     w->chunk = chunk_floats(d);
+    w->small = small_floats();
     MPI_Group node, world;
     MPI_Comm_group(w->comm, &node);
     MPI_Comm_group(d->comm, &world);
@@ -303,14 +313,56 @@ static hpct_status_t chunk(hpct_ctx_t ctx, float *buf, size_t m)
     return HPCT_SUCCESS;
 }
 
+/* The whole chunk buf [m] = sum over local ranks 0..L-1 (its own from buf, the others from
+ * their half h), scaled by 1/W: every rank computes every element itself, in rank order
+ * (the owner's operations, so every rank gets the owner's bits). One node only. */
+static void sum_all(const struct hpcti_dist *d, int h, float *buf, size_t m)
+{
+    const struct hpcti_node_win *w = d->nwin;
+    int L = d->local_size, me = d->local_rank;
+    float acc[SUM_CHUNK], inv = 1.0f / (float)d->size;
+    for (size_t i = 0; i < m; i += SUM_CHUNK) {
+        size_t c = m - i < SUM_CHUNK ? m - i : SUM_CHUNK;
+        for (int p = 0; p < L; p++) {
+            const float *x = (p == me ? buf : half_of(w, p, h)) + i;
+            if (p == 0)
+                memcpy(acc, x, c * sizeof *acc);
+            else
+                for (size_t j = 0; j < c; j++) acc[j] += x[j];
+        }
+        for (size_t j = 0; j < c; j++) buf[i + j] = acc[j] * inv;
+    }
+}
+
+/* A small chunk on one node: copy in, one counter barrier, every rank sums all of it. The
+ * next use of this half comes after the next chunk's barrier, which every peer reaches
+ * only after its reads here, so one barrier per chunk is enough. */
+static hpct_status_t chunk_replicated(hpct_ctx_t ctx, float *buf, size_t m)
+{
+    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_node_win *w = d->nwin;
+    int h = w->half;
+    memcpy(half_of(w, d->local_rank, h), buf, m * sizeof *buf);
+    hpct_status_t s = counter_barrier(ctx);
+    if (s) return s;
+    sum_all(d, h, buf, m);
+    w->half ^= 1;
+    return HPCT_SUCCESS;
+}
+
 hpct_status_t hpcti_node_win_allreduce(hpct_ctx_t ctx, float *buf, size_t n)
 {
     struct hpcti_dist *d = ctx->dist;
     struct hpcti_node_win *w = d->nwin;
     size_t need = n < half_max(d) ? n : half_max(d);
     hpct_status_t s = w->cap >= need ? HPCT_SUCCESS : allocate(ctx, need);
-    for (size_t off = 0; off < n && !s; off += w->cap)
-        s = chunk(ctx, buf + off, n - off < w->cap ? n - off : w->cap);
+    for (size_t off = 0; off < n && !s; off += w->cap) {
+        size_t m = n - off < w->cap ? n - off : w->cap;
+        if (d->cross_size == 1 && m <= w->small)
+            s = chunk_replicated(ctx, buf + off, m);
+        else
+            s = chunk(ctx, buf + off, m);
+    }
     return s;
 }
 
