@@ -6,7 +6,7 @@
 # (logged); a rank that stops inside the window exchange is named in HPCT_ERR_TIMEOUT.
 . "${top_srcdir:-.}/t/lib/dist_lib.sh"
 need_mpi
-plan 16
+plan 18
 
 # path WANT: the library logged the node reduction WANT ("shm" or the p2p reason) in the
 # last case's output.
@@ -29,6 +29,9 @@ path shm; ok $? "W=4, auto: the shared window was used (logged)"
 case_ok "W=4, two virtual nodes of 2 (hierarchical): shm = p2p bit for bit" \
     mpi 4 HPCT_RANKS_PER_NODE=2 HPCT_NODE_REDUCE=shm -- nodewin
 path shm; ok $? "W=4, 2x2: the shared window was used (logged)"
+case_ok "W=4, 2x2, every chunk small (one barrier, whole-vector cross step), 64 KiB chunks" \
+    mpi 4 HPCT_RANKS_PER_NODE=2 HPCT_NODE_SMALL_BYTES=1048576 HPCT_NODE_CHUNK_BYTES=262144 -- nodewin
+path shm; ok $? "W=4, 2x2, small chunks: the shared window was used (logged)"
 case_ok "W=3, uneven virtual nodes (2+1): falls back" \
     mpi 3 HPCT_RANKS_PER_NODE=2 HPCT_NODE_REDUCE=shm -- nodewin
 path "nodes hold different numbers of ranks"; ok $? "W=3, 2+1: logged: point-to-point (uneven)"

@@ -16,9 +16,12 @@ struct hpcti_phase {
     int size, me; /* of comm */
     void *vec;    /* [count] wire elements, split into size blocks */
     size_t count;
-    int gather; /* 0: reduce-scatter (own block = sum in rank order), 1: allgather */
+    int gather; /* 0: reduce-scatter (own block = sum in rank order), 1: allgather,
+                 * HPCTI_WHOLE: every rank sums the whole vector in rank order */
     int scale;  /* reduce-scatter only: multiply the own block by 1/world size */
 };
+
+#define HPCTI_WHOLE 2
 
 /* One in-flight average of buf [n] over all ranks: up to 4 phases (node reduce-scatter,
  * cross reduce-scatter, cross allgather, node allgather), or 2 on the flat path. */
@@ -116,8 +119,10 @@ hpct_status_t hpcti_red_progress(hpct_ctx_t ctx);
 /* Wait (deadline-bounded) until reduction id is done. */
 hpct_status_t hpcti_red_wait(hpct_ctx_t ctx, int id);
 
-/* Start averaging buf [n] (one rank's block) over the cross-node communicator only. */
-hpct_status_t hpcti_red_start_cross(hpct_ctx_t ctx, float *buf, size_t n, int *id);
+/* Start averaging buf [n] (one rank's block) over the cross-node communicator only; whole:
+ * in one round, every rank receiving every peer's buf and summing all of it (the owner's
+ * operations: the same bits; (cross size - 1) n floats of scratch). */
+hpct_status_t hpcti_red_start_cross(hpct_ctx_t ctx, float *buf, size_t n, int whole, int *id);
 /* Wait (deadline-bounded) until every counter *flags[i] (i < n, in the node window) reaches
  * want; on expiry the ranks world[i] whose counter is behind are named. */
 hpct_status_t hpcti_wait_flags(hpct_ctx_t ctx, uint64_t *const *flags, const int *world, int n,
@@ -127,8 +132,10 @@ hpct_status_t hpcti_wait_flags(hpct_ctx_t ctx, uint64_t *const *flags, const int
 hpct_status_t hpcti_node_win_setup(hpct_ctx_t ctx);
 /* Average host buf [n] through the node window (inside hpcti_op_begin / hpcti_op_end). */
 hpct_status_t hpcti_node_win_allreduce(hpct_ctx_t ctx, float *buf, size_t n);
-/* Chunks hpcti_node_win_allreduce will need for n floats (reductions to reserve). */
+/* Chunks hpcti_node_win_allreduce will need for n floats (reductions to reserve), and the
+ * elements of scratch to reserve for them. */
 int hpcti_node_win_chunks(const struct hpcti_dist *d, size_t n);
+size_t hpcti_node_win_scratch(const struct hpcti_dist *d, size_t n);
 /* Free the window state; with collective, also the window and its communicator (MPI calls
  * collective over the node: only while MPI runs and no collective timed out). */
 void hpcti_node_win_free(struct hpcti_dist *d, int collective);

@@ -69,6 +69,14 @@ int hpcti_node_win_chunks(const struct hpcti_dist *d, size_t n)
     return (int)((n + half_max(d) - 1) / half_max(d));
 }
 
+size_t hpcti_node_win_scratch(const struct hpcti_dist *d, size_t n)
+{
+    /* small chunks take (cross size - 1) times their size: all chunks, or at most one */
+    const struct hpcti_node_win *w = d->nwin;
+    size_t small = w->small >= w->chunk ? n : n < w->small ? n : w->small;
+    return n + small * (size_t)d->cross_size;
+}
+
 /* Local rank p's half h [cap] in the window. */
 static float *half_of(const struct hpcti_node_win *w, int p, int h)
 {
@@ -307,7 +315,7 @@ static hpct_status_t chunk(hpct_ctx_t ctx, float *buf, size_t m)
     sum_block(d, h, buf, m);
     if (d->cross_size > 1) {
         float *own = half_of(w, me, h) + start;
-        s = hpcti_red_start_cross(ctx, own, len, &id);
+        s = hpcti_red_start_cross(ctx, own, len, 0, &id);
         if (!s) s = hpcti_red_wait(ctx, id);
         if (!s) memcpy(buf + start, own, len * sizeof *buf);
     }
@@ -319,8 +327,8 @@ static hpct_status_t chunk(hpct_ctx_t ctx, float *buf, size_t m)
 }
 
 /* The whole chunk buf [m] = sum over local ranks 0..L-1 (its own from buf, the others from
- * their half h), scaled by 1/W: every rank computes every element itself, in rank order
- * (the owner's operations, so every rank gets the owner's bits). One node only. */
+ * their half h), scaled by 1/W on one node: every rank computes every element itself, in
+ * rank order (the owner's operations, so every rank gets the owner's bits). */
 static void sum_all(const struct hpcti_dist *d, int h, float *buf, size_t m)
 {
     const struct hpcti_node_win *w = d->nwin;
@@ -335,13 +343,17 @@ static void sum_all(const struct hpcti_dist *d, int h, float *buf, size_t m)
             else
                 for (size_t j = 0; j < c; j++) acc[j] += x[j];
         }
-        for (size_t j = 0; j < c; j++) buf[i + j] = acc[j] * inv;
+        if (d->cross_size == 1)
+            for (size_t j = 0; j < c; j++) acc[j] *= inv;
+        memcpy(buf + i, acc, c * sizeof *acc);
     }
 }
 
-/* A small chunk on one node: copy in, one counter barrier, every rank sums all of it. The
- * next use of this half comes after the next chunk's barrier, which every peer reaches
- * only after its reads here, so one barrier per chunk is enough. */
+/* A small chunk: copy in, one counter barrier, every rank sums all of it (and, with several
+ * nodes, exchanges its whole node sum with its cross-node peers in one round and sums
+ * those: the owners' operations in their order). The next use of this half comes after
+ * the next chunk's barrier, which every peer reaches only after its reads here, so one
+ * barrier per chunk is enough. */
 static hpct_status_t chunk_replicated(hpct_ctx_t ctx, float *buf, size_t m)
 {
     struct hpcti_dist *d = ctx->dist;
@@ -351,8 +363,13 @@ static hpct_status_t chunk_replicated(hpct_ctx_t ctx, float *buf, size_t m)
     hpct_status_t s = counter_barrier(ctx);
     if (s) return s;
     sum_all(d, h, buf, m);
+    if (d->cross_size > 1) {
+        int id;
+        s = hpcti_red_start_cross(ctx, buf, m, 1, &id);
+        if (!s) s = hpcti_red_wait(ctx, id);
+    }
     w->half ^= 1;
-    return HPCT_SUCCESS;
+    return s;
 }
 
 hpct_status_t hpcti_node_win_allreduce(hpct_ctx_t ctx, float *buf, size_t n)
@@ -363,7 +380,7 @@ hpct_status_t hpcti_node_win_allreduce(hpct_ctx_t ctx, float *buf, size_t n)
     hpct_status_t s = w->cap >= need ? HPCT_SUCCESS : allocate(ctx, need);
     for (size_t off = 0; off < n && !s; off += w->cap) {
         size_t m = n - off < w->cap ? n - off : w->cap;
-        if (d->cross_size == 1 && m <= w->small)
+        if (m <= w->small)
             s = chunk_replicated(ctx, buf + off, m);
         else
             s = chunk(ctx, buf + off, m);
