@@ -74,7 +74,8 @@ static hpct_status_t grow(hpct_ctx_t ctx, void **p, size_t *cap, size_t need, co
     return HPCT_SUCCESS;
 }
 
-hpct_status_t hpcti_op_begin(hpct_ctx_t ctx, const char *name, int max_red, size_t total)
+static hpct_status_t op_start(hpct_ctx_t ctx, const char *name, int max_red, size_t total,
+                              int tokens)
 {
     struct hpcti_dist *d = ctx->dist;
     if (d->broken)
@@ -101,13 +102,24 @@ hpct_status_t hpcti_op_begin(hpct_ctx_t ctx, const char *name, int max_red, size
     d->tok_out = ++d->op_seq;
     d->op_start = hpcti_now();
     d->in_op = 1;
+    d->op_tokens = tokens;
     for (int p = 0; p < d->size; p++) {
         d->tok_req[p] = d->tok_req[d->size + p] = MPI_REQUEST_NULL;
-        if (p == d->rank) continue;
+        if (p == d->rank || !tokens) continue;
         MPI_Irecv(&d->tok_in[p], 1, MPI_UINT64_T, p, TOKEN_TAG, d->ctl, &d->tok_req[p]);
         MPI_Isend(&d->tok_out, 1, MPI_UINT64_T, p, TOKEN_TAG, d->ctl, &d->tok_req[d->size + p]);
     }
     return HPCT_SUCCESS;
+}
+
+hpct_status_t hpcti_op_begin(hpct_ctx_t ctx, const char *name, int max_red, size_t total)
+{
+    return op_start(ctx, name, max_red, total, 1);
+}
+
+hpct_status_t hpcti_op_begin_window(hpct_ctx_t ctx, const char *name, int max_red, size_t total)
+{
+    return op_start(ctx, name, max_red, total, 0);
 }
 
 /* What a wait is waiting for. */
@@ -116,7 +128,8 @@ struct goal {
     int n;
     int red; /* a reduction index, or -1 */
     int all; /* 1: every reduction and the tokens too */
-    /* node-window counters: *flags[i] >= want for i < nflags (world[i] is whose) */
+    /* node-window counters: *flags[i] >= want for i < nflags (world[i] is whose; flags[i][1]
+     * is the operation number its owner is in) */
     uint64_t *const *flags;
     const int *world;
     int nflags;
@@ -130,14 +143,19 @@ static int flag_reached(uint64_t *f, uint64_t want)
     return atomic_load_explicit((_Atomic uint64_t *)f, memory_order_acquire) >= want;
 }
 
-/* Ranks whose node-window counter is behind, as "2,3" into out [cap]; returns their count. */
-static int flags_behind(const struct goal *g, char *out, size_t cap)
+/* Ranks whose node-window counter is behind, as "2,3" into out [cap]; returns their count.
+ * absent: only those still at an earlier operation than op (they did not arrive), else
+ * only those in op (they stopped inside it). */
+static int flags_behind(const struct goal *g, uint64_t op, int absent, char *out, size_t cap)
 {
     size_t len = 0;
     int count = 0;
     out[0] = 0;
     for (int i = 0; i < g->nflags; i++) {
         if (flag_reached(g->flags[i], g->want)) continue;
+        uint64_t at =
+            atomic_load_explicit((_Atomic uint64_t *)&g->flags[i][1], memory_order_relaxed);
+        if ((at < op) != absent) continue;
         if (len < cap - 16)
             len += (size_t)snprintf(out + len, cap - len, "%s%d", count ? "," : "", g->world[i]);
         count++;
@@ -161,6 +179,7 @@ static hpct_status_t timed_out(hpct_ctx_t ctx, const struct goal *g)
     }
     d->broken = 1;
     d->in_op = 0;
+    if (!count) count = flags_behind(g, d->op_seq, 1, missing, sizeof missing);
     if (count)
         return hpcti_error(
             ctx, HPCT_ERR_TIMEOUT,
@@ -168,7 +187,7 @@ static hpct_status_t timed_out(hpct_ctx_t ctx, const struct goal *g)
             "%s); end the job with hpct_abort_job(ctx, HPCT_EXIT_HANG)",
             d->op_name, (unsigned long long)d->op_seq, count > 1 ? "s" : "", missing, d->size,
             d->deadline_s, d->rank, d->boot.hostname);
-    int behind = flags_behind(g, missing, sizeof missing);
+    int behind = flags_behind(g, d->op_seq, 0, missing, sizeof missing);
     if (behind)
         return hpcti_error(
             ctx, HPCT_ERR_TIMEOUT,
@@ -242,7 +261,7 @@ hpct_status_t hpcti_op_end(hpct_ctx_t ctx, MPI_Request *reqs, int n)
     d->in_op = 0;
     d->ops++;
     for (int p = 0; p < d->size; p++)
-        if (p != d->rank && d->tok_in[p] != d->tok_out)
+        if (d->op_tokens && p != d->rank && d->tok_in[p] != d->tok_out)
             return hpcti_error(ctx, HPCT_ERR_COMM,
                                "%s: rank %d is at collective operation #%llu while rank %d is at "
                                "#%llu (ranks called collectives in different orders)",

@@ -74,6 +74,7 @@ struct hpcti_dist {
     uint64_t op_seq, tok_out;
     double op_start;
     int in_op;
+    int op_tokens;        /* 0: arrivals through the node window's counters (one node), no tokens */
     MPI_Request *tok_req; /* [2 size]: receives from, then sends to, every rank */
     uint64_t *tok_in;     /* [size] tokens received */
     struct hpcti_reduction *red;
@@ -107,6 +108,10 @@ struct hpcti_dist *hpcti_dist_of(hpct_ctx_t ctx, const char *fn);
 /* Start a collective operation named name: arrival tokens to and from every rank; room for
  * max_red reductions covering total elements. */
 hpct_status_t hpcti_op_begin(hpct_ctx_t ctx, const char *name, int max_red, size_t total);
+/* The same without arrival tokens, for an operation of one node whose first step is a node
+ * window counter barrier: the counters show who arrived, and the operation number each
+ * rank stores beside its counter catches ranks at different operations. */
+hpct_status_t hpcti_op_begin_window(hpct_ctx_t ctx, const char *name, int max_red, size_t total);
 /* Wait (deadline-bounded) for reqs [n] (may be 0) and the arrival tokens, then end the op. */
 hpct_status_t hpcti_op_end(hpct_ctx_t ctx, MPI_Request *reqs, int n);
 /* Poll reqs [n] (and the reductions) until they complete or the deadline passes. */

@@ -236,7 +236,8 @@ static hpct_status_t allocate(hpct_ctx_t ctx, size_t cap)
         MPI_Win_shared_query(w->win, p, &bytes, &unit, &w->seg[p]);
         w->flag[p] = (uint64_t *)w->seg[p];
     }
-    atomic_store_explicit((_Atomic uint64_t *)w->flag[d->local_rank], 0, memory_order_relaxed);
+    atomic_store_explicit((_Atomic uint64_t *)&w->flag[d->local_rank][0], 0, memory_order_relaxed);
+    atomic_store_explicit((_Atomic uint64_t *)&w->flag[d->local_rank][1], 0, memory_order_relaxed);
     w->epoch = 0, w->half = 0;
     MPI_Win_sync(w->win);
     s = node_barrier(ctx);
@@ -245,18 +246,39 @@ static hpct_status_t allocate(hpct_ctx_t ctx, size_t cap)
     return s;
 }
 
+/* After a counter barrier: every peer's operation number is this operation's, or the next
+ * one's (a peer that passed the last barrier of this operation may have started the next). */
+static hpct_status_t same_operation(hpct_ctx_t ctx)
+{
+    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_node_win *w = d->nwin;
+    for (int p = 0; p < d->local_size; p++) {
+        uint64_t at =
+            atomic_load_explicit((_Atomic uint64_t *)&w->flag[p][1], memory_order_relaxed);
+        if (at == d->op_seq || at == d->op_seq + 1) continue;
+        d->broken = 1, d->in_op = 0;
+        return hpcti_error(ctx, HPCT_ERR_COMM,
+                           "%s: rank %d is at collective operation #%llu while rank %d is at "
+                           "#%llu (ranks called collectives in different orders); end the job "
+                           "with hpct_abort_job",
+                           d->op_name, w->world[p], (unsigned long long)at, d->rank,
+                           (unsigned long long)d->op_seq);
+    }
+    return HPCT_SUCCESS;
+}
+
 /* Counter barrier of the node: publish my writes, wait until every peer has published. */
 static hpct_status_t counter_barrier(hpct_ctx_t ctx)
 {
     struct hpcti_dist *d = ctx->dist;
     struct hpcti_node_win *w = d->nwin;
+    uint64_t *mine = w->flag[d->local_rank];
     w->epoch++;
     MPI_Win_sync(w->win);
-    atomic_store_explicit((_Atomic uint64_t *)w->flag[d->local_rank], w->epoch,
-                          memory_order_release);
+    atomic_store_explicit((_Atomic uint64_t *)&mine[0], w->epoch, memory_order_release);
     hpct_status_t s = hpcti_wait_flags(ctx, w->flag, w->world, d->local_size, w->epoch);
     MPI_Win_sync(w->win);
-    return s;
+    return s ? s : same_operation(ctx);
 }
 
 /* Own block of half h = sum over local ranks 0..L-1 of their block (this rank's from its
@@ -378,6 +400,10 @@ hpct_status_t hpcti_node_win_allreduce(hpct_ctx_t ctx, float *buf, size_t n)
     struct hpcti_node_win *w = d->nwin;
     size_t need = n < half_max(d) ? n : half_max(d);
     hpct_status_t s = w->cap >= need ? HPCT_SUCCESS : allocate(ctx, need);
+    /* the operation this rank is in, beside its counter: who arrived (for a timeout) and
+     * whether all are at the same operation (same_operation) */
+    atomic_store_explicit((_Atomic uint64_t *)&w->flag[d->local_rank][1], d->op_seq,
+                          memory_order_relaxed);
     for (size_t off = 0; off < n && !s; off += w->cap) {
         size_t m = n - off < w->cap ? n - off : w->cap;
         if (m <= w->small)
