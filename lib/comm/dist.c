@@ -339,8 +339,9 @@ hpct_status_t hpct_allreduce_mean(hpct_ctx_t ctx, float *buf, size_t n)
     if (d->nwin && n) { /* the node-local phase through the node's shared window */
         int chunks = hpcti_node_win_chunks(d, n);
         size_t scratch = hpcti_node_win_scratch(d, n);
-        hpct_status_t ws = d->num_nodes == 1 ? hpcti_op_begin_window(ctx, fn, chunks, scratch)
-                                             : hpcti_op_begin(ctx, fn, chunks, scratch);
+        hpct_status_t ws = d->num_nodes == 1 && hpcti_node_win_ready(d, n)
+                               ? hpcti_op_begin_window(ctx, fn, chunks, scratch)
+                               : hpcti_op_begin(ctx, fn, chunks, scratch);
         if (!ws) ws = hpcti_node_win_allreduce(ctx, buf, n);
         return ws ? ws : hpcti_op_end(ctx, NULL, 0);
     }

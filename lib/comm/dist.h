@@ -141,6 +141,9 @@ hpct_status_t hpcti_node_win_allreduce(hpct_ctx_t ctx, float *buf, size_t n);
  * elements of scratch to reserve for them. */
 int hpcti_node_win_chunks(const struct hpcti_dist *d, size_t n);
 size_t hpcti_node_win_scratch(const struct hpcti_dist *d, size_t n);
+/* 1 when the window already holds chunks of an average of n floats (no allocation, whose
+ * MPI_Ibarrier cannot tell who is missing: an operation that allocates keeps its tokens). */
+int hpcti_node_win_ready(const struct hpcti_dist *d, size_t n);
 /* Free the window state; with collective, also the window and its communicator (MPI calls
  * collective over the node: only while MPI runs and no collective timed out). */
 void hpcti_node_win_free(struct hpcti_dist *d, int collective);

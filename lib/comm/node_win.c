@@ -77,6 +77,11 @@ size_t hpcti_node_win_scratch(const struct hpcti_dist *d, size_t n)
     return n + small * (size_t)d->cross_size;
 }
 
+int hpcti_node_win_ready(const struct hpcti_dist *d, size_t n)
+{
+    return d->nwin->cap >= (n < half_max(d) ? n : half_max(d));
+}
+
 /* Local rank p's half h [cap] in the window. */
 static float *half_of(const struct hpcti_node_win *w, int p, int h)
 {
