@@ -1,12 +1,13 @@
 #!/bin/sh
 # The node-local phase through an MPI-3 shared-memory window (HPCT_NODE_REDUCE=shm|auto)
 # against the point-to-point path (HPCT_NODE_REDUCE=p2p): sizes 0, 1, 7, 65537, 8 Mi floats
-# (and chunked through 64 Ki-float window halves), bit-identical to the p2p sums and on
+# (and chunked through 64 Ki-float window halves; mixed with p2p averages above
+# HPCT_NODE_SHM_MAX_BYTES), bit-identical to the p2p sums and on
 # every rank, at W = 1..4 with and without virtual nodes; uneven nodes fall back to p2p
 # (logged); a rank that stops inside the window exchange is named in HPCT_ERR_TIMEOUT.
 . "${top_srcdir:-.}/t/lib/dist_lib.sh"
 need_mpi
-plan 18
+plan 21
 
 # path WANT: the library logged the node reduction WANT ("shm" or the p2p reason) in the
 # last case's output.
@@ -32,6 +33,12 @@ path shm; ok $? "W=4, 2x2: the shared window was used (logged)"
 case_ok "W=4, 2x2, every chunk small (one barrier, whole-vector cross step), 64 KiB chunks" \
     mpi 4 HPCT_RANKS_PER_NODE=2 HPCT_NODE_SMALL_BYTES=1048576 HPCT_NODE_CHUNK_BYTES=262144 -- nodewin
 path shm; ok $? "W=4, 2x2, small chunks: the shared window was used (logged)"
+case_ok "W=3, one node, HPCT_NODE_SHM_MAX_BYTES=262144: window and p2p averages mixed" \
+    mpi 3 HPCT_NODE_SHM_MAX_BYTES=262144 -- nodewin
+grep -q 'point-to-point above 262144 bytes' "$tmpdir/out"
+ok $? "W=3: logged: point-to-point above 262144 bytes"
+case_ok "W=4, 2x2, HPCT_NODE_SHM_MAX_BYTES=262144: window and p2p averages mixed" \
+    mpi 4 HPCT_RANKS_PER_NODE=2 HPCT_NODE_SHM_MAX_BYTES=262144 -- nodewin
 case_ok "W=3, uneven virtual nodes (2+1): falls back" \
     mpi 3 HPCT_RANKS_PER_NODE=2 HPCT_NODE_REDUCE=shm -- nodewin
 path "nodes hold different numbers of ranks"; ok $? "W=3, 2+1: logged: point-to-point (uneven)"

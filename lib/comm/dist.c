@@ -336,7 +336,7 @@ hpct_status_t hpct_allreduce_mean(hpct_ctx_t ctx, float *buf, size_t n)
                            "%s: device buffers need NCCL (configure --with-cuda --with-nccl)", fn);
 #endif
     }
-    if (d->nwin && n) { /* the node-local phase through the node's shared window */
+    if (hpcti_node_win_takes(d, n)) { /* the node-local phase through the shared window */
         int chunks = hpcti_node_win_chunks(d, n);
         size_t scratch = hpcti_node_win_scratch(d, n);
         hpct_status_t ws = d->num_nodes == 1 && hpcti_node_win_ready(d, n)

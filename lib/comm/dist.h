@@ -40,16 +40,17 @@ struct hpcti_reduction {
 /* The node's MPI-3 shared-memory window (node_win.c). Local rank p's segment starts at seg[p]:
  * [arrival counter, 64-bit, padded to 128 bytes][half 0: cap floats][half 1: cap floats]. */
 struct hpcti_node_win {
-    MPI_Comm comm;   /* dup of the node communicator: window collectives only */
-    MPI_Win win;     /* MPI_WIN_NULL until the first use */
-    size_t cap;      /* floats per half (0: no window yet) */
-    size_t chunk;    /* most floats a chunk (and so a half) holds */
-    size_t small;    /* chunks up to this many floats: one barrier, every rank sums all */
-    char **seg;      /* [local_size] each local rank's segment */
-    uint64_t **flag; /* [local_size] each segment's arrival counter */
-    int *world;      /* [local_size] world rank of each local rank */
-    uint64_t epoch;  /* counter barriers passed on this window */
-    int half;        /* half the next chunk uses */
+    MPI_Comm comm;           /* dup of the node communicator: window collectives only */
+    MPI_Win win;             /* MPI_WIN_NULL until the first use */
+    size_t cap;              /* floats per half (0: no window yet) */
+    size_t chunk;            /* most floats a chunk (and so a half) holds */
+    size_t small;            /* chunks up to this many floats: one barrier, every rank sums all */
+    unsigned long max_bytes; /* larger averages take the point-to-point path */
+    char **seg;              /* [local_size] each local rank's segment */
+    uint64_t **flag;         /* [local_size] each segment's arrival counter */
+    int *world;              /* [local_size] world rank of each local rank */
+    uint64_t epoch;          /* counter barriers passed on this window */
+    int half;                /* half the next chunk uses */
 };
 
 /* The distributed runtime of a context: ctx->dist, which core holds as an opaque pointer. */
@@ -141,6 +142,9 @@ hpct_status_t hpcti_node_win_allreduce(hpct_ctx_t ctx, float *buf, size_t n);
  * elements of scratch to reserve for them. */
 int hpcti_node_win_chunks(const struct hpcti_dist *d, size_t n);
 size_t hpcti_node_win_scratch(const struct hpcti_dist *d, size_t n);
+/* 1 when an average of n floats goes through the window (set up, n > 0, not above
+ * HPCT_NODE_SHM_MAX_BYTES). */
+int hpcti_node_win_takes(const struct hpcti_dist *d, size_t n);
 /* 1 when the window already holds chunks of an average of n floats (no allocation, whose
  * MPI_Ibarrier cannot tell who is missing: an operation that allocates keeps its tokens). */
 int hpcti_node_win_ready(const struct hpcti_dist *d, size_t n);

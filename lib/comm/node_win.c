@@ -27,6 +27,7 @@
  * rank can be at most one barrier ahead of any peer, so ">= epoch" is exact. */
 #include "dist.h"
 
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +78,11 @@ size_t hpcti_node_win_scratch(const struct hpcti_dist *d, size_t n)
     return n + small * (size_t)d->cross_size;
 }
 
+int hpcti_node_win_takes(const struct hpcti_dist *d, size_t n)
+{
+    return d->nwin && n && n <= d->nwin->max_bytes / sizeof(float);
+}
+
 int hpcti_node_win_ready(const struct hpcti_dist *d, size_t n)
 {
     return d->nwin->cap >= (n < half_max(d) ? n : half_max(d));
@@ -123,18 +129,26 @@ static const char *unusable(const struct hpcti_dist *d, int mode, int shares)
     return NULL;
 }
 
-/* Every rank learns whether all ranks can use the window (deadline-bounded MIN). */
-static hpct_status_t agree_all(hpct_ctx_t ctx, int *ok)
+/* Every rank learns whether all ranks can use the window and the smallest of every rank's
+ * settings v [4] (usable, chunk floats, small floats, largest bytes): deadline-bounded MIN. */
+static hpct_status_t agree_all(hpct_ctx_t ctx, unsigned long *v)
 {
     struct hpcti_dist *d = ctx->dist;
     hpct_status_t s = hpcti_op_begin(ctx, "hpct_init (node window agreement)", 0, 0);
     if (s) return s;
     MPI_Request req;
-    MPI_Iallreduce(MPI_IN_PLACE, ok, 1, MPI_INT, MPI_MIN, d->comm, &req);
+    MPI_Iallreduce(MPI_IN_PLACE, v, 4, MPI_UNSIGNED_LONG, MPI_MIN, d->comm, &req);
     return hpcti_op_end(ctx, &req, 1);
 }
 
-static hpct_status_t make_win_state(hpct_ctx_t ctx)
+/* HPCT_NODE_SHM_MAX_BYTES: larger averages take the point-to-point path (0, unset: none). */
+static unsigned long max_bytes(void)
+{
+    const char *v = getenv("HPCT_NODE_SHM_MAX_BYTES");
+    return v && atol(v) > 0 ? (unsigned long)atol(v) : ULONG_MAX;
+}
+
+static hpct_status_t make_win_state(hpct_ctx_t ctx, const unsigned long *v)
 {
     struct hpcti_dist *d = ctx->dist;
     struct hpcti_node_win *w = calloc(1, sizeof *w);
@@ -155,8 +169,7 @@ static hpct_status_t make_win_state(hpct_ctx_t ctx)
         return hpcti_error(ctx, HPCT_ERR_COMM,
                            "hpct_init: MPI_Comm_dup of the node communicator failed on rank %d",
                            d->rank);
-    w->chunk = chunk_floats(d);
-    w->small = small_floats();
+    w->chunk = v[1], w->small = v[2], w->max_bytes = v[3];
     MPI_Group node, world;
     MPI_Comm_group(w->comm, &node);
     MPI_Comm_group(d->comm, &world);
@@ -177,20 +190,20 @@ hpct_status_t hpcti_node_win_setup(hpct_ctx_t ctx)
                            getenv("HPCT_NODE_REDUCE"));
     int shares = d->local_size > 1 ? node_shares_memory(d) : 0;
     const char *why = unusable(d, mode, shares);
-    int ok = why == NULL;
-    hpct_status_t s = d->size > 1 ? agree_all(ctx, &ok) : HPCT_SUCCESS;
+    unsigned long v[4] = {why == NULL, chunk_floats(d), small_floats(), max_bytes()};
+    hpct_status_t s = d->size > 1 ? agree_all(ctx, v) : HPCT_SUCCESS;
     if (s) return s;
-    if (!ok) {
+    if (!v[0]) {
         hpcti_log(ctx, HPCT_LOG_INFO, "node reduction: point-to-point (%s)",
                   why ? why : "another node cannot use a shared window");
         return HPCT_SUCCESS;
     }
-    s = make_win_state(ctx);
+    s = make_win_state(ctx, v);
     if (!s)
         hpcti_log(ctx, HPCT_LOG_INFO,
                   "node reduction: MPI-3 shared-memory window over %d local ranks (chunks of %zu "
-                  "floats)",
-                  d->local_size, d->nwin->chunk);
+                  "floats, one barrier up to %zu, point-to-point above %lu bytes)",
+                  d->local_size, d->nwin->chunk, d->nwin->small, v[3]);
     return s;
 }
 
