@@ -34,20 +34,21 @@
 
 #define HEADER    128  /* bytes before a segment's data: the counter, padded */
 #define SUM_CHUNK 2048 /* floats summed at a time: of 512 .. 8192, 2048 fastest at 1-4 MiB */
-/* default chunk per rank: measured best of 128 KiB .. 8 MiB for 1-16 MiB buffers at W = 2
- * (bench_allreduce, HPCT_NODE_CHUNK_BYTES; doc/distributed.md) */
+/* default chunk per rank on one node: measured best of 128 KiB .. 8 MiB for 1-16 MiB
+ * buffers at W = 2 (bench_allreduce, HPCT_NODE_CHUNK_BYTES; doc/distributed.md) */
 #define CHUNK_BYTES ((size_t)1 << 20)
 #define SMALL_BYTES ((size_t)64 << 10) /* default of HPCT_NODE_SMALL_BYTES */
 #define MIN_HALF    ((size_t)1 << 16)  /* floats: smallest cap a fusion size can give */
 #define MAX_HALF    ((size_t)1 << 28)  /* floats: MPI counts are int */
 
-/* Floats per chunk: HPCT_NODE_CHUNK_BYTES, else half the fusion buffer up to CHUNK_BYTES;
- * within [MIN_HALF, MAX_HALF]. */
+/* Floats per chunk: HPCT_NODE_CHUNK_BYTES, else half the fusion buffer, on one node at
+ * most CHUNK_BYTES; within [MIN_HALF, MAX_HALF]. With several nodes every chunk costs two
+ * cross-node rounds besides its two barriers, so chunks stay large there. */
 static size_t chunk_floats(const struct hpcti_dist *d)
 {
     const char *v = getenv("HPCT_NODE_CHUNK_BYTES");
-    size_t h = d->fusion_floats / 2 < CHUNK_BYTES / sizeof(float) ? d->fusion_floats / 2
-                                                                  : CHUNK_BYTES / sizeof(float);
+    size_t h = d->fusion_floats / 2, one_node = CHUNK_BYTES / sizeof(float);
+    if (d->cross_size == 1 && h > one_node) h = one_node;
     if (v && atol(v) > 0) h = (size_t)atol(v) / sizeof(float);
     return h < MIN_HALF ? MIN_HALF : h > MAX_HALF ? MAX_HALF : h;
 }
