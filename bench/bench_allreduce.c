@@ -1,5 +1,7 @@
 /* bench_allreduce.c: hpct_allreduce_mean against a plain MPI_Allreduce(MPI_SUM) of the same
- * buffer, 4 KiB to 256 MiB, and 100 tensors totalling 10 MiB averaged fused
+ * buffer, 4 KiB to 256 MiB, on the path HPCT_NODE_REDUCE selects (auto: the node's shared
+ * window where it can be used) and on a second context forced to the point-to-point path
+ * (HPCT_NODE_REDUCE=p2p), and 100 tensors totalling 10 MiB averaged fused
  * (hpct_params_average_grads) against one MPI_Allreduce per tensor. Both sides in one run:
  *   HPCT_RANKS_PER_NODE=2 mpirun --oversubscribe -np 4 bench/bench_allreduce [max_mib]
  * Times are the slowest rank's, median of the repetitions. HPCT_FUSION_BYTES=N sets
@@ -76,16 +78,23 @@ static void run_fused(void *a)
     if (hpct_params_average_grads(j->params)) MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
-static void sizes_table(hpct_ctx_t ctx, size_t max_bytes)
+/* Times in us of MPI_Allreduce, hpct on ctx (selected path), hpct on p2p (forced p2p). */
+static void sizes_table(hpct_ctx_t ctx, hpct_ctx_t p2p, size_t max_bytes)
 {
     float *buf = malloc(max_bytes);
     for (size_t i = 0; i < max_bytes / 4; i++) buf[i] = 1e-3f * (float)(i % 101);
-    if (rank == 0) printf("%10s %14s %14s %8s\n", "bytes", "MPI_Allreduce", "hpct (us)", "speedup");
+    if (rank == 0)
+        printf("%10s %14s %12s %12s %9s %9s\n", "bytes", "MPI_Allreduce", "hpct p2p", "hpct auto",
+               "p2p/MPI", "auto/MPI");
     for (size_t bytes = 4096; bytes <= max_bytes; bytes *= 4) {
-        struct job j = {.ctx = ctx, .buf = buf, .n = bytes / 4};
+        struct job j = {.ctx = ctx, .buf = buf, .n = bytes / 4}, jp = j;
+        jp.ctx = p2p;
         int reps = bytes <= (1 << 20) ? 31 : bytes <= (16 << 20) ? 11 : 5;
-        double tm = timed(run_mpi, &j, reps), th = timed(run_hpct, &j, reps);
-        if (rank == 0) printf("%10zu %14.1f %14.1f %7.2fx\n", bytes, tm * 1e6, th * 1e6, tm / th);
+        double tm = timed(run_mpi, &j, reps), tp = timed(run_hpct, &jp, reps);
+        double th = timed(run_hpct, &j, reps);
+        if (rank == 0)
+            printf("%10zu %14.1f %12.1f %12.1f %8.2fx %8.2fx\n", bytes, tm * 1e6, tp * 1e6,
+                   th * 1e6, tm / tp, tm / th);
         fflush(stdout);
     }
     free(buf);
@@ -123,17 +132,25 @@ int main(int argc, char **argv)
     hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
     cfg.num_threads = 1;
     if (getenv("HPCT_FUSION_BYTES")) cfg.fusion_bytes = (size_t)atol(getenv("HPCT_FUSION_BYTES"));
-    hpct_ctx_t ctx;
+    hpct_ctx_t ctx, p2p;
     if (hpct_init(&cfg, &ctx)) return 1;
+    const char *mode = getenv("HPCT_NODE_REDUCE");
+    char saved[16];
+    snprintf(saved, sizeof saved, "%s", mode ? mode : "auto");
+    setenv("HPCT_NODE_REDUCE", "p2p", 1);
+    if (hpct_init(&cfg, &p2p)) return 1;
+    setenv("HPCT_NODE_REDUCE", saved, 1);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     size_t max_mib = argc > 1 ? (size_t)atol(argv[1]) : 256;
     hpct_topology_t t = HPCT_TOPOLOGY_INITIALIZER;
     hpct_topology(ctx, &t);
     if (rank == 0)
-        printf("W=%d, %d node(s) of %d, %s path, fusion buffer %zu bytes\n", size, t.num_nodes,
-               t.local_size, t.hierarchical ? "hierarchical" : "flat", cfg.fusion_bytes);
-    sizes_table(ctx, max_mib << 20);
+        printf("W=%d, %d node(s) of %d, %s path, fusion buffer %zu bytes, HPCT_NODE_REDUCE=%s\n",
+               size, t.num_nodes, t.local_size, t.hierarchical ? "hierarchical" : "flat",
+               cfg.fusion_bytes, saved);
+    sizes_table(ctx, p2p, max_mib << 20);
     fusion_table(ctx);
+    hpct_finalize(p2p);
     return hpct_finalize(ctx) ? 1 : 0;
 }

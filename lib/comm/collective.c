@@ -11,12 +11,14 @@
 #include "dist.h"
 
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #define TOKEN_TAG 7301
+#define SPIN_S    20e-6 /* seconds of a wait spent spinning (of 0, 5 and 20 us, best at 4 KiB) */
 
 struct hpcti_dist *hpcti_dist_of(hpct_ctx_t ctx, const char *fn)
 {
@@ -42,9 +44,17 @@ static int test_all(MPI_Request *r, int n)
 }
 
 /* Polite polling between MPI_Test calls (non-blocking collectives progress only inside
- * them): yield the core for the first 50 ms of a wait, then sleep 50 us, after 1 s 1 ms. */
+ * them): spin for the first SPIN_S of a wait (a peer in the node window arrives within
+ * microseconds, and sched_yield alone costs about 0.6 us in a VM), then yield the core up to
+ * 50 ms, then sleep 50 us, after 1 s 1 ms. */
 static void backoff(double waited)
 {
+    if (waited < SPIN_S) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+        return;
+    }
     if (waited < 0.05) {
         sched_yield();
         return;
@@ -64,7 +74,8 @@ static hpct_status_t grow(hpct_ctx_t ctx, void **p, size_t *cap, size_t need, co
     return HPCT_SUCCESS;
 }
 
-hpct_status_t hpcti_op_begin(hpct_ctx_t ctx, const char *name, int max_red, size_t total)
+static hpct_status_t op_start(hpct_ctx_t ctx, const char *name, int max_red, size_t total,
+                              int tokens)
 {
     struct hpcti_dist *d = ctx->dist;
     if (d->broken)
@@ -91,17 +102,69 @@ hpct_status_t hpcti_op_begin(hpct_ctx_t ctx, const char *name, int max_red, size
     d->tok_out = ++d->op_seq;
     d->op_start = hpcti_now();
     d->in_op = 1;
+    d->op_tokens = tokens;
     for (int p = 0; p < d->size; p++) {
         d->tok_req[p] = d->tok_req[d->size + p] = MPI_REQUEST_NULL;
-        if (p == d->rank) continue;
+        if (p == d->rank || !tokens) continue;
         MPI_Irecv(&d->tok_in[p], 1, MPI_UINT64_T, p, TOKEN_TAG, d->ctl, &d->tok_req[p]);
         MPI_Isend(&d->tok_out, 1, MPI_UINT64_T, p, TOKEN_TAG, d->ctl, &d->tok_req[d->size + p]);
     }
     return HPCT_SUCCESS;
 }
 
+hpct_status_t hpcti_op_begin(hpct_ctx_t ctx, const char *name, int max_red, size_t total)
+{
+    return op_start(ctx, name, max_red, total, 1);
+}
+
+hpct_status_t hpcti_op_begin_window(hpct_ctx_t ctx, const char *name, int max_red, size_t total)
+{
+    return op_start(ctx, name, max_red, total, 0);
+}
+
+/* What a wait is waiting for. */
+struct goal {
+    MPI_Request *reqs;
+    int n;
+    int red; /* a reduction index, or -1 */
+    int all; /* 1: every reduction and the tokens too */
+    /* node-window counters: *flags[i] >= want for i < nflags (world[i] is whose; flags[i][1]
+     * is the operation number its owner is in) */
+    uint64_t *const *flags;
+    const int *world;
+    int nflags;
+    uint64_t want;
+};
+
+/* 1 when the node-window counter at f has reached want (acquire: the writer's data before
+ * its release store is visible after this load). */
+static int flag_reached(uint64_t *f, uint64_t want)
+{
+    return atomic_load_explicit((_Atomic uint64_t *)f, memory_order_acquire) >= want;
+}
+
+/* Ranks whose node-window counter is behind, as "2,3" into out [cap]; returns their count.
+ * absent: only those still at an earlier operation than op (they did not arrive), else
+ * only those in op (they stopped inside it). */
+static int flags_behind(const struct goal *g, uint64_t op, int absent, char *out, size_t cap)
+{
+    size_t len = 0;
+    int count = 0;
+    out[0] = 0;
+    for (int i = 0; i < g->nflags; i++) {
+        if (flag_reached(g->flags[i], g->want)) continue;
+        uint64_t at =
+            atomic_load_explicit((_Atomic uint64_t *)&g->flags[i][1], memory_order_relaxed);
+        if ((at < op) != absent) continue;
+        if (len < cap - 16)
+            len += (size_t)snprintf(out + len, cap - len, "%s%d", count ? "," : "", g->world[i]);
+        count++;
+    }
+    return count;
+}
+
 /* The HPCT_ERR_TIMEOUT detail: which ranks have not arrived at which operation. */
-static hpct_status_t timed_out(hpct_ctx_t ctx)
+static hpct_status_t timed_out(hpct_ctx_t ctx, const struct goal *g)
 {
     struct hpcti_dist *d = ctx->dist;
     char missing[512] = "";
@@ -116,6 +179,7 @@ static hpct_status_t timed_out(hpct_ctx_t ctx)
     }
     d->broken = 1;
     d->in_op = 0;
+    if (!count) count = flags_behind(g, d->op_seq, 1, missing, sizeof missing);
     if (count)
         return hpcti_error(
             ctx, HPCT_ERR_TIMEOUT,
@@ -123,6 +187,15 @@ static hpct_status_t timed_out(hpct_ctx_t ctx)
             "%s); end the job with hpct_abort_job(ctx, HPCT_EXIT_HANG)",
             d->op_name, (unsigned long long)d->op_seq, count > 1 ? "s" : "", missing, d->size,
             d->deadline_s, d->rank, d->boot.hostname);
+    int behind = flags_behind(g, d->op_seq, 0, missing, sizeof missing);
+    if (behind)
+        return hpcti_error(
+            ctx, HPCT_ERR_TIMEOUT,
+            "%s (operation #%llu): rank%s %s of %d stopped inside the node's shared-window "
+            "exchange: not at its step %llu within %g s (seen by rank %d on %s); end the job with "
+            "hpct_abort_job(ctx, HPCT_EXIT_HANG)",
+            d->op_name, (unsigned long long)d->op_seq, behind > 1 ? "s" : "", missing, d->size,
+            (unsigned long long)g->want, d->deadline_s, d->rank, d->boot.hostname);
     return hpcti_error(ctx, HPCT_ERR_TIMEOUT,
                        "%s (operation #%llu): all %d ranks arrived but it did not complete within "
                        "%g s (a rank stopped during it; seen by rank %d on %s); end the job with "
@@ -131,19 +204,13 @@ static hpct_status_t timed_out(hpct_ctx_t ctx)
                        d->boot.hostname);
 }
 
-/* What a wait is waiting for. */
-struct goal {
-    MPI_Request *reqs;
-    int n;
-    int red; /* a reduction index, or -1 */
-    int all; /* 1: every reduction and the tokens too */
-};
-
 static int goal_met(struct hpcti_dist *d, struct goal *g)
 {
     int tokens = test_all(d->tok_req, 2 * d->size);
     if (!test_all(g->reqs, g->n)) return 0;
     if (g->red >= 0 && d->red[g->red].cur != d->red[g->red].nphase) return 0;
+    for (int i = 0; i < g->nflags; i++)
+        if (!flag_reached(g->flags[i], g->want)) return 0;
     if (!g->all) return 1;
     for (int i = 0; i < d->nred; i++)
         if (d->red[i].cur != d->red[i].nphase) return 0;
@@ -159,7 +226,7 @@ static hpct_status_t wait_for(hpct_ctx_t ctx, struct goal *g)
         if (s) return s;
         if (goal_met(d, g)) break;
         double t = hpcti_now();
-        if (t - d->op_start > d->deadline_s) return timed_out(ctx);
+        if (t - d->op_start > d->deadline_s) return timed_out(ctx, g);
         backoff(t - t0);
     }
     d->wait_s += hpcti_now() - t0;
@@ -168,26 +235,33 @@ static hpct_status_t wait_for(hpct_ctx_t ctx, struct goal *g)
 
 hpct_status_t hpcti_wait_reqs(hpct_ctx_t ctx, MPI_Request *reqs, int n)
 {
-    struct goal g = {reqs, n, -1, 0};
+    struct goal g = {reqs, n, -1, 0, NULL, NULL, 0, 0};
+    return wait_for(ctx, &g);
+}
+
+hpct_status_t hpcti_wait_flags(hpct_ctx_t ctx, uint64_t *const *flags, const int *world, int n,
+                               uint64_t want)
+{
+    struct goal g = {NULL, 0, -1, 0, flags, world, n, want};
     return wait_for(ctx, &g);
 }
 
 hpct_status_t hpcti_red_wait(hpct_ctx_t ctx, int id)
 {
-    struct goal g = {NULL, 0, id, 0};
+    struct goal g = {NULL, 0, id, 0, NULL, NULL, 0, 0};
     return wait_for(ctx, &g);
 }
 
 hpct_status_t hpcti_op_end(hpct_ctx_t ctx, MPI_Request *reqs, int n)
 {
     struct hpcti_dist *d = ctx->dist;
-    struct goal g = {reqs, n, -1, 1};
+    struct goal g = {reqs, n, -1, 1, NULL, NULL, 0, 0};
     hpct_status_t s = wait_for(ctx, &g);
     if (s) return s;
     d->in_op = 0;
     d->ops++;
     for (int p = 0; p < d->size; p++)
-        if (p != d->rank && d->tok_in[p] != d->tok_out)
+        if (d->op_tokens && p != d->rank && d->tok_in[p] != d->tok_out)
             return hpcti_error(ctx, HPCT_ERR_COMM,
                                "%s: rank %d is at collective operation #%llu while rank %d is at "
                                "#%llu (ranks called collectives in different orders)",

@@ -140,6 +140,7 @@ static hpct_status_t setup(hpct_ctx_t ctx, MPI_Comm comm)
     d->tag_space = (flag ? *tag_ub : 32767) - 1000;
     hpct_status_t s = learn_nodes(ctx, keys);
     free(keys);
+    if (!s) s = hpcti_node_win_setup(ctx);
     if (s) return s;
     if (d->boot.source == HPCT_TOPO_PMIX && comm == MPI_COMM_WORLD && d->boot.rank != d->rank)
         hpcti_log(ctx, HPCT_LOG_WARN, "bootstrap: PMIx rank %d differs from MPI rank %d",
@@ -166,10 +167,12 @@ static hpct_status_t teardown(struct hpcti_dist *d)
 #ifdef HPCT_HAVE_NCCL
         if (d->nccl) hpcti_nccl_destroy(d->nccl); /* collective over the node, like the frees */
 #endif
+        hpcti_node_win_free(d, 1);
         free_comm(&d->cross), free_comm(&d->node_ag), free_comm(&d->node_rs);
         free_comm(&d->ctl), free_comm(&d->comm);
         if (d->owns_mpi) MPI_Finalize();
     }
+    hpcti_node_win_free(d, 0);
     hpcti_bootstrap_release(&d->boot);
     free(d->tok_req), free(d->tok_in), free(d->red), free(d->scratch), free(d->fusion);
     free(d);
@@ -332,6 +335,15 @@ hpct_status_t hpct_allreduce_mean(hpct_ctx_t ctx, float *buf, size_t n)
         return hpcti_error(ctx, HPCT_ERR_UNSUPPORTED,
                            "%s: device buffers need NCCL (configure --with-cuda --with-nccl)", fn);
 #endif
+    }
+    if (hpcti_node_win_takes(d, n)) { /* the node-local phase through the shared window */
+        int chunks = hpcti_node_win_chunks(d, n);
+        size_t scratch = hpcti_node_win_scratch(d, n);
+        hpct_status_t ws = d->num_nodes == 1 && hpcti_node_win_ready(d, n)
+                               ? hpcti_op_begin_window(ctx, fn, chunks, scratch)
+                               : hpcti_op_begin(ctx, fn, chunks, scratch);
+        if (!ws) ws = hpcti_node_win_allreduce(ctx, buf, n);
+        return ws ? ws : hpcti_op_end(ctx, NULL, 0);
     }
     int chunks = (int)((n + MAX_CHUNK - 1) / MAX_CHUNK);
     hpct_status_t s = hpcti_op_begin(ctx, fn, chunks, n);

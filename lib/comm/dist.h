@@ -16,9 +16,12 @@ struct hpcti_phase {
     int size, me; /* of comm */
     void *vec;    /* [count] wire elements, split into size blocks */
     size_t count;
-    int gather; /* 0: reduce-scatter (own block = sum in rank order), 1: allgather */
+    int gather; /* 0: reduce-scatter (own block = sum in rank order), 1: allgather,
+                 * HPCTI_WHOLE: every rank sums the whole vector in rank order */
     int scale;  /* reduce-scatter only: multiply the own block by 1/world size */
 };
+
+#define HPCTI_WHOLE 2
 
 /* One in-flight average of buf [n] over all ranks: up to 4 phases (node reduce-scatter,
  * cross reduce-scatter, cross allgather, node allgather), or 2 on the flat path. */
@@ -34,6 +37,22 @@ struct hpcti_reduction {
     int nphase, cur; /* cur == nphase: done */
 };
 
+/* The node's MPI-3 shared-memory window (node_win.c). Local rank p's segment starts at seg[p]:
+ * [arrival counter, 64-bit, padded to 128 bytes][half 0: cap floats][half 1: cap floats]. */
+struct hpcti_node_win {
+    MPI_Comm comm;           /* dup of the node communicator: window collectives only */
+    MPI_Win win;             /* MPI_WIN_NULL until the first use */
+    size_t cap;              /* floats per half (0: no window yet) */
+    size_t chunk;            /* most floats a chunk (and so a half) holds */
+    size_t small;            /* chunks up to this many floats: one barrier, every rank sums all */
+    unsigned long max_bytes; /* larger averages take the point-to-point path */
+    char **seg;              /* [local_size] each local rank's segment */
+    uint64_t **flag;         /* [local_size] each segment's arrival counter */
+    int *world;              /* [local_size] world rank of each local rank */
+    uint64_t epoch;          /* counter barriers passed on this window */
+    int half;                /* half the next chunk uses */
+};
+
 /* The distributed runtime of a context: ctx->dist, which core holds as an opaque pointer. */
 struct hpcti_dist {
     MPI_Comm comm;             /* dup of the caller's communicator (flat ops) */
@@ -47,14 +66,16 @@ struct hpcti_dist {
     hpct_topo_source_t source;
     struct hpcti_boot boot;
     double deadline_s;
-    int transport;        /* HPCT_TRANSPORT_* */
-    size_t fusion_floats; /* fusion slot size in elements */
-    int tag_space;        /* tags 1000 .. 1000 + tag_space - 1 carry reductions */
+    int transport;               /* HPCT_TRANSPORT_* */
+    struct hpcti_node_win *nwin; /* set: the node-local phase goes through the shared window */
+    size_t fusion_floats;        /* fusion slot size in elements */
+    int tag_space;               /* tags 1000 .. 1000 + tag_space - 1 carry reductions */
     /* the operation in progress */
     const char *op_name;
     uint64_t op_seq, tok_out;
     double op_start;
     int in_op;
+    int op_tokens;        /* 0: arrivals through the node window's counters (one node), no tokens */
     MPI_Request *tok_req; /* [2 size]: receives from, then sends to, every rank */
     uint64_t *tok_in;     /* [size] tokens received */
     struct hpcti_reduction *red;
@@ -70,12 +91,28 @@ struct hpcti_dist {
 #endif
 };
 
+/* Block b of count elements split over p ranks: its first element and length. */
+static inline size_t hpcti_block_start(size_t count, int p, int b)
+{
+    size_t q = count / (size_t)p, r = count % (size_t)p;
+    return (size_t)b * q + ((size_t)b < r ? (size_t)b : r);
+}
+
+static inline size_t hpcti_block_len(size_t count, int p, int b)
+{
+    return count / (size_t)p + ((size_t)b < count % (size_t)p);
+}
+
 /* The distributed state of ctx, or NULL after recording HPCT_ERR_STATE for fn. */
 struct hpcti_dist *hpcti_dist_of(hpct_ctx_t ctx, const char *fn);
 
 /* Start a collective operation named name: arrival tokens to and from every rank; room for
  * max_red reductions covering total elements. */
 hpct_status_t hpcti_op_begin(hpct_ctx_t ctx, const char *name, int max_red, size_t total);
+/* The same without arrival tokens, for an operation of one node whose first step is a node
+ * window counter barrier: the counters show who arrived, and the operation number each
+ * rank stores beside its counter catches ranks at different operations. */
+hpct_status_t hpcti_op_begin_window(hpct_ctx_t ctx, const char *name, int max_red, size_t total);
 /* Wait (deadline-bounded) for reqs [n] (may be 0) and the arrival tokens, then end the op. */
 hpct_status_t hpcti_op_end(hpct_ctx_t ctx, MPI_Request *reqs, int n);
 /* Poll reqs [n] (and the reductions) until they complete or the deadline passes. */
@@ -87,6 +124,33 @@ hpct_status_t hpcti_red_start(hpct_ctx_t ctx, float *buf, size_t n, int *id);
 hpct_status_t hpcti_red_progress(hpct_ctx_t ctx);
 /* Wait (deadline-bounded) until reduction id is done. */
 hpct_status_t hpcti_red_wait(hpct_ctx_t ctx, int id);
+
+/* Start averaging buf [n] (one rank's block) over the cross-node communicator only; whole:
+ * in one round, every rank receiving every peer's buf and summing all of it (the owner's
+ * operations: the same bits; (cross size - 1) n floats of scratch). */
+hpct_status_t hpcti_red_start_cross(hpct_ctx_t ctx, float *buf, size_t n, int whole, int *id);
+/* Wait (deadline-bounded) until every counter *flags[i] (i < n, in the node window) reaches
+ * want; on expiry the ranks world[i] whose counter is behind are named. */
+hpct_status_t hpcti_wait_flags(hpct_ctx_t ctx, uint64_t *const *flags, const int *world, int n,
+                               uint64_t want);
+
+/* Node window (node_win.c): decide at start-up whether the node-local phase uses it. */
+hpct_status_t hpcti_node_win_setup(hpct_ctx_t ctx);
+/* Average host buf [n] through the node window (inside hpcti_op_begin / hpcti_op_end). */
+hpct_status_t hpcti_node_win_allreduce(hpct_ctx_t ctx, float *buf, size_t n);
+/* Chunks hpcti_node_win_allreduce will need for n floats (reductions to reserve), and the
+ * elements of scratch to reserve for them. */
+int hpcti_node_win_chunks(const struct hpcti_dist *d, size_t n);
+size_t hpcti_node_win_scratch(const struct hpcti_dist *d, size_t n);
+/* 1 when an average of n floats goes through the window (set up, n > 0, not above
+ * HPCT_NODE_SHM_MAX_BYTES). */
+int hpcti_node_win_takes(const struct hpcti_dist *d, size_t n);
+/* 1 when the window already holds chunks of an average of n floats (no allocation, whose
+ * MPI_Ibarrier cannot tell who is missing: an operation that allocates keeps its tokens). */
+int hpcti_node_win_ready(const struct hpcti_dist *d, size_t n);
+/* Free the window state; with collective, also the window and its communicator (MPI calls
+ * collective over the node: only while MPI runs and no collective timed out). */
+void hpcti_node_win_free(struct hpcti_dist *d, int collective);
 
 /* fp32 <-> 16-bit wire formats (HPCT_TRANSPORT_BF16 / _FP16). */
 void hpcti_to_wire(int transport, const float *x, uint16_t *w, size_t n);

@@ -27,17 +27,8 @@ static size_t elem_size(const struct hpcti_dist *d)
     return d->transport ? 2 : 4;
 }
 
-/* Block b of count elements split over p ranks: its first element and length. */
-static size_t block_start(size_t count, int p, int b)
-{
-    size_t q = count / (size_t)p, r = count % (size_t)p;
-    return (size_t)b * q + ((size_t)b < r ? (size_t)b : r);
-}
-
-static size_t block_len(size_t count, int p, int b)
-{
-    return count / (size_t)p + ((size_t)b < count % (size_t)p);
-}
+#define block_start hpcti_block_start
+#define block_len   hpcti_block_len
 
 static char *at(const struct hpcti_dist *d, void *v, size_t i)
 {
@@ -49,23 +40,42 @@ static int tag_of(const struct hpcti_dist *d, const struct hpcti_reduction *r)
     return TAG_BASE + (int)(((long)r->index * 4 + r->cur) % d->tag_space);
 }
 
+/* The part of ph's vector this rank sums (reduce-scatter: its block; whole: all of it), and
+ * the room one peer's contribution takes in the receive slots. */
+static size_t own_start(const struct hpcti_phase *ph)
+{
+    return ph->gather == HPCTI_WHOLE ? 0 : block_start(ph->count, ph->size, ph->me);
+}
+
+static size_t own_len(const struct hpcti_phase *ph)
+{
+    return ph->gather == HPCTI_WHOLE ? ph->count : block_len(ph->count, ph->size, ph->me);
+}
+
+static size_t slot_len(const struct hpcti_phase *ph)
+{
+    return ph->gather == HPCTI_WHOLE ? ph->count : block_len(ph->count, ph->size, 0);
+}
+
 /* Post the sends and receives of r's current phase. */
 static hpct_status_t start_phase(hpct_ctx_t ctx, struct hpcti_reduction *r)
 {
     struct hpcti_dist *d = ctx->dist;
     struct hpcti_phase *ph = &r->phase[r->cur];
     MPI_Datatype t = d->transport ? MPI_UINT16_T : MPI_FLOAT;
-    size_t mine = block_len(ph->count, ph->size, ph->me), slot = block_len(ph->count, ph->size, 0);
-    int tag = tag_of(d, r), rc = MPI_SUCCESS;
+    size_t mine = block_len(ph->count, ph->size, ph->me), slot = slot_len(ph);
+    int tag = tag_of(d, r), rc = MPI_SUCCESS, gather = ph->gather == 1;
     r->nreq = 0;
     for (int p = 0, k = 0; p < ph->size && rc == MPI_SUCCESS; p++) {
         if (p == ph->me) continue;
         size_t theirs = block_len(ph->count, ph->size, p);
-        void *recv_to = ph->gather ? at(d, ph->vec, block_start(ph->count, ph->size, p))
-                                   : at(d, r->slots, (size_t)k++ * slot);
-        void *send_from = ph->gather ? at(d, ph->vec, block_start(ph->count, ph->size, ph->me))
-                                     : at(d, ph->vec, block_start(ph->count, ph->size, p));
-        size_t rn = ph->gather ? theirs : mine, sn = ph->gather ? mine : theirs;
+        void *recv_to = gather ? at(d, ph->vec, block_start(ph->count, ph->size, p))
+                               : at(d, r->slots, (size_t)k++ * slot);
+        void *send_from = gather || ph->gather == HPCTI_WHOLE
+                              ? at(d, ph->vec, own_start(ph))
+                              : at(d, ph->vec, block_start(ph->count, ph->size, p));
+        size_t rn = gather ? theirs : own_len(ph);
+        size_t sn = gather ? mine : ph->gather == HPCTI_WHOLE ? ph->count : theirs;
         if (rn) rc = MPI_Irecv(recv_to, (int)rn, t, p, tag, ph->comm, &r->reqs[r->nreq++]);
         if (sn && rc == MPI_SUCCESS)
             rc = MPI_Isend(send_from, (int)sn, t, p, tag, ph->comm, &r->reqs[r->nreq++]);
@@ -92,12 +102,12 @@ static void accumulate(const struct hpcti_dist *d, const void *src, float *acc, 
         for (size_t j = 0; j < m; j++) acc[j] += f[j];
 }
 
-/* Own block = sum over ranks 0..size-1 (own data or received slots), optionally scaled. */
+/* Own part = sum over ranks 0..size-1 (own data or received slots), optionally scaled. */
 static void sum_phase(const struct hpcti_dist *d, struct hpcti_reduction *r,
                       const struct hpcti_phase *ph)
 {
-    size_t mine = block_len(ph->count, ph->size, ph->me), slot = block_len(ph->count, ph->size, 0);
-    char *own = at(d, ph->vec, block_start(ph->count, ph->size, ph->me));
+    size_t mine = own_len(ph), slot = slot_len(ph);
+    char *own = at(d, ph->vec, own_start(ph));
     float acc[SUM_CHUNK], inv = 1.0f / (float)d->size;
     for (size_t i = 0; i < mine; i += SUM_CHUNK) {
         size_t m = mine - i < SUM_CHUNK ? mine - i : SUM_CHUNK;
@@ -121,6 +131,21 @@ static void add_phase(struct hpcti_reduction *r, MPI_Comm comm, int size, int me
     r->phase[r->nphase++] = (struct hpcti_phase){comm, size, me, vec, count, gather, scale};
 }
 
+/* The cross-node phases of an average of one block v [n] (the node phase done elsewhere). */
+static void plan_cross(struct hpcti_dist *d, struct hpcti_reduction *r, void *v, size_t n,
+                       int whole)
+{
+    int cross_me;
+    MPI_Comm_rank(d->cross, &cross_me);
+    if (d->cross_size == 1) return;
+    if (whole) {
+        add_phase(r, d->cross, d->cross_size, cross_me, v, n, HPCTI_WHOLE, 1);
+        return;
+    }
+    add_phase(r, d->cross, d->cross_size, cross_me, v, n, 0, 1);
+    add_phase(r, d->cross, d->cross_size, cross_me, v, n, 1, 0);
+}
+
 /* The phases of an average of vector v [n] on this rank's topology. */
 static void plan(struct hpcti_dist *d, struct hpcti_reduction *r, void *v, size_t n)
 {
@@ -142,7 +167,9 @@ static void plan(struct hpcti_dist *d, struct hpcti_reduction *r, void *v, size_
     add_phase(r, d->node_ag, d->local_size, d->local_rank, v, n, 1, 0);
 }
 
-hpct_status_t hpcti_red_start(hpct_ctx_t ctx, float *buf, size_t n, int *id)
+/* cross_only: 0 the whole average, 1 the cross-node phases of a block, HPCTI_WHOLE the
+ * cross-node sum of a whole vector by every rank. */
+static hpct_status_t red_start(hpct_ctx_t ctx, float *buf, size_t n, int *id, int cross_only)
 {
     struct hpcti_dist *d = ctx->dist;
     if (d->nred >= d->cap_red)
@@ -155,13 +182,27 @@ hpct_status_t hpcti_red_start(hpct_ctx_t ctx, float *buf, size_t n, int *id)
         r->wire = take(d, 2 * n);
         hpcti_to_wire(d->transport, buf, r->wire, n);
     }
-    r->slots = take(d, elem_size(d) * (n + (size_t)d->size));
+    size_t room = cross_only == HPCTI_WHOLE ? n * (size_t)(d->cross_size - 1) : n;
+    r->slots = take(d, elem_size(d) * (room + (size_t)d->size));
     r->reqs = take(d, 2 * (size_t)d->size * sizeof *r->reqs);
-    plan(d, r, r->wire, n);
+    if (cross_only)
+        plan_cross(d, r, r->wire, n, cross_only == HPCTI_WHOLE);
+    else
+        plan(d, r, r->wire, n);
     *id = d->nred++;
     hpct_status_t s = r->nphase ? start_phase(ctx, r) : HPCT_SUCCESS;
     if (!r->nphase && d->transport) hpcti_from_wire(d->transport, r->wire, buf, n);
     return s;
+}
+
+hpct_status_t hpcti_red_start(hpct_ctx_t ctx, float *buf, size_t n, int *id)
+{
+    return red_start(ctx, buf, n, id, 0);
+}
+
+hpct_status_t hpcti_red_start_cross(hpct_ctx_t ctx, float *buf, size_t n, int whole, int *id)
+{
+    return red_start(ctx, buf, n, id, whole ? HPCTI_WHOLE : 1);
 }
 
 /* r's current phase has completed: finish it and start the next (or the result). */
@@ -169,7 +210,7 @@ static hpct_status_t next_phase(hpct_ctx_t ctx, struct hpcti_reduction *r)
 {
     struct hpcti_dist *d = ctx->dist;
     struct hpcti_phase *ph = &r->phase[r->cur];
-    if (!ph->gather) sum_phase(d, r, ph);
+    if (ph->gather != 1) sum_phase(d, r, ph);
     if (++r->cur < r->nphase) return start_phase(ctx, r);
     if (d->transport) hpcti_from_wire(d->transport, r->wire, r->buf, r->n);
     return HPCT_SUCCESS;

@@ -5,7 +5,9 @@
  *   dist_prog allreduce        sizes 0, 1, odd, 32 MiB; bf16/fp16; subset communicator
  *   dist_prog replicas         broadcast, 100 bit-identical steps, perturbation, batch split
  *   dist_prog curve FILE       training loss curve of a fixed global problem into FILE
- *   dist_prog hang SECONDS PIDFILE   the last rank SIGSTOPs itself; the others time out */
+ *   dist_prog hang SECONDS PIDFILE   the last rank SIGSTOPs itself; the others time out
+ *   dist_prog nodewin          the path HPCT_NODE_REDUCE selects against the p2p path: bits
+ *   dist_prog nodewin_hang SECONDS PIDFILE   the last rank stops inside the node exchange */
 #include "hpctrain.h"
 
 #include <math.h>
@@ -15,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 static int world_rank, world_size, failures;
@@ -442,6 +445,104 @@ static int run_hang(double seconds, const char *pidfile)
     return 4;
 }
 
+/* Random values of mixed magnitudes (so the summation order shows in the bits) [n]. */
+static void fill_random(float *x, size_t n, unsigned seed)
+{
+    unsigned long long st = seed * 2654435761ull + 12345;
+    for (size_t i = 0; i < n; i++) {
+        st = st * 6364136223846793005ull + 1442695040888963407ull;
+        float u = (float)((double)(st >> 11) * (1.0 / 9007199254740992.0) - 0.5);
+        x[i] = ldexpf(u, (int)((i + seed) % 17) - 8); /* exponents differ across ranks */
+    }
+}
+
+/* One size through ctx (the path under test) and ref (point-to-point): the same bits, and
+ * the same on every rank. */
+static void nodewin_size(hpct_ctx_t ctx, hpct_ctx_t ref, const char *label, size_t n)
+{
+    float *x = malloc((n ? n : 1) * sizeof *x), *y = malloc((n ? n : 1) * sizeof *y);
+    fill_random(x, n, 31u * (unsigned)world_rank + (unsigned)n);
+    memcpy(y, x, n * sizeof *x);
+    hpct_status_t s = hpct_allreduce_mean(ctx, n ? x : NULL, n);
+    hpct_status_t t = hpct_allreduce_mean(ref, n ? y : NULL, n);
+    check(s == HPCT_SUCCESS && t == HPCT_SUCCESS, "%s: %zu floats: both paths succeed (%s)", label,
+          n, s ? hpct_last_error(ctx) : hpct_last_error(ref));
+    check(memcmp(x, y, n * sizeof *x) == 0, "%s: %zu floats: bit-identical to the p2p path", label,
+          n);
+    check(identical(x, n, MPI_COMM_WORLD), "%s: %zu floats: bit-identical on every rank", label, n);
+    free(x), free(y);
+}
+
+/* The path HPCT_NODE_REDUCE selects (logged at info level) against a context forced to the
+ * point-to-point path; a third context with a 4 KiB fusion size (64 Ki-float window halves)
+ * grows its window and splits 65537 floats and more into chunks. */
+static int run_nodewin(void)
+{
+    static const size_t sizes[] = {0, 1, 7, 65537, (size_t)8 << 20, 7, 1001};
+    const char *mode = getenv("HPCT_NODE_REDUCE");
+    char saved[16];
+    snprintf(saved, sizeof saved, "%s", mode ? mode : "auto");
+    hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
+    cfg.log_level = HPCT_LOG_INFO;
+    hpct_ctx_t ctx = start(&cfg);
+    size_t fusion = cfg.fusion_bytes;
+    cfg.fusion_bytes = 4096;
+    hpct_ctx_t small = start(&cfg);
+    cfg.log_level = HPCT_LOG_NONE;
+    cfg.fusion_bytes = fusion;
+    setenv("HPCT_NODE_REDUCE", "p2p", 1);
+    hpct_ctx_t ref = start(&cfg);
+    setenv("HPCT_NODE_REDUCE", saved, 1);
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        nodewin_size(ctx, ref, saved, sizes[k]);
+        nodewin_size(small, ref, "4 KiB fusion", sizes[k]);
+    }
+    int ok = hpct_finalize(ref) == HPCT_SUCCESS;
+    ok = hpct_finalize(small) == HPCT_SUCCESS && ok;
+    check(ok, "hpct_finalize of the p2p and 4 KiB-fusion contexts");
+    return hpct_finalize(ctx) == HPCT_SUCCESS && !failures ? 0 : 1; /* MPI_Finalize */
+}
+
+static void stop_self(int sig)
+{
+    (void)sig;
+    raise(SIGSTOP);
+}
+
+/* The last rank stops inside the node-window exchange: its buffer cannot be read, and the
+ * SIGSEGV of the library's copy into the window stops it (after its arrival token is sent).
+ * The others must get HPCT_ERR_TIMEOUT naming it, then end the job with HPCT_EXIT_HANG. */
+static int run_nodewin_hang(double seconds, const char *pidfile)
+{
+    hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
+    cfg.collective_timeout_s = seconds;
+    hpct_ctx_t ctx = start(&cfg);
+    MPI_Comm alive;
+    int last = world_rank == world_size - 1;
+    MPI_Comm_split(MPI_COMM_WORLD, last ? MPI_UNDEFINED : 0, world_rank, &alive);
+    char name[512];
+    snprintf(name, sizeof name, "%s.%d", pidfile, world_rank);
+    FILE *f = fopen(name, "w");
+    if (f) fprintf(f, "%ld\n", (long)getpid()), fclose(f);
+    size_t bytes = 1 << 16;
+    float *v = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (v == MAP_FAILED) return 7;
+    fill(v, bytes / sizeof *v, world_rank);
+    if (hpct_allreduce_mean(ctx, v, bytes / sizeof *v)) return 5;
+    if (last) {
+        signal(SIGSEGV, stop_self);
+        mprotect(v, bytes, PROT_NONE);
+        hpct_allreduce_mean(ctx, v, bytes / sizeof *v);
+        return 6; /* only if someone continues us */
+    }
+    hpct_status_t s = hpct_allreduce_mean(ctx, v, bytes / sizeof *v);
+    fprintf(stderr, "rank %d: status %d (%s): %s\n", world_rank, s, hpct_strerror(s),
+            hpct_last_error(ctx));
+    MPI_Barrier(alive);
+    if (s == HPCT_ERR_TIMEOUT) hpct_abort_job(ctx, HPCT_EXIT_HANG);
+    return 4;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) return 2;
@@ -450,6 +551,9 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "replicas")) return run_replicas();
     if (!strcmp(argv[1], "curve") && argc == 3) return run_curve(argv[2]);
     if (!strcmp(argv[1], "hang") && argc == 4) return run_hang(atof(argv[2]), argv[3]);
+    if (!strcmp(argv[1], "nodewin")) return run_nodewin();
+    if (!strcmp(argv[1], "nodewin_hang") && argc == 4)
+        return run_nodewin_hang(atof(argv[2]), argv[3]);
     fprintf(stderr, "usage: see the comment at the top of t/dist_prog.c\n");
     return 2;
 }

@@ -1,0 +1,446 @@
+/* node_win.c: the node-local phase of an average through an MPI-3 shared-memory window.
+ *
+ * The ranks of a node (the node communicator, when MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)
+ * says they all share memory) allocate one window with MPI_Win_allocate_shared; each local
+ * rank's segment holds an arrival counter and two halves of cap floats. A chunk of a buffer
+ * is averaged as
+ *   1. copy in: every rank copies its chunk into its half h;           counter barrier
+ *   2. local rank l sums block l of every peer's half h in place (rank order 0..L-1, fp32,
+ *      the same operations as the point-to-point owner sum, so the bits are the same), then
+ *      the cross-node reduce-scatter and allgather of that block (reduce.c);  counter barrier
+ *   3. copy out: every rank reads block b from local rank b's half h.
+ * Chunks alternate halves, so the copy-in of chunk c + 1 cannot overwrite what a slower peer
+ * still reads in step 3 of chunk c; the copy-in of chunk c + 2 into the same half comes after
+ * the first barrier of chunk c + 1, which every peer reaches only after its step 3 of chunk c.
+ *
+ * Counter barrier and memory ordering: a rank makes its writes to the window (copy in, block
+ * sum, blocks received from other nodes) visible with MPI_Win_sync (the MPI memory model's
+ * processor-memory barrier for the unified shared-memory window, inside the passive-target
+ * epoch opened by MPI_Win_lock_all at allocation), then stores its counter = epoch with a C11
+ * release store. A waiter polls every peer's counter with acquire loads (collective.c,
+ * hpcti_wait_flags: deadline-bounded, names the ranks that are behind) and then calls
+ * MPI_Win_sync before reading peer data. Release-store / acquire-load on the same counter
+ * orders everything the writer did before its store (its window writes, and also its reads of
+ * peer halves) before everything the reader does after its load: that gives both
+ * read-after-write (step 2 sees every copy-in; step 3 sees every block) and
+ * write-after-read (nobody overwrites a half a peer still reads). Counters only grow and a
+ * rank can be at most one barrier ahead of any peer, so ">= epoch" is exact. */
+#include "dist.h"
+
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HEADER    128  /* bytes before a segment's data: the counter, padded */
+#define SUM_CHUNK 2048 /* floats summed at a time: of 512 .. 8192, 2048 fastest at 1-4 MiB */
+/* default chunk per rank on one node: measured best of 128 KiB .. 8 MiB for 1-16 MiB
+ * buffers at W = 2 (bench_allreduce, HPCT_NODE_CHUNK_BYTES; doc/distributed.md) */
+#define CHUNK_BYTES ((size_t)1 << 20)
+#define SMALL_BYTES ((size_t)64 << 10) /* default of HPCT_NODE_SMALL_BYTES */
+#define MIN_HALF    ((size_t)1 << 16)  /* floats: smallest cap a fusion size can give */
+#define MAX_HALF    ((size_t)1 << 28)  /* floats: MPI counts are int */
+
+/* Floats per chunk: HPCT_NODE_CHUNK_BYTES, else half the fusion buffer, on one node at
+ * most CHUNK_BYTES; within [MIN_HALF, MAX_HALF]. With several nodes every chunk costs two
+ * cross-node rounds besides its two barriers, so chunks stay large there. */
+static size_t chunk_floats(const struct hpcti_dist *d)
+{
+    const char *v = getenv("HPCT_NODE_CHUNK_BYTES");
+    size_t h = d->fusion_floats / 2, one_node = CHUNK_BYTES / sizeof(float);
+    if (d->cross_size == 1 && h > one_node) h = one_node;
+    if (v && atol(v) > 0) h = (size_t)atol(v) / sizeof(float);
+    return h < MIN_HALF ? MIN_HALF : h > MAX_HALF ? MAX_HALF : h;
+}
+
+/* Chunks of at most this many floats are summed whole by every rank on one node:
+ * HPCT_NODE_SMALL_BYTES, default SMALL_BYTES. */
+static size_t small_floats(void)
+{
+    const char *v = getenv("HPCT_NODE_SMALL_BYTES");
+    return (v ? (size_t)atol(v) : SMALL_BYTES) / sizeof(float);
+}
+
+static size_t half_max(const struct hpcti_dist *d)
+{
+    return d->nwin->chunk;
+}
+
+int hpcti_node_win_chunks(const struct hpcti_dist *d, size_t n)
+{
+    return (int)((n + half_max(d) - 1) / half_max(d));
+}
+
+size_t hpcti_node_win_scratch(const struct hpcti_dist *d, size_t n)
+{
+    /* small chunks take (cross size - 1) times their size: all chunks, or at most one */
+    const struct hpcti_node_win *w = d->nwin;
+    size_t small = w->small >= w->chunk ? n : n < w->small ? n : w->small;
+    return n + small * (size_t)d->cross_size;
+}
+
+int hpcti_node_win_takes(const struct hpcti_dist *d, size_t n)
+{
+    return d->nwin && n && n <= d->nwin->max_bytes / sizeof(float);
+}
+
+int hpcti_node_win_ready(const struct hpcti_dist *d, size_t n)
+{
+    return d->nwin->cap >= (n < half_max(d) ? n : half_max(d));
+}
+
+/* Local rank p's half h [cap] in the window. */
+static float *half_of(const struct hpcti_node_win *w, int p, int h)
+{
+    return (float *)(w->seg[p] + HEADER) + (size_t)h * w->cap;
+}
+
+/* HPCT_NODE_REDUCE: 0 auto (default), 1 p2p, 2 shm; -1 for anything else. */
+static int node_reduce_mode(void)
+{
+    const char *v = getenv("HPCT_NODE_REDUCE");
+    if (!v || !*v || !strcmp(v, "auto")) return 0;
+    if (!strcmp(v, "p2p")) return 1;
+    if (!strcmp(v, "shm")) return 2;
+    return -1;
+}
+
+/* 1 when every rank of the node communicator is in this rank's MPI shared-memory domain
+ * (collective over the node communicator). */
+static int node_shares_memory(struct hpcti_dist *d)
+{
+    MPI_Comm shm;
+    if (MPI_Comm_split_type(d->node_rs, MPI_COMM_TYPE_SHARED, d->local_rank, MPI_INFO_NULL, &shm) !=
+        MPI_SUCCESS)
+        return 0;
+    int size = 0;
+    MPI_Comm_size(shm, &size);
+    MPI_Comm_free(&shm);
+    return size == d->local_size;
+}
+
+/* Why this rank cannot use the window (NULL: it can); mode is node_reduce_mode(). */
+static const char *unusable(const struct hpcti_dist *d, int mode, int shares)
+{
+    if (mode == 1) return "HPCT_NODE_REDUCE=p2p";
+    if (d->local_size < 2) return "one rank per node";
+    if (!d->hier && d->num_nodes > 1) return "nodes hold different numbers of ranks";
+    if (d->transport) return "16-bit gradient transport";
+    if (!shares) return "the node's ranks do not all share memory (MPI_COMM_TYPE_SHARED)";
+    return NULL;
+}
+
+/* Every rank learns whether all ranks can use the window and the smallest of every rank's
+ * settings v [4] (usable, chunk floats, small floats, largest bytes): deadline-bounded MIN. */
+static hpct_status_t agree_all(hpct_ctx_t ctx, unsigned long *v)
+{
+    struct hpcti_dist *d = ctx->dist;
+    hpct_status_t s = hpcti_op_begin(ctx, "hpct_init (node window agreement)", 0, 0);
+    if (s) return s;
+    MPI_Request req;
+    MPI_Iallreduce(MPI_IN_PLACE, v, 4, MPI_UNSIGNED_LONG, MPI_MIN, d->comm, &req);
+    return hpcti_op_end(ctx, &req, 1);
+}
+
+/* HPCT_NODE_SHM_MAX_BYTES: larger averages take the point-to-point path (0, unset: none). */
+static unsigned long max_bytes(void)
+{
+    const char *v = getenv("HPCT_NODE_SHM_MAX_BYTES");
+    return v && atol(v) > 0 ? (unsigned long)atol(v) : ULONG_MAX;
+}
+
+static hpct_status_t make_win_state(hpct_ctx_t ctx, const unsigned long *v)
+{
+    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_node_win *w = calloc(1, sizeof *w);
+    size_t L = (size_t)d->local_size;
+    int *local = malloc(L * sizeof *local);
+    if (w) {
+        w->comm = MPI_COMM_NULL, w->win = MPI_WIN_NULL;
+        w->seg = calloc(L, sizeof *w->seg);
+        w->flag = calloc(L, sizeof *w->flag);
+        w->world = calloc(L, sizeof *w->world);
+    }
+    d->nwin = w;
+    if (!w || !w->seg || !w->flag || !w->world || !local) {
+        free(local);
+        return hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "hpct_init: cannot allocate the node window");
+    }
+    if (MPI_Comm_dup(d->node_rs, &w->comm) != MPI_SUCCESS)
+        return hpcti_error(ctx, HPCT_ERR_COMM,
+                           "hpct_init: MPI_Comm_dup of the node communicator failed on rank %d",
+                           d->rank);
+    w->chunk = v[1], w->small = v[2], w->max_bytes = v[3];
+    MPI_Group node, world;
+    MPI_Comm_group(w->comm, &node);
+    MPI_Comm_group(d->comm, &world);
+    for (int p = 0; p < d->local_size; p++) local[p] = p;
+    MPI_Group_translate_ranks(node, d->local_size, local, world, w->world);
+    MPI_Group_free(&node), MPI_Group_free(&world);
+    free(local);
+    return HPCT_SUCCESS;
+}
+
+hpct_status_t hpcti_node_win_setup(hpct_ctx_t ctx)
+{
+    struct hpcti_dist *d = ctx->dist;
+    int mode = node_reduce_mode();
+    if (mode < 0)
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                           "hpct_init: HPCT_NODE_REDUCE is '%s'; use auto, p2p or shm",
+                           getenv("HPCT_NODE_REDUCE"));
+    int shares = d->local_size > 1 ? node_shares_memory(d) : 0;
+    const char *why = unusable(d, mode, shares);
+    unsigned long v[4] = {why == NULL, chunk_floats(d), small_floats(), max_bytes()};
+    hpct_status_t s = d->size > 1 ? agree_all(ctx, v) : HPCT_SUCCESS;
+    if (s) return s;
+    if (!v[0]) {
+        hpcti_log(ctx, HPCT_LOG_INFO, "node reduction: point-to-point (%s)",
+                  why ? why : "another node cannot use a shared window");
+        return HPCT_SUCCESS;
+    }
+    s = make_win_state(ctx, v);
+    if (!s)
+        hpcti_log(ctx, HPCT_LOG_INFO,
+                  "node reduction: MPI-3 shared-memory window over %d local ranks (chunks of %zu "
+                  "floats, one barrier up to %zu, point-to-point above %lu bytes)",
+                  d->local_size, d->nwin->chunk, d->nwin->small, v[3]);
+    return s;
+}
+
+/* Deadline-bounded barrier on the node (MPI_Ibarrier polled by hpcti_wait_reqs). */
+static hpct_status_t node_barrier(hpct_ctx_t ctx)
+{
+    struct hpcti_dist *d = ctx->dist;
+    MPI_Request req;
+    if (MPI_Ibarrier(d->nwin->comm, &req) != MPI_SUCCESS)
+        return hpcti_error(ctx, HPCT_ERR_COMM, "%s: MPI_Ibarrier on the node failed on rank %d",
+                           d->op_name, d->rank);
+    return hpcti_wait_reqs(ctx, &req, 1);
+}
+
+static void drop_window(struct hpcti_node_win *w)
+{
+    if (w->win == MPI_WIN_NULL) return;
+    MPI_Win_unlock_all(w->win);
+    MPI_Win_free(&w->win);
+    w->cap = 0;
+}
+
+/* A window of halves of cap floats: every local rank is at the barrier first (done with the
+ * old window), counters start at 0 and are zeroed before anyone reads them. */
+static hpct_status_t allocate(hpct_ctx_t ctx, size_t cap)
+{
+    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_node_win *w = d->nwin;
+    hpct_status_t s = node_barrier(ctx);
+    if (s) return s;
+    drop_window(w);
+    MPI_Info info;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "alloc_shared_noncontig", "true");
+    char *base;
+    int rc = MPI_Win_allocate_shared((MPI_Aint)(HEADER + 2 * cap * sizeof(float)), 1, info, w->comm,
+                                     &base, &w->win);
+    MPI_Info_free(&info);
+    if (rc != MPI_SUCCESS)
+        return hpcti_error(ctx, HPCT_ERR_NO_MEMORY,
+                           "%s: MPI_Win_allocate_shared of 2 x %zu floats failed on rank %d",
+                           d->op_name, cap, d->rank);
+    MPI_Win_set_errhandler(w->win, MPI_ERRORS_RETURN);
+    MPI_Win_lock_all(MPI_MODE_NOCHECK, w->win);
+    for (int p = 0; p < d->local_size; p++) {
+        MPI_Aint bytes;
+        int unit;
+        MPI_Win_shared_query(w->win, p, &bytes, &unit, &w->seg[p]);
+        w->flag[p] = (uint64_t *)w->seg[p];
+    }
+    atomic_store_explicit((_Atomic uint64_t *)&w->flag[d->local_rank][0], 0, memory_order_relaxed);
+    atomic_store_explicit((_Atomic uint64_t *)&w->flag[d->local_rank][1], 0, memory_order_relaxed);
+    w->epoch = 0, w->half = 0;
+    MPI_Win_sync(w->win);
+    s = node_barrier(ctx);
+    MPI_Win_sync(w->win);
+    w->cap = cap;
+    return s;
+}
+
+/* After a counter barrier: every peer's operation number is this operation's, or the next
+ * one's (a peer that passed the last barrier of this operation may have started the next). */
+static hpct_status_t same_operation(hpct_ctx_t ctx)
+{
+    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_node_win *w = d->nwin;
+    for (int p = 0; p < d->local_size; p++) {
+        uint64_t at =
+            atomic_load_explicit((_Atomic uint64_t *)&w->flag[p][1], memory_order_relaxed);
+        if (at == d->op_seq || at == d->op_seq + 1) continue;
+        d->broken = 1, d->in_op = 0;
+        return hpcti_error(ctx, HPCT_ERR_COMM,
+                           "%s: rank %d is at collective operation #%llu while rank %d is at "
+                           "#%llu (ranks called collectives in different orders); end the job "
+                           "with hpct_abort_job",
+                           d->op_name, w->world[p], (unsigned long long)at, d->rank,
+                           (unsigned long long)d->op_seq);
+    }
+    return HPCT_SUCCESS;
+}
+
+/* Counter barrier of the node: publish my writes, wait until every peer has published. */
+static hpct_status_t counter_barrier(hpct_ctx_t ctx)
+{
+    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_node_win *w = d->nwin;
+    uint64_t *mine = w->flag[d->local_rank];
+    w->epoch++;
+    MPI_Win_sync(w->win);
+    atomic_store_explicit((_Atomic uint64_t *)&mine[0], w->epoch, memory_order_release);
+    hpct_status_t s = hpcti_wait_flags(ctx, w->flag, w->world, d->local_size, w->epoch);
+    MPI_Win_sync(w->win);
+    return s ? s : same_operation(ctx);
+}
+
+/* Own block of half h = sum over local ranks 0..L-1 of their block (this rank's from its
+ * own buffer buf [m], the others' from the window), scaled by 1/W when no cross-node step
+ * follows; written to the window and, then, to buf too. Same fp32 operations as reduce.c. */
+static void sum_block(const struct hpcti_dist *d, int h, float *buf, size_t m)
+{
+    const struct hpcti_node_win *w = d->nwin;
+    int L = d->local_size, me = d->local_rank, last = d->cross_size == 1;
+    size_t start = hpcti_block_start(m, L, me), len = hpcti_block_len(m, L, me);
+    float *own = half_of(w, me, h) + start, inv = 1.0f / (float)d->size;
+    float acc[SUM_CHUNK];
+    for (size_t i = 0; i < len; i += SUM_CHUNK) {
+        size_t c = len - i < SUM_CHUNK ? len - i : SUM_CHUNK;
+        for (int p = 0; p < L; p++) {
+            const float *x = (p == me ? buf : half_of(w, p, h)) + start + i;
+            if (p == 0)
+                memcpy(acc, x, c * sizeof *acc);
+            else
+                for (size_t j = 0; j < c; j++) acc[j] += x[j];
+        }
+        if (last)
+            for (size_t j = 0; j < c; j++) acc[j] *= inv;
+        memcpy(own + i, acc, c * sizeof *acc);
+        if (last) memcpy(buf + start + i, acc, c * sizeof *acc);
+    }
+}
+
+/* Copy every block of buf [m] but this rank's own: into its own half h (to_win), or out of
+ * each owner's half h. */
+static void copy_blocks(const struct hpcti_dist *d, int h, float *buf, size_t m, int to_win)
+{
+    int L = d->local_size, me = d->local_rank;
+    for (int b = 0; b < L; b++) {
+        size_t start = hpcti_block_start(m, L, b), bytes = hpcti_block_len(m, L, b) * sizeof *buf;
+        if (b == me) continue;
+        if (to_win)
+            memcpy(half_of(d->nwin, me, h) + start, buf + start, bytes);
+        else
+            memcpy(buf + start, half_of(d->nwin, b, h) + start, bytes);
+    }
+}
+
+/* Average one chunk buf [m] (m <= cap) through half w->half. This rank's own block never
+ * goes into the window on the way in (only its owner reads it), and comes back to buf from
+ * the sum itself (or from the cross-node step), not through the copy out. */
+static hpct_status_t chunk(hpct_ctx_t ctx, float *buf, size_t m)
+{
+    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_node_win *w = d->nwin;
+    int L = d->local_size, me = d->local_rank, h = w->half, id;
+    size_t start = hpcti_block_start(m, L, me), len = hpcti_block_len(m, L, me);
+    copy_blocks(d, h, buf, m, 1);
+    hpct_status_t s = counter_barrier(ctx);
+    if (s) return s;
+    sum_block(d, h, buf, m);
+    if (d->cross_size > 1) {
+        float *own = half_of(w, me, h) + start;
+        s = hpcti_red_start_cross(ctx, own, len, 0, &id);
+        if (!s) s = hpcti_red_wait(ctx, id);
+        if (!s) memcpy(buf + start, own, len * sizeof *buf);
+    }
+    if (!s) s = counter_barrier(ctx);
+    if (s) return s;
+    copy_blocks(d, h, buf, m, 0);
+    w->half ^= 1;
+    return HPCT_SUCCESS;
+}
+
+/* The whole chunk buf [m] = sum over local ranks 0..L-1 (its own from buf, the others from
+ * their half h), scaled by 1/W on one node: every rank computes every element itself, in
+ * rank order (the owner's operations, so every rank gets the owner's bits). */
+static void sum_all(const struct hpcti_dist *d, int h, float *buf, size_t m)
+{
+    const struct hpcti_node_win *w = d->nwin;
+    int L = d->local_size, me = d->local_rank;
+    float acc[SUM_CHUNK], inv = 1.0f / (float)d->size;
+    for (size_t i = 0; i < m; i += SUM_CHUNK) {
+        size_t c = m - i < SUM_CHUNK ? m - i : SUM_CHUNK;
+        for (int p = 0; p < L; p++) {
+            const float *x = (p == me ? buf : half_of(w, p, h)) + i;
+            if (p == 0)
+                memcpy(acc, x, c * sizeof *acc);
+            else
+                for (size_t j = 0; j < c; j++) acc[j] += x[j];
+        }
+        if (d->cross_size == 1)
+            for (size_t j = 0; j < c; j++) acc[j] *= inv;
+        memcpy(buf + i, acc, c * sizeof *acc);
+    }
+}
+
+/* A small chunk: copy in, one counter barrier, every rank sums all of it (and, with several
+ * nodes, exchanges its whole node sum with its cross-node peers in one round and sums
+ * those: the owners' operations in their order). The next use of this half comes after
+ * the next chunk's barrier, which every peer reaches only after its reads here, so one
+ * barrier per chunk is enough. */
+static hpct_status_t chunk_replicated(hpct_ctx_t ctx, float *buf, size_t m)
+{
+    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_node_win *w = d->nwin;
+    int h = w->half;
+    memcpy(half_of(w, d->local_rank, h), buf, m * sizeof *buf);
+    hpct_status_t s = counter_barrier(ctx);
+    if (s) return s;
+    sum_all(d, h, buf, m);
+    if (d->cross_size > 1) {
+        int id;
+        s = hpcti_red_start_cross(ctx, buf, m, 1, &id);
+        if (!s) s = hpcti_red_wait(ctx, id);
+    }
+    w->half ^= 1;
+    return s;
+}
+
+hpct_status_t hpcti_node_win_allreduce(hpct_ctx_t ctx, float *buf, size_t n)
+{
+    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_node_win *w = d->nwin;
+    size_t need = n < half_max(d) ? n : half_max(d);
+    hpct_status_t s = w->cap >= need ? HPCT_SUCCESS : allocate(ctx, need);
+    /* the operation this rank is in, beside its counter: who arrived (for a timeout) and
+     * whether all are at the same operation (same_operation) */
+    atomic_store_explicit((_Atomic uint64_t *)&w->flag[d->local_rank][1], d->op_seq,
+                          memory_order_relaxed);
+    for (size_t off = 0; off < n && !s; off += w->cap) {
+        size_t m = n - off < w->cap ? n - off : w->cap;
+        if (m <= w->small)
+            s = chunk_replicated(ctx, buf + off, m);
+        else
+            s = chunk(ctx, buf + off, m);
+    }
+    return s;
+}
+
+void hpcti_node_win_free(struct hpcti_dist *d, int collective)
+{
+    struct hpcti_node_win *w = d->nwin;
+    if (!w) return;
+    if (collective) {
+        drop_window(w);
+        if (w->comm != MPI_COMM_NULL) MPI_Comm_free(&w->comm);
+    }
+    free(w->seg), free(w->flag), free(w->world), free(w);
+    d->nwin = NULL;
+}

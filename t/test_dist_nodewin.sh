@@ -1,0 +1,69 @@
+#!/bin/sh
+# The node-local phase through an MPI-3 shared-memory window (HPCT_NODE_REDUCE=shm|auto)
+# against the point-to-point path (HPCT_NODE_REDUCE=p2p): sizes 0, 1, 7, 65537, 8 Mi floats
+# (and chunked through 64 Ki-float window halves; mixed with p2p averages above
+# HPCT_NODE_SHM_MAX_BYTES), bit-identical to the p2p sums and on
+# every rank, at W = 1..4 with and without virtual nodes; uneven nodes fall back to p2p
+# (logged); a rank that stops inside the window exchange is named in HPCT_ERR_TIMEOUT.
+. "${top_srcdir:-.}/t/lib/dist_lib.sh"
+need_mpi
+plan 21
+
+# path WANT: the library logged the node reduction WANT ("shm" or the p2p reason) in the
+# last case's output.
+path() {
+    case $1 in
+    shm) grep -q 'node reduction: MPI-3 shared-memory window' "$tmpdir/out" ;;
+    *) grep -q "node reduction: point-to-point ($1)" "$tmpdir/out" &&
+        ! grep -q 'node reduction: MPI-3' "$tmpdir/out" ;;
+    esac
+}
+
+case_ok "W=1: shm requested" mpi 1 HPCT_NODE_REDUCE=shm -- nodewin
+path "one rank per node"; ok $? "W=1: logged: point-to-point (one rank per node)"
+case_ok "W=2, one node: shm = p2p bit for bit" mpi 2 HPCT_NODE_REDUCE=shm -- nodewin
+path shm; ok $? "W=2: the shared window was used (logged)"
+case_ok "W=3, one node: shm = p2p bit for bit" mpi 3 HPCT_NODE_REDUCE=shm -- nodewin
+path shm; ok $? "W=3: the shared window was used (logged)"
+case_ok "W=4, one node, auto: = p2p bit for bit" mpi 4 -- nodewin
+path shm; ok $? "W=4, auto: the shared window was used (logged)"
+case_ok "W=4, two virtual nodes of 2 (hierarchical): shm = p2p bit for bit" \
+    mpi 4 HPCT_RANKS_PER_NODE=2 HPCT_NODE_REDUCE=shm -- nodewin
+path shm; ok $? "W=4, 2x2: the shared window was used (logged)"
+case_ok "W=4, 2x2, every chunk small (one barrier, whole-vector cross step), 64 KiB chunks" \
+    mpi 4 HPCT_RANKS_PER_NODE=2 HPCT_NODE_SMALL_BYTES=1048576 HPCT_NODE_CHUNK_BYTES=262144 -- nodewin
+path shm; ok $? "W=4, 2x2, small chunks: the shared window was used (logged)"
+case_ok "W=3, one node, HPCT_NODE_SHM_MAX_BYTES=262144: window and p2p averages mixed" \
+    mpi 3 HPCT_NODE_SHM_MAX_BYTES=262144 -- nodewin
+grep -q 'point-to-point above 262144 bytes' "$tmpdir/out"
+ok $? "W=3: logged: point-to-point above 262144 bytes"
+case_ok "W=4, 2x2, HPCT_NODE_SHM_MAX_BYTES=262144: window and p2p averages mixed" \
+    mpi 4 HPCT_RANKS_PER_NODE=2 HPCT_NODE_SHM_MAX_BYTES=262144 -- nodewin
+case_ok "W=3, uneven virtual nodes (2+1): falls back" \
+    mpi 3 HPCT_RANKS_PER_NODE=2 HPCT_NODE_REDUCE=shm -- nodewin
+path "nodes hold different numbers of ranks"; ok $? "W=3, 2+1: logged: point-to-point (uneven)"
+case_ok "W=2, virtual nodes of 1: falls back" \
+    mpi 2 HPCT_RANKS_PER_NODE=1 HPCT_NODE_REDUCE=shm -- nodewin
+path "one rank per node"; ok $? "W=2, 1+1: logged: point-to-point (one rank per node)"
+
+# A rank stops (SIGSTOP) inside the window exchange; deadline 5 s, outer bound 90 s.
+pids="$tmpdir/pid"
+HPCT_NODE_REDUCE=shm timeout -s KILL 90 "$MPIRUN" --oversubscribe -np 3 "$PROG" nodewin_hang 5 \
+    "$pids" >"$tmpdir/out" 2>&1
+rc=$?
+sed 's/^/# /' "$tmpdir/out" | grep -v '^# *$' | head -n 4
+for f in "$pids".*; do
+    [ -f "$f" ] || continue
+    p=$(cat "$f")
+    i=0
+    while kill -0 "$p" 2>/dev/null && [ $i -lt 20 ]; do sleep 0.5; i=$((i + 1)); done
+    kill -0 "$p" 2>/dev/null && { echo "# killing leftover rank process $p"; kill -KILL "$p"; }
+done
+[ $rc -eq 124 ] && grep -q "rank 0: status -11 .*rank 2 of 3 stopped inside the node's shared-window exchange" "$tmpdir/out" &&
+    grep -q "rank 1: status -11 .*rank 2 of 3 stopped inside the node's shared-window exchange" "$tmpdir/out"
+ok $? "a rank stopped inside the window exchange: HPCT_ERR_TIMEOUT names rank 2 on ranks 0 and 1, exit 124 (got $rc)"
+alive=0
+for f in "$pids".*; do [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && alive=1; done
+[ $alive -eq 0 ]
+ok $? "no rank process is left behind"
+done_testing
