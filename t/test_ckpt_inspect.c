@@ -221,6 +221,9 @@ static void test_bad_files(state_t *st, const char *good, const char *dir)
     expect_fail(st, p, HPCT_ERR_FORMAT, "an HDF5 file that is no checkpoint");
     tap_ok(hpct_ckpt_file_open(st->ctx, NULL, NULL) == HPCT_ERR_INVALID_ARG,
            "NULL arguments are HPCT_ERR_INVALID_ARG");
+    hpct_ckpt_file_t stale = (hpct_ckpt_file_t)&f; /* any non-NULL value */
+    tap_ok(hpct_ckpt_file_open(st->ctx, "", &stale) == HPCT_ERR_INVALID_ARG && stale == NULL,
+           "an empty path is HPCT_ERR_INVALID_ARG and the handle is set to NULL");
 }
 
 /* Damaged copies, every 5th byte flipped in turn and 64 truncations: every call returns
@@ -336,7 +339,7 @@ static void test_dir_listing(state_t *st, const char *dir)
 
 int main(void)
 {
-    tap_plan(31);
+    tap_plan(32);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* the test's own HDF5 calls stay quiet */
     char dir[4096], path[4200];
     make_tmpdir(dir, sizeof dir, "inspect");

@@ -332,10 +332,10 @@ hpct_status_t hpct_ckpt_file_open(hpct_ctx_t ctx, const char *path, hpct_ckpt_fi
 {
     if (!ctx) return HPCT_ERR_INVALID_ARG;
     hpcti_clear_error(ctx);
+    if (out) *out = NULL; /* on every failure, as the header says */
     if (!out || !path || !*path)
         return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_ckpt_file_open: %s is NULL or empty",
                            out ? "path" : "file");
-    *out = NULL;
     if (strlen(path) >= HPCTI_CKPT_PATH_MAX)
         return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_ckpt_file_open: path too long");
     struct hpct_ckpt_file *f = hpcti_calloc(ctx, 1, sizeof *f, "a checkpoint inspection handle");
