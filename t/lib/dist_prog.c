@@ -9,6 +9,7 @@
  *   dist_prog nodewin          the path HPCT_NODE_REDUCE selects against the p2p path: bits
  *   dist_prog nodewin_hang SECONDS PIDFILE   the last rank stops inside the node exchange */
 #include "hpctrain.h"
+#include "mpi_check.h"
 
 #include <math.h>
 #include <mpi.h>
@@ -19,24 +20,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-
-static int world_rank, world_size, failures;
-
-static void check(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(int cond, const char *fmt, ...)
-{
-    int all = cond ? 1 : 0;
-    MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (!all) failures++;
-    if (world_rank != 0) return;
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    printf("%s W=%d: %s\n", all ? "PASS" : "FAIL", world_size, msg);
-    fflush(stdout);
-}
 
 static hpct_ctx_t start(hpct_config_t *cfg)
 {

@@ -18,6 +18,7 @@
  *                              by every rank, the found-checkpoint agreement at resume */
 #include "config.h"
 #include "hpctrain.h"
+#include "mpi_check.h"
 #include "../../lib/comm/agree.h"
 
 #include <math.h>
@@ -34,24 +35,6 @@
 #define CLASSES        4
 #define MAXB           8
 #define EXIT_PREEMPTED 75
-
-static int world_rank, world_size, failures;
-
-static void check(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(int cond, const char *fmt, ...)
-{
-    int all = cond ? 1 : 0;
-    MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (!all) failures++;
-    if (world_rank != 0) return;
-    char msg[1200];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    printf("%s W=%d: %s\n", all ? "PASS" : "FAIL", world_size, msg);
-    fflush(stdout);
-}
 
 static hpct_ctx_t start(double timeout_s)
 {
