@@ -11,10 +11,10 @@ AM_TESTS_ENVIRONMENT = OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 	top_srcdir top_builddir HPCT_FORTRAN;
 
 # ---- helpers -------------------------------------------------------------------
-check_LIBRARIES += t/lib/libtap.a t/lib/libdatatest.a t/lib/libmpicheck.a
+check_LIBRARIES += t/lib/libtap.a t/lib/libdatatest.a t/lib/libmpiprog.a
 t_lib_libtap_a_SOURCES = t/lib/tap.c t/lib/tap.h
 t_lib_libdatatest_a_SOURCES = t/lib/data_util.c t/lib/data_util.h
-t_lib_libmpicheck_a_SOURCES = t/lib/mpi_check.c t/lib/mpi_check.h
+t_lib_libmpiprog_a_SOURCES = t/lib/mpi_prog.c t/lib/mpi_prog.h
 TEST_LIBS = t/lib/libtap.a $(HPCT_LIBS)
 DATA_TEST_LIBS = t/lib/libdatatest.a $(TEST_LIBS)
 
@@ -60,7 +60,7 @@ EXTRA_DIST += t/test_shard_tool.sh t/test_fuzz_manifest.sh t/test_data_mpi.sh \
 
 # ---- distributed runtime: shell drivers run t/lib/dist_prog under $(MPIRUN) -----------
 check_PROGRAMS += t/lib/dist_prog
-t_lib_dist_prog_LDADD = t/lib/libmpicheck.a $(TEST_LIBS)
+t_lib_dist_prog_LDADD = t/lib/libmpiprog.a $(TEST_LIBS)
 DIST_TESTS = t/test_dist_topology.sh t/test_dist_allreduce.sh t/test_dist_replicas.sh \
 	t/test_dist_curve.sh t/test_dist_hang.sh t/test_dist_nodewin.sh
 TESTS += $(DIST_TESTS)
@@ -106,7 +106,7 @@ EXTRA_DIST += $(SLURM_TESTS) t/slurm/cluster.sh t/slurm/setup.sh t/lib/tap.sh
 check_PROGRAMS += t/test_insitu t/lib/insitu_prog
 TESTS += t/test_insitu t/test_insitu_dist.sh
 t_test_insitu_LDADD = $(TEST_LIBS)
-t_lib_insitu_prog_LDADD = t/lib/libmpicheck.a $(TEST_LIBS)
+t_lib_insitu_prog_LDADD = t/lib/libmpiprog.a $(TEST_LIBS)
 EXTRA_DIST += t/test_insitu_dist.sh
 
 # ---- Fortran: the module's bindings, wrappers, MPI use, C twin, examples, install routes ----

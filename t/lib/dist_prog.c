@@ -9,30 +9,16 @@
  *   dist_prog nodewin          the path HPCT_NODE_REDUCE selects against the p2p path: bits
  *   dist_prog nodewin_hang SECONDS PIDFILE   the last rank stops inside the node exchange */
 #include "hpctrain.h"
-#include "mpi_check.h"
+#include "mpi_prog.h"
 
 #include <math.h>
 #include <mpi.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-
-static hpct_ctx_t start(hpct_config_t *cfg)
-{
-    hpct_ctx_t ctx;
-    hpct_status_t s = hpct_init(cfg, &ctx);
-    if (s) {
-        fprintf(stderr, "hpct_init failed: %s\n", hpct_strerror(s));
-        exit(2);
-    }
-    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
-    return ctx;
-}
 
 static const char *source_names[] = {"single", "pmix", "openmpi-env", "slurm-env", "override"};
 
@@ -40,7 +26,7 @@ static int run_topo(char **argv)
 {
     hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
     cfg.log_level = HPCT_LOG_INFO;
-    hpct_ctx_t ctx = start(&cfg);
+    hpct_ctx_t ctx = mpi_start(&cfg);
     hpct_topology_t t = HPCT_TOPOLOGY_INITIALIZER;
     check(hpct_topology(ctx, &t) == HPCT_SUCCESS, "hpct_topology succeeds");
     check(strcmp(source_names[t.source], argv[2]) == 0, "source is %s (rank 0 got %s)", argv[2],
@@ -156,7 +142,7 @@ static void subset_comm(void)
 static int run_allreduce(void)
 {
     hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
-    hpct_ctx_t ctx = start(&cfg);
+    hpct_ctx_t ctx = mpi_start(&cfg);
     hpct_topology_t t = HPCT_TOPOLOGY_INITIALIZER;
     hpct_topology(ctx, &t);
     if (world_rank == 0)
@@ -165,10 +151,10 @@ static int run_allreduce(void)
     allreduce_sizes(ctx, "fp32", 1e-6);
     allreduce_random(ctx);
     cfg.grad_transport = HPCT_TRANSPORT_BF16;
-    hpct_ctx_t bf = start(&cfg);
+    hpct_ctx_t bf = mpi_start(&cfg);
     allreduce_sizes(bf, "bf16 transport", 1e-2);
     cfg.grad_transport = HPCT_TRANSPORT_FP16;
-    hpct_ctx_t hf = start(&cfg);
+    hpct_ctx_t hf = mpi_start(&cfg);
     allreduce_sizes(hf, "fp16 transport", 1e-3);
     hpct_finalize(hf), hpct_finalize(bf);
     subset_comm();
@@ -178,26 +164,8 @@ static int run_allreduce(void)
     return hpct_finalize(ctx) == HPCT_SUCCESS && !failures ? 0 : 1;
 }
 
-/* A learnable toy problem: x ~ U(-1, 1) [n, F], label = argmax of a fixed linear map. */
-#define FEATURES 16
-#define CLASSES  4
-static void make_data(float *x, int32_t *y, int n, unsigned seed)
-{
-    unsigned long long st = seed * 2654435761ull + 1;
-    for (int i = 0; i < n * FEATURES; i++) {
-        st = st * 6364136223846793005ull + 1442695040888963407ull;
-        x[i] = (float)((st >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
-    }
-    for (int i = 0; i < n; i++) {
-        float best = -1e30f;
-        for (int c = 0; c < CLASSES; c++) {
-            float v = 0;
-            for (int f = 0; f < FEATURES; f++)
-                v += x[i * FEATURES + f] * (float)(((f * 7 + c * 3) % 5) - 2);
-            if (v > best) best = v, y[i] = c;
-        }
-    }
-}
+#define FEATURES TOY_FEATURES
+#define CLASSES  TOY_CLASSES
 
 static hpct_model_t make_model(hpct_ctx_t ctx, int max_batch, hpct_params_t *p)
 {
@@ -288,7 +256,7 @@ static int run_replicas(void)
     MPI_Init(NULL, NULL); /* the caller owns MPI here; the library must not finalize it */
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     cfg.seed = 100 + (uint64_t)world_rank; /* different seeds: only the broadcast aligns them */
-    hpct_ctx_t ctx = start(&cfg);
+    hpct_ctx_t ctx = mpi_start(&cfg);
     int b, off;
     check(hpct_batch_split(ctx, 16 * world_size, &b, &off) == HPCT_SUCCESS && b == 16 &&
               off == 16 * world_rank,
@@ -316,7 +284,7 @@ static int run_replicas(void)
     int n = 16 * 8 * world_size;
     float *x = malloc((size_t)n * FEATURES * sizeof *x);
     int32_t *y = malloc((size_t)n * sizeof *y);
-    make_data(x, y, n, 5);
+    toy_data(x, y, n, 5);
     hpct_optimizer_t opt = make_sgd(p, 0.05f);
     hpct_model_set_grad_averaging(m, 1);
     int bad_steps = 0, bad_checks = 0;
@@ -367,7 +335,7 @@ static int run_curve(const char *path)
 {
     hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
     cfg.seed = 7;
-    hpct_ctx_t ctx = start(&cfg);
+    hpct_ctx_t ctx = mpi_start(&cfg);
     int b, off;
     if (hpct_batch_split(ctx, 64, &b, &off)) return 2;
     hpct_params_t p;
@@ -376,7 +344,7 @@ static int run_curve(const char *path)
     int n = 1024;
     float *x = malloc((size_t)n * FEATURES * sizeof *x);
     int32_t *y = malloc((size_t)n * sizeof *y);
-    make_data(x, y, n, 11);
+    toy_data(x, y, n, 11);
     hpct_optimizer_t opt = make_sgd(p, 0.1f);
     hpct_model_set_grad_averaging(m, 1);
     FILE *f = world_rank == 0 ? fopen(path, "w") : NULL;
@@ -405,7 +373,7 @@ static int run_hang(double seconds, const char *pidfile)
 {
     hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
     cfg.collective_timeout_s = seconds;
-    hpct_ctx_t ctx = start(&cfg);
+    hpct_ctx_t ctx = mpi_start(&cfg);
     MPI_Comm alive;
     MPI_Comm_split(MPI_COMM_WORLD, world_rank == world_size - 1 ? MPI_UNDEFINED : 0, world_rank,
                    &alive);
@@ -467,14 +435,14 @@ static int run_nodewin(void)
     snprintf(saved, sizeof saved, "%s", mode ? mode : "auto");
     hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
     cfg.log_level = HPCT_LOG_INFO;
-    hpct_ctx_t ctx = start(&cfg);
+    hpct_ctx_t ctx = mpi_start(&cfg);
     size_t fusion = cfg.fusion_bytes;
     cfg.fusion_bytes = 4096;
-    hpct_ctx_t small = start(&cfg);
+    hpct_ctx_t small = mpi_start(&cfg);
     cfg.log_level = HPCT_LOG_NONE;
     cfg.fusion_bytes = fusion;
     setenv("HPCT_NODE_REDUCE", "p2p", 1);
-    hpct_ctx_t ref = start(&cfg);
+    hpct_ctx_t ref = mpi_start(&cfg);
     setenv("HPCT_NODE_REDUCE", saved, 1);
     for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
         nodewin_size(ctx, ref, saved, sizes[k]);
@@ -499,7 +467,7 @@ static int run_nodewin_hang(double seconds, const char *pidfile)
 {
     hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
     cfg.collective_timeout_s = seconds;
-    hpct_ctx_t ctx = start(&cfg);
+    hpct_ctx_t ctx = mpi_start(&cfg);
     MPI_Comm alive;
     int last = world_rank == world_size - 1;
     MPI_Comm_split(MPI_COMM_WORLD, last ? MPI_UNDEFINED : 0, world_rank, &alive);

@@ -18,21 +18,20 @@
  *                              by every rank, the found-checkpoint agreement at resume */
 #include "config.h"
 #include "hpctrain.h"
-#include "mpi_check.h"
+#include "mpi_prog.h"
 #include "../../lib/comm/agree.h"
 
 #include <math.h>
 #include <mpi.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 
-#define FEATURES       16
-#define CLASSES        4
+#define FEATURES       TOY_FEATURES
+#define CLASSES        TOY_CLASSES
 #define MAXB           8
 #define EXIT_PREEMPTED 75
 
@@ -42,40 +41,13 @@ static hpct_ctx_t start(double timeout_s)
     cfg.seed = 5;
     cfg.collective_timeout_s = timeout_s;
     cfg.consistency_interval = 5;
-    hpct_ctx_t ctx;
-    hpct_status_t s = hpct_init(&cfg, &ctx);
-    if (s) {
-        fprintf(stderr, "hpct_init failed: %s\n", hpct_strerror(s));
-        exit(2);
-    }
-    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
-    return ctx;
+    return mpi_start(&cfg);
 }
 
 static int finish(hpct_ctx_t ctx)
 {
     int ok = hpct_finalize(ctx) == HPCT_SUCCESS;
     return ok && !failures ? 0 : 1;
-}
-
-/* Rows [n, FEATURES] and labels from a seed: x ~ U(-1, 1), label = argmax of a fixed map. */
-static void make_data(float *x, int32_t *y, int n, unsigned long long seed)
-{
-    unsigned long long st = seed * 2654435761ull + 1;
-    for (int i = 0; i < n * FEATURES; i++) {
-        st = st * 6364136223846793005ull + 1442695040888963407ull;
-        x[i] = (float)((st >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
-    }
-    for (int i = 0; i < n; i++) {
-        float best = -1e30f;
-        for (int c = 0; c < CLASSES; c++) {
-            float v = 0;
-            for (int f = 0; f < FEATURES; f++)
-                v += x[i * FEATURES + f] * (float)(((f * 7 + c * 3) % 5) - 2);
-            if (v > best) best = v, y[i] = c;
-        }
-    }
 }
 
 static hpct_model_t make_model(hpct_ctx_t ctx, hpct_params_t *p)
@@ -147,7 +119,7 @@ static int run_same(int steps)
     int32_t y[MAXB];
     int bad = 0, loss_differs = 0;
     for (int k = 0; k < steps; k++) {
-        make_data(x, y, MAXB, (unsigned long long)(k * world_size + world_rank));
+        toy_data(x, y, MAXB, (unsigned long long)(k * world_size + world_rank));
         float loss = NAN;
         bad += hpct_insitu_step(s, x, y, MAXB, &loss) != HPCT_SUCCESS;
         unsigned int bits;
@@ -224,7 +196,7 @@ static int run_uneven(int steps)
     for (int k = 0; k < steps; k++) {
         int zero = k % 3 == 2, global = zero ? 3 : MAXB;
         int first = world_rank == 0 ? 0 : 3, b = world_rank == 0 ? 3 : zero ? 0 : 5;
-        make_data(x, y, MAXB, 1000 + (unsigned long long)k);
+        toy_data(x, y, MAXB, 1000 + (unsigned long long)k);
         float loss = NAN, rloss = NAN;
         bad += hpct_insitu_step(s, x + first * FEATURES, y + first, b, &loss) != HPCT_SUCCESS;
         bad += hpct_model_loss_grad(ref, x, y, global, 0, &rloss) != HPCT_SUCCESS;
@@ -255,7 +227,7 @@ static void failing_step(hpct_ctx_t ctx, hpct_insitu_t s, int k, const int *spoi
 {
     float x[MAXB * FEATURES];
     int32_t y[MAXB];
-    make_data(x, y, MAXB, 500 + (unsigned long long)(k * world_size + world_rank));
+    toy_data(x, y, MAXB, 500 + (unsigned long long)(k * world_size + world_rank));
     int b = MAXB;
     if (spoilt[world_rank] == NAN_INPUT) x[7] = NAN;
     if (spoilt[world_rank] == BAD_LABEL) y[2] = 99;
@@ -370,7 +342,7 @@ static int run_sim(const char *dir, long steps, long stop_at, int sig_rank, long
     while (!st && done < steps) {
         advance(field, N, p, ++sim_step, local);
         int b = 1 + (int)((sim_step * 5 + world_rank * 3) % MAXB);
-        make_data(x, y, b, (unsigned long long)(sim_step * 16 + world_rank));
+        toy_data(x, y, b, (unsigned long long)(sim_step * 16 + world_rank));
         x[0] = (float)field[0];
         if (sim_step == stop_at && world_rank == sig_rank) raise(SIGTERM);
         st = hpct_insitu_step(s, x, y, b, NULL);
@@ -453,7 +425,7 @@ static int run_agree(const char *dir)
     hpct_insitu_start(ses, &step);
     float x[MAXB * FEATURES];
     int32_t y[MAXB];
-    make_data(x, y, MAXB, 77);
+    toy_data(x, y, MAXB, 77);
     hpct_insitu_step(ses, x, y, MAXB, NULL);
     s = hpct_insitu_finish(ses);
     hpct_insitu_destroy(ses);
