@@ -12,14 +12,7 @@ timeout -s KILL 90 "$MPIRUN" --oversubscribe -np 3 "$PROG" hang 5 "$pids" >"$tmp
 rc=$?
 took=$(( $(date +%s) - start ))
 sed 's/^/# /' "$tmpdir/out" | grep -v '^# *$' | head -n 12
-# Reap: give Open MPI 10 s to kill the ranks, then kill what is left (our own pids only).
-for f in "$pids".*; do
-    [ -f "$f" ] || continue
-    p=$(cat "$f")
-    i=0
-    while kill -0 "$p" 2>/dev/null && [ $i -lt 20 ]; do sleep 0.5; i=$((i + 1)); done
-    kill -0 "$p" 2>/dev/null && { echo "# killing leftover rank process $p"; kill -KILL "$p"; }
-done
+reap "$pids"
 echo "# mpirun exit status $rc after about $took s"
 [ $rc -eq 124 ]
 ok $? "the job ends with HPCT_EXIT_HANG (124), got $rc"
@@ -27,7 +20,5 @@ grep -q "rank 0: status -11 .*hpct_allreduce_mean.*rank 2 of 3 did not arrive wi
 ok $? "rank 0 reports HPCT_ERR_TIMEOUT naming rank 2 and the operation"
 grep -q "rank 1: status -11 .*rank 2 of 3 did not arrive" "$tmpdir/out"
 ok $? "rank 1 reports the same missing rank"
-alive=0
-for f in "$pids".*; do [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && alive=1; done
-[ $alive -eq 0 ]
+none_alive "$pids"
 ok $? "no rank process is left behind"

@@ -52,18 +52,10 @@ HPCT_NODE_REDUCE=shm timeout -s KILL 90 "$MPIRUN" --oversubscribe -np 3 "$PROG" 
     "$pids" >"$tmpdir/out" 2>&1
 rc=$?
 sed 's/^/# /' "$tmpdir/out" | grep -v '^# *$' | head -n 4
-for f in "$pids".*; do
-    [ -f "$f" ] || continue
-    p=$(cat "$f")
-    i=0
-    while kill -0 "$p" 2>/dev/null && [ $i -lt 20 ]; do sleep 0.5; i=$((i + 1)); done
-    kill -0 "$p" 2>/dev/null && { echo "# killing leftover rank process $p"; kill -KILL "$p"; }
-done
+reap "$pids"
 [ $rc -eq 124 ] && grep -q "rank 0: status -11 .*rank 2 of 3 stopped inside the node's shared-window exchange" "$tmpdir/out" &&
     grep -q "rank 1: status -11 .*rank 2 of 3 stopped inside the node's shared-window exchange" "$tmpdir/out"
 ok $? "a rank stopped inside the window exchange: HPCT_ERR_TIMEOUT names rank 2 on ranks 0 and 1, exit 124 (got $rc)"
-alive=0
-for f in "$pids".*; do [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && alive=1; done
-[ $alive -eq 0 ]
+none_alive "$pids"
 ok $? "no rank process is left behind"
 done_testing

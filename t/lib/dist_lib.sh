@@ -34,3 +34,21 @@ case_ok() {
     diag "exit $rc"
     grep -v '^\(PASS\|#\)' "$tmpdir/out" | tail -n 20 | sed 's/^/#   /'
 }
+
+# reap PREFIX: for each rank pid recorded in PREFIX.<rank>, give Open MPI 10 s to end the
+# process, then kill what is left (our own recorded pids only).
+reap() {
+    for f in "$1".*; do
+        [ -f "$f" ] || continue
+        p=$(cat "$f")
+        i=0
+        while kill -0 "$p" 2>/dev/null && [ $i -lt 20 ]; do sleep 0.5; i=$((i + 1)); done
+        kill -0 "$p" 2>/dev/null && { echo "# killing leftover rank process $p"; kill -KILL "$p"; }
+    done
+}
+
+# none_alive PREFIX: 0 when no pid recorded in PREFIX.<rank> is still running.
+none_alive() {
+    for f in "$1".*; do [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && return 1; done
+    return 0
+}
