@@ -6,9 +6,9 @@ SH_LOG_DRIVER = $(LOG_DRIVER)
 TEST_EXTENSIONS = .sh
 AM_TESTS_ENVIRONMENT = OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 	OPENBLAS_NUM_THREADS=1 MPIRUN='$(MPIRUN)' top_srcdir='$(top_srcdir)' \
-	top_builddir='$(top_builddir)' HPCT_FORTRAN='$(HPCT_FORTRAN_BUILT)'; \
+	top_builddir='$(top_builddir)' HPCT_FORTRAN='$(HPCT_FORTRAN_BUILT)' HPCT_TEST_HOOKS=1; \
 	export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM OPENBLAS_NUM_THREADS MPIRUN \
-	top_srcdir top_builddir HPCT_FORTRAN;
+	top_srcdir top_builddir HPCT_FORTRAN HPCT_TEST_HOOKS;
 
 # ---- helpers -------------------------------------------------------------------
 check_LIBRARIES += t/lib/libtap.a t/lib/libdatatest.a t/lib/libmpiprog.a

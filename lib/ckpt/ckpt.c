@@ -217,7 +217,7 @@ hpct_status_t hpct_ckpt_open(hpct_ctx_t ctx, const hpct_ckpt_config_t *cfg, hpct
     ck->d.keep_last = cfg->keep_last;
     ck->d.keep_every = cfg->keep_every;
     ck->d.config_hash = cfg->config_hash;
-    ck->d.stop_at = hpcti_stage_parse(getenv("HPCT_CKPT_TEST_STOP_AT"));
+    ck->d.stop_at = hpcti_stage_parse(hpcti_test_hook("HPCT_CKPT_TEST_STOP_AT"));
     ck->d.log_level = ctx->cfg.log_level;
     ck->serial = -1;
     ck->last_saved_step = -1;

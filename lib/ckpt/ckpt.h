@@ -53,7 +53,8 @@ typedef struct hpcti_snapshot {
 int hpcti_snap_add(hpcti_snapshot_t *snap, const char *prefix, const char *name, int dtype,
                    int scalar, size_t count, void *data);
 
-/* Where the writer stops itself with SIGSTOP when HPCT_CKPT_TEST_STOP_AT names the stage. */
+/* Where the writer stops itself with SIGSTOP when HPCT_CKPT_TEST_STOP_AT names the stage
+ * (and HPCT_TEST_HOOKS=1: hpcti_test_hook). */
 typedef enum {
     HPCTI_STAGE_NONE = 0,
     HPCTI_STAGE_CREATED, /* temporary file created, nothing written */

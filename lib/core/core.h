@@ -29,6 +29,10 @@ hpct_status_t hpcti_ctx_alloc(const hpct_config_t *cfg, hpct_ctx_t *out);
 /* Free a context made by hpcti_ctx_alloc (its backend already finalized); NULL is accepted. */
 void hpcti_ctx_free(hpct_ctx_t ctx);
 
+/* The value of test-hook variable name, or NULL unless HPCT_TEST_HOOKS=1 is set as well
+ * (testhook.c): test behaviour is never reachable from a plain user environment. */
+const char *hpcti_test_hook(const char *name);
+
 /* Record a detailed error on ctx (printf format), log it, and return status. */
 hpct_status_t hpcti_error(hpct_ctx_t ctx, hpct_status_t status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
