@@ -73,6 +73,7 @@ typedef int hpct_status_t;
 #define HPCT_ERR_TIMEOUT     -11 /* a collective missed its deadline (a rank hung) */
 #define HPCT_ERR_DIVERGED    -12 /* replicas no longer hold identical parameters */
 #define HPCT_ERR_INTERNAL    -13 /* a bug in libhpctrain: please report it */
+#define HPCT_ERR_BUSY        -14 /* held by another run (a locked checkpoint directory) */
 
 /* Static, never-NULL description of a status code. */
 const char *hpct_strerror(hpct_status_t status);

@@ -55,6 +55,7 @@ struct hpct_ckpt {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     hpcti_ckerr_t werr; /* status and detail of the last background write */
+    int lock_fd;        /* the directory lock (dirlock.c) on the writer rank, else -1 */
     char wpath[HPCTI_CKPT_PATH_MAX];
 };
 
@@ -207,8 +208,14 @@ hpct_status_t hpct_ckpt_open(hpct_ctx_t ctx, const hpct_ckpt_config_t *cfg, hpct
     if (bad) return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_ckpt_config_t.%s", bad);
     hpct_status_t s = make_dirs(ctx, cfg->directory);
     if (s) return s;
+    int lock_fd;
+    if ((s = hpcti_ckpt_lock_dir(ctx, cfg->directory, cfg->writer_rank, &lock_fd))) return s;
     hpct_ckpt_t ck = hpcti_calloc(ctx, 1, sizeof *ck, "a checkpoint handle");
-    if (!ck) return HPCT_ERR_NO_MEMORY;
+    if (!ck) {
+        hpcti_ckpt_unlock_dir(lock_fd);
+        return HPCT_ERR_NO_MEMORY;
+    }
+    ck->lock_fd = lock_fd;
     ck->ctx = ctx;
     ck->cfg = *cfg;
     ck->cfg.version = HPCT_CKPT_CONFIG_VERSION;
@@ -228,6 +235,7 @@ hpct_status_t hpct_ckpt_open(hpct_ctx_t ctx, const hpct_ckpt_config_t *cfg, hpct
         ck->job_end = end;
     hpcti_clear_error(ctx);
     if (cfg->async && (s = start_writer(ck))) {
+        hpcti_ckpt_unlock_dir(ck->lock_fd);
         free(ck);
         return s;
     }
@@ -256,6 +264,7 @@ hpct_status_t hpct_ckpt_close(hpct_ckpt_t ck)
     free(ck->extras);
     free(ck->snap.items);
     free(ck->buf);
+    hpcti_ckpt_unlock_dir(ck->lock_fd);
     free(ck);
     return s;
 }

@@ -79,6 +79,14 @@ typedef struct hpcti_ckdir {
 /* Test hook: stop the whole process (SIGSTOP) when d->stop_at is stage. */
 void hpcti_ck_stop_if(const hpcti_ckdir_t *d, hpcti_stage_t stage);
 
+/* One run per directory (dirlock.c): on the writer rank take an exclusive lock on
+ * dir/.hpctrain.lock and write this process's host, pid, job and start time in it;
+ * HPCT_ERR_BUSY naming the holder when another process has it. *fd = the lock's descriptor,
+ * -1 when none is held (another rank writes, HPCT_CKPT_LOCK=off, or no locking here). */
+hpct_status_t hpcti_ckpt_lock_dir(hpct_ctx_t ctx, const char *dir, int writer_rank, int *fd);
+/* Drop the lock taken by hpcti_ckpt_lock_dir (fd -1: nothing). */
+void hpcti_ckpt_unlock_dir(int fd);
+
 /* commit.c: write snap as one checkpoint file and commit it atomically, then apply
  * retention. final receives the committed path. Runs on the writer thread in async mode. */
 hpct_status_t hpcti_ck_write(const hpcti_ckdir_t *d, const hpcti_snapshot_t *snap,

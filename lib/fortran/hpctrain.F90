@@ -49,6 +49,7 @@ module hpctrain
     integer, parameter, public :: HPCT_ERR_TIMEOUT = -11
     integer, parameter, public :: HPCT_ERR_DIVERGED = -12
     integer, parameter, public :: HPCT_ERR_INTERNAL = -13
+    integer, parameter, public :: HPCT_ERR_BUSY = -14
 
     ! ---- Enumerations and limits (C enums are C int) ------------------------------------
     integer(c_int), parameter, public :: HPCT_BACKEND_CPU = 0, HPCT_BACKEND_CUDA = 1
