@@ -4,6 +4,7 @@
  * trusted and never allowed to crash the reader. HDF5 runs under the process-wide lock with
  * its error printing off (hpcti_ck_h5_enter/leave); every message names file and dataset. */
 #include "h5io.h"
+#include "../core/h5safe.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -97,6 +98,13 @@ static hpcti_read_t load_raw(hid_t fid, const struct hpct_ckpt_file *f, const ck
     }
     hid_t dset = H5Dopen2(fid, d->name, H5P_DEFAULT);
     if (dset < 0) return fail(err, HPCT_ERR_CHECKSUM, f->path, "cannot open dataset", d->name);
+    const char *foreign = hpcti_h5_foreign_storage(dset);
+    if (foreign) {
+        H5Dclose(dset);
+        hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM, "checkpoint %s: dataset %s is %s: refused",
+                        f->path, d->name, foreign);
+        return HPCTI_READ_CORRUPT;
+    }
     hid_t type = d->dtype == HPCT_CKPT_STRING ? H5Dget_type(dset)
                                               : H5Tcopy(hpcti_ck_mem_type(item_type(d->dtype)));
     /* The file may have changed since it was described (hpct_ckpt_file_read opens it again):
@@ -209,6 +217,17 @@ static hpct_status_t damaged(struct hpct_ckpt_file *f, const char *name, const c
     return set_detail(d, &err);
 }
 
+/* Record an object the library will not follow or read (why: "is a soft link ..."). */
+static hpct_status_t refused(struct hpct_ckpt_file *f, const char *name, const char *why)
+{
+    ck_dataset_t *d = add_dataset(f, name);
+    if (!d) return HPCT_ERR_NO_MEMORY;
+    d->dtype = HPCT_CKPT_OTHER;
+    hpcti_ckerr_t err = {0, ""};
+    hpcti_ckerr_set(&err, HPCT_ERR_CHECKSUM, "checkpoint %s: %s %s: refused", f->path, name, why);
+    return set_detail(d, &err);
+}
+
 static hpct_status_t walk(struct hpct_ckpt_file *f, hid_t fid, hid_t group, const char *prefix,
                           int depth);
 
@@ -224,6 +243,11 @@ static hpct_status_t visit(struct hpct_ckpt_file *f, hid_t fid, hid_t group, con
         return damaged(f, name, "cannot read the name of link");
     }
     snprintf(name, sizeof name, "%s%s%s", prefix, *prefix ? "/" : "", link);
+    H5L_info_t info;
+    if (H5Lget_info(group, link, &info, H5P_DEFAULT) < 0)
+        return damaged(f, name, "cannot read link");
+    if (info.type != H5L_TYPE_HARD)
+        return refused(f, name, "is a soft or external link (a checkpoint holds its data itself)");
     hid_t obj = H5Oopen(group, link, H5P_DEFAULT);
     if (obj < 0) return damaged(f, name, "cannot open object");
     H5I_type_t kind = H5Iget_type(obj);
