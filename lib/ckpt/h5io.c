@@ -359,8 +359,8 @@ static hpcti_read_t refuse_foreign(hid_t dset, const char *file, const char *pat
 {
     const char *why = hpcti_h5_foreign_storage(dset);
     if (!why) return HPCTI_READ_OK;
-    hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM, "checkpoint %s: dataset %s is %s: refused", file,
-                    path, why);
+    hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM, "checkpoint %s: dataset %s is %s: refused", file, path,
+                    why);
     return HPCTI_READ_CORRUPT;
 }
 

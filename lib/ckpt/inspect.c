@@ -101,8 +101,8 @@ static hpcti_read_t load_raw(hid_t fid, const struct hpct_ckpt_file *f, const ck
     const char *foreign = hpcti_h5_foreign_storage(dset);
     if (foreign) {
         H5Dclose(dset);
-        hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM, "checkpoint %s: dataset %s is %s: refused",
-                        f->path, d->name, foreign);
+        hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM, "checkpoint %s: dataset %s is %s: refused", f->path,
+                        d->name, foreign);
         return HPCTI_READ_CORRUPT;
     }
     hid_t type = d->dtype == HPCT_CKPT_STRING ? H5Dget_type(dset)

@@ -163,13 +163,13 @@ static hpct_status_t row_offsets(hpct_ctx_t ctx, const char *path, const char *n
 /* Dataset /name of shard path is a hard link in the file (dset < 0) or stores its bytes in
  * the file (dset >= 0): a soft or external link, external storage or a virtual dataset
  * would read another file's bytes past the manifest's checksum. */
-static hpct_status_t check_in_file(hpct_ctx_t ctx, hid_t file, const char *path,
-                                   const char *name, hid_t dset)
+static hpct_status_t check_in_file(hpct_ctx_t ctx, hid_t file, const char *path, const char *name,
+                                   hid_t dset)
 {
     if (dset >= 0) {
         const char *why = hpcti_h5_foreign_storage(dset);
-        return why ? hpcti_error(ctx, HPCT_ERR_FORMAT, "shard %s: dataset /%s is %s: refused",
-                                 path, name, why)
+        return why ? hpcti_error(ctx, HPCT_ERR_FORMAT, "shard %s: dataset /%s is %s: refused", path,
+                                 name, why)
                    : HPCT_SUCCESS;
     }
     char link[256];
