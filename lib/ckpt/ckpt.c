@@ -600,6 +600,44 @@ static hpct_status_t check_compatible(hpct_ckpt_t ck, const char *path, int slot
     return HPCT_SUCCESS;
 }
 
+/* A file whose checksums pass must still hold sensible values (validate.c): scalars in
+ * range and agreeing with the file name, finite parameters and optimizer state. */
+static hpcti_read_t check_values(hpct_ckpt_t ck, const char *path, int with_opt, hpcti_ckerr_t *err)
+{
+    const struct ck_scalars *sc = &ck->sc;
+    hpcti_ck_values_t v = {.step = sc->step,
+                           .epoch = sc->epoch,
+                           .cursor_epoch = sc->cursor_epoch,
+                           .cursor_step = sc->cursor_step,
+                           .world_size = sc->world_size,
+                           .global_batch = sc->global_batch,
+                           .serial = sc->serial,
+                           .opt_step = sc->opt_step,
+                           .has_opt_step = with_opt,
+                           .has_rng = 1,
+                           .saved_at = sc->saved_at};
+    memcpy(v.rng, sc->rng, sizeof v.rng);
+    char why[400];
+    const char *bad = hpcti_ck_values_problem(&v, path, why, sizeof why);
+    if (bad) {
+        hpcti_ckerr_set(err, HPCT_ERR_FORMAT, "checkpoint %s: %s", path, bad);
+        return HPCTI_READ_CORRUPT;
+    }
+    for (int i = 0; i < ck->snap.num; i++) {
+        const hpcti_ckitem_t *it = &ck->snap.items[i];
+        if (!hpcti_ck_must_be_finite(it->path, it->dtype)) continue;
+        long long k = hpcti_ck_first_nonfinite(it->data, it->dtype, it->count);
+        if (k >= 0) {
+            hpcti_ckerr_set(err, HPCT_ERR_NONFINITE,
+                            "checkpoint %s: dataset %s holds a NaN or Inf (element %lld): the run "
+                            "that saved it had diverged",
+                            path, it->path, k);
+            return HPCTI_READ_CORRUPT;
+        }
+    }
+    return HPCTI_READ_OK;
+}
+
 /* Copy a verified file's state into the caller's objects and meta. */
 static void apply_loaded(hpct_ckpt_t ck, const char *path, hpct_optimizer_t opt,
                          hpct_ckpt_meta_t *m)
@@ -633,6 +671,7 @@ static hpct_status_t load_first_valid(hpct_ckpt_t ck, char **names, int n, hpct_
         hpcti_ckerr_t err = {0, ""};
         hpcti_read_t r = hpcti_ck_read(path, &ck->snap, &err);
         if (r == HPCTI_READ_MISMATCH) return hpcti_error(ck->ctx, err.status, "%s", err.msg);
+        if (r == HPCTI_READ_OK) r = check_values(ck, path, opt != NULL, &err);
         if (r == HPCTI_READ_OK) {
             hpct_status_t s = check_compatible(ck, path, slots, opt);
             if (s) return s;

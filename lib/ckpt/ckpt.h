@@ -118,6 +118,23 @@ typedef enum { HPCTI_READ_OK = 0, HPCTI_READ_CORRUPT = 1, HPCTI_READ_MISMATCH = 
  * items' data; model receives the description. Checks schema and checksums. */
 hpcti_read_t hpcti_ck_read(const char *path, hpcti_snapshot_t *snap, hpcti_ckerr_t *err);
 
+/* The scalar values of one checkpoint as validate.c checks them. */
+typedef struct hpcti_ck_values {
+    int64_t step, epoch, cursor_epoch, cursor_step, world_size, global_batch, serial, opt_step;
+    uint64_t rng[HPCT_RNG_STATE_WORDS];
+    int has_opt_step, has_rng; /* 0: that value is not known (not checked) */
+    double saved_at;
+} hpcti_ck_values_t;
+/* NULL when every value is in its range and the step agrees with the file name at path
+ * (ckpt-<step>[-keep].h5; other names are not compared), else the problem, written in
+ * why [n] ("meta/step is -5, outside [0, ...]"). */
+const char *hpcti_ck_values_problem(const hpcti_ck_values_t *v, const char *path, char *why,
+                                    size_t n);
+/* 1 when a dataset at path of dtype must hold finite values (params/, optimizer/ floats). */
+int hpcti_ck_must_be_finite(const char *path, int dtype);
+/* Index of the first NaN or Inf in data [count] (F32 or F64), or -1 when all are finite. */
+long long hpcti_ck_first_nonfinite(const void *data, int dtype, size_t count);
+
 /* The rank that saves (cfg.writer_rank): the training loop honours it. */
 int hpcti_ckpt_writer_rank(hpct_ckpt_t ck);
 /* A save of step happened on the writer rank: restart this rank's cadence clock too, so
