@@ -231,8 +231,13 @@ hpct_status_t hpct_ckpt_open(hpct_ctx_t ctx, const hpct_ckpt_config_t *cfg, hpct
     ck->last_save = hpcti_now();
     ck->job_end = NAN;
     double end;
-    if (cfg->walltime_margin > 0 && hpcti_walltime_end(ctx, &end) == HPCT_SUCCESS)
-        ck->job_end = end;
+    s = cfg->walltime_margin > 0 ? hpcti_walltime_end(ctx, &end) : HPCT_ERR_NOT_FOUND;
+    if (s == HPCT_SUCCESS) ck->job_end = end;
+    if (s == HPCT_ERR_INVALID_ARG) { /* a malformed HPCT_JOB_END_TIME: say so, never ignore it */
+        hpcti_ckpt_unlock_dir(ck->lock_fd);
+        free(ck);
+        return s;
+    }
     hpcti_clear_error(ctx);
     if (cfg->async && (s = start_writer(ck))) {
         hpcti_ckpt_unlock_dir(ck->lock_fd);
