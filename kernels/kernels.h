@@ -5,6 +5,8 @@
 #ifndef HPCTI_KERNELS_H
 #define HPCTI_KERNELS_H
 
+#include "gpu_logic.h" /* launch geometry and HPCTI_K_MAX_BLOCKS */
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -14,8 +16,7 @@ extern "C" {
 
 /* Reductions write one double per block into scratch[0 .. HPCTI_K_MAX_BLOCKS) and the
  * final value into scratch[HPCTI_K_MAX_BLOCKS]; scratch holds HPCTI_K_SCRATCH doubles. */
-#define HPCTI_K_MAX_BLOCKS 1024
-#define HPCTI_K_SCRATCH    (HPCTI_K_MAX_BLOCKS + 1)
+#define HPCTI_K_SCRATCH (HPCTI_K_MAX_BLOCKS + 1)
 
 /* z [rows, cols] += bias [cols]; y = act(z). */
 int hpcti_k_bias_act(int act, float *z, const float *bias, float *y, int rows, int cols);

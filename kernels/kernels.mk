@@ -1,6 +1,6 @@
 # kernels: CUDA sources (built with --with-cuda) and the element-wise math they share with
 # the cpu backend (kernels/hpct_math.h, always used).
-lib_libhpctrain_a_SOURCES += kernels/hpct_math.h
+lib_libhpctrain_a_SOURCES += kernels/hpct_math.h kernels/gpu_logic.h
 
 # Always distributed, so a tarball can be configured --with-cuda.
 EXTRA_DIST += kernels/kernels.h kernels/elementwise.cu kernels/reduce.cu

@@ -42,7 +42,7 @@ EXTRA_DIST += t/test_header.sh
 check_PROGRAMS += t/test_cuda t/test_nccl
 TESTS += t/test_cuda t/test_nccl.sh
 t_test_cuda_LDADD = $(TEST_LIBS)
-t_test_nccl_LDADD = $(TEST_LIBS)
+t_test_nccl_LDADD = t/lib/libmpiprog.a $(TEST_LIBS)
 EXTRA_DIST += t/test_nccl.sh
 
 # ---- sharded datasets and the shard converter ------------------------------------
