@@ -9,7 +9,7 @@ if HPCT_CUDA
 # nvcc compiles the kernels; -MD-style dependency tracking is replaced by explicit header deps.
 SUFFIXES += .cu
 .cu.o:
-	$(AM_V_CC)$(NVCC) $(NVCCFLAGS) -I$(top_srcdir)/kernels -I$(top_srcdir)/include \
+	$(AM_V_CC)$(NVCC) $(NVCC_ARCH_FLAGS) $(NVCCFLAGS) -I$(top_srcdir)/kernels -I$(top_srcdir)/include \
 		-I$(top_builddir) $(CUDA_CFLAGS) -c -o $@ $<
 
 lib_libhpctrain_a_SOURCES += kernels/kernels.h kernels/elementwise.cu kernels/reduce.cu
