@@ -373,6 +373,7 @@ int tool_train_main(int argc, char **argv)
     hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
     cfg.seed = (uint64_t)r.c.seed;
     cfg.num_threads = (int)r.c.threads;
+    cfg.backend = strcmp(r.c.backend, "cuda") ? HPCT_BACKEND_CPU : HPCT_BACKEND_CUDA;
     cfg.collective_timeout_s = r.c.collective_timeout;
     /* The tool reports failures itself; HPCT_LOG_LEVEL=1..4 adds the library's own log. */
     cfg.log_level = getenv("HPCT_LOG_LEVEL") ? atoi(getenv("HPCT_LOG_LEVEL")) : HPCT_LOG_NONE;

@@ -33,6 +33,7 @@ struct train_config {
     double checkpoint_every_seconds, walltime_margin;
     int checkpoint_async;
     char resume[16]; /* auto | never */
+    char backend[16]; /* cpu | cuda (not hashed: a run may resume on the other backend) */
 };
 
 /* Fill every field with its documented default. */
