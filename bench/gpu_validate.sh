@@ -44,7 +44,11 @@ result() { # STATUS WHAT [DETAIL]
 
 say "# gpu_validate $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
 say "# source $top ($(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo 'no git'))"
-say "# GPUs: $(nvidia-smi -L 2>/dev/null | tr '\n' ';' || echo 'nvidia-smi not found')"
+if command -v nvidia-smi >/dev/null 2>&1; then
+    say "# GPUs: $(nvidia-smi -L 2>&1 | tr '\n' ';')"
+else
+    say "# GPUs: nvidia-smi not found"
+fi
 say "# driver: $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)"
 say "# nvcc: $(nvcc --version 2>/dev/null | tail -1)"
 say "# MPI: $(mpirun --version 2>&1 | head -1)"
