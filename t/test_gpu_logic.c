@@ -83,7 +83,7 @@ static void check_gemm(int ta, int tb, int m, int n, int k)
     memcpy(col, want, sizeof *col * m * n);
     memcpy(row, want, sizeof *row * m * n);
     row_reference(ta, tb, m, n, k, alpha, a, b, beta, want);
-    struct hpcti_gemm_args g;
+    struct hpcti_gemm_args g = {{0, 0, 0, 0, 0, 1, 1, 1}, {0, 0, 0, 0, 0, 1, 1, 1}};
     int call = hpcti_gemm_map(ta, tb, m, n, k, &g);
     col_sgemm(&g.col, alpha, b, a, beta, col); /* the cuda backend's operand order */
     cblas_sgemm(CblasRowMajor, g.row.trans_a ? CblasTrans : CblasNoTrans,
