@@ -108,6 +108,13 @@ extern "C" int hpcti_k_scale(float *x, float alpha, size_t n)
     return (int)cudaGetLastError();
 }
 
+extern "C" int hpcti_k_scale_on(float *x, float alpha, size_t n, void *stream)
+{
+    if (n == 0) return 0;
+    scale_kernel<<<blocks_for(n), kThreads, 0, (cudaStream_t)stream>>>(x, alpha, n);
+    return (int)cudaGetLastError();
+}
+
 extern "C" int hpcti_k_sgd(float *p, const float *g, float *v, size_t n, float lr, float mu,
                            int nesterov, float wd, float gscale)
 {

@@ -75,20 +75,20 @@ static hpct_status_t nccl_wait(hpct_ctx_t ctx, const char *call)
     return timed_out ? hpcti_op_timed_out(ctx, call) : s;
 }
 
-/* NCCL path (see the top of the file). */
+/* NCCL path (see the top of the file). One node: the shard is scaled on the device between
+ * the two NCCL halves (times 1/W in fp32, as the host engine scales), no host round trip. */
 static hpct_status_t nccl_average(hpct_ctx_t ctx, float *buf, size_t n)
 {
     struct hpcti_dist *d = ctx->dist;
+    if (d->cross_size == 1) {
+        hpct_status_t s = hpcti_nccl_node_mean(d->nccl, buf, n, 1.0f / (float)d->size);
+        return s ? s : nccl_wait(ctx, "ncclReduceScatter + ncclAllGather (one node)");
+    }
     size_t shard = hpcti_nccl_shard(n, d->local_size);
     hpct_status_t s = stage_room(ctx, shard);
     if (!s) s = hpcti_nccl_reduce_scatter(d->nccl, buf, n, d->stage);
     if (!s) s = nccl_wait(ctx, "ncclReduceScatter");
-    if (!s && d->cross_size > 1) {
-        s = host_average(ctx, d->stage, shard, 1); /* times 1/W in its reduce-scatter */
-    } else if (!s) {
-        float inv = 1.0f / (float)d->size; /* the host engine's scaling, on one node */
-        for (size_t i = 0; i < shard; i++) d->stage[i] *= inv;
-    }
+    if (!s) s = host_average(ctx, d->stage, shard, 1); /* times 1/W in its reduce-scatter */
     if (!s) s = hpcti_nccl_all_gather(d->nccl, buf, n, d->stage);
     if (!s) s = nccl_wait(ctx, "ncclAllGather");
     return s;

@@ -4,7 +4,7 @@
 #include "config.h"
 #include "nccl_node.h"
 #include "../device/ops.h"
-#include "../../kernels/gpu_logic.h"
+#include "../../kernels/kernels.h"
 
 #include <cuda_runtime.h>
 #include <limits.h>
@@ -268,14 +268,12 @@ static hpct_status_t check_usable(hpcti_nccl_t *nc, size_t count)
     return ensure_buffers(nc, hpcti_nccl_shard(count, nc->node_size));
 }
 
-hpct_status_t hpcti_nccl_reduce_scatter(hpcti_nccl_t *nc, const float *buf, size_t count,
-                                        float *host_shard)
+/* Enqueue: NCCL's stream after the default stream's kernels (a CUDA event), the padded copy
+ * when count is not a multiple of the node size, ncclReduceScatter into nc->shard. */
+static hpct_status_t enqueue_reduce_scatter(hpcti_nccl_t *nc, const float *buf, size_t count)
 {
-    hpct_status_t s = check_usable(nc, count);
-    if (s || count == 0) return s;
     size_t shard = hpcti_nccl_shard(count, nc->node_size);
     size_t padded = hpcti_nccl_padding(count, nc->node_size);
-    /* NCCL's stream waits for the kernels that wrote buf (queued on the default stream). */
     cudaError_t e = cudaEventRecord(nc->ready, 0);
     if (e == cudaSuccess) e = cudaStreamWaitEvent(nc->stream, nc->ready, 0);
     if (e != cudaSuccess) return cuda_fail(nc, "ordering NCCL after the default stream", e);
@@ -289,13 +287,47 @@ hpct_status_t hpcti_nccl_reduce_scatter(hpcti_nccl_t *nc, const float *buf, size
         if (e != cudaSuccess) return cuda_fail(nc, "padding the buffer (cudaMemcpyAsync)", e);
         full = nc->padded;
     }
-    s = started(
+    return started(
         nc, "ncclReduceScatter",
         ncclReduceScatter(full, nc->shard, shard, ncclFloat, ncclSum, nc->comm, nc->stream));
-    if (s) return s;
-    e = cudaMemcpyAsync(host_shard, nc->shard, sizeof(float) * shard, cudaMemcpyDeviceToHost,
-                        nc->stream);
+}
+
+/* Enqueue: ncclAllGather of nc->shard into buf [count] (through the padded copy). */
+static hpct_status_t enqueue_all_gather(hpcti_nccl_t *nc, float *buf, size_t count)
+{
+    size_t shard = hpcti_nccl_shard(count, nc->node_size);
+    size_t padded = hpcti_nccl_padding(count, nc->node_size);
+    float *full = padded ? nc->padded : buf;
+    hpct_status_t s =
+        started(nc, "ncclAllGather",
+                ncclAllGather(nc->shard, full, shard, ncclFloat, nc->comm, nc->stream));
+    if (s || !padded) return s;
+    cudaError_t e =
+        cudaMemcpyAsync(buf, full, sizeof(float) * count, cudaMemcpyDeviceToDevice, nc->stream);
+    return e == cudaSuccess ? HPCT_SUCCESS : cuda_fail(nc, "cudaMemcpyAsync of the result", e);
+}
+
+hpct_status_t hpcti_nccl_reduce_scatter(hpcti_nccl_t *nc, const float *buf, size_t count,
+                                        float *host_shard)
+{
+    hpct_status_t s = check_usable(nc, count);
+    if (!s && count) s = enqueue_reduce_scatter(nc, buf, count);
+    if (s || count == 0) return s;
+    size_t shard = hpcti_nccl_shard(count, nc->node_size);
+    cudaError_t e = cudaMemcpyAsync(host_shard, nc->shard, sizeof(float) * shard,
+                                    cudaMemcpyDeviceToHost, nc->stream);
     return e == cudaSuccess ? HPCT_SUCCESS : cuda_fail(nc, "cudaMemcpyAsync of the shard", e);
+}
+
+hpct_status_t hpcti_nccl_node_mean(hpcti_nccl_t *nc, float *buf, size_t count, float inv)
+{
+    hpct_status_t s = check_usable(nc, count);
+    if (!s && count) s = enqueue_reduce_scatter(nc, buf, count);
+    if (s || count == 0) return s;
+    size_t shard = hpcti_nccl_shard(count, nc->node_size);
+    int err = hpcti_k_scale_on(nc->shard, inv, shard, nc->stream);
+    if (err != cudaSuccess) return cuda_fail(nc, "scale_kernel launch", (cudaError_t)err);
+    return enqueue_all_gather(nc, buf, count);
 }
 
 hpct_status_t hpcti_nccl_all_gather(hpcti_nccl_t *nc, float *buf, size_t count,
@@ -304,16 +336,10 @@ hpct_status_t hpcti_nccl_all_gather(hpcti_nccl_t *nc, float *buf, size_t count,
     hpct_status_t s = check_usable(nc, count);
     if (s || count == 0) return s;
     size_t shard = hpcti_nccl_shard(count, nc->node_size);
-    size_t padded = hpcti_nccl_padding(count, nc->node_size);
     cudaError_t e = cudaMemcpyAsync(nc->shard, host_shard, sizeof(float) * shard,
                                     cudaMemcpyHostToDevice, nc->stream);
     if (e != cudaSuccess) return cuda_fail(nc, "cudaMemcpyAsync of the averaged shard", e);
-    float *full = padded ? nc->padded : buf;
-    s = started(nc, "ncclAllGather",
-                ncclAllGather(nc->shard, full, shard, ncclFloat, nc->comm, nc->stream));
-    if (s || !padded) return s;
-    e = cudaMemcpyAsync(buf, full, sizeof(float) * count, cudaMemcpyDeviceToDevice, nc->stream);
-    return e == cudaSuccess ? HPCT_SUCCESS : cuda_fail(nc, "cudaMemcpyAsync of the result", e);
+    return enqueue_all_gather(nc, buf, count);
 }
 
 hpct_status_t hpcti_nccl_wait(hpcti_nccl_t *nc, double deadline, int *timed_out)

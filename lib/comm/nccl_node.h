@@ -50,6 +50,11 @@ hpct_status_t hpcti_nccl_reduce_scatter(hpcti_nccl_t *nc, const float *buf, size
 hpct_status_t hpcti_nccl_all_gather(hpcti_nccl_t *nc, float *buf, size_t count,
                                     const float *host_shard);
 
+/* One node (no cross-node phase): enqueue ncclReduceScatter of buf [count], this rank's shard
+ * times inv on the device (fp32 multiply, as the host engine scales), ncclAllGather into buf:
+ * no host round trip. */
+hpct_status_t hpcti_nccl_node_mean(hpcti_nccl_t *nc, float *buf, size_t count, float inv);
+
 /* Wait for the enqueued work: polls ncclCommGetAsyncError and cudaStreamQuery (yielding, then
  * sleeping 50 us) until it completes (HPCT_SUCCESS), fails (HPCT_ERR_DEVICE naming NCCL's or
  * CUDA's error; the communicator is aborted) or deadline passes (*timed_out = 1,
