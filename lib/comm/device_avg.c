@@ -95,6 +95,35 @@ static hpct_status_t nccl_average(hpct_ctx_t ctx, float *buf, size_t n)
 }
 #endif
 
+int hpcti_device_can_overlap(hpct_ctx_t ctx)
+{
+#ifdef HPCT_HAVE_NCCL
+    struct hpcti_dist *d = ctx->dist;
+    return d->size > 1 && d->cross_size == 1 && hpcti_nccl_usable(d->nccl);
+#else
+    return 0;
+#endif
+}
+
+hpct_status_t hpcti_device_average_enqueue(hpct_ctx_t ctx, float *buf, size_t n)
+{
+#ifdef HPCT_HAVE_NCCL
+    struct hpcti_dist *d = ctx->dist;
+    if (hpcti_device_can_overlap(ctx))
+        return hpcti_nccl_node_mean(d->nccl, buf, n, 1.0f / (float)d->size);
+#endif
+    return hpcti_error(ctx, HPCT_ERR_INTERNAL, "device averages cannot be queued here");
+}
+
+hpct_status_t hpcti_device_average_wait(hpct_ctx_t ctx)
+{
+#ifdef HPCT_HAVE_NCCL
+    if (hpcti_device_can_overlap(ctx))
+        return nccl_wait(ctx, "ncclReduceScatter + ncclAllGather (per layer, one node)");
+#endif
+    return HPCT_SUCCESS;
+}
+
 hpct_status_t hpcti_device_average_in_op(hpct_ctx_t ctx, float *buf, size_t n)
 {
     if (n == 0 || ((struct hpcti_dist *)ctx->dist)->size == 1) return HPCT_SUCCESS;

@@ -173,6 +173,12 @@ hpct_status_t hpcti_device_allreduce_mean(hpct_ctx_t ctx, const char *fn, float 
 /* The same inside an operation already begun (room reserved: hpcti_device_reductions(n)
  * reductions and n elements); returns when buf holds the mean. */
 hpct_status_t hpcti_device_average_in_op(hpct_ctx_t ctx, float *buf, size_t n);
+/* 1 when device averages can be queued without waiting (NCCL on one node: nothing crosses
+ * the host), so backward overlaps them; then enqueue each inside an operation and wait once
+ * (deadline-bounded) before hpcti_op_end. */
+int hpcti_device_can_overlap(hpct_ctx_t ctx);
+hpct_status_t hpcti_device_average_enqueue(hpct_ctx_t ctx, float *buf, size_t n);
+hpct_status_t hpcti_device_average_wait(hpct_ctx_t ctx);
 int hpcti_device_reductions(size_t n);
 
 /* fp32 <-> 16-bit wire formats (HPCT_TRANSPORT_BF16 / _FP16). */

@@ -300,16 +300,25 @@ hpct_status_t hpct_params_check_replicas_at(hpct_params_t p, long step)
     return hpct_params_check_replicas(p);
 }
 
-/* Overlap hooks: the last layer opens the operation; each layer's region starts at once.
- * Device gradients: the model's flat gradient buffer, whose start is layer 0's region, is
- * averaged as one buffer once layer 0 is done (no overlap with backward yet). */
+/* Device gradients: on one node with NCCL, each layer's average is queued on NCCL's stream
+ * (after a CUDA event on the default stream) while backward goes on; elsewhere the model's
+ * flat gradient buffer, whose start is layer 0's region, is averaged once layer 0 is done. */
+static hpct_status_t device_layer_ready(hpct_ctx_t ctx, int layer, int num_layers, float *grad,
+                                        size_t count, size_t total)
+{
+    static const char name[] = "hpct_model_loss_grad (gradient averaging)";
+    if (!hpcti_device_can_overlap(ctx))
+        return layer == 0 ? hpcti_device_allreduce_mean(ctx, name, grad, total) : HPCT_SUCCESS;
+    hpct_status_t s = layer == num_layers - 1 ? hpcti_op_begin(ctx, name, 0, 0) : HPCT_SUCCESS;
+    return s ? s : hpcti_device_average_enqueue(ctx, grad, count);
+}
+
+/* Overlap hooks: the last layer opens the operation; each layer's region starts at once. */
 static hpct_status_t layer_ready(hpct_ctx_t ctx, int layer, int num_layers, float *grad,
                                  size_t count, size_t total)
 {
     if (ctx->ops != &hpcti_cpu_ops)
-        return layer == 0 ? hpcti_device_allreduce_mean(
-                                ctx, "hpct_model_loss_grad (gradient averaging)", grad, total)
-                          : HPCT_SUCCESS;
+        return device_layer_ready(ctx, layer, num_layers, grad, count, total);
     hpct_status_t s = HPCT_SUCCESS;
     if (layer == num_layers - 1)
         s = hpcti_op_begin(ctx, "hpct_model_loss_grad (overlapped gradient averaging)", num_layers,
@@ -322,7 +331,9 @@ static hpct_status_t layer_ready(hpct_ctx_t ctx, int layer, int num_layers, floa
 static hpct_status_t layers_done(hpct_ctx_t ctx)
 {
     struct hpcti_dist *d = ctx->dist;
-    return d->in_op ? hpcti_op_end(ctx, NULL, 0) : HPCT_SUCCESS;
+    if (!d->in_op) return HPCT_SUCCESS;
+    hpct_status_t s = ctx->ops != &hpcti_cpu_ops ? hpcti_device_average_wait(ctx) : HPCT_SUCCESS;
+    return s ? s : hpcti_op_end(ctx, NULL, 0);
 }
 
 hpct_status_t hpct_model_set_grad_averaging(hpct_model_t model, int enable)
