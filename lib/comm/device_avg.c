@@ -75,21 +75,39 @@ static hpct_status_t nccl_wait(hpct_ctx_t ctx, const char *call)
     return timed_out ? hpcti_op_timed_out(ctx, call) : s;
 }
 
+/* An enqueue's status (the calls poll under the operation's deadline while NCCL is still
+ * enqueueing); a timeout, the communicator aborted, names the operation. */
+static hpct_status_t enqueued(hpct_ctx_t ctx, hpct_status_t s, const char *call)
+{
+    return s == HPCT_ERR_TIMEOUT ? hpcti_op_timed_out(ctx, call) : s;
+}
+
+static void set_deadline(hpct_ctx_t ctx)
+{
+    struct hpcti_dist *d = ctx->dist;
+    hpcti_nccl_set_deadline(d->nccl, d->op_start + d->deadline_s);
+}
+
 /* NCCL path (see the top of the file). One node: the shard is scaled on the device between
  * the two NCCL halves (times 1/W in fp32, as the host engine scales), no host round trip. */
 static hpct_status_t nccl_average(hpct_ctx_t ctx, float *buf, size_t n)
 {
+    static const char one_node[] = "ncclReduceScatter + ncclAllGather (one node)";
     struct hpcti_dist *d = ctx->dist;
+    set_deadline(ctx);
     if (d->cross_size == 1) {
         hpct_status_t s = hpcti_nccl_node_mean(d->nccl, buf, n, 1.0f / (float)d->size);
-        return s ? s : nccl_wait(ctx, "ncclReduceScatter + ncclAllGather (one node)");
+        s = enqueued(ctx, s, one_node);
+        return s ? s : nccl_wait(ctx, one_node);
     }
     size_t shard = hpcti_nccl_shard(n, d->local_size);
     hpct_status_t s = stage_room(ctx, shard);
-    if (!s) s = hpcti_nccl_reduce_scatter(d->nccl, buf, n, d->stage);
+    if (!s)
+        s = enqueued(ctx, hpcti_nccl_reduce_scatter(d->nccl, buf, n, d->stage),
+                     "ncclReduceScatter");
     if (!s) s = nccl_wait(ctx, "ncclReduceScatter");
     if (!s) s = host_average(ctx, d->stage, shard, 1); /* times 1/W in its reduce-scatter */
-    if (!s) s = hpcti_nccl_all_gather(d->nccl, buf, n, d->stage);
+    if (!s) s = enqueued(ctx, hpcti_nccl_all_gather(d->nccl, buf, n, d->stage), "ncclAllGather");
     if (!s) s = nccl_wait(ctx, "ncclAllGather");
     return s;
 }
@@ -109,8 +127,11 @@ hpct_status_t hpcti_device_average_enqueue(hpct_ctx_t ctx, float *buf, size_t n)
 {
 #ifdef HPCT_HAVE_NCCL
     struct hpcti_dist *d = ctx->dist;
-    if (hpcti_device_can_overlap(ctx))
-        return hpcti_nccl_node_mean(d->nccl, buf, n, 1.0f / (float)d->size);
+    if (hpcti_device_can_overlap(ctx)) {
+        set_deadline(ctx);
+        return enqueued(ctx, hpcti_nccl_node_mean(d->nccl, buf, n, 1.0f / (float)d->size),
+                        "ncclReduceScatter + ncclAllGather (per layer, one node)");
+    }
 #endif
     return hpcti_error(ctx, HPCT_ERR_INTERNAL, "device averages cannot be queued here");
 }

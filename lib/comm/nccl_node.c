@@ -27,6 +27,7 @@ struct hpcti_nccl {
     float *padded;       /* [shard * node_size] device, used when count is not a multiple */
     float *shard;        /* [shard] device */
     size_t shard_cap;    /* elements shard holds (padded: shard_cap * node_size) */
+    double deadline;     /* of the enqueue calls (hpcti_nccl_set_deadline) */
 };
 
 static hpct_status_t nccl_fail(hpcti_nccl_t *nc, const char *what, ncclResult_t r)
@@ -62,6 +63,11 @@ static void backoff(double waited)
     }
     struct timespec ts = {0, 50000};
     nanosleep(&ts, NULL);
+}
+
+void hpcti_nccl_set_deadline(hpcti_nccl_t *nc, double deadline)
+{
+    nc->deadline = deadline;
 }
 
 int hpcti_nccl_usable(const hpcti_nccl_t *nc)
@@ -174,6 +180,7 @@ hpct_status_t hpcti_nccl_create(hpct_ctx_t ctx, MPI_Comm node_comm, double deadl
     if (!nc) return HPCT_ERR_NO_MEMORY;
     nc->ctx = ctx;
     nc->node = MPI_COMM_NULL;
+    nc->deadline = deadline;
     hpct_status_t s = local_setup(nc, node_comm);
     if (!s) s = join_node(nc, deadline);
     if (s) {
@@ -249,10 +256,14 @@ static hpct_status_t ensure_buffers(hpcti_nccl_t *nc, size_t shard)
     return HPCT_SUCCESS;
 }
 
-/* A started NCCL call: ncclSuccess or ncclInProgress (non-blocking) go on; others fail. */
+/* A started NCCL call: ncclSuccess goes on; ncclInProgress (a non-blocking communicator still
+ * enqueueing, e.g. connecting at its first collective) is polled until it is enqueued, as NCCL
+ * requires before the next call, at most until the deadline; others fail. */
 static hpct_status_t started(hpcti_nccl_t *nc, const char *call, ncclResult_t r)
 {
-    return r == ncclSuccess || r == ncclInProgress ? HPCT_SUCCESS : nccl_fail(nc, call, r);
+    int timed_out = 0;
+    if (r == ncclInProgress) return settle(nc, call, nc->deadline, &timed_out);
+    return r == ncclSuccess ? HPCT_SUCCESS : nccl_fail(nc, call, r);
 }
 
 static hpct_status_t check_usable(hpcti_nccl_t *nc, size_t count)

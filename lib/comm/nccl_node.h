@@ -61,6 +61,11 @@ hpct_status_t hpcti_nccl_node_mean(hpcti_nccl_t *nc, float *buf, size_t count, f
  * HPCT_ERR_TIMEOUT, the communicator aborted: the caller names the operation). */
 hpct_status_t hpcti_nccl_wait(hpcti_nccl_t *nc, double deadline, int *timed_out);
 
+/* The absolute deadline (hpcti_now() seconds) of the enqueue calls that follow: an NCCL call
+ * returning ncclInProgress (still connecting, say) is polled until it is enqueued, at most
+ * until then (then HPCT_ERR_TIMEOUT, the communicator aborted). */
+void hpcti_nccl_set_deadline(hpcti_nccl_t *nc, double deadline);
+
 /* 1 while the communicator can be used (not aborted). */
 int hpcti_nccl_usable(const hpcti_nccl_t *nc);
 
