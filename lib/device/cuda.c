@@ -94,7 +94,11 @@ static hpct_status_t open_device(hpct_ctx_t ctx, struct cuda_state *st)
                            "cuda backend: cannot create a cuBLAS handle on CUDA device %d: %s",
                            st->device, cublasGetStatusString(b));
     }
-    cublasSetMathMode(st->blas, CUBLAS_DEFAULT_MATH); /* plain fp32, no TF32 */
+    b = cublasSetMathMode(st->blas, CUBLAS_DEFAULT_MATH); /* plain fp32, no TF32 */
+    if (b != CUBLAS_STATUS_SUCCESS)
+        return hpcti_error(ctx, HPCT_ERR_DEVICE,
+                           "cuda backend: cublasSetMathMode on CUDA device %d failed: %s",
+                           st->device, cublasGetStatusString(b));
     e = cudaMalloc((void **)&st->scratch, sizeof(double) * HPCTI_K_SCRATCH);
     if (e != cudaSuccess) {
         st->scratch = NULL;
@@ -138,7 +142,8 @@ static void *cuda_alloc(hpct_ctx_t ctx, size_t bytes)
 {
     void *p = NULL;
     size_t rounded = bytes ? bytes : 1;
-    cudaError_t e = cudaMalloc(&p, rounded);
+    cudaError_t e = cudaSetDevice(state_of(ctx)->device); /* any library thread */
+    if (e == cudaSuccess) e = cudaMalloc(&p, rounded);
     if (e == cudaSuccess) e = cudaMemset(p, 0, rounded);
     if (e != cudaSuccess) {
         cudaFree(p);
