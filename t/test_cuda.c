@@ -323,6 +323,11 @@ static void test_forced_failure(hpct_model_t gm, const float *x, const void *t)
     double loss, acc;
     tap_ok(hpct_model_evaluate(gm, x, t, 8, &loss, &acc) != HPCT_SUCCESS,
            "hpct_model_evaluate after a device fault returns an error, not a count");
+    float *z = gpu->alloc(gctx, 64); /* NULL now: the context is gone; the launch must say so */
+    s = gpu->bias_act(gctx, 1, z, z, z, 4, 4);
+    tap_ok(s == HPCT_ERR_DEVICE && strstr(hpct_last_error(gctx), "launch"),
+           "a kernel launch after the fault returns HPCT_ERR_DEVICE naming the launch: %s",
+           hpct_last_error(gctx));
 }
 
 /* A model on one backend: 12 inputs, gelu/tanh/relu hidden layers, 5 outputs. */
@@ -431,7 +436,7 @@ int main(void)
     if (hpct_ctx_create(NULL, &cctx)) tap_bail("cpu context");
     const char *why = cuda_unusable();
     if (why) tap_skip_all("no CUDA device: %s", why);
-    tap_plan(63);
+    tap_plan(64);
     hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
     cfg.backend = HPCT_BACKEND_CUDA;
     cfg.device = 9999;
@@ -452,9 +457,9 @@ int main(void)
     float *x = rand_host(8 * 12, -1, 1);
     int32_t labels[8] = {0, 1, 2, 3, 4, 0, 1, 2};
     if (getenv("HPCT_TEST_NO_FAULT")) /* under compute-sanitizer: the fault would be reported */
-        tap_skip(3, "HPCT_TEST_NO_FAULT is set");
+        tap_skip(4, "HPCT_TEST_NO_FAULT is set");
     else
-        test_forced_failure(gm, x, labels); /* 3 */
+        test_forced_failure(gm, x, labels); /* 4 */
     free(x);
     hpct_model_destroy(gm);
     hpct_ctx_destroy(gctx);
