@@ -39,10 +39,12 @@ TESTS += t/test_header.sh
 EXTRA_DIST += t/test_header.sh
 
 # ---- GPU: always built; they skip without CUDA/NCCL or without a device ----------
-check_PROGRAMS += t/test_cuda t/test_nccl
-TESTS += t/test_cuda t/test_nccl.sh
+check_PROGRAMS += t/test_cuda t/test_nccl t/test_gpu_logic
+TESTS += t/test_cuda t/test_nccl.sh t/test_gpu_logic
 t_test_cuda_LDADD = $(TEST_LIBS)
-t_test_nccl_LDADD = $(TEST_LIBS)
+# the CUDA backend's host-side logic (kernels/gpu_logic.h): runs on the CPU in every build
+t_test_gpu_logic_LDADD = $(TEST_LIBS)
+t_test_nccl_LDADD = t/lib/libmpiprog.a $(TEST_LIBS)
 EXTRA_DIST += t/test_nccl.sh
 
 # ---- sharded datasets and the shard converter ------------------------------------

@@ -382,6 +382,8 @@ int tool_train_main(int argc, char **argv)
     hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
     cfg.seed = (uint64_t)r.c.seed;
     cfg.num_threads = (int)r.c.threads;
+    cfg.backend = strcmp(r.c.backend, "cuda") ? HPCT_BACKEND_CPU : HPCT_BACKEND_CUDA;
+    cfg.consistency_interval = r.c.consistency_interval;
     cfg.collective_timeout_s = r.c.collective_timeout;
     /* The tool reports failures itself; HPCT_LOG_LEVEL=1..4 adds the library's own log. */
     const char *level = getenv("HPCT_LOG_LEVEL");

@@ -53,6 +53,8 @@ static const struct key keys[] = {
     {"epochs", K_LONG, F(epochs), NULL, 1, 1e9, 1, "1"},
     {"seed", K_LONG, F(seed), NULL, 0, 9.2e18, 1, "42"},
     {"threads", K_LONG, F(threads), NULL, 0, 4096, 0, "0"},
+    {"backend", K_STR, F(backend), "cpu|cuda", 0, 0, 0, "cpu"},
+    {"consistency_interval", K_LONG, F(consistency_interval), NULL, 0, 1e15, 0, "0"},
     {"log_interval", K_LONG, F(log_interval), NULL, 0, 1e15, 0, "50"},
     {"collective_timeout", K_DOUBLE, F(collective_timeout), NULL, 0.1, 1e7, 0, "300"},
     {"checkpoint_dir", K_STR, F(checkpoint_dir), NULL, 0, 0, 0, "checkpoints"},

@@ -33,6 +33,8 @@ struct train_config {
     double checkpoint_every_seconds, walltime_margin;
     int checkpoint_async;
     char resume[16]; /* auto | never */
+    char backend[16]; /* cpu | cuda (not hashed: a run may resume on the other backend) */
+    long consistency_interval; /* steps between replica hash checks across ranks; 0 = never */
 };
 
 /* Fill every field with its documented default. */

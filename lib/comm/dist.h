@@ -86,10 +86,18 @@ struct hpcti_dist {
     size_t fusion_cap;
     double wait_s; /* seconds spent waiting for collectives */
     long ops;      /* averaging operations */
+    float *stage;  /* [stage_cap] pinned host staging of device averages (ops->alloc_host) */
+    size_t stage_cap;
+    float *dev_fusion; /* [dev_fusion_cap] device fusion slot of device gradients (ops->alloc) */
+    size_t dev_fusion_cap;
 #ifdef HPCT_HAVE_NCCL
-    hpcti_nccl_t *nccl; /* node-local NCCL communicator, made at the first device op */
+    hpcti_nccl_t *nccl; /* node-local NCCL communicator (cuda contexts whose node phase it
+                           takes: made by hpct_init, NULL otherwise) */
 #endif
 };
+
+/* Elements per reduction: MPI counts are int. */
+#define HPCTI_MAX_CHUNK ((size_t)1 << 28)
 
 /* Block b of count elements split over p ranks: its first element and length. */
 static inline size_t hpcti_block_start(size_t count, int p, int b)
@@ -115,6 +123,10 @@ hpct_status_t hpcti_op_begin(hpct_ctx_t ctx, const char *name, int max_red, size
 hpct_status_t hpcti_op_begin_window(hpct_ctx_t ctx, const char *name, int max_red, size_t total);
 /* Wait (deadline-bounded) for reqs [n] (may be 0) and the arrival tokens, then end the op. */
 hpct_status_t hpcti_op_end(hpct_ctx_t ctx, MPI_Request *reqs, int n);
+/* The current operation's deadline has passed outside MPI (an NCCL wait): mark the runtime
+ * broken and record HPCT_ERR_TIMEOUT naming the operation and the ranks that did not arrive
+ * (their arrival tokens), with where (e.g. "ncclAllGather") in the detail. */
+hpct_status_t hpcti_op_timed_out(hpct_ctx_t ctx, const char *where);
 /* Poll reqs [n] (and the reductions) until they complete or the deadline passes. */
 hpct_status_t hpcti_wait_reqs(hpct_ctx_t ctx, MPI_Request *reqs, int n);
 
@@ -151,6 +163,23 @@ int hpcti_node_win_ready(const struct hpcti_dist *d, size_t n);
 /* Free the window state; with collective, also the window and its communicator (MPI calls
  * collective over the node: only while MPI runs and no collective timed out). */
 void hpcti_node_win_free(struct hpcti_dist *d, int collective);
+
+/* Average host buf [n] over all ranks as one operation named fn (hpct_allreduce_mean). */
+hpct_status_t hpcti_host_allreduce_mean(hpct_ctx_t ctx, const char *fn, float *buf, size_t n);
+/* Average buf [n] in the backend's memory as one operation named fn (device_avg.c): on cuda,
+ * NCCL inside the node and MPI across (hierarchical), else staged through pinned host memory
+ * and the host engine; on cpu, hpcti_host_allreduce_mean. */
+hpct_status_t hpcti_device_allreduce_mean(hpct_ctx_t ctx, const char *fn, float *buf, size_t n);
+/* The same inside an operation already begun (room reserved: hpcti_device_reductions(n)
+ * reductions and n elements); returns when buf holds the mean. */
+hpct_status_t hpcti_device_average_in_op(hpct_ctx_t ctx, float *buf, size_t n);
+/* 1 when device averages can be queued without waiting (NCCL on one node: nothing crosses
+ * the host), so backward overlaps them; then enqueue each inside an operation and wait once
+ * (deadline-bounded) before hpcti_op_end. */
+int hpcti_device_can_overlap(hpct_ctx_t ctx);
+hpct_status_t hpcti_device_average_enqueue(hpct_ctx_t ctx, float *buf, size_t n);
+hpct_status_t hpcti_device_average_wait(hpct_ctx_t ctx);
+int hpcti_device_reductions(size_t n);
 
 /* fp32 <-> 16-bit wire formats (HPCT_TRANSPORT_BF16 / _FP16). */
 void hpcti_to_wire(int transport, const float *x, uint16_t *w, size_t n);

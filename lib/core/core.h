@@ -21,6 +21,8 @@ struct hpct_ctx {
     char last_error[1024];
     void *dist; /* distributed runtime: typed, made and freed by lib/comm (hpct_init ..
                    hpct_finalize); NULL for hpct_ctx_create */
+    int local_rank, local_size; /* this rank on its node, from hpct_init's bootstrap and node
+                                   communicator (local_size 0: unknown, hpct_ctx_create) */
 };
 
 /* A context with cfg (NULL: the defaults) checked and copied and its RNG seeded, but no
