@@ -29,7 +29,7 @@ typedef struct hpcti_nccl hpcti_nccl_t;
  * status, every rank joins (non-blocking ncclCommInitRankConfig, polled until deadline, an
  * absolute hpcti_now() time). On error *out is NULL and the detail (the failing call, node
  * rank) is recorded on ctx. */
-hpct_status_t hpcti_nccl_create(hpct_ctx_t ctx, MPI_Comm node_comm, double deadline,
+HPCTI_CHECK hpct_status_t hpcti_nccl_create(hpct_ctx_t ctx, MPI_Comm node_comm, double deadline,
                                 hpcti_nccl_t **out);
 
 /* Collective over the node: ncclCommFinalize (polled until deadline, else ncclCommAbort),
@@ -42,24 +42,24 @@ void hpcti_nccl_abort(hpcti_nccl_t *nc);
 /* Enqueue, ordered after the work already queued on the default stream (a CUDA event):
  * ncclReduceScatter of buf [count] (device; zero-padded to hpcti_nccl_shard(count) x node size
  * when needed) into this rank's shard, then its copy into host_shard [shard] (pinned host). */
-hpct_status_t hpcti_nccl_reduce_scatter(hpcti_nccl_t *nc, const float *buf, size_t count,
+HPCTI_CHECK hpct_status_t hpcti_nccl_reduce_scatter(hpcti_nccl_t *nc, const float *buf, size_t count,
                                         float *host_shard);
 
 /* Enqueue: host_shard [shard] to the device, ncclAllGather of every rank's shard into buf
  * [count] (through the padded copy when count is not a multiple of the node size). */
-hpct_status_t hpcti_nccl_all_gather(hpcti_nccl_t *nc, float *buf, size_t count,
+HPCTI_CHECK hpct_status_t hpcti_nccl_all_gather(hpcti_nccl_t *nc, float *buf, size_t count,
                                     const float *host_shard);
 
 /* One node (no cross-node phase): enqueue ncclReduceScatter of buf [count], this rank's shard
  * times inv on the device (fp32 multiply, as the host engine scales), ncclAllGather into buf:
  * no host round trip. */
-hpct_status_t hpcti_nccl_node_mean(hpcti_nccl_t *nc, float *buf, size_t count, float inv);
+HPCTI_CHECK hpct_status_t hpcti_nccl_node_mean(hpcti_nccl_t *nc, float *buf, size_t count, float inv);
 
 /* Wait for the enqueued work: polls ncclCommGetAsyncError and cudaStreamQuery (yielding, then
  * sleeping 50 us) until it completes (HPCT_SUCCESS), fails (HPCT_ERR_DEVICE naming NCCL's or
  * CUDA's error; the communicator is aborted) or deadline passes (*timed_out = 1,
  * HPCT_ERR_TIMEOUT, the communicator aborted: the caller names the operation). */
-hpct_status_t hpcti_nccl_wait(hpcti_nccl_t *nc, double deadline, int *timed_out);
+HPCTI_CHECK hpct_status_t hpcti_nccl_wait(hpcti_nccl_t *nc, double deadline, int *timed_out);
 
 /* The absolute deadline (hpcti_now() seconds) of the enqueue calls that follow: an NCCL call
  * returning ncclInProgress (still connecting, say) is polled until it is enqueued, at most

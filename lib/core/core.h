@@ -6,6 +6,10 @@
 
 #include <stdarg.h>
 
+/* On internal calls that return a status: ignoring it is a compile error (-Werror=unused-result
+ * in configure's warning flags), so every status reaches the caller. */
+#define HPCTI_CHECK __attribute__((warn_unused_result))
+
 struct hpcti_ops;
 
 /* xoshiro256** generator: 4 words of state, never all zero. */
@@ -27,7 +31,7 @@ struct hpct_ctx {
 
 /* A context with cfg (NULL: the defaults) checked and copied and its RNG seeded, but no
  * backend yet: hpct_ctx_create (lib/device) attaches one. *out is NULL on failure. */
-hpct_status_t hpcti_ctx_alloc(const hpct_config_t *cfg, hpct_ctx_t *out);
+HPCTI_CHECK hpct_status_t hpcti_ctx_alloc(const hpct_config_t *cfg, hpct_ctx_t *out);
 /* Free a context made by hpcti_ctx_alloc (its backend already finalized); NULL is accepted. */
 void hpcti_ctx_free(hpct_ctx_t ctx);
 

@@ -64,14 +64,14 @@ struct hpcti_ops {
 
 /* A context with its backend's table but the backend not started (hpct_init binds it once the
  * node communicator gives the local rank); hpct_ctx_destroy frees it either way. */
-hpct_status_t hpcti_ctx_create_unbound(const hpct_config_t *cfg, hpct_ctx_t *out);
+HPCTI_CHECK hpct_status_t hpcti_ctx_create_unbound(const hpct_config_t *cfg, hpct_ctx_t *out);
 /* Start the backend for local rank local_rank of local_size on the node (0, 0: unknown, the
  * launcher's environment is read); the cuda backend selects its device here. */
-hpct_status_t hpcti_ctx_bind(hpct_ctx_t ctx, int local_rank, int local_size);
+HPCTI_CHECK hpct_status_t hpcti_ctx_bind(hpct_ctx_t ctx, int local_rank, int local_size);
 /* Nonzero when HPCT_ALLOW_GPU_SHARING allows several ranks of a node on one device. */
 int hpcti_gpu_sharing_allowed(void);
 /* A 64-bit identity of the context's device (cuda: its UUID folded; cpu: 0, never shared). */
-hpct_status_t hpcti_device_identity(hpct_ctx_t ctx, uint64_t *id);
+HPCTI_CHECK hpct_status_t hpcti_device_identity(hpct_ctx_t ctx, uint64_t *id);
 
 /* The table for a backend, or NULL when it was not built in. */
 const struct hpcti_ops *hpcti_ops_lookup(hpct_backend_t backend);
@@ -80,7 +80,7 @@ extern const struct hpcti_ops hpcti_cpu_ops;
 #ifdef HPCT_HAVE_CUDA
 extern const struct hpcti_ops hpcti_cuda_ops;
 /* The cuda backend's hpcti_device_identity (cuda.c). */
-hpct_status_t hpcti_cuda_identity(hpct_ctx_t ctx, uint64_t *id);
+HPCTI_CHECK hpct_status_t hpcti_cuda_identity(hpct_ctx_t ctx, uint64_t *id);
 #endif
 
 #endif
