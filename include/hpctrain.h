@@ -137,6 +137,10 @@ hpct_status_t hpct_ctx_create(const hpct_config_t *cfg, hpct_ctx_t *ctx);
 void hpct_ctx_destroy(hpct_ctx_t ctx);
 /* Detail of the context's most recent error ("" if none); valid until the next call. */
 const char *hpct_last_error(hpct_ctx_t ctx);
+/* 1 when the last error was agreed across the ranks: every rank returned the same status and
+ * holds the same detail, which names the failing rank; print it once (rank 0). 0 for an
+ * error of this rank alone: print it with the rank. */
+int hpct_last_error_shared(hpct_ctx_t ctx);
 
 /* The context RNG (xoshiro256**): 4 words of state, saved and restored by checkpoints. */
 #define HPCT_RNG_STATE_WORDS 4

@@ -8,7 +8,7 @@
 . "${top_srcdir:-.}/t/lib/train_lib.sh"
 need_tool
 make_data
-echo "1..15"
+echo "1..17"
 
 cp "$work/train.conf" "$work/typo.conf"
 echo "hiden = 32" >>"$work/typo.conf"
@@ -102,3 +102,20 @@ HPCT_HIDEN=64 HPCT_EPOCHZ=3 train 1 "$work/x" "$work/out" --epochs 1
     grep -q "HPCT_EPOCHZ" "$work/out" && ! grep -q "HPCT_TEST_HOOKS" "$work/out"
 ok $? "HPCT_HIDEN and HPCT_EPOCHZ (typos): the run goes on and names both in one warning"
 show "$work/out" 2
+
+# Errors printed once (issue 14): a settings error is the same on every rank, printed by
+# rank 0 only; an error every rank agreed on (it names the failing rank) too.
+if command -v "$MPIRUN" >/dev/null 2>&1; then
+    train 4 "$work/x4" "$work/out" --lr abc
+    n=$(grep -c "error: option --lr: lr = 'abc'" "$work/out")
+    [ $rc != 0 ] && [ "$n" = 1 ]
+    ok $? "W=4, --lr abc: the settings error is printed once (got $n), exit $rc"
+    cp -r "$work/ck" "$work/ck4"
+    train 2 "$work/ck4" "$work/out" --lr 0.3
+    n=$(grep -c "training configuration hash" "$work/out")
+    [ $rc = 2 ] && [ "$n" = 1 ] && grep -q "rank 0: training failed: .*rank 0 of 2 failed" "$work/out"
+    ok $? "W=2, a checkpoint of other settings: the agreed error is printed once, by rank 0 (got $n), exit $rc"
+    show "$work/out" 4
+else
+    skip 2 "no mpirun (configure found none)"
+fi

@@ -23,6 +23,7 @@ struct hpct_ctx {
     hpcti_rng_t rng;
     void *backend; /* backend-private state (cuda: device, cuBLAS handle); NULL for cpu */
     char last_error[1024];
+    int error_shared; /* 1: last_error was agreed across the ranks (hpcti_mark_error_shared) */
     void *dist; /* distributed runtime: typed, made and freed by lib/comm (hpct_init ..
                    hpct_finalize); NULL for hpct_ctx_create */
     int local_rank, local_size; /* this rank on its node, from hpct_init's bootstrap and node
@@ -39,6 +40,8 @@ void hpcti_ctx_free(hpct_ctx_t ctx);
  * (testhook.c): test behaviour is never reachable from a plain user environment. */
 const char *hpcti_test_hook(const char *name);
 
+/* The error just recorded is every rank's (agreed, naming the failing rank). */
+void hpcti_mark_error_shared(hpct_ctx_t ctx);
 /* Record a detailed error on ctx (printf format), log it, and return status. */
 hpct_status_t hpcti_error(hpct_ctx_t ctx, hpct_status_t status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

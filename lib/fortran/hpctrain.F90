@@ -266,7 +266,7 @@ module hpctrain
 
     ! ---- BIND(C) interfaces: every public C function --------------------------------------
     public :: c_hpct_get_version, c_hpct_strerror, c_hpct_ctx_create, c_hpct_ctx_destroy, &
-        c_hpct_last_error, c_hpct_rng_get_state, c_hpct_rng_set_state, c_hpct_params_create, &
+        c_hpct_last_error, c_hpct_last_error_shared, c_hpct_rng_get_state, c_hpct_rng_set_state, c_hpct_params_create, &
         c_hpct_params_destroy, c_hpct_params_register, c_hpct_params_size, c_hpct_params_get, &
         c_hpct_params_zero_grads, c_hpct_params_scale_grads, c_hpct_params_grad_norm, &
         c_hpct_model_create, c_hpct_model_destroy, c_hpct_model_add_dense, c_hpct_model_set_loss, &
@@ -329,6 +329,11 @@ module hpctrain
             import :: c_ptr
             type(c_ptr), value :: ctx
             type(c_ptr) :: s
+        end function
+        function c_hpct_last_error_shared(ctx) bind(C, name="hpct_last_error_shared") result(s)
+            import :: c_ptr, c_int
+            type(c_ptr), value :: ctx
+            integer(c_int) :: s
         end function
         function c_hpct_rng_get_state(ctx, state) bind(C, name="hpct_rng_get_state") result(s)
             import :: c_int, c_ptr, c_int64_t
@@ -1027,7 +1032,7 @@ module hpctrain
 
     ! ---- Fortran wrappers -----------------------------------------------------------------
     public :: hpct_get_version, hpct_get_api_version, hpct_make_version, hpct_strerror, &
-        hpct_last_error, hpct_f_string
+        hpct_last_error, hpct_last_error_shared, hpct_f_string
     public :: hpct_ctx_create, hpct_ctx_destroy, hpct_rng_get_state, hpct_rng_set_state
     public :: hpct_params_create, hpct_params_destroy, hpct_params_register, hpct_params_size, &
         hpct_params_get, hpct_params_zero_grads, hpct_params_scale_grads, hpct_params_grad_norm
@@ -1328,6 +1333,12 @@ contains
         integer, intent(in) :: status
         character(:), allocatable :: s
         s = fstr(c_hpct_strerror(int(status, c_int)))
+    end function
+
+    !> .true. when the context's last error was agreed across the ranks (print it once).
+    logical function hpct_last_error_shared(ctx)
+        type(hpct_ctx_t), intent(in) :: ctx
+        hpct_last_error_shared = c_hpct_last_error_shared(ctx%ptr) /= 0
     end function
 
     function last_error_ctx(ctx) result(s)

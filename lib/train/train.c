@@ -299,11 +299,13 @@ hpct_status_t hpct_train(hpct_model_t model, hpct_optimizer_t opt, hpct_dataset_
     if (!s) s = run(&L);
     char detail[sizeof ctx->last_error]; /* the bookkeeping calls below clear it */
     snprintf(detail, sizeof detail, "%s", ctx->last_error);
+    int shared = ctx->error_shared;
     if (L.dist) hpct_model_set_grad_averaging(model, 0);
     hpct_dataset_skipped(ds, &res->skipped_batches);
     res->wall_s = hpcti_now() - t0;
     res->comm_wait_s = comm_wait_s(&L) - comm0;
     if (s) snprintf(ctx->last_error, sizeof ctx->last_error, "%s", detail);
+    if (s) ctx->error_shared = shared;
     return s;
 }
 

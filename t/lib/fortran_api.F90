@@ -283,6 +283,7 @@ contains
         call hpct_ctx_create(ctx, cfg, ierr=ierr)
         call tap_ok(ierr == HPCT_SUCCESS .and. c_associated(ctx%ptr), "hpct_ctx_create with a config")
         call tap_is_str(hpct_last_error(ctx), "", "hpct_last_error is empty after success")
+        call tap_ok(.not. hpct_last_error_shared(ctx), "hpct_last_error_shared is false with no error")
         call hpct_ctx_create(ctx2) ! defaults, no ierr: success does not stop
         call hpct_rng_get_state(ctx, s1)
         call hpct_rng_get_state(ctx2, s2)
