@@ -64,7 +64,7 @@ EXTRA_DIST += t/test_shard_tool.sh t/test_fuzz_manifest.sh t/test_data_mpi.sh \
 check_PROGRAMS += t/lib/dist_prog
 t_lib_dist_prog_LDADD = t/lib/libmpiprog.a $(TEST_LIBS)
 DIST_TESTS = t/test_dist_topology.sh t/test_dist_allreduce.sh t/test_dist_replicas.sh \
-	t/test_dist_curve.sh t/test_dist_hang.sh t/test_dist_nodewin.sh
+	t/test_dist_curve.sh t/test_dist_hang.sh t/test_dist_nodewin.sh t/test_dist_opfail.sh
 TESTS += $(DIST_TESTS)
 EXTRA_DIST += $(DIST_TESTS) t/lib/dist_lib.sh
 

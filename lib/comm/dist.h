@@ -62,7 +62,9 @@ struct hpcti_dist {
     int rank, size, local_rank, local_size, node_id, num_nodes, cross_size;
     int hier;     /* 1: reduce-scatter / cross allreduce / allgather */
     int owns_mpi; /* 1: hpct_finalize calls MPI_Finalize */
-    int broken;   /* a collective timed out: only hpct_abort_job is useful */
+    int broken;   /* a collective timed out or failed midway: only hpct_abort_job is useful */
+    char broken_why[256]; /* what broke it (the operation and its error) */
+    int mpi_error;        /* first MPI error code seen while testing the operation's requests */
     hpct_topo_source_t source;
     struct hpcti_boot boot;
     double deadline_s;
@@ -116,6 +118,9 @@ struct hpcti_dist *hpcti_dist_of(hpct_ctx_t ctx, const char *fn);
 
 /* Start a collective operation named name: arrival tokens to and from every rank; room for
  * max_red reductions covering total elements. */
+/* Record MPI error rc of `what` in the operation in progress as HPCT_ERR_COMM (the MPI error
+ * string, the rank); the context is then broken: later collectives fail saying why. */
+HPCTI_CHECK hpct_status_t hpcti_mpi_failed(hpct_ctx_t ctx, int rc, const char *what);
 HPCTI_CHECK hpct_status_t hpcti_op_begin(hpct_ctx_t ctx, const char *name, int max_red, size_t total);
 /* The same without arrival tokens, for an operation of one node whose first step is a node
  * window counter barrier: the counters show who arrived, and the operation number each
