@@ -33,6 +33,10 @@ struct train_config {
     double checkpoint_every_seconds, walltime_margin;
     int checkpoint_async;
     char resume[16]; /* auto | never */
+    /* what the run leaves behind (doc/metrics.md) */
+    char metrics_file[TC_PATH_MAX];           /* auto: checkpoint_dir/metrics.jsonl; none: off */
+    long eval_every_steps, eval_every_epochs; /* evaluation cadence; 0 = at the end only */
+    double straggler_threshold;               /* fraction above the median step time; 0 = off */
 };
 
 /* Fill every field with its documented default. */

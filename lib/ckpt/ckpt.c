@@ -63,6 +63,11 @@ int hpcti_ckpt_writer_rank(hpct_ckpt_t ck)
     return ck->cfg.writer_rank;
 }
 
+uint64_t hpcti_ckpt_config_hash(hpct_ckpt_t ck)
+{
+    return ck->cfg.config_hash;
+}
+
 void hpcti_ckpt_note_save(hpct_ckpt_t ck, long step)
 {
     ck->last_saved_step = step;

@@ -111,6 +111,8 @@ hpcti_read_t hpcti_ck_read(const char *path, hpcti_snapshot_t *snap, hpcti_ckerr
 
 /* The rank that saves (cfg.writer_rank): the training loop honours it. */
 int hpcti_ckpt_writer_rank(hpct_ckpt_t ck);
+/* cfg.config_hash of the handle (the run's training-configuration hash). */
+uint64_t hpcti_ckpt_config_hash(hpct_ckpt_t ck);
 /* A save of step happened on the writer rank: restart this rank's cadence clock too, so
  * every rank agrees when the next time-based save is due. */
 void hpcti_ckpt_note_save(hpct_ckpt_t ck, long step);

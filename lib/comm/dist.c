@@ -3,6 +3,7 @@
 #include "config.h"
 #include "dist.h"
 #include "../device/ops.h"
+#include "../obs/obs.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -220,6 +221,7 @@ static hpct_status_t init_on(const hpct_config_t *cfg, int use_world, int fcomm,
         hpct_ctx_destroy(ctx);
         return s;
     }
+    ctx->comm_ready_unix = hpcti_unix_now();
     *out = ctx;
     return HPCT_SUCCESS;
 }

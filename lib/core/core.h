@@ -19,8 +19,10 @@ struct hpct_ctx {
     hpcti_rng_t rng;
     void *backend; /* backend-private state (cuda: device, cuBLAS handle); NULL for cpu */
     char last_error[1024];
-    void *dist; /* distributed runtime: typed, made and freed by lib/comm (hpct_init ..
-                   hpct_finalize); NULL for hpct_ctx_create */
+    void *dist;             /* distributed runtime: typed, made and freed by lib/comm (hpct_init ..
+                               hpct_finalize); NULL for hpct_ctx_create */
+    double created_unix;    /* Unix seconds when the context was made (restart latency) */
+    double comm_ready_unix; /* Unix seconds when hpct_init finished its communicators; 0 */
 };
 
 /* A context with cfg (NULL: the defaults) checked and copied and its RNG seeded, but no
