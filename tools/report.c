@@ -315,7 +315,7 @@ static int plot_loss(const char *dir, const struct run *R)
     if (elo < ylo) ylo = elo;
     if (ehi > yhi) yhi = ehi;
     struct svg_plot p;
-    if (svg_begin(&p, path, 900, 450, "loss vs step", "step", "loss", x0, x1, ylo < 0 ? ylo : 0,
+    if (svg_begin(&p, 1, path, 900, 450, "loss vs step", "step", "loss", x0, x1, ylo < 0 ? ylo : 0,
                   yhi))
         return -1;
     segment_marks(&p, R);
@@ -334,8 +334,9 @@ static int plot_throughput(const char *dir, const struct run *R)
     range(R->step_x, R->nstep, &dummy, &x1);
     range(R->sps_y, R->nstep, &ylo, &yhi);
     struct svg_plot p;
-    if (svg_begin(&p, path, 900, 450, "throughput vs step (dashed: a new segment after a requeue)",
-                  "step", "samples/s", 0, x1, 0, yhi * 1.05))
+    if (svg_begin(&p, 1, path, 900, 450,
+                  "throughput vs step (dashed: a new segment after a requeue)", "step", "samples/s",
+                  0, x1, 0, yhi * 1.05))
         return -1;
     segment_marks(&p, R);
     svg_series(&p, "samples/s", "#2ca02c", R->step_x, R->sps_y, R->nstep, 1);
@@ -350,7 +351,7 @@ static int plot_time_split(const char *dir, const struct run *R)
     static const char *names[4] = {"data wait", "communication", "checkpoint", "compute and other"};
     static const char *colors[4] = {"#ff7f0e", "#9467bd", "#8c564b", "#7f7f7f"};
     struct svg_plot p;
-    if (svg_begin(&p, path, 900, 450, "time split per segment (rank 0, share of wall time)",
+    if (svg_begin(&p, 1, path, 900, 450, "time split per segment (rank 0, share of wall time)",
                   "segment", "share of wall time", 0.5, R->nseg + 0.5, 0, 1))
         return -1;
     for (int i = 0; i < R->nseg; i++) {

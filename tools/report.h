@@ -37,11 +37,14 @@ struct svg_plot {
     FILE *f;
     double x0, x1, y0, y1;           /* data ranges */
     double left, top, width, height; /* plot area in pixels */
+    double min_xstep;                /* smallest x tick step (1: whole numbers); 0: any */
 };
 
-/* A w x h picture titled title with axes for [x0, x1] x [y0, y1] (widened when empty). */
-int svg_begin(struct svg_plot *p, const char *path, int w, int h, const char *title,
-              const char *xlabel, const char *ylabel, double x0, double x1, double y0, double y1);
+/* A w x h picture titled title with axes for [x0, x1] x [y0, y1] (widened when empty); x ticks
+ * at least min_xstep apart (0: any). */
+int svg_begin(struct svg_plot *p, double min_xstep, const char *path, int w, int h,
+              const char *title, const char *xlabel, const char *ylabel, double x0, double x1,
+              double y0, double y1);
 /* Series of n points (x [n], y [n]) named series, in color: a line through them (when line)
  * and one marker per point carrying data-step and data-value attributes. */
 void svg_series(struct svg_plot *p, const char *series, const char *color, const double *x,

@@ -63,6 +63,7 @@ static void axes(struct svg_plot *p, const char *xlabel, const char *ylabel)
             "stroke=\"#444\"/>\n",
             p->left, p->top, p->width, p->height);
     double sx = tick_step(p->x1 - p->x0, 8), sy = tick_step(p->y1 - p->y0, 6);
+    if (sx < p->min_xstep) sx = p->min_xstep;
     for (double x = ceil(p->x0 / sx) * sx; x <= p->x1 + 1e-9 * sx; x += sx)
         fprintf(f,
                 "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
@@ -85,10 +86,12 @@ static void axes(struct svg_plot *p, const char *xlabel, const char *ylabel)
     fputs("</text>\n", f);
 }
 
-int svg_begin(struct svg_plot *p, const char *path, int w, int h, const char *title,
-              const char *xlabel, const char *ylabel, double x0, double x1, double y0, double y1)
+int svg_begin(struct svg_plot *p, double min_xstep, const char *path, int w, int h,
+              const char *title, const char *xlabel, const char *ylabel, double x0, double x1,
+              double y0, double y1)
 {
     memset(p, 0, sizeof *p);
+    p->min_xstep = min_xstep;
     p->f = fopen(path, "w");
     if (!p->f) return -1;
     widen(&x0, &x1);

@@ -54,14 +54,15 @@ void hpcti_metrics_close(struct hpcti_metrics *m);
 /* Per-rank step times of one report interval [world] and who is slowest. */
 struct hpcti_step_stats {
     double min, median, max; /* seconds per step */
+    double others;           /* median of the other ranks (without the slowest); max when alone */
     int slowest;             /* rank with the max (the lowest such rank) */
 };
 /* Statistics of t [n] (n >= 1); scratch [n] is overwritten. */
 void hpcti_step_stats(const double *t, int n, double *scratch, struct hpcti_step_stats *out);
 
-/* Straggler detector: a rank slower than the median by more than threshold (a fraction) and
- * by more than HPCTI_STRAGGLER_MIN_S per step (timer noise of very short steps is not a
- * straggler) in `persist` reports in a row. */
+/* Straggler detector: a rank slower than the median of the other ranks by more than threshold
+ * (a fraction) and by more than HPCTI_STRAGGLER_MIN_S per step (timer noise of very short steps is
+ * not a straggler) in `persist` reports in a row. */
 #define HPCTI_STRAGGLER_MIN_S 0.002
 struct hpcti_straggler {
     double threshold;

@@ -21,6 +21,10 @@ void hpcti_step_stats(const double *t, int n, double *scratch, struct hpcti_step
     out->slowest = 0;
     for (int r = 1; r < n; r++)
         if (t[r] > t[out->slowest]) out->slowest = r;
+    int m = n - 1; /* the sorted times without one copy of the max: scratch [0, m) */
+    out->others = m == 0  ? out->max
+                  : m % 2 ? scratch[m / 2]
+                          : 0.5 * (scratch[m / 2 - 1] + scratch[m / 2]);
 }
 
 void hpcti_straggler_init(struct hpcti_straggler *d, double threshold, int persist)
@@ -31,8 +35,8 @@ void hpcti_straggler_init(struct hpcti_straggler *d, double threshold, int persi
 
 int hpcti_straggler_feed(struct hpcti_straggler *d, const struct hpcti_step_stats *st)
 {
-    int slow = d->threshold > 0 && st->max > st->median * (1.0 + d->threshold) &&
-               st->max - st->median > HPCTI_STRAGGLER_MIN_S;
+    int slow = d->threshold > 0 && st->max > st->others * (1.0 + d->threshold) &&
+               st->max - st->others > HPCTI_STRAGGLER_MIN_S;
     if (!slow) {
         d->rank = -1, d->count = 0, d->warned = -1;
         return 0;

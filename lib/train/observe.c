@@ -276,11 +276,11 @@ void hpcti_obs_interval_reset(struct hpcti_observer *o, long done, double comm_w
 /* The straggler warning and its record (rank 0). */
 static void straggler(struct hpcti_observer *o, long step, const struct hpcti_step_stats *st)
 {
-    double over = st->median > 0 ? st->max / st->median - 1.0 : 0.0;
+    double over = st->others > 0 ? st->max / st->others - 1.0 : 0.0;
     hpcti_log(o->ctx, HPCT_LOG_WARN,
-              "straggler: rank %d on host %s is %.0f%% slower than the median rank (%.3f ms vs "
-              "%.3f ms per step) in %d reports in a row, up to step %ld",
-              st->slowest, host_of(o, st->slowest), 100.0 * over, 1e3 * st->max, 1e3 * st->median,
+              "straggler: rank %d on host %s is %.0f%% slower than the median of the other ranks "
+              "(%.3f ms vs %.3f ms of busy time per step) in %d reports in a row, up to step %ld",
+              st->slowest, host_of(o, st->slowest), 100.0 * over, 1e3 * st->max, 1e3 * st->others,
               o->strag.persist, step);
     if (!o->m) return;
     struct hpcti_jline j;
@@ -289,7 +289,7 @@ static void straggler(struct hpcti_observer *o, long step, const struct hpcti_st
     hpcti_jl_long(&j, "rank", st->slowest);
     hpcti_jl_str(&j, "host", host_of(o, st->slowest));
     hpcti_jl_num(&j, "step_time_s", st->max);
-    hpcti_jl_num(&j, "median_s", st->median);
+    hpcti_jl_num(&j, "median_s", st->others);
     hpcti_jl_num(&j, "slower_by", over);
     hpcti_jl_long(&j, "reports", o->strag.count);
     emit(o, &j);
@@ -298,7 +298,7 @@ static void straggler(struct hpcti_observer *o, long step, const struct hpcti_st
 void hpcti_obs_step(struct hpcti_observer *o, const hpct_progress_t *p, double grad_norm,
                     double ckpt_share)
 {
-    struct hpcti_step_stats st = {0, 0, 0, 0};
+    struct hpcti_step_stats st = {0, 0, 0, 0, 0};
     if (o->gather) hpcti_step_stats(o->times, o->world, o->scratch, &st);
     int warn = o->rank == 0 && o->gather && hpcti_straggler_feed(&o->strag, &st);
     if (o->m) {
