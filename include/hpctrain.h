@@ -760,6 +760,10 @@ typedef struct hpct_train_config {
                                    0 = off */
     void (*evaluated)(long step, double loss, double accuracy, long samples, void *arg);
     /* NULL = none; called on every rank after each evaluation, with progress_arg */
+    const char *timeline_path; /* per-rank Chrome trace files <path>-rank<R>.json (Perfetto,
+                                  chrome://tracing; doc/metrics.md); NULL or "" = off */
+    long timeline_steps;       /* steps the timeline keeps (>= 1; default 100) ... */
+    long timeline_first;       /* ... the last ones (0), or from this step on (> 0) */
 } hpct_train_config_t;
 
 /* clang-format off */
@@ -777,7 +781,10 @@ typedef struct hpct_train_config {
     NULL,                      /* eval_data: none */                                               \
     0,                         /* eval_interval: at the end only */                                \
     0.2,                       /* straggler_threshold: 20 % above the median */                    \
-    NULL                       /* evaluated */                                                     \
+    NULL,                      /* evaluated */                                                     \
+    NULL,                      /* timeline_path: off */                                            \
+    100,                       /* timeline_steps */                                                \
+    0                          /* timeline_first: the last timeline_steps steps */                 \
 }
 /* clang-format on */
 

@@ -53,5 +53,6 @@ int tool_shard_main(int argc, char **argv);
 int tool_train_main(int argc, char **argv);
 int tool_ckpt_main(int argc, char **argv);
 int tool_report_main(int argc, char **argv);
+int tool_trace_main(int argc, char **argv);
 
 #endif

@@ -43,7 +43,7 @@ struct run {
     /* the latest evaluation (hpct_train runs it on eval_manifest's data) */
     double eval_loss, eval_acc;
     long eval_n;
-    char metrics[TC_PATH_MAX + 32];
+    char metrics[TC_PATH_MAX + 32], timeline[TC_PATH_MAX + 32];
 };
 
 /* Print "hpctrain train: error: ..." on stderr; returns code. */
@@ -283,6 +283,15 @@ static const char *metrics_path(struct run *r)
     return r->metrics;
 }
 
+/* timeline_file: none = off (""), auto = checkpoint_dir/timeline, else the prefix. */
+static const char *timeline_prefix(struct run *r)
+{
+    if (!strcmp(r->c.timeline_file, "none")) return "";
+    if (strcmp(r->c.timeline_file, "auto")) return r->c.timeline_file;
+    snprintf(r->timeline, sizeof r->timeline, "%s/timeline", r->c.checkpoint_dir);
+    return r->timeline;
+}
+
 /* Sleep min(seconds, 60), through interruptions by signals. */
 static void hang_grace(double seconds)
 {
@@ -330,6 +339,8 @@ static int train_and_report(struct run *r)
     tc.eval_interval =
         r->c.eval_every_steps ? r->c.eval_every_steps : r->c.eval_every_epochs * steps_per_epoch;
     tc.straggler_threshold = r->c.straggler_threshold;
+    tc.timeline_path = timeline_prefix(r);
+    tc.timeline_steps = r->c.timeline_steps, tc.timeline_first = r->c.timeline_first;
     hpct_train_result_t res;
     s = hpct_train(r->model, r->opt, r->train, r->ck, &tc, &res);
     const char *why = "";

@@ -35,6 +35,7 @@ struct hpcti_reduction {
     int nreq;
     struct hpcti_phase phase[4];
     int nphase, cur; /* cur == nphase: done */
+    double t0;       /* timeline: when it started (0: no timeline) */
 };
 
 /* The node's MPI-3 shared-memory window (node_win.c). Local rank p's segment starts at seg[p]:

@@ -23,6 +23,7 @@ struct hpct_ctx {
                                hpct_finalize); NULL for hpct_ctx_create */
     double created_unix;    /* Unix seconds when the context was made (restart latency) */
     double comm_ready_unix; /* Unix seconds when hpct_init finished its communicators; 0 */
+    void *timeline;         /* lib/obs's per-rank timeline while one is open; NULL: off */
 };
 
 /* A context with cfg (NULL: the defaults) checked and copied and its RNG seeded, but no

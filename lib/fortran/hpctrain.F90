@@ -246,6 +246,9 @@ module hpctrain
         integer(c_long) :: eval_interval = 0
         real(c_double) :: straggler_threshold = 0.2d0
         type(c_funptr) :: evaluated = c_null_funptr  ! subroutine (step, loss, acc, n, arg) bind(C)
+        type(c_ptr) :: timeline_path = c_null_ptr    ! const char *, c_null_ptr = off
+        integer(c_long) :: timeline_steps = 100
+        integer(c_long) :: timeline_first = 0
     end type
 
     type, bind(C), public :: hpct_train_result_t

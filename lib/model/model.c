@@ -1,5 +1,6 @@
 /* model.c: sequential dense models: build, forward, backward, evaluation. */
 #include "model.h"
+#include "../obs/obs.h"
 #include "../device/ops.h"
 
 #include <math.h>
@@ -318,14 +319,25 @@ static const void *stage_targets(hpct_model_t m, const void *t, int batch)
 }
 
 /* z = x W^T + b; y = act(z), layer by layer. Returns the last layer's output. */
+/* The timeline span of layer l's forward or backward pass, begun at t0 (0: no timeline). */
+static void layer_span(hpct_model_t m, const char *pass, int l, double t0)
+{
+    if (t0 <= 0) return;
+    char name[32];
+    snprintf(name, sizeof name, "%s %d", pass, l);
+    hpcti_tl_span(m->ctx, 0, name, "compute", t0, hpcti_now(), "\"layer\":%d", l);
+}
+
 static const float *forward(hpct_model_t m, const float *x, int batch)
 {
     const struct hpcti_ops *ops = m->ctx->ops;
     const float *a = x;
     for (int l = 0; l < m->num; l++) {
         struct dense *d = &m->layers[l];
+        double t0 = hpcti_tl_now(m->ctx);
         ops->gemm(m->ctx, 0, 1, batch, d->out, d->in, 1.0f, a, d->w, 0.0f, d->z);
         ops->bias_act(d->act, d->z, d->b, d->y, batch, d->out);
+        layer_span(m, "forward", l, t0);
         a = d->y;
     }
     return a;
@@ -351,6 +363,7 @@ static void backward(hpct_model_t m, const float *x, int batch, int accumulate)
     int cur = 0;
     for (int l = m->num - 1; l >= 0; l--) {
         struct dense *d = &m->layers[l];
+        double t0 = hpcti_tl_now(m->ctx);
         float *dz = m->grad_a[cur];
         if (d->act != HPCT_ACT_IDENTITY)
             ops->act_backward(d->act, d->z, d->y, dz, dz, (size_t)batch * d->out);
@@ -362,6 +375,7 @@ static void backward(hpct_model_t m, const float *x, int batch, int accumulate)
                                            (size_t)d->out * d->in + d->out, m->num_params);
         if (l > 0)
             ops->gemm(m->ctx, 0, 0, batch, d->in, d->out, 1.0f, dz, d->w, 0.0f, m->grad_a[1 - cur]);
+        layer_span(m, "backward", l, t0);
         cur = 1 - cur;
     }
 }

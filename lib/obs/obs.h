@@ -75,4 +75,30 @@ void hpcti_straggler_init(struct hpcti_straggler *d, double threshold, int persi
  * (warn now), else 0. A rank that recovers and slows again is reported again. */
 int hpcti_straggler_feed(struct hpcti_straggler *d, const struct hpcti_step_stats *st);
 
+/* ---- timeline (opt-in): per-rank Chrome trace event JSON --------------------------------- */
+
+/* A timeline of the steps of one rank: spans ("X" events) in a ring of the last `steps` steps
+ * (first <= 0) or of the window [first, first + steps - 1]. The file
+ * <prefix>-rank<R>.json is rewritten whole (temporary file, then rename) every `steps` steps
+ * and at close, so it is valid JSON at every instant, also after a kill. Attached to ctx
+ * (ctx->timeline); every folder above may add spans. */
+hpct_status_t hpcti_timeline_open(hpct_ctx_t ctx, const char *prefix, int rank, const char *host,
+                                  long steps, long first);
+/* Write the file a last time and detach; nothing when none is open. */
+void hpcti_timeline_close(hpct_ctx_t ctx);
+/* Step `step` (the optimizer step being computed, 1-based) begins; the span of the previous
+ * step ends here. */
+void hpcti_tl_step(hpct_ctx_t ctx, long step);
+/* Now on the timeline's clock (monotonic seconds), or 0 when no timeline is open. */
+static inline double hpcti_tl_now(hpct_ctx_t ctx)
+{
+    return ctx->timeline ? hpcti_now() : 0.0;
+}
+/* A span [t0, t1] (hpcti_tl_now) named name in category cat on track tid (0: the training
+ * thread, 1: the checkpoint writer, whose spans the training thread adds once it sees them
+ * complete); fmt (may be NULL) formats the members of its "args" object (e.g. "\"layer\":%d").
+ * Called by the training thread only; nothing when off. */
+void hpcti_tl_span(hpct_ctx_t ctx, int tid, const char *name, const char *cat, double t0, double t1,
+                   const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+
 #endif

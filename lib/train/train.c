@@ -2,6 +2,7 @@
  * gradients -> optimizer -> checkpoints, with agreement across ranks at every step boundary. */
 #include "loop.h"
 #include "observe.h"
+#include "../comm/agree.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -172,7 +173,9 @@ static hpct_status_t step(struct loop *L, float *loss)
     if (L->rank == L->slow_rank) nanosleep(&L->slow, NULL);
     double t0 = hpcti_now();
     hpct_status_t s = hpct_dataset_next(L->ds, &x, &t);
-    L->res->data_wait_s += hpcti_now() - t0;
+    double got = hpcti_now();
+    L->res->data_wait_s += got - t0;
+    if (L->ctx->timeline) hpcti_tl_span(L->ctx, 0, "data_wait", "data", t0, got, NULL);
     if (s) return s;
     size_t tsize = L->target_dtype == HPCT_DTYPE_INT32 ? sizeof(int32_t) : sizeof(float);
     double total = 0.0;
@@ -192,7 +195,9 @@ static hpct_status_t step(struct loop *L, float *loss)
         s = hpct_ckpt_before_update(L->ck);
         L->res->ckpt_wait_s += hpcti_now() - t1;
     }
+    double t2 = hpcti_tl_now(L->ctx);
     if (!s) s = hpct_optimizer_step(L->opt);
+    if (t2 > 0) hpcti_tl_span(L->ctx, 0, "optimizer", "compute", t2, hpcti_now(), NULL);
     *loss = (float)(total / micro);
     return s;
 }
@@ -238,7 +243,10 @@ static hpct_status_t agree(struct loop *L, long done, long *flags)
     hpct_status_t s = gather ? hpcti_loop_agree_due_gather(
                                    L->ctx, flags, hpcti_obs_busy(&L->obs, done, comm), L->obs.times)
                              : hpcti_loop_agree_due(L->ctx, flags);
-    hpcti_obs_wait(&L->obs, hpcti_now() - t0);
+    double t1 = hpcti_now();
+    hpcti_obs_wait(&L->obs, t1 - t0);
+    if (L->ctx->timeline)
+        hpcti_tl_span(L->ctx, 0, "agreement", "sync", t0, t1, "\"step_times\":%d", gather);
     if (s || !L->reported) return s;
     double norm = 0.0;
     if (L->obs.m) hpct_params_grad_norm(L->params, &norm);
@@ -255,6 +263,7 @@ static hpct_status_t boundary(struct loop *L, long done, int *stop)
     hpcti_loop_due(L->ck, done, flags);
     hpct_status_t s = agree(L, done, flags);
     hpcti_obs_poll_ckpt(&L->obs, L->ck);
+    hpcti_ckpt_trace(L->ck);
     if (s) return s;
     *stop = hpcti_loop_stop(L->ctx, flags, done, &L->res->stop_signal);
     if (!*stop && !flags[HPCTI_DUE_SAVE]) return HPCT_SUCCESS;
@@ -318,6 +327,7 @@ static hpct_status_t run(struct loop *L)
     hpct_status_t s = HPCT_SUCCESS;
     while (!s && !stop && done < L->total_steps) {
         float loss;
+        hpcti_tl_step(L->ctx, done + 1);
         s = step(L, &loss);
         if (s) break;
         done++;
@@ -367,6 +377,13 @@ static hpct_status_t observe(struct loop *L)
         L->slow_rank = -1;
     hpct_status_t s =
         hpcti_obs_open(&L->obs, L->ctx, "hpct_train", c->metrics_path, c->straggler_threshold);
+    if (!s && c->timeline_path && c->timeline_path[0]) {
+        hpct_topology_t t = HPCT_TOPOLOGY_INITIALIZER;
+        if (L->dist) hpct_topology(L->ctx, &t);
+        s = hpcti_timeline_open(L->ctx, c->timeline_path, L->rank, t.hostname, c->timeline_steps,
+                                c->timeline_first);
+        if (L->dist) s = hpcti_agree_status(L->ctx, "hpct_train", s, L->ctx->last_error);
+    }
     if (s) return s;
     hpcti_obs_run_start(&L->obs, "hpct_train", L->ck, L->model_desc, c->global_batch,
                         L->total_steps);
@@ -419,6 +436,7 @@ hpct_status_t hpct_train(hpct_model_t model, hpct_optimizer_t opt, hpct_dataset_
     snprintf(detail, sizeof detail, "%s", ctx->last_error);
     record_stop(&L, s, detail);
     hpcti_obs_close(&L.obs);
+    hpcti_timeline_close(ctx);
     if (L.dist) hpct_model_set_grad_averaging(model, 0);
     hpct_dataset_skipped(ds, &res->skipped_batches);
     res->wall_s = hpcti_now() - t0;

@@ -112,7 +112,10 @@ static const long train_config_off[] = {OFF(hpct_train_config_t, version),
                                         OFF(hpct_train_config_t, eval_data),
                                         OFF(hpct_train_config_t, eval_interval),
                                         OFF(hpct_train_config_t, straggler_threshold),
-                                        OFF(hpct_train_config_t, evaluated)};
+                                        OFF(hpct_train_config_t, evaluated),
+                                        OFF(hpct_train_config_t, timeline_path),
+                                        OFF(hpct_train_config_t, timeline_steps),
+                                        OFF(hpct_train_config_t, timeline_first)};
 static const long train_result_off[] = {OFF(hpct_train_result_t, steps),
                                         OFF(hpct_train_result_t, resumed_from),
                                         OFF(hpct_train_result_t, checkpoints),
