@@ -836,6 +836,9 @@ typedef struct hpct_insitu_config {
     /* version 2 */
     const char *metrics_path;   /* as hpct_train_config_t.metrics_path; NULL or "" = off */
     double straggler_threshold; /* as hpct_train_config_t.straggler_threshold; 0 = off */
+    const char *timeline_path;  /* as hpct_train_config_t.timeline_path; NULL or "" = off */
+    long timeline_steps;        /* as hpct_train_config_t.timeline_steps (default 100) */
+    long timeline_first;        /* as hpct_train_config_t.timeline_first (default 0) */
 } hpct_insitu_config_t;
 
 /* clang-format off */
@@ -847,7 +850,10 @@ typedef struct hpct_insitu_config {
     NULL,                       /* progress: log at HPCT_LOG_INFO */                               \
     NULL,                       /* progress_arg */                                                 \
     NULL,                       /* metrics_path: off */                                            \
-    0.2                         /* straggler_threshold */                                          \
+    0.2,                        /* straggler_threshold */                                          \
+    NULL,                       /* timeline_path: off */                                           \
+    100,                        /* timeline_steps */                                               \
+    0                           /* timeline_first: the last timeline_steps steps */                \
 }
 /* clang-format on */
 

@@ -270,6 +270,9 @@ module hpctrain
         type(c_ptr) :: progress_arg = c_null_ptr
         type(c_ptr) :: metrics_path = c_null_ptr     ! version 2: const char *, c_null_ptr = off
         real(c_double) :: straggler_threshold = 0.2d0
+        type(c_ptr) :: timeline_path = c_null_ptr    ! const char *, c_null_ptr = off
+        integer(c_long) :: timeline_steps = 100
+        integer(c_long) :: timeline_first = 0
     end type
 
     ! ---- BIND(C) interfaces: every public C function --------------------------------------

@@ -36,6 +36,7 @@ struct hpct_insitu {
     long loss_n, samples, report_step0;
     long test_delay_ms;        /* test hook HPCT_TEST_STEP_DELAY_MS: sleep after each step, ms */
     struct hpcti_observer obs; /* metrics file and step times (observe.h), from start */
+    int timeline;              /* 1: this session opened the context's timeline */
 };
 
 static double comm_wait_s(hpct_insitu_t S)
@@ -149,6 +150,15 @@ hpct_status_t hpct_insitu_start(hpct_insitu_t S, long *step)
     hpct_status_t s =
         hpcti_obs_open(&S->obs, S->ctx, fn, S->cfg.metrics_path, S->cfg.straggler_threshold);
     if (s) return s;
+    if (S->cfg.timeline_path && S->cfg.timeline_path[0] && !S->ctx->timeline) {
+        hpct_topology_t t = HPCT_TOPOLOGY_INITIALIZER;
+        if (S->dist) hpct_topology(S->ctx, &t);
+        s = hpcti_timeline_open(S->ctx, S->cfg.timeline_path, S->rank, t.hostname,
+                                S->cfg.timeline_steps, S->cfg.timeline_first);
+        if (S->dist) s = hpcti_agree_status(S->ctx, fn, s, S->ctx->last_error);
+        if (s) return s;
+        S->timeline = 1;
+    }
     hpcti_obs_run_start(&S->obs, "insitu", S->ck, S->model_desc, 0, 0);
     double t0 = hpcti_now();
     s = hpcti_loop_load(S->ctx, fn, S->ck, S->params, S->opt, S->cfg.resume, &meta, &found);
@@ -217,6 +227,7 @@ void hpct_insitu_destroy(hpct_insitu_t S)
     if (!S) return;
     hpct_signals_uninstall(S->signals);
     hpcti_obs_close(&S->obs);
+    if (S->timeline) hpcti_timeline_close(S->ctx);
     free(S->losses);
     free(S);
 }
@@ -331,6 +342,7 @@ static hpct_status_t boundary(hpct_insitu_t S, const char *fn, const long *flags
         if (s) return s;
     }
     hpcti_obs_poll_ckpt(&S->obs, S->ck);
+    hpcti_ckpt_trace(S->ck);
     if (stop) hpcti_obs_stop(&S->obs, signo ? "signal" : "walltime", S->step, signo, NULL);
     return stop ? HPCT_PREEMPTED : HPCT_SUCCESS;
 }
@@ -347,7 +359,10 @@ static hpct_status_t complete(hpct_insitu_t S, const char *fn, struct local *me,
     if (report_due && S->obs.gather) /* step times up to the last step, for the report */
         a.mine2 = hpcti_obs_busy(&S->obs, S->step, comm), a.all2 = S->obs.times;
     hpct_status_t s = hpcti_agree_all(S->ctx, "in-situ step agreement", &a);
-    hpcti_obs_wait(&S->obs, hpcti_now() - t0);
+    double t1 = hpcti_now();
+    hpcti_obs_wait(&S->obs, t1 - t0);
+    if (S->ctx->timeline)
+        hpcti_tl_span(S->ctx, 0, "agreement", "sync", t0, t1, "\"step_times\":%d", a.all2 != NULL);
     if (!s && a.all2) hpcti_obs_interval_reset(&S->obs, S->step, comm);
     if (!s && max[0]) return hpcti_share_failure(S->ctx, fn, max[0], me->detail);
     if (!s && sum[0] <= 0)
@@ -355,7 +370,9 @@ static hpct_status_t complete(hpct_insitu_t S, const char *fn, struct local *me,
                            "%s: local_batch is 0 on all %d ranks: there is nothing to train on", fn,
                            S->world);
     if (!s) s = weight_and_average(S, me->batch, sum[0]);
+    double t2 = hpcti_tl_now(S->ctx);
     if (!s) s = hpct_optimizer_step(S->opt);
+    if (t2 > 0) hpcti_tl_span(S->ctx, 0, "optimizer", "compute", t2, hpcti_now(), NULL);
     if (!s) {
         hpct_optimizer_get_step(S->opt, &S->step);
         S->last_batch = sum[0];
@@ -397,6 +414,7 @@ hpct_status_t hpct_insitu_step(hpct_insitu_t S, const float *x, const void *targ
     static const char fn[] = "hpct_insitu_step";
     if (!S) return HPCT_ERR_INVALID_ARG;
     double t0 = hpcti_now();
+    hpcti_tl_step(S->ctx, S->step + 1);
     hpcti_clear_error(S->ctx);
     struct local me = {.batch = local_batch};
     me.status = check_step(S, fn, local_batch);
@@ -423,6 +441,7 @@ hpct_status_t hpct_insitu_step_grads(hpct_insitu_t S, int local_batch, float loc
     static const char fn[] = "hpct_insitu_step_grads";
     if (!S) return HPCT_ERR_INVALID_ARG;
     double t0 = hpcti_now();
+    hpcti_tl_step(S->ctx, S->step + 1);
     hpcti_clear_error(S->ctx);
     struct local me = {.batch = local_batch};
     me.status = check_step(S, fn, local_batch);

@@ -194,7 +194,8 @@ contains
         type(hpct_insitu_config_t), target :: i
         call check_layout(9_c_int, "hpct_insitu_config_t", c_loc(i), c_sizeof(i), [c_loc(i%version), &
             c_loc(i%resume), c_loc(i%catch_signals), c_loc(i%log_interval), c_loc(i%progress), &
-            c_loc(i%progress_arg), c_loc(i%metrics_path), c_loc(i%straggler_threshold)])
+            c_loc(i%progress_arg), c_loc(i%metrics_path), c_loc(i%straggler_threshold), &
+            c_loc(i%timeline_path), c_loc(i%timeline_steps), c_loc(i%timeline_first)])
     end subroutine
 
     ! ---- default initialisation == the C INITIALIZER macros -----------------------------
@@ -280,7 +281,10 @@ contains
             .not. c_associated(i%progress) .and. .not. c_associated(i0%progress) .and. &
             .not. c_associated(i%progress_arg) .and. .not. c_associated(i%metrics_path) .and. &
             .not. c_associated(i0%metrics_path) .and. &
-            i%straggler_threshold == i0%straggler_threshold, "hpct_insitu_config_t() equals HPCT_INSITU_CONFIG_INITIALIZER")
+            i%straggler_threshold == i0%straggler_threshold .and. &
+            .not. c_associated(i%timeline_path) .and. .not. c_associated(i0%timeline_path) .and. &
+            i%timeline_steps == i0%timeline_steps .and. i%timeline_first == i0%timeline_first, &
+            "hpct_insitu_config_t() equals HPCT_INSITU_CONFIG_INITIALIZER")
     end subroutine
 
     ! ---- context --------------------------------------------------------------------------

@@ -132,7 +132,9 @@ static const long insitu_config_off[] = {
     OFF(hpct_insitu_config_t, version),       OFF(hpct_insitu_config_t, resume),
     OFF(hpct_insitu_config_t, catch_signals), OFF(hpct_insitu_config_t, log_interval),
     OFF(hpct_insitu_config_t, progress),      OFF(hpct_insitu_config_t, progress_arg),
-    OFF(hpct_insitu_config_t, metrics_path),  OFF(hpct_insitu_config_t, straggler_threshold)};
+    OFF(hpct_insitu_config_t, metrics_path),  OFF(hpct_insitu_config_t, straggler_threshold),
+    OFF(hpct_insitu_config_t, timeline_path), OFF(hpct_insitu_config_t, timeline_steps),
+    OFF(hpct_insitu_config_t, timeline_first)};
 #endif
 static const long shard_config_off[] = {OFF(hpct_shard_config_t, version),
                                         OFF(hpct_shard_config_t, chunk_rows),
