@@ -121,15 +121,19 @@ void svg_series(struct svg_plot *p, const char *series, const char *color, const
     fputs("\">\n", f);
     if (line && n > 1) {
         fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"", color);
-        for (int i = 0; i < n; i++)
-            fprintf(f, "%s%.1f,%.1f", i ? " " : "", px(p, x[i]), py(p, y[i]));
+        for (int i = 0, first = 1; i < n; i++)
+            if (isfinite(x[i]) && isfinite(y[i])) { /* a null value (NaN) leaves a point out */
+                fprintf(f, "%s%.1f,%.1f", first ? "" : " ", px(p, x[i]), py(p, y[i]));
+                first = 0;
+            }
         fputs("\"/>\n", f);
     }
     for (int i = 0; i < n; i++)
-        fprintf(f,
-                "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%s\" fill=\"%s\" data-step=\"%.0f\" "
-                "data-value=\"%.9g\"/>\n",
-                px(p, x[i]), py(p, y[i]), line ? "2" : "4", color, x[i], y[i]);
+        if (isfinite(x[i]) && isfinite(y[i]))
+            fprintf(f,
+                    "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%s\" fill=\"%s\" data-step=\"%.0f\" "
+                    "data-value=\"%.9g\"/>\n",
+                    px(p, x[i]), py(p, y[i]), line ? "2" : "4", color, x[i], y[i]);
     fputs("</g>\n", f);
 }
 
