@@ -24,6 +24,8 @@ struct hpct_ctx {
     double created_unix;    /* Unix seconds when the context was made (restart latency) */
     double comm_ready_unix; /* Unix seconds when hpct_init finished its communicators; 0 */
     void *timeline;         /* lib/obs's per-rank timeline while one is open; NULL: off */
+    long step_now;          /* the training step this rank is in (set by lib/train; 0: none): the
+                               collectives send it with their arrival tokens for hang reports */
 };
 
 /* A context with cfg (NULL: the defaults) checked and copied and its RNG seeded, but no

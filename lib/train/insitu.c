@@ -415,6 +415,7 @@ hpct_status_t hpct_insitu_step(hpct_insitu_t S, const float *x, const void *targ
     if (!S) return HPCT_ERR_INVALID_ARG;
     double t0 = hpcti_now();
     hpcti_tl_step(S->ctx, S->step + 1);
+    S->ctx->step_now = S->step + 1;
     hpcti_clear_error(S->ctx);
     struct local me = {.batch = local_batch};
     me.status = check_step(S, fn, local_batch);
@@ -442,6 +443,7 @@ hpct_status_t hpct_insitu_step_grads(hpct_insitu_t S, int local_batch, float loc
     if (!S) return HPCT_ERR_INVALID_ARG;
     double t0 = hpcti_now();
     hpcti_tl_step(S->ctx, S->step + 1);
+    S->ctx->step_now = S->step + 1;
     hpcti_clear_error(S->ctx);
     struct local me = {.batch = local_batch};
     me.status = check_step(S, fn, local_batch);

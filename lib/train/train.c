@@ -328,6 +328,7 @@ static hpct_status_t run(struct loop *L)
     while (!s && !stop && done < L->total_steps) {
         float loss;
         hpcti_tl_step(L->ctx, done + 1);
+        L->ctx->step_now = done + 1;
         s = step(L, &loss);
         if (s) break;
         done++;
