@@ -35,6 +35,9 @@ section "checkpoints vs raw write+fsync (issue 5)" "bench/bench_ckpt $scratch"
 section "checkpoint share of the Fashion-MNIST main job (issue 5)" "examples/fashion-mnist.sh"
 "$here/../examples/fashion-mnist.sh" "$build" "$scratch/hpct-bench-demo" | grep -E "^hpctrain"
 
+section "metrics and timeline vs neither, W=2 (issue 11)" "mpirun -np 2 bench/bench_obs $scratch"
+mpirun --oversubscribe -np 2 "$build/bench/bench_obs" "$scratch"
+
 section "Fortran wrappers vs C, a small step (issue 9)" "bench/bench_fortran"
 if [ -x "$build/bench/bench_fortran" ]; then
     "$build/bench/bench_fortran"

@@ -752,17 +752,32 @@ typedef struct hpct_progress {
 } hpct_progress_t;
 
 /* Versioned, append-only; always start from HPCT_TRAIN_CONFIG_INITIALIZER. */
-#define HPCT_TRAIN_CONFIG_VERSION 1
+#define HPCT_TRAIN_CONFIG_VERSION 2
 typedef struct hpct_train_config {
     unsigned version;  /* HPCT_TRAIN_CONFIG_VERSION */
     int global_batch;  /* samples per optimizer step over all ranks */
     int micro_batches; /* gradient accumulation steps per optimizer step (>= 1) */
     long epochs;       /* train until this many epochs are complete */
     long max_steps;    /* stop earlier after this many steps in all; 0 = no limit */
-    long log_interval; /* steps between progress callbacks; 0 = none */
+    long log_interval; /* steps between progress callbacks and metrics records; 0 = none */
     int resume;        /* 0/1: 1 continues from the newest valid checkpoint, if any */
     void (*progress)(const hpct_progress_t *p, void *arg); /* NULL = no reports */
     void *progress_arg;
+    /* version 2 */
+    const char *metrics_path;   /* JSON-lines file rank 0 appends to (doc/metrics.md); NULL or
+                                   "" = off */
+    hpct_dataset_t eval_data;   /* evaluated (hpct_evaluate) every eval_interval steps and at
+                                   the end, recorded in the metrics; NULL = none */
+    long eval_interval;         /* steps between evaluations; 0 = only at the end */
+    double straggler_threshold; /* warn (HPCT_LOG_WARN) and record when a rank's step time is
+                                   above the median by this fraction in 3 reports in a row;
+                                   0 = off */
+    void (*evaluated)(long step, double loss, double accuracy, long samples, void *arg);
+    /* NULL = none; called on every rank after each evaluation, with progress_arg */
+    const char *timeline_path; /* per-rank Chrome trace files <path>-rank<R>.json (Perfetto,
+                                  chrome://tracing; doc/metrics.md); NULL or "" = off */
+    long timeline_steps;       /* steps the timeline keeps (>= 1; default 100) ... */
+    long timeline_first;       /* ... the last ones (0), or from this step on (> 0) */
 } hpct_train_config_t;
 
 /* clang-format off */
@@ -775,7 +790,15 @@ typedef struct hpct_train_config {
     50,                        /* log_interval */                                                  \
     1,                         /* resume */                                                        \
     NULL,                      /* progress: no reports */                                          \
-    NULL                       /* progress_arg */                                                  \
+    NULL,                      /* progress_arg */                                                  \
+    NULL,                      /* metrics_path: off */                                             \
+    NULL,                      /* eval_data: none */                                               \
+    0,                         /* eval_interval: at the end only */                                \
+    0.2,                       /* straggler_threshold: 20 % above the median */                    \
+    NULL,                      /* evaluated */                                                     \
+    NULL,                      /* timeline_path: off */                                            \
+    100,                       /* timeline_steps */                                                \
+    0                          /* timeline_first: the last timeline_steps steps */                 \
 }
 /* clang-format on */
 
@@ -816,14 +839,20 @@ hpct_status_t hpct_evaluate(hpct_model_t model, hpct_dataset_t ds, double *loss,
 typedef struct hpct_insitu *hpct_insitu_t;
 
 /* Versioned, append-only; always start from HPCT_INSITU_CONFIG_INITIALIZER. */
-#define HPCT_INSITU_CONFIG_VERSION 1
+#define HPCT_INSITU_CONFIG_VERSION 2
 typedef struct hpct_insitu_config {
     unsigned version;  /* HPCT_INSITU_CONFIG_VERSION */
     int resume;        /* 1: hpct_insitu_start loads the newest valid checkpoint (default) */
     int catch_signals; /* 1: catch SIGTERM and SIGUSR1 while the session lives (default) */
-    long log_interval; /* steps between progress reports; 0 = none (default 0) */
+    long log_interval; /* steps between progress reports and metrics records; 0 = none */
     void (*progress)(const hpct_progress_t *p, void *arg); /* NULL: log at HPCT_LOG_INFO */
     void *progress_arg;
+    /* version 2 */
+    const char *metrics_path;   /* as hpct_train_config_t.metrics_path; NULL or "" = off */
+    double straggler_threshold; /* as hpct_train_config_t.straggler_threshold; 0 = off */
+    const char *timeline_path;  /* as hpct_train_config_t.timeline_path; NULL or "" = off */
+    long timeline_steps;        /* as hpct_train_config_t.timeline_steps (default 100) */
+    long timeline_first;        /* as hpct_train_config_t.timeline_first (default 0) */
 } hpct_insitu_config_t;
 
 /* clang-format off */
@@ -833,7 +862,12 @@ typedef struct hpct_insitu_config {
     1,                          /* catch_signals */                                                \
     0,                          /* log_interval: no reports */                                     \
     NULL,                       /* progress: log at HPCT_LOG_INFO */                               \
-    NULL                        /* progress_arg */                                                 \
+    NULL,                       /* progress_arg */                                                 \
+    NULL,                       /* metrics_path: off */                                            \
+    0.2,                        /* straggler_threshold */                                          \
+    NULL,                       /* timeline_path: off */                                           \
+    100,                        /* timeline_steps */                                               \
+    0                           /* timeline_first: the last timeline_steps steps */                \
 }
 /* clang-format on */
 

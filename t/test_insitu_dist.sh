@@ -9,7 +9,7 @@
 . "${top_srcdir:-.}/t/lib/dist_lib.sh"
 PROG="$top_builddir/t/lib/insitu_prog"
 need_mpi
-plan 15
+plan 17
 case_ok "W=2: 20 steps on different data, replicas bit-identical" mpi 2 -- same 20
 case_ok "W=3, two virtual nodes: the same" mpi 3 HPCT_RANKS_PER_NODE=2 -- same 20
 case_ok "W=2: local batches 3 + 5 (and 3 + 0) equal one process on 8 (and 3) rows" mpi 2 -- uneven 12
@@ -46,14 +46,14 @@ sim() {
     [ -z "$missing" ]
     ok $? "$mode: cadence checkpoints of steps 4, 8, 12 and the final 14 in $dirs" ||
         { diag "missing:$missing"; ls -R "$d/ref" | sed 's/^/#   /'; }
-    mpi 2 -- sim "$d/run" $STEPS 6 1 4 "$mode" >"$tmpdir/stop.out" 2>&1
+    mpi 2 INSITU_METRICS="$d/metrics.jsonl" -- sim "$d/run" $STEPS 6 1 4 "$mode" >"$tmpdir/stop.out" 2>&1
     rc=$?
     ckpt="$d/run"
     [ "$mode" = local ] && ckpt="$d/run/rank1"
     [ $rc -eq 75 ] && grep -q '^STOPPED after step 6$' "$tmpdir/stop.out" &&
         ! grep -q '^FAIL' "$tmpdir/stop.out" && [ -f "$ckpt/ckpt-000000000006.h5" ]
     ok $? "$mode: SIGTERM on rank 1 before step 6: every rank returns HPCT_PREEMPTED after step 6, exit 75 (got $rc), checkpoint of step 6" "$tmpdir/stop.out"
-    mpi 2 -- sim "$d/run" $STEPS 0 1 4 "$mode" >"$tmpdir/resume.out" 2>&1
+    mpi 2 INSITU_METRICS="$d/metrics.jsonl" INSITU_TIMELINE="$d/tl" -- sim "$d/run" $STEPS 0 1 4 "$mode" >"$tmpdir/resume.out" 2>&1
     rc=$?
     got=$(result "$tmpdir/resume.out")
     [ $rc -eq 0 ] && grep -q '^RESUMED at step 6$' "$tmpdir/resume.out" && [ "$got" = "$ref" ]
@@ -61,3 +61,35 @@ sim() {
 }
 sim shared
 sim local
+
+# The session's metrics file across the stop and the resumption (doc/metrics.md).
+m="$tmpdir/shared/metrics.jsonl"
+if command -v python3 >/dev/null 2>&1; then
+    got=$(python3 - "$m" <<'PY' 2>&1
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+print([r["api"] for r in recs if r["type"] == "run_start"],
+      ["%d:%s:%d" % (r["segment"], r["reason"], r["step"]) for r in recs if r["type"] == "stop"],
+      [r["step"] for r in recs if r["type"] == "step"],
+      [r["step"] for r in recs if r["type"] == "resume"],
+      sum(r["type"] == "checkpoint" for r in recs) >= 4)
+PY
+)
+    is "$got" "['insitu', 'insitu'] ['1:signal:6', '2:done:14'] [2, 4, 6, 8, 10, 12, 14] [6] True" \
+        "in-situ metrics: two segments, stop by signal after 6 and done at 14, reports every 2 steps once each, resume at 6, checkpoints"
+    got=$(python3 - "$tmpdir/shared/tl-rank0.json" "$tmpdir/shared/tl-rank1.json" <<'PY' 2>&1
+import json, sys
+out = []
+for f in sys.argv[1:]:
+    x = [e for e in json.load(open(f))["traceEvents"] if e["ph"] == "X"]
+    steps = sorted({e["args"]["step"] for e in x if e["name"] == "step"})
+    names = {e["name"].split()[0] for e in x}
+    out.append("%s %s" % (steps, all(n in names for n in ["agreement", "optimizer", "forward", "backward", "allreduce"])))
+print("; ".join(out))
+PY
+)
+    is "$got" "[11, 12, 13, 14] True; [11, 12, 13, 14] True" \
+        "in-situ timeline: each rank's file parses and keeps the last 4 steps with agreement, optimizer, forward, backward and reduction spans"
+else
+    skip 2 "no python3 to read the metrics file"
+fi

@@ -5,12 +5,14 @@
 # resumed from it must end with the uninterrupted 3-rank run's parameters (bit-identical).
 # When rank 0 (the writer) is the one that stops, the others end the job with 124 after
 # their grace period, without a checkpoint.
-# No rank process may be left behind (leftovers are SIGKILLed by their recorded pids).
+# The timeout names what the hung rank did last (its last collective and step, from the
+# arrival tokens). No rank process may be left behind (leftovers are SIGKILLed by their
+# recorded pids).
 . "${top_srcdir:-.}/t/lib/train_lib.sh"
 need_tool
 need_mpi
 make_data
-echo "1..7"
+echo "1..8"
 
 train 3 "$work/ref" "$work/ref.out"
 ref=$(params_hash "$work/ref.out")
@@ -24,6 +26,9 @@ echo "# the hung job ended with exit $rc after about $(($(date +%s) - start)) s 
 grep -q "rank 0: training (a rank hung) failed: .*rank 2 of 3 did not arrive within 5 s" "$work/hang.out" &&
     [ -f "$(ckpt_file "$work/hang" 30)" ] && [ ! -f "$(ckpt_file "$work/hang" 31)" ]
 ok $? "rank 0 names rank 2 and wrote the emergency checkpoint of step 30"
+seen=$(grep -o "last seen: rank 2 entered '[^']*' (#[0-9]*) in step [0-9]*" "$work/hang.out" | head -n 1)
+case "$seen" in *" in step 30") true ;; *) false ;; esac
+ok $? "the timeout says what rank 2 did last, from its last arrival token: ${seen:-nothing}"
 alive=0
 for f in "$work/hang.out".pid.*; do [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && alive=1; done
 [ $alive = 0 ]; ok $? "no rank process of the hung job is left behind"

@@ -16,6 +16,8 @@ static const subcommand_t subcommands[] = {
     {"shard", tool_shard_main, "convert IDX/.npy/CSV data into HDF5 shards and a manifest"},
     {"train", tool_train_main, "train the built-in MLP data-parallel, with checkpoints"},
     {"ckpt", tool_ckpt_main, "inspect, verify or compare checkpoint files (info|verify|diff)"},
+    {"report", tool_report_main, "summarise a run from its metrics file and plot it (SVG)"},
+    {"trace", tool_trace_main, "merge the per-rank timelines into one (trace merge)"},
 };
 
 static void usage(FILE *out)

@@ -52,5 +52,7 @@ int tool_read_csv(const char *path, int label_column, int skip_header, tool_arra
 int tool_shard_main(int argc, char **argv);
 int tool_train_main(int argc, char **argv);
 int tool_ckpt_main(int argc, char **argv);
+int tool_report_main(int argc, char **argv);
+int tool_trace_main(int argc, char **argv);
 
 #endif

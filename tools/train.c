@@ -40,6 +40,10 @@ struct run {
     /* test hooks (t/test_train_*.sh), read from the environment; step 0 = off */
     long raise_step, stop_step, delay_ms;
     int raise_rank, stop_rank;
+    /* the latest evaluation (hpct_train runs it on eval_manifest's data) */
+    double eval_loss, eval_acc;
+    long eval_n;
+    char metrics[TC_PATH_MAX + 32], timeline[TC_PATH_MAX + 32];
 };
 
 /* This process's rank from the launcher's environment, before the runtime starts; -1 when
@@ -292,6 +296,35 @@ static void print_progress(const hpct_progress_t *p, void *arg)
     fflush(stdout);
 }
 
+/* Every evaluation during training (cadence and end): rank 0 prints it; the last is kept. */
+static void print_eval(long step, double loss, double acc, long n, void *arg)
+{
+    struct run *r = arg;
+    r->eval_loss = loss, r->eval_acc = acc, r->eval_n = n;
+    if (r->topo.rank == 0)
+        printf("hpctrain: evaluation after step %ld: test loss %.4f accuracy %.4f\n", step, loss,
+               acc);
+    fflush(stdout);
+}
+
+/* metrics_file: auto = checkpoint_dir/metrics.jsonl, none = off (""), else the path. */
+static const char *metrics_path(struct run *r)
+{
+    if (!strcmp(r->c.metrics_file, "none")) return "";
+    if (strcmp(r->c.metrics_file, "auto")) return r->c.metrics_file;
+    snprintf(r->metrics, sizeof r->metrics, "%s/metrics.jsonl", r->c.checkpoint_dir);
+    return r->metrics;
+}
+
+/* timeline_file: none = off (""), auto = checkpoint_dir/timeline, else the prefix. */
+static const char *timeline_prefix(struct run *r)
+{
+    if (!strcmp(r->c.timeline_file, "none")) return "";
+    if (strcmp(r->c.timeline_file, "auto")) return r->c.timeline_file;
+    snprintf(r->timeline, sizeof r->timeline, "%s/timeline", r->c.checkpoint_dir);
+    return r->timeline;
+}
+
 /* Sleep min(seconds, 60), through interruptions by signals. */
 static void hang_grace(double seconds)
 {
@@ -334,6 +367,13 @@ static int train_and_report(struct run *r)
     tc.epochs = r->c.epochs, tc.log_interval = r->c.log_interval;
     tc.resume = !strcmp(r->c.resume, "auto");
     tc.progress = print_progress, tc.progress_arg = r;
+    tc.metrics_path = metrics_path(r);
+    tc.eval_data = r->eval, tc.evaluated = print_eval;
+    tc.eval_interval =
+        r->c.eval_every_steps ? r->c.eval_every_steps : r->c.eval_every_epochs * steps_per_epoch;
+    tc.straggler_threshold = r->c.straggler_threshold;
+    tc.timeline_path = timeline_prefix(r);
+    tc.timeline_steps = r->c.timeline_steps, tc.timeline_first = r->c.timeline_first;
     hpct_train_result_t res;
     s = hpct_train(r->model, r->opt, r->train, r->ck, &tc, &res);
     const char *why = "";
@@ -364,10 +404,6 @@ static int train_and_report(struct run *r)
         return HPCT_EXIT_HANG;
     }
     if (s) return fail(r, "training", s);
-    double loss = 0, acc = 0;
-    long n = 0;
-    if (r->eval && (s = hpct_evaluate(r->model, r->eval, &loss, &acc, &n)))
-        return fail(r, "evaluating", s);
     const char *path = "";
     hpct_ckpt_last_path(r->ck, &path);
     if (r->topo.rank == 0 && res.resumed_from >= 0 && res.resumed_from == res.steps)
@@ -381,7 +417,9 @@ static int train_and_report(struct run *r)
                path && *path ? path : "(none)");
     }
     if (r->topo.rank == 0) {
-        if (r->eval) printf("hpctrain: test loss %.4f accuracy %.4f (%ld samples)\n", loss, acc, n);
+        if (r->eval)
+            printf("hpctrain: test loss %.4f accuracy %.4f (%ld samples)\n", r->eval_loss,
+                   r->eval_acc, r->eval_n);
         print_params_hash(r);
     }
     return TOOL_OK;

@@ -65,6 +65,13 @@ static const struct key keys[] = {
     {"checkpoint_async", K_BOOL, F(checkpoint_async), NULL, 0, 1, 0, "1"},
     {"walltime_margin", K_DOUBLE, F(walltime_margin), NULL, 0, 1e9, 0, "120"},
     {"resume", K_STR, F(resume), "auto|never", 0, 0, 0, "auto"},
+    {"metrics_file", K_STR, F(metrics_file), NULL, 0, 0, 0, "auto"},
+    {"eval_every_steps", K_LONG, F(eval_every_steps), NULL, 0, 1e15, 0, "0"},
+    {"eval_every_epochs", K_LONG, F(eval_every_epochs), NULL, 0, 1e9, 0, "0"},
+    {"straggler_threshold", K_DOUBLE, F(straggler_threshold), NULL, 0, 1e6, 0, "0.2"},
+    {"timeline_file", K_STR, F(timeline_file), NULL, 0, 0, 0, "none"},
+    {"timeline_steps", K_LONG, F(timeline_steps), NULL, 1, 1e6, 0, "100"},
+    {"timeline_first", K_LONG, F(timeline_first), NULL, 0, 1e15, 0, "0"},
 };
 #define NUM_KEYS (sizeof keys / sizeof keys[0])
 
@@ -325,6 +332,11 @@ int train_config_validate(const struct train_config *c, char *err, size_t errlen
     if (c->nesterov && (strcmp(c->optimizer, "sgd") || c->momentum <= 0))
         return fail(err, errlen, "nesterov = 1 needs optimizer = sgd with momentum > 0");
     if (!c->checkpoint_dir[0]) return fail(err, errlen, "checkpoint_dir is empty");
+    if (c->eval_every_steps && c->eval_every_epochs)
+        return fail(err, errlen, "set eval_every_steps or eval_every_epochs, not both");
+    if ((c->eval_every_steps || c->eval_every_epochs) && !c->eval_manifest[0])
+        return fail(err, errlen, "eval_every_%s needs eval_manifest",
+                    c->eval_every_steps ? "steps" : "epochs");
     return 0;
 }
 

@@ -35,6 +35,12 @@ struct train_config {
     char resume[16]; /* auto | never */
     char backend[16]; /* cpu | cuda (not hashed: a run may resume on the other backend) */
     long consistency_interval; /* steps between replica hash checks across ranks; 0 = never */
+    /* what the run leaves behind (doc/metrics.md) */
+    char metrics_file[TC_PATH_MAX];           /* auto: checkpoint_dir/metrics.jsonl; none: off */
+    long eval_every_steps, eval_every_epochs; /* evaluation cadence; 0 = at the end only */
+    double straggler_threshold;               /* fraction above the median step time; 0 = off */
+    char timeline_file[TC_PATH_MAX]; /* none (default) | auto: checkpoint_dir/timeline | prefix */
+    long timeline_steps, timeline_first; /* ring of the last steps, or a window from first */
 };
 
 /* Fill every field with its documented default. */

@@ -1,6 +1,7 @@
 /* ckpt.c: the checkpoint handle: configuration, cadence, the snapshot of a training state,
  * the background writer, and load with fall-back to the previous checkpoint. */
 #include "ckpt.h"
+#include "../obs/obs.h"
 #include "../device/ops.h"
 #include "../model/params.h"
 
@@ -57,11 +58,20 @@ struct hpct_ckpt {
     hpcti_ckerr_t werr; /* status and detail of the last background write */
     int lock_fd;        /* the directory lock (dirlock.c) on the writer rank, else -1 */
     char wpath[HPCTI_CKPT_PATH_MAX];
+    /* timeline: the last background copy [2] and write [3] (monotonic s), not yet traced */
+    double copy_t[2], write_t[3];
+    long write_step;
+    int untraced;
 };
 
 int hpcti_ckpt_writer_rank(hpct_ckpt_t ck)
 {
     return ck->cfg.writer_rank;
+}
+
+uint64_t hpcti_ckpt_config_hash(hpct_ckpt_t ck)
+{
+    return ck->cfg.config_hash;
 }
 
 void hpcti_ckpt_note_save(hpct_ckpt_t ck, long step)
@@ -129,8 +139,10 @@ static hpct_status_t copy_staged(hpct_ckpt_t ck, int to_user);
 /* defer_copy: take the snapshot on this thread, then release hpct_ckpt_before_update. */
 static void copy_in_background(hpct_ckpt_t ck)
 {
+    double t0 = hpcti_now();
     copy_staged(ck, 0); /* deferred only on the cpu backend, whose copies cannot fail */
     pthread_mutex_lock(&ck->mu);
+    ck->copy_t[0] = t0, ck->copy_t[1] = hpcti_now();
     ck->copy_pending = 0;
     pthread_cond_broadcast(&ck->cv);
     pthread_mutex_unlock(&ck->mu);
@@ -144,12 +156,16 @@ static void *writer_main(void *arg)
         while (!ck->pending && !ck->quit) pthread_cond_wait(&ck->cv, &ck->mu);
         if (!ck->pending) break;
         int copy = ck->copy_pending;
+        if (!copy) ck->copy_t[0] = ck->copy_t[1] = 0.0;
         pthread_mutex_unlock(&ck->mu);
         if (copy) copy_in_background(ck);
         hpcti_ckerr_t err = {0, ""};
         char path[HPCTI_CKPT_PATH_MAX];
-        hpct_status_t s = hpcti_ck_write(&ck->d, &ck->snap, path, &err);
+        double times[3];
+        hpct_status_t s = hpcti_ck_write(&ck->d, &ck->snap, path, &err, times);
         pthread_mutex_lock(&ck->mu);
+        memcpy(ck->write_t, times, sizeof times);
+        ck->write_step = ck->snap.step, ck->untraced = 1;
         ck->werr = err;
         ck->werr.status = s;
         if (!s) snprintf(ck->wpath, sizeof ck->wpath, "%s", path);
@@ -180,6 +196,32 @@ static hpct_status_t start_writer(hpct_ckpt_t ck)
     return HPCT_SUCCESS;
 }
 
+/* The spans of one write: [3] begin, synced, committed (track 1 or 0). */
+static void trace_write(hpct_ckpt_t ck, int tid, const double *t, long step)
+{
+    hpcti_tl_span(ck->ctx, tid, "ckpt_write", "checkpoint", t[0], t[1], "\"ckpt_step\":%ld", step);
+    hpcti_tl_span(ck->ctx, tid, "ckpt_commit", "checkpoint", t[1], t[2], "\"ckpt_step\":%ld", step);
+}
+
+void hpcti_ckpt_trace(hpct_ckpt_t ck)
+{
+    if (!ck || !ck->has_thread || !ck->ctx->timeline) return;
+    double c[2], w[3];
+    long step;
+    pthread_mutex_lock(&ck->mu);
+    int todo = ck->untraced && !ck->pending;
+    if (todo) {
+        memcpy(c, ck->copy_t, sizeof c), memcpy(w, ck->write_t, sizeof w);
+        step = ck->write_step, ck->untraced = 0;
+    }
+    pthread_mutex_unlock(&ck->mu);
+    if (!todo) return;
+    if (c[1] > 0)
+        hpcti_tl_span(ck->ctx, 1, "ckpt_snapshot", "checkpoint", c[0], c[1], "\"ckpt_step\":%ld",
+                      step);
+    trace_write(ck, 1, w, step);
+}
+
 /* Wait for the write in flight; its failure becomes the context's error. */
 static hpct_status_t drain(hpct_ckpt_t ck)
 {
@@ -190,6 +232,7 @@ static hpct_status_t drain(hpct_ckpt_t ck)
     ck->werr.status = HPCT_SUCCESS;
     if (!err.status && ck->wpath[0]) snprintf(ck->last_path, sizeof ck->last_path, "%s", ck->wpath);
     pthread_mutex_unlock(&ck->mu);
+    hpcti_ckpt_trace(ck);
     if (!err.status) return HPCT_SUCCESS;
     return hpcti_error(ck->ctx, err.status, "asynchronous checkpoint write failed: %s", err.msg);
 }
@@ -523,10 +566,14 @@ hpct_status_t hpct_ckpt_save(hpct_ckpt_t ck, hpct_params_t params, hpct_optimize
     ck->snap.serial = ck->serial;
     ck->snap.keep = ck->cfg.keep_every > 0 && ck->serial % ck->cfg.keep_every == 0;
     int defer = ck->has_thread && ck->cfg.defer_copy && ck->ctx->ops == &hpcti_cpu_ops;
+    double t0 = hpcti_tl_now(ck->ctx);
     if (staged && !defer && (s = copy_staged(ck, 0))) {
         ck->serial--; /* nothing was queued under this serial */
         return s;
     }
+    if (staged && !defer && t0 > 0)
+        hpcti_tl_span(ck->ctx, 0, "ckpt_snapshot", "checkpoint", t0, hpcti_now(),
+                      "\"ckpt_step\":%ld", meta->step);
     ck->last_saved_step = meta->step;
     ck->last_save = hpcti_now();
     if (!isnan(ck->job_end) && ck->job_end - wall_now() <= ck->cfg.walltime_margin)
@@ -541,8 +588,10 @@ hpct_status_t hpct_ckpt_save(hpct_ckpt_t ck, hpct_params_t params, hpct_optimize
     }
     hpcti_ckerr_t err = {0, ""};
     char path[HPCTI_CKPT_PATH_MAX];
-    if ((s = hpcti_ck_write(&ck->d, &ck->snap, path, &err)))
+    double times[3];
+    if ((s = hpcti_ck_write(&ck->d, &ck->snap, path, &err, times)))
         return hpcti_error(ck->ctx, s, "%s", err.msg);
+    trace_write(ck, 0, times, meta->step);
     snprintf(ck->last_path, sizeof ck->last_path, "%s", path);
     hpcti_log(ck->ctx, HPCT_LOG_INFO, "checkpoint of step %ld written to %s", meta->step, path);
     return HPCT_SUCCESS;

@@ -88,9 +88,12 @@ HPCTI_CHECK hpct_status_t hpcti_ckpt_lock_dir(hpct_ctx_t ctx, const char *dir, i
 void hpcti_ckpt_unlock_dir(int fd);
 
 /* commit.c: write snap as one checkpoint file and commit it atomically, then apply
- * retention. final receives the committed path. Runs on the writer thread in async mode. */
+ * retention. final receives the committed path; times [3] (monotonic seconds) when the write
+ * began, when the file was written and synced, and when the commit ended (the timeline).
+ * Runs on the writer thread in async mode. */
 HPCTI_CHECK hpct_status_t hpcti_ck_write(const hpcti_ckdir_t *d, const hpcti_snapshot_t *snap,
-                             char final[HPCTI_CKPT_PATH_MAX], hpcti_ckerr_t *err);
+                             char final[HPCTI_CKPT_PATH_MAX], hpcti_ckerr_t *err,
+                             double times[3]);
 /* out = dir/name (truncated to the buffer). */
 void hpcti_ck_join(char out[HPCTI_CKPT_PATH_MAX], const char *dir, const char *name);
 /* Remove temporary files of dead writers on this host. */
@@ -137,6 +140,11 @@ long long hpcti_ck_first_nonfinite(const void *data, int dtype, size_t count);
 
 /* The rank that saves (cfg.writer_rank): the training loop honours it. */
 int hpcti_ckpt_writer_rank(hpct_ckpt_t ck);
+/* On the training thread: the timeline spans (track 1) of the last background copy, write and
+ * commit once the writer has finished them; nothing without a timeline. */
+void hpcti_ckpt_trace(hpct_ckpt_t ck);
+/* cfg.config_hash of the handle (the run's training-configuration hash). */
+uint64_t hpcti_ckpt_config_hash(hpct_ckpt_t ck);
 /* A save of step happened on the writer rank: restart this rank's cadence clock too, so
  * every rank agrees when the next time-based save is due. */
 void hpcti_ckpt_note_save(hpct_ckpt_t ck, long step);

@@ -151,9 +151,10 @@ void hpcti_ck_clean_stale(const char *dir)
 }
 
 hpct_status_t hpcti_ck_write(const hpcti_ckdir_t *d, const hpcti_snapshot_t *snap,
-                             char final[HPCTI_CKPT_PATH_MAX], hpcti_ckerr_t *err)
+                             char final[HPCTI_CKPT_PATH_MAX], hpcti_ckerr_t *err, double times[3])
 {
     char name[64], tmp[HPCTI_CKPT_PATH_MAX];
+    times[0] = times[1] = times[2] = hpcti_now();
     snprintf(name, sizeof name, "ckpt-%012ld%s.h5", snap->step, snap->keep ? "-keep" : "");
     hpcti_ck_join(final, d->dir, name);
     temp_name(tmp, d->dir, name);
@@ -164,6 +165,7 @@ hpct_status_t hpcti_ck_write(const hpcti_ckdir_t *d, const hpcti_snapshot_t *sna
         return s;
     }
     hpcti_ck_stop_if(d, HPCTI_STAGE_SYNCED);
+    times[1] = hpcti_now();
     if (rename(tmp, final) < 0) {
         s = hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot rename %s to %s: %s", tmp, final,
                             strerror(errno));
@@ -175,5 +177,6 @@ hpct_status_t hpcti_ck_write(const hpcti_ckdir_t *d, const hpcti_snapshot_t *sna
     if ((s = update_pointer(d, name, snap->serial, err))) return s;
     hpcti_ckerr_t ignored;
     hpcti_ck_apply_retention(d, &ignored);
+    times[2] = hpcti_now();
     return HPCT_SUCCESS;
 }

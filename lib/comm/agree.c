@@ -9,10 +9,11 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #define DETAIL_BYTES 1024 /* the failing rank's error detail, as hpct_last_error holds it */
 
-/* Post the parts of a onto d's communicator; reqs [3] receives the requests, *n their count. */
+/* Post the parts of a onto d's communicator; reqs [4] receives the requests, *n their count. */
 static hpct_status_t post(hpct_ctx_t ctx, const char *name, struct hpcti_agreement *a, MPI_Op op,
                           MPI_Request *reqs, int *n)
 {
@@ -26,6 +27,9 @@ static hpct_status_t post(hpct_ctx_t ctx, const char *name, struct hpcti_agreeme
                             &reqs[(*n)++]);
     if (rc == MPI_SUCCESS && a->all)
         rc = MPI_Iallgather(&a->mine, 1, MPI_DOUBLE, a->all, 1, MPI_DOUBLE, d->comm, &reqs[(*n)++]);
+    if (rc == MPI_SUCCESS && a->all2)
+        rc = MPI_Iallgather(&a->mine2, 1, MPI_DOUBLE, a->all2, 1, MPI_DOUBLE, d->comm,
+                            &reqs[(*n)++]);
     if (rc == MPI_SUCCESS) return HPCT_SUCCESS;
     if (*n > 0) reqs[--*n] = MPI_REQUEST_NULL; /* the failed call posted nothing */
     return hpcti_error(ctx, HPCT_ERR_COMM, "%s: a non-blocking MPI reduction failed (code %d)",
@@ -38,9 +42,10 @@ static hpct_status_t agree_with(hpct_ctx_t ctx, const char *name, struct hpcti_a
 {
     if (!ctx->dist) { /* one rank: its own values are the result */
         if (a->all) a->all[0] = a->mine;
+        if (a->all2) a->all2[0] = a->mine2;
         return HPCT_SUCCESS;
     }
-    MPI_Request reqs[3];
+    MPI_Request reqs[4];
     int n;
     hpct_status_t s = hpcti_op_begin(ctx, name, 0, 0);
     if (s) return s;
@@ -97,4 +102,29 @@ hpct_status_t hpcti_agree_status(hpct_ctx_t ctx, const char *name, hpct_status_t
     long code = hpcti_fail_code(ctx, status);
     hpct_status_t s = hpcti_agree(ctx, name, &code, 1, MPI_MAX);
     return s ? s : hpcti_share_failure(ctx, name, code, mine);
+}
+
+hpct_status_t hpcti_agree_hosts(hpct_ctx_t ctx, char *hosts, int width)
+{
+    struct hpcti_dist *d = ctx->dist;
+    char mine[256] = "";
+    if (d)
+        snprintf(mine, sizeof mine, "%s", d->boot.hostname);
+    else if (gethostname(mine, sizeof mine - 1) != 0)
+        snprintf(mine, sizeof mine, "unknown");
+    char *send = hosts + (size_t)(d ? d->rank : 0) * (size_t)width;
+    memset(send, 0, (size_t)width);
+    snprintf(send, (size_t)width, "%s", mine);
+    if (!d) return HPCT_SUCCESS;
+    MPI_Request req = MPI_REQUEST_NULL;
+    hpct_status_t s = hpcti_op_begin(ctx, "host name exchange", 0, 0);
+    if (s) return s;
+    int rc =
+        MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, hosts, width, MPI_CHAR, d->comm, &req);
+    s = hpcti_op_end(ctx, &req, rc == MPI_SUCCESS);
+    if (!s && rc != MPI_SUCCESS)
+        s = hpcti_error(ctx, HPCT_ERR_COMM, "host name exchange: MPI_Iallgather failed (code %d)",
+                        rc);
+    for (int r = 0; r < d->size; r++) hosts[(size_t)r * (size_t)width + (size_t)width - 1] = '\0';
+    return s;
 }

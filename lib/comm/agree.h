@@ -18,8 +18,10 @@ struct hpcti_agreement {
     int nmax;
     long *sum; /* [nsum] this rank's values in, their sum over ranks out */
     int nsum;
-    double mine; /* this rank's real value (e.g. a loss sum) ... */
-    double *all; /* ... gathered into all [ranks] in rank order; NULL: nothing gathered */
+    double mine;  /* this rank's real value (e.g. a loss sum) ... */
+    double *all;  /* ... gathered into all [ranks] in rank order; NULL: nothing gathered */
+    double mine2; /* a second real value (e.g. a step time) ... */
+    double *all2; /* ... gathered the same way; NULL: nothing gathered */
 };
 HPCTI_CHECK hpct_status_t hpcti_agree_all(hpct_ctx_t ctx, const char *name, struct hpcti_agreement *a);
 
@@ -34,5 +36,9 @@ HPCTI_CHECK hpct_status_t hpcti_share_failure(hpct_ctx_t ctx, const char *name, 
  * failing rank's status and detail (mine on this rank), or HPCT_SUCCESS. Collective. */
 HPCTI_CHECK hpct_status_t hpcti_agree_status(hpct_ctx_t ctx, const char *name, hpct_status_t status,
                                  const char *mine);
+
+/* hosts [ranks][width] = every rank's host name (cut to width - 1 bytes), in rank order: one
+ * deadline-bounded allgather; one rank: its own. */
+hpct_status_t hpcti_agree_hosts(hpct_ctx_t ctx, char *hosts, int width);
 
 #endif

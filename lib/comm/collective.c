@@ -123,7 +123,8 @@ static hpct_status_t op_start(hpct_ctx_t ctx, const char *name, int max_red, siz
     d->nred = 0;
     d->scratch_used = 0;
     d->op_name = name;
-    d->tok_out = ++d->op_seq;
+    d->tok_out[0] = ++d->op_seq;
+    d->tok_out[1] = ctx->step_now > 0 ? (uint64_t)ctx->step_now : 0;
     d->op_start = hpcti_now();
     d->in_op = 1;
     d->op_tokens = tokens;
@@ -132,9 +133,9 @@ static hpct_status_t op_start(hpct_ctx_t ctx, const char *name, int max_red, siz
     for (int p = 0; p < d->size; p++) {
         d->tok_req[p] = d->tok_req[d->size + p] = MPI_REQUEST_NULL;
         if (p == d->rank || !tokens || rc != MPI_SUCCESS) continue;
-        rc = MPI_Irecv(&d->tok_in[p], 1, MPI_UINT64_T, p, TOKEN_TAG, d->ctl, &d->tok_req[p]);
+        rc = MPI_Irecv(&d->tok_in[2 * p], 2, MPI_UINT64_T, p, TOKEN_TAG, d->ctl, &d->tok_req[p]);
         if (rc == MPI_SUCCESS)
-            rc = MPI_Isend(&d->tok_out, 1, MPI_UINT64_T, p, TOKEN_TAG, d->ctl,
+            rc = MPI_Isend(d->tok_out, 2, MPI_UINT64_T, p, TOKEN_TAG, d->ctl,
                            &d->tok_req[d->size + p]);
     }
     return rc == MPI_SUCCESS ? HPCT_SUCCESS : hpcti_mpi_failed(ctx, rc, "posting arrival tokens");
@@ -191,18 +192,37 @@ static int flags_behind(const struct goal *g, uint64_t op, int absent, char *out
     return count;
 }
 
-/* The HPCT_ERR_TIMEOUT detail: which ranks have not arrived at which operation. */
+/* What the missing rank p did last, from its token of the last completed operation, into
+ * out [cap]: the operation it entered and the step it was in. */
+static size_t last_seen(const struct hpcti_dist *d, int p, char *out, size_t cap)
+{
+    uint64_t op = d->tok_last[2 * p], step = d->tok_last[2 * p + 1];
+    if (op == 0) return (size_t)snprintf(out, cap, "rank %d: no collective completed yet", p);
+    int n = snprintf(out, cap, "rank %d entered '%s' (#%llu)", p,
+                     d->last_op_name ? d->last_op_name : "?", (unsigned long long)op);
+    if (step && n > 0 && (size_t)n < cap)
+        n += snprintf(out + n, cap - (size_t)n, " in step %llu", (unsigned long long)step);
+    return n > 0 ? (size_t)n : 0;
+}
+
+/* The HPCT_ERR_TIMEOUT detail: which ranks have not arrived at which operation, and what the
+ * first few of them did last (their last arrival token). */
 static hpct_status_t timed_out(hpct_ctx_t ctx, const struct goal *g)
 {
     struct hpcti_dist *d = ctx->dist;
-    char missing[512] = "";
-    size_t len = 0;
+    char missing[512] = "", last[400] = "";
+    size_t len = 0, ll = 0;
     int count = 0;
     for (int p = 0; p < d->size; p++) {
         if (d->tok_req[p] == MPI_REQUEST_NULL) continue;
         if (len < sizeof missing - 16)
             len +=
                 (size_t)snprintf(missing + len, sizeof missing - len, "%s%d", count ? "," : "", p);
+        if (count < 4 && ll < sizeof last - 100) {
+            ll +=
+                (size_t)snprintf(last + ll, sizeof last - ll, "%s", count ? "; " : "; last seen: ");
+            ll += last_seen(d, p, last + ll, sizeof last - ll);
+        }
         count++;
     }
     d->broken = 1;
@@ -213,9 +233,9 @@ static hpct_status_t timed_out(hpct_ctx_t ctx, const struct goal *g)
         return hpcti_error(
             ctx, HPCT_ERR_TIMEOUT,
             "%s (operation #%llu): rank%s %s of %d did not arrive within %g s (seen by rank %d on "
-            "%s); end the job with hpct_abort_job(ctx, HPCT_EXIT_HANG)",
+            "%s%s); end the job with hpct_abort_job(ctx, HPCT_EXIT_HANG)",
             d->op_name, (unsigned long long)d->op_seq, count > 1 ? "s" : "", missing, d->size,
-            d->deadline_s, d->rank, d->boot.hostname);
+            d->deadline_s, d->rank, d->boot.hostname, last);
     int behind = flags_behind(g, d->op_seq, 0, missing, sizeof missing);
     if (behind)
         return hpcti_error(
@@ -303,11 +323,15 @@ hpct_status_t hpcti_op_end(hpct_ctx_t ctx, MPI_Request *reqs, int n)
     d->in_op = 0;
     d->ops++;
     for (int p = 0; p < d->size; p++)
-        if (d->op_tokens && p != d->rank && d->tok_in[p] != d->tok_out)
+        if (d->op_tokens && p != d->rank && d->tok_in[2 * p] != d->tok_out[0])
             return hpcti_error(ctx, HPCT_ERR_COMM,
                                "%s: rank %d is at collective operation #%llu while rank %d is at "
                                "#%llu (ranks called collectives in different orders)",
-                               d->op_name, p, (unsigned long long)d->tok_in[p], d->rank,
-                               (unsigned long long)d->tok_out);
+                               d->op_name, p, (unsigned long long)d->tok_in[2 * p], d->rank,
+                               (unsigned long long)d->tok_out[0]);
+    if (d->op_tokens) {
+        memcpy(d->tok_last, d->tok_in, 2 * (size_t)d->size * sizeof *d->tok_in);
+        d->last_op_name = d->op_name;
+    }
     return HPCT_SUCCESS;
 }

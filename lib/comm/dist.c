@@ -4,6 +4,7 @@
 #include "dist.h"
 #include "../device/ops.h"
 #include "../../kernels/gpu_logic.h"
+#include "../obs/obs.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,9 +130,10 @@ static hpct_status_t setup(hpct_ctx_t ctx, MPI_Comm comm)
     d->transport = ctx->cfg.grad_transport;
     d->fusion_floats = ctx->cfg.fusion_bytes / sizeof(float);
     d->tok_req = calloc(2 * (size_t)d->size, sizeof *d->tok_req);
-    d->tok_in = calloc((size_t)d->size, sizeof *d->tok_in);
+    d->tok_in = calloc(2 * (size_t)d->size, sizeof *d->tok_in);
+    d->tok_last = calloc(2 * (size_t)d->size, sizeof *d->tok_last);
     long *keys = calloc(2 * (size_t)d->size, sizeof *keys);
-    if (!d->tok_req || !d->tok_in || !keys) {
+    if (!d->tok_req || !d->tok_in || !d->tok_last || !keys) {
         free(keys);
         return hpcti_error(ctx, HPCT_ERR_NO_MEMORY,
                            "hpct_init: cannot allocate per-rank tables for %d ranks", d->size);
@@ -184,7 +186,8 @@ static hpct_status_t teardown(hpct_ctx_t ctx)
     }
     hpcti_node_win_free(d, 0);
     hpcti_bootstrap_release(&d->boot);
-    free(d->tok_req), free(d->tok_in), free(d->red), free(d->scratch), free(d->fusion);
+    free(d->tok_req), free(d->tok_in), free(d->tok_last), free(d->red), free(d->scratch),
+        free(d->fusion);
     free(d);
     return ok ? HPCT_SUCCESS : HPCT_ERR_STATE;
 }
@@ -345,6 +348,7 @@ static hpct_status_t init_on(const hpct_config_t *cfg, int use_world, int fcomm,
         hpct_ctx_destroy(ctx);
         return s;
     }
+    ctx->comm_ready_unix = hpcti_unix_now();
     *out = ctx;
     return HPCT_SUCCESS;
 }

@@ -35,6 +35,7 @@ struct hpcti_reduction {
     int nreq;
     struct hpcti_phase phase[4];
     int nphase, cur; /* cur == nphase: done */
+    double t0;       /* timeline: when it started (0: no timeline) */
 };
 
 /* The node's MPI-3 shared-memory window (node_win.c). Local rank p's segment starts at seg[p]:
@@ -74,12 +75,15 @@ struct hpcti_dist {
     int tag_space;               /* tags 1000 .. 1000 + tag_space - 1 carry reductions */
     /* the operation in progress */
     const char *op_name;
-    uint64_t op_seq, tok_out;
+    uint64_t op_seq;
+    uint64_t tok_out[2]; /* this rank's arrival token: operation number, ctx->step_now */
     double op_start;
     int in_op;
     int op_tokens;        /* 0: arrivals through the node window's counters (one node), no tokens */
     MPI_Request *tok_req; /* [2 size]: receives from, then sends to, every rank */
-    uint64_t *tok_in;     /* [size] tokens received */
+    uint64_t *tok_in;     /* [2 size] tokens received (operation number, step) */
+    uint64_t *tok_last;   /* [2 size] each rank's token of the last completed operation */
+    const char *last_op_name; /* the name of the last completed operation with tokens */
     struct hpcti_reduction *red;
     int nred, cap_red;
     char *scratch; /* shards, counts, wire copies of the current operation */

@@ -8,6 +8,7 @@
  * only the owner of a block sums it, in rank order, so all ranks get identical bits and
  * the result does not depend on message arrival order. */
 #include "dist.h"
+#include "../obs/obs.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -191,6 +192,7 @@ static hpct_status_t red_start(hpct_ctx_t ctx, float *buf, size_t n, int *id, in
     else
         plan(d, r, r->wire, n);
     *id = d->nred++;
+    r->t0 = hpcti_tl_now(ctx);
     hpct_status_t s = r->nphase ? start_phase(ctx, r) : HPCT_SUCCESS;
     if (!r->nphase && d->transport) hpcti_from_wire(d->transport, r->wire, buf, n);
     return s;
@@ -206,6 +208,18 @@ hpct_status_t hpcti_red_start_cross(hpct_ctx_t ctx, float *buf, size_t n, int wh
     return red_start(ctx, buf, n, id, whole ? HPCTI_WHOLE : 1);
 }
 
+/* The timeline span of r, from its start to now (its completion seen). */
+static void red_span(hpct_ctx_t ctx, const struct hpcti_reduction *r)
+{
+    static const char *wire[] = {"fp32", "bf16", "fp16"};
+    const struct hpcti_dist *d = ctx->dist;
+    if (r->t0 <= 0) return;
+    hpcti_tl_span(ctx, 0, "allreduce", "comm", r->t0, hpcti_now(),
+                  "\"bytes\":%zu,\"algorithm\":\"%s\",\"transport\":\"%s\",\"phases\":%d",
+                  r->n * elem_size(d), r->nphase > 2 ? "hierarchical" : "flat",
+                  wire[d->transport >= 0 && d->transport <= 2 ? d->transport : 0], r->nphase);
+}
+
 /* r's current phase has completed: finish it and start the next (or the result). */
 static hpct_status_t next_phase(hpct_ctx_t ctx, struct hpcti_reduction *r)
 {
@@ -214,6 +228,7 @@ static hpct_status_t next_phase(hpct_ctx_t ctx, struct hpcti_reduction *r)
     if (ph->gather != 1) sum_phase(d, r, ph);
     if (++r->cur < r->nphase) return start_phase(ctx, r);
     if (d->transport) hpcti_from_wire(d->transport, r->wire, r->buf, r->n);
+    red_span(ctx, r);
     return HPCT_SUCCESS;
 }
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const char *level_name(hpct_log_level_t level)
 {
@@ -91,6 +92,9 @@ hpct_status_t hpcti_ctx_alloc(const hpct_config_t *cfg, hpct_ctx_t *out)
     if (!ctx) return HPCT_ERR_NO_MEMORY;
     ctx->cfg = *cfg;
     ctx->cfg.version = HPCT_CONFIG_VERSION;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    ctx->created_unix = (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
     hpcti_rng_seed(&ctx->rng, cfg->seed);
     *out = ctx;
     return HPCT_SUCCESS;

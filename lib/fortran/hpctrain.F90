@@ -88,8 +88,8 @@ module hpctrain
     integer, parameter, public :: HPCT_CKPT_SCHEMA_VERSION = 1 ! the checkpoint file layout
     integer, parameter, public :: HPCT_CKPT_DUE_STEPS = 1, HPCT_CKPT_DUE_SECONDS = 2, &
         HPCT_CKPT_DUE_WALLTIME = 4, HPCT_CKPT_DUE_SIGNAL = 8
-    integer(c_int), parameter, public :: HPCT_TRAIN_CONFIG_VERSION = 1
-    integer(c_int), parameter, public :: HPCT_INSITU_CONFIG_VERSION = 1
+    integer(c_int), parameter, public :: HPCT_TRAIN_CONFIG_VERSION = 2
+    integer(c_int), parameter, public :: HPCT_INSITU_CONFIG_VERSION = 2
 
     ! ---- Handles: the C pointer and the context that owns it (for error detail) ----------
     type, public :: hpct_ctx_t
@@ -243,6 +243,14 @@ module hpctrain
         integer(c_int) :: resume = 1
         type(c_funptr) :: progress = c_null_funptr   ! subroutine (p, arg) bind(C)
         type(c_ptr) :: progress_arg = c_null_ptr
+        type(c_ptr) :: metrics_path = c_null_ptr     ! version 2: const char *, c_null_ptr = off
+        type(c_ptr) :: eval_data = c_null_ptr        ! hpct_dataset_t
+        integer(c_long) :: eval_interval = 0
+        real(c_double) :: straggler_threshold = 0.2d0
+        type(c_funptr) :: evaluated = c_null_funptr  ! subroutine (step, loss, acc, n, arg) bind(C)
+        type(c_ptr) :: timeline_path = c_null_ptr    ! const char *, c_null_ptr = off
+        integer(c_long) :: timeline_steps = 100
+        integer(c_long) :: timeline_first = 0
     end type
 
     type, bind(C), public :: hpct_train_result_t
@@ -262,6 +270,11 @@ module hpctrain
         integer(c_long) :: log_interval = 0
         type(c_funptr) :: progress = c_null_funptr   ! subroutine (p, arg) bind(C)
         type(c_ptr) :: progress_arg = c_null_ptr
+        type(c_ptr) :: metrics_path = c_null_ptr     ! version 2: const char *, c_null_ptr = off
+        real(c_double) :: straggler_threshold = 0.2d0
+        type(c_ptr) :: timeline_path = c_null_ptr    ! const char *, c_null_ptr = off
+        integer(c_long) :: timeline_steps = 100
+        integer(c_long) :: timeline_first = 0
     end type
 
     ! ---- BIND(C) interfaces: every public C function --------------------------------------

@@ -1,5 +1,6 @@
 /* model.c: sequential dense models: build, forward, backward, evaluation. */
 #include "model.h"
+#include "../obs/obs.h"
 #include "../device/ops.h"
 
 #include <math.h>
@@ -319,6 +320,15 @@ static hpct_status_t stage_targets(hpct_model_t m, const void *t, int batch, con
     return m->ctx->ops->to_device(m->ctx, m->targets_dev, t, per * (size_t)batch);
 }
 
+/* The timeline span of layer l's forward or backward pass, begun at t0 (0: no timeline). */
+static void layer_span(hpct_model_t m, const char *pass, int l, double t0)
+{
+    if (t0 <= 0) return;
+    char name[32];
+    snprintf(name, sizeof name, "%s %d", pass, l);
+    hpcti_tl_span(m->ctx, 0, name, "compute", t0, hpcti_now(), "\"layer\":%d", l);
+}
+
 /* z = x W^T + b; y = act(z), layer by layer. *y = the last layer's output. */
 static hpct_status_t forward(hpct_model_t m, const float *x, int batch, const float **y)
 {
@@ -327,8 +337,10 @@ static hpct_status_t forward(hpct_model_t m, const float *x, int batch, const fl
     hpct_status_t s = HPCT_SUCCESS;
     for (int l = 0; l < m->num && !s; l++) {
         struct dense *d = &m->layers[l];
+        double t0 = hpcti_tl_now(m->ctx);
         s = ops->gemm(m->ctx, 0, 1, batch, d->out, d->in, 1.0f, a, d->w, 0.0f, d->z);
         if (!s) s = ops->bias_act(m->ctx, d->act, d->z, d->b, d->y, batch, d->out);
+        layer_span(m, "forward", l, t0);
         a = d->y;
     }
     *y = a;
@@ -383,6 +395,7 @@ static hpct_status_t backward(hpct_model_t m, const float *x, int batch, int acc
     hpct_status_t s = HPCT_SUCCESS;
     for (int l = m->num - 1; l >= 0 && !s; l--) {
         struct dense *d = &m->layers[l];
+        double t0 = hpcti_tl_now(m->ctx);
         float *dz = m->grad_a[cur];
         s = layer_backward(m, d, dz, l ? m->layers[l - 1].y : x, batch, accumulate);
         if (!s && m->grad_ready && !m->hook_status) /* dW, db contiguous: start averaging them */
@@ -391,6 +404,7 @@ static hpct_status_t backward(hpct_model_t m, const float *x, int batch, int acc
         if (!s && l > 0)
             s = m->ctx->ops->gemm(m->ctx, 0, 0, batch, d->in, d->out, 1.0f, dz, d->w, 0.0f,
                                   m->grad_a[1 - cur]);
+        layer_span(m, "backward", l, t0);
         cur = 1 - cur;
     }
     return s;

@@ -5,9 +5,11 @@
  * The save/stop reasons are sampled before the step's averaging and acted on after its
  * update, so one agreement per step carries them and the error check together. */
 #include "loop.h"
+#include "observe.h"
 #include "../comm/agree.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +34,9 @@ struct hpct_insitu {
     hpct_progress_t progress;
     double report_t0, inside_s, inside0, comm0, loss_sum;
     long loss_n, samples, report_step0;
-    long test_delay_ms; /* test hook HPCT_TEST_STEP_DELAY_MS: sleep after each step, ms */
+    long test_delay_ms;        /* test hook HPCT_TEST_STEP_DELAY_MS: sleep after each step, ms */
+    struct hpcti_observer obs; /* metrics file and step times (observe.h), from start */
+    int timeline;              /* 1: this session opened the context's timeline */
 };
 
 static double comm_wait_s(hpct_insitu_t S)
@@ -111,7 +115,9 @@ hpct_status_t hpct_insitu_create(hpct_model_t model, hpct_params_t params, hpct_
     if (s) return s;
     hpct_insitu_t S = hpcti_calloc(ctx, 1, sizeof *S, "an in-situ session");
     if (!S) return HPCT_ERR_NO_MEMORY;
-    *S = (struct hpct_insitu){.ctx = ctx, .model = model, .opt = opt, .ck = ck, .cfg = *cfg};
+    *S = (struct hpct_insitu){.ctx = ctx, .model = model, .opt = opt, .ck = ck, .cfg = defaults};
+    memcpy(&S->cfg, cfg,
+           cfg->version >= 2 ? sizeof S->cfg : offsetof(hpct_insitu_config_t, metrics_path));
     S->params = hpcti_optimizer_params(opt);
     S->dist = hpcti_loop_where(ctx, &S->rank, &S->world);
     S->last_saved = -1;
@@ -140,8 +146,23 @@ hpct_status_t hpct_insitu_start(hpct_insitu_t S, long *step)
         return hpcti_error(S->ctx, HPCT_ERR_STATE, "%s: the session is already started", fn);
     hpct_ckpt_meta_t meta = HPCT_CKPT_META_INITIALIZER;
     int found;
+    hpcti_obs_close(&S->obs); /* a start that failed before may have opened it */
     hpct_status_t s =
-        hpcti_loop_load(S->ctx, fn, S->ck, S->params, S->opt, S->cfg.resume, &meta, &found);
+        hpcti_obs_open(&S->obs, S->ctx, fn, S->cfg.metrics_path, S->cfg.straggler_threshold);
+    if (s) return s;
+    if (S->cfg.timeline_path && S->cfg.timeline_path[0] && !S->ctx->timeline) {
+        hpct_topology_t t = HPCT_TOPOLOGY_INITIALIZER;
+        if (S->dist) hpct_topology(S->ctx, &t);
+        s = hpcti_timeline_open(S->ctx, S->cfg.timeline_path, S->rank, t.hostname,
+                                S->cfg.timeline_steps, S->cfg.timeline_first);
+        if (S->dist) s = hpcti_agree_status(S->ctx, fn, s, S->ctx->last_error);
+        if (s) return s;
+        S->timeline = 1;
+    }
+    hpcti_obs_run_start(&S->obs, "insitu", S->ck, S->model_desc, 0, 0);
+    double t0 = hpcti_now();
+    s = hpcti_loop_load(S->ctx, fn, S->ck, S->params, S->opt, S->cfg.resume, &meta, &found);
+    if (!s) hpcti_obs_resume(&S->obs, S->ck, found, &meta, hpcti_now() - t0);
     if (!s && found) s = hpcti_loop_adopt(S->ctx, fn, S->params, S->opt, &meta);
     if (s) return s;
     hpct_optimizer_get_step(S->opt, &S->step);
@@ -152,6 +173,7 @@ hpct_status_t hpct_insitu_start(hpct_insitu_t S, long *step)
     }
     S->started = 1;
     S->report_t0 = hpcti_now(), S->report_step0 = S->step, S->comm0 = comm_wait_s(S);
+    hpcti_obs_interval_reset(&S->obs, S->step, S->comm0);
     if (step) *step = S->step;
     return HPCT_SUCCESS;
 }
@@ -166,8 +188,11 @@ static hpct_status_t save(hpct_insitu_t S, int wait)
     meta.global_batch = S->last_batch;
     meta.model = S->model_desc;
     int wrote;
+    double t0 = hpcti_now();
     hpct_status_t s = hpcti_loop_save(S->ck, S->rank, S->params, S->opt, &meta, wait, &wrote);
     if (!s && wrote) s = hpct_ckpt_before_update(S->ck);
+    hpcti_obs_wait(&S->obs, hpcti_now() - t0);
+    if (!s && wrote) hpcti_obs_saved(&S->obs, S->ck, S->step, t0, hpcti_now() - t0);
     if (!s) S->last_saved = S->step;
     return s;
 }
@@ -184,16 +209,25 @@ hpct_status_t hpct_insitu_finish(hpct_insitu_t S)
     static const char fn[] = "hpct_insitu_finish";
     if (!S) return HPCT_ERR_INVALID_ARG;
     hpcti_clear_error(S->ctx);
-    if (!S->ck || !S->started) return HPCT_SUCCESS;
-    if (S->last_saved != S->step) return save_agreed(S, fn, 1);
-    hpct_status_t s = S->rank == hpcti_ckpt_writer_rank(S->ck) ? hpct_ckpt_wait(S->ck) : 0;
-    return hpcti_agree_status(S->ctx, fn, s, S->ctx->last_error);
+    if (!S->started) return HPCT_SUCCESS;
+    hpct_status_t s = HPCT_SUCCESS;
+    if (S->ck && S->last_saved != S->step)
+        s = save_agreed(S, fn, 1);
+    else if (S->ck) {
+        s = S->rank == hpcti_ckpt_writer_rank(S->ck) ? hpct_ckpt_wait(S->ck) : 0;
+        s = hpcti_agree_status(S->ctx, fn, s, S->ctx->last_error);
+    }
+    hpcti_obs_poll_ckpt(&S->obs, S->ck);
+    hpcti_obs_stop(&S->obs, s ? "error" : "done", S->step, s, s ? S->ctx->last_error : NULL);
+    return s;
 }
 
 void hpct_insitu_destroy(hpct_insitu_t S)
 {
     if (!S) return;
     hpct_signals_uninstall(S->signals);
+    hpcti_obs_close(&S->obs);
+    if (S->timeline) hpcti_timeline_close(S->ctx);
     free(S->losses);
     free(S);
 }
@@ -226,6 +260,9 @@ static void report(hpct_insitu_t S)
                   "%.0f%% outside training, %.0f%% waiting for communication",
                   p->step, p->loss, p->lr, p->samples_per_s, steps, 100.0 * p->data_wait_share,
                   100.0 * p->comm_share);
+    double norm = 0.0;
+    if (S->obs.m) hpct_params_grad_norm(S->params, &norm);
+    hpcti_obs_step(&S->obs, p, norm, 0.0);
     S->report_t0 = t, S->report_step0 = S->step, S->comm0 = comm, S->inside0 = S->inside_s;
     S->loss_sum = 0.0, S->loss_n = 0, S->samples = 0;
 }
@@ -286,6 +323,7 @@ static hpct_status_t emergency(hpct_insitu_t S, hpct_status_t why)
 {
     char detail[sizeof S->ctx->last_error];
     snprintf(detail, sizeof detail, "%s", S->ctx->last_error);
+    hpcti_obs_stop(&S->obs, "error", S->step, why, detail);
     if (S->ck && S->rank == hpcti_ckpt_writer_rank(S->ck) && S->last_saved != S->step) {
         hpct_status_t s = save(S, 1);
         hpcti_log(S->ctx, HPCT_LOG_ERROR, "emergency checkpoint of step %ld: %s", S->step,
@@ -303,6 +341,9 @@ static hpct_status_t boundary(hpct_insitu_t S, const char *fn, const long *flags
         hpct_status_t s = save_agreed(S, fn, stop);
         if (s) return s;
     }
+    hpcti_obs_poll_ckpt(&S->obs, S->ck);
+    hpcti_ckpt_trace(S->ck);
+    if (stop) hpcti_obs_stop(&S->obs, signo ? "signal" : "walltime", S->step, signo, NULL);
     return stop ? HPCT_PREEMPTED : HPCT_SUCCESS;
 }
 
@@ -312,21 +353,33 @@ static hpct_status_t complete(hpct_insitu_t S, const char *fn, struct local *me,
     long max[1 + HPCTI_DUE_N], sum[1] = {me->status ? 0 : me->batch};
     max[0] = hpcti_fail_code(S->ctx, me->status);
     hpcti_loop_due(S->ck, S->step + 1, max + 1); /* reasons to save or stop after this step */
-    struct hpcti_agreement a = {max, 1 + HPCTI_DUE_N, sum, 1, me->loss_sum, S->losses};
+    struct hpcti_agreement a = {max, 1 + HPCTI_DUE_N, sum, 1, me->loss_sum, S->losses, 0.0, NULL};
+    int report_due = S->cfg.log_interval > 0 && (S->step + 1) % S->cfg.log_interval == 0;
+    double t0 = hpcti_now(), comm = comm_wait_s(S);
+    if (report_due && S->obs.gather) /* step times up to the last step, for the report */
+        a.mine2 = hpcti_obs_busy(&S->obs, S->step, comm), a.all2 = S->obs.times;
     hpct_status_t s = hpcti_agree_all(S->ctx, "in-situ step agreement", &a);
+    double t1 = hpcti_now();
+    hpcti_obs_wait(&S->obs, t1 - t0);
+    if (S->ctx->timeline)
+        hpcti_tl_span(S->ctx, 0, "agreement", "sync", t0, t1, "\"step_times\":%d", a.all2 != NULL);
+    if (!s && a.all2) hpcti_obs_interval_reset(&S->obs, S->step, comm);
     if (!s && max[0]) return hpcti_share_failure(S->ctx, fn, max[0], me->detail);
     if (!s && sum[0] <= 0)
         return hpcti_error(S->ctx, HPCT_ERR_INVALID_ARG,
                            "%s: local_batch is 0 on all %d ranks: there is nothing to train on", fn,
                            S->world);
     if (!s) s = weight_and_average(S, me->batch, sum[0]);
+    double t2 = hpcti_tl_now(S->ctx);
     if (!s) s = hpct_optimizer_step(S->opt);
+    if (t2 > 0) hpcti_tl_span(S->ctx, 0, "optimizer", "compute", t2, hpcti_now(), NULL);
     if (!s) {
         hpct_optimizer_get_step(S->opt, &S->step);
         S->last_batch = sum[0];
         float l = global_loss(S, sum[0]);
         if (loss) *loss = l;
         S->loss_sum += l, S->loss_n++, S->samples += sum[0];
+        hpcti_obs_first_step(&S->obs, S->step);
         if (S->dist) s = hpct_params_check_replicas_at(S->params, S->step);
     }
     if (s == HPCT_ERR_TIMEOUT) return emergency(S, s);
@@ -361,6 +414,8 @@ hpct_status_t hpct_insitu_step(hpct_insitu_t S, const float *x, const void *targ
     static const char fn[] = "hpct_insitu_step";
     if (!S) return HPCT_ERR_INVALID_ARG;
     double t0 = hpcti_now();
+    hpcti_tl_step(S->ctx, S->step + 1);
+    S->ctx->step_now = S->step + 1;
     hpcti_clear_error(S->ctx);
     struct local me = {.batch = local_batch};
     me.status = check_step(S, fn, local_batch);
@@ -387,6 +442,8 @@ hpct_status_t hpct_insitu_step_grads(hpct_insitu_t S, int local_batch, float loc
     static const char fn[] = "hpct_insitu_step_grads";
     if (!S) return HPCT_ERR_INVALID_ARG;
     double t0 = hpcti_now();
+    hpcti_tl_step(S->ctx, S->step + 1);
+    S->ctx->step_now = S->step + 1;
     hpcti_clear_error(S->ctx);
     struct local me = {.batch = local_batch};
     me.status = check_step(S, fn, local_batch);

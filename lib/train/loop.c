@@ -34,6 +34,13 @@ hpct_status_t hpcti_loop_agree_due(hpct_ctx_t ctx, long *flags)
                        HPCTI_DUE_N, MPI_MAX);
 }
 
+hpct_status_t hpcti_loop_agree_due_gather(hpct_ctx_t ctx, long *flags, double mine, double *all)
+{
+    struct hpcti_agreement a = {flags, HPCTI_DUE_N, NULL, 0, mine, all, 0.0, NULL};
+    return hpcti_agree_all(
+        ctx, "step-boundary agreement (checkpoint, walltime, signal, step times)", &a);
+}
+
 int hpcti_loop_stop(hpct_ctx_t ctx, const long *flags, long done, int *signo)
 {
     *signo = 0;

@@ -20,6 +20,9 @@ enum { HPCTI_DUE_SAVE = 0, HPCTI_DUE_WALLTIME = 1, HPCTI_DUE_SIGNAL = 2, HPCTI_D
 void hpcti_loop_due(hpct_ckpt_t ck, long done, long *flags);
 /* flags [HPCTI_DUE_N] become every rank's: MAX over ranks. Collective when distributed. */
 HPCTI_CHECK hpct_status_t hpcti_loop_agree_due(hpct_ctx_t ctx, long *flags);
+/* As hpcti_loop_agree_due, and in the same operation all [world] = every rank's mine (its
+ * step time), in rank order. */
+HPCTI_CHECK hpct_status_t hpcti_loop_agree_due_gather(hpct_ctx_t ctx, long *flags, double mine, double *all);
 /* After the agreement: 1 when the flags stop the run after step `done` (logged), else 0.
  * *signo = the signal to report: this rank's, SIGTERM when only another rank caught one,
  * 0 when the walltime margin stops the run. */

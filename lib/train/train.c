@@ -1,9 +1,14 @@
 /* train.c: the synchronous data-parallel step loop: data -> forward/backward -> averaged
  * gradients -> optimizer -> checkpoints, with agreement across ranks at every step boundary. */
 #include "loop.h"
+#include "observe.h"
+#include "../comm/agree.h"
 
+#include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct loop {
     hpct_ctx_t ctx;
@@ -21,8 +26,16 @@ struct loop {
     long cursor_epoch, cursor_step; /* data cursor that continues from the last completed step */
     char model_desc[256];
     /* progress since the last report */
-    double report_t0, loss_sum, data_wait0, comm_wait0;
+    double report_t0, loss_sum, data_wait0, comm_wait0, ckpt_wait0;
     long loss_n, report_step0;
+    /* what the run leaves behind (observe.h) */
+    struct hpcti_observer obs;
+    hpct_progress_t last; /* the report waiting for the step times of the next boundary */
+    double last_ckpt_share;
+    int reported;
+    long evaluated_at;    /* step of the last evaluation; -1: none */
+    int slow_rank;        /* test hook HPCT_TEST_SLOW_RANK=rank,ms: that rank sleeps ms ... */
+    struct timespec slow; /* ... in every step (a straggler made on purpose) */
 };
 
 /* Real-valued figures [n] (loss, accuracy) become their mean over ranks. Decisions never go
@@ -109,8 +122,10 @@ static hpct_status_t resume(struct loop *L)
     hpct_ckpt_meta_t meta = HPCT_CKPT_META_INITIALIZER;
     int found;
     L->res->resumed_from = -1;
+    double t0 = hpcti_now();
     hpct_status_t s = hpcti_loop_load(L->ctx, "hpct_train", L->ck, L->params, L->opt,
                                       L->cfg->resume, &meta, &found);
+    if (!s) hpcti_obs_resume(&L->obs, L->ck, found, &meta, hpcti_now() - t0);
     if (s || !found) return s;
     if (meta.global_batch != L->cfg->global_batch)
         return hpcti_error(L->ctx, HPCT_ERR_STATE,
@@ -140,8 +155,13 @@ static hpct_status_t save(struct loop *L, long cursor_epoch, long cursor_step, i
     double t0 = hpcti_now();
     int wrote;
     hpct_status_t s = hpcti_loop_save(L->ck, L->rank, L->params, L->opt, &meta, wait, &wrote);
-    if (L->ck && L->rank == hpcti_ckpt_writer_rank(L->ck)) L->res->ckpt_wait_s += hpcti_now() - t0;
-    if (wrote) L->res->checkpoints++;
+    double block = hpcti_now() - t0;
+    hpcti_obs_wait(&L->obs, block);
+    if (L->ck && L->rank == hpcti_ckpt_writer_rank(L->ck)) L->res->ckpt_wait_s += block;
+    if (wrote) {
+        L->res->checkpoints++;
+        hpcti_obs_saved(&L->obs, L->ck, meta.step, t0, block);
+    }
     return s;
 }
 
@@ -150,9 +170,12 @@ static hpct_status_t step(struct loop *L, float *loss)
 {
     const float *x;
     const void *t;
+    if (L->rank == L->slow_rank) nanosleep(&L->slow, NULL);
     double t0 = hpcti_now();
     hpct_status_t s = hpct_dataset_next(L->ds, &x, &t);
-    L->res->data_wait_s += hpcti_now() - t0;
+    double got = hpcti_now();
+    L->res->data_wait_s += got - t0;
+    if (L->ctx->timeline) hpcti_tl_span(L->ctx, 0, "data_wait", "data", t0, got, NULL);
     if (s) return s;
     size_t tsize = L->target_dtype == HPCT_DTYPE_INT32 ? sizeof(int32_t) : sizeof(float);
     double total = 0.0;
@@ -173,7 +196,9 @@ static hpct_status_t step(struct loop *L, float *loss)
         s = hpct_ckpt_before_update(L->ck);
         L->res->ckpt_wait_s += hpcti_now() - t1;
     }
+    double t2 = hpcti_tl_now(L->ctx);
     if (!s) s = hpct_optimizer_step(L->opt);
+    if (t2 > 0) hpcti_tl_span(L->ctx, 0, "optimizer", "compute", t2, hpcti_now(), NULL);
     *loss = (float)(total / micro);
     return s;
 }
@@ -202,8 +227,33 @@ static hpct_status_t report(struct loop *L, long done)
     p.eta_s = steps > 0 ? dt / (double)steps * (double)(L->total_steps - done) : 0.0;
     L->res->final_loss = mean;
     if (L->cfg->progress) L->cfg->progress(&p, L->cfg->progress_arg);
+    L->last = p, L->reported = 1;
+    L->last_ckpt_share = dt > 0 ? (L->res->ckpt_wait_s - L->ckpt_wait0) / dt : 0.0;
     L->report_t0 = t, L->report_step0 = done, L->loss_sum = 0.0, L->loss_n = 0;
     L->data_wait0 = L->res->data_wait_s, L->comm_wait0 = comm_wait_s(L);
+    L->ckpt_wait0 = L->res->ckpt_wait_s;
+    return HPCT_SUCCESS;
+}
+
+/* The agreement of a boundary; after a report it also gathers every rank's step time, and
+ * the report's metrics record follows (observe.h). */
+static hpct_status_t agree(struct loop *L, long done, long *flags)
+{
+    double t0 = hpcti_now(), comm = comm_wait_s(L);
+    int gather = L->reported && L->obs.gather;
+    hpct_status_t s = gather ? hpcti_loop_agree_due_gather(
+                                   L->ctx, flags, hpcti_obs_busy(&L->obs, done, comm), L->obs.times)
+                             : hpcti_loop_agree_due(L->ctx, flags);
+    double t1 = hpcti_now();
+    hpcti_obs_wait(&L->obs, t1 - t0);
+    if (L->ctx->timeline)
+        hpcti_tl_span(L->ctx, 0, "agreement", "sync", t0, t1, "\"step_times\":%d", gather);
+    if (s || !L->reported) return s;
+    double norm = 0.0;
+    if (L->obs.m) hpct_params_grad_norm(L->params, &norm);
+    hpcti_obs_step(&L->obs, &L->last, norm, L->last_ckpt_share);
+    if (gather) hpcti_obs_interval_reset(&L->obs, done, comm);
+    L->reported = 0;
     return HPCT_SUCCESS;
 }
 
@@ -212,13 +262,36 @@ static hpct_status_t boundary(struct loop *L, long done, int *stop)
 {
     long flags[HPCTI_DUE_N];
     hpcti_loop_due(L->ck, done, flags);
-    hpct_status_t s = hpcti_loop_agree_due(L->ctx, flags);
+    hpct_status_t s = agree(L, done, flags);
+    hpcti_obs_poll_ckpt(&L->obs, L->ck);
+    hpcti_ckpt_trace(L->ck);
     if (s) return s;
     *stop = hpcti_loop_stop(L->ctx, flags, done, &L->res->stop_signal);
     if (!*stop && !flags[HPCTI_DUE_SAVE]) return HPCT_SUCCESS;
     long epoch, cursor;
     hpct_dataset_get_cursor(L->ds, &epoch, &cursor);
     return save(L, epoch, cursor, *stop);
+}
+
+/* Evaluate on cfg.eval_data after `done` steps (every rank), record and report it. */
+static hpct_status_t evaluate(struct loop *L, long done)
+{
+    double loss = 0.0, acc = 0.0, t0 = hpcti_now();
+    long n = 0;
+    hpct_status_t s = hpct_evaluate(L->model, L->cfg->eval_data, &loss, &acc, &n);
+    double dt = hpcti_now() - t0;
+    hpcti_obs_wait(&L->obs, dt);
+    if (s) return s;
+    L->evaluated_at = done;
+    hpcti_obs_eval(&L->obs, done, loss, acc, n, dt);
+    if (L->cfg->evaluated) L->cfg->evaluated(done, loss, acc, n, L->cfg->progress_arg);
+    return HPCT_SUCCESS;
+}
+
+static int eval_due(const struct loop *L, long done)
+{
+    long k = L->cfg->eval_interval;
+    return L->cfg->eval_data && k > 0 && done % k == 0 && done != L->evaluated_at;
 }
 
 /* A rank hung: keep the state of the last completed step, then report the hang. The hang
@@ -236,19 +309,31 @@ static hpct_status_t emergency(struct loop *L, hpct_status_t why)
     return hpcti_error(L->ctx, why, "%s", detail);
 }
 
+/* The last report of a run (after its last boundary): its step times get an agreement of
+ * their own (no flags are acted on). */
+static hpct_status_t final_times(struct loop *L, long done)
+{
+    long flags[HPCTI_DUE_N] = {0, 0, 0};
+    return agree(L, done, flags);
+}
+
 static hpct_status_t run(struct loop *L)
 {
     long done = 0;
     hpct_optimizer_get_step(L->opt, &done);
     L->report_t0 = hpcti_now(), L->report_step0 = done;
+    hpcti_obs_interval_reset(&L->obs, done, comm_wait_s(L));
     hpct_dataset_get_cursor(L->ds, &L->cursor_epoch, &L->cursor_step);
     int stop = 0;
     hpct_status_t s = HPCT_SUCCESS;
     while (!s && !stop && done < L->total_steps) {
         float loss;
+        hpcti_tl_step(L->ctx, done + 1);
+        L->ctx->step_now = done + 1;
         s = step(L, &loss);
         if (s) break;
         done++;
+        hpcti_obs_first_step(&L->obs, done);
         hpct_dataset_get_cursor(L->ds, &L->cursor_epoch, &L->cursor_step);
         L->loss_sum += loss, L->loss_n++;
         if (L->dist && (s = hpct_params_check_replicas_at(L->params, done))) break;
@@ -256,19 +341,68 @@ static hpct_status_t run(struct loop *L)
             (done % L->cfg->log_interval == 0 || done == L->total_steps))
             if ((s = report(L, done))) break;
         s = boundary(L, done, &stop);
+        if (!s && !stop && eval_due(L, done)) s = evaluate(L, done);
     }
     L->res->steps = done;
     if (s == HPCT_ERR_TIMEOUT) return emergency(L, s);
     if (s) return s;
     if (stop && done < L->total_steps) return HPCT_PREEMPTED;
     if (L->loss_n && (s = report(L, done))) return s;
+    if (L->reported && (s = final_times(L, done))) return s;
+    if (L->cfg->eval_data && done != L->evaluated_at && (s = evaluate(L, done))) return s;
     if (stop) { /* the signal came with the last step: done, and its checkpoint is written */
         L->res->stop_signal = 0;
         return HPCT_SUCCESS;
     }
     long epoch, cursor;
     hpct_dataset_get_cursor(L->ds, &epoch, &cursor);
-    return save(L, epoch, cursor, 1);
+    s = save(L, epoch, cursor, 1);
+    hpcti_obs_poll_ckpt(&L->obs, L->ck);
+    return s;
+}
+
+/* The observer (metrics file, straggler rule), the run_start record and the test hook. */
+static hpct_status_t observe(struct loop *L)
+{
+    const hpct_train_config_t *c = L->cfg;
+    if (c->eval_interval < 0 || c->straggler_threshold < 0)
+        return hpcti_error(L->ctx, HPCT_ERR_INVALID_ARG,
+                           "hpct_train: eval_interval (%ld) and straggler_threshold (%g) must be "
+                           ">= 0",
+                           c->eval_interval, c->straggler_threshold);
+    L->evaluated_at = -1, L->slow_rank = -1;
+    const char *slow = hpcti_test_hook("HPCT_TEST_SLOW_RANK");
+    long ms = 0;
+    if (slow && sscanf(slow, "%d,%ld", &L->slow_rank, &ms) == 2 && ms > 0)
+        L->slow = (struct timespec){ms / 1000, ms % 1000 * 1000000L};
+    else
+        L->slow_rank = -1;
+    hpct_status_t s =
+        hpcti_obs_open(&L->obs, L->ctx, "hpct_train", c->metrics_path, c->straggler_threshold);
+    if (!s && c->timeline_path && c->timeline_path[0]) {
+        hpct_topology_t t = HPCT_TOPOLOGY_INITIALIZER;
+        if (L->dist) hpct_topology(L->ctx, &t);
+        s = hpcti_timeline_open(L->ctx, c->timeline_path, L->rank, t.hostname, c->timeline_steps,
+                                c->timeline_first);
+        if (L->dist) s = hpcti_agree_status(L->ctx, "hpct_train", s, L->ctx->last_error);
+    }
+    if (s) return s;
+    hpcti_obs_run_start(&L->obs, "hpct_train", L->ck, L->model_desc, c->global_batch,
+                        L->total_steps);
+    return HPCT_SUCCESS;
+}
+
+/* The stop record: done, signal, walltime or error with its detail. */
+static void record_stop(struct loop *L, hpct_status_t s, const char *detail)
+{
+    if (s == HPCT_SUCCESS)
+        hpcti_obs_stop(&L->obs, "done", L->res->steps, 0, NULL);
+    else if (s == HPCT_PREEMPTED && L->res->stop_signal)
+        hpcti_obs_stop(&L->obs, "signal", L->res->steps, L->res->stop_signal, NULL);
+    else if (s == HPCT_PREEMPTED)
+        hpcti_obs_stop(&L->obs, "walltime", L->res->steps, 0, NULL);
+    else
+        hpcti_obs_stop(&L->obs, "error", L->res->steps, s, detail);
 }
 
 hpct_status_t hpct_train(hpct_model_t model, hpct_optimizer_t opt, hpct_dataset_t ds,
@@ -290,16 +424,22 @@ hpct_status_t hpct_train(hpct_model_t model, hpct_optimizer_t opt, hpct_dataset_
                            "HPCT_TRAIN_CONFIG_INITIALIZER)",
                            cfg->version);
     memset(res, 0, sizeof *res);
+    hpct_train_config_t c = HPCT_TRAIN_CONFIG_INITIALIZER; /* version 1: the defaults after */
+    memcpy(&c, cfg, cfg->version >= 2 ? sizeof c : offsetof(hpct_train_config_t, metrics_path));
     struct loop L = {
-        .ctx = ctx, .model = model, .opt = opt, .ds = ds, .ck = ck, .cfg = cfg, .res = res};
+        .ctx = ctx, .model = model, .opt = opt, .ds = ds, .ck = ck, .cfg = &c, .res = res};
     double t0 = hpcti_now(), comm0 = 0.0;
     hpct_status_t s = setup(&L);
+    if (!s) s = observe(&L);
     if (!s) comm0 = comm_wait_s(&L);
     if (!s) s = resume(&L);
     if (!s) s = run(&L);
     char detail[sizeof ctx->last_error]; /* the bookkeeping calls below clear it */
     snprintf(detail, sizeof detail, "%s", ctx->last_error);
     int shared = ctx->error_shared;
+    record_stop(&L, s, detail);
+    hpcti_obs_close(&L.obs);
+    hpcti_timeline_close(ctx);
     if (L.dist) hpct_model_set_grad_averaging(model, 0);
     hpct_dataset_skipped(ds, &res->skipped_batches);
     res->wall_s = hpcti_now() - t0;

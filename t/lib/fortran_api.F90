@@ -172,7 +172,10 @@ contains
             c_loc(g%samples_per_s), c_loc(g%data_wait_share), c_loc(g%comm_share), c_loc(g%eta_s)])
         call check_layout(7_c_int, "hpct_train_config_t", c_loc(h), c_sizeof(h), [c_loc(h%version), &
             c_loc(h%global_batch), c_loc(h%micro_batches), c_loc(h%epochs), c_loc(h%max_steps), &
-            c_loc(h%log_interval), c_loc(h%resume), c_loc(h%progress), c_loc(h%progress_arg)])
+            c_loc(h%log_interval), c_loc(h%resume), c_loc(h%progress), c_loc(h%progress_arg), &
+            c_loc(h%metrics_path), c_loc(h%eval_data), c_loc(h%eval_interval), &
+            c_loc(h%straggler_threshold), c_loc(h%evaluated), c_loc(h%timeline_path), &
+            c_loc(h%timeline_steps), c_loc(h%timeline_first)])
         call check_layout(8_c_int, "hpct_train_result_t", c_loc(r), c_sizeof(r), [c_loc(r%steps), &
             c_loc(r%resumed_from), c_loc(r%checkpoints), c_loc(r%final_loss), c_loc(r%wall_s), &
             c_loc(r%data_wait_s), c_loc(r%comm_wait_s), c_loc(r%ckpt_wait_s), c_loc(r%skipped_batches), &
@@ -191,7 +194,8 @@ contains
         type(hpct_insitu_config_t), target :: i
         call check_layout(9_c_int, "hpct_insitu_config_t", c_loc(i), c_sizeof(i), [c_loc(i%version), &
             c_loc(i%resume), c_loc(i%catch_signals), c_loc(i%log_interval), c_loc(i%progress), &
-            c_loc(i%progress_arg)])
+            c_loc(i%progress_arg), c_loc(i%metrics_path), c_loc(i%straggler_threshold), &
+            c_loc(i%timeline_path), c_loc(i%timeline_steps), c_loc(i%timeline_first)])
     end subroutine
 
     ! ---- default initialisation == the C INITIALIZER macros -----------------------------
@@ -250,7 +254,13 @@ contains
             h%micro_batches == h0%micro_batches .and. h%epochs == h0%epochs .and. &
             h%max_steps == h0%max_steps .and. h%log_interval == h0%log_interval .and. &
             h%resume == h0%resume .and. .not. c_associated(h%progress) .and. &
-            .not. c_associated(h0%progress) .and. .not. c_associated(h%progress_arg), &
+            .not. c_associated(h0%progress) .and. .not. c_associated(h%progress_arg) .and. &
+            .not. c_associated(h%metrics_path) .and. .not. c_associated(h0%metrics_path) .and. &
+            .not. c_associated(h%eval_data) .and. h%eval_interval == h0%eval_interval .and. &
+            h%straggler_threshold == h0%straggler_threshold .and. .not. c_associated(h%evaluated) .and. &
+            .not. c_associated(h0%evaluated) .and. .not. c_associated(h%timeline_path) .and. &
+            .not. c_associated(h0%timeline_path) .and. h%timeline_steps == h0%timeline_steps .and. &
+            h%timeline_first == h0%timeline_first, &
             "hpct_train_config_t() equals HPCT_TRAIN_CONFIG_INITIALIZER")
         call defaults_insitu()
         call defaults_shard()
@@ -269,7 +279,12 @@ contains
         call tap_ok(i%version == i0%version .and. i%resume == i0%resume .and. &
             i%catch_signals == i0%catch_signals .and. i%log_interval == i0%log_interval .and. &
             .not. c_associated(i%progress) .and. .not. c_associated(i0%progress) .and. &
-            .not. c_associated(i%progress_arg), "hpct_insitu_config_t() equals HPCT_INSITU_CONFIG_INITIALIZER")
+            .not. c_associated(i%progress_arg) .and. .not. c_associated(i%metrics_path) .and. &
+            .not. c_associated(i0%metrics_path) .and. &
+            i%straggler_threshold == i0%straggler_threshold .and. &
+            .not. c_associated(i%timeline_path) .and. .not. c_associated(i0%timeline_path) .and. &
+            i%timeline_steps == i0%timeline_steps .and. i%timeline_first == i0%timeline_first, &
+            "hpct_insitu_config_t() equals HPCT_INSITU_CONFIG_INITIALIZER")
     end subroutine
 
     ! ---- context --------------------------------------------------------------------------

@@ -99,12 +99,23 @@ static const long progress_off[] = {OFF(hpct_progress_t, epoch),
                                     OFF(hpct_progress_t, data_wait_share),
                                     OFF(hpct_progress_t, comm_share),
                                     OFF(hpct_progress_t, eta_s)};
-static const long train_config_off[] = {
-    OFF(hpct_train_config_t, version),       OFF(hpct_train_config_t, global_batch),
-    OFF(hpct_train_config_t, micro_batches), OFF(hpct_train_config_t, epochs),
-    OFF(hpct_train_config_t, max_steps),     OFF(hpct_train_config_t, log_interval),
-    OFF(hpct_train_config_t, resume),        OFF(hpct_train_config_t, progress),
-    OFF(hpct_train_config_t, progress_arg)};
+static const long train_config_off[] = {OFF(hpct_train_config_t, version),
+                                        OFF(hpct_train_config_t, global_batch),
+                                        OFF(hpct_train_config_t, micro_batches),
+                                        OFF(hpct_train_config_t, epochs),
+                                        OFF(hpct_train_config_t, max_steps),
+                                        OFF(hpct_train_config_t, log_interval),
+                                        OFF(hpct_train_config_t, resume),
+                                        OFF(hpct_train_config_t, progress),
+                                        OFF(hpct_train_config_t, progress_arg),
+                                        OFF(hpct_train_config_t, metrics_path),
+                                        OFF(hpct_train_config_t, eval_data),
+                                        OFF(hpct_train_config_t, eval_interval),
+                                        OFF(hpct_train_config_t, straggler_threshold),
+                                        OFF(hpct_train_config_t, evaluated),
+                                        OFF(hpct_train_config_t, timeline_path),
+                                        OFF(hpct_train_config_t, timeline_steps),
+                                        OFF(hpct_train_config_t, timeline_first)};
 static const long train_result_off[] = {OFF(hpct_train_result_t, steps),
                                         OFF(hpct_train_result_t, resumed_from),
                                         OFF(hpct_train_result_t, checkpoints),
@@ -120,7 +131,10 @@ static const long train_result_off[] = {OFF(hpct_train_result_t, steps),
 static const long insitu_config_off[] = {
     OFF(hpct_insitu_config_t, version),       OFF(hpct_insitu_config_t, resume),
     OFF(hpct_insitu_config_t, catch_signals), OFF(hpct_insitu_config_t, log_interval),
-    OFF(hpct_insitu_config_t, progress),      OFF(hpct_insitu_config_t, progress_arg)};
+    OFF(hpct_insitu_config_t, progress),      OFF(hpct_insitu_config_t, progress_arg),
+    OFF(hpct_insitu_config_t, metrics_path),  OFF(hpct_insitu_config_t, straggler_threshold),
+    OFF(hpct_insitu_config_t, timeline_path), OFF(hpct_insitu_config_t, timeline_steps),
+    OFF(hpct_insitu_config_t, timeline_first)};
 #endif
 static const long shard_config_off[] = {OFF(hpct_shard_config_t, version),
                                         OFF(hpct_shard_config_t, chunk_rows),

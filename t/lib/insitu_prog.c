@@ -74,6 +74,10 @@ static hpct_optimizer_t make_opt(hpct_params_t p)
 static hpct_insitu_t make_session(hpct_model_t m, hpct_optimizer_t o, hpct_ckpt_t ck)
 {
     hpct_insitu_config_t c = HPCT_INSITU_CONFIG_INITIALIZER;
+    c.metrics_path = getenv("INSITU_METRICS"); /* t/test_insitu_dist.sh: reports every 2 steps */
+    if (c.metrics_path) c.log_interval = 2;
+    c.timeline_path = getenv("INSITU_TIMELINE"); /* the last 4 steps */
+    c.timeline_steps = 4;
     hpct_insitu_t s;
     if (hpct_insitu_create(m, NULL, o, ck, &c, &s)) exit(2);
     return s;
