@@ -62,9 +62,10 @@ EXTRA_DIST += t/test_shard_tool.sh t/test_fuzz_manifest.sh t/test_data_mpi.sh \
 
 # ---- distributed runtime: shell drivers run t/lib/dist_prog under $(MPIRUN) -----------
 check_PROGRAMS += t/lib/dist_prog
-t_lib_dist_prog_LDADD = t/lib/libmpiprog.a $(TEST_LIBS)
+t_lib_dist_prog_LDADD = t/lib/libmpiprog.a t/lib/libdatatest.a $(TEST_LIBS)
 DIST_TESTS = t/test_dist_topology.sh t/test_dist_allreduce.sh t/test_dist_replicas.sh \
-	t/test_dist_curve.sh t/test_dist_hang.sh t/test_dist_nodewin.sh t/test_dist_opfail.sh
+	t/test_dist_curve.sh t/test_dist_hang.sh t/test_dist_nodewin.sh t/test_dist_opfail.sh \
+	t/test_dist_badstep.sh
 TESTS += $(DIST_TESTS)
 EXTRA_DIST += $(DIST_TESTS) t/lib/dist_lib.sh
 

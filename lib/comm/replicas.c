@@ -3,6 +3,7 @@
  * Buffers live in the backend's memory: host on cpu (the host engine, reduce.c), device on
  * cuda (device_avg.c for averages; broadcast and hash staged through host memory). */
 #include "dist.h"
+#include "agree.h"
 #include "../device/ops.h"
 #include "../model/model.h"
 #include "../model/params.h"
@@ -313,6 +314,13 @@ static hpct_status_t device_layer_ready(hpct_ctx_t ctx, int layer, int num_layer
     return s ? s : hpcti_device_average_enqueue(ctx, grad, count);
 }
 
+/* Every rank's status before backward starts the averaging (model.h): one integer
+ * agreement, so one rank's bad batch or non-finite loss ends the step on all of them. */
+static hpct_status_t status_before_grads(hpct_ctx_t ctx, hpct_status_t mine, const char *fn)
+{
+    return hpcti_agree_status(ctx, fn, mine, mine ? ctx->last_error : NULL);
+}
+
 /* Overlap hooks: the last layer opens the operation; each layer's region starts at once. */
 static hpct_status_t layer_ready(hpct_ctx_t ctx, int layer, int num_layers, float *grad,
                                  size_t count, size_t total)
@@ -346,8 +354,8 @@ hpct_status_t hpct_model_set_grad_averaging(hpct_model_t model, int enable)
     struct hpcti_dist *d;
     if (enable && (s = params_dist(p, fn, &d))) return s;
     if (enable)
-        hpcti_model_set_grad_hooks(model, layer_ready, layers_done);
+        hpcti_model_set_grad_hooks(model, layer_ready, layers_done, status_before_grads);
     else
-        hpcti_model_set_grad_hooks(model, NULL, NULL);
+        hpcti_model_set_grad_hooks(model, NULL, NULL, NULL);
     return HPCT_SUCCESS;
 }

@@ -31,13 +31,17 @@ struct hpct_model {
     hpct_params_t params;
     hpcti_grad_ready_fn grad_ready; /* averaging hooks (lib/comm); NULL when off */
     hpcti_grads_done_fn grads_done;
+    hpcti_grads_agree_fn grads_agree;
+    int agreed; /* the agreement before backward ran in this step (hpcti_model_step_begins) */
     hpct_status_t hook_status; /* first error a ready hook returned during backward */
 };
 
-void hpcti_model_set_grad_hooks(hpct_model_t m, hpcti_grad_ready_fn ready, hpcti_grads_done_fn done)
+void hpcti_model_set_grad_hooks(hpct_model_t m, hpcti_grad_ready_fn ready, hpcti_grads_done_fn done,
+                                hpcti_grads_agree_fn agree)
 {
     m->grad_ready = ready;
     m->grads_done = done;
+    m->grads_agree = agree;
 }
 
 /* 1 when the backend keeps tensors in host memory (cpu). */
@@ -424,27 +428,52 @@ hpct_status_t hpct_model_forward(hpct_model_t m, const float *x, int batch, floa
                                 sizeof(float) * (size_t)batch * m->layers[m->num - 1].out);
 }
 
+void hpcti_model_step_begins(hpct_model_t m)
+{
+    if (m) m->agreed = 0;
+}
+
+hpct_status_t hpcti_model_join_failure(hpct_model_t m, hpct_status_t s)
+{
+    if (!s || !m || !m->grads_agree || m->agreed) return s;
+    m->agreed = 1;
+    return m->grads_agree(m->ctx, s, "hpct_model_loss_grad");
+}
+
+/* Forward and loss of one batch: *l, *xd (staged inputs); a status of this rank alone. */
+static hpct_status_t forward_loss(hpct_model_t m, const char *fn, const float *x,
+                                  const void *targets, int batch, const float **xd, double *l)
+{
+    hpct_status_t s = check_batch(m, fn, x, batch);
+    if (s) return s;
+    if (!targets) return hpcti_error(m->ctx, HPCT_ERR_INVALID_ARG, "%s: targets are NULL", fn);
+    if (m->loss == HPCT_LOSS_SOFTMAX_CE && (s = check_labels(m, fn, targets, (size_t)batch, 0)))
+        return s;
+    const float *y;
+    const void *td;
+    s = stage_forward(m, x, batch, xd, &y);
+    if (!s) s = stage_targets(m, targets, batch, &td);
+    if (!s) s = batch_loss(m, y, td, batch, m->grad_a[0], l);
+    if (!s && !isfinite(*l))
+        s = hpcti_error(m->ctx, HPCT_ERR_NONFINITE,
+                        "%s: the loss is %g; gradients were not updated", fn, *l);
+    return s;
+}
+
 hpct_status_t hpct_model_loss_grad(hpct_model_t m, const float *x, const void *targets, int batch,
                                    int accumulate, float *loss)
 {
     static const char fn[] = "hpct_model_loss_grad";
     if (!m) return HPCT_ERR_INVALID_ARG;
     hpcti_clear_error(m->ctx);
-    hpct_status_t s = check_batch(m, fn, x, batch);
-    if (s) return s;
-    if (!targets) return hpcti_error(m->ctx, HPCT_ERR_INVALID_ARG, "%s: targets are NULL", fn);
-    if (m->loss == HPCT_LOSS_SOFTMAX_CE && (s = check_labels(m, fn, targets, (size_t)batch, 0)))
-        return s;
-    const float *xd, *y;
-    const void *td;
+    const float *xd = NULL;
     double l = NAN;
-    s = stage_forward(m, x, batch, &xd, &y);
-    if (!s) s = stage_targets(m, targets, batch, &td);
-    if (!s) s = batch_loss(m, y, td, batch, m->grad_a[0], &l);
+    hpct_status_t s = forward_loss(m, fn, x, targets, batch, &xd, &l);
+    if (m->grad_ready && m->grads_agree) { /* every rank's status before the averaging */
+        m->agreed = 1;
+        s = m->grads_agree(m->ctx, s, fn);
+    }
     if (s) return s;
-    if (!isfinite(l))
-        return hpcti_error(m->ctx, HPCT_ERR_NONFINITE,
-                           "%s: the loss is %g; gradients were not updated", fn, l);
     s = backward(m, xd, batch, accumulate);
     if (m->grad_ready) { /* finish the averaging that backward started (or end its op) */
         hpct_status_t hook = m->hook_status;

@@ -11,9 +11,21 @@
 typedef hpct_status_t (*hpcti_grad_ready_fn)(hpct_ctx_t ctx, int layer, int num_layers, float *grad,
                                              size_t count, size_t total);
 typedef hpct_status_t (*hpcti_grads_done_fn)(hpct_ctx_t ctx);
-/* Install the hooks (NULL, NULL removes them). */
+/* Before backward starts the averaging, every rank's status so far (argument checks,
+ * forward, loss) is agreed: a failure on one rank becomes every rank's, naming it, instead
+ * of leaving the others waiting in the averaging until the deadline. Collective. */
+typedef hpct_status_t (*hpcti_grads_agree_fn)(hpct_ctx_t ctx, hpct_status_t mine, const char *fn);
+/* Install the hooks (NULL, NULL, NULL removes them). */
 void hpcti_model_set_grad_hooks(hpct_model_t m, hpcti_grad_ready_fn ready,
-                                hpcti_grads_done_fn done);
+                                hpcti_grads_done_fn done, hpcti_grads_agree_fn agree);
+/* A loop whose rank failed with s in a step that averages, before it reached the agreement
+ * of hpct_model_loss_grad (its batch could not be read, an earlier micro-batch failed):
+ * takes part in that agreement with s, so the other ranks stop at once. Returns the agreed
+ * status (naming the failing rank); s unchanged when averaging is off or the agreement of
+ * this step already ran. */
+HPCTI_CHECK hpct_status_t hpcti_model_join_failure(hpct_model_t m, hpct_status_t s);
+/* Start of a training step: no agreement has run in it yet. */
+void hpcti_model_step_begins(hpct_model_t m);
 
 /* The loss a built model applies (for callers that feed it targets). */
 hpct_loss_t hpcti_model_loss(hpct_model_t m);

@@ -165,18 +165,35 @@ static hpct_status_t save(struct loop *L, long cursor_epoch, long cursor_step, i
     return s;
 }
 
+/* A failure of this rank alone before the step's averaging (its batch, an earlier
+ * micro-batch): take part in the agreement the other ranks reach in hpct_model_loss_grad,
+ * so they stop at once with this rank named instead of waiting out the deadline. */
+static hpct_status_t rank_failed(struct loop *L, hpct_status_t s)
+{
+    if (!L->dist) return s;
+    char mine[sizeof L->ctx->last_error];
+    snprintf(mine, sizeof mine, "%s", L->ctx->last_error);
+    int shared = L->ctx->error_shared;
+    hpct_status_t on = hpct_model_set_grad_averaging(L->model, 1); /* clears the detail */
+    snprintf(L->ctx->last_error, sizeof L->ctx->last_error, "%s", mine);
+    L->ctx->error_shared = shared;
+    return on ? s : hpcti_model_join_failure(L->model, s); /* cannot join: keep our own */
+}
+
 /* One optimizer step: next batch, micro-batches (averaging on the last), update. */
 static hpct_status_t step(struct loop *L, float *loss)
 {
     const float *x;
     const void *t;
+    *loss = 0.0f;
     if (L->rank == L->slow_rank) nanosleep(&L->slow, NULL);
+    hpcti_model_step_begins(L->model);
     double t0 = hpcti_now();
     hpct_status_t s = hpct_dataset_next(L->ds, &x, &t);
     double got = hpcti_now();
     L->res->data_wait_s += got - t0;
     if (L->ctx->timeline) hpcti_tl_span(L->ctx, 0, "data_wait", "data", t0, got, NULL);
-    if (s) return s;
+    if (s) return rank_failed(L, s);
     size_t tsize = L->target_dtype == HPCT_DTYPE_INT32 ? sizeof(int32_t) : sizeof(float);
     double total = 0.0;
     int micro = L->cfg->micro_batches;
@@ -187,6 +204,7 @@ static hpct_status_t step(struct loop *L, float *loss)
         if (s) break; /* never train unaveraged replicas */
         s = hpct_model_loss_grad(L->model, x + (size_t)k * L->micro_batch * L->features, tk,
                                  L->micro_batch, k > 0, &l);
+        if (s) s = rank_failed(L, s); /* no-op once the step's agreement has run */
         total += l;
     }
     if (!s && micro > 1) s = hpct_params_scale_grads(L->params, 1.0f / (float)micro);

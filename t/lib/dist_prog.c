@@ -7,9 +7,12 @@
  *   dist_prog curve FILE       training loss curve of a fixed global problem into FILE
  *   dist_prog hang SECONDS PIDFILE   the last rank SIGSTOPs itself; the others time out
  *   dist_prog nodewin          the path HPCT_NODE_REDUCE selects against the p2p path: bits
- *   dist_prog nodewin_hang SECONDS PIDFILE   the last rank stops inside the node exchange */
+ *   dist_prog nodewin_hang SECONDS PIDFILE   the last rank stops inside the node exchange
+ *   dist_prog opfail SECONDS   a reduction fails midway on rank 1 (test hook)
+ *   dist_prog badstep DIR      one rank's bad batch ends the step on every rank at once */
 #include "hpctrain.h"
 #include "mpi_prog.h"
+#include "data_util.h"
 
 #include <math.h>
 #include <mpi.h>
@@ -432,6 +435,90 @@ static int run_opfail(double seconds)
     return 4;
 }
 
+/* The slowest rank's seconds since t0, and whether every rank holds the same status. */
+static double slowest_since(double t0, hpct_status_t s, int *same)
+{
+    double took = MPI_Wtime() - t0;
+    int lo = s, hi = s;
+    MPI_Allreduce(MPI_IN_PLACE, &took, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    *same = lo == hi;
+    return took;
+}
+
+/* A rank-local failure in a step with averaging, deadline 60 s: (a) hpct_model_loss_grad
+ * with a NaN input on the last rank only; (b) hpct_train where one rank's batch holds a NaN
+ * sample (nonfinite = error). Every rank must return the same status within 2 s, naming
+ * the failing rank, the error marked shared. */
+static int run_badstep(const char *dir)
+{
+    hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
+    cfg.collective_timeout_s = 60;
+    hpct_ctx_t ctx = mpi_start(&cfg);
+    hpct_model_t m;
+    hpct_params_t p;
+    hpct_model_create(ctx, 5, &m);
+    hpct_model_add_dense(m, 16, HPCT_ACT_TANH, HPCT_INIT_AUTO);
+    hpct_model_add_dense(m, 64, HPCT_ACT_IDENTITY, HPCT_INIT_AUTO);
+    if (hpct_model_build(m, 64) || hpct_model_params(m, &p) || hpct_params_broadcast(p, 0))
+        return 2;
+    float x[8 * 5];
+    int32_t y[8];
+    for (int i = 0; i < 40; i++) x[i] = (float)(i % 7) * 0.1f;
+    for (int i = 0; i < 8; i++) y[i] = i;
+    if (world_rank == world_size - 1) x[3] = NAN;
+    hpct_model_set_grad_averaging(m, 1);
+    double t0 = MPI_Wtime();
+    float loss;
+    hpct_status_t s = hpct_model_loss_grad(m, x, y, 8, 0, &loss);
+    int same;
+    double took = slowest_since(t0, s, &same);
+    char want[64];
+    snprintf(want, sizeof want, "rank %d of %d failed", world_size - 1, world_size);
+    check(s == HPCT_ERR_NONFINITE && same && took < 2.0 && strstr(hpct_last_error(ctx), want) &&
+              strstr(hpct_last_error(ctx), "the loss is nan") && hpct_last_error_shared(ctx),
+          "loss_grad, NaN input on rank %d only: every rank returns HPCT_ERR_NONFINITE within "
+          "%.3f s, naming it (\"%s\")",
+          world_size - 1, took, hpct_last_error(ctx));
+    hpct_model_set_grad_averaging(m, 0);
+
+    char manifest[600];
+    snprintf(manifest, sizeof manifest, "%s/m.txt", dir);
+    if (world_rank == 0) {
+        tdu_shard_t sh = tdu_shard(64, 0, 5, 0);
+        sh.nan_row = 37;
+        char shard[600];
+        snprintf(shard, sizeof shard, "%s/s.h5", dir);
+        const char *files[1] = {"s.h5"};
+        if (tdu_write_shard(shard, &sh) || tdu_write_manifest(dir, "m.txt", 1, files, "float32", 5))
+            return 2;
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    hpct_data_config_t dc = HPCT_DATA_CONFIG_INITIALIZER;
+    hpct_dataset_t ds;
+    hpct_optim_config_t oc = HPCT_OPTIM_CONFIG_INITIALIZER;
+    hpct_optimizer_t opt;
+    if (hpct_dataset_open(ctx, manifest, &dc, &ds) || hpct_optimizer_create(p, &oc, &opt)) return 2;
+    hpct_train_config_t tc = HPCT_TRAIN_CONFIG_INITIALIZER;
+    tc.global_batch = 4 * world_size; /* splits at any W */
+    tc.epochs = 1;
+    tc.log_interval = 0;
+    hpct_train_result_t res;
+    t0 = MPI_Wtime();
+    s = hpct_train(m, opt, ds, NULL, &tc, &res);
+    took = slowest_since(t0, s, &same);
+    check(s == HPCT_ERR_NONFINITE && same && took < 2.0 && strstr(hpct_last_error(ctx), "failed") &&
+              hpct_last_error_shared(ctx),
+          "hpct_train, a NaN sample in one rank's batch: every rank returns HPCT_ERR_NONFINITE "
+          "within %.3f s, the failing rank named (\"%s\")",
+          took, hpct_last_error(ctx));
+    hpct_optimizer_destroy(opt);
+    hpct_dataset_close(ds);
+    hpct_model_destroy(m);
+    return hpct_finalize(ctx) == HPCT_SUCCESS && !failures ? 0 : 1;
+}
+
 /* Random values of mixed magnitudes (so the summation order shows in the bits) [n]. */
 static void fill_random(float *x, size_t n, unsigned seed)
 {
@@ -537,6 +624,7 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "allreduce")) return run_allreduce();
     if (!strcmp(argv[1], "replicas")) return run_replicas();
     if (!strcmp(argv[1], "opfail") && argc == 3) return run_opfail(atof(argv[2]));
+    if (!strcmp(argv[1], "badstep") && argc == 3) return run_badstep(argv[2]);
     if (!strcmp(argv[1], "curve") && argc == 3) return run_curve(argv[2]);
     if (!strcmp(argv[1], "hang") && argc == 4) return run_hang(atof(argv[2]), argv[3]);
     if (!strcmp(argv[1], "nodewin")) return run_nodewin();
