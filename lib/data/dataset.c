@@ -127,13 +127,19 @@ static hpct_status_t plan_sizes(hpct_dataset_t ds)
     for (int i = 0; i < ds->man.num_shards; i++) ds->n += ds->man.shards[i].samples;
     double bytes = (double)ds->n * (double)(ds->features + ds->twidth) * 4.0;
     ds->resident = bytes <= (double)ds->cfg.memory_budget_bytes;
+    /* Streaming holds the targets when they are at most 1/8 of the inputs (class labels):
+     * a shuffled batch then costs one read per run of inputs rows, not two. */
+    int hold_targets = !ds->resident && ds->twidth * 8 <= ds->features;
     hpcti_log(ds->ctx, HPCT_LOG_INFO, "dataset %s: %llu samples, %.1f MiB as fp32, %s",
               ds->manifest_path, (unsigned long long)ds->n, bytes / 1048576.0,
-              ds->resident ? "loaded into memory" : "streamed with pread");
-    if (!ds->resident) return HPCT_SUCCESS;
-    ds->res_inputs = alloc_resident(ds->ctx, ds->n * ds->features * sizeof(float));
+              ds->resident   ? "loaded into memory"
+              : hold_targets ? "inputs streamed with coalesced preadv, targets held in memory"
+                             : "streamed with coalesced preadv");
+    if (!ds->resident && !hold_targets) return HPCT_SUCCESS;
+    if (ds->resident)
+        ds->res_inputs = alloc_resident(ds->ctx, ds->n * ds->features * sizeof(float));
     ds->res_targets = hpcti_calloc(ds->ctx, ds->n, ds->twidth * 4, "dataset targets");
-    return ds->res_inputs && ds->res_targets ? HPCT_SUCCESS : HPCT_ERR_NO_MEMORY;
+    return (ds->res_inputs || !ds->resident) && ds->res_targets ? HPCT_SUCCESS : HPCT_ERR_NO_MEMORY;
 }
 
 /* Verify, then open with HDF5, every shard in manifest order. */
@@ -161,10 +167,9 @@ static hpct_status_t open_shards(hpct_dataset_t ds)
                                  NULL,
                                  NULL,
                                  ds->targets_int};
-        if (ds->resident) {
-            job.resident_inputs = ds->res_inputs + first * ds->features;
+        if (ds->resident) job.resident_inputs = ds->res_inputs + first * ds->features;
+        if (ds->res_targets)
             job.resident_targets = (unsigned char *)ds->res_targets + first * ds->twidth * 4;
-        }
         s = hpcti_shard_inspect(ds->ctx, &job, sh);
         if (s) return s;
         if (!ds->resident && (sh->fd = open(sh->path, O_RDONLY | O_CLOEXEC)) < 0)

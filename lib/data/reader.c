@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 /* ---- the permutation (contract) ---------------------------------------- */
@@ -65,63 +66,6 @@ int hpcti_shard_of(const hpct_dataset_t ds, uint64_t g)
     return lo;
 }
 
-/* pread exactly len bytes at off, or explain why not into err. */
-static hpct_status_t read_exact(const hpcti_shard_t *sh, const char *name, void *buf, size_t len,
-                                uint64_t off, char *err, size_t errlen)
-{
-    unsigned char *p = buf;
-    while (len) {
-        ssize_t got = pread(sh->fd, p, len, (off_t)off);
-        if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) {
-            snprintf(err, errlen, "shard %s dataset /%s: %s at byte %llu (truncated?)", sh->path,
-                     name, got < 0 ? strerror(errno) : "end of file", (unsigned long long)off);
-            return HPCT_ERR_IO;
-        }
-        p += got, len -= (size_t)got, off += (uint64_t)got;
-    }
-    return HPCT_SUCCESS;
-}
-
-/* Raw bytes of rows [row, row + count) of one array of a shard, chunk by chunk. */
-static hpct_status_t read_rows_raw(const hpcti_shard_t *sh, const hpcti_rows_src_t *src,
-                                   const char *name, uint64_t row, uint64_t count,
-                                   unsigned char *dst, char *err, size_t errlen)
-{
-    if (!src->chunk_rows)
-        return read_exact(sh, name, dst, count * src->row_bytes, src->base + row * src->row_bytes,
-                          err, errlen);
-    while (count) {
-        uint64_t k = row / src->chunk_rows, in_chunk = row % src->chunk_rows;
-        uint64_t take = src->chunk_rows - in_chunk < count ? src->chunk_rows - in_chunk : count;
-        hpct_status_t s = read_exact(sh, name, dst, take * src->row_bytes,
-                                     src->chunk_addr[k] + in_chunk * src->row_bytes, err, errlen);
-        if (s) return s;
-        row += take, count -= take, dst += take * src->row_bytes;
-    }
-    return HPCT_SUCCESS;
-}
-
-/* Rows [row, row+count) of one array, converted into dst (fp32, or int32 when as_int). */
-static hpct_status_t read_rows(const hpcti_shard_t *sh, const hpcti_rows_src_t *src,
-                               const char *name, hpcti_type_t type, int as_int, uint64_t row,
-                               uint64_t count, void *dst, unsigned char *scratch, char *err,
-                               size_t errlen)
-{
-    int direct = type == (as_int ? HPCTI_I32 : HPCTI_F32);
-    unsigned char *raw = direct ? dst : scratch;
-    hpct_status_t s = read_rows_raw(sh, src, name, row, count, raw, err, errlen);
-    if (s || direct) return s;
-    size_t values = count * (src->row_bytes / hpcti_type_size(type));
-    if (as_int)
-        hpcti_convert_i32(type, raw, dst, values);
-    else
-        hpcti_convert_f32(type, raw, dst, values);
-    return HPCT_SUCCESS;
-}
-
-/* Rows of samples idx[0..count) into inputs/targets: runs of consecutive indices in one shard
- * become one read per array (coalescing); resident mode copies from memory. */
 /* Ask the cache for a whole row ahead of its copy: rows of a shuffled batch lie far apart,
  * so the hardware prefetcher only starts after a few misses per row. */
 static inline void prefetch_row(const void *row, size_t bytes)
@@ -130,36 +74,134 @@ static inline void prefetch_row(const void *row, size_t bytes)
     for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off, 0, 0);
 }
 
+/* Resident mode: one copy per run of consecutive samples, from memory. */
+static void copy_resident(hpct_dataset_t ds, const uint64_t *idx, size_t count, float *inputs,
+                          unsigned char *tg)
+{
+    size_t in_row = ds->features * sizeof(float), tg_row = ds->twidth * 4;
+    for (size_t j = 0; j < count;) {
+        size_t run = 1;
+        while (j + run < count && idx[j + run] == idx[j] + run) run++;
+        if (j + run < count) prefetch_row(ds->res_inputs + idx[j + run] * ds->features, in_row);
+        memcpy(inputs + j * ds->features, ds->res_inputs + idx[j] * ds->features, run * in_row);
+        memcpy(tg + j * tg_row, (unsigned char *)ds->res_targets + idx[j] * tg_row, run * tg_row);
+        j += run;
+    }
+}
+
+/* File offset of row `row` of one array of a shard. */
+static uint64_t row_offset(const hpcti_rows_src_t *src, uint64_t row)
+{
+    if (!src->chunk_rows) return src->base + row * src->row_bytes;
+    return src->chunk_addr[row / src->chunk_rows] + (row % src->chunk_rows) * src->row_bytes;
+}
+
+/* One row to read: its shard, file offset and place in the batch. */
+typedef struct row_req {
+    uint32_t shard, pos;
+    uint64_t off;
+} row_req_t;
+
+static int by_shard_then_offset(const void *a, const void *b)
+{
+    const row_req_t *x = a, *y = b;
+    if (x->shard != y->shard) return x->shard < y->shard ? -1 : 1;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* preadv exactly the bytes of iov[0..n) from off (a contiguous file range), or explain. */
+static hpct_status_t readv_exact(hpct_dataset_t ds, const hpcti_shard_t *sh, const char *name,
+                                 struct iovec *iov, int n, uint64_t off, char *err, size_t errlen)
+{
+    while (n > 0) {
+        ssize_t got = preadv(sh->fd, iov, n, (off_t)off);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) {
+            snprintf(err, errlen, "shard %s dataset /%s: %s at byte %llu (truncated?)", sh->path,
+                     name, got < 0 ? strerror(errno) : "end of file", (unsigned long long)off);
+            return HPCT_ERR_IO;
+        }
+        __atomic_fetch_add(&ds->bytes_read, (uint64_t)got, __ATOMIC_RELAXED);
+        off += (uint64_t)got;
+        while (n > 0 && (size_t)got >= iov->iov_len) got -= (ssize_t)iov->iov_len, iov++, n--;
+        if (n > 0) iov->iov_base = (char *)iov->iov_base + got, iov->iov_len -= (size_t)got;
+    }
+    return HPCT_SUCCESS;
+}
+
+/* Raw rows of samples idx[0..count) of one array (0 inputs, 1 targets) into raw, in batch
+ * order, [count, row_bytes]: the requests are sorted by shard and file offset and each run of
+ * adjacent rows becomes one preadv whose buffers are the rows' places in the batch. */
+static hpct_status_t read_array(hpct_dataset_t ds, int array, const uint64_t *idx, size_t count,
+                                unsigned char *raw, row_req_t *req, struct iovec *iov, char *err,
+                                size_t errlen)
+{
+    for (size_t j = 0; j < count; j++) {
+        int k = hpcti_shard_of(ds, idx[j]);
+        const hpcti_shard_t *sh = &ds->shards[k];
+        req[j] = (row_req_t){(uint32_t)k, (uint32_t)j,
+                             row_offset(array ? &sh->tg : &sh->in, idx[j] - sh->first)};
+    }
+    qsort(req, count, sizeof *req, by_shard_then_offset);
+    for (size_t j = 0; j < count;) {
+        const hpcti_shard_t *sh = &ds->shards[req[j].shard];
+        size_t rb = (size_t)(array ? sh->tg.row_bytes : sh->in.row_bytes);
+        int n = 0;
+        uint64_t start = req[j].off;
+        do {
+            iov[n++] = (struct iovec){raw + (size_t)req[j].pos * rb, rb};
+            j++;
+        } while (j < count && n < HPCTI_MAX_IOV && req[j].shard == req[j - 1].shard &&
+                 req[j].off == req[j - 1].off + rb);
+        hpct_status_t s = readv_exact(ds, sh, ds->names[array], iov, n, start, err, errlen);
+        if (s) return s;
+    }
+    return HPCT_SUCCESS;
+}
+
+/* Rows of one array into dst (fp32, or int32 when as_int), through scratch when the stored
+ * type differs. */
+static hpct_status_t stream_array(hpct_dataset_t ds, int array, const uint64_t *idx, size_t count,
+                                  void *dst, unsigned char *scratch, char *err, size_t errlen)
+{
+    hpcti_type_t type = array ? ds->man.targets.type : ds->man.inputs.type;
+    int as_int = array && ds->targets_int;
+    int direct = type == (as_int ? HPCTI_I32 : HPCTI_F32);
+    row_req_t req[HPCTI_MAX_IOV];
+    struct iovec iov[HPCTI_MAX_IOV];
+    size_t values = array ? ds->twidth : ds->features;
+    for (size_t done = 0; done < count;) { /* HPCTI_MAX_IOV rows at a time */
+        size_t part = count - done < HPCTI_MAX_IOV ? count - done : HPCTI_MAX_IOV;
+        unsigned char *out = (unsigned char *)dst + done * values * 4;
+        unsigned char *raw = direct ? out : scratch;
+        hpct_status_t s = read_array(ds, array, idx + done, part, raw, req, iov, err, errlen);
+        if (s) return s;
+        if (!direct && as_int)
+            hpcti_convert_i32(type, raw, (int32_t *)(void *)out, part * values);
+        else if (!direct)
+            hpcti_convert_f32(type, raw, (float *)(void *)out, part * values);
+        done += part;
+    }
+    return HPCT_SUCCESS;
+}
+
+/* Rows of samples idx[0..count) into inputs/targets: resident mode copies from memory;
+ * streaming reads the inputs (and the targets unless they are held) with coalesced preadv. */
 hpct_status_t hpcti_load_samples(hpct_dataset_t ds, const uint64_t *idx, size_t count,
                                  float *inputs, void *targets, unsigned char *scratch, char *err,
                                  size_t errlen)
 {
-    size_t in_row = ds->features * sizeof(float), tg_row = ds->twidth * 4;
-    unsigned char *tg = targets;
-    for (size_t j = 0; j < count;) {
-        size_t run = 1;
-        if (ds->resident) { /* one copy per run of consecutive samples */
-            while (j + run < count && idx[j + run] == idx[j] + run) run++;
-            if (j + run < count) prefetch_row(ds->res_inputs + idx[j + run] * ds->features, in_row);
-            memcpy(inputs + j * ds->features, ds->res_inputs + idx[j] * ds->features, run * in_row);
-            memcpy(tg + j * tg_row, (unsigned char *)ds->res_targets + idx[j] * tg_row,
-                   run * tg_row);
-            j += run;
-            continue;
-        }
-        const hpcti_shard_t *sh = &ds->shards[hpcti_shard_of(ds, idx[j])];
-        while (j + run < count && idx[j + run] == idx[j] + run &&
-               idx[j + run] < sh->first + sh->count)
-            run++;
-        uint64_t row = idx[j] - sh->first;
-        hpct_status_t s = read_rows(sh, &sh->in, ds->names[0], ds->man.inputs.type, 0, row, run,
-                                    inputs + j * ds->features, scratch, err, errlen);
-        if (!s)
-            s = read_rows(sh, &sh->tg, ds->names[1], ds->man.targets.type, ds->targets_int, row,
-                          run, tg + j * tg_row, scratch, err, errlen);
-        if (s) return s;
-        j += run;
+    if (ds->resident) {
+        copy_resident(ds, idx, count, inputs, targets);
+        return HPCT_SUCCESS;
     }
+    hpct_status_t s = stream_array(ds, 0, idx, count, inputs, scratch, err, errlen);
+    if (s) return s;
+    if (!ds->res_targets) return stream_array(ds, 1, idx, count, targets, scratch, err, errlen);
+    size_t tg_row = ds->twidth * 4;
+    for (size_t j = 0; j < count; j++)
+        memcpy((unsigned char *)targets + j * tg_row,
+               (unsigned char *)ds->res_targets + idx[j] * tg_row, tg_row);
     return HPCT_SUCCESS;
 }
 

@@ -6,10 +6,16 @@
 
 #include <pthread.h>
 
+/* Rows per preadv (and per sort) of the streaming reader; at most IOV_MAX. */
+#define HPCTI_MAX_IOV 256
+
 enum hpcti_slot_state { HPCTI_SLOT_FREE, HPCTI_SLOT_READY, HPCTI_SLOT_HELD };
 
 /* One prefetched batch: this rank's rows and where in the stream they come from. */
 typedef struct hpcti_slot {
+    /* Rows per preadv (and per sort) of the streaming reader; at most IOV_MAX. */
+#define HPCTI_MAX_IOV 256
+
     enum hpcti_slot_state state;
     long epoch, step;     /* position of this batch */
     long skipped;         /* global batches skipped just before it */
@@ -32,9 +38,10 @@ struct hpct_dataset {
     size_t features, twidth; /* values per sample */
     int targets_int;
     int resident;
-    float *res_inputs;  /* resident: [n, features] */
-    void *res_targets;  /* resident: [n, twidth] */
-    unsigned char *bad; /* SKIP policy: bit i set when sample i is non-finite */
+    float *res_inputs;   /* resident: [n, features] */
+    void *res_targets;   /* resident, or held while streaming the inputs: [n, twidth] */
+    uint64_t bytes_read; /* from the shard files after open (atomic: the prefetch thread adds) */
+    unsigned char *bad;  /* SKIP policy: bit i set when sample i is non-finite */
     /* partition */
     int rank, world, global_batch, local_batch;
     long steps;
