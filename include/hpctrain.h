@@ -312,8 +312,19 @@ typedef enum {
 
 typedef enum { HPCT_DTYPE_FLOAT32 = 0, HPCT_DTYPE_INT32 = 1 } hpct_dtype_t;
 
+/* Where a distributed job keeps the samples (environment HPCT_DATA_STORE=auto|off|job
+ * overrides the config on every rank; the choice is logged at INFO). */
+typedef enum {
+    HPCT_STORE_AUTO = 0, /* job store when the context comes from hpct_init, W > 1, the set
+                            does not fit memory_budget_bytes (or W_node copies would take over
+                            half the node's memory) and its 1/W share does */
+    HPCT_STORE_OFF = 1,  /* every rank loads the whole set or streams it (hpct_ctx_create) */
+    HPCT_STORE_JOB = 2   /* each rank reads and holds ~N/W samples once; batches are exchanged
+                            (MPI_Alltoallv) each step; open is collective over the job */
+} hpct_store_mode_t;
+
 /* Versioned, append-only; always start from HPCT_DATA_CONFIG_INITIALIZER. */
-#define HPCT_DATA_CONFIG_VERSION 1
+#define HPCT_DATA_CONFIG_VERSION 2
 typedef struct hpct_data_config {
     unsigned version;         /* HPCT_DATA_CONFIG_VERSION */
     const char *inputs_name;  /* HDF5 dataset of inputs [N, ...] in every shard */
@@ -324,6 +335,7 @@ typedef struct hpct_data_config {
     uint64_t seed;              /* shuffle seed */
     int prefetch_depth;         /* batches a background thread reads ahead; 0: read in next() */
     size_t memory_budget_bytes; /* load the whole set when it fits, else stream with pread */
+    hpct_store_mode_t store;    /* version 2: HPCT_STORE_AUTO, _OFF or _JOB */
 } hpct_data_config_t;
 
 /* clang-format off */
@@ -336,7 +348,8 @@ typedef struct hpct_data_config {
     1,                        /* shuffle */                                                        \
     42,                       /* seed */                                                           \
     2,                        /* prefetch_depth */                                                 \
-    (size_t)1 << 30           /* memory_budget_bytes: 1 GiB */                                     \
+    (size_t)1 << 30,          /* memory_budget_bytes: 1 GiB */                                     \
+    HPCT_STORE_AUTO           /* store */                                                          \
 }
 /* clang-format on */
 

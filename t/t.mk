@@ -59,8 +59,11 @@ EXTRA_DIST += t/test_shard_tool.sh t/test_fuzz_manifest.sh t/test_data_mpi.sh \
 	t/fuzz/corpus/crlf.txt t/fuzz/corpus/escape.txt t/fuzz/corpus/duplicate.txt
 
 # ---- distributed runtime: shell drivers run t/lib/dist_prog under $(MPIRUN) -----------
-check_PROGRAMS += t/lib/dist_prog
+check_PROGRAMS += t/lib/dist_prog t/lib/store_prog
 t_lib_dist_prog_LDADD = t/lib/libmpiprog.a $(TEST_LIBS)
+t_lib_store_prog_LDADD = t/lib/libmpiprog.a $(DATA_TEST_LIBS)
+TESTS += t/test_data_store.sh
+EXTRA_DIST += t/test_data_store.sh
 DIST_TESTS = t/test_dist_topology.sh t/test_dist_allreduce.sh t/test_dist_replicas.sh \
 	t/test_dist_curve.sh t/test_dist_hang.sh t/test_dist_nodewin.sh
 TESTS += $(DIST_TESTS)

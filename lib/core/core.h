@@ -13,6 +13,17 @@ typedef struct hpcti_rng {
     uint64_t s[HPCT_RNG_STATE_WORDS];
 } hpcti_rng_t;
 
+/* The communicators lib/data's sample store uses, as MPI Fortran handles (MPI_Comm_c2f) so that
+ * core and data name no comm type: lib/comm fills them at hpct_init (dups of its own, for the
+ * store only) and frees them at hpct_finalize. valid is 0 for hpct_ctx_create. */
+typedef struct hpcti_data_comms {
+    int valid;
+    int world, node; /* MPI_Fint: the job, and the ranks of this rank's node */
+    int rank, size;  /* in world */
+    int local_rank, local_size, node_id, num_nodes;
+    double deadline_s; /* cfg.collective_timeout_s: bound of every store collective */
+} hpcti_data_comms_t;
+
 struct hpct_ctx {
     hpct_config_t cfg;
     const struct hpcti_ops *ops; /* backend chosen by cfg.backend (attached by lib/device) */
@@ -21,6 +32,7 @@ struct hpct_ctx {
     char last_error[1024];
     void *dist; /* distributed runtime: typed, made and freed by lib/comm (hpct_init ..
                    hpct_finalize); NULL for hpct_ctx_create */
+    hpcti_data_comms_t data_comms; /* for lib/data's sample store; filled by lib/comm */
 };
 
 /* A context with cfg (NULL: the defaults) checked and copied and its RNG seeded, but no

@@ -3,6 +3,7 @@
 #include "reader.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -28,6 +29,8 @@ static hpct_status_t check_data_config(hpct_ctx_t ctx, const hpct_data_config_t 
         why = "nonfinite must be HPCT_NONFINITE_ERROR or HPCT_NONFINITE_SKIP";
     else if (c->prefetch_depth < 0 || c->prefetch_depth > MAX_PREFETCH)
         why = "prefetch_depth must be between 0 and 64";
+    else if (c->version >= 2 && (c->store < HPCT_STORE_AUTO || c->store > HPCT_STORE_JOB))
+        why = "store must be HPCT_STORE_AUTO, _OFF or _JOB";
     if (!why) return HPCT_SUCCESS;
     return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_data_config_t.%s", why);
 }
@@ -70,7 +73,8 @@ static char *join_dir(const char *manifest, const char *rel)
 }
 
 /* Existence, size and (FULL) content hash of one shard, before HDF5 sees it. */
-static hpct_status_t verify_shard(hpct_dataset_t ds, const hpcti_shard_entry_t *e, const char *path)
+static hpct_status_t verify_shard(hpct_dataset_t ds, const hpcti_shard_entry_t *e, const char *path,
+                                  hpct_checksum_mode_t mode)
 {
     struct stat st;
     if (stat(path, &st))
@@ -82,17 +86,18 @@ static hpct_status_t verify_shard(hpct_dataset_t ds, const hpcti_shard_entry_t *
                            "shard %s (manifest %s line %d) is not a "
                            "regular file",
                            path, ds->manifest_path, e->line);
-    if (ds->cfg.checksum == HPCT_CHECKSUM_OFF) return HPCT_SUCCESS;
+    if (mode == HPCT_CHECKSUM_OFF) return HPCT_SUCCESS;
     if ((uint64_t)st.st_size != e->bytes)
         return hpcti_error(ds->ctx, HPCT_ERR_CHECKSUM,
                            "shard %s: %llu bytes, manifest %s line %d says %llu (truncated or "
                            "replaced?); not opened",
                            path, (unsigned long long)st.st_size, ds->manifest_path, e->line,
                            (unsigned long long)e->bytes);
-    if (ds->cfg.checksum == HPCT_CHECKSUM_SIZE) return HPCT_SUCCESS;
+    if (mode == HPCT_CHECKSUM_SIZE) return HPCT_SUCCESS;
     uint64_t sum, bytes;
     if (hpcti_checksum_file(path, &sum, &bytes))
         return hpcti_error(ds->ctx, HPCT_ERR_IO, "shard %s: %s", path, strerror(errno));
+    ds->hashed_bytes += bytes;
     if (sum != e->checksum || bytes != e->bytes)
         return hpcti_error(ds->ctx, HPCT_ERR_CHECKSUM,
                            "shard %s: checksum %016llx, manifest %s line %d says %016llx "
@@ -117,6 +122,31 @@ static float *alloc_resident(hpct_ctx_t ctx, size_t bytes)
     return p;                           /* HDF5 fills every row at open */
 }
 
+/* The store mode asked for: HPCT_DATA_STORE when set, else cfg.store; -1 for a bad value. */
+static int requested_store(hpct_dataset_t ds)
+{
+    const char *env = getenv("HPCT_DATA_STORE");
+    if (!env || !*env) return ds->cfg.store;
+    if (!strcmp(env, "auto")) return HPCT_STORE_AUTO;
+    if (!strcmp(env, "off")) return HPCT_STORE_OFF;
+    if (!strcmp(env, "job")) return HPCT_STORE_JOB;
+    return -1;
+}
+
+/* Store or not, from the request, the set's size, the world and the node's memory. */
+static int choose_store(hpct_dataset_t ds, int want, double bytes)
+{
+    const hpcti_data_comms_t *c = &ds->ctx->data_comms;
+    if (want == HPCT_STORE_OFF || !c->valid) return HPCT_STORE_OFF;
+    if (want == HPCT_STORE_JOB) return HPCT_STORE_JOB;
+    double budget = (double)ds->cfg.memory_budget_bytes;
+    double node = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    int share_fits = bytes / c->size <= budget;
+    int copies_too_big = node > 0 && bytes * c->local_size > node / 2;
+    return c->size > 1 && share_fits && (bytes > budget || copies_too_big) ? HPCT_STORE_JOB
+                                                                           : HPCT_STORE_OFF;
+}
+
 /* Totals from the manifest: samples, values per sample, and whether it all fits memory. */
 static hpct_status_t plan_sizes(hpct_dataset_t ds)
 {
@@ -126,6 +156,16 @@ static hpct_status_t plan_sizes(hpct_dataset_t ds)
     ds->n = 0;
     for (int i = 0; i < ds->man.num_shards; i++) ds->n += ds->man.shards[i].samples;
     double bytes = (double)ds->n * (double)(ds->features + ds->twidth) * 4.0;
+    ds->store_mode = choose_store(ds, ds->store_mode, bytes);
+    if (ds->store_mode == HPCT_STORE_JOB) {
+        const hpcti_data_comms_t *c = &ds->ctx->data_comms;
+        hpcti_log(ds->ctx, HPCT_LOG_INFO,
+                  "dataset %s: %llu samples, %.1f MiB as fp32, job store: each of %d ranks "
+                  "reads and holds about 1/%d (node %d holds %d ranks)",
+                  ds->manifest_path, (unsigned long long)ds->n, bytes / 1048576.0, c->size, c->size,
+                  c->node_id, c->local_size);
+        return HPCT_SUCCESS; /* streaming layout at open; store.c loads the block */
+    }
     ds->resident = bytes <= (double)ds->cfg.memory_budget_bytes;
     /* Streaming holds the targets when they are at most 1/8 of the inputs (class labels):
      * a shuffled batch then costs one read per run of inputs rows, not two. */
@@ -142,6 +182,18 @@ static hpct_status_t plan_sizes(hpct_dataset_t ds)
     return (ds->res_inputs || !ds->resident) && ds->res_targets ? HPCT_SUCCESS : HPCT_ERR_NO_MEMORY;
 }
 
+/* The checksum mode for the shard of samples [first, first + count): in store mode a rank
+ * hashes only the shards that overlap its block (the job hashes each about once). */
+static hpct_checksum_mode_t checksum_mode(hpct_dataset_t ds, uint64_t first, uint64_t count)
+{
+    if (ds->store_mode != HPCT_STORE_JOB || ds->cfg.checksum != HPCT_CHECKSUM_FULL)
+        return ds->cfg.checksum;
+    const hpcti_data_comms_t *c = &ds->ctx->data_comms;
+    uint64_t lo, hi;
+    hpcti_store_block(ds->n, c->size, c->rank, &lo, &hi);
+    return first < hi && first + count > lo ? HPCT_CHECKSUM_FULL : HPCT_CHECKSUM_SIZE;
+}
+
 /* Verify, then open with HDF5, every shard in manifest order. */
 static hpct_status_t open_shards(hpct_dataset_t ds)
 {
@@ -156,7 +208,7 @@ static hpct_status_t open_shards(hpct_dataset_t ds)
         sh->first = first, sh->count = e->samples;
         sh->path = join_dir(ds->manifest_path, e->path);
         if (!sh->path) return hpcti_error(ds->ctx, HPCT_ERR_NO_MEMORY, "shard path");
-        hpct_status_t s = verify_shard(ds, e, sh->path);
+        hpct_status_t s = verify_shard(ds, e, sh->path, checksum_mode(ds, first, e->samples));
         if (s) return s;
         hpcti_shard_job_t job = {ds->manifest_path,
                                  e,
@@ -216,7 +268,9 @@ static hpct_status_t open_all(hpct_dataset_t ds)
     hpct_status_t s = load_manifest(ds);
     if (!s) s = plan_sizes(ds);
     if (!s) s = open_shards(ds);
-    if (!s && ds->cfg.nonfinite == HPCT_NONFINITE_SKIP) s = scan_nonfinite(ds);
+    int store = ds->store_mode == HPCT_STORE_JOB;
+    if (!s && !store && ds->cfg.nonfinite == HPCT_NONFINITE_SKIP) s = scan_nonfinite(ds);
+    if (store) s = hpcti_store_open(ds, s); /* collective: agrees even on failure */
     return s;
 }
 
@@ -233,8 +287,20 @@ hpct_status_t hpct_dataset_open(hpct_ctx_t ctx, const char *manifest_path,
     hpct_dataset_t ds = hpcti_calloc(ctx, 1, sizeof *ds, "dataset");
     if (!ds) return HPCT_ERR_NO_MEMORY;
     ds->ctx = ctx;
-    ds->cfg = *cfg;
+    if (cfg->version >= 2) {
+        ds->cfg = *cfg;
+    } else { /* a version 1 struct ends before store */
+        memcpy(&ds->cfg, cfg, offsetof(hpct_data_config_t, store));
+        ds->cfg.store = HPCT_STORE_AUTO;
+    }
     ds->cfg.version = HPCT_DATA_CONFIG_VERSION;
+    ds->store_mode = requested_store(ds);
+    if (ds->store_mode == HPCT_STORE_JOB && !ctx->data_comms.valid) {
+        hpcti_log(ctx, HPCT_LOG_WARN,
+                  "dataset %s: the job store needs a context from hpct_init; reading without it",
+                  manifest_path);
+        ds->store_mode = HPCT_STORE_OFF;
+    }
     ds->held = -1;
     ds->perm_epoch = -1;
     pthread_mutex_init(&ds->mu, NULL);
@@ -242,9 +308,13 @@ hpct_status_t hpct_dataset_open(hpct_ctx_t ctx, const char *manifest_path,
     ds->manifest_path = strdup(manifest_path);
     ds->names[0] = strdup(cfg->inputs_name);
     ds->names[1] = strdup(cfg->targets_name);
-    s = ds->manifest_path && ds->names[0] && ds->names[1]
-            ? open_all(ds)
-            : hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "dataset %s: no memory", manifest_path);
+    if (ds->store_mode < 0)
+        s = hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "HPCT_DATA_STORE='%s' must be auto, off or job",
+                        getenv("HPCT_DATA_STORE"));
+    else if (!ds->manifest_path || !ds->names[0] || !ds->names[1])
+        s = hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "dataset %s: no memory", manifest_path);
+    else
+        s = open_all(ds);
     if (s) {
         hpct_dataset_close(ds);
         return s;
@@ -271,6 +341,7 @@ void hpct_dataset_close(hpct_dataset_t ds)
 {
     if (!ds) return;
     hpcti_reader_stop(ds);
+    hpcti_store_free(ds);
     free_slots(ds);
     for (int i = 0; i < ds->num_shards; i++) hpcti_shard_release(&ds->shards[i]);
     free(ds->shards);
@@ -341,6 +412,7 @@ hpct_status_t hpct_dataset_partition(hpct_dataset_t ds, int rank, int world_size
         return HPCT_ERR_NO_MEMORY;
     }
     hpct_status_t s = alloc_slots(ds);
+    if (!s && ds->store) s = hpcti_store_partition(ds);
     if (s) {
         ds->global_batch = 0;
         return s;

@@ -236,23 +236,21 @@ static long first_nonfinite(const float *x, size_t count, size_t features, size_
 
 /* ---- producing batches ------------------------------------------------ */
 
-/* Global indices of batch (epoch, step) into ds->batch_idx. */
-static hpct_status_t batch_indices(hpct_dataset_t ds, long epoch, long step)
+void hpcti_batch_indices(hpct_dataset_t ds, long epoch, long step)
 {
     uint64_t start = (uint64_t)step * (uint64_t)ds->global_batch;
     if (!ds->cfg.shuffle) {
         for (int i = 0; i < ds->global_batch; i++) ds->batch_idx[i] = start + (uint64_t)i;
-        return HPCT_SUCCESS;
+        return;
     }
     if (ds->perm_epoch != epoch) {
         hpct_data_permutation(ds->cfg.seed, epoch, ds->n, ds->perm);
         ds->perm_epoch = epoch;
     }
     memcpy(ds->batch_idx, ds->perm + start, (size_t)ds->global_batch * sizeof(uint64_t));
-    return HPCT_SUCCESS;
 }
 
-static int batch_is_bad(const hpct_dataset_t ds)
+int hpcti_batch_is_bad(const hpct_dataset_t ds)
 {
     if (!ds->bad) return 0;
     for (int i = 0; i < ds->global_batch; i++) {
@@ -262,7 +260,7 @@ static int batch_is_bad(const hpct_dataset_t ds)
     return 0;
 }
 
-static void advance(long *epoch, long *step, long steps)
+void hpcti_advance(long *epoch, long *step, long steps)
 {
     if (++*step == steps) *step = 0, ++*epoch;
 }
@@ -285,9 +283,9 @@ static void produce(hpct_dataset_t ds, hpcti_slot_t *slot)
     slot->skipped = 0;
     slot->status = HPCT_SUCCESS;
     for (;;) {
-        batch_indices(ds, ds->pe, ds->ps);
-        if (batch_is_bad(ds)) {
-            advance(&ds->pe, &ds->ps, ds->steps);
+        hpcti_batch_indices(ds, ds->pe, ds->ps);
+        if (hpcti_batch_is_bad(ds)) {
+            hpcti_advance(&ds->pe, &ds->ps, ds->steps);
             if (++slot->skipped >= ds->steps) {
                 slot->status = HPCT_ERR_NONFINITE;
                 snprintf(slot->err, sizeof slot->err,
@@ -311,7 +309,7 @@ static void produce(hpct_dataset_t ds, hpcti_slot_t *slot)
             slot->status = HPCT_ERR_NONFINITE;
             nonfinite_message(ds, local, j, k, slot->err, sizeof slot->err);
         }
-        advance(&ds->pe, &ds->ps, ds->steps);
+        hpcti_advance(&ds->pe, &ds->ps, ds->steps);
         return;
     }
 }
@@ -359,6 +357,11 @@ hpct_status_t hpcti_reader_restart(hpct_dataset_t ds)
     ds->held = -1;
     ds->pe = ds->epoch, ds->ps = ds->step;
     ds->stop = 0;
+    if (ds->store) { /* no thread: MPI runs FUNNELED; the store posts one batch ahead */
+        hpct_status_t s = hpcti_store_drain(ds);
+        hpcti_store_reset(ds);
+        return s;
+    }
     if (ds->cfg.prefetch_depth == 0) return HPCT_SUCCESS;
     if (pthread_create(&ds->thread, NULL, prefetch_main, ds))
         return hpcti_error(ds->ctx, HPCT_ERR_NO_MEMORY, "cannot start the prefetch thread for %s",
@@ -389,6 +392,32 @@ static hpcti_slot_t *take_slot(hpct_dataset_t ds)
     return slot;
 }
 
+/* Store mode: the exchanged batch, checked for non-finite inputs like produce() does. */
+static hpct_status_t store_next(hpct_dataset_t ds, const float **inputs, const void **targets)
+{
+    hpcti_slot_t *slot = &ds->slots[0];
+    hpct_status_t s = hpcti_store_next(ds, slot);
+    if (s) return s;
+    size_t k = 0;
+    long j = ds->cfg.nonfinite != HPCT_NONFINITE_ERROR
+                 ? -1
+                 : first_nonfinite(slot->inputs, (size_t)ds->local_batch, ds->features, &k);
+    if (j >= 0) {
+        const uint64_t *local = ds->batch_idx + (size_t)ds->rank * (size_t)ds->local_batch;
+        hpcti_batch_indices(ds, slot->epoch, slot->step);
+        nonfinite_message(ds, local, j, k, slot->err, sizeof slot->err);
+        s = hpcti_error(ds->ctx, HPCT_ERR_NONFINITE, "%s", slot->err);
+        hpcti_store_fail(ds, s); /* the next batch is already in flight: stop here */
+        return s;
+    }
+    ds->skipped += slot->skipped;
+    ds->epoch = slot->epoch, ds->step = slot->step;
+    hpcti_advance(&ds->epoch, &ds->step, ds->steps);
+    if (inputs) *inputs = slot->inputs;
+    if (targets) *targets = slot->targets;
+    return HPCT_SUCCESS;
+}
+
 hpct_status_t hpct_dataset_next(hpct_dataset_t ds, const float **inputs, const void **targets)
 {
     if (!ds) return HPCT_ERR_INVALID_ARG;
@@ -397,6 +426,7 @@ hpct_status_t hpct_dataset_next(hpct_dataset_t ds, const float **inputs, const v
         return hpcti_error(ds->ctx, HPCT_ERR_STATE,
                            "dataset %s: call hpct_dataset_partition before hpct_dataset_next",
                            ds->manifest_path);
+    if (ds->store) return store_next(ds, inputs, targets);
     if (ds->cfg.prefetch_depth > 0 && !ds->running) {
         hpct_status_t s = hpcti_reader_restart(ds);
         if (s) return s;
@@ -410,7 +440,7 @@ hpct_status_t hpct_dataset_next(hpct_dataset_t ds, const float **inputs, const v
     }
     ds->skipped += slot->skipped;
     ds->epoch = slot->epoch, ds->step = slot->step;
-    advance(&ds->epoch, &ds->step, ds->steps);
+    hpcti_advance(&ds->epoch, &ds->step, ds->steps);
     if (inputs) *inputs = slot->inputs;
     if (targets) *targets = slot->targets;
     return HPCT_SUCCESS;

@@ -38,10 +38,15 @@ struct hpct_dataset {
     size_t features, twidth; /* values per sample */
     int targets_int;
     int resident;
-    float *res_inputs;   /* resident: [n, features] */
-    void *res_targets;   /* resident, or held while streaming the inputs: [n, twidth] */
-    uint64_t bytes_read; /* from the shard files after open (atomic: the prefetch thread adds) */
-    unsigned char *bad;  /* SKIP policy: bit i set when sample i is non-finite */
+    float *res_inputs;     /* resident: [n, features] */
+    void *res_targets;     /* resident, or held while streaming the inputs: [n, twidth] */
+    uint64_t bytes_read;   /* from the shard files after open (atomic: the prefetch thread adds) */
+    uint64_t hashed_bytes; /* read to verify checksums at open */
+    uint64_t resident_bytes;   /* sample bytes this rank holds in memory */
+    uint64_t exchange_bytes;   /* store mode: sample bytes sent to other ranks */
+    int store_mode;            /* HPCT_STORE_JOB or HPCT_STORE_OFF (resolved at open) */
+    struct hpcti_store *store; /* store mode: this rank's block and the exchange */
+    unsigned char *bad;        /* SKIP policy: bit i set when sample i is non-finite */
     /* partition */
     int rank, world, global_batch, local_batch;
     long steps;
@@ -71,5 +76,29 @@ hpct_status_t hpcti_load_samples(hpct_dataset_t ds, const uint64_t *idx, size_t 
                                  size_t errlen);
 /* Index of the shard holding global sample g. */
 int hpcti_shard_of(const hpct_dataset_t ds, uint64_t g);
+/* Global indices of batch (epoch, step) into ds->batch_idx. */
+void hpcti_batch_indices(hpct_dataset_t ds, long epoch, long step);
+/* 1 when ds->batch_idx holds a sample marked non-finite (skip policy). */
+int hpcti_batch_is_bad(const hpct_dataset_t ds);
+/* One step forward in the stream of steps batches per epoch. */
+void hpcti_advance(long *epoch, long *step, long steps);
+
+/* ---- the distributed sample store (store.c) ---- */
+/* Samples [lo, hi) of block b when n samples are split over p ranks. */
+void hpcti_store_block(uint64_t n, int p, int b, uint64_t *lo, uint64_t *hi);
+/* After the shards are open (status so_far): load this rank's block (store mode), then agree
+ * with every rank; a failure anywhere fails here everywhere, naming the first failing rank. */
+hpct_status_t hpcti_store_open(hpct_dataset_t ds, hpct_status_t so_far);
+/* Buffers for the partition in ds (rank/world must be the context's). */
+hpct_status_t hpcti_store_partition(hpct_dataset_t ds);
+/* The batch at the producer position into slot; posts the exchange of the one after. */
+hpct_status_t hpcti_store_next(hpct_dataset_t ds, hpcti_slot_t *slot);
+/* Wait for an exchange in flight and drop it (cursor changes, close). */
+hpct_status_t hpcti_store_drain(hpct_dataset_t ds);
+/* Producer back to the consumer cursor; forget a failure. */
+void hpcti_store_reset(hpct_dataset_t ds);
+/* Record that slot could not be served (status in ctx): later calls repeat it. */
+void hpcti_store_fail(hpct_dataset_t ds, hpct_status_t s);
+void hpcti_store_free(hpct_dataset_t ds);
 
 #endif

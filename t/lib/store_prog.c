@@ -1,0 +1,196 @@
+/* store_prog.c: the reader's modes under a real MPI job (run by t/test_data_store.sh).
+ *
+ * usage: store_prog DIR MODE   MODE: stream | resident | job | env-job | corrupt
+ * Rank 0 writes 4 shards (1200 samples of 256 float32, row g = g, g+1, ...; target g) and a
+ * manifest into DIR; every rank opens it in MODE and checks that its slice of each global
+ * batch is the contract's, bit for bit, across an epoch boundary and after a cursor restore;
+ * in job mode also that the job read each sample byte once (library counter, backed by
+ * /proc/self/io rchar), that each rank holds its ~N/W block, and what was exchanged.
+ * corrupt: a flipped byte in the last shard must fail the job-store open on every rank,
+ * naming the file. */
+#include "config.h"
+#include "../../lib/data/reader.h"
+#include "data_util.h"
+#include "hpctrain.h"
+#include "mpi_prog.h"
+
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FEATURES 256
+#define SAMPLES  1200
+#define BATCH    48 /* a multiple of 1, 2, 3 and 4: 25 steps per epoch */
+
+static const uint64_t rows[4] = {300, 250, 350, 300};
+static const int chunks[4] = {32, 0, 50, 64};
+
+/* Rank 0 writes the shards and the manifest; 0 on success everywhere. */
+static int write_set(const char *dir)
+{
+    int bad = 0;
+    if (world_rank == 0) {
+        const char *files[4] = {"s0.h5", "s1.h5", "s2.h5", "s3.h5"};
+        uint64_t first = 0;
+        for (int k = 0; k < 4 && !bad; k++) {
+            char path[600];
+            snprintf(path, sizeof path, "%s/%s", dir, files[k]);
+            tdu_shard_t sh = tdu_shard(rows[k], first, FEATURES, chunks[k]);
+            bad = tdu_write_shard(path, &sh);
+            first += rows[k];
+        }
+        bad = bad || tdu_write_manifest(dir, "m", 4, files, "float32", FEATURES);
+    }
+    MPI_Bcast(&bad, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    return bad;
+}
+
+/* rchar of /proc/self/io (bytes read through read-like calls), or -1. */
+static long long rchar(void)
+{
+    FILE *f = fopen("/proc/self/io", "r");
+    long long v = -1;
+    char key[64];
+    long long val;
+    while (f && fscanf(f, "%63[^:]: %lld\n", key, &val) == 2)
+        if (!strcmp(key, "rchar")) v = val;
+    if (f) fclose(f);
+    return v;
+}
+
+/* 1 when this rank's slice of batch (epoch, step) is the contract's, bit for bit. */
+static int slice_is_contract(const float *x, const int32_t *y, long epoch, long step,
+                             const uint64_t *perm)
+{
+    int lb = BATCH / world_size;
+    for (int j = 0; j < lb; j++) {
+        uint64_t g = perm[(size_t)step * BATCH + (size_t)world_rank * lb + (size_t)j];
+        if (y[j] != (int32_t)g) return 0;
+        for (int k = 0; k < FEATURES; k++) {
+            float want = (float)(g + (uint64_t)k);
+            if (memcmp(&x[(size_t)j * FEATURES + k], &want, sizeof want)) return 0;
+        }
+    }
+    (void)epoch;
+    return 1;
+}
+
+/* Read count batches from the cursor, checking each; 1 when all matched. */
+static int read_checked(hpct_dataset_t ds, int count, long *epoch, long *step)
+{
+    static uint64_t perm[SAMPLES];
+    long perm_epoch = -1;
+    int good = 1;
+    for (int b = 0; b < count && good; b++) {
+        const float *x;
+        const void *y;
+        if (perm_epoch != *epoch) hpct_data_permutation(42, *epoch, SAMPLES, perm);
+        perm_epoch = *epoch;
+        good = !hpct_dataset_next(ds, &x, &y) && slice_is_contract(x, y, *epoch, *step, perm);
+        if (++*step == SAMPLES / BATCH) *step = 0, ++*epoch;
+    }
+    return good;
+}
+
+static int run_mode(hpct_ctx_t ctx, const char *dir, const char *mode)
+{
+    char manifest[600];
+    snprintf(manifest, sizeof manifest, "%s/m", dir);
+    hpct_data_config_t cfg = HPCT_DATA_CONFIG_INITIALIZER;
+    cfg.checksum = HPCT_CHECKSUM_SIZE;
+    int job = !strcmp(mode, "job") || !strcmp(mode, "env-job");
+    cfg.memory_budget_bytes = !strcmp(mode, "resident") ? (size_t)1 << 30 : 0;
+    cfg.store = !strcmp(mode, "job") ? HPCT_STORE_JOB : HPCT_STORE_AUTO;
+    if (!strcmp(mode, "stream") || !strcmp(mode, "resident")) cfg.store = HPCT_STORE_OFF;
+    hpct_dataset_t ds = NULL;
+    long long r0 = rchar();
+    hpct_status_t s = hpct_dataset_open(ctx, manifest, &cfg, &ds);
+    long long r1 = rchar();
+    if (!s) s = hpct_dataset_partition(ds, world_rank, world_size, BATCH);
+    check(!s, "%s: open and partition (%s)", mode, s ? hpct_last_error(ctx) : "ok");
+    if (s) return 1;
+    check(ds->store_mode == (job ? HPCT_STORE_JOB : HPCT_STORE_OFF), "%s: store mode %s", mode,
+          ds->store_mode == HPCT_STORE_JOB ? "job" : "off");
+    uint64_t row = FEATURES * 4 + 4, read = ds->bytes_read, all_read = 0;
+    MPI_Allreduce(&read, &all_read, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    if (job) {
+        uint64_t lo, hi;
+        hpcti_store_block(SAMPLES, world_size, world_rank, &lo, &hi);
+        check(all_read == SAMPLES * row,
+              "%s: the job read each sample byte once at open (%llu bytes over all ranks, set "
+              "%llu)",
+              mode, (unsigned long long)all_read, (unsigned long long)(SAMPLES * row));
+        long long delta = r1 - r0, all_delta = 0;
+        MPI_Allreduce(&delta, &all_delta, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+        check(r0 < 0 ||
+                  (delta >= (long long)read && all_delta < (long long)(SAMPLES * row) * 5 / 4),
+              "%s: /proc/self/io rchar backs it: %lld bytes over all ranks (HDF5 metadata "
+              "included) for a %llu-byte set",
+              mode, all_delta, (unsigned long long)(SAMPLES * row));
+        check(ds->resident_bytes == (hi - lo) * row &&
+                  ds->resident_bytes <= (SAMPLES + world_size - 1) / world_size * row,
+              "%s: each rank holds its block of about N/W samples (%llu bytes here)", mode,
+              (unsigned long long)ds->resident_bytes);
+    }
+    long epoch = 0, step = 0;
+    int good = read_checked(ds, 30, &epoch, &step); /* across the epoch boundary */
+    check(good, "%s: 30 batches from (0, 0) are the contract's, bit for bit", mode);
+    if (job) {
+        uint64_t sent = ds->exchange_bytes, all_sent = 0;
+        MPI_Allreduce(&sent, &all_sent, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+        check(world_size > 1 ? all_sent > 0 && all_sent <= 32ull * BATCH * row : all_sent == 0,
+              "%s: %llu sample bytes exchanged for 31 batches posted", mode,
+              (unsigned long long)all_sent);
+    }
+    epoch = 0, step = 22; /* a cursor saved at any W: the batches depend on it alone */
+    s = hpct_dataset_set_cursor(ds, epoch, step);
+    good = !s && read_checked(ds, 6, &epoch, &step);
+    check(good, "%s: restored at (0, 22), 6 batches across the epoch are the contract's", mode);
+    hpct_dataset_close(ds);
+    return 0;
+}
+
+/* A flipped byte in the last shard: the ranks owning it detect it (full checksum), and the
+ * open fails on every rank naming the file. */
+static void corrupt(hpct_ctx_t ctx, const char *dir)
+{
+    char path[600], manifest[600];
+    snprintf(path, sizeof path, "%s/s3.h5", dir);
+    snprintf(manifest, sizeof manifest, "%s/m", dir);
+    if (world_rank == 0) {
+        FILE *f = fopen(path, "r+b");
+        if (f) {
+            fseek(f, -100, SEEK_END);
+            int c = fgetc(f);
+            fseek(f, -100, SEEK_END);
+            fputc(c ^ 0x5a, f);
+            fclose(f);
+        }
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    hpct_data_config_t cfg = HPCT_DATA_CONFIG_INITIALIZER;
+    cfg.store = HPCT_STORE_JOB;
+    hpct_dataset_t ds = NULL;
+    hpct_status_t s = hpct_dataset_open(ctx, manifest, &cfg, &ds);
+    check(s != HPCT_SUCCESS && !ds && strstr(hpct_last_error(ctx), "s3.h5"),
+          "corrupt: the open fails on every rank naming the shard (rank %d: %s)", world_rank,
+          hpct_last_error(ctx));
+}
+
+int main(int argc, char **argv)
+{
+    hpct_ctx_t ctx = mpi_start(NULL);
+    if (argc != 3) {
+        fprintf(stderr, "usage: store_prog DIR MODE\n");
+        hpct_finalize(ctx);
+        return 2;
+    }
+    check(!write_set(argv[1]), "wrote the shards");
+    if (!strcmp(argv[2], "corrupt"))
+        corrupt(ctx, argv[1]);
+    else
+        run_mode(ctx, argv[1], argv[2]);
+    hpct_finalize(ctx);
+    return failures ? 1 : 0;
+}
