@@ -11,10 +11,11 @@
  *   and reports samples/s, MB/s and the ratio to raw. The page-cache state of the shard
  *   files (mincore) is printed before each measurement; nothing is dropped.
  *
- * usage: bench_reader --wait MANIFEST [STEP_MS] [BATCH] [STEPS]
+ * usage: bench_reader --wait MANIFEST [STEP_MS] [BATCH] [STEPS] [DEPTH] [BUDGET_GIB]
  *   Time spent waiting in hpct_dataset_next while a stand-in training step busy-waits
  *   STEP_MS (default 10) per batch of BATCH (default 256) for STEPS (default 200) steps:
- *   the "time waiting for data" of the issue, as a percentage of step time. */
+ *   the "time waiting for data" of the issue, as a percentage of step time; DEPTH and
+ *   BUDGET_GIB set prefetch_depth and memory_budget_bytes (default: the initializer's). */
 #include "config.h"
 #include "hpctrain.h"
 
@@ -194,12 +195,17 @@ static void spin(double ms)
     }
 }
 
-static int wait_bench(const char *manifest, double step_ms, int batch, long steps)
+static int wait_bench(const char *manifest, double step_ms, int batch, long steps, int depth,
+                      double budget_gib)
 {
     hpct_ctx_t ctx;
     hpct_dataset_t ds;
+    hpct_data_config_t cfg = HPCT_DATA_CONFIG_INITIALIZER;
+    cfg.checksum = HPCT_CHECKSUM_SIZE;
+    if (depth >= 0) cfg.prefetch_depth = depth;
+    if (budget_gib >= 0) cfg.memory_budget_bytes = (size_t)(budget_gib * 1073741824.0);
     if (hpct_ctx_create(NULL, &ctx)) return 1;
-    if (hpct_dataset_open(ctx, manifest, NULL, &ds) || hpct_dataset_partition(ds, 0, 1, batch))
+    if (hpct_dataset_open(ctx, manifest, &cfg, &ds) || hpct_dataset_partition(ds, 0, 1, batch))
         return fprintf(stderr, "bench_reader: %s\n", hpct_last_error(ctx)), 1;
     double waited = 0, t0 = now();
     for (long s = 0; s < steps; s++) {
@@ -212,9 +218,11 @@ static int wait_bench(const char *manifest, double step_ms, int batch, long step
         spin(step_ms);
     }
     double total = now() - t0;
-    printf("%ld steps of %.1f ms, batch %d, prefetch 2: waited %.3f ms per step in "
-           "hpct_dataset_next = %.2f%% of step time\n",
-           steps, step_ms, batch, 1e3 * waited / (double)steps, 100.0 * waited / total);
+    printf("%ld steps of %.1f ms, batch %d, prefetch %d, budget %.2f GiB: waited %.3f ms per step "
+           "in hpct_dataset_next = %.2f%% of step time\n",
+           steps, step_ms, batch, cfg.prefetch_depth,
+           (double)cfg.memory_budget_bytes / 1073741824.0, 1e3 * waited / (double)steps,
+           100.0 * waited / total);
     hpct_dataset_close(ds);
     hpct_ctx_destroy(ctx);
     return 0;
@@ -224,7 +232,8 @@ int main(int argc, char **argv)
 {
     if (argc >= 3 && !strcmp(argv[1], "--wait"))
         return wait_bench(argv[2], argc > 3 ? atof(argv[3]) : 10.0, argc > 4 ? atoi(argv[4]) : 256,
-                          argc > 5 ? atol(argv[5]) : 200);
+                          argc > 5 ? atol(argv[5]) : 200, argc > 6 ? atoi(argv[6]) : -1,
+                          argc > 7 ? atof(argv[7]) : -1.0);
     double gib = 1.0;
     int keep = 0, pos = 0;
     snprintf(dir, sizeof dir, "/tmp");

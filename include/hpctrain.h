@@ -382,6 +382,11 @@ hpct_status_t hpct_dataset_get_cursor(hpct_dataset_t ds, long *epoch, long *step
 hpct_status_t hpct_dataset_set_cursor(hpct_dataset_t ds, long epoch, long step);
 /* Global batches skipped so far for non-finite inputs (HPCT_NONFINITE_SKIP). */
 hpct_status_t hpct_dataset_skipped(hpct_dataset_t ds, long *count);
+/* This rank's data accounting since open (NULL outputs are skipped): bytes read from the shard
+ * files (checksum hashing not included), sample bytes held in memory, and sample bytes sent to
+ * other ranks by the job store's exchange. */
+hpct_status_t hpct_dataset_io_stats(hpct_dataset_t ds, uint64_t *bytes_read,
+                                    uint64_t *resident_bytes, uint64_t *exchange_bytes);
 /* The epoch permutation of the contract above: perm [n] receives 0..n-1 shuffled by a
  * Fisher-Yates pass driven by xoshiro256** seeded with hpct's mix of (seed, epoch). */
 hpct_status_t hpct_data_permutation(uint64_t seed, long epoch, size_t n, uint64_t *perm);

@@ -142,14 +142,20 @@ static hpct_status_t read_array(hpct_dataset_t ds, int array, const uint64_t *id
         req[j] = (row_req_t){(uint32_t)k, (uint32_t)j,
                              row_offset(array ? &sh->tg : &sh->in, idx[j] - sh->first)};
     }
-    qsort(req, count, sizeof *req, by_shard_then_offset);
+    size_t sorted = 1; /* sequential batches come sorted: skip the sort */
+    while (sorted < count && by_shard_then_offset(&req[sorted - 1], &req[sorted]) <= 0) sorted++;
+    if (sorted < count) qsort(req, count, sizeof *req, by_shard_then_offset);
     for (size_t j = 0; j < count;) {
         const hpcti_shard_t *sh = &ds->shards[req[j].shard];
         size_t rb = (size_t)(array ? sh->tg.row_bytes : sh->in.row_bytes);
         int n = 0;
         uint64_t start = req[j].off;
         do {
-            iov[n++] = (struct iovec){raw + (size_t)req[j].pos * rb, rb};
+            unsigned char *to = raw + (size_t)req[j].pos * rb;
+            if (n && (unsigned char *)iov[n - 1].iov_base + iov[n - 1].iov_len == to)
+                iov[n - 1].iov_len += rb; /* adjacent in the file and in the batch */
+            else
+                iov[n++] = (struct iovec){to, rb};
             j++;
         } while (j < count && n < HPCTI_MAX_IOV && req[j].shard == req[j - 1].shard &&
                  req[j].off == req[j - 1].off + rb);
@@ -362,7 +368,7 @@ hpct_status_t hpcti_reader_restart(hpct_dataset_t ds)
         hpcti_store_reset(ds);
         return s;
     }
-    if (ds->cfg.prefetch_depth == 0) return HPCT_SUCCESS;
+    if (!ds->threaded) return HPCT_SUCCESS;
     if (pthread_create(&ds->thread, NULL, prefetch_main, ds))
         return hpcti_error(ds->ctx, HPCT_ERR_NO_MEMORY, "cannot start the prefetch thread for %s",
                            ds->manifest_path);
@@ -373,7 +379,7 @@ hpct_status_t hpcti_reader_restart(hpct_dataset_t ds)
 /* Take the next ready slot (waiting for the prefetch thread), or build it here. */
 static hpcti_slot_t *take_slot(hpct_dataset_t ds)
 {
-    if (ds->cfg.prefetch_depth == 0) {
+    if (!ds->threaded) {
         produce(ds, &ds->slots[0]);
         return &ds->slots[0];
     }
@@ -427,7 +433,7 @@ hpct_status_t hpct_dataset_next(hpct_dataset_t ds, const float **inputs, const v
                            "dataset %s: call hpct_dataset_partition before hpct_dataset_next",
                            ds->manifest_path);
     if (ds->store) return store_next(ds, inputs, targets);
-    if (ds->cfg.prefetch_depth > 0 && !ds->running) {
+    if (ds->threaded && !ds->running) {
         hpct_status_t s = hpcti_reader_restart(ds);
         if (s) return s;
     }

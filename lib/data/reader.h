@@ -61,11 +61,15 @@ struct hpct_dataset {
     int num_slots, head, tail, held;
     hpcti_slot_t *slots;
     pthread_t thread;
+    int threaded; /* the prefetch thread is used (hpcti_prefetch_rule) */
     int running, stop;
     pthread_mutex_t mu;
     pthread_cond_t cv;
 };
 
+/* Whether to run the prefetch thread: prefetch_depth > 0 and the rank has a CPU to spare for
+ * it (HPCT_PREFETCH_THREAD=0/1 overrides); logs the choice. */
+int hpcti_prefetch_rule(hpct_dataset_t ds);
 /* Stop the prefetch thread (if any) and wait for it. */
 void hpcti_reader_stop(hpct_dataset_t ds);
 /* Reset the ring and the producer to the consumer cursor; start the thread if depth > 0. */

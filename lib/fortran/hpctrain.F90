@@ -279,7 +279,7 @@ module hpctrain
         c_hpct_dataset_close, c_hpct_dataset_info, c_hpct_dataset_partition, &
         c_hpct_dataset_steps_per_epoch, c_hpct_dataset_next, c_hpct_dataset_next_into, &
         c_hpct_dataset_get_cursor, c_hpct_dataset_set_cursor, c_hpct_dataset_skipped, &
-        c_hpct_data_permutation, c_hpct_init, c_hpct_init_comm, c_hpct_finalize, c_hpct_topology, &
+        c_hpct_dataset_io_stats, c_hpct_data_permutation, c_hpct_init, c_hpct_init_comm, c_hpct_finalize, c_hpct_topology, &
         c_hpct_abort_job, c_hpct_allreduce_mean, c_hpct_params_average_grads, &
         c_hpct_params_broadcast, c_hpct_params_check_replicas, c_hpct_params_check_replicas_at, &
         c_hpct_params_hash, c_hpct_model_set_grad_averaging, c_hpct_batch_split, c_hpct_comm_stats, &
@@ -576,6 +576,13 @@ module hpctrain
             import :: c_int, c_ptr, c_long
             type(c_ptr), value :: ds
             integer(c_long), intent(out) :: count
+            integer(c_int) :: s
+        end function
+        function c_hpct_dataset_io_stats(ds, bytes_read, resident_bytes, exchange_bytes) &
+            bind(C, name="hpct_dataset_io_stats") result(s)
+            import :: c_int, c_ptr, c_int64_t
+            type(c_ptr), value :: ds
+            integer(c_int64_t), intent(out) :: bytes_read, resident_bytes, exchange_bytes
             integer(c_int) :: s
         end function
         function c_hpct_data_permutation(seed, epoch, n, perm) bind(C, name="hpct_data_permutation") result(s)
@@ -1033,7 +1040,7 @@ module hpctrain
     public :: hpct_dataset_open, hpct_dataset_close, hpct_dataset_info, hpct_dataset_partition, &
         hpct_dataset_steps_per_epoch, hpct_dataset_next, hpct_dataset_next_into, &
         hpct_dataset_get_cursor, hpct_dataset_set_cursor, hpct_dataset_skipped, &
-        hpct_data_permutation
+        hpct_dataset_io_stats, hpct_data_permutation
     public :: hpct_shard_create, hpct_shard_write, hpct_shard_close, hpct_manifest_create, &
         hpct_manifest_add_shard, hpct_manifest_write, hpct_manifest_destroy, hpct_manifest_check_path
     public :: hpct_init, hpct_init_comm, hpct_finalize, hpct_topology, hpct_abort_job, &
@@ -2061,6 +2068,15 @@ contains
         integer(c_long), intent(out) :: count
         integer, intent(out), optional :: ierr
         call finish(c_hpct_dataset_skipped(ds%ptr, count), ds%ctx, "hpct_dataset_skipped", ierr)
+    end subroutine
+
+    !> Bytes read from the shards, sample bytes held, and bytes sent by the store since open.
+    subroutine hpct_dataset_io_stats(ds, bytes_read, resident_bytes, exchange_bytes, ierr)
+        type(hpct_dataset_t), intent(in) :: ds
+        integer(c_int64_t), intent(out) :: bytes_read, resident_bytes, exchange_bytes
+        integer, intent(out), optional :: ierr
+        call finish(c_hpct_dataset_io_stats(ds%ptr, bytes_read, resident_bytes, exchange_bytes), &
+            ds%ctx, "hpct_dataset_io_stats", ierr)
     end subroutine
 
     !> perm(n) = the epoch permutation of 0..n-1 of the shuffle contract.

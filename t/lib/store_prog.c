@@ -133,6 +133,11 @@ static int run_mode(hpct_ctx_t ctx, const char *dir, const char *mode)
               "%s: each rank holds its block of about N/W samples (%llu bytes here)", mode,
               (unsigned long long)ds->resident_bytes);
     }
+    uint64_t held = 0;
+    check(!hpct_dataset_io_stats(ds, NULL, &held, NULL) && held == ds->resident_bytes &&
+              (job || held == (!strcmp(mode, "resident") ? SAMPLES * row : SAMPLES * 4)),
+          "%s: hpct_dataset_io_stats: %llu sample bytes held on this rank", mode,
+          (unsigned long long)held);
     long epoch = 0, step = 0;
     int good = read_checked(ds, 30, &epoch, &step); /* across the epoch boundary */
     check(good, "%s: 30 batches from (0, 0) are the contract's, bit for bit", mode);
