@@ -382,11 +382,21 @@ hpct_status_t hpct_dataset_get_cursor(hpct_dataset_t ds, long *epoch, long *step
 hpct_status_t hpct_dataset_set_cursor(hpct_dataset_t ds, long epoch, long step);
 /* Global batches skipped so far for non-finite inputs (HPCT_NONFINITE_SKIP). */
 hpct_status_t hpct_dataset_skipped(hpct_dataset_t ds, long *count);
-/* This rank's data accounting since open (NULL outputs are skipped): bytes read from the shard
- * files (checksum hashing not included), sample bytes held in memory, and sample bytes sent to
- * other ranks by the job store's exchange. */
-hpct_status_t hpct_dataset_io_stats(hpct_dataset_t ds, uint64_t *bytes_read,
-                                    uint64_t *resident_bytes, uint64_t *exchange_bytes);
+/* A dataset's accounting on this rank (hpct_dataset_stats fills it; bytes of samples as
+ * served, fp32 inputs and int32/fp32 targets, except the bytes read, which are as stored). */
+#define HPCT_DATA_STATS_VERSION 1
+typedef struct hpct_data_stats {
+    unsigned version;             /* HPCT_DATA_STATS_VERSION */
+    hpct_store_mode_t store;      /* HPCT_STORE_JOB or HPCT_STORE_OFF, as chosen at open */
+    uint64_t bytes_read;          /* read from the shard files since open (checksums apart) */
+    uint64_t epoch_bytes_read;    /* the same since the cursor's epoch began */
+    uint64_t hashed_bytes;        /* read at open to verify checksums */
+    uint64_t resident_bytes;      /* sample bytes this rank holds in memory */
+    uint64_t node_resident_bytes; /* sample bytes the ranks of this rank's node hold together */
+    uint64_t exchange_bytes;      /* sample bytes the job store sent to other ranks since open */
+} hpct_data_stats_t;
+/* Fill *stats (HPCT_ERR_INVALID_ARG for NULL). */
+hpct_status_t hpct_dataset_stats(hpct_dataset_t ds, hpct_data_stats_t *stats);
 /* The epoch permutation of the contract above: perm [n] receives 0..n-1 shuffled by a
  * Fisher-Yates pass driven by xoshiro256** seeded with hpct's mix of (seed, epoch). */
 hpct_status_t hpct_data_permutation(uint64_t seed, long epoch, size_t n, uint64_t *perm);

@@ -180,6 +180,8 @@ static hpct_status_t plan_sizes(hpct_dataset_t ds)
     ds->resident_bytes = ds->resident   ? ds->n * (ds->features + ds->twidth) * 4
                          : hold_targets ? ds->n * ds->twidth * 4
                                         : 0;
+    int node_ranks = ds->ctx->data_comms.valid ? ds->ctx->data_comms.local_size : 1;
+    ds->node_resident_bytes = ds->resident_bytes * (uint64_t)node_ranks; /* a copy per rank */
     if (!ds->resident && !hold_targets) return HPCT_SUCCESS;
     if (ds->resident)
         ds->res_inputs = alloc_resident(ds->ctx, ds->n * ds->features * sizeof(float));
@@ -496,12 +498,17 @@ hpct_status_t hpct_dataset_skipped(hpct_dataset_t ds, long *count)
     return HPCT_SUCCESS;
 }
 
-hpct_status_t hpct_dataset_io_stats(hpct_dataset_t ds, uint64_t *bytes_read,
-                                    uint64_t *resident_bytes, uint64_t *exchange_bytes)
+hpct_status_t hpct_dataset_stats(hpct_dataset_t ds, hpct_data_stats_t *stats)
 {
-    if (!ds) return HPCT_ERR_INVALID_ARG;
-    if (bytes_read) *bytes_read = __atomic_load_n(&ds->bytes_read, __ATOMIC_RELAXED);
-    if (resident_bytes) *resident_bytes = ds->resident_bytes;
-    if (exchange_bytes) *exchange_bytes = ds->exchange_bytes;
+    if (!ds || !stats) return HPCT_ERR_INVALID_ARG;
+    memset(stats, 0, sizeof *stats);
+    stats->version = HPCT_DATA_STATS_VERSION;
+    stats->store = ds->store_mode == HPCT_STORE_JOB ? HPCT_STORE_JOB : HPCT_STORE_OFF;
+    stats->bytes_read = __atomic_load_n(&ds->bytes_read, __ATOMIC_RELAXED);
+    stats->epoch_bytes_read = stats->bytes_read - ds->epoch_bytes0;
+    stats->hashed_bytes = ds->hashed_bytes;
+    stats->resident_bytes = ds->resident_bytes;
+    stats->node_resident_bytes = ds->node_resident_bytes;
+    stats->exchange_bytes = ds->exchange_bytes;
     return HPCT_SUCCESS;
 }

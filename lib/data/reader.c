@@ -398,6 +398,16 @@ static hpcti_slot_t *take_slot(hpct_dataset_t ds)
     return slot;
 }
 
+/* The consumer cursor moves past slot; a new epoch restarts the epoch's read count. */
+static void consumed(hpct_dataset_t ds, const hpcti_slot_t *slot)
+{
+    long before = ds->epoch;
+    ds->skipped += slot->skipped;
+    ds->epoch = slot->epoch, ds->step = slot->step;
+    hpcti_advance(&ds->epoch, &ds->step, ds->steps);
+    if (ds->epoch != before) ds->epoch_bytes0 = __atomic_load_n(&ds->bytes_read, __ATOMIC_RELAXED);
+}
+
 /* Store mode: the exchanged batch, checked for non-finite inputs like produce() does. */
 static hpct_status_t store_next(hpct_dataset_t ds, const float **inputs, const void **targets)
 {
@@ -416,9 +426,7 @@ static hpct_status_t store_next(hpct_dataset_t ds, const float **inputs, const v
         hpcti_store_fail(ds, s); /* the next batch is already in flight: stop here */
         return s;
     }
-    ds->skipped += slot->skipped;
-    ds->epoch = slot->epoch, ds->step = slot->step;
-    hpcti_advance(&ds->epoch, &ds->step, ds->steps);
+    consumed(ds, slot);
     if (inputs) *inputs = slot->inputs;
     if (targets) *targets = slot->targets;
     return HPCT_SUCCESS;
@@ -444,9 +452,7 @@ hpct_status_t hpct_dataset_next(hpct_dataset_t ds, const float **inputs, const v
         ds->pe = ds->epoch, ds->ps = ds->step;
         return s;
     }
-    ds->skipped += slot->skipped;
-    ds->epoch = slot->epoch, ds->step = slot->step;
-    hpcti_advance(&ds->epoch, &ds->step, ds->steps);
+    consumed(ds, slot);
     if (inputs) *inputs = slot->inputs;
     if (targets) *targets = slot->targets;
     return HPCT_SUCCESS;

@@ -42,11 +42,13 @@ struct hpct_dataset {
     void *res_targets;     /* resident, or held while streaming the inputs: [n, twidth] */
     uint64_t bytes_read;   /* from the shard files after open (atomic: the prefetch thread adds) */
     uint64_t hashed_bytes; /* read to verify checksums at open */
-    uint64_t resident_bytes;   /* sample bytes this rank holds in memory */
-    uint64_t exchange_bytes;   /* store mode: sample bytes sent to other ranks */
-    int store_mode;            /* HPCT_STORE_JOB or HPCT_STORE_OFF (resolved at open) */
-    struct hpcti_store *store; /* store mode: this rank's block and the exchange */
-    unsigned char *bad;        /* SKIP policy: bit i set when sample i is non-finite */
+    uint64_t resident_bytes;      /* sample bytes this rank holds in memory */
+    uint64_t node_resident_bytes; /* ... and the ranks of its node together */
+    uint64_t epoch_bytes0;        /* bytes_read when the consumer's epoch began */
+    uint64_t exchange_bytes;      /* store mode: sample bytes sent to other ranks */
+    int store_mode;               /* HPCT_STORE_JOB or HPCT_STORE_OFF (resolved at open) */
+    struct hpcti_store *store;    /* store mode: this rank's block and the exchange */
+    unsigned char *bad;           /* SKIP policy: bit i set when sample i is non-finite */
     /* partition */
     int rank, world, global_batch, local_batch;
     long steps;

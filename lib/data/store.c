@@ -157,6 +157,18 @@ static hpct_status_t scan_block(hpct_dataset_t ds, struct hpcti_store *st)
                         ds->manifest_path);
 }
 
+/* Sum of v over the ranks of this rank's node (deadline-bounded). */
+static hpct_status_t node_total(hpct_dataset_t ds, const hpcti_data_comms_t *c, uint64_t v,
+                                uint64_t *sum)
+{
+    MPI_Request req;
+    if (MPI_Iallreduce(&v, sum, 1, MPI_UINT64_T, MPI_SUM, MPI_Comm_f2c(c->node), &req) !=
+        MPI_SUCCESS)
+        return hpcti_error(ds->ctx, HPCT_ERR_COMM, "dataset %s: store node total failed",
+                           ds->manifest_path);
+    return wait_bounded(ds->ctx, &req, c->deadline_s, "the store's node total", ds->manifest_path);
+}
+
 hpct_status_t hpcti_store_open(hpct_dataset_t ds, hpct_status_t so_far)
 {
     const hpcti_data_comms_t *c = &ds->ctx->data_comms;
@@ -183,6 +195,7 @@ hpct_status_t hpcti_store_open(hpct_dataset_t ds, hpct_status_t so_far)
                            ds->manifest_path);
     if (ds->cfg.nonfinite == HPCT_NONFINITE_SKIP && (s = scan_block(ds, st))) return s;
     ds->resident_bytes = (st->hi - st->lo) * (st->in_row + st->tg_row);
+    if ((s = node_total(ds, c, ds->resident_bytes, &ds->node_resident_bytes))) return s;
     hpcti_log(ds->ctx, HPCT_LOG_INFO,
               "dataset %s: store rank %d of %d holds samples [%llu, %llu) = %.1f MiB, read %.1f "
               "MiB",

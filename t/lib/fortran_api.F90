@@ -496,7 +496,7 @@ contains
         integer(c_int64_t), target :: perm(10)
         integer(c_size_t) :: n
         integer(c_long) :: steps, epoch, step, skipped
-        integer(c_int64_t) :: bytes_read, resident_bytes, exchange_bytes
+        type(hpct_data_stats_t) :: dstats
         integer(c_int) :: dtype
         integer :: features, width, ierr, i
         call hpct_ctx_create(ctx)
@@ -533,9 +533,9 @@ contains
             "next_into with 4 instead of 8 samples is refused: " // hpct_last_error(ds))
         call hpct_dataset_skipped(ds, skipped)
         call tap_ok(skipped == 0, "hpct_dataset_skipped")
-        call hpct_dataset_io_stats(ds, bytes_read, resident_bytes, exchange_bytes)
-        call tap_ok(resident_bytes > 0 .and. exchange_bytes == 0 .and. bytes_read >= 0, &
-            "hpct_dataset_io_stats")
+        call hpct_dataset_stats(ds, dstats)
+        call tap_ok(dstats%version == HPCT_DATA_STATS_VERSION .and. dstats%store == HPCT_STORE_OFF &
+            .and. dstats%resident_bytes > 0 .and. dstats%exchange_bytes == 0, "hpct_dataset_stats")
         call hpct_dataset_close(ds)
         call hpct_dataset_open(ctx, named, ds2, inputs_name="feats", targets_name="labels", ierr=ierr)
         call tap_is(ierr, HPCT_SUCCESS, "hpct_dataset_open with inputs_name and targets_name")

@@ -133,11 +133,14 @@ static int run_mode(hpct_ctx_t ctx, const char *dir, const char *mode)
               "%s: each rank holds its block of about N/W samples (%llu bytes here)", mode,
               (unsigned long long)ds->resident_bytes);
     }
-    uint64_t held = 0;
-    check(!hpct_dataset_io_stats(ds, NULL, &held, NULL) && held == ds->resident_bytes &&
+    hpct_data_stats_t stats;
+    uint64_t held = hpct_dataset_stats(ds, &stats) ? 0 : stats.resident_bytes, node_held = 0;
+    MPI_Allreduce(&held, &node_held, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    int one_node = !getenv("HPCT_RANKS_PER_NODE");
+    check((!one_node || stats.node_resident_bytes == node_held) && held == ds->resident_bytes &&
               (job || held == (!strcmp(mode, "resident") ? SAMPLES * row : SAMPLES * 4)),
-          "%s: hpct_dataset_io_stats: %llu sample bytes held on this rank", mode,
-          (unsigned long long)held);
+          "%s: hpct_dataset_stats: %llu sample bytes held on this rank, %llu on its node", mode,
+          (unsigned long long)held, (unsigned long long)stats.node_resident_bytes);
     long epoch = 0, step = 0;
     int good = read_checked(ds, 30, &epoch, &step); /* across the epoch boundary */
     check(good, "%s: 30 batches from (0, 0) are the contract's, bit for bit", mode);
@@ -148,6 +151,10 @@ static int run_mode(hpct_ctx_t ctx, const char *dir, const char *mode)
               "%s: %llu sample bytes exchanged for 31 batches posted", mode,
               (unsigned long long)all_sent);
     }
+    hpct_dataset_stats(ds, &stats);
+    check(job ? stats.bytes_read == read && stats.epoch_bytes_read == 0 : stats.bytes_read >= read,
+          "%s: bytes read: %llu since open, %llu in epoch 1 (the store reads nothing after open)",
+          mode, (unsigned long long)stats.bytes_read, (unsigned long long)stats.epoch_bytes_read);
     epoch = 0, step = 22; /* a cursor saved at any W: the batches depend on it alone */
     s = hpct_dataset_set_cursor(ds, epoch, step);
     good = !s && read_checked(ds, 6, &epoch, &step);
