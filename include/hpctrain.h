@@ -763,6 +763,11 @@ typedef struct hpct_progress {
     double data_wait_share; /* share of wall time spent waiting for data (rank-local) */
     double comm_share;      /* share of wall time spent waiting for gradient averaging */
     double eta_s;           /* seconds to total_steps at the recent rate */
+    /* data accounting of this rank (hpct_dataset_stats; 0 without a dataset) */
+    double data_epoch_bytes_read;    /* bytes read from the shard files in the current epoch */
+    double data_resident_bytes;      /* sample bytes held in memory */
+    double data_node_resident_bytes; /* sample bytes the ranks of this node hold together */
+    double data_exchange_bytes;      /* sample bytes the job store sent since the last report */
 } hpct_progress_t;
 
 /* Versioned, append-only; always start from HPCT_TRAIN_CONFIG_INITIALIZER. */

@@ -253,9 +253,11 @@ static void print_progress(const hpct_progress_t *p, void *arg)
     if (r->topo.rank != 0) return;
     long eta = (long)p->eta_s;
     printf("epoch %ld step %ld/%ld loss %.6f lr %.4g samples/s %.0f data %.1f%% comm %.1f%% "
-           "eta %ldm%02lds\n",
+           "eta %ldm%02lds read %.1f MiB/epoch held %.1f MiB (node %.1f MiB) sent %.1f MiB\n",
            p->epoch + 1, p->step, p->total_steps, p->loss, p->lr, p->samples_per_s,
-           100.0 * p->data_wait_share, 100.0 * p->comm_share, eta / 60, eta % 60);
+           100.0 * p->data_wait_share, 100.0 * p->comm_share, eta / 60, eta % 60,
+           p->data_epoch_bytes_read / 1048576.0, p->data_resident_bytes / 1048576.0,
+           p->data_node_resident_bytes / 1048576.0, p->data_exchange_bytes / 1048576.0);
     fflush(stdout);
 }
 

@@ -240,6 +240,8 @@ module hpctrain
         integer(c_long) :: steps_per_epoch = 0, total_steps = 0
         real(c_double) :: loss = 0, lr = 0, samples_per_s = 0
         real(c_double) :: data_wait_share = 0, comm_share = 0, eta_s = 0
+        real(c_double) :: data_epoch_bytes_read = 0, data_resident_bytes = 0
+        real(c_double) :: data_node_resident_bytes = 0, data_exchange_bytes = 0
     end type
 
     type, bind(C), public :: hpct_train_config_t
