@@ -312,15 +312,20 @@ typedef enum {
 
 typedef enum { HPCT_DTYPE_FLOAT32 = 0, HPCT_DTYPE_INT32 = 1 } hpct_dtype_t;
 
-/* Where a distributed job keeps the samples (environment HPCT_DATA_STORE=auto|off|job
+/* Where a distributed job keeps the samples (environment HPCT_DATA_STORE=auto|off|job|node
  * overrides the config on every rank; the choice is logged at INFO). */
 typedef enum {
-    HPCT_STORE_AUTO = 0, /* job store when the context comes from hpct_init, W > 1, the set
-                            does not fit memory_budget_bytes (or W_node copies would take over
-                            half the node's memory) and its 1/W share does */
+    HPCT_STORE_AUTO = 0, /* with a context from hpct_init, W > 1, and a set that does not fit
+                            memory_budget_bytes (or whose W_node copies would take over half
+                            the node's memory): node store when the set takes at most half the
+                            node's memory and the nodes hold equal rank counts, else job store
+                            when its 1/W share fits the budget, else streaming */
     HPCT_STORE_OFF = 1,  /* every rank loads the whole set or streams it (hpct_ctx_create) */
-    HPCT_STORE_JOB = 2   /* each rank reads and holds ~N/W samples once; batches are exchanged
+    HPCT_STORE_JOB = 2,  /* each rank reads and holds ~N/W samples once; batches are exchanged
                             (MPI_Alltoallv) each step; open is collective over the job */
+    HPCT_STORE_NODE = 3  /* each rank reads ~N/W once; the nodes share their parts, and each
+                            node holds the whole set once in an MPI-3 shared window that its
+                            ranks read with no MPI per step; open is collective */
 } hpct_store_mode_t;
 
 /* Versioned, append-only; always start from HPCT_DATA_CONFIG_INITIALIZER. */
@@ -335,7 +340,7 @@ typedef struct hpct_data_config {
     uint64_t seed;              /* shuffle seed */
     int prefetch_depth;         /* batches a background thread reads ahead; 0: read in next() */
     size_t memory_budget_bytes; /* load the whole set when it fits, else stream with pread */
-    hpct_store_mode_t store;    /* version 2: HPCT_STORE_AUTO, _OFF or _JOB */
+    hpct_store_mode_t store;    /* version 2: HPCT_STORE_AUTO, _OFF, _JOB or _NODE */
 } hpct_data_config_t;
 
 /* clang-format off */
@@ -387,7 +392,7 @@ hpct_status_t hpct_dataset_skipped(hpct_dataset_t ds, long *count);
 #define HPCT_DATA_STATS_VERSION 1
 typedef struct hpct_data_stats {
     unsigned version;             /* HPCT_DATA_STATS_VERSION */
-    hpct_store_mode_t store;      /* HPCT_STORE_JOB or HPCT_STORE_OFF, as chosen at open */
+    hpct_store_mode_t store;      /* HPCT_STORE_OFF, _JOB or _NODE, as chosen at open */
     uint64_t bytes_read;          /* read from the shard files since open (checksums apart) */
     uint64_t epoch_bytes_read;    /* the same since the cursor's epoch began */
     uint64_t hashed_bytes;        /* read at open to verify checksums */

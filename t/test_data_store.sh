@@ -6,7 +6,7 @@
 . "${top_srcdir:-.}/t/lib/dist_lib.sh"
 PROG="$top_builddir/t/lib/store_prog"
 need_mpi
-echo "1..17"
+echo "1..24"
 n=0
 run() { # DESC NP ENV... -- MODE
     desc=$1; np=$2; shift 2
@@ -22,7 +22,11 @@ for w in 1 2 3 4; do
     run "W=$w: streaming" $w -- stream
     run "W=$w: resident" $w -- resident
     run "W=$w: job store" $w -- job
+    run "W=$w: node store" $w -- node
 done
+run "W=2: node store, two virtual nodes of 1 (gathered across nodes)" 2 HPCT_RANKS_PER_NODE=1 -- node
+run "W=4: node store, two virtual nodes of 2" 4 HPCT_RANKS_PER_NODE=2 -- node
+run "W=3: node store asked, unequal virtual nodes (2+1): job store instead" 3 HPCT_RANKS_PER_NODE=2 -- node
 run "W=2: job store, two virtual nodes of 1" 2 HPCT_RANKS_PER_NODE=1 -- job
 run "W=3: job store, unequal virtual nodes (2+1)" 3 HPCT_RANKS_PER_NODE=2 -- job
 run "W=4: job store, two virtual nodes of 2, chosen by HPCT_DATA_STORE=job" 4 HPCT_RANKS_PER_NODE=2 HPCT_DATA_STORE=job -- env-job

@@ -136,6 +136,9 @@ static hpct_status_t share_data_comms(hpct_ctx_t ctx)
     c->local_rank = d->local_rank, c->local_size = d->local_size;
     c->node_id = d->node_id, c->num_nodes = d->num_nodes;
     c->deadline_s = d->deadline_s;
+    int sizes[2] = {d->local_size, -d->local_size};
+    MPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_INT, MPI_MIN, d->comm);
+    c->uniform = sizes[0] == -sizes[1];
     c->valid = 1;
     return HPCT_SUCCESS;
 }
@@ -180,7 +183,6 @@ static hpct_status_t setup(hpct_ctx_t ctx, MPI_Comm comm)
               d->local_rank, d->local_size, d->cross_size, d->hier ? "hierarchical" : "flat");
     return HPCT_SUCCESS;
 }
-
 
 static void free_data_comms(hpct_ctx_t ctx)
 {

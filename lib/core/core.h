@@ -21,6 +21,7 @@ typedef struct hpcti_data_comms {
     int world, node; /* MPI_Fint: the job, and the ranks of this rank's node */
     int rank, size;  /* in world */
     int local_rank, local_size, node_id, num_nodes;
+    int uniform;       /* 1: every node holds local_size ranks */
     double deadline_s; /* cfg.collective_timeout_s: bound of every store collective */
 } hpcti_data_comms_t;
 

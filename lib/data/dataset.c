@@ -4,6 +4,7 @@
 #include "reader.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <sched.h>
 #include <stddef.h>
 #include <fcntl.h>
@@ -31,8 +32,8 @@ static hpct_status_t check_data_config(hpct_ctx_t ctx, const hpct_data_config_t 
         why = "nonfinite must be HPCT_NONFINITE_ERROR or HPCT_NONFINITE_SKIP";
     else if (c->prefetch_depth < 0 || c->prefetch_depth > MAX_PREFETCH)
         why = "prefetch_depth must be between 0 and 64";
-    else if (c->version >= 2 && (c->store < HPCT_STORE_AUTO || c->store > HPCT_STORE_JOB))
-        why = "store must be HPCT_STORE_AUTO, _OFF or _JOB";
+    else if (c->version >= 2 && (c->store < HPCT_STORE_AUTO || c->store > HPCT_STORE_NODE))
+        why = "store must be HPCT_STORE_AUTO, _OFF, _JOB or _NODE";
     if (!why) return HPCT_SUCCESS;
     return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_data_config_t.%s", why);
 }
@@ -132,6 +133,7 @@ static int requested_store(hpct_dataset_t ds)
     if (!strcmp(env, "auto")) return HPCT_STORE_AUTO;
     if (!strcmp(env, "off")) return HPCT_STORE_OFF;
     if (!strcmp(env, "job")) return HPCT_STORE_JOB;
+    if (!strcmp(env, "node")) return HPCT_STORE_NODE;
     return -1;
 }
 
@@ -140,13 +142,20 @@ static int choose_store(hpct_dataset_t ds, int want, double bytes)
 {
     const hpcti_data_comms_t *c = &ds->ctx->data_comms;
     if (want == HPCT_STORE_OFF || !c->valid) return HPCT_STORE_OFF;
-    if (want == HPCT_STORE_JOB) return HPCT_STORE_JOB;
+    if (want == HPCT_STORE_NODE && (!c->uniform || ds->n > INT_MAX)) {
+        hpcti_log(ds->ctx, HPCT_LOG_WARN,
+                  "dataset %s: the node store needs nodes of equal rank counts (and < 2^31 "
+                  "samples); using the job store",
+                  ds->manifest_path);
+        return HPCT_STORE_JOB;
+    }
+    if (want != HPCT_STORE_AUTO) return want;
     double budget = (double)ds->cfg.memory_budget_bytes;
     double node = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
-    int share_fits = bytes / c->size <= budget;
     int copies_too_big = node > 0 && bytes * c->local_size > node / 2;
-    return c->size > 1 && share_fits && (bytes > budget || copies_too_big) ? HPCT_STORE_JOB
-                                                                           : HPCT_STORE_OFF;
+    if (c->size < 2 || (bytes <= budget && !copies_too_big)) return HPCT_STORE_OFF;
+    if (node > 0 && bytes <= node / 2 && c->uniform && ds->n <= INT_MAX) return HPCT_STORE_NODE;
+    return bytes / c->size <= budget ? HPCT_STORE_JOB : HPCT_STORE_OFF;
 }
 
 /* Totals from the manifest: samples, values per sample, and whether it all fits memory. */
@@ -159,12 +168,15 @@ static hpct_status_t plan_sizes(hpct_dataset_t ds)
     for (int i = 0; i < ds->man.num_shards; i++) ds->n += ds->man.shards[i].samples;
     double bytes = (double)ds->n * (double)(ds->features + ds->twidth) * 4.0;
     ds->store_mode = choose_store(ds, ds->store_mode, bytes);
-    if (ds->store_mode == HPCT_STORE_JOB) {
+    if (ds->store_mode == HPCT_STORE_JOB || ds->store_mode == HPCT_STORE_NODE) {
         const hpcti_data_comms_t *c = &ds->ctx->data_comms;
         hpcti_log(ds->ctx, HPCT_LOG_INFO,
-                  "dataset %s: %llu samples, %.1f MiB as fp32, job store: each of %d ranks "
-                  "reads and holds about 1/%d (node %d holds %d ranks)",
-                  ds->manifest_path, (unsigned long long)ds->n, bytes / 1048576.0, c->size, c->size,
+                  "dataset %s: %llu samples, %.1f MiB as fp32, %s store: each of %d ranks "
+                  "reads about 1/%d; %s (node %d holds %d ranks)",
+                  ds->manifest_path, (unsigned long long)ds->n, bytes / 1048576.0,
+                  ds->store_mode == HPCT_STORE_JOB ? "job" : "node", c->size, c->size,
+                  ds->store_mode == HPCT_STORE_JOB ? "each rank holds its part"
+                                                   : "each node holds the set in a shared window",
                   c->node_id, c->local_size);
         return HPCT_SUCCESS; /* streaming layout at open; store.c loads the block */
     }
@@ -193,7 +205,7 @@ static hpct_status_t plan_sizes(hpct_dataset_t ds)
  * hashes only the shards that overlap its block (the job hashes each about once). */
 static hpct_checksum_mode_t checksum_mode(hpct_dataset_t ds, uint64_t first, uint64_t count)
 {
-    if (ds->store_mode != HPCT_STORE_JOB || ds->cfg.checksum != HPCT_CHECKSUM_FULL)
+    if (ds->store_mode == HPCT_STORE_OFF || ds->cfg.checksum != HPCT_CHECKSUM_FULL)
         return ds->cfg.checksum;
     const hpcti_data_comms_t *c = &ds->ctx->data_comms;
     uint64_t lo, hi;
@@ -275,7 +287,7 @@ static hpct_status_t open_all(hpct_dataset_t ds)
     hpct_status_t s = load_manifest(ds);
     if (!s) s = plan_sizes(ds);
     if (!s) s = open_shards(ds);
-    int store = ds->store_mode == HPCT_STORE_JOB;
+    int store = ds->store_mode == HPCT_STORE_JOB || ds->store_mode == HPCT_STORE_NODE;
     if (!s && !store && ds->cfg.nonfinite == HPCT_NONFINITE_SKIP) s = scan_nonfinite(ds);
     if (store) s = hpcti_store_open(ds, s); /* collective: agrees even on failure */
     return s;
@@ -302,9 +314,10 @@ hpct_status_t hpct_dataset_open(hpct_ctx_t ctx, const char *manifest_path,
     }
     ds->cfg.version = HPCT_DATA_CONFIG_VERSION;
     ds->store_mode = requested_store(ds);
-    if (ds->store_mode == HPCT_STORE_JOB && !ctx->data_comms.valid) {
+    if ((ds->store_mode == HPCT_STORE_JOB || ds->store_mode == HPCT_STORE_NODE) &&
+        !ctx->data_comms.valid) {
         hpcti_log(ctx, HPCT_LOG_WARN,
-                  "dataset %s: the job store needs a context from hpct_init; reading without it",
+                  "dataset %s: a store needs a context from hpct_init; reading without it",
                   manifest_path);
         ds->store_mode = HPCT_STORE_OFF;
     }
@@ -316,7 +329,8 @@ hpct_status_t hpct_dataset_open(hpct_ctx_t ctx, const char *manifest_path,
     ds->names[0] = strdup(cfg->inputs_name);
     ds->names[1] = strdup(cfg->targets_name);
     if (ds->store_mode < 0)
-        s = hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "HPCT_DATA_STORE='%s' must be auto, off or job",
+        s = hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                        "HPCT_DATA_STORE='%s' must be auto, off, job or node",
                         getenv("HPCT_DATA_STORE"));
     else if (!ds->manifest_path || !ds->names[0] || !ds->names[1])
         s = hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "dataset %s: no memory", manifest_path);
@@ -389,7 +403,7 @@ static double cpus_per_rank(hpct_dataset_t ds)
  * 36% against 33% without the thread). */
 int hpcti_prefetch_rule(hpct_dataset_t ds)
 {
-    if (ds->cfg.prefetch_depth == 0 || ds->store) return 0;
+    if (ds->cfg.prefetch_depth == 0 || ds->store_mode == HPCT_STORE_JOB) return 0;
     const char *env = getenv("HPCT_PREFETCH_THREAD");
     double cpus = cpus_per_rank(ds);
     int use = env && *env ? strcmp(env, "0") != 0 : cpus >= 2.0;
@@ -447,7 +461,7 @@ hpct_status_t hpct_dataset_partition(hpct_dataset_t ds, int rank, int world_size
         return HPCT_ERR_NO_MEMORY;
     }
     hpct_status_t s = alloc_slots(ds);
-    if (!s && ds->store) s = hpcti_store_partition(ds);
+    if (!s && ds->store_mode == HPCT_STORE_JOB) s = hpcti_store_partition(ds);
     ds->threaded = hpcti_prefetch_rule(ds);
     if (s) {
         ds->global_batch = 0;
@@ -503,7 +517,7 @@ hpct_status_t hpct_dataset_stats(hpct_dataset_t ds, hpct_data_stats_t *stats)
     if (!ds || !stats) return HPCT_ERR_INVALID_ARG;
     memset(stats, 0, sizeof *stats);
     stats->version = HPCT_DATA_STATS_VERSION;
-    stats->store = ds->store_mode == HPCT_STORE_JOB ? HPCT_STORE_JOB : HPCT_STORE_OFF;
+    stats->store = ds->store_mode == HPCT_STORE_AUTO ? HPCT_STORE_OFF : ds->store_mode;
     stats->bytes_read = __atomic_load_n(&ds->bytes_read, __ATOMIC_RELAXED);
     stats->epoch_bytes_read = stats->bytes_read - ds->epoch_bytes0;
     stats->hashed_bytes = ds->hashed_bytes;

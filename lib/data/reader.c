@@ -363,7 +363,8 @@ hpct_status_t hpcti_reader_restart(hpct_dataset_t ds)
     ds->held = -1;
     ds->pe = ds->epoch, ds->ps = ds->step;
     ds->stop = 0;
-    if (ds->store) { /* no thread: MPI runs FUNNELED; the store posts one batch ahead */
+    if (ds->store_mode ==
+        HPCT_STORE_JOB) { /* no thread: MPI runs FUNNELED; the store posts one batch ahead */
         hpct_status_t s = hpcti_store_drain(ds);
         hpcti_store_reset(ds);
         return s;
@@ -440,7 +441,7 @@ hpct_status_t hpct_dataset_next(hpct_dataset_t ds, const float **inputs, const v
         return hpcti_error(ds->ctx, HPCT_ERR_STATE,
                            "dataset %s: call hpct_dataset_partition before hpct_dataset_next",
                            ds->manifest_path);
-    if (ds->store) return store_next(ds, inputs, targets);
+    if (ds->store_mode == HPCT_STORE_JOB) return store_next(ds, inputs, targets);
     if (ds->threaded && !ds->running) {
         hpct_status_t s = hpcti_reader_restart(ds);
         if (s) return s;

@@ -19,15 +19,22 @@
 #include <string.h>
 #include <time.h>
 
+/* Seconds a wait polls MPI without sleeping: the exchange's rendezvous steps progress only
+ * inside MPI calls, so sleeping early stretches every step by the sleeps. */
+#define SPIN_S 2e-3
+
 struct hpcti_store {
     MPI_Comm comm; /* dup of the data world communicator: this dataset's exchanges only */
     int rank, size;
     double deadline_s;
-    uint64_t lo, hi;        /* owned samples [lo, hi) */
-    size_t in_row, tg_row;  /* bytes per row: fp32 inputs, int32/fp32 targets */
-    float *inputs;          /* [hi - lo, features] */
-    unsigned char *targets; /* [hi - lo, tg_row] */
-    int posted;             /* an exchange is in flight for (epoch, step) */
+    uint64_t lo, hi;            /* owned samples [lo, hi) */
+    size_t in_row, tg_row;      /* bytes per row: fp32 inputs, int32/fp32 targets */
+    float *inputs;              /* [hi - lo, features] */
+    unsigned char *targets;     /* [hi - lo, tg_row] */
+    MPI_Win win;                /* node store: the window holding the set; else MPI_WIN_NULL */
+    float *set_inputs;          /* node store: [n, features] in the window */
+    unsigned char *set_targets; /* node store: [n, tg_row] in the window */
+    int posted;                 /* an exchange is in flight for (epoch, step) */
     long epoch, step, skipped;
     int *scount, *sdispl, *rcount, *rdispl; /* [size] bytes */
     unsigned char *sendbuf;                 /* [global batch, in_row + tg_row] */
@@ -68,10 +75,10 @@ static hpct_status_t wait_bounded(hpct_ctx_t ctx, MPI_Request *req, double deadl
                                "dataset %s: %s missed the collective deadline of %.1f s (a rank "
                                "did not arrive)",
                                manifest, what, deadline_s);
-        if (spins > 100) {
+        if (hpcti_now() - start > SPIN_S) {  /* a peer is late: stop burning its CPU */
             struct timespec ts = {0, 20000}; /* 20 us */
             nanosleep(&ts, NULL);
-        } else {
+        } else if (spins % 64 == 63) {
             sched_yield();
         }
     }
@@ -81,8 +88,10 @@ static hpct_status_t wait_bounded(hpct_ctx_t ctx, MPI_Request *req, double deadl
 static hpct_status_t load_block(hpct_dataset_t ds, struct hpcti_store *st)
 {
     uint64_t count = st->hi - st->lo;
-    st->inputs = hpcti_calloc(ds->ctx, count ? count : 1, st->in_row, "store inputs");
-    st->targets = hpcti_calloc(ds->ctx, count ? count : 1, st->tg_row, "store targets");
+    if (st->win == MPI_WIN_NULL) { /* job store: private memory; node store: the window */
+        st->inputs = hpcti_calloc(ds->ctx, count ? count : 1, st->in_row, "store inputs");
+        st->targets = hpcti_calloc(ds->ctx, count ? count : 1, st->tg_row, "store targets");
+    }
     size_t raw = (ds->features > ds->twidth ? ds->features : ds->twidth) * 8;
     unsigned char *scratch = hpcti_calloc(ds->ctx, HPCTI_MAX_IOV, raw, "store scratch");
     hpct_status_t s = st->inputs && st->targets && scratch ? HPCT_SUCCESS : HPCT_ERR_NO_MEMORY;
@@ -169,39 +178,149 @@ static hpct_status_t node_total(hpct_dataset_t ds, const hpcti_data_comms_t *c, 
     return wait_bounded(ds->ctx, &req, c->deadline_s, "the store's node total", ds->manifest_path);
 }
 
+/* The node store's window: the set [n] laid out as inputs [n, features] fp32 then targets
+ * [n, tg_row], split in contiguous byte shares over the node's ranks (MPI-3 shared memory:
+ * contiguous by default), each local rank allocating its share. Collective over the node. */
+static hpct_status_t node_window(hpct_dataset_t ds, struct hpcti_store *st,
+                                 const hpcti_data_comms_t *c)
+{
+    uint64_t total = ds->n * (st->in_row + st->tg_row), lo, hi;
+    hpcti_store_block(total, c->local_size, c->local_rank, &lo, &hi);
+    void *mine = NULL, *base = NULL;
+    MPI_Comm node = MPI_Comm_f2c(c->node);
+    if (MPI_Win_allocate_shared((MPI_Aint)(hi - lo), 1, MPI_INFO_NULL, node, &mine, &st->win) !=
+        MPI_SUCCESS) {
+        st->win = MPI_WIN_NULL;
+        return hpcti_error(ds->ctx, HPCT_ERR_NO_MEMORY,
+                           "dataset %s: node store: cannot allocate a shared window of %llu bytes "
+                           "on node %d",
+                           ds->manifest_path, (unsigned long long)(hi - lo), c->node_id);
+    }
+    MPI_Aint size = 0;
+    int unit;
+    for (int r = 0; r < c->local_size && !size; r++) /* the first rank with a share */
+        MPI_Win_shared_query(st->win, r, &size, &unit, &base);
+    MPI_Win_lock_all(MPI_MODE_NOCHECK, st->win);
+    st->set_inputs = base;
+    st->set_targets = (unsigned char *)base + ds->n * st->in_row;
+    st->inputs = st->set_inputs + st->lo * ds->features; /* this rank's block, read below */
+    st->targets = st->set_targets + st->lo * st->tg_row;
+    ds->resident_bytes = hi - lo;
+    ds->node_resident_bytes = total;
+    return HPCT_SUCCESS;
+}
+
+/* Every node gets the blocks the other nodes read: local rank l gathers the blocks of the
+ * ranks of local rank l on every node (equal nodes: each block reaches each node once). */
+static hpct_status_t share_across_nodes(hpct_dataset_t ds, struct hpcti_store *st,
+                                        const hpcti_data_comms_t *c)
+{
+    MPI_Comm world = MPI_Comm_f2c(c->world), cross;
+    if (MPI_Comm_split(world, c->local_rank, c->rank, &cross) != MPI_SUCCESS)
+        return hpcti_error(ds->ctx, HPCT_ERR_COMM, "dataset %s: node store: split failed",
+                           ds->manifest_path);
+    int members, *world_of = NULL, *count = NULL, *displ = NULL;
+    MPI_Comm_size(cross, &members);
+    world_of = calloc((size_t)members * 3, sizeof(int));
+    hpct_status_t s = world_of ? HPCT_SUCCESS : HPCT_ERR_NO_MEMORY;
+    MPI_Request req;
+    if (!s &&
+        MPI_Iallgather(&c->rank, 1, MPI_INT, world_of, 1, MPI_INT, cross, &req) != MPI_SUCCESS)
+        s = HPCT_ERR_COMM;
+    if (!s)
+        s = wait_bounded(ds->ctx, &req, st->deadline_s, "the node store's member list",
+                         ds->manifest_path);
+    if (!s) {
+        count = world_of + members, displ = count + members;
+        for (int m = 0; m < members; m++) {
+            uint64_t lo, hi;
+            hpcti_store_block(ds->n, c->size, world_of[m], &lo, &hi);
+            count[m] = (int)(hi - lo), displ[m] = (int)lo;
+        }
+    }
+    MPI_Datatype row[2];
+    MPI_Type_contiguous((int)st->in_row, MPI_BYTE, &row[0]);
+    MPI_Type_contiguous((int)st->tg_row, MPI_BYTE, &row[1]);
+    MPI_Type_commit(&row[0]), MPI_Type_commit(&row[1]);
+    void *dst[2] = {st->set_inputs, st->set_targets};
+    for (int a = 0; a < 2 && !s; a++) {
+        if (MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, dst[a], count, displ, row[a], cross,
+                            &req) != MPI_SUCCESS)
+            s = hpcti_error(ds->ctx, HPCT_ERR_COMM, "dataset %s: node store: gather failed",
+                            ds->manifest_path);
+        else
+            s = wait_bounded(ds->ctx, &req, st->deadline_s, "the node store's gather across nodes",
+                             ds->manifest_path);
+    }
+    MPI_Type_free(&row[0]), MPI_Type_free(&row[1]);
+    free(world_of);
+    if (s == HPCT_ERR_NO_MEMORY || s == HPCT_ERR_COMM)
+        hpcti_error(ds->ctx, s, "dataset %s: node store: exchange across nodes failed",
+                    ds->manifest_path);
+    MPI_Comm_free(&cross);
+    return s;
+}
+
+/* Node store after the open agreed: window, own block, agreement, gather, node barrier; then
+ * the dataset reads the window as resident memory (no MPI per step). */
+static hpct_status_t node_open(hpct_dataset_t ds, struct hpcti_store *st,
+                               const hpcti_data_comms_t *c)
+{
+    MPI_Comm world = MPI_Comm_f2c(c->world);
+    hpct_status_t s = node_window(ds, st, c);
+    if (!s) s = load_block(ds, st);
+    s = agree_open(ds, world, c->rank, c->size, c->deadline_s, s);
+    if (!s && c->num_nodes > 1) s = share_across_nodes(ds, st, c);
+    if (s) return s;
+    MPI_Win_sync(st->win);
+    MPI_Request req;
+    if (MPI_Ibarrier(MPI_Comm_f2c(c->node), &req) != MPI_SUCCESS)
+        return hpcti_error(ds->ctx, HPCT_ERR_COMM, "dataset %s: node store barrier failed",
+                           ds->manifest_path);
+    s = wait_bounded(ds->ctx, &req, st->deadline_s, "the node store's barrier", ds->manifest_path);
+    if (s) return s;
+    MPI_Win_sync(st->win);
+    ds->res_inputs = st->set_inputs;
+    ds->res_targets = st->set_targets;
+    ds->resident = 1;
+    return HPCT_SUCCESS;
+}
+
 hpct_status_t hpcti_store_open(hpct_dataset_t ds, hpct_status_t so_far)
 {
     const hpcti_data_comms_t *c = &ds->ctx->data_comms;
     MPI_Comm world = MPI_Comm_f2c(c->world);
+    int node = ds->store_mode == HPCT_STORE_NODE;
     hpct_status_t s = so_far;
-    if (!s && ds->store_mode == HPCT_STORE_JOB) {
-        struct hpcti_store *st = hpcti_calloc(ds->ctx, 1, sizeof *st, "store");
-        if (!st) {
-            s = HPCT_ERR_NO_MEMORY;
-        } else {
-            ds->store = st;
-            st->comm = MPI_COMM_NULL;
-            st->rank = c->rank, st->size = c->size, st->deadline_s = c->deadline_s;
-            st->in_row = ds->features * sizeof(float), st->tg_row = ds->twidth * 4;
-            hpcti_store_block(ds->n, c->size, c->rank, &st->lo, &st->hi);
-            s = load_block(ds, st);
-        }
+    struct hpcti_store *st = NULL;
+    if (!s && !(st = hpcti_calloc(ds->ctx, 1, sizeof *st, "store"))) s = HPCT_ERR_NO_MEMORY;
+    if (st) {
+        ds->store = st;
+        st->comm = MPI_COMM_NULL;
+        st->win = MPI_WIN_NULL;
+        st->rank = c->rank, st->size = c->size, st->deadline_s = c->deadline_s;
+        st->in_row = ds->features * sizeof(float), st->tg_row = ds->twidth * 4;
+        hpcti_store_block(ds->n, c->size, c->rank, &st->lo, &st->hi);
+        if (!node) s = load_block(ds, st);
     }
     s = agree_open(ds, world, c->rank, c->size, c->deadline_s, s);
-    if (s || ds->store_mode != HPCT_STORE_JOB) return s;
-    struct hpcti_store *st = ds->store;
+    if (!s && node) s = node_open(ds, st, c);
+    if (s) return s;
     if (MPI_Comm_dup(world, &st->comm) != MPI_SUCCESS)
         return hpcti_error(ds->ctx, HPCT_ERR_COMM, "dataset %s: MPI_Comm_dup for the store failed",
                            ds->manifest_path);
     if (ds->cfg.nonfinite == HPCT_NONFINITE_SKIP && (s = scan_block(ds, st))) return s;
-    ds->resident_bytes = (st->hi - st->lo) * (st->in_row + st->tg_row);
-    if ((s = node_total(ds, c, ds->resident_bytes, &ds->node_resident_bytes))) return s;
+    if (!node) {
+        ds->resident_bytes = (st->hi - st->lo) * (st->in_row + st->tg_row);
+        if ((s = node_total(ds, c, ds->resident_bytes, &ds->node_resident_bytes))) return s;
+    }
     hpcti_log(ds->ctx, HPCT_LOG_INFO,
-              "dataset %s: store rank %d of %d holds samples [%llu, %llu) = %.1f MiB, read %.1f "
-              "MiB",
-              ds->manifest_path, st->rank, st->size, (unsigned long long)st->lo,
-              (unsigned long long)st->hi, (double)ds->resident_bytes / 1048576.0,
-              (double)ds->bytes_read / 1048576.0);
+              "dataset %s: %s store: rank %d of %d read samples [%llu, %llu) (%.1f MiB) and holds "
+              "%.1f MiB; its node holds %.1f MiB",
+              ds->manifest_path, node ? "node" : "job", st->rank, st->size,
+              (unsigned long long)st->lo, (unsigned long long)st->hi,
+              (double)ds->bytes_read / 1048576.0, (double)ds->resident_bytes / 1048576.0,
+              (double)ds->node_resident_bytes / 1048576.0);
     return HPCT_SUCCESS;
 }
 
@@ -350,6 +469,14 @@ void hpcti_store_free(hpct_dataset_t ds)
     if (!finalized && !st->failed) {
         hpcti_store_drain(ds);
         if (st->comm != MPI_COMM_NULL) MPI_Comm_free(&st->comm);
+    }
+    if (st->win != MPI_WIN_NULL) { /* collective over the node, as the open was */
+        if (!finalized) {
+            MPI_Win_unlock_all(st->win);
+            MPI_Win_free(&st->win);
+        }
+        ds->res_inputs = NULL, ds->res_targets = NULL; /* the window's memory, not malloc's */
+        st->inputs = NULL, st->targets = NULL;
     }
     free(st->inputs), free(st->targets), free(st->scount), free(st->sendbuf), free(st->recvbuf);
     free(st->mine);

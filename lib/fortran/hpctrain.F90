@@ -70,7 +70,7 @@ module hpctrain
     integer(c_int), parameter, public :: HPCT_NONFINITE_ERROR = 0, HPCT_NONFINITE_SKIP = 1
     integer(c_int), parameter, public :: HPCT_DTYPE_FLOAT32 = 0, HPCT_DTYPE_INT32 = 1
     integer(c_int), parameter, public :: HPCT_STORE_AUTO = 0, HPCT_STORE_OFF = 1, &
-        HPCT_STORE_JOB = 2
+        HPCT_STORE_JOB = 2, HPCT_STORE_NODE = 3
     integer(c_int), parameter, public :: HPCT_DATA_CONFIG_VERSION = 2
     integer(c_int), parameter, public :: HPCT_DATA_STATS_VERSION = 1
     integer, parameter, public :: HPCT_SHARD_MAX_RANK = 9 ! N and up to 8 per-sample dimensions
@@ -176,7 +176,7 @@ module hpctrain
         integer(c_int64_t) :: seed = 42
         integer(c_int) :: prefetch_depth = 2
         integer(c_size_t) :: memory_budget_bytes = 1073741824_c_size_t
-        integer(c_int) :: store = HPCT_STORE_AUTO    ! HPCT_STORE_AUTO, _OFF or _JOB
+        integer(c_int) :: store = HPCT_STORE_AUTO    ! HPCT_STORE_AUTO, _OFF, _JOB or _NODE
     end type
 
     type, bind(C), public :: hpct_data_stats_t

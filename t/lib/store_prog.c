@@ -99,9 +99,16 @@ static int run_mode(hpct_ctx_t ctx, const char *dir, const char *mode)
     snprintf(manifest, sizeof manifest, "%s/m", dir);
     hpct_data_config_t cfg = HPCT_DATA_CONFIG_INITIALIZER;
     cfg.checksum = HPCT_CHECKSUM_SIZE;
-    int job = !strcmp(mode, "job") || !strcmp(mode, "env-job");
+    const char *rpn = getenv("HPCT_RANKS_PER_NODE");
+    int uniform = !rpn || world_size % atoi(rpn) == 0;
+    int nodes = rpn ? (world_size + atoi(rpn) - 1) / atoi(rpn) : 1;
+    int node = !strcmp(mode, "node") && uniform;
+    int job = !strcmp(mode, "job") || !strcmp(mode, "env-job") || (!strcmp(mode, "node") && !node);
+    int want = node ? HPCT_STORE_NODE : job ? HPCT_STORE_JOB : HPCT_STORE_OFF;
     cfg.memory_budget_bytes = !strcmp(mode, "resident") ? (size_t)1 << 30 : 0;
-    cfg.store = !strcmp(mode, "job") ? HPCT_STORE_JOB : HPCT_STORE_AUTO;
+    cfg.store = !strcmp(mode, "job")    ? HPCT_STORE_JOB
+                : !strcmp(mode, "node") ? HPCT_STORE_NODE
+                                        : HPCT_STORE_AUTO;
     if (!strcmp(mode, "stream") || !strcmp(mode, "resident")) cfg.store = HPCT_STORE_OFF;
     hpct_dataset_t ds = NULL;
     long long r0 = rchar();
@@ -110,11 +117,11 @@ static int run_mode(hpct_ctx_t ctx, const char *dir, const char *mode)
     if (!s) s = hpct_dataset_partition(ds, world_rank, world_size, BATCH);
     check(!s, "%s: open and partition (%s)", mode, s ? hpct_last_error(ctx) : "ok");
     if (s) return 1;
-    check(ds->store_mode == (job ? HPCT_STORE_JOB : HPCT_STORE_OFF), "%s: store mode %s", mode,
-          ds->store_mode == HPCT_STORE_JOB ? "job" : "off");
+    check(ds->store_mode == want, "%s: store mode %d (off 1, job 2, node 3; nodes %s)", mode,
+          ds->store_mode, uniform ? "equal" : "unequal");
     uint64_t row = FEATURES * 4 + 4, read = ds->bytes_read, all_read = 0;
     MPI_Allreduce(&read, &all_read, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
-    if (job) {
+    if (job || node) {
         uint64_t lo, hi;
         hpcti_store_block(SAMPLES, world_size, world_rank, &lo, &hi);
         check(all_read == SAMPLES * row,
@@ -128,17 +135,20 @@ static int run_mode(hpct_ctx_t ctx, const char *dir, const char *mode)
               "%s: /proc/self/io rchar backs it: %lld bytes over all ranks (HDF5 metadata "
               "included) for a %llu-byte set",
               mode, all_delta, (unsigned long long)(SAMPLES * row));
-        check(ds->resident_bytes == (hi - lo) * row &&
-                  ds->resident_bytes <= (SAMPLES + world_size - 1) / world_size * row,
-              "%s: each rank holds its block of about N/W samples (%llu bytes here)", mode,
-              (unsigned long long)ds->resident_bytes);
+        if (job)
+            check(ds->resident_bytes == (hi - lo) * row &&
+                      ds->resident_bytes <= (SAMPLES + world_size - 1) / world_size * row,
+                  "%s: each rank holds its block of about N/W samples (%llu bytes here)", mode,
+                  (unsigned long long)ds->resident_bytes);
     }
     hpct_data_stats_t stats;
     uint64_t held = hpct_dataset_stats(ds, &stats) ? 0 : stats.resident_bytes, node_held = 0;
     MPI_Allreduce(&held, &node_held, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
-    int one_node = !getenv("HPCT_RANKS_PER_NODE");
+    int one_node = !rpn;
     check((!one_node || stats.node_resident_bytes == node_held) && held == ds->resident_bytes &&
-              (job || held == (!strcmp(mode, "resident") ? SAMPLES * row : SAMPLES * 4)),
+              (!node || (stats.node_resident_bytes == SAMPLES * row &&
+                         node_held == (uint64_t)nodes * SAMPLES * row)) &&
+              (job || node || held == (!strcmp(mode, "resident") ? SAMPLES * row : SAMPLES * 4)),
           "%s: hpct_dataset_stats: %llu sample bytes held on this rank, %llu on its node", mode,
           (unsigned long long)held, (unsigned long long)stats.node_resident_bytes);
     long epoch = 0, step = 0;
@@ -152,7 +162,9 @@ static int run_mode(hpct_ctx_t ctx, const char *dir, const char *mode)
               (unsigned long long)all_sent);
     }
     hpct_dataset_stats(ds, &stats);
-    check(job ? stats.bytes_read == read && stats.epoch_bytes_read == 0 : stats.bytes_read >= read,
+    check(job || node ? stats.bytes_read == read && stats.epoch_bytes_read == 0 &&
+                            (job || stats.exchange_bytes == 0)
+                      : stats.bytes_read >= read,
           "%s: bytes read: %llu since open, %llu in epoch 1 (the store reads nothing after open)",
           mode, (unsigned long long)stats.bytes_read, (unsigned long long)stats.epoch_bytes_read);
     epoch = 0, step = 22; /* a cursor saved at any W: the batches depend on it alone */
