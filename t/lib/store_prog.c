@@ -1,13 +1,14 @@
 /* store_prog.c: the reader's modes under a real MPI job (run by t/test_data_store.sh).
  *
- * usage: store_prog DIR MODE   MODE: stream | resident | job | env-job | corrupt
+ * usage: store_prog DIR MODE   MODE: stream | resident | job | env-job | node | corrupt |
+ *                                    corrupt-node
  * Rank 0 writes 4 shards (1200 samples of 256 float32, row g = g, g+1, ...; target g) and a
  * manifest into DIR; every rank opens it in MODE and checks that its slice of each global
  * batch is the contract's, bit for bit, across an epoch boundary and after a cursor restore;
  * in job mode also that the job read each sample byte once (library counter, backed by
  * /proc/self/io rchar), that each rank holds its ~N/W block, and what was exchanged.
- * corrupt: a flipped byte in the last shard must fail the job-store open on every rank,
- * naming the file. */
+ * corrupt, corrupt-node: a flipped byte in the last shard must fail the job (node) store open
+ * on every rank, naming the file. */
 #include "config.h"
 #include "../../lib/data/reader.h"
 #include "data_util.h"
@@ -177,7 +178,7 @@ static int run_mode(hpct_ctx_t ctx, const char *dir, const char *mode)
 
 /* A flipped byte in the last shard: the ranks owning it detect it (full checksum), and the
  * open fails on every rank naming the file. */
-static void corrupt(hpct_ctx_t ctx, const char *dir)
+static void corrupt(hpct_ctx_t ctx, const char *dir, hpct_store_mode_t mode)
 {
     char path[600], manifest[600];
     snprintf(path, sizeof path, "%s/s3.h5", dir);
@@ -194,12 +195,12 @@ static void corrupt(hpct_ctx_t ctx, const char *dir)
     }
     MPI_Barrier(MPI_COMM_WORLD);
     hpct_data_config_t cfg = HPCT_DATA_CONFIG_INITIALIZER;
-    cfg.store = HPCT_STORE_JOB;
+    cfg.store = mode;
     hpct_dataset_t ds = NULL;
     hpct_status_t s = hpct_dataset_open(ctx, manifest, &cfg, &ds);
     check(s != HPCT_SUCCESS && !ds && strstr(hpct_last_error(ctx), "s3.h5"),
-          "corrupt: the open fails on every rank naming the shard (rank %d: %s)", world_rank,
-          hpct_last_error(ctx));
+          "corrupt, %s store: the open fails on every rank naming the shard (rank %d: %s)",
+          mode == HPCT_STORE_JOB ? "job" : "node", world_rank, hpct_last_error(ctx));
 }
 
 int main(int argc, char **argv)
@@ -211,8 +212,8 @@ int main(int argc, char **argv)
         return 2;
     }
     check(!write_set(argv[1]), "wrote the shards");
-    if (!strcmp(argv[2], "corrupt"))
-        corrupt(ctx, argv[1]);
+    if (!strcmp(argv[2], "corrupt") || !strcmp(argv[2], "corrupt-node"))
+        corrupt(ctx, argv[1], strcmp(argv[2], "corrupt") ? HPCT_STORE_NODE : HPCT_STORE_JOB);
     else
         run_mode(ctx, argv[1], argv[2]);
     hpct_finalize(ctx);
