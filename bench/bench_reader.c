@@ -15,12 +15,21 @@
  *   Time spent waiting in hpct_dataset_next while a stand-in training step busy-waits
  *   STEP_MS (default 10) per batch of BATCH (default 256) for STEPS (default 200) steps:
  *   the "time waiting for data" of the issue, as a percentage of step time; DEPTH and
- *   BUDGET_GIB set prefetch_depth and memory_budget_bytes (default: the initializer's). */
+ *   BUDGET_GIB set prefetch_depth and memory_budget_bytes (default: the initializer's).
+ *
+ * usage: mpirun -np W bench_reader --store DIR [GIB] [STEP_MS]
+ *   (with HPCT_RANKS_PER_NODE for virtual nodes) Rank 0 writes the set as above; then, in one
+ *   run: rank 0's raw read(2) of every shard (the baseline); the node store and the job store:
+ *   open time, bytes read by all ranks / the set's file bytes, resident bytes per rank, an
+ *   epoch of hpct_dataset_next with no compute (samples/s per rank), and the share of a
+ *   STEP_MS (default 5) stand-in step spent waiting in hpct_dataset_next; and the same for
+ *   per-rank streaming (HPCT_STORE_OFF, memory budget 0), the mode the store replaces. */
 #include "config.h"
 #include "hpctrain.h"
 
 #include <fcntl.h>
 #include <hdf5.h>
+#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,8 +237,128 @@ static int wait_bench(const char *manifest, double step_ms, int batch, long step
     return 0;
 }
 
+/* Bytes of the shard files. */
+static double set_file_bytes(void)
+{
+    double total = 0;
+    for (int k = 0; k < SHARDS; k++) {
+        char path[600];
+        struct stat st;
+        shard_path(k, path, sizeof path);
+        if (!stat(path, &st)) total += (double)st.st_size;
+    }
+    return total;
+}
+
+/* One mode of the store benchmark at this world size; rank 0 prints. */
+static int store_mode_run(hpct_ctx_t ctx, int rank, int world, hpct_store_mode_t mode,
+                          double step_ms, double raw_sps, double file_bytes)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/bench.manifest", dir);
+    hpct_data_config_t cfg = HPCT_DATA_CONFIG_INITIALIZER;
+    cfg.checksum = HPCT_CHECKSUM_SIZE;
+    cfg.store = mode;
+    cfg.memory_budget_bytes = 0; /* OFF: stream; JOB: the store holds its share regardless */
+    hpct_dataset_t ds;
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = now();
+    if (hpct_dataset_open(ctx, path, &cfg, &ds) || hpct_dataset_partition(ds, rank, world, BATCH))
+        return fprintf(stderr, "bench_reader: rank %d: %s\n", rank, hpct_last_error(ctx)), -1;
+    double open_s = now() - t0;
+    long steps;
+    hpct_dataset_steps_per_epoch(ds, &steps);
+    MPI_Barrier(MPI_COMM_WORLD);
+    t0 = now();
+    for (long s = 0; s < steps; s++)
+        if (hpct_dataset_next(ds, NULL, NULL))
+            return fprintf(stderr, "bench_reader: %s\n", hpct_last_error(ctx)), -1;
+    double epoch_s = now() - t0, waited = 0;
+    long wsteps = steps < 200 ? steps : 200;
+    t0 = now();
+    for (long s = 0; s < wsteps; s++) {
+        double t = now();
+        if (hpct_dataset_next(ds, NULL, NULL))
+            return fprintf(stderr, "bench_reader: %s\n", hpct_last_error(ctx)), -1;
+        waited += now() - t;
+        spin(step_ms);
+    }
+    double wait_share = waited / (now() - t0);
+    hpct_data_stats_t st;
+    hpct_dataset_stats(ds, &st);
+    double mine[4] = {(double)st.bytes_read, (double)st.exchange_bytes, open_s, wait_share};
+    double sum[4], max[4];
+    MPI_Reduce(mine, sum, 4, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+    MPI_Reduce(mine, max, 4, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    double sps = (double)steps * (BATCH / world) / epoch_s, min_sps = 0;
+    MPI_Reduce(&sps, &min_sps, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
+    if (rank == 0) {
+        const char *name = mode == HPCT_STORE_JOB    ? "job store"
+                           : mode == HPCT_STORE_NODE ? "node store"
+                                                     : "streaming, each rank";
+        printf("%-21s open %.2f s (slowest rank); read %.0f MB by all ranks = %.2fx the set's "
+               "file bytes; rank 0 holds %.0f MB of samples (node %.0f MB)\n",
+               name, max[2], sum[0] / 1e6, sum[0] / file_bytes, (double)st.resident_bytes / 1e6,
+               (double)st.node_resident_bytes / 1e6);
+        printf("%-21s epoch, no compute: %.0f samples/s per rank (slowest) = %.2fx raw; sent "
+               "%.0f MB in all; a %.1f ms step waits %.2f%% (worst rank %.2f%%)\n",
+               "", min_sps, min_sps / raw_sps, sum[1] / 1e6, step_ms, 100.0 * sum[3] / world,
+               100.0 * max[3]);
+    }
+    hpct_dataset_close(ds);
+    return 0;
+}
+
+/* The job store at W ranks against raw read(2) and per-rank streaming, in one run. */
+static int store_bench(int argc, char **argv)
+{
+    double gib = argc > 3 ? atof(argv[3]) : 0.5, step_ms = argc > 4 ? atof(argv[4]) : 5.0;
+    hpct_ctx_t ctx;
+    if (hpct_init(NULL, &ctx)) return 1;
+    hpct_topology_t topo = HPCT_TOPOLOGY_INITIALIZER;
+    hpct_topology(ctx, &topo);
+    snprintf(dir, sizeof dir, "%s/hpct-bench-store", argv[2]);
+    int bad = 0;
+    double raw_sps = 0, file_bytes = 0;
+    if (topo.rank == 0) {
+        mkdir(dir, 0777);
+        bad = generate(ctx, gib);
+        file_bytes = set_file_bytes();
+        double t0 = now(), bytes = raw_read(), raw_s = now() - t0;
+        raw_sps = (double)per_shard * SHARDS / raw_s;
+        printf("W=%d on %d nodes, %.2f GiB set (%.0f MB of files); rank 0 raw read(2), 1 MiB: "
+               "%.0f samples/s, %.0f MB/s\n",
+               topo.size, topo.num_nodes, gib, file_bytes / 1e6, raw_sps, bytes / raw_s / 1e6);
+    }
+    MPI_Bcast(&bad, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_Bcast(&raw_sps, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    MPI_Bcast(&file_bytes, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    if (!bad)
+        bad =
+            store_mode_run(ctx, topo.rank, topo.size, HPCT_STORE_NODE, step_ms, raw_sps,
+                           file_bytes) ||
+            store_mode_run(ctx, topo.rank, topo.size, HPCT_STORE_JOB, step_ms, raw_sps,
+                           file_bytes) ||
+            store_mode_run(ctx, topo.rank, topo.size, HPCT_STORE_OFF, step_ms, raw_sps, file_bytes);
+    if (topo.rank == 0)
+        for (int k = 0; k < SHARDS; k++) {
+            char path[600];
+            shard_path(k, path, sizeof path);
+            unlink(path);
+        }
+    if (topo.rank == 0) {
+        char path[600];
+        snprintf(path, sizeof path, "%s/bench.manifest", dir);
+        unlink(path);
+        rmdir(dir);
+    }
+    hpct_finalize(ctx);
+    return bad ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 3 && !strcmp(argv[1], "--store")) return store_bench(argc, argv);
     if (argc >= 3 && !strcmp(argv[1], "--wait"))
         return wait_bench(argv[2], argc > 3 ? atof(argv[3]) : 10.0, argc > 4 ? atoi(argv[4]) : 256,
                           argc > 5 ? atol(argv[5]) : 200, argc > 6 ? atoi(argv[6]) : -1,
