@@ -213,6 +213,15 @@ static hpct_checksum_mode_t checksum_mode(hpct_dataset_t ds, uint64_t first, uin
     return first < hi && first + count > lo ? HPCT_CHECKSUM_FULL : HPCT_CHECKSUM_SIZE;
 }
 
+/* Stored bytes per sample that HDF5 loads at open: inputs and targets when resident, the
+ * targets when only they are held. */
+static uint64_t loaded_row_bytes(const hpct_dataset_t ds)
+{
+    uint64_t in = hpcti_layout_count(&ds->man.inputs) * hpcti_type_size(ds->man.inputs.type);
+    uint64_t tg = hpcti_layout_count(&ds->man.targets) * hpcti_type_size(ds->man.targets.type);
+    return (ds->resident ? in : 0) + (ds->res_targets ? tg : 0);
+}
+
 /* Verify, then open with HDF5, every shard in manifest order. */
 static hpct_status_t open_shards(hpct_dataset_t ds)
 {
@@ -243,6 +252,7 @@ static hpct_status_t open_shards(hpct_dataset_t ds)
             job.resident_targets = (unsigned char *)ds->res_targets + first * ds->twidth * 4;
         s = hpcti_shard_inspect(ds->ctx, &job, sh);
         if (s) return s;
+        ds->bytes_read += e->samples * loaded_row_bytes(ds); /* HDF5 read them at open */
         if (!ds->resident && (sh->fd = open(sh->path, O_RDONLY | O_CLOEXEC)) < 0)
             return hpcti_error(ds->ctx, HPCT_ERR_IO, "shard %s: %s", sh->path, strerror(errno));
         first += e->samples;
