@@ -150,6 +150,11 @@ static int open_data(struct run *r)
 {
     hpct_data_config_t dc = HPCT_DATA_CONFIG_INITIALIZER;
     dc.seed = (uint64_t)r->c.seed;
+    const char *st = r->c.data_store;
+    dc.store = !strcmp(st, "off")    ? HPCT_STORE_OFF
+               : !strcmp(st, "job")  ? HPCT_STORE_JOB
+               : !strcmp(st, "node") ? HPCT_STORE_NODE
+                                     : HPCT_STORE_AUTO;
     hpct_status_t s = hpct_dataset_open(r->ctx, r->c.train_manifest, &dc, &r->train);
     if (s) return fail(r, "opening the training data", s);
     if (!r->c.eval_manifest[0]) return TOOL_OK;

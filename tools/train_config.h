@@ -32,7 +32,8 @@ struct train_config {
     long checkpoint_every_steps, checkpoint_keep, checkpoint_keep_every;
     double checkpoint_every_seconds, walltime_margin;
     int checkpoint_async;
-    char resume[16]; /* auto | never */
+    char resume[16];    /* auto | never */
+    char data_store[8]; /* auto | off | job | node: hpct_data_config_t.store */
 };
 
 /* Fill every field with its documented default. */
