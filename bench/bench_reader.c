@@ -8,7 +8,8 @@
  *     seq      the reader, shuffle off, streaming with pread (memory budget 0)
  *     shuffled the reader, shuffle on (training order), streaming
  *     resident the reader, shuffle off and on, whole set loaded at open (budget 4 GiB)
- *   and reports samples/s, MB/s and the ratio to raw. The page-cache state of the shard
+ *   and reports samples/s, MB/s and the ratio to raw, each the best of 3 runs (the machine
+ *   may be shared: interference only slows a run down). The page-cache state of the shard
  *   files (mincore) is printed before each measurement; nothing is dropped.
  *
  * usage: bench_reader --wait MANIFEST [STEP_MS] [BATCH] [STEPS] [DEPTH] [BUDGET_GIB]
@@ -43,6 +44,7 @@
 #define SHARDS     8
 #define CHUNK_ROWS 256
 #define BATCH      256
+#define REPS       3 /* each figure is the best of REPS runs, raw read(2) included */
 
 static char dir[512];
 static uint64_t per_shard;
@@ -186,6 +188,19 @@ static int run_reader(hpct_ctx_t ctx, int shuffle, size_t budget, hpct_checksum_
     double t2 = now();
     hpct_dataset_close(ds);
     *r = (result_t){t2 - t1, t1 - t0, (double)steps * BATCH, sum};
+    return 0;
+}
+
+/* The fastest of REPS epochs (open time of the last), as raw read(2) is measured. */
+static int best_reader(hpct_ctx_t ctx, int shuffle, size_t budget, hpct_checksum_mode_t cs,
+                       int depth, result_t *best)
+{
+    result_t r;
+    best->seconds = 1e30;
+    for (int rep = 0; rep < REPS; rep++) {
+        if (run_reader(ctx, shuffle, budget, cs, depth, &r)) return -1;
+        if (r.seconds < best->seconds) *best = r;
+    }
     return 0;
 }
 
@@ -384,25 +399,29 @@ int main(int argc, char **argv)
            SHARDS, (unsigned long long)per_shard, FEATURES,
            (double)per_shard * SHARDS * FEATURES * 4 / 1073741824.0, dir, now() - t0);
     printf("page cache before raw: %.0f%% of shard bytes resident\n", cached_percent());
-    t0 = now();
-    double bytes = raw_read();
-    double raw_s = now() - t0, raw_mbs = bytes / raw_s / 1e6;
+    double bytes = 0, raw_s = 1e30;
+    for (int rep = 0; rep < REPS; rep++) { /* best of REPS: the machine may be shared */
+        t0 = now();
+        bytes = raw_read();
+        if (now() - t0 < raw_s) raw_s = now() - t0;
+    }
+    double raw_mbs = bytes / raw_s / 1e6;
     printf("%-26s %10.0f samples/s %8.0f MB/s  1.00x raw\n", "raw read(2), 1 MiB",
            (double)per_shard * SHARDS / raw_s, raw_mbs);
     result_t r;
     printf("page cache before reader: %.0f%%\n", cached_percent());
     const size_t stream = 0, resident = (size_t)4 << 30;
-    if (run_reader(ctx, 0, stream, HPCT_CHECKSUM_SIZE, 2, &r)) return 1;
+    if (best_reader(ctx, 0, stream, HPCT_CHECKSUM_SIZE, 2, &r)) return 1;
     report("reader sequential, stream", &r, raw_mbs);
-    if (run_reader(ctx, 0, stream, HPCT_CHECKSUM_SIZE, 0, &r)) return 1;
+    if (best_reader(ctx, 0, stream, HPCT_CHECKSUM_SIZE, 0, &r)) return 1;
     report("  same, no prefetch thread", &r, raw_mbs);
-    if (run_reader(ctx, 1, stream, HPCT_CHECKSUM_SIZE, 2, &r)) return 1;
+    if (best_reader(ctx, 1, stream, HPCT_CHECKSUM_SIZE, 2, &r)) return 1;
     report("reader shuffled, stream", &r, raw_mbs);
-    if (run_reader(ctx, 0, resident, HPCT_CHECKSUM_SIZE, 2, &r)) return 1;
+    if (best_reader(ctx, 0, resident, HPCT_CHECKSUM_SIZE, 2, &r)) return 1;
     report("reader sequential, resident", &r, raw_mbs);
-    if (run_reader(ctx, 1, resident, HPCT_CHECKSUM_SIZE, 2, &r)) return 1;
+    if (best_reader(ctx, 1, resident, HPCT_CHECKSUM_SIZE, 2, &r)) return 1;
     report("reader shuffled, resident", &r, raw_mbs);
-    if (run_reader(ctx, 1, stream, HPCT_CHECKSUM_FULL, 2, &r)) return 1;
+    if (best_reader(ctx, 1, stream, HPCT_CHECKSUM_FULL, 2, &r)) return 1;
     printf("open with full checksum verification: %.2f s (%.0f MB/s)\n", r.open_seconds,
            bytes / r.open_seconds / 1e6);
     printf("page cache after: %.0f%%\n", cached_percent());

@@ -362,6 +362,7 @@ static void free_slots(hpct_dataset_t ds)
         free(ds->slots[i].inputs);
         free(ds->slots[i].targets);
         free(ds->slots[i].scratch);
+        free(ds->slots[i].idx);
     }
     free(ds->slots);
     ds->slots = NULL;
@@ -438,7 +439,8 @@ static hpct_status_t alloc_slots(hpct_dataset_t ds)
         sl->inputs = hpcti_calloc(ds->ctx, lb, ds->features * sizeof(float), "batch inputs");
         sl->targets = hpcti_calloc(ds->ctx, lb, ds->twidth * 4, "batch targets");
         sl->scratch = hpcti_calloc(ds->ctx, lb, raw, "batch scratch");
-        if (!sl->inputs || !sl->targets || !sl->scratch) return HPCT_ERR_NO_MEMORY;
+        sl->idx = hpcti_calloc(ds->ctx, lb, sizeof(uint64_t), "batch indices");
+        if (!sl->inputs || !sl->targets || !sl->scratch || !sl->idx) return HPCT_ERR_NO_MEMORY;
     }
     return HPCT_SUCCESS;
 }

@@ -283,64 +283,82 @@ static void nonfinite_message(hpct_dataset_t ds, const uint64_t *local, long j, 
              (unsigned long long)local[j], k);
 }
 
-/* Build the next batch from producer position (pe, ps) into slot, skipping bad batches. */
-static void produce(hpct_dataset_t ds, hpcti_slot_t *slot)
+/* The next batch position (pe, ps) for slot, skipping bad batches, with this rank's indices
+ * copied to slot->idx. Under ds->mu when the thread runs: it moves the shared producer. */
+static void assign(hpct_dataset_t ds, hpcti_slot_t *slot)
 {
     slot->skipped = 0;
     slot->status = HPCT_SUCCESS;
     for (;;) {
         hpcti_batch_indices(ds, ds->pe, ds->ps);
-        if (hpcti_batch_is_bad(ds)) {
-            hpcti_advance(&ds->pe, &ds->ps, ds->steps);
-            if (++slot->skipped >= ds->steps) {
-                slot->status = HPCT_ERR_NONFINITE;
-                snprintf(slot->err, sizeof slot->err,
-                         "every global batch of an epoch of %s holds a non-finite input in "
-                         "/%s; nothing left to train on",
-                         ds->manifest_path, ds->names[0]);
-                return;
-            }
-            continue;
-        }
-        slot->epoch = ds->pe, slot->step = ds->ps;
-        const uint64_t *local = ds->batch_idx + (size_t)ds->rank * (size_t)ds->local_batch;
-        slot->status =
-            hpcti_load_samples(ds, local, (size_t)ds->local_batch, slot->inputs, slot->targets,
-                               slot->scratch, slot->err, sizeof slot->err);
-        size_t k = 0;
-        long j = slot->status || ds->cfg.nonfinite != HPCT_NONFINITE_ERROR
-                     ? -1
-                     : first_nonfinite(slot->inputs, (size_t)ds->local_batch, ds->features, &k);
-        if (j >= 0) {
-            slot->status = HPCT_ERR_NONFINITE;
-            nonfinite_message(ds, local, j, k, slot->err, sizeof slot->err);
-        }
+        if (!hpcti_batch_is_bad(ds)) break;
         hpcti_advance(&ds->pe, &ds->ps, ds->steps);
-        return;
+        if (++slot->skipped >= ds->steps) {
+            slot->status = HPCT_ERR_NONFINITE;
+            snprintf(slot->err, sizeof slot->err,
+                     "every global batch of an epoch of %s holds a non-finite input in /%s; "
+                     "nothing left to train on",
+                     ds->manifest_path, ds->names[0]);
+            return;
+        }
     }
+    slot->epoch = ds->pe, slot->step = ds->ps;
+    memcpy(slot->idx, ds->batch_idx + (size_t)ds->rank * (size_t)ds->local_batch,
+           (size_t)ds->local_batch * sizeof(uint64_t));
+    hpcti_advance(&ds->pe, &ds->ps, ds->steps);
+}
+
+/* The rows of slot->idx into the slot, checked for non-finite inputs. Needs no lock: the
+ * slot belongs to whoever claimed it until it is READY. */
+static void fill(hpct_dataset_t ds, hpcti_slot_t *slot)
+{
+    if (slot->status) return;
+    size_t lb = (size_t)ds->local_batch, k = 0;
+    slot->status = hpcti_load_samples(ds, slot->idx, lb, slot->inputs, slot->targets, slot->scratch,
+                                      slot->err, sizeof slot->err);
+    long j = slot->status || ds->cfg.nonfinite != HPCT_NONFINITE_ERROR
+                 ? -1
+                 : first_nonfinite(slot->inputs, lb, ds->features, &k);
+    if (j >= 0) {
+        slot->status = HPCT_ERR_NONFINITE;
+        nonfinite_message(ds, slot->idx, j, k, slot->err, sizeof slot->err);
+    }
+}
+
+/* Under ds->mu: take the slot at the tail of the ring for the next batch. */
+static hpcti_slot_t *claim(hpct_dataset_t ds)
+{
+    hpcti_slot_t *slot = &ds->slots[ds->tail];
+    slot->state = HPCTI_SLOT_FILLING;
+    assign(ds, slot);
+    ds->tail = (ds->tail + 1) % ds->num_slots;
+    return slot;
+}
+
+/* Fill a claimed slot outside the lock, then publish it. */
+static void fill_and_publish(hpct_dataset_t ds, hpcti_slot_t *slot)
+{
+    pthread_mutex_unlock(&ds->mu);
+    fill(ds, slot);
+    pthread_mutex_lock(&ds->mu);
+    slot->state = HPCTI_SLOT_READY;
+    pthread_cond_broadcast(&ds->cv);
 }
 
 static void *prefetch_main(void *arg)
 {
     hpct_dataset_t ds = arg;
+    pthread_mutex_lock(&ds->mu);
     for (;;) {
-        pthread_mutex_lock(&ds->mu);
         while (!ds->stop && ds->slots[ds->tail].state != HPCTI_SLOT_FREE)
             pthread_cond_wait(&ds->cv, &ds->mu);
-        if (ds->stop) {
-            pthread_mutex_unlock(&ds->mu);
-            return NULL;
-        }
-        hpcti_slot_t *slot = &ds->slots[ds->tail];
-        pthread_mutex_unlock(&ds->mu);
-        produce(ds, slot); /* the slot is ours while FREE and not yet published */
-        pthread_mutex_lock(&ds->mu);
-        slot->state = HPCTI_SLOT_READY;
-        ds->tail = (ds->tail + 1) % ds->num_slots;
-        pthread_cond_broadcast(&ds->cv);
-        pthread_mutex_unlock(&ds->mu);
-        if (slot->status) return NULL; /* the consumer reports it and restarts us */
+        if (ds->stop) break;
+        hpcti_slot_t *slot = claim(ds);
+        fill_and_publish(ds, slot);
+        if (slot->status) break; /* the consumer reports it and restarts us */
     }
+    pthread_mutex_unlock(&ds->mu);
+    return NULL;
 }
 
 void hpcti_reader_stop(hpct_dataset_t ds)
@@ -381,7 +399,8 @@ hpct_status_t hpcti_reader_restart(hpct_dataset_t ds)
 static hpcti_slot_t *take_slot(hpct_dataset_t ds)
 {
     if (!ds->threaded) {
-        produce(ds, &ds->slots[0]);
+        assign(ds, &ds->slots[0]);
+        fill(ds, &ds->slots[0]);
         return &ds->slots[0];
     }
     pthread_mutex_lock(&ds->mu);
@@ -390,7 +409,15 @@ static hpcti_slot_t *take_slot(hpct_dataset_t ds)
         ds->held = -1;
         pthread_cond_broadcast(&ds->cv);
     }
-    while (ds->slots[ds->head].state != HPCTI_SLOT_READY) pthread_cond_wait(&ds->cv, &ds->mu);
+    /* While the next batch is not ready, fill the next free slot here (the head one when the
+     * thread is behind or has no CPU now) rather than sleep until the thread is scheduled;
+     * wait only when every slot is claimed. */
+    while (ds->slots[ds->head].state != HPCTI_SLOT_READY) {
+        if (ds->slots[ds->tail].state == HPCTI_SLOT_FREE)
+            fill_and_publish(ds, claim(ds));
+        else
+            pthread_cond_wait(&ds->cv, &ds->mu);
+    }
     hpcti_slot_t *slot = &ds->slots[ds->head];
     slot->state = HPCTI_SLOT_HELD;
     ds->held = ds->head;

@@ -9,7 +9,8 @@
 /* Rows per preadv (and per sort) of the streaming reader; at most IOV_MAX. */
 #define HPCTI_MAX_IOV 256
 
-enum hpcti_slot_state { HPCTI_SLOT_FREE, HPCTI_SLOT_READY, HPCTI_SLOT_HELD };
+/* FREE -> FILLING (claimed by the thread or the consumer, position assigned) -> READY -> HELD. */
+enum hpcti_slot_state { HPCTI_SLOT_FREE, HPCTI_SLOT_FILLING, HPCTI_SLOT_READY, HPCTI_SLOT_HELD };
 
 /* One prefetched batch: this rank's rows and where in the stream they come from. */
 typedef struct hpcti_slot {
@@ -24,6 +25,7 @@ typedef struct hpcti_slot {
     float *inputs;          /* [local_batch, features] */
     void *targets;          /* [local_batch, target width], int32 or fp32 */
     unsigned char *scratch; /* raw rows before type conversion */
+    uint64_t *idx;          /* [local_batch] global indices of this rank's rows */
 } hpcti_slot_t;
 
 struct hpct_dataset {
