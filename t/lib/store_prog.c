@@ -1,12 +1,14 @@
 /* store_prog.c: the reader's modes under a real MPI job (run by t/test_data_store.sh).
  *
  * usage: store_prog DIR MODE   MODE: stream | resident | job | env-job | node | corrupt |
- *                                    corrupt-node
+ *                                    corrupt-node | memory
  * Rank 0 writes 4 shards (1200 samples of 256 float32, row g = g, g+1, ...; target g) and a
  * manifest into DIR; every rank opens it in MODE and checks that its slice of each global
  * batch is the contract's, bit for bit, across an epoch boundary and after a cursor restore;
  * in job mode also that the job read each sample byte once (library counter, backed by
  * /proc/self/io rchar), that each rank holds its ~N/W block, and what was exchanged.
+ * memory: on a 64 MiB set, each rank's VmRSS grows by about N/W at a job-store open and by
+ * N at a resident one.
  * corrupt, corrupt-node: a flipped byte in the last shard must fail the job (node) store open
  * on every rank, naming the file. */
 #include "config.h"
@@ -15,6 +17,7 @@
 #include "hpctrain.h"
 #include "mpi_prog.h"
 
+#include <malloc.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,6 +206,62 @@ static void corrupt(hpct_ctx_t ctx, const char *dir, hpct_store_mode_t mode)
           mode == HPCT_STORE_JOB ? "job" : "node", world_rank, hpct_last_error(ctx));
 }
 
+/* VmRSS of this process in bytes, or -1. */
+static long long rss_bytes(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmRSS:", 6)) kb = atoll(line + 6);
+    if (f) fclose(f);
+    return kb < 0 ? -1 : kb * 1024;
+}
+
+/* Memory: a 64 MiB set (16384 samples of 1024 float32); the growth of each rank's resident
+ * set size over open + partition is about N/W in the job store and N when resident. */
+static void memory(hpct_ctx_t ctx, const char *dir)
+{
+    enum { N = 16384, F = 1024 };
+    char manifest[600];
+    snprintf(manifest, sizeof manifest, "%s/big", dir);
+    int bad = 0;
+    if (world_rank == 0) {
+        const char *files[4] = {"b0.h5", "b1.h5", "b2.h5", "b3.h5"};
+        for (int k = 0; k < 4 && !bad; k++) {
+            char path[600];
+            snprintf(path, sizeof path, "%s/%s", dir, files[k]);
+            tdu_shard_t sh = tdu_shard(N / 4, (uint64_t)k * (N / 4), F, 64);
+            bad = tdu_write_shard(path, &sh);
+        }
+        bad = bad || tdu_write_manifest(dir, "big", 4, files, "float32", F);
+    }
+    MPI_Bcast(&bad, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    check(!bad && rss_bytes() > 0, "memory: wrote a 64 MiB set; /proc/self/status readable");
+    if (bad || rss_bytes() < 0) return;
+    const hpct_store_mode_t modes[2] = {HPCT_STORE_JOB, HPCT_STORE_OFF};
+    uint64_t row = F * 4 + 4, lo, hi;
+    hpcti_store_block(N, world_size, world_rank, &lo, &hi);
+    for (int m = 0; m < 2; m++) {
+        hpct_data_config_t cfg = HPCT_DATA_CONFIG_INITIALIZER;
+        cfg.checksum = HPCT_CHECKSUM_SIZE;
+        cfg.store = modes[m];
+        hpct_dataset_t ds = NULL;
+        malloc_trim(0); /* freed heap pages (the writer's buffers) would hide the growth */
+        long long before = rss_bytes();
+        hpct_status_t s = hpct_dataset_open(ctx, manifest, &cfg, &ds);
+        if (!s) s = hpct_dataset_partition(ds, world_rank, world_size, 64);
+        long long grown = rss_bytes() - before;
+        long long want = (long long)((m == 0 ? hi - lo : N) * row), slack = 16ll << 20;
+        check(!s && grown >= want * 9 / 10 && grown <= want + slack,
+              "memory, %s: the rank's resident set grew %.1f MiB at open for %.1f MiB of "
+              "samples (N%s)",
+              m == 0 ? "job store" : "resident", grown / 1048576.0, want / 1048576.0,
+              m == 0 ? "/W" : "");
+        hpct_dataset_close(ds);
+    }
+}
+
 int main(int argc, char **argv)
 {
     hpct_ctx_t ctx = mpi_start(NULL);
@@ -212,7 +271,9 @@ int main(int argc, char **argv)
         return 2;
     }
     check(!write_set(argv[1]), "wrote the shards");
-    if (!strcmp(argv[2], "corrupt") || !strcmp(argv[2], "corrupt-node"))
+    if (!strcmp(argv[2], "memory"))
+        memory(ctx, argv[1]);
+    else if (!strcmp(argv[2], "corrupt") || !strcmp(argv[2], "corrupt-node"))
         corrupt(ctx, argv[1], strcmp(argv[2], "corrupt") ? HPCT_STORE_NODE : HPCT_STORE_JOB);
     else
         run_mode(ctx, argv[1], argv[2]);
