@@ -6,7 +6,7 @@
 . "${top_srcdir:-.}/t/lib/dist_lib.sh"
 PROG="$top_builddir/t/lib/store_prog"
 need_mpi
-echo "1..26"
+echo "1..27"
 n=0
 run() { # DESC NP ENV... -- MODE
     desc=$1; np=$2; shift 2
@@ -32,5 +32,6 @@ run "W=3: job store, unequal virtual nodes (2+1)" 3 HPCT_RANKS_PER_NODE=2 -- job
 run "W=4: job store, two virtual nodes of 2, chosen by HPCT_DATA_STORE=job" 4 HPCT_RANKS_PER_NODE=2 HPCT_DATA_STORE=job -- env-job
 run "W=4: streaming, two virtual nodes of 2" 4 HPCT_RANKS_PER_NODE=2 -- stream
 run "W=4: each rank's resident set grows by about N/W at a job-store open, N when resident" 4 -- memory
+run "W=3: job store, ranks at different cursors: the exchange fails on every rank, naming the batches" 3 -- mismatch
 run "W=3: a corrupt shard fails the job store open on every rank, naming it" 3 -- corrupt
 run "W=4: a corrupt shard fails the node store open on every rank (two virtual nodes), naming it" 4 HPCT_RANKS_PER_NODE=2 -- corrupt-node

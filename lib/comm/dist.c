@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Deadline of the start-up exchange when cfg.collective_timeout_s is shorter (seconds). */
 #define STARTUP_DEADLINE_S 120.0
@@ -139,6 +140,8 @@ static hpct_status_t share_data_comms(hpct_ctx_t ctx)
     int sizes[2] = {d->local_size, -d->local_size};
     MPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_INT, MPI_MIN, d->comm);
     c->uniform = sizes[0] == -sizes[1];
+    double mem = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    MPI_Allreduce(&mem, &c->node_memory_bytes, 1, MPI_DOUBLE, MPI_MIN, d->comm);
     c->valid = 1;
     return HPCT_SUCCESS;
 }

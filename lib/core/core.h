@@ -21,8 +21,9 @@ typedef struct hpcti_data_comms {
     int world, node; /* MPI_Fint: the job, and the ranks of this rank's node */
     int rank, size;  /* in world */
     int local_rank, local_size, node_id, num_nodes;
-    int uniform;       /* 1: every node holds local_size ranks */
-    double deadline_s; /* cfg.collective_timeout_s: bound of every store collective */
+    int uniform;              /* 1: every node holds local_size ranks */
+    double node_memory_bytes; /* the smallest node's physical memory: AUTO choices agree */
+    double deadline_s;        /* cfg.collective_timeout_s: bound of every store collective */
 } hpcti_data_comms_t;
 
 struct hpct_ctx {

@@ -151,7 +151,7 @@ static int choose_store(hpct_dataset_t ds, int want, double bytes)
     }
     if (want != HPCT_STORE_AUTO) return want;
     double budget = (double)ds->cfg.memory_budget_bytes;
-    double node = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    double node = c->node_memory_bytes; /* the same on every rank */
     int copies_too_big = node > 0 && bytes * c->local_size > node / 2;
     if (c->size < 2 || (bytes <= budget && !copies_too_big)) return HPCT_STORE_OFF;
     if (node > 0 && bytes <= node / 2 && c->uniform && ds->n <= INT_MAX) return HPCT_STORE_NODE;

@@ -40,9 +40,16 @@ struct hpcti_store {
     unsigned char *sendbuf;                 /* [global batch, in_row + tg_row] */
     unsigned char *recvbuf;                 /* [local batch, in_row + tg_row] */
     uint64_t *mine;                         /* [local batch] this rank's slice of the batch */
+    struct batch_head *heads;               /* [2 size]: sent to, received from each rank */
     MPI_Request req;
     hpct_status_t failed; /* non-zero: a wait failed or timed out; every call reports it */
     char err[768];
+};
+
+/* What ranks tell each other before an exchange: the batch and the bytes of the segment,
+ * so that ranks at different cursors are caught before mismatched counts reach MPI. */
+struct batch_head {
+    int64_t epoch, step, bytes;
 };
 
 /* Owner of global sample g when n samples are split over p ranks in contiguous blocks. */
@@ -346,12 +353,43 @@ hpct_status_t hpcti_store_partition(hpct_dataset_t ds)
     st->scount = hpcti_calloc(ds->ctx, 4 * (size_t)st->size, sizeof(int), "store counts");
     st->sendbuf = hpcti_calloc(ds->ctx, (size_t)ds->global_batch, row, "store send buffer");
     st->recvbuf = hpcti_calloc(ds->ctx, (size_t)ds->local_batch, row, "store receive buffer");
+    free(st->heads);
+    st->heads = hpcti_calloc(ds->ctx, 2 * (size_t)st->size, sizeof *st->heads, "store heads");
+    if (!st->heads) return HPCT_ERR_NO_MEMORY;
     if (!st->mine || !st->scount || !st->sendbuf || !st->recvbuf) return HPCT_ERR_NO_MEMORY;
     st->sdispl = st->scount + st->size;
     st->rcount = st->sdispl + st->size;
     st->rdispl = st->rcount + st->size;
     st->failed = HPCT_SUCCESS;
     return HPCT_SUCCESS;
+}
+
+/* Exchange the batch heads (a small Ialltoall, bounded) and check that every rank is at this
+ * rank's batch and sends the bytes this rank expects: the data exchange then matches. */
+static hpct_status_t check_heads(hpct_dataset_t ds, struct hpcti_store *st)
+{
+    struct batch_head *in = st->heads + st->size;
+    MPI_Request req;
+    if (MPI_Ialltoall(st->heads, 3, MPI_INT64_T, in, 3, MPI_INT64_T, st->comm, &req) != MPI_SUCCESS)
+        return hpcti_error(ds->ctx, HPCT_ERR_COMM, "dataset %s: the store exchange failed to start",
+                           ds->manifest_path);
+    hpct_status_t s = wait_bounded(ds->ctx, &req, st->deadline_s, "the store exchange's heads",
+                                   ds->manifest_path);
+    for (int p = 0; !s && p < st->size; p++) {
+        if (in[p].epoch != st->epoch || in[p].step != st->step)
+            return hpcti_error(ds->ctx, HPCT_ERR_STATE,
+                               "dataset %s: rank %d is at batch (epoch %lld, step %lld) while rank "
+                               "%d expects (epoch %ld, step %ld): in store mode every rank must "
+                               "read and set the cursor alike",
+                               ds->manifest_path, p, (long long)in[p].epoch, (long long)in[p].step,
+                               st->rank, st->epoch, st->step);
+        if (in[p].bytes != st->rcount[p])
+            return hpcti_error(ds->ctx, HPCT_ERR_INTERNAL,
+                               "dataset %s: rank %d sends %lld bytes, rank %d expects %d",
+                               ds->manifest_path, p, (long long)in[p].bytes, st->rank,
+                               st->rcount[p]);
+    }
+    return s;
 }
 
 /* Pack the rows this rank owns for every consumer and post the exchange of batch (pe, ps),
@@ -388,10 +426,13 @@ static hpct_status_t post(hpct_dataset_t ds)
             off += row;
         }
         st->scount[q] = (int)off - st->sdispl[q];
+        st->heads[q] = (struct batch_head){st->epoch, st->step, st->scount[q]};
         if (q != st->rank) ds->exchange_bytes += (uint64_t)st->scount[q];
     }
     for (int p = 0, at = 0; p < st->size; p++) st->rdispl[p] = at, at += st->rcount[p];
     hpcti_advance(&ds->pe, &ds->ps, ds->steps);
+    hpct_status_t s = check_heads(ds, st);
+    if (s) return s;
     if (MPI_Ialltoallv(st->sendbuf, st->scount, st->sdispl, MPI_BYTE, st->recvbuf, st->rcount,
                        st->rdispl, MPI_BYTE, st->comm, &st->req) != MPI_SUCCESS)
         return hpcti_error(ds->ctx, HPCT_ERR_COMM, "dataset %s: the store exchange failed to start",
@@ -479,7 +520,7 @@ void hpcti_store_free(hpct_dataset_t ds)
         st->inputs = NULL, st->targets = NULL;
     }
     free(st->inputs), free(st->targets), free(st->scount), free(st->sendbuf), free(st->recvbuf);
-    free(st->mine);
+    free(st->mine), free(st->heads);
     free(st);
     ds->store = NULL;
 }

@@ -1,12 +1,13 @@
 /* store_prog.c: the reader's modes under a real MPI job (run by t/test_data_store.sh).
  *
  * usage: store_prog DIR MODE   MODE: stream | resident | job | env-job | node | corrupt |
- *                                    corrupt-node | memory
+ *                                    corrupt-node | memory | mismatch
  * Rank 0 writes 4 shards (1200 samples of 256 float32, row g = g, g+1, ...; target g) and a
  * manifest into DIR; every rank opens it in MODE and checks that its slice of each global
  * batch is the contract's, bit for bit, across an epoch boundary and after a cursor restore;
  * in job mode also that the job read each sample byte once (library counter, backed by
  * /proc/self/io rchar), that each rank holds its ~N/W block, and what was exchanged.
+ * mismatch: job store, rank 0 at another cursor: every rank's next fails, naming the batches.
  * memory: on a 64 MiB set, each rank's VmRSS grows by about N/W at a job-store open and by
  * N at a resident one.
  * corrupt, corrupt-node: a flipped byte in the last shard must fail the job (node) store open
@@ -206,6 +207,25 @@ static void corrupt(hpct_ctx_t ctx, const char *dir, hpct_store_mode_t mode)
           mode == HPCT_STORE_JOB ? "job" : "node", world_rank, hpct_last_error(ctx));
 }
 
+/* Job store, ranks at different cursors (rank 0 at step 5, the others at 3): the exchange
+ * fails on every rank naming the batches, within the deadline. */
+static void mismatch(hpct_ctx_t ctx, const char *dir)
+{
+    char manifest[600];
+    snprintf(manifest, sizeof manifest, "%s/m", dir);
+    hpct_data_config_t cfg = HPCT_DATA_CONFIG_INITIALIZER;
+    cfg.store = HPCT_STORE_JOB;
+    hpct_dataset_t ds = NULL;
+    hpct_status_t s = hpct_dataset_open(ctx, manifest, &cfg, &ds);
+    if (!s) s = hpct_dataset_partition(ds, world_rank, world_size, BATCH);
+    if (!s) s = hpct_dataset_set_cursor(ds, 0, world_rank == 0 ? 5 : 3);
+    if (!s) s = hpct_dataset_next(ds, NULL, NULL);
+    check(s != HPCT_SUCCESS && strstr(hpct_last_error(ctx), "expects"),
+          "mismatch: ranks at different cursors fail the exchange on every rank (rank %d: %s)",
+          world_rank, hpct_last_error(ctx));
+    hpct_dataset_close(ds);
+}
+
 /* VmRSS of this process in bytes, or -1. */
 static long long rss_bytes(void)
 {
@@ -273,6 +293,8 @@ int main(int argc, char **argv)
     check(!write_set(argv[1]), "wrote the shards");
     if (!strcmp(argv[2], "memory"))
         memory(ctx, argv[1]);
+    else if (!strcmp(argv[2], "mismatch"))
+        mismatch(ctx, argv[1]);
     else if (!strcmp(argv[2], "corrupt") || !strcmp(argv[2], "corrupt-node"))
         corrupt(ctx, argv[1], strcmp(argv[2], "corrupt") ? HPCT_STORE_NODE : HPCT_STORE_JOB);
     else
