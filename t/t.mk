@@ -90,7 +90,7 @@ t_test_train_config_SOURCES = t/test_train_config.c tools/train_config.c tools/t
 t_test_train_config_LDADD = t/lib/libtap.a
 TRAIN_TESTS = t/test_train_preempt_w1.sh t/test_train_preempt_w2.sh t/test_train_worldsize.sh \
 	t/test_train_corrupt.sh t/test_train_hang.sh t/test_train_settings.sh t/test_train_cadence.sh \
-	t/test_train_fifo.sh
+	t/test_train_fifo.sh t/test_train_worldsize_job.sh t/test_train_worldsize_node.sh
 TESTS += $(TRAIN_TESTS)
 EXTRA_DIST += $(TRAIN_TESTS) t/lib/train_lib.sh t/lib/train_data.sh t/lib/train_preempt.sh
 
