@@ -201,8 +201,9 @@ static hpct_status_t plan_sizes(hpct_dataset_t ds)
     return (ds->res_inputs || !ds->resident) && ds->res_targets ? HPCT_SUCCESS : HPCT_ERR_NO_MEMORY;
 }
 
-/* The checksum mode for the shard of samples [first, first + count): in store mode a rank
- * hashes only the shards that overlap its block (the job hashes each about once). */
+/* The checksum mode for the shard whose first sample is first: in store mode one rank, the
+ * owner of that sample, hashes the shard (the job hashes each shard once), the others
+ * compare its size; they agree on the result before any rank parses a shard. */
 static hpct_checksum_mode_t checksum_mode(hpct_dataset_t ds, uint64_t first, uint64_t count)
 {
     if (ds->store_mode == HPCT_STORE_OFF || ds->cfg.checksum != HPCT_CHECKSUM_FULL)
@@ -210,7 +211,8 @@ static hpct_checksum_mode_t checksum_mode(hpct_dataset_t ds, uint64_t first, uin
     const hpcti_data_comms_t *c = &ds->ctx->data_comms;
     uint64_t lo, hi;
     hpcti_store_block(ds->n, c->size, c->rank, &lo, &hi);
-    return first < hi && first + count > lo ? HPCT_CHECKSUM_FULL : HPCT_CHECKSUM_SIZE;
+    (void)count;
+    return first >= lo && first < hi ? HPCT_CHECKSUM_FULL : HPCT_CHECKSUM_SIZE;
 }
 
 /* Stored bytes per sample that HDF5 loads at open: inputs and targets when resident, the
@@ -223,7 +225,7 @@ static uint64_t loaded_row_bytes(const hpct_dataset_t ds)
 }
 
 /* Verify, then open with HDF5, every shard in manifest order. */
-static hpct_status_t open_shards(hpct_dataset_t ds)
+static hpct_status_t verify_shards(hpct_dataset_t ds)
 {
     ds->shards = hpcti_calloc(ds->ctx, (size_t)ds->man.num_shards, sizeof *ds->shards, "shards");
     if (!ds->shards) return HPCT_ERR_NO_MEMORY;
@@ -238,6 +240,18 @@ static hpct_status_t open_shards(hpct_dataset_t ds)
         if (!sh->path) return hpcti_error(ds->ctx, HPCT_ERR_NO_MEMORY, "shard path");
         hpct_status_t s = verify_shard(ds, e, sh->path, checksum_mode(ds, first, e->samples));
         if (s) return s;
+        first += e->samples;
+    }
+    return HPCT_SUCCESS;
+}
+
+/* Open every verified shard with HDF5: check it, load (resident) or locate (streaming) rows. */
+static hpct_status_t inspect_shards(hpct_dataset_t ds)
+{
+    for (int i = 0; i < ds->man.num_shards; i++) {
+        const hpcti_shard_entry_t *e = &ds->man.shards[i];
+        hpcti_shard_t *sh = &ds->shards[i];
+        uint64_t first = sh->first;
         hpcti_shard_job_t job = {ds->manifest_path,
                                  e,
                                  &ds->man.inputs,
@@ -250,12 +264,11 @@ static hpct_status_t open_shards(hpct_dataset_t ds)
         if (ds->resident) job.resident_inputs = ds->res_inputs + first * ds->features;
         if (ds->res_targets)
             job.resident_targets = (unsigned char *)ds->res_targets + first * ds->twidth * 4;
-        s = hpcti_shard_inspect(ds->ctx, &job, sh);
+        hpct_status_t s = hpcti_shard_inspect(ds->ctx, &job, sh);
         if (s) return s;
         ds->bytes_read += e->samples * loaded_row_bytes(ds); /* HDF5 read them at open */
         if (!ds->resident && (sh->fd = open(sh->path, O_RDONLY | O_CLOEXEC)) < 0)
             return hpcti_error(ds->ctx, HPCT_ERR_IO, "shard %s: %s", sh->path, strerror(errno));
-        first += e->samples;
     }
     return HPCT_SUCCESS;
 }
@@ -296,8 +309,11 @@ static hpct_status_t open_all(hpct_dataset_t ds)
 {
     hpct_status_t s = load_manifest(ds);
     if (!s) s = plan_sizes(ds);
-    if (!s) s = open_shards(ds);
     int store = ds->store_mode == HPCT_STORE_JOB || ds->store_mode == HPCT_STORE_NODE;
+    if (!s) s = verify_shards(ds);
+    /* stores: no rank parses a shard that another rank found corrupt */
+    if (store && (s = hpcti_store_agree(ds, s))) return s; /* failed on every rank alike */
+    if (!s) s = inspect_shards(ds);
     if (!s && !store && ds->cfg.nonfinite == HPCT_NONFINITE_SKIP) s = scan_nonfinite(ds);
     if (store) s = hpcti_store_open(ds, s); /* collective: agrees even on failure */
     return s;

@@ -97,6 +97,9 @@ void hpcti_store_block(uint64_t n, int p, int b, uint64_t *lo, uint64_t *hi);
 /* After the shards are open (status so_far): load this rank's block (store mode), then agree
  * with every rank; a failure anywhere fails here everywhere, naming the first failing rank. */
 hpct_status_t hpcti_store_open(hpct_dataset_t ds, hpct_status_t so_far);
+/* Agree across the job on each rank's status so far (collective): the first failing rank's
+ * error on every rank, or success everywhere. */
+hpct_status_t hpcti_store_agree(hpct_dataset_t ds, hpct_status_t mine);
 /* Buffers for the partition in ds (rank/world must be the context's). */
 hpct_status_t hpcti_store_partition(hpct_dataset_t ds);
 /* The batch at the producer position into slot; posts the exchange of the one after. */

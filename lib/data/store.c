@@ -293,6 +293,12 @@ static hpct_status_t node_open(hpct_dataset_t ds, struct hpcti_store *st,
     return HPCT_SUCCESS;
 }
 
+hpct_status_t hpcti_store_agree(hpct_dataset_t ds, hpct_status_t mine)
+{
+    const hpcti_data_comms_t *c = &ds->ctx->data_comms;
+    return agree_open(ds, MPI_Comm_f2c(c->world), c->rank, c->size, c->deadline_s, mine);
+}
+
 hpct_status_t hpcti_store_open(hpct_dataset_t ds, hpct_status_t so_far)
 {
     const hpcti_data_comms_t *c = &ds->ctx->data_comms;

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define FEATURES 256
 #define SAMPLES  1200
@@ -96,6 +97,38 @@ static int read_checked(hpct_dataset_t ds, int count, long *epoch, long *step)
         if (++*step == SAMPLES / BATCH) *step = 0, ++*epoch;
     }
     return good;
+}
+
+/* Bytes of the four shard files of the small set. */
+static long long set_file_bytes(const char *dir)
+{
+    long long total = 0;
+    for (int k = 0; k < 4; k++) {
+        char path[600];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/s%d.h5", dir, k);
+        if (!stat(path, &st)) total += (long long)st.st_size;
+    }
+    return total;
+}
+
+/* Store modes with full checksums: the job hashes each shard file once in all. */
+static void hashed_once(hpct_ctx_t ctx, const char *dir, hpct_store_mode_t mode)
+{
+    char manifest[600];
+    snprintf(manifest, sizeof manifest, "%s/m", dir);
+    hpct_data_config_t cfg = HPCT_DATA_CONFIG_INITIALIZER;
+    cfg.store = mode;
+    hpct_dataset_t ds = NULL;
+    hpct_data_stats_t st = {0};
+    hpct_status_t s = hpct_dataset_open(ctx, manifest, &cfg, &ds);
+    if (!s) s = hpct_dataset_stats(ds, &st);
+    long long mine = (long long)st.hashed_bytes, all = 0;
+    MPI_Allreduce(&mine, &all, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+    check(!s && all == set_file_bytes(dir),
+          "%s store, full checksums: the job hashed %lld bytes for %lld bytes of shard files",
+          mode == HPCT_STORE_JOB ? "job" : "node", all, set_file_bytes(dir));
+    hpct_dataset_close(ds);
 }
 
 static int run_mode(hpct_ctx_t ctx, const char *dir, const char *mode)
@@ -177,6 +210,7 @@ static int run_mode(hpct_ctx_t ctx, const char *dir, const char *mode)
     good = !s && read_checked(ds, 6, &epoch, &step);
     check(good, "%s: restored at (0, 22), 6 batches across the epoch are the contract's", mode);
     hpct_dataset_close(ds);
+    if (job || node) hashed_once(ctx, dir, want);
     return 0;
 }
 
