@@ -6,9 +6,9 @@ SH_LOG_DRIVER = $(LOG_DRIVER)
 TEST_EXTENSIONS = .sh
 AM_TESTS_ENVIRONMENT = OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 	OPENBLAS_NUM_THREADS=1 MPIRUN='$(MPIRUN)' top_srcdir='$(top_srcdir)' \
-	top_builddir='$(top_builddir)' HPCT_FORTRAN='$(HPCT_FORTRAN_BUILT)'; \
+	top_builddir='$(top_builddir)' HPCT_FORTRAN='$(HPCT_FORTRAN_BUILT)' HPCT_TEST_HOOKS=1; \
 	export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM OPENBLAS_NUM_THREADS MPIRUN \
-	top_srcdir top_builddir HPCT_FORTRAN;
+	top_srcdir top_builddir HPCT_FORTRAN HPCT_TEST_HOOKS;
 
 # ---- helpers -------------------------------------------------------------------
 check_LIBRARIES += t/lib/libtap.a t/lib/libdatatest.a t/lib/libmpiprog.a
@@ -39,10 +39,12 @@ TESTS += t/test_header.sh
 EXTRA_DIST += t/test_header.sh
 
 # ---- GPU: always built; they skip without CUDA/NCCL or without a device ----------
-check_PROGRAMS += t/test_cuda t/test_nccl
-TESTS += t/test_cuda t/test_nccl.sh
+check_PROGRAMS += t/test_cuda t/test_nccl t/test_gpu_logic
+TESTS += t/test_cuda t/test_nccl.sh t/test_gpu_logic
 t_test_cuda_LDADD = $(TEST_LIBS)
-t_test_nccl_LDADD = $(TEST_LIBS)
+# the CUDA backend's host-side logic (kernels/gpu_logic.h): runs on the CPU in every build
+t_test_gpu_logic_LDADD = $(TEST_LIBS)
+t_test_nccl_LDADD = t/lib/libmpiprog.a $(TEST_LIBS)
 EXTRA_DIST += t/test_nccl.sh
 
 # ---- sharded datasets and the shard converter ------------------------------------
@@ -71,7 +73,7 @@ EXTRA_DIST += $(DIST_TESTS) t/lib/dist_lib.sh
 
 # ---- checkpoints, signals, inspection --------------------------------------------
 CKPT_TESTS = t/test_ckpt_format t/test_ckpt_kill t/test_ckpt_disk t/test_signals \
-	t/test_ckpt_inspect t/test_ckpt_crafted
+	t/test_ckpt_inspect t/test_ckpt_crafted t/test_ckpt_lock
 check_PROGRAMS += $(CKPT_TESTS) t/lib/ckpt_make
 TESTS += $(CKPT_TESTS) t/test_ckpt_tool.sh
 t_test_ckpt_format_LDADD = $(TEST_LIBS)
@@ -80,6 +82,7 @@ t_test_ckpt_disk_LDADD = $(TEST_LIBS)
 t_test_signals_LDADD = $(TEST_LIBS)
 t_test_ckpt_inspect_LDADD = $(TEST_LIBS)
 t_test_ckpt_crafted_LDADD = $(TEST_LIBS)
+t_test_ckpt_lock_LDADD = $(TEST_LIBS)
 t_lib_ckpt_make_LDADD = $(HPCT_LIBS)
 EXTRA_DIST += t/lib/ckpt_util.h t/test_ckpt_tool.sh
 
@@ -90,7 +93,8 @@ t_test_train_config_SOURCES = t/test_train_config.c tools/train_config.c tools/t
 t_test_train_config_LDADD = t/lib/libtap.a
 TRAIN_TESTS = t/test_train_preempt_w1.sh t/test_train_preempt_w2.sh t/test_train_worldsize.sh \
 	t/test_train_corrupt.sh t/test_train_hang.sh t/test_train_settings.sh t/test_train_cadence.sh \
-	t/test_train_fifo.sh t/test_train_worldsize_job.sh t/test_train_worldsize_node.sh
+	t/test_train_fifo.sh t/test_train_lock.sh t/test_train_worldsize_big.sh \
+	t/test_train_worldsize_job.sh t/test_train_worldsize_node.sh
 TESTS += $(TRAIN_TESTS)
 EXTRA_DIST += $(TRAIN_TESTS) t/lib/train_lib.sh t/lib/train_data.sh t/lib/train_preempt.sh
 

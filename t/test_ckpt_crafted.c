@@ -3,11 +3,14 @@
  * array, 8-byte or string schema_version, an array or variable-length library_version.
  * hpct_ckpt_load_latest must skip such a file as corrupt (naming file and attribute) and
  * resume from the previous one; hpct_ckpt_file_open must fail or flag it. Before the
- * class/size/rank checks these overflowed fixed-size buffers (stack smashing, crashes). */
+ * class/size/rank checks these overflowed fixed-size buffers (stack smashing, crashes).
+ * And parameters that read another file's bytes (soft and external links, external raw
+ * storage): refused, where they used to load step 10's weights as step 20's. */
 #include "config.h"
 #include "lib/ckpt_util.h"
 
 #include <hdf5.h>
+#include <math.h>
 #include <sys/stat.h>
 
 #define BIG 4096 /* elements of a crafted array attribute: far beyond any fixed buffer */
@@ -194,9 +197,108 @@ static void fifo_case(state_t *st, const char *base)
     hpct_ckpt_close(ck);
 }
 
+/* Make params/dense0.weight of file (step 20) read the bytes of the same dataset in older
+ * (step 10), with its valid crc32c: through a soft link to a copy inside file ("soft"), an
+ * external link into older ("external"), or a dataset whose raw data is stored in a file
+ * beside it ("extstore"). Returns 0 on success. */
+static int craft_link(const char *file, const char *older, const char *mode)
+{
+    const char *w = "params/dense0.weight";
+    hid_t fid = H5Fopen(file, H5F_ACC_RDWR, H5P_DEFAULT);
+    hid_t old = H5Fopen(older, H5F_ACC_RDONLY, H5P_DEFAULT);
+    int rc = fid < 0 || old < 0 || H5Ldelete(fid, w, H5P_DEFAULT) < 0;
+    if (!rc && !strcmp(mode, "soft"))
+        rc = H5Ocopy(old, w, fid, "shadow", H5P_DEFAULT, H5P_DEFAULT) < 0 ||
+             H5Lcreate_soft("/shadow", fid, w, H5P_DEFAULT, H5P_DEFAULT) < 0;
+    else if (!rc && !strcmp(mode, "external"))
+        rc = H5Lcreate_external(older, w, fid, w, H5P_DEFAULT, H5P_DEFAULT) < 0;
+    else if (!rc) {
+        char raw[4400];
+        snprintf(raw, sizeof raw, "%s.raw", file);
+        float v[50];
+        uint32_t crc = 0;
+        hid_t src = H5Dopen2(old, w, H5P_DEFAULT), a = H5Aopen(src, "crc32c", H5P_DEFAULT);
+        rc = H5Dread(src, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0 ||
+             H5Aread(a, H5T_NATIVE_UINT32, &crc) < 0;
+        H5Aclose(a), H5Dclose(src);
+        hsize_t n = 50;
+        hid_t space = H5Screate_simple(1, &n, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+        H5Pset_external(dcpl, raw, 0, sizeof v);
+        hid_t d = H5Dcreate2(fid, w, H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+        hid_t cs = H5Screate(H5S_SCALAR);
+        a = d < 0 ? -1 : H5Acreate2(d, "crc32c", H5T_STD_U32LE, cs, H5P_DEFAULT, H5P_DEFAULT);
+        rc = rc || a < 0 || H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0 ||
+             H5Awrite(a, H5T_NATIVE_UINT32, &crc) < 0;
+        if (a >= 0) H5Aclose(a);
+        if (d >= 0) H5Dclose(d);
+        H5Sclose(cs), H5Sclose(space), H5Pclose(dcpl);
+    }
+    if (old >= 0) H5Fclose(old);
+    return (fid >= 0 && H5Fclose(fid) < 0) || rc ? -1 : 0;
+}
+
+/* A checkpoint whose parameter reads another file's or object's bytes (with their valid
+ * checksum): resume refuses it (before, it loaded step 10's weights as step 20's), and the
+ * inspector flags it. */
+static void link_case(state_t *st, const char *base, const char *mode)
+{
+    char dir[4200], file[4300], older[4300];
+    snprintf(dir, sizeof dir, "%s/link-%s", base, mode);
+    if (mkdir(dir, 0700)) tap_bail("mkdir %s", dir);
+    save_steps(st, dir, file, sizeof file);
+    snprintf(older, sizeof older, "%s/ckpt-000000000010.h5", dir);
+    tap_ok(craft_link(file, older, mode) == 0, "link-%s: params/dense0.weight of %s crafted", mode,
+           file);
+    const char *what = strcmp(mode, "extstore") ? "link" : "external raw files";
+    expect_skipped(st, dir, file, what, mode);
+    expect_inspect_flags(st, file, "params/dense0.weight", what, mode);
+}
+
+/* Overwrite dataset name of file with n bytes at v (same type and size) and store the crc32c
+ * of the new bytes, as a buggy or hostile writer would: the checksums still pass. */
+static int craft_value(const char *file, const char *name, const void *v, size_t n)
+{
+    hid_t fid = H5Fopen(file, H5F_ACC_RDWR, H5P_DEFAULT);
+    hid_t d = fid < 0 ? -1 : H5Dopen2(fid, name, H5P_DEFAULT);
+    hid_t t = d < 0 ? -1 : H5Dget_type(d);
+    hid_t a = d < 0 ? -1 : H5Aopen(d, "crc32c", H5P_DEFAULT);
+    uint32_t crc = hpct_crc32c(0, v, n);
+    int rc = a < 0 || H5Dwrite(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0 ||
+             H5Awrite(a, H5T_NATIVE_UINT32, &crc) < 0;
+    if (a >= 0) H5Aclose(a);
+    if (t >= 0) H5Tclose(t);
+    if (d >= 0) H5Dclose(d);
+    return (fid >= 0 && H5Fclose(fid) < 0) || rc ? -1 : 0;
+}
+
+/* A step-20 checkpoint whose dataset name holds v (checksum recomputed): resume skips it
+ * naming file and dataset, and `hpctrain ckpt verify`'s calls (file_meta or the dataset's
+ * verdict) refuse it too. */
+static void value_case(state_t *st, const char *base, const char *tag, const char *name,
+                       const void *v, size_t n)
+{
+    char dir[4200], file[4300];
+    snprintf(dir, sizeof dir, "%s/value-%s", base, tag);
+    if (mkdir(dir, 0700)) tap_bail("mkdir %s", dir);
+    save_steps(st, dir, file, sizeof file);
+    if (craft_value(file, name, v, n)) tap_bail("cannot craft %s in %s", name, file);
+    expect_skipped(st, dir, file, name, tag);
+    hpct_ckpt_file_t f = NULL;
+    int refused = 0;
+    if (!hpct_ckpt_file_open(st->ctx, file, &f)) {
+        hpct_ckpt_meta_t m = HPCT_CKPT_META_INITIALIZER;
+        int i = -1;
+        refused = hpct_ckpt_file_meta(f, &m) != HPCT_SUCCESS ||
+                  (!hpct_ckpt_file_find(f, name, &i) && hpct_ckpt_file_verify(f, i) != 0);
+    }
+    tap_ok(refused && strstr(hpct_last_error(st->ctx), name),
+           "%s: the inspector refuses it as well (%s)", tag, hpct_last_error(st->ctx));
+    hpct_ckpt_file_close(f);
+}
+
 int main(void)
 {
-    tap_plan(26);
+    tap_plan(35 + 2 * 9);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     char base[4096];
     make_tmpdir(base, sizeof base, "crafted");
@@ -217,6 +319,22 @@ int main(void)
     latest_case(&st, base, "latest-huge", "99999999999999999999999");
     latest_case(&st, base, "latest-negative", "-5");
     fifo_case(&st, base);
+    link_case(&st, base, "soft");
+    link_case(&st, base, "external");
+    link_case(&st, base, "extstore");
+    int64_t minus5 = -5, huge = (int64_t)1 << 62, zero = 0, fifteen = 15;
+    uint64_t rng0[HPCT_RNG_STATE_WORDS] = {0};
+    float nan50[50];
+    for (int k = 0; k < 50; k++) nan50[k] = k == 17 ? NAN : 0.5f;
+    value_case(&st, base, "step-negative", "meta/step", &minus5, 8);
+    value_case(&st, base, "step-not-name", "meta/step", &fifteen, 8);
+    value_case(&st, base, "cursor-epoch-2^62", "meta/cursor_epoch", &huge, 8);
+    value_case(&st, base, "world-negative", "meta/world_size", &minus5, 8);
+    value_case(&st, base, "world-zero", "meta/world_size", &zero, 8);
+    value_case(&st, base, "batch-negative", "meta/global_batch", &minus5, 8);
+    value_case(&st, base, "rng-zero", "rng/state", rng0, sizeof rng0);
+    value_case(&st, base, "optstep-negative", "optimizer/step", &minus5, 8);
+    value_case(&st, base, "param-nan", "params/dense0.weight", nan50, sizeof nan50);
     H5Tclose(s255), H5Tclose(s1k), H5Tclose(vstr), H5Tclose(s4);
     st_destroy(&st);
     remove_tree(base);

@@ -1,6 +1,7 @@
 /* test_ckpt_kill.c: a process killed with SIGKILL at each stage of a checkpoint write
  * (stopped there by the HPCT_CKPT_TEST_STOP_AT hook), synchronous and asynchronous: the
- * previous checkpoint loads, the torn one is never loaded, and the next writer cleans up. */
+ * previous checkpoint loads, the torn one is never loaded, and the next writer cleans up;
+ * and the hook does nothing without HPCT_TEST_HOOKS=1. */
 #include "config.h"
 #include "lib/ckpt_util.h"
 
@@ -82,15 +83,40 @@ static void one_case(const char *base, int async, int si)
     st_destroy(&got);
 }
 
+/* Without HPCT_TEST_HOOKS=1 the stop variable is ignored: the writer saves and exits 0. */
+static void hook_needs_gate(const char *base)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/ungated", base);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) tap_bail("fork failed");
+    if (pid == 0) {
+        unsetenv("HPCT_TEST_HOOKS");
+        child_writes(dir, 0, "created");
+    }
+    int status;
+    if (waitpid(pid, &status, WUNTRACED) != pid) tap_bail("waitpid failed");
+    int stopped = WIFSTOPPED(status);
+    if (stopped) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+    }
+    tap_ok(!stopped && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+           "HPCT_CKPT_TEST_STOP_AT=created without HPCT_TEST_HOOKS=1: no stop, the save completes");
+}
+
 int main(void)
 {
     int n = (int)(sizeof stages / sizeof *stages);
-    tap_plan(4 * n);
+    tap_plan(4 * n + 1);
+    setenv("HPCT_TEST_HOOKS", "1", 1); /* make check sets it; a manual run needs it too */
     alarm(120); /* a hook that never stops the child must not hang make check */
     char base[256];
     make_tmpdir(base, sizeof base, "ckkill");
     for (int async = 0; async <= 1; async++)
         for (int i = 0; i < n; i++) one_case(base, async, i);
+    hook_needs_gate(base);
     remove_tree(base);
     return tap_done();
 }

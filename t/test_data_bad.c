@@ -106,6 +106,30 @@ static void test_files(void)
     expect_open("mixed.m", HPCT_CHECKSUM_FULL, HPCT_ERR_FORMAT, "dtype differs between shards",
                 "u8.h5", "/inputs", "uint8", "float32", NULL);
 
+    /* /inputs read from elsewhere (past the manifest's hash of the shard file): refused. */
+    const char *linked[2] = {"soft.h5", "ext.h5"};
+    for (int i = 0; i < 2; i++) {
+        shard(linked[i], tdu_shard(40, 0, 5, 0));
+        hid_t fid = H5Fopen(at(linked[i]), H5F_ACC_RDWR, H5P_DEFAULT);
+        int bad = fid < 0;
+        if (!bad && i == 0) /* soft.h5: /targets moved to /hidden, a soft link in its place */
+            bad = H5Lmove(fid, "targets", fid, "hidden", H5P_DEFAULT, H5P_DEFAULT) < 0 ||
+                  H5Lcreate_soft("/hidden", fid, "targets", H5P_DEFAULT, H5P_DEFAULT) < 0;
+        if (!bad && i == 1) /* ext.h5: /inputs is g1.h5's /inputs */
+            bad = H5Ldelete(fid, "inputs", H5P_DEFAULT) < 0 ||
+                  H5Lcreate_external(at("g1.h5"), "/inputs", fid, "inputs", H5P_DEFAULT,
+                                     H5P_DEFAULT) < 0;
+        if (fid < 0 || H5Fclose(fid) < 0 || bad) tap_bail("cannot craft %s", linked[i]);
+        const char *one[1] = {linked[i]};
+        manifest(i ? "ext.m" : "soft.m", 1, one);
+    }
+    /* soft.h5 keeps its own /inputs but /targets is a soft link to /hidden */
+    expect_open("soft.m", HPCT_CHECKSUM_FULL, HPCT_ERR_FORMAT, "/targets a soft link: refused",
+                "soft.h5", "/targets", "soft or external link", NULL);
+    expect_open("ext.m", HPCT_CHECKSUM_FULL, HPCT_ERR_FORMAT,
+                "/inputs an external link into another shard: refused", "ext.h5", "/inputs",
+                "soft or external link", NULL);
+
     shard("empty.h5", tdu_shard(0, 0, 5, 0));
     const char *empty[2] = {"g0.h5", "empty.h5"};
     manifest("empty.m", 2, empty);
@@ -259,7 +283,7 @@ static void test_nonfinite(void)
 
 int main(void)
 {
-    tap_plan(7 + 4 + 15 + 4 + 1);
+    tap_plan(9 + 4 + 15 + 4 + 1);
     if (hpct_ctx_create(NULL, &ctx)) tap_bail("no context");
     if (!(dir = tdu_tmpdir())) tap_bail("no temporary directory");
     test_files();

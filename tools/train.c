@@ -228,7 +228,15 @@ static int open_checkpoints(struct run *r)
     return s ? fail(r, "opening the checkpoint directory", s) : TOOL_OK;
 }
 
-/* Test hooks, for the end-to-end tests only (documented nowhere else):
+/* A test hook's value, or NULL unless HPCT_TEST_HOOKS=1 is set as well (the library's rule,
+ * lib/core/testhook.c): a stray variable in a user's environment does nothing. */
+static const char *test_hook(const char *name)
+{
+    const char *gate = getenv("HPCT_TEST_HOOKS");
+    return gate && strcmp(gate, "1") == 0 ? getenv(name) : NULL;
+}
+
+/* Test hooks, for the end-to-end tests only, with HPCT_TEST_HOOKS=1 (doc/reliability.md):
  * HPCT_TEST_RAISE_AT_STEP=k[,rank]  that rank (default: the last) raises SIGTERM at step k;
  * HPCT_TEST_STOP_AT_STEP=k[,rank]   that rank (default: the last) stops itself with SIGSTOP;
  * HPCT_TEST_STEP_DELAY_MS=ms        every rank sleeps ms after each reported step. */
@@ -237,10 +245,11 @@ static void read_test_hooks(struct run *r)
     const char *v;
     int last = r->topo.size > 1 ? r->topo.size - 1 : 0;
     r->raise_rank = r->stop_rank = last;
-    if ((v = getenv("HPCT_TEST_RAISE_AT_STEP")))
+    if ((v = test_hook("HPCT_TEST_RAISE_AT_STEP")))
         sscanf(v, "%ld,%d", &r->raise_step, &r->raise_rank);
-    if ((v = getenv("HPCT_TEST_STOP_AT_STEP"))) sscanf(v, "%ld,%d", &r->stop_step, &r->stop_rank);
-    if ((v = getenv("HPCT_TEST_STEP_DELAY_MS"))) r->delay_ms = atol(v);
+    if ((v = test_hook("HPCT_TEST_STOP_AT_STEP")))
+        sscanf(v, "%ld,%d", &r->stop_step, &r->stop_rank);
+    if ((v = test_hook("HPCT_TEST_STEP_DELAY_MS"))) r->delay_ms = atol(v);
 }
 
 static void run_test_hooks(const struct run *r, long step)
@@ -380,18 +389,27 @@ int tool_train_main(int argc, char **argv)
     hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
     cfg.seed = (uint64_t)r.c.seed;
     cfg.num_threads = (int)r.c.threads;
+    cfg.backend = strcmp(r.c.backend, "cuda") ? HPCT_BACKEND_CPU : HPCT_BACKEND_CUDA;
+    cfg.consistency_interval = r.c.consistency_interval;
     cfg.collective_timeout_s = r.c.collective_timeout;
     /* The tool reports failures itself; HPCT_LOG_LEVEL=1..4 adds the library's own log. */
-    cfg.log_level = getenv("HPCT_LOG_LEVEL") ? atoi(getenv("HPCT_LOG_LEVEL")) : HPCT_LOG_NONE;
+    const char *level = getenv("HPCT_LOG_LEVEL");
+    if (level && (strlen(level) != 1 || level[0] < '0' || level[0] > '4'))
+        return conf_error(TOOL_USAGE, "HPCT_LOG_LEVEL='%s' must be 0 (none) to 4 (debug)", level);
+    cfg.log_level = level ? level[0] - '0' : HPCT_LOG_NONE;
     hpct_status_t s = hpct_init(&cfg, &r.ctx);
     if (s) {
-        fprintf(stderr, "hpctrain train: starting the distributed runtime failed: %s\n",
-                hpct_strerror(s));
+        fprintf(stderr, "hpctrain train: starting the distributed runtime failed: %s%s\n",
+                hpct_strerror(s),
+                level ? "" : " (HPCT_LOG_LEVEL=1 shows the library's detail)");
         return TRAIN_ERROR;
     }
     r.topo = (hpct_topology_t)HPCT_TOPOLOGY_INITIALIZER;
     hpct_topology(r.ctx, &r.topo);
     read_test_hooks(&r);
+    char unknown[512];
+    if (r.topo.rank == 0 && train_config_unknown_env(unknown, sizeof unknown))
+        fprintf(stderr, "hpctrain train: warning: not hpctrain variables (a typo?): %s\n", unknown);
     if ((s = hpct_signals_install(r.ctx, NULL, 0, &r.signals)))
         code = fail(&r, "installing signal handlers", s);
     if (!code) code = open_data(&r);

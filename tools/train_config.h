@@ -32,8 +32,10 @@ struct train_config {
     long checkpoint_every_steps, checkpoint_keep, checkpoint_keep_every;
     double checkpoint_every_seconds, walltime_margin;
     int checkpoint_async;
-    char resume[16];    /* auto | never */
-    char data_store[8]; /* auto | off | job | node: hpct_data_config_t.store */
+    char resume[16];           /* auto | never */
+    char backend[16];          /* cpu | cuda (not hashed: a run may resume on the other backend) */
+    long consistency_interval; /* steps between replica hash checks across ranks; 0 = never */
+    char data_store[8];        /* auto | off | job | node: hpct_data_config_t.store */
 };
 
 /* Fill every field with its documented default. */
@@ -47,6 +49,9 @@ int train_config_set(struct train_config *c, const char *key, const char *value,
                      char *err, size_t errlen);
 /* Check cross-field rules (e.g. a training manifest is given). */
 int train_config_validate(const struct train_config *c, char *err, size_t errlen);
+/* The HPCT_* environment variables that are neither a setting nor a variable the library or
+ * its scripts read (a typo such as HPCT_HIDEN), blank-separated into out [n]; their count. */
+int train_config_unknown_env(char *out, size_t n);
 /* Print every key with its current value in file syntax. */
 void train_config_print(const struct train_config *c, void *file);
 /* Stable 64-bit hash of the settings that change the training result (not paths or cadence). */

@@ -3,6 +3,7 @@
  * hpcti_hdf5_lock with HDF5's automatic error printing switched off; errors become detail
  * strings. The commit around the writing is in commit.c. */
 #include "h5io.h"
+#include "../core/h5safe.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -333,28 +334,33 @@ hpct_status_t hpcti_ck_write_file(const hpcti_ckdir_t *d, const hpcti_snapshot_t
 
 /* ---- reading and verifying ------------------------------------------------------- */
 
-/* 1 if every '/'-separated prefix of path is a link, 0 if one is missing, -1 on error. */
-static int link_exists(hid_t fid, const char *path)
-{
-    char part[320];
-    for (const char *slash = path;; slash++) {
-        slash = strchr(slash, '/');
-        size_t len = slash ? (size_t)(slash - path) : strlen(path);
-        if (len >= sizeof part) return -1;
-        memcpy(part, path, len);
-        part[len] = '\0';
-        htri_t e = H5Lexists(fid, part, H5P_DEFAULT);
-        if (e <= 0) return e < 0 ? -1 : 0;
-        if (!slash) return 1;
-    }
-}
-
 static hpcti_read_t corrupt(hpcti_ckerr_t *err, const char *file, const char *what,
                             const char *path)
 {
     char h5[400];
     hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM, "checkpoint %s: %s %s: %s", file, what, path,
                     hpcti_ck_h5_detail(h5));
+    return HPCTI_READ_CORRUPT;
+}
+
+/* A soft or external link on the way to a dataset: refused (corrupt). */
+static hpcti_read_t refuse_link(hpcti_ckerr_t *err, const char *file, const char *link)
+{
+    hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM,
+                    "checkpoint %s: %s is a soft or external link (a checkpoint holds its data "
+                    "itself): refused",
+                    file, link);
+    return HPCTI_READ_CORRUPT;
+}
+
+/* A dataset whose bytes live in another file (external storage, virtual): refused. */
+static hpcti_read_t refuse_foreign(hid_t dset, const char *file, const char *path,
+                                   hpcti_ckerr_t *err)
+{
+    const char *why = hpcti_h5_foreign_storage(dset);
+    if (!why) return HPCTI_READ_OK;
+    hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM, "checkpoint %s: dataset %s is %s: refused", file, path,
+                    why);
     return HPCTI_READ_CORRUPT;
 }
 
@@ -410,7 +416,9 @@ hpcti_read_t hpcti_ck_verify_crc(hid_t dset, const char *dataset, const void *da
 static hpcti_read_t read_item(hid_t fid, const hpcti_ckitem_t *it, const char *file,
                               hpcti_ckerr_t *err)
 {
-    int e = link_exists(fid, it->path);
+    char link[512];
+    int e = hpcti_h5_hard_path(fid, it->path, link, sizeof link);
+    if (e == -2) return refuse_link(err, file, link);
     if (e < 0) return corrupt(err, file, "cannot look up dataset", it->path);
     if (e == 0) {
         hpcti_ckerr_set(err, HPCT_ERR_FORMAT,
@@ -420,7 +428,8 @@ static hpcti_read_t read_item(hid_t fid, const hpcti_ckitem_t *it, const char *f
     }
     hid_t dset = H5Dopen2(fid, it->path, H5P_DEFAULT);
     if (dset < 0) return corrupt(err, file, "cannot open dataset", it->path);
-    hpcti_read_t r = check_shape(dset, it, file, err);
+    hpcti_read_t r = refuse_foreign(dset, file, it->path, err);
+    if (r == HPCTI_READ_OK) r = check_shape(dset, it, file, err);
     if (r == HPCTI_READ_OK) {
         hid_t mt = hpcti_ck_mem_type(it->dtype);
         size_t bytes = it->count * hpcti_ck_elsize(it->dtype);
@@ -439,8 +448,15 @@ static hpcti_read_t read_model(hid_t fid, hpcti_snapshot_t *snap, const char *fi
 {
     static const hpcti_h5_want_t want = {H5T_STRING, HPCTI_CKPT_MODEL_MAX * 16, 1, 1, 1};
     const char *path = "meta/model";
-    hid_t dset = H5Dopen2(fid, path, H5P_DEFAULT);
+    char link[512];
+    int e = hpcti_h5_hard_path(fid, path, link, sizeof link);
+    if (e == -2) return refuse_link(err, file, link);
+    hid_t dset = e == 1 ? H5Dopen2(fid, path, H5P_DEFAULT) : -1;
     if (dset < 0) return corrupt(err, file, "cannot open dataset", path);
+    if (refuse_foreign(dset, file, path, err) != HPCTI_READ_OK) {
+        H5Dclose(dset);
+        return HPCTI_READ_CORRUPT;
+    }
     hid_t type = H5Dget_type(dset), space = H5Dget_space(dset);
     /* Only a scalar fixed-length string fits the buffer below (a crafted or h5py-written
      * array or variable-length string would overflow it): anything else is corrupt. */

@@ -4,6 +4,7 @@
  * trusted and never allowed to crash the reader. HDF5 runs under the process-wide lock with
  * its error printing off (hpcti_ck_h5_enter/leave); every message names file and dataset. */
 #include "h5io.h"
+#include "../core/h5safe.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -97,6 +98,13 @@ static hpcti_read_t load_raw(hid_t fid, const struct hpct_ckpt_file *f, const ck
     }
     hid_t dset = H5Dopen2(fid, d->name, H5P_DEFAULT);
     if (dset < 0) return fail(err, HPCT_ERR_CHECKSUM, f->path, "cannot open dataset", d->name);
+    const char *foreign = hpcti_h5_foreign_storage(dset);
+    if (foreign) {
+        H5Dclose(dset);
+        hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM, "checkpoint %s: dataset %s is %s: refused", f->path,
+                        d->name, foreign);
+        return HPCTI_READ_CORRUPT;
+    }
     hid_t type = d->dtype == HPCT_CKPT_STRING ? H5Dget_type(dset)
                                               : H5Tcopy(hpcti_ck_mem_type(item_type(d->dtype)));
     /* The file may have changed since it was described (hpct_ckpt_file_read opens it again):
@@ -191,7 +199,18 @@ static hpct_status_t examine(struct hpct_ckpt_file *f, hid_t fid, hid_t dset, co
     }
     void *buf;
     hpcti_read_t r = load_raw(fid, f, d, &buf, &err);
-    if (r == HPCTI_READ_OK && strncmp(name, "meta/", 5) == 0 && d->count * d->elsize <= KEEP_BYTES)
+    long long k = -1;
+    if (r == HPCTI_READ_OK && hpcti_ck_must_be_finite(name, d->dtype) &&
+        (k = hpcti_ck_first_nonfinite(buf, d->dtype, d->count)) >= 0) {
+        hpcti_ckerr_set(&err, HPCT_ERR_NONFINITE,
+                        "checkpoint %s: dataset %s holds a NaN or Inf (element %lld): the run "
+                        "that saved it had diverged",
+                        f->path, name, k);
+        r = HPCTI_READ_CORRUPT;
+    }
+    int keep =
+        !strncmp(name, "meta/", 5) || !strcmp(name, "rng/state") || !strcmp(name, "optimizer/step");
+    if (r == HPCTI_READ_OK && keep && d->count * d->elsize <= KEEP_BYTES)
         d->kept = buf;
     else
         free(buf);
@@ -206,6 +225,17 @@ static hpct_status_t damaged(struct hpct_ckpt_file *f, const char *name, const c
     d->dtype = HPCT_CKPT_OTHER;
     hpcti_ckerr_t err = {0, ""};
     fail(&err, HPCT_ERR_CHECKSUM, f->path, what, name);
+    return set_detail(d, &err);
+}
+
+/* Record an object the library will not follow or read (why: "is a soft link ..."). */
+static hpct_status_t refused(struct hpct_ckpt_file *f, const char *name, const char *why)
+{
+    ck_dataset_t *d = add_dataset(f, name);
+    if (!d) return HPCT_ERR_NO_MEMORY;
+    d->dtype = HPCT_CKPT_OTHER;
+    hpcti_ckerr_t err = {0, ""};
+    hpcti_ckerr_set(&err, HPCT_ERR_CHECKSUM, "checkpoint %s: %s %s: refused", f->path, name, why);
     return set_detail(d, &err);
 }
 
@@ -224,6 +254,11 @@ static hpct_status_t visit(struct hpct_ckpt_file *f, hid_t fid, hid_t group, con
         return damaged(f, name, "cannot read the name of link");
     }
     snprintf(name, sizeof name, "%s%s%s", prefix, *prefix ? "/" : "", link);
+    H5L_info_t info;
+    if (H5Lget_info(group, link, &info, H5P_DEFAULT) < 0)
+        return damaged(f, name, "cannot read link");
+    if (info.type != H5L_TYPE_HARD)
+        return refused(f, name, "is a soft or external link (a checkpoint holds its data itself)");
     hid_t obj = H5Oopen(group, link, H5P_DEFAULT);
     if (obj < 0) return damaged(f, name, "cannot open object");
     H5I_type_t kind = H5Iget_type(obj);
@@ -464,6 +499,31 @@ static const void *meta_value(hpct_ckpt_file_t f, const char *field, hpct_ckpt_d
     return NULL;
 }
 
+/* The checks resume makes on the values (validate.c), on what the file holds. */
+static const char *values_problem(hpct_ckpt_file_t f, const hpct_ckpt_meta_t *m, char *why,
+                                  size_t n)
+{
+    hpcti_ck_values_t v = {.step = m->step,
+                           .epoch = m->epoch,
+                           .cursor_epoch = m->cursor_epoch,
+                           .cursor_step = m->cursor_step,
+                           .world_size = m->world_size,
+                           .global_batch = m->global_batch,
+                           .saved_at = m->saved_at};
+    int i = find(f, "meta/serial");
+    if (i >= 0 && f->ds[i].kept && f->ds[i].dtype == HPCT_CKPT_I64 && f->ds[i].count == 1)
+        memcpy(&v.serial, f->ds[i].kept, sizeof v.serial);
+    i = find(f, "optimizer/step");
+    v.has_opt_step =
+        i >= 0 && f->ds[i].kept && f->ds[i].dtype == HPCT_CKPT_I64 && f->ds[i].count == 1;
+    if (v.has_opt_step) memcpy(&v.opt_step, f->ds[i].kept, sizeof v.opt_step);
+    i = find(f, "rng/state");
+    v.has_rng = i >= 0 && f->ds[i].kept && f->ds[i].dtype == HPCT_CKPT_U64 &&
+                f->ds[i].count == HPCT_RNG_STATE_WORDS;
+    if (v.has_rng) memcpy(v.rng, f->ds[i].kept, sizeof v.rng);
+    return hpcti_ck_values_problem(&v, f->path, why, n);
+}
+
 hpct_status_t hpct_ckpt_file_meta(hpct_ckpt_file_t f, hpct_ckpt_meta_t *meta)
 {
     if (!f) return HPCT_ERR_INVALID_ARG;
@@ -494,7 +554,10 @@ hpct_status_t hpct_ckpt_file_meta(hpct_ckpt_file_t f, hpct_ckpt_meta_t *meta)
         m.model = p;
     m.path = f->path;
     *meta = m;
-    return first ? hpcti_error(f->ctx, first, "%s", why) : HPCT_SUCCESS;
+    if (first) return hpcti_error(f->ctx, first, "%s", why);
+    const char *bad = values_problem(f, &m, why, sizeof why);
+    return bad ? hpcti_error(f->ctx, HPCT_ERR_FORMAT, "checkpoint %s: %s", f->path, bad)
+               : HPCT_SUCCESS;
 }
 
 /* ---- values ------------------------------------------------------------------------- */

@@ -252,6 +252,17 @@ hpct_status_t hpcti_red_wait(hpct_ctx_t ctx, int id)
     return wait_for(ctx, &g);
 }
 
+hpct_status_t hpcti_op_timed_out(hpct_ctx_t ctx, const char *where)
+{
+    struct hpcti_dist *d = ctx->dist;
+    struct goal g = {NULL, 0, -1, 0, NULL, NULL, 0, 0};
+    test_all(d->tok_req, 2 * d->size); /* arrived tokens are not named as missing */
+    timed_out(ctx, &g);
+    char detail[sizeof ctx->last_error];
+    snprintf(detail, sizeof detail, "%s", ctx->last_error);
+    return hpcti_error(ctx, HPCT_ERR_TIMEOUT, "%s [while waiting in %s]", detail, where);
+}
+
 hpct_status_t hpcti_op_end(hpct_ctx_t ctx, MPI_Request *reqs, int n)
 {
     struct hpcti_dist *d = ctx->dist;

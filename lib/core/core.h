@@ -6,6 +6,10 @@
 
 #include <stdarg.h>
 
+/* On internal calls that return a status: ignoring it is a compile error (-Werror=unused-result
+ * in configure's warning flags), so every status reaches the caller. */
+#define HPCTI_CHECK __attribute__((warn_unused_result))
+
 struct hpcti_ops;
 
 /* xoshiro256** generator: 4 words of state, never all zero. */
@@ -34,14 +38,20 @@ struct hpct_ctx {
     char last_error[1024];
     void *dist; /* distributed runtime: typed, made and freed by lib/comm (hpct_init ..
                    hpct_finalize); NULL for hpct_ctx_create */
+    int local_rank, local_size;    /* this rank on its node, from hpct_init's bootstrap and node
+                                      communicator (local_size 0: unknown, hpct_ctx_create) */
     hpcti_data_comms_t data_comms; /* for lib/data's sample store; filled by lib/comm */
 };
 
 /* A context with cfg (NULL: the defaults) checked and copied and its RNG seeded, but no
  * backend yet: hpct_ctx_create (lib/device) attaches one. *out is NULL on failure. */
-hpct_status_t hpcti_ctx_alloc(const hpct_config_t *cfg, hpct_ctx_t *out);
+HPCTI_CHECK hpct_status_t hpcti_ctx_alloc(const hpct_config_t *cfg, hpct_ctx_t *out);
 /* Free a context made by hpcti_ctx_alloc (its backend already finalized); NULL is accepted. */
 void hpcti_ctx_free(hpct_ctx_t ctx);
+
+/* The value of test-hook variable name, or NULL unless HPCT_TEST_HOOKS=1 is set as well
+ * (testhook.c): test behaviour is never reachable from a plain user environment. */
+const char *hpcti_test_hook(const char *name);
 
 /* Record a detailed error on ctx (printf format), log it, and return status. */
 hpct_status_t hpcti_error(hpct_ctx_t ctx, hpct_status_t status, const char *fmt, ...)

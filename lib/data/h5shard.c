@@ -6,6 +6,7 @@
  * at the offsets recorded here, or copies from memory). hpcti_hdf5_lock keeps these calls
  * apart from a background checkpoint writer. */
 #include "h5shard.h"
+#include "../core/h5safe.h"
 
 #include <hdf5.h>
 #include <stdlib.h>
@@ -159,19 +160,46 @@ static hpct_status_t row_offsets(hpct_ctx_t ctx, const char *path, const char *n
     return s;
 }
 
+/* Dataset /name of shard path is a hard link in the file (dset < 0) or stores its bytes in
+ * the file (dset >= 0): a soft or external link, external storage or a virtual dataset
+ * would read another file's bytes past the manifest's checksum. */
+static hpct_status_t check_in_file(hpct_ctx_t ctx, hid_t file, const char *path, const char *name,
+                                   hid_t dset)
+{
+    if (dset >= 0) {
+        const char *why = hpcti_h5_foreign_storage(dset);
+        return why ? hpcti_error(ctx, HPCT_ERR_FORMAT, "shard %s: dataset /%s is %s: refused", path,
+                                 name, why)
+                   : HPCT_SUCCESS;
+    }
+    char link[256];
+    int e = hpcti_h5_hard_path(file, name, link, sizeof link);
+    if (e == -2)
+        return hpcti_error(ctx, HPCT_ERR_FORMAT,
+                           "shard %s: /%s is a soft or external link (a shard holds its data "
+                           "itself): refused",
+                           path, link);
+    return e == 1 ? HPCT_SUCCESS
+                  : hpcti_error(ctx, HPCT_ERR_NOT_FOUND, "shard %s has no dataset /%s", path, name);
+}
+
 /* Check one dataset and load (resident) or locate (streaming) its rows. */
 static hpct_status_t one_dataset(hpct_ctx_t ctx, const hpcti_shard_job_t *job, hid_t file,
                                  const char *path, const char *name, const hpcti_layout_t *l,
                                  hid_t memtype, void *resident, hpcti_rows_src_t *src)
 {
-    if (H5Lexists(file, name, H5P_DEFAULT) <= 0)
-        return hpcti_error(ctx, HPCT_ERR_NOT_FOUND, "shard %s has no dataset /%s", path, name);
+    hpct_status_t s = check_in_file(ctx, file, path, name, -1);
+    if (s) return s;
     hid_t dset = H5Dopen2(file, name, H5P_DEFAULT);
     if (dset < 0)
         return hpcti_error(ctx, HPCT_ERR_FORMAT, "shard %s: /%s is not a readable dataset", path,
                            name);
+    if ((s = check_in_file(ctx, file, path, name, dset))) {
+        H5Dclose(dset);
+        return s;
+    }
     int little_endian = 1;
-    hpct_status_t s = check_dataset(ctx, job, path, name, dset, l, &little_endian);
+    s = check_dataset(ctx, job, path, name, dset, l, &little_endian);
     if (!s && resident && H5Dread(dset, memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, resident) < 0)
         s = hpcti_error(ctx, HPCT_ERR_FORMAT,
                         "shard %s dataset /%s: HDF5 could not read the data (corrupt or "
@@ -230,9 +258,13 @@ void hpcti_shard_release(hpcti_shard_t *sh)
 static hpct_status_t describe_dataset(hpct_ctx_t ctx, hid_t file, const char *path,
                                       const char *name, hpcti_layout_t *l, uint64_t *rows)
 {
-    if (H5Lexists(file, name, H5P_DEFAULT) <= 0)
-        return hpcti_error(ctx, HPCT_ERR_NOT_FOUND, "%s has no dataset /%s", path, name);
+    hpct_status_t s = check_in_file(ctx, file, path, name, -1);
+    if (s) return s;
     hid_t dset = H5Dopen2(file, name, H5P_DEFAULT);
+    if (dset >= 0 && (s = check_in_file(ctx, file, path, name, dset))) {
+        H5Dclose(dset);
+        return s;
+    }
     hid_t type = dset < 0 ? -1 : H5Dget_type(dset), space = dset < 0 ? -1 : H5Dget_space(dset);
     int le, t = type < 0 ? -1 : hpcti_h5_shard_type(type, &le);
     int rank = space < 0 ? -1 : H5Sget_simple_extent_ndims(space);

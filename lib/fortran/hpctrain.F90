@@ -49,6 +49,8 @@ module hpctrain
     integer, parameter, public :: HPCT_ERR_TIMEOUT = -11
     integer, parameter, public :: HPCT_ERR_DIVERGED = -12
     integer, parameter, public :: HPCT_ERR_INTERNAL = -13
+    integer, parameter, public :: HPCT_ERR_DEVICE = -14
+    integer, parameter, public :: HPCT_ERR_BUSY = -15
 
     ! ---- Enumerations and limits (C enums are C int) ------------------------------------
     integer(c_int), parameter, public :: HPCT_BACKEND_CPU = 0, HPCT_BACKEND_CUDA = 1
@@ -290,7 +292,8 @@ module hpctrain
         c_hpct_dataset_steps_per_epoch, c_hpct_dataset_next, c_hpct_dataset_next_into, &
         c_hpct_dataset_get_cursor, c_hpct_dataset_set_cursor, c_hpct_dataset_skipped, &
         c_hpct_dataset_stats, c_hpct_data_permutation, c_hpct_init, c_hpct_init_comm, c_hpct_finalize, c_hpct_topology, &
-        c_hpct_abort_job, c_hpct_allreduce_mean, c_hpct_params_average_grads, &
+        c_hpct_abort_job, c_hpct_allreduce_mean, c_hpct_allreduce_mean_device, &
+        c_hpct_params_average_grads, &
         c_hpct_params_broadcast, c_hpct_params_check_replicas, c_hpct_params_check_replicas_at, &
         c_hpct_params_hash, c_hpct_model_set_grad_averaging, c_hpct_batch_split, c_hpct_comm_stats, &
         c_hpct_ckpt_open, c_hpct_ckpt_close, c_hpct_ckpt_add_array, c_hpct_ckpt_add_scalar, &
@@ -693,6 +696,13 @@ module hpctrain
             integer(c_size_t), value :: n
             integer(c_int) :: s
         end function
+        function c_hpct_allreduce_mean_device(ctx, buf, n) &
+            bind(C, name="hpct_allreduce_mean_device") result(s)
+            import :: c_int, c_ptr, c_size_t
+            type(c_ptr), value :: ctx, buf
+            integer(c_size_t), value :: n
+            integer(c_int) :: s
+        end function
         function c_hpct_params_average_grads(params) bind(C, name="hpct_params_average_grads") result(s)
             import :: c_int, c_ptr
             type(c_ptr), value :: params
@@ -1053,7 +1063,8 @@ module hpctrain
     public :: hpct_shard_create, hpct_shard_write, hpct_shard_close, hpct_manifest_create, &
         hpct_manifest_add_shard, hpct_manifest_write, hpct_manifest_destroy, hpct_manifest_check_path
     public :: hpct_init, hpct_init_comm, hpct_finalize, hpct_topology, hpct_abort_job, &
-        hpct_allreduce_mean, hpct_params_average_grads, hpct_params_broadcast, &
+        hpct_allreduce_mean, hpct_allreduce_mean_device, hpct_params_average_grads, &
+        hpct_params_broadcast, &
         hpct_params_check_replicas, hpct_params_check_replicas_at, hpct_params_hash, &
         hpct_model_set_grad_averaging, hpct_batch_split, hpct_comm_stats
     public :: hpct_ckpt_open, hpct_ckpt_close, hpct_ckpt_add_array, hpct_ckpt_add_scalar, &
@@ -2336,6 +2347,17 @@ contains
             s = not_contiguous(ctx%ptr, "buf", "hpct_allreduce_mean")
         end if
         call finish(s, ctx%ptr, "hpct_allreduce_mean", ierr)
+    end subroutine
+
+    !> buf: n floats in the backend's memory (a device pointer from C or CUDA Fortran on the
+    !> cuda backend, c_loc of a host array on cpu) = their mean over ranks, in place.
+    subroutine hpct_allreduce_mean_device(ctx, buf, n, ierr)
+        type(hpct_ctx_t), intent(in) :: ctx
+        type(c_ptr), intent(in) :: buf
+        integer(c_size_t), intent(in) :: n
+        integer, intent(out), optional :: ierr
+        call finish(c_hpct_allreduce_mean_device(ctx%ptr, buf, n), ctx%ptr, &
+            "hpct_allreduce_mean_device", ierr)
     end subroutine
 
     !> Average every registered gradient over ranks.

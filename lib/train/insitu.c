@@ -115,7 +115,7 @@ hpct_status_t hpct_insitu_create(hpct_model_t model, hpct_params_t params, hpct_
     S->params = hpcti_optimizer_params(opt);
     S->dist = hpcti_loop_where(ctx, &S->rank, &S->world);
     S->last_saved = -1;
-    const char *delay = getenv("HPCT_TEST_STEP_DELAY_MS");
+    const char *delay = hpcti_test_hook("HPCT_TEST_STEP_DELAY_MS");
     if (delay) S->test_delay_ms = atol(delay);
     snprintf(S->model_desc, sizeof S->model_desc, "byog");
     if (model) hpct_model_describe(model, S->model_desc, sizeof S->model_desc);

@@ -161,7 +161,8 @@ static hpct_status_t step(struct loop *L, float *loss)
     for (int k = 0; k < micro && !s; k++) {
         float l = 0.0f;
         const char *tk = (const char *)t + (size_t)k * L->micro_batch * L->target_width * tsize;
-        if (L->dist) hpct_model_set_grad_averaging(L->model, k == micro - 1);
+        if (L->dist) s = hpct_model_set_grad_averaging(L->model, k == micro - 1);
+        if (s) break; /* never train unaveraged replicas */
         s = hpct_model_loss_grad(L->model, x + (size_t)k * L->micro_batch * L->features, tk,
                                  L->micro_batch, k > 0, &l);
         total += l;

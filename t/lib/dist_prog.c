@@ -108,12 +108,25 @@ static void allreduce_random(hpct_ctx_t ctx)
     srand(17 + (unsigned)world_rank);
     for (size_t i = 0; i < n; i++) x[i] = ref[i] = (float)rand() / RAND_MAX - 0.5f;
     MPI_Allreduce(MPI_IN_PLACE, ref, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    float *dev = malloc(n * sizeof *dev); /* the cpu backend's "device" memory is host memory */
+    memcpy(dev, x, n * sizeof *dev);
     hpct_allreduce_mean(ctx, x, n);
     double worst = 0;
     for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs(x[i] - ref[i] / world_size));
     check(worst <= 1e-6, "random fp32 values agree with MPI_Allreduce / W within 1e-6 (worst %g)",
           worst);
-    free(x), free(ref);
+    hpct_status_t s = hpct_allreduce_mean_device(ctx, dev, n);
+    check(s == HPCT_SUCCESS && !memcmp(dev, x, n * sizeof *dev),
+          "hpct_allreduce_mean_device on the cpu backend: the same bits as hpct_allreduce_mean");
+    long ops0 = 0, ops1 = 0;
+    hpct_comm_stats(ctx, NULL, &ops0);
+    s = hpct_allreduce_mean_device(ctx, NULL, 0);
+    hpct_comm_stats(ctx, NULL, &ops1);
+    check(s == HPCT_SUCCESS && ops1 == ops0 + 1,
+          "hpct_allreduce_mean_device of 0 floats is one counted operation");
+    check(hpct_allreduce_mean_device(ctx, NULL, 5) == HPCT_ERR_INVALID_ARG,
+          "hpct_allreduce_mean_device refuses a NULL buffer of 5 floats");
+    free(x), free(ref), free(dev);
 }
 
 /* hpct_init_comm on the even world ranks (a subset of MPI_COMM_WORLD). */

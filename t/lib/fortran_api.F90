@@ -704,6 +704,9 @@ contains
         call hpct_allreduce_mean(ctx, buf(1:2, :), ierr)
         call tap_ok(all(buf == 3) .and. ierr == HPCT_ERR_INVALID_ARG, &
             "hpct_allreduce_mean in place; a strided section refused")
+        call hpct_allreduce_mean_device(ctx, c_loc(buf), int(size(buf), c_size_t), ierr)
+        call tap_ok(all(buf == 3) .and. ierr == HPCT_SUCCESS, &
+            "hpct_allreduce_mean_device on the cpu backend (host memory via c_loc)")
         call hpct_params_create(ctx, set)
         p = 1
         g = 2

@@ -17,7 +17,8 @@
 # /tmp/hpct-slurm.ports.lock) keeps parallel starts apart until the ports are bound.
 # Needs root (munged runs as the user munge through runuser, the Slurm daemons as root)
 # and the Debian packages slurm-wlm and munge. Nodes have HPCT_SLURM_CPUS CPUs each
-# (default 4). Jobs and job steps submitted by the tests run as root too.
+# (default 4). Jobs and job steps submitted by the tests run as root too. The daemons log at
+# HPCT_SLURM_DEBUG (default info; debug2 shows credential revocations, for post-mortems).
 set -u
 
 die() { echo "cluster.sh: $*" >&2; exit 1; }
@@ -68,8 +69,8 @@ SlurmctldPidFile=$d/run/slurmctld.pid
 SlurmdPidFile=$d/run/slurmd-%n.pid
 SlurmctldLogFile=$d/log/slurmctld.log
 SlurmdLogFile=$d/log/slurmd-%n.log
-SlurmctldDebug=info
-SlurmdDebug=info
+SlurmctldDebug=${HPCT_SLURM_DEBUG:-info}
+SlurmdDebug=${HPCT_SLURM_DEBUG:-info}
 PlugStackConfig=$d/plugstack.conf
 # No cgroups in containers and CI machines: track processes by parentage, no task binding.
 ProctrackType=proctrack/linuxproc

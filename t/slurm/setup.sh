@@ -69,15 +69,22 @@ ended() {
 job_field() { sctl show job "$1" 2>/dev/null | tr ' ' '\n' | grep -E "^($2)=" | tr '\n' ' '; }
 # out_has NAME PATTERN: the job output $work/NAME.out has a line matching PATTERN.
 out_has() { grep -q "$2" "$work/$1.out" 2>/dev/null; }
-# show_job JOB NAME: the job's record and the end of $work/NAME.out (without the progress
-# lines of hpctrain train) as TAP diagnostics.
+# show_job JOB NAME: the job's record, the end of $work/NAME.out (without the progress lines
+# of hpctrain train) and the daemons' last log lines about the job, as TAP diagnostics.
 show_job() {
     sctl show job "$1" 2>&1 | sed 's/^/# /'
     [ -f "$work/$2.out" ] && grep -v '^epoch ' "$work/$2.out" | tail -n 30 | sed "s|^|# $2.out: |"
+    for log in "$tmp"/cluster/log/slurmctld.log "$tmp"/cluster/log/slurmd-*.log; do
+        [ -f "$log" ] && grep -F "$1" "$log" | tail -n 15 | sed "s|^|# $(basename "$log"): |"
+    done
 }
 
 # nodes_idle: no node is still allocated or completing (sinfo lists only "idle").
-nodes_idle() { [ -z "$(timeout 10 sinfo -h -o %T 2>/dev/null | grep -v -x idle)" ]; }
+# sinfo failing (busy controller, timeout) is "not known idle", never "idle".
+nodes_idle() {
+    ni_states=$(timeout 10 sinfo -h -o %T 2>/dev/null) && [ -n "$ni_states" ] &&
+        [ -z "$(printf '%s\n' "$ni_states" | grep -v -x idle)" ]
+}
 # release JOB: start a requeued (PENDING, BeginTime) job now. Wait first until both nodes
 # have finished cleaning up the previous run and one more second has passed: slurmd revokes
 # the old credential of the job id with one-second resolution, and a restart within that
