@@ -14,6 +14,9 @@ section "step vs GEMMs (issue 2)" "bench/bench_step"
 
 section "reader vs raw read(2) (issue 3)" "bench/bench_reader $scratch"
 "$build/bench/bench_reader" "$scratch"
+section "sample stores at W=4 on 2 virtual nodes vs raw read(2) (issue 12)" \
+    "HPCT_RANKS_PER_NODE=2 mpirun -np 4 bench/bench_reader --store $scratch 0.5 5"
+HPCT_RANKS_PER_NODE=2 mpirun --oversubscribe -x HPCT_RANKS_PER_NODE -np 4 "$build/bench/bench_reader" --store "$scratch" 0.5 5
 
 section "allreduce vs MPI_Allreduce, W=2 (issue 4)" "mpirun -np 2 bench/bench_allreduce 256"
 mpirun --oversubscribe -np 2 "$build/bench/bench_allreduce" 256

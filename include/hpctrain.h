@@ -319,8 +319,24 @@ typedef enum {
 
 typedef enum { HPCT_DTYPE_FLOAT32 = 0, HPCT_DTYPE_INT32 = 1 } hpct_dtype_t;
 
+/* Where a distributed job keeps the samples (environment HPCT_DATA_STORE=auto|off|job|node
+ * overrides the config on every rank; the choice is logged at INFO). */
+typedef enum {
+    HPCT_STORE_AUTO = 0, /* with a context from hpct_init, W > 1, and a set that does not fit
+                            memory_budget_bytes (or whose W_node copies would take over half
+                            the node's memory): node store when the set takes at most half the
+                            node's memory and the nodes hold equal rank counts, else job store
+                            when its 1/W share fits the budget, else streaming */
+    HPCT_STORE_OFF = 1,  /* every rank loads the whole set or streams it (hpct_ctx_create) */
+    HPCT_STORE_JOB = 2,  /* each rank reads and holds ~N/W samples once; batches are exchanged
+                            (MPI_Alltoallv) each step; open is collective over the job */
+    HPCT_STORE_NODE = 3  /* each rank reads ~N/W once; the nodes share their parts, and each
+                            node holds the whole set once in an MPI-3 shared window that its
+                            ranks read with no MPI per step; open is collective */
+} hpct_store_mode_t;
+
 /* Versioned, append-only; always start from HPCT_DATA_CONFIG_INITIALIZER. */
-#define HPCT_DATA_CONFIG_VERSION 1
+#define HPCT_DATA_CONFIG_VERSION 2
 typedef struct hpct_data_config {
     unsigned version;         /* HPCT_DATA_CONFIG_VERSION */
     const char *inputs_name;  /* HDF5 dataset of inputs [N, ...] in every shard */
@@ -331,6 +347,7 @@ typedef struct hpct_data_config {
     uint64_t seed;              /* shuffle seed */
     int prefetch_depth;         /* batches a background thread reads ahead; 0: read in next() */
     size_t memory_budget_bytes; /* load the whole set when it fits, else stream with pread */
+    hpct_store_mode_t store;    /* version 2: HPCT_STORE_AUTO, _OFF, _JOB or _NODE */
 } hpct_data_config_t;
 
 /* clang-format off */
@@ -343,7 +360,8 @@ typedef struct hpct_data_config {
     1,                        /* shuffle */                                                        \
     42,                       /* seed */                                                           \
     2,                        /* prefetch_depth */                                                 \
-    (size_t)1 << 30           /* memory_budget_bytes: 1 GiB */                                     \
+    (size_t)1 << 30,          /* memory_budget_bytes: 1 GiB */                                     \
+    HPCT_STORE_AUTO           /* store */                                                          \
 }
 /* clang-format on */
 
@@ -376,6 +394,21 @@ hpct_status_t hpct_dataset_get_cursor(hpct_dataset_t ds, long *epoch, long *step
 hpct_status_t hpct_dataset_set_cursor(hpct_dataset_t ds, long epoch, long step);
 /* Global batches skipped so far for non-finite inputs (HPCT_NONFINITE_SKIP). */
 hpct_status_t hpct_dataset_skipped(hpct_dataset_t ds, long *count);
+/* A dataset's accounting on this rank (hpct_dataset_stats fills it; bytes of samples as
+ * served, fp32 inputs and int32/fp32 targets, except the bytes read, which are as stored). */
+#define HPCT_DATA_STATS_VERSION 1
+typedef struct hpct_data_stats {
+    unsigned version;             /* HPCT_DATA_STATS_VERSION */
+    hpct_store_mode_t store;      /* HPCT_STORE_OFF, _JOB or _NODE, as chosen at open */
+    uint64_t bytes_read;          /* read from the shard files since open (checksums apart) */
+    uint64_t epoch_bytes_read;    /* the same since the cursor's epoch began */
+    uint64_t hashed_bytes;        /* read at open to verify checksums */
+    uint64_t resident_bytes;      /* sample bytes this rank holds in memory */
+    uint64_t node_resident_bytes; /* sample bytes the ranks of this rank's node hold together */
+    uint64_t exchange_bytes;      /* sample bytes the job store sent to other ranks since open */
+} hpct_data_stats_t;
+/* Fill *stats (HPCT_ERR_INVALID_ARG for NULL). */
+hpct_status_t hpct_dataset_stats(hpct_dataset_t ds, hpct_data_stats_t *stats);
 /* The epoch permutation of the contract above: perm [n] receives 0..n-1 shuffled by a
  * Fisher-Yates pass driven by xoshiro256** seeded with hpct's mix of (seed, epoch). */
 hpct_status_t hpct_data_permutation(uint64_t seed, long epoch, size_t n, uint64_t *perm);
@@ -749,6 +782,11 @@ typedef struct hpct_progress {
     double data_wait_share; /* share of wall time spent waiting for data (rank-local) */
     double comm_share;      /* share of wall time spent waiting for gradient averaging */
     double eta_s;           /* seconds to total_steps at the recent rate */
+    /* data accounting of this rank (hpct_dataset_stats; 0 without a dataset) */
+    double data_epoch_bytes_read;    /* bytes read from the shard files in the current epoch */
+    double data_resident_bytes;      /* sample bytes held in memory */
+    double data_node_resident_bytes; /* sample bytes the ranks of this node hold together */
+    double data_exchange_bytes;      /* sample bytes the job store sent since the last report */
 } hpct_progress_t;
 
 /* Versioned, append-only; always start from HPCT_TRAIN_CONFIG_INITIALIZER. */

@@ -61,8 +61,11 @@ EXTRA_DIST += t/test_shard_tool.sh t/test_fuzz_manifest.sh t/test_data_mpi.sh \
 	t/fuzz/corpus/crlf.txt t/fuzz/corpus/escape.txt t/fuzz/corpus/duplicate.txt
 
 # ---- distributed runtime: shell drivers run t/lib/dist_prog under $(MPIRUN) -----------
-check_PROGRAMS += t/lib/dist_prog
+check_PROGRAMS += t/lib/dist_prog t/lib/store_prog
 t_lib_dist_prog_LDADD = t/lib/libmpiprog.a t/lib/libdatatest.a $(TEST_LIBS)
+t_lib_store_prog_LDADD = t/lib/libmpiprog.a $(DATA_TEST_LIBS)
+TESTS += t/test_data_store.sh
+EXTRA_DIST += t/test_data_store.sh
 DIST_TESTS = t/test_dist_topology.sh t/test_dist_allreduce.sh t/test_dist_replicas.sh \
 	t/test_dist_curve.sh t/test_dist_hang.sh t/test_dist_nodewin.sh t/test_dist_opfail.sh \
 	t/test_dist_badstep.sh
@@ -92,7 +95,8 @@ t_test_train_config_LDADD = t/lib/libtap.a
 TRAIN_TESTS = t/test_train_preempt_w1.sh t/test_train_preempt_w2.sh t/test_train_worldsize.sh \
 	t/test_train_corrupt.sh t/test_train_hang.sh t/test_train_settings.sh t/test_train_cadence.sh \
 	t/test_train_fifo.sh t/test_train_lock.sh t/test_train_worldsize_big.sh t/test_metrics.sh \
-	t/test_straggler.sh t/test_timeline.sh
+	t/test_straggler.sh t/test_timeline.sh t/test_train_worldsize_job.sh \
+	t/test_train_worldsize_node.sh
 TESTS += $(TRAIN_TESTS)
 EXTRA_DIST += $(TRAIN_TESTS) t/lib/train_lib.sh t/lib/train_data.sh t/lib/train_preempt.sh
 

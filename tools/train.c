@@ -178,6 +178,11 @@ static int open_data(struct run *r)
 {
     hpct_data_config_t dc = HPCT_DATA_CONFIG_INITIALIZER;
     dc.seed = (uint64_t)r->c.seed;
+    const char *st = r->c.data_store;
+    dc.store = !strcmp(st, "off")    ? HPCT_STORE_OFF
+               : !strcmp(st, "job")  ? HPCT_STORE_JOB
+               : !strcmp(st, "node") ? HPCT_STORE_NODE
+                                     : HPCT_STORE_AUTO;
     hpct_status_t s = hpct_dataset_open(r->ctx, r->c.train_manifest, &dc, &r->train);
     if (s) return fail(r, "opening the training data", s);
     if (!r->c.eval_manifest[0]) return TOOL_OK;
@@ -290,9 +295,11 @@ static void print_progress(const hpct_progress_t *p, void *arg)
     if (r->topo.rank != 0) return;
     long eta = (long)p->eta_s;
     printf("epoch %ld step %ld/%ld loss %.6f lr %.4g samples/s %.0f data %.1f%% comm %.1f%% "
-           "eta %ldm%02lds\n",
+           "eta %ldm%02lds read %.1f MiB/epoch held %.1f MiB (node %.1f MiB) sent %.1f MiB\n",
            p->epoch + 1, p->step, p->total_steps, p->loss, p->lr, p->samples_per_s,
-           100.0 * p->data_wait_share, 100.0 * p->comm_share, eta / 60, eta % 60);
+           100.0 * p->data_wait_share, 100.0 * p->comm_share, eta / 60, eta % 60,
+           p->data_epoch_bytes_read / 1048576.0, p->data_resident_bytes / 1048576.0,
+           p->data_node_resident_bytes / 1048576.0, p->data_exchange_bytes / 1048576.0);
     fflush(stdout);
 }
 

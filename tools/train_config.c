@@ -29,6 +29,7 @@ struct key {
 static const struct key keys[] = {
     {"train_manifest", K_STR, F(train_manifest), NULL, 0, 0, 0, ""},
     {"eval_manifest", K_STR, F(eval_manifest), NULL, 0, 0, 0, ""},
+    {"data_store", K_STR, F(data_store), "auto|off|job|node", 0, 0, 0, "auto"},
     {"hidden", K_WIDTHS, F(hidden), NULL, 1, 1 << 20, 1, "512,512"},
     {"activation", K_STR, F(activation), "identity|relu|tanh|gelu", 0, 0, 1, "relu"},
     {"loss", K_STR, F(loss), "softmax_ce|mse", 0, 0, 1, "softmax_ce"},
@@ -283,6 +284,7 @@ static const char *const other_vars[] = {
     "HPCT_FUZZ_*",         "HPCT_BENCH_*",
     "HPCT_DATA_*",         "HPCT_METRICS*",
     "HPCT_TRACE*",         "HPCT_STORE*",
+    "HPCT_PREFETCH_*",
 };
 
 static int is_known_var(const char *name, size_t len)

@@ -32,8 +32,8 @@ struct train_config {
     long checkpoint_every_steps, checkpoint_keep, checkpoint_keep_every;
     double checkpoint_every_seconds, walltime_margin;
     int checkpoint_async;
-    char resume[16]; /* auto | never */
-    char backend[16]; /* cpu | cuda (not hashed: a run may resume on the other backend) */
+    char resume[16];           /* auto | never */
+    char backend[16];          /* cpu | cuda (not hashed: a run may resume on the other backend) */
     long consistency_interval; /* steps between replica hash checks across ranks; 0 = never */
     /* what the run leaves behind (doc/metrics.md) */
     char metrics_file[TC_PATH_MAX];           /* auto: checkpoint_dir/metrics.jsonl; none: off */
@@ -41,6 +41,7 @@ struct train_config {
     double straggler_threshold;               /* fraction above the median step time; 0 = off */
     char timeline_file[TC_PATH_MAX]; /* none (default) | auto: checkpoint_dir/timeline | prefix */
     long timeline_steps, timeline_first; /* ring of the last steps, or a window from first */
+    char data_store[8];        /* auto | off | job | node: hpct_data_config_t.store */
 };
 
 /* Fill every field with its documented default. */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Deadline of the start-up exchange when cfg.collective_timeout_s is shorter (seconds). */
 #define STARTUP_DEADLINE_S 120.0
@@ -115,6 +116,38 @@ static hpct_status_t learn_nodes(hpct_ctx_t ctx, long *keys)
     return HPCT_SUCCESS;
 }
 
+static void free_comm(MPI_Comm *c)
+{
+    if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
+}
+
+/* Give lib/data its own dups of the job and node communicators (ctx->data_comms). */
+static hpct_status_t share_data_comms(hpct_ctx_t ctx)
+{
+    struct hpcti_dist *d = ctx->dist;
+    MPI_Comm world = MPI_COMM_NULL, node = MPI_COMM_NULL;
+    if (MPI_Comm_dup(d->comm, &world) != MPI_SUCCESS ||
+        MPI_Comm_dup(d->node_rs, &node) != MPI_SUCCESS) {
+        free_comm(&world);
+        return hpcti_error(ctx, HPCT_ERR_COMM, "hpct_init: MPI_Comm_dup for the data store failed");
+    }
+    MPI_Comm_set_errhandler(world, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(node, MPI_ERRORS_RETURN);
+    hpcti_data_comms_t *c = &ctx->data_comms;
+    c->world = (int)MPI_Comm_c2f(world), c->node = (int)MPI_Comm_c2f(node);
+    c->rank = d->rank, c->size = d->size;
+    c->local_rank = d->local_rank, c->local_size = d->local_size;
+    c->node_id = d->node_id, c->num_nodes = d->num_nodes;
+    c->deadline_s = d->deadline_s;
+    int sizes[2] = {d->local_size, -d->local_size};
+    MPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_INT, MPI_MIN, d->comm);
+    c->uniform = sizes[0] == -sizes[1];
+    double mem = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    MPI_Allreduce(&mem, &c->node_memory_bytes, 1, MPI_DOUBLE, MPI_MIN, d->comm);
+    c->valid = 1;
+    return HPCT_SUCCESS;
+}
+
 static hpct_status_t setup(hpct_ctx_t ctx, MPI_Comm comm)
 {
     struct hpcti_dist *d = ctx->dist;
@@ -144,6 +177,7 @@ static hpct_status_t setup(hpct_ctx_t ctx, MPI_Comm comm)
     hpct_status_t s = learn_nodes(ctx, keys);
     free(keys);
     if (!s) s = hpcti_node_win_setup(ctx);
+    if (!s) s = share_data_comms(ctx);
     if (s) return s;
     if (d->boot.source == HPCT_TOPO_PMIX && comm == MPI_COMM_WORLD && d->boot.rank != d->rank)
         hpcti_log(ctx, HPCT_LOG_WARN, "bootstrap: PMIx rank %d differs from MPI rank %d",
@@ -156,9 +190,13 @@ static hpct_status_t setup(hpct_ctx_t ctx, MPI_Comm comm)
     return HPCT_SUCCESS;
 }
 
-static void free_comm(MPI_Comm *c)
+static void free_data_comms(hpct_ctx_t ctx)
 {
-    if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
+    hpcti_data_comms_t *c = &ctx->data_comms;
+    if (!c->valid) return;
+    MPI_Comm world = MPI_Comm_f2c(c->world), node = MPI_Comm_f2c(c->node);
+    free_comm(&node), free_comm(&world);
+    c->valid = 0;
 }
 
 /* Free everything but the context; MPI_Finalize when we initialised MPI and peers are sane. */
@@ -366,6 +404,9 @@ hpct_status_t hpct_init_comm(const hpct_config_t *cfg, int fortran_comm, hpct_ct
 hpct_status_t hpct_finalize(hpct_ctx_t ctx)
 {
     if (!ctx) return HPCT_ERR_INVALID_ARG;
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (ctx->dist && !finalized && !((struct hpcti_dist *)ctx->dist)->broken) free_data_comms(ctx);
     hpct_status_t s = ctx->dist ? teardown(ctx) : HPCT_SUCCESS;
     ctx->dist = NULL;
     hpct_ctx_destroy(ctx);

@@ -17,6 +17,19 @@ typedef struct hpcti_rng {
     uint64_t s[HPCT_RNG_STATE_WORDS];
 } hpcti_rng_t;
 
+/* The communicators lib/data's sample store uses, as MPI Fortran handles (MPI_Comm_c2f) so that
+ * core and data name no comm type: lib/comm fills them at hpct_init (dups of its own, for the
+ * store only) and frees them at hpct_finalize. valid is 0 for hpct_ctx_create. */
+typedef struct hpcti_data_comms {
+    int valid;
+    int world, node; /* MPI_Fint: the job, and the ranks of this rank's node */
+    int rank, size;  /* in world */
+    int local_rank, local_size, node_id, num_nodes;
+    int uniform;              /* 1: every node holds local_size ranks */
+    double node_memory_bytes; /* the smallest node's physical memory: AUTO choices agree */
+    double deadline_s;        /* cfg.collective_timeout_s: bound of every store collective */
+} hpcti_data_comms_t;
+
 struct hpct_ctx {
     hpct_config_t cfg;
     const struct hpcti_ops *ops; /* backend chosen by cfg.backend (attached by lib/device) */
@@ -33,6 +46,7 @@ struct hpct_ctx {
                                collectives send it with their arrival tokens for hang reports */
     int local_rank, local_size; /* this rank on its node, from hpct_init's bootstrap and node
                                    communicator (local_size 0: unknown, hpct_ctx_create) */
+    hpcti_data_comms_t data_comms; /* for lib/data's sample store; filled by lib/comm */
 };
 
 /* A context with cfg (NULL: the defaults) checked and copied and its RNG seeded, but no

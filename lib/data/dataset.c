@@ -1,8 +1,12 @@
 /* dataset.c: hpct_dataset_open/close/partition/cursor: manifest checks, checksums before
  * HDF5 parses a shard, the resident-or-streaming choice, and the skip-policy scan. */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "reader.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <sched.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -28,6 +32,8 @@ static hpct_status_t check_data_config(hpct_ctx_t ctx, const hpct_data_config_t 
         why = "nonfinite must be HPCT_NONFINITE_ERROR or HPCT_NONFINITE_SKIP";
     else if (c->prefetch_depth < 0 || c->prefetch_depth > MAX_PREFETCH)
         why = "prefetch_depth must be between 0 and 64";
+    else if (c->version >= 2 && (c->store < HPCT_STORE_AUTO || c->store > HPCT_STORE_NODE))
+        why = "store must be HPCT_STORE_AUTO, _OFF, _JOB or _NODE";
     if (!why) return HPCT_SUCCESS;
     return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_data_config_t.%s", why);
 }
@@ -70,7 +76,8 @@ static char *join_dir(const char *manifest, const char *rel)
 }
 
 /* Existence, size and (FULL) content hash of one shard, before HDF5 sees it. */
-static hpct_status_t verify_shard(hpct_dataset_t ds, const hpcti_shard_entry_t *e, const char *path)
+static hpct_status_t verify_shard(hpct_dataset_t ds, const hpcti_shard_entry_t *e, const char *path,
+                                  hpct_checksum_mode_t mode)
 {
     struct stat st;
     if (stat(path, &st))
@@ -82,17 +89,18 @@ static hpct_status_t verify_shard(hpct_dataset_t ds, const hpcti_shard_entry_t *
                            "shard %s (manifest %s line %d) is not a "
                            "regular file",
                            path, ds->manifest_path, e->line);
-    if (ds->cfg.checksum == HPCT_CHECKSUM_OFF) return HPCT_SUCCESS;
+    if (mode == HPCT_CHECKSUM_OFF) return HPCT_SUCCESS;
     if ((uint64_t)st.st_size != e->bytes)
         return hpcti_error(ds->ctx, HPCT_ERR_CHECKSUM,
                            "shard %s: %llu bytes, manifest %s line %d says %llu (truncated or "
                            "replaced?); not opened",
                            path, (unsigned long long)st.st_size, ds->manifest_path, e->line,
                            (unsigned long long)e->bytes);
-    if (ds->cfg.checksum == HPCT_CHECKSUM_SIZE) return HPCT_SUCCESS;
+    if (mode == HPCT_CHECKSUM_SIZE) return HPCT_SUCCESS;
     uint64_t sum, bytes;
     if (hpcti_checksum_file(path, &sum, &bytes))
         return hpcti_error(ds->ctx, HPCT_ERR_IO, "shard %s: %s", path, strerror(errno));
+    ds->hashed_bytes += bytes;
     if (sum != e->checksum || bytes != e->bytes)
         return hpcti_error(ds->ctx, HPCT_ERR_CHECKSUM,
                            "shard %s: checksum %016llx, manifest %s line %d says %016llx "
@@ -117,6 +125,39 @@ static float *alloc_resident(hpct_ctx_t ctx, size_t bytes)
     return p;                           /* HDF5 fills every row at open */
 }
 
+/* The store mode asked for: HPCT_DATA_STORE when set, else cfg.store; -1 for a bad value. */
+static int requested_store(hpct_dataset_t ds)
+{
+    const char *env = getenv("HPCT_DATA_STORE");
+    if (!env || !*env) return ds->cfg.store;
+    if (!strcmp(env, "auto")) return HPCT_STORE_AUTO;
+    if (!strcmp(env, "off")) return HPCT_STORE_OFF;
+    if (!strcmp(env, "job")) return HPCT_STORE_JOB;
+    if (!strcmp(env, "node")) return HPCT_STORE_NODE;
+    return -1;
+}
+
+/* Store or not, from the request, the set's size, the world and the node's memory. */
+static int choose_store(hpct_dataset_t ds, int want, double bytes)
+{
+    const hpcti_data_comms_t *c = &ds->ctx->data_comms;
+    if (want == HPCT_STORE_OFF || !c->valid) return HPCT_STORE_OFF;
+    if (want == HPCT_STORE_NODE && (!c->uniform || ds->n > INT_MAX)) {
+        hpcti_log(ds->ctx, HPCT_LOG_WARN,
+                  "dataset %s: the node store needs nodes of equal rank counts (and < 2^31 "
+                  "samples); using the job store",
+                  ds->manifest_path);
+        return HPCT_STORE_JOB;
+    }
+    if (want != HPCT_STORE_AUTO) return want;
+    double budget = (double)ds->cfg.memory_budget_bytes;
+    double node = c->node_memory_bytes; /* the same on every rank */
+    int copies_too_big = node > 0 && bytes * c->local_size > node / 2;
+    if (c->size < 2 || (bytes <= budget && !copies_too_big)) return HPCT_STORE_OFF;
+    if (node > 0 && bytes <= node / 2 && c->uniform && ds->n <= INT_MAX) return HPCT_STORE_NODE;
+    return bytes / c->size <= budget ? HPCT_STORE_JOB : HPCT_STORE_OFF;
+}
+
 /* Totals from the manifest: samples, values per sample, and whether it all fits memory. */
 static hpct_status_t plan_sizes(hpct_dataset_t ds)
 {
@@ -126,18 +167,65 @@ static hpct_status_t plan_sizes(hpct_dataset_t ds)
     ds->n = 0;
     for (int i = 0; i < ds->man.num_shards; i++) ds->n += ds->man.shards[i].samples;
     double bytes = (double)ds->n * (double)(ds->features + ds->twidth) * 4.0;
+    ds->store_mode = choose_store(ds, ds->store_mode, bytes);
+    if (ds->store_mode == HPCT_STORE_JOB || ds->store_mode == HPCT_STORE_NODE) {
+        const hpcti_data_comms_t *c = &ds->ctx->data_comms;
+        hpcti_log(ds->ctx, HPCT_LOG_INFO,
+                  "dataset %s: %llu samples, %.1f MiB as fp32, %s store: each of %d ranks "
+                  "reads about 1/%d; %s (node %d holds %d ranks)",
+                  ds->manifest_path, (unsigned long long)ds->n, bytes / 1048576.0,
+                  ds->store_mode == HPCT_STORE_JOB ? "job" : "node", c->size, c->size,
+                  ds->store_mode == HPCT_STORE_JOB ? "each rank holds its part"
+                                                   : "each node holds the set in a shared window",
+                  c->node_id, c->local_size);
+        return HPCT_SUCCESS; /* streaming layout at open; store.c loads the block */
+    }
     ds->resident = bytes <= (double)ds->cfg.memory_budget_bytes;
+    /* Streaming holds the targets when they are at most 1/8 of the inputs (class labels):
+     * a shuffled batch then costs one read per run of inputs rows, not two. */
+    int hold_targets = !ds->resident && ds->twidth * 8 <= ds->features;
     hpcti_log(ds->ctx, HPCT_LOG_INFO, "dataset %s: %llu samples, %.1f MiB as fp32, %s",
               ds->manifest_path, (unsigned long long)ds->n, bytes / 1048576.0,
-              ds->resident ? "loaded into memory" : "streamed with pread");
-    if (!ds->resident) return HPCT_SUCCESS;
-    ds->res_inputs = alloc_resident(ds->ctx, ds->n * ds->features * sizeof(float));
+              ds->resident   ? "loaded into memory"
+              : hold_targets ? "inputs streamed with coalesced preadv, targets held in memory"
+                             : "streamed with coalesced preadv");
+    ds->resident_bytes = ds->resident   ? ds->n * (ds->features + ds->twidth) * 4
+                         : hold_targets ? ds->n * ds->twidth * 4
+                                        : 0;
+    int node_ranks = ds->ctx->data_comms.valid ? ds->ctx->data_comms.local_size : 1;
+    ds->node_resident_bytes = ds->resident_bytes * (uint64_t)node_ranks; /* a copy per rank */
+    if (!ds->resident && !hold_targets) return HPCT_SUCCESS;
+    if (ds->resident)
+        ds->res_inputs = alloc_resident(ds->ctx, ds->n * ds->features * sizeof(float));
     ds->res_targets = hpcti_calloc(ds->ctx, ds->n, ds->twidth * 4, "dataset targets");
-    return ds->res_inputs && ds->res_targets ? HPCT_SUCCESS : HPCT_ERR_NO_MEMORY;
+    return (ds->res_inputs || !ds->resident) && ds->res_targets ? HPCT_SUCCESS : HPCT_ERR_NO_MEMORY;
+}
+
+/* The checksum mode for the shard whose first sample is first: in store mode one rank, the
+ * owner of that sample, hashes the shard (the job hashes each shard once), the others
+ * compare its size; they agree on the result before any rank parses a shard. */
+static hpct_checksum_mode_t checksum_mode(hpct_dataset_t ds, uint64_t first, uint64_t count)
+{
+    if (ds->store_mode == HPCT_STORE_OFF || ds->cfg.checksum != HPCT_CHECKSUM_FULL)
+        return ds->cfg.checksum;
+    const hpcti_data_comms_t *c = &ds->ctx->data_comms;
+    uint64_t lo, hi;
+    hpcti_store_block(ds->n, c->size, c->rank, &lo, &hi);
+    (void)count;
+    return first >= lo && first < hi ? HPCT_CHECKSUM_FULL : HPCT_CHECKSUM_SIZE;
+}
+
+/* Stored bytes per sample that HDF5 loads at open: inputs and targets when resident, the
+ * targets when only they are held. */
+static uint64_t loaded_row_bytes(const hpct_dataset_t ds)
+{
+    uint64_t in = hpcti_layout_count(&ds->man.inputs) * hpcti_type_size(ds->man.inputs.type);
+    uint64_t tg = hpcti_layout_count(&ds->man.targets) * hpcti_type_size(ds->man.targets.type);
+    return (ds->resident ? in : 0) + (ds->res_targets ? tg : 0);
 }
 
 /* Verify, then open with HDF5, every shard in manifest order. */
-static hpct_status_t open_shards(hpct_dataset_t ds)
+static hpct_status_t verify_shards(hpct_dataset_t ds)
 {
     ds->shards = hpcti_calloc(ds->ctx, (size_t)ds->man.num_shards, sizeof *ds->shards, "shards");
     if (!ds->shards) return HPCT_ERR_NO_MEMORY;
@@ -150,8 +238,20 @@ static hpct_status_t open_shards(hpct_dataset_t ds)
         sh->first = first, sh->count = e->samples;
         sh->path = join_dir(ds->manifest_path, e->path);
         if (!sh->path) return hpcti_error(ds->ctx, HPCT_ERR_NO_MEMORY, "shard path");
-        hpct_status_t s = verify_shard(ds, e, sh->path);
+        hpct_status_t s = verify_shard(ds, e, sh->path, checksum_mode(ds, first, e->samples));
         if (s) return s;
+        first += e->samples;
+    }
+    return HPCT_SUCCESS;
+}
+
+/* Open every verified shard with HDF5: check it, load (resident) or locate (streaming) rows. */
+static hpct_status_t inspect_shards(hpct_dataset_t ds)
+{
+    for (int i = 0; i < ds->man.num_shards; i++) {
+        const hpcti_shard_entry_t *e = &ds->man.shards[i];
+        hpcti_shard_t *sh = &ds->shards[i];
+        uint64_t first = sh->first;
         hpcti_shard_job_t job = {ds->manifest_path,
                                  e,
                                  &ds->man.inputs,
@@ -161,15 +261,14 @@ static hpct_status_t open_shards(hpct_dataset_t ds)
                                  NULL,
                                  NULL,
                                  ds->targets_int};
-        if (ds->resident) {
-            job.resident_inputs = ds->res_inputs + first * ds->features;
+        if (ds->resident) job.resident_inputs = ds->res_inputs + first * ds->features;
+        if (ds->res_targets)
             job.resident_targets = (unsigned char *)ds->res_targets + first * ds->twidth * 4;
-        }
-        s = hpcti_shard_inspect(ds->ctx, &job, sh);
+        hpct_status_t s = hpcti_shard_inspect(ds->ctx, &job, sh);
         if (s) return s;
+        ds->bytes_read += e->samples * loaded_row_bytes(ds); /* HDF5 read them at open */
         if (!ds->resident && (sh->fd = open(sh->path, O_RDONLY | O_CLOEXEC)) < 0)
             return hpcti_error(ds->ctx, HPCT_ERR_IO, "shard %s: %s", sh->path, strerror(errno));
-        first += e->samples;
     }
     return HPCT_SUCCESS;
 }
@@ -210,8 +309,13 @@ static hpct_status_t open_all(hpct_dataset_t ds)
 {
     hpct_status_t s = load_manifest(ds);
     if (!s) s = plan_sizes(ds);
-    if (!s) s = open_shards(ds);
-    if (!s && ds->cfg.nonfinite == HPCT_NONFINITE_SKIP) s = scan_nonfinite(ds);
+    int store = ds->store_mode == HPCT_STORE_JOB || ds->store_mode == HPCT_STORE_NODE;
+    if (!s) s = verify_shards(ds);
+    /* stores: no rank parses a shard that another rank found corrupt */
+    if (store && (s = hpcti_store_agree(ds, s))) return s; /* failed on every rank alike */
+    if (!s) s = inspect_shards(ds);
+    if (!s && !store && ds->cfg.nonfinite == HPCT_NONFINITE_SKIP) s = scan_nonfinite(ds);
+    if (store) s = hpcti_store_open(ds, s); /* collective: agrees even on failure */
     return s;
 }
 
@@ -228,8 +332,21 @@ hpct_status_t hpct_dataset_open(hpct_ctx_t ctx, const char *manifest_path,
     hpct_dataset_t ds = hpcti_calloc(ctx, 1, sizeof *ds, "dataset");
     if (!ds) return HPCT_ERR_NO_MEMORY;
     ds->ctx = ctx;
-    ds->cfg = *cfg;
+    if (cfg->version >= 2) {
+        ds->cfg = *cfg;
+    } else { /* a version 1 struct ends before store */
+        memcpy(&ds->cfg, cfg, offsetof(hpct_data_config_t, store));
+        ds->cfg.store = HPCT_STORE_AUTO;
+    }
     ds->cfg.version = HPCT_DATA_CONFIG_VERSION;
+    ds->store_mode = requested_store(ds);
+    if ((ds->store_mode == HPCT_STORE_JOB || ds->store_mode == HPCT_STORE_NODE) &&
+        !ctx->data_comms.valid) {
+        hpcti_log(ctx, HPCT_LOG_WARN,
+                  "dataset %s: a store needs a context from hpct_init; reading without it",
+                  manifest_path);
+        ds->store_mode = HPCT_STORE_OFF;
+    }
     ds->held = -1;
     ds->perm_epoch = -1;
     pthread_mutex_init(&ds->mu, NULL);
@@ -237,9 +354,14 @@ hpct_status_t hpct_dataset_open(hpct_ctx_t ctx, const char *manifest_path,
     ds->manifest_path = strdup(manifest_path);
     ds->names[0] = strdup(cfg->inputs_name);
     ds->names[1] = strdup(cfg->targets_name);
-    s = ds->manifest_path && ds->names[0] && ds->names[1]
-            ? open_all(ds)
-            : hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "dataset %s: no memory", manifest_path);
+    if (ds->store_mode < 0)
+        s = hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                        "HPCT_DATA_STORE='%s' must be auto, off, job or node",
+                        getenv("HPCT_DATA_STORE"));
+    else if (!ds->manifest_path || !ds->names[0] || !ds->names[1])
+        s = hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "dataset %s: no memory", manifest_path);
+    else
+        s = open_all(ds);
     if (s) {
         hpct_dataset_close(ds);
         return s;
@@ -256,6 +378,7 @@ static void free_slots(hpct_dataset_t ds)
         free(ds->slots[i].inputs);
         free(ds->slots[i].targets);
         free(ds->slots[i].scratch);
+        free(ds->slots[i].idx);
     }
     free(ds->slots);
     ds->slots = NULL;
@@ -266,6 +389,7 @@ void hpct_dataset_close(hpct_dataset_t ds)
 {
     if (!ds) return;
     hpcti_reader_stop(ds);
+    hpcti_store_free(ds);
     free_slots(ds);
     for (int i = 0; i < ds->num_shards; i++) hpcti_shard_release(&ds->shards[i]);
     free(ds->shards);
@@ -288,6 +412,34 @@ hpct_status_t hpct_dataset_info(hpct_dataset_t ds, size_t *num_samples, int *inp
     return HPCT_SUCCESS;
 }
 
+/* CPUs this rank may count on: its affinity mask, shared by the ranks of its node when the
+ * mask is the whole machine (ranks not bound). */
+static double cpus_per_rank(hpct_dataset_t ds)
+{
+    cpu_set_t set;
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    double mine = sched_getaffinity(0, sizeof set, &set) ? (double)online : (double)CPU_COUNT(&set);
+    const hpcti_data_comms_t *c = &ds->ctx->data_comms;
+    if (c->valid && c->local_size > 1 && mine >= (double)online) mine /= c->local_size;
+    return mine;
+}
+
+/* The prefetch thread copies from the page cache or memory: CPU work, which only overlaps
+ * the caller's step when the rank has a second CPU for it (bench_reader --wait: with 2 CPUs
+ * it hides shuffled streaming, 37% -> 2% of a 1 ms step waiting; pinned to 1 CPU it waits
+ * 36% against 33% without the thread). */
+int hpcti_prefetch_rule(hpct_dataset_t ds)
+{
+    if (ds->cfg.prefetch_depth == 0 || ds->store_mode == HPCT_STORE_JOB) return 0;
+    const char *env = getenv("HPCT_PREFETCH_THREAD");
+    double cpus = cpus_per_rank(ds);
+    int use = env && *env ? strcmp(env, "0") != 0 : cpus >= 2.0;
+    hpcti_log(ds->ctx, HPCT_LOG_INFO, "dataset %s: prefetch thread %s (%.1f CPUs per rank%s)",
+              ds->manifest_path, use ? "on" : "off", cpus,
+              env && *env ? ", set by HPCT_PREFETCH_THREAD" : "");
+    return use;
+}
+
 /* Slots for depth batches in flight plus the one the caller holds. */
 static hpct_status_t alloc_slots(hpct_dataset_t ds)
 {
@@ -303,7 +455,8 @@ static hpct_status_t alloc_slots(hpct_dataset_t ds)
         sl->inputs = hpcti_calloc(ds->ctx, lb, ds->features * sizeof(float), "batch inputs");
         sl->targets = hpcti_calloc(ds->ctx, lb, ds->twidth * 4, "batch targets");
         sl->scratch = hpcti_calloc(ds->ctx, lb, raw, "batch scratch");
-        if (!sl->inputs || !sl->targets || !sl->scratch) return HPCT_ERR_NO_MEMORY;
+        sl->idx = hpcti_calloc(ds->ctx, lb, sizeof(uint64_t), "batch indices");
+        if (!sl->inputs || !sl->targets || !sl->scratch || !sl->idx) return HPCT_ERR_NO_MEMORY;
     }
     return HPCT_SUCCESS;
 }
@@ -336,6 +489,8 @@ hpct_status_t hpct_dataset_partition(hpct_dataset_t ds, int rank, int world_size
         return HPCT_ERR_NO_MEMORY;
     }
     hpct_status_t s = alloc_slots(ds);
+    if (!s && ds->store_mode == HPCT_STORE_JOB) s = hpcti_store_partition(ds);
+    ds->threaded = hpcti_prefetch_rule(ds);
     if (s) {
         ds->global_batch = 0;
         return s;
@@ -382,5 +537,20 @@ hpct_status_t hpct_dataset_skipped(hpct_dataset_t ds, long *count)
 {
     if (!ds || !count) return HPCT_ERR_INVALID_ARG;
     *count = ds->skipped;
+    return HPCT_SUCCESS;
+}
+
+hpct_status_t hpct_dataset_stats(hpct_dataset_t ds, hpct_data_stats_t *stats)
+{
+    if (!ds || !stats) return HPCT_ERR_INVALID_ARG;
+    memset(stats, 0, sizeof *stats);
+    stats->version = HPCT_DATA_STATS_VERSION;
+    stats->store = ds->store_mode == HPCT_STORE_AUTO ? HPCT_STORE_OFF : ds->store_mode;
+    stats->bytes_read = __atomic_load_n(&ds->bytes_read, __ATOMIC_RELAXED);
+    stats->epoch_bytes_read = stats->bytes_read - ds->epoch_bytes0;
+    stats->hashed_bytes = ds->hashed_bytes;
+    stats->resident_bytes = ds->resident_bytes;
+    stats->node_resident_bytes = ds->node_resident_bytes;
+    stats->exchange_bytes = ds->exchange_bytes;
     return HPCT_SUCCESS;
 }

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 /* ---- the permutation (contract) ---------------------------------------- */
@@ -65,63 +66,6 @@ int hpcti_shard_of(const hpct_dataset_t ds, uint64_t g)
     return lo;
 }
 
-/* pread exactly len bytes at off, or explain why not into err. */
-static hpct_status_t read_exact(const hpcti_shard_t *sh, const char *name, void *buf, size_t len,
-                                uint64_t off, char *err, size_t errlen)
-{
-    unsigned char *p = buf;
-    while (len) {
-        ssize_t got = pread(sh->fd, p, len, (off_t)off);
-        if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) {
-            snprintf(err, errlen, "shard %s dataset /%s: %s at byte %llu (truncated?)", sh->path,
-                     name, got < 0 ? strerror(errno) : "end of file", (unsigned long long)off);
-            return HPCT_ERR_IO;
-        }
-        p += got, len -= (size_t)got, off += (uint64_t)got;
-    }
-    return HPCT_SUCCESS;
-}
-
-/* Raw bytes of rows [row, row + count) of one array of a shard, chunk by chunk. */
-static hpct_status_t read_rows_raw(const hpcti_shard_t *sh, const hpcti_rows_src_t *src,
-                                   const char *name, uint64_t row, uint64_t count,
-                                   unsigned char *dst, char *err, size_t errlen)
-{
-    if (!src->chunk_rows)
-        return read_exact(sh, name, dst, count * src->row_bytes, src->base + row * src->row_bytes,
-                          err, errlen);
-    while (count) {
-        uint64_t k = row / src->chunk_rows, in_chunk = row % src->chunk_rows;
-        uint64_t take = src->chunk_rows - in_chunk < count ? src->chunk_rows - in_chunk : count;
-        hpct_status_t s = read_exact(sh, name, dst, take * src->row_bytes,
-                                     src->chunk_addr[k] + in_chunk * src->row_bytes, err, errlen);
-        if (s) return s;
-        row += take, count -= take, dst += take * src->row_bytes;
-    }
-    return HPCT_SUCCESS;
-}
-
-/* Rows [row, row+count) of one array, converted into dst (fp32, or int32 when as_int). */
-static hpct_status_t read_rows(const hpcti_shard_t *sh, const hpcti_rows_src_t *src,
-                               const char *name, hpcti_type_t type, int as_int, uint64_t row,
-                               uint64_t count, void *dst, unsigned char *scratch, char *err,
-                               size_t errlen)
-{
-    int direct = type == (as_int ? HPCTI_I32 : HPCTI_F32);
-    unsigned char *raw = direct ? dst : scratch;
-    hpct_status_t s = read_rows_raw(sh, src, name, row, count, raw, err, errlen);
-    if (s || direct) return s;
-    size_t values = count * (src->row_bytes / hpcti_type_size(type));
-    if (as_int)
-        hpcti_convert_i32(type, raw, dst, values);
-    else
-        hpcti_convert_f32(type, raw, dst, values);
-    return HPCT_SUCCESS;
-}
-
-/* Rows of samples idx[0..count) into inputs/targets: runs of consecutive indices in one shard
- * become one read per array (coalescing); resident mode copies from memory. */
 /* Ask the cache for a whole row ahead of its copy: rows of a shuffled batch lie far apart,
  * so the hardware prefetcher only starts after a few misses per row. */
 static inline void prefetch_row(const void *row, size_t bytes)
@@ -130,36 +74,140 @@ static inline void prefetch_row(const void *row, size_t bytes)
     for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off, 0, 0);
 }
 
+/* Resident mode: one copy per run of consecutive samples, from memory. */
+static void copy_resident(hpct_dataset_t ds, const uint64_t *idx, size_t count, float *inputs,
+                          unsigned char *tg)
+{
+    size_t in_row = ds->features * sizeof(float), tg_row = ds->twidth * 4;
+    for (size_t j = 0; j < count;) {
+        size_t run = 1;
+        while (j + run < count && idx[j + run] == idx[j] + run) run++;
+        if (j + run < count) prefetch_row(ds->res_inputs + idx[j + run] * ds->features, in_row);
+        memcpy(inputs + j * ds->features, ds->res_inputs + idx[j] * ds->features, run * in_row);
+        memcpy(tg + j * tg_row, (unsigned char *)ds->res_targets + idx[j] * tg_row, run * tg_row);
+        j += run;
+    }
+}
+
+/* File offset of row `row` of one array of a shard. */
+static uint64_t row_offset(const hpcti_rows_src_t *src, uint64_t row)
+{
+    if (!src->chunk_rows) return src->base + row * src->row_bytes;
+    return src->chunk_addr[row / src->chunk_rows] + (row % src->chunk_rows) * src->row_bytes;
+}
+
+/* One row to read: its shard, file offset and place in the batch. */
+typedef struct row_req {
+    uint32_t shard, pos;
+    uint64_t off;
+} row_req_t;
+
+static int by_shard_then_offset(const void *a, const void *b)
+{
+    const row_req_t *x = a, *y = b;
+    if (x->shard != y->shard) return x->shard < y->shard ? -1 : 1;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* preadv exactly the bytes of iov[0..n) from off (a contiguous file range), or explain. */
+static hpct_status_t readv_exact(hpct_dataset_t ds, const hpcti_shard_t *sh, const char *name,
+                                 struct iovec *iov, int n, uint64_t off, char *err, size_t errlen)
+{
+    while (n > 0) {
+        ssize_t got = preadv(sh->fd, iov, n, (off_t)off);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) {
+            snprintf(err, errlen, "shard %s dataset /%s: %s at byte %llu (truncated?)", sh->path,
+                     name, got < 0 ? strerror(errno) : "end of file", (unsigned long long)off);
+            return HPCT_ERR_IO;
+        }
+        __atomic_fetch_add(&ds->bytes_read, (uint64_t)got, __ATOMIC_RELAXED);
+        off += (uint64_t)got;
+        while (n > 0 && (size_t)got >= iov->iov_len) got -= (ssize_t)iov->iov_len, iov++, n--;
+        if (n > 0) iov->iov_base = (char *)iov->iov_base + got, iov->iov_len -= (size_t)got;
+    }
+    return HPCT_SUCCESS;
+}
+
+/* Raw rows of samples idx[0..count) of one array (0 inputs, 1 targets) into raw, in batch
+ * order, [count, row_bytes]: the requests are sorted by shard and file offset and each run of
+ * adjacent rows becomes one preadv whose buffers are the rows' places in the batch. */
+static hpct_status_t read_array(hpct_dataset_t ds, int array, const uint64_t *idx, size_t count,
+                                unsigned char *raw, row_req_t *req, struct iovec *iov, char *err,
+                                size_t errlen)
+{
+    for (size_t j = 0; j < count; j++) {
+        int k = hpcti_shard_of(ds, idx[j]);
+        const hpcti_shard_t *sh = &ds->shards[k];
+        req[j] = (row_req_t){(uint32_t)k, (uint32_t)j,
+                             row_offset(array ? &sh->tg : &sh->in, idx[j] - sh->first)};
+    }
+    size_t sorted = 1; /* sequential batches come sorted: skip the sort */
+    while (sorted < count && by_shard_then_offset(&req[sorted - 1], &req[sorted]) <= 0) sorted++;
+    if (sorted < count) qsort(req, count, sizeof *req, by_shard_then_offset);
+    for (size_t j = 0; j < count;) {
+        const hpcti_shard_t *sh = &ds->shards[req[j].shard];
+        size_t rb = (size_t)(array ? sh->tg.row_bytes : sh->in.row_bytes);
+        int n = 0;
+        uint64_t start = req[j].off;
+        do {
+            unsigned char *to = raw + (size_t)req[j].pos * rb;
+            if (n && (unsigned char *)iov[n - 1].iov_base + iov[n - 1].iov_len == to)
+                iov[n - 1].iov_len += rb; /* adjacent in the file and in the batch */
+            else
+                iov[n++] = (struct iovec){to, rb};
+            j++;
+        } while (j < count && n < HPCTI_MAX_IOV && req[j].shard == req[j - 1].shard &&
+                 req[j].off == req[j - 1].off + rb);
+        hpct_status_t s = readv_exact(ds, sh, ds->names[array], iov, n, start, err, errlen);
+        if (s) return s;
+    }
+    return HPCT_SUCCESS;
+}
+
+/* Rows of one array into dst (fp32, or int32 when as_int), through scratch when the stored
+ * type differs. */
+static hpct_status_t stream_array(hpct_dataset_t ds, int array, const uint64_t *idx, size_t count,
+                                  void *dst, unsigned char *scratch, char *err, size_t errlen)
+{
+    hpcti_type_t type = array ? ds->man.targets.type : ds->man.inputs.type;
+    int as_int = array && ds->targets_int;
+    int direct = type == (as_int ? HPCTI_I32 : HPCTI_F32);
+    row_req_t req[HPCTI_MAX_IOV];
+    struct iovec iov[HPCTI_MAX_IOV];
+    size_t values = array ? ds->twidth : ds->features;
+    for (size_t done = 0; done < count;) { /* HPCTI_MAX_IOV rows at a time */
+        size_t part = count - done < HPCTI_MAX_IOV ? count - done : HPCTI_MAX_IOV;
+        unsigned char *out = (unsigned char *)dst + done * values * 4;
+        unsigned char *raw = direct ? out : scratch;
+        hpct_status_t s = read_array(ds, array, idx + done, part, raw, req, iov, err, errlen);
+        if (s) return s;
+        if (!direct && as_int)
+            hpcti_convert_i32(type, raw, (int32_t *)(void *)out, part * values);
+        else if (!direct)
+            hpcti_convert_f32(type, raw, (float *)(void *)out, part * values);
+        done += part;
+    }
+    return HPCT_SUCCESS;
+}
+
+/* Rows of samples idx[0..count) into inputs/targets: resident mode copies from memory;
+ * streaming reads the inputs (and the targets unless they are held) with coalesced preadv. */
 hpct_status_t hpcti_load_samples(hpct_dataset_t ds, const uint64_t *idx, size_t count,
                                  float *inputs, void *targets, unsigned char *scratch, char *err,
                                  size_t errlen)
 {
-    size_t in_row = ds->features * sizeof(float), tg_row = ds->twidth * 4;
-    unsigned char *tg = targets;
-    for (size_t j = 0; j < count;) {
-        size_t run = 1;
-        if (ds->resident) { /* one copy per run of consecutive samples */
-            while (j + run < count && idx[j + run] == idx[j] + run) run++;
-            if (j + run < count) prefetch_row(ds->res_inputs + idx[j + run] * ds->features, in_row);
-            memcpy(inputs + j * ds->features, ds->res_inputs + idx[j] * ds->features, run * in_row);
-            memcpy(tg + j * tg_row, (unsigned char *)ds->res_targets + idx[j] * tg_row,
-                   run * tg_row);
-            j += run;
-            continue;
-        }
-        const hpcti_shard_t *sh = &ds->shards[hpcti_shard_of(ds, idx[j])];
-        while (j + run < count && idx[j + run] == idx[j] + run &&
-               idx[j + run] < sh->first + sh->count)
-            run++;
-        uint64_t row = idx[j] - sh->first;
-        hpct_status_t s = read_rows(sh, &sh->in, ds->names[0], ds->man.inputs.type, 0, row, run,
-                                    inputs + j * ds->features, scratch, err, errlen);
-        if (!s)
-            s = read_rows(sh, &sh->tg, ds->names[1], ds->man.targets.type, ds->targets_int, row,
-                          run, tg + j * tg_row, scratch, err, errlen);
-        if (s) return s;
-        j += run;
+    if (ds->resident) {
+        copy_resident(ds, idx, count, inputs, targets);
+        return HPCT_SUCCESS;
     }
+    hpct_status_t s = stream_array(ds, 0, idx, count, inputs, scratch, err, errlen);
+    if (s) return s;
+    if (!ds->res_targets) return stream_array(ds, 1, idx, count, targets, scratch, err, errlen);
+    size_t tg_row = ds->twidth * 4;
+    for (size_t j = 0; j < count; j++)
+        memcpy((unsigned char *)targets + j * tg_row,
+               (unsigned char *)ds->res_targets + idx[j] * tg_row, tg_row);
     return HPCT_SUCCESS;
 }
 
@@ -194,23 +242,21 @@ static long first_nonfinite(const float *x, size_t count, size_t features, size_
 
 /* ---- producing batches ------------------------------------------------ */
 
-/* Global indices of batch (epoch, step) into ds->batch_idx. */
-static hpct_status_t batch_indices(hpct_dataset_t ds, long epoch, long step)
+void hpcti_batch_indices(hpct_dataset_t ds, long epoch, long step)
 {
     uint64_t start = (uint64_t)step * (uint64_t)ds->global_batch;
     if (!ds->cfg.shuffle) {
         for (int i = 0; i < ds->global_batch; i++) ds->batch_idx[i] = start + (uint64_t)i;
-        return HPCT_SUCCESS;
+        return;
     }
     if (ds->perm_epoch != epoch) {
         hpct_data_permutation(ds->cfg.seed, epoch, ds->n, ds->perm);
         ds->perm_epoch = epoch;
     }
     memcpy(ds->batch_idx, ds->perm + start, (size_t)ds->global_batch * sizeof(uint64_t));
-    return HPCT_SUCCESS;
 }
 
-static int batch_is_bad(const hpct_dataset_t ds)
+int hpcti_batch_is_bad(const hpct_dataset_t ds)
 {
     if (!ds->bad) return 0;
     for (int i = 0; i < ds->global_batch; i++) {
@@ -220,7 +266,7 @@ static int batch_is_bad(const hpct_dataset_t ds)
     return 0;
 }
 
-static void advance(long *epoch, long *step, long steps)
+void hpcti_advance(long *epoch, long *step, long steps)
 {
     if (++*step == steps) *step = 0, ++*epoch;
 }
@@ -237,64 +283,82 @@ static void nonfinite_message(hpct_dataset_t ds, const uint64_t *local, long j, 
              (unsigned long long)local[j], k);
 }
 
-/* Build the next batch from producer position (pe, ps) into slot, skipping bad batches. */
-static void produce(hpct_dataset_t ds, hpcti_slot_t *slot)
+/* The next batch position (pe, ps) for slot, skipping bad batches, with this rank's indices
+ * copied to slot->idx. Under ds->mu when the thread runs: it moves the shared producer. */
+static void assign(hpct_dataset_t ds, hpcti_slot_t *slot)
 {
     slot->skipped = 0;
     slot->status = HPCT_SUCCESS;
     for (;;) {
-        batch_indices(ds, ds->pe, ds->ps);
-        if (batch_is_bad(ds)) {
-            advance(&ds->pe, &ds->ps, ds->steps);
-            if (++slot->skipped >= ds->steps) {
-                slot->status = HPCT_ERR_NONFINITE;
-                snprintf(slot->err, sizeof slot->err,
-                         "every global batch of an epoch of %s holds a non-finite input in "
-                         "/%s; nothing left to train on",
-                         ds->manifest_path, ds->names[0]);
-                return;
-            }
-            continue;
-        }
-        slot->epoch = ds->pe, slot->step = ds->ps;
-        const uint64_t *local = ds->batch_idx + (size_t)ds->rank * (size_t)ds->local_batch;
-        slot->status =
-            hpcti_load_samples(ds, local, (size_t)ds->local_batch, slot->inputs, slot->targets,
-                               slot->scratch, slot->err, sizeof slot->err);
-        size_t k = 0;
-        long j = slot->status || ds->cfg.nonfinite != HPCT_NONFINITE_ERROR
-                     ? -1
-                     : first_nonfinite(slot->inputs, (size_t)ds->local_batch, ds->features, &k);
-        if (j >= 0) {
+        hpcti_batch_indices(ds, ds->pe, ds->ps);
+        if (!hpcti_batch_is_bad(ds)) break;
+        hpcti_advance(&ds->pe, &ds->ps, ds->steps);
+        if (++slot->skipped >= ds->steps) {
             slot->status = HPCT_ERR_NONFINITE;
-            nonfinite_message(ds, local, j, k, slot->err, sizeof slot->err);
+            snprintf(slot->err, sizeof slot->err,
+                     "every global batch of an epoch of %s holds a non-finite input in /%s; "
+                     "nothing left to train on",
+                     ds->manifest_path, ds->names[0]);
+            return;
         }
-        advance(&ds->pe, &ds->ps, ds->steps);
-        return;
     }
+    slot->epoch = ds->pe, slot->step = ds->ps;
+    memcpy(slot->idx, ds->batch_idx + (size_t)ds->rank * (size_t)ds->local_batch,
+           (size_t)ds->local_batch * sizeof(uint64_t));
+    hpcti_advance(&ds->pe, &ds->ps, ds->steps);
+}
+
+/* The rows of slot->idx into the slot, checked for non-finite inputs. Needs no lock: the
+ * slot belongs to whoever claimed it until it is READY. */
+static void fill(hpct_dataset_t ds, hpcti_slot_t *slot)
+{
+    if (slot->status) return;
+    size_t lb = (size_t)ds->local_batch, k = 0;
+    slot->status = hpcti_load_samples(ds, slot->idx, lb, slot->inputs, slot->targets, slot->scratch,
+                                      slot->err, sizeof slot->err);
+    long j = slot->status || ds->cfg.nonfinite != HPCT_NONFINITE_ERROR
+                 ? -1
+                 : first_nonfinite(slot->inputs, lb, ds->features, &k);
+    if (j >= 0) {
+        slot->status = HPCT_ERR_NONFINITE;
+        nonfinite_message(ds, slot->idx, j, k, slot->err, sizeof slot->err);
+    }
+}
+
+/* Under ds->mu: take the slot at the tail of the ring for the next batch. */
+static hpcti_slot_t *claim(hpct_dataset_t ds)
+{
+    hpcti_slot_t *slot = &ds->slots[ds->tail];
+    slot->state = HPCTI_SLOT_FILLING;
+    assign(ds, slot);
+    ds->tail = (ds->tail + 1) % ds->num_slots;
+    return slot;
+}
+
+/* Fill a claimed slot outside the lock, then publish it. */
+static void fill_and_publish(hpct_dataset_t ds, hpcti_slot_t *slot)
+{
+    pthread_mutex_unlock(&ds->mu);
+    fill(ds, slot);
+    pthread_mutex_lock(&ds->mu);
+    slot->state = HPCTI_SLOT_READY;
+    pthread_cond_broadcast(&ds->cv);
 }
 
 static void *prefetch_main(void *arg)
 {
     hpct_dataset_t ds = arg;
+    pthread_mutex_lock(&ds->mu);
     for (;;) {
-        pthread_mutex_lock(&ds->mu);
         while (!ds->stop && ds->slots[ds->tail].state != HPCTI_SLOT_FREE)
             pthread_cond_wait(&ds->cv, &ds->mu);
-        if (ds->stop) {
-            pthread_mutex_unlock(&ds->mu);
-            return NULL;
-        }
-        hpcti_slot_t *slot = &ds->slots[ds->tail];
-        pthread_mutex_unlock(&ds->mu);
-        produce(ds, slot); /* the slot is ours while FREE and not yet published */
-        pthread_mutex_lock(&ds->mu);
-        slot->state = HPCTI_SLOT_READY;
-        ds->tail = (ds->tail + 1) % ds->num_slots;
-        pthread_cond_broadcast(&ds->cv);
-        pthread_mutex_unlock(&ds->mu);
-        if (slot->status) return NULL; /* the consumer reports it and restarts us */
+        if (ds->stop) break;
+        hpcti_slot_t *slot = claim(ds);
+        fill_and_publish(ds, slot);
+        if (slot->status) break; /* the consumer reports it and restarts us */
     }
+    pthread_mutex_unlock(&ds->mu);
+    return NULL;
 }
 
 void hpcti_reader_stop(hpct_dataset_t ds)
@@ -317,7 +381,13 @@ hpct_status_t hpcti_reader_restart(hpct_dataset_t ds)
     ds->held = -1;
     ds->pe = ds->epoch, ds->ps = ds->step;
     ds->stop = 0;
-    if (ds->cfg.prefetch_depth == 0) return HPCT_SUCCESS;
+    if (ds->store_mode ==
+        HPCT_STORE_JOB) { /* no thread: MPI runs FUNNELED; the store posts one batch ahead */
+        hpct_status_t s = hpcti_store_drain(ds);
+        hpcti_store_reset(ds);
+        return s;
+    }
+    if (!ds->threaded) return HPCT_SUCCESS;
     if (pthread_create(&ds->thread, NULL, prefetch_main, ds))
         return hpcti_error(ds->ctx, HPCT_ERR_NO_MEMORY, "cannot start the prefetch thread for %s",
                            ds->manifest_path);
@@ -328,8 +398,9 @@ hpct_status_t hpcti_reader_restart(hpct_dataset_t ds)
 /* Take the next ready slot (waiting for the prefetch thread), or build it here. */
 static hpcti_slot_t *take_slot(hpct_dataset_t ds)
 {
-    if (ds->cfg.prefetch_depth == 0) {
-        produce(ds, &ds->slots[0]);
+    if (!ds->threaded) {
+        assign(ds, &ds->slots[0]);
+        fill(ds, &ds->slots[0]);
         return &ds->slots[0];
     }
     pthread_mutex_lock(&ds->mu);
@@ -338,13 +409,55 @@ static hpcti_slot_t *take_slot(hpct_dataset_t ds)
         ds->held = -1;
         pthread_cond_broadcast(&ds->cv);
     }
-    while (ds->slots[ds->head].state != HPCTI_SLOT_READY) pthread_cond_wait(&ds->cv, &ds->mu);
+    /* While the next batch is not ready, fill the next free slot here (the head one when the
+     * thread is behind or has no CPU now) rather than sleep until the thread is scheduled;
+     * wait only when every slot is claimed. */
+    while (ds->slots[ds->head].state != HPCTI_SLOT_READY) {
+        if (ds->slots[ds->tail].state == HPCTI_SLOT_FREE)
+            fill_and_publish(ds, claim(ds));
+        else
+            pthread_cond_wait(&ds->cv, &ds->mu);
+    }
     hpcti_slot_t *slot = &ds->slots[ds->head];
     slot->state = HPCTI_SLOT_HELD;
     ds->held = ds->head;
     ds->head = (ds->head + 1) % ds->num_slots;
     pthread_mutex_unlock(&ds->mu);
     return slot;
+}
+
+/* The consumer cursor moves past slot; a new epoch restarts the epoch's read count. */
+static void consumed(hpct_dataset_t ds, const hpcti_slot_t *slot)
+{
+    long before = ds->epoch;
+    ds->skipped += slot->skipped;
+    ds->epoch = slot->epoch, ds->step = slot->step;
+    hpcti_advance(&ds->epoch, &ds->step, ds->steps);
+    if (ds->epoch != before) ds->epoch_bytes0 = __atomic_load_n(&ds->bytes_read, __ATOMIC_RELAXED);
+}
+
+/* Store mode: the exchanged batch, checked for non-finite inputs like produce() does. */
+static hpct_status_t store_next(hpct_dataset_t ds, const float **inputs, const void **targets)
+{
+    hpcti_slot_t *slot = &ds->slots[0];
+    hpct_status_t s = hpcti_store_next(ds, slot);
+    if (s) return s;
+    size_t k = 0;
+    long j = ds->cfg.nonfinite != HPCT_NONFINITE_ERROR
+                 ? -1
+                 : first_nonfinite(slot->inputs, (size_t)ds->local_batch, ds->features, &k);
+    if (j >= 0) {
+        const uint64_t *local = ds->batch_idx + (size_t)ds->rank * (size_t)ds->local_batch;
+        hpcti_batch_indices(ds, slot->epoch, slot->step);
+        nonfinite_message(ds, local, j, k, slot->err, sizeof slot->err);
+        s = hpcti_error(ds->ctx, HPCT_ERR_NONFINITE, "%s", slot->err);
+        hpcti_store_fail(ds, s); /* the next batch is already in flight: stop here */
+        return s;
+    }
+    consumed(ds, slot);
+    if (inputs) *inputs = slot->inputs;
+    if (targets) *targets = slot->targets;
+    return HPCT_SUCCESS;
 }
 
 hpct_status_t hpct_dataset_next(hpct_dataset_t ds, const float **inputs, const void **targets)
@@ -355,7 +468,8 @@ hpct_status_t hpct_dataset_next(hpct_dataset_t ds, const float **inputs, const v
         return hpcti_error(ds->ctx, HPCT_ERR_STATE,
                            "dataset %s: call hpct_dataset_partition before hpct_dataset_next",
                            ds->manifest_path);
-    if (ds->cfg.prefetch_depth > 0 && !ds->running) {
+    if (ds->store_mode == HPCT_STORE_JOB) return store_next(ds, inputs, targets);
+    if (ds->threaded && !ds->running) {
         hpct_status_t s = hpcti_reader_restart(ds);
         if (s) return s;
     }
@@ -366,9 +480,7 @@ hpct_status_t hpct_dataset_next(hpct_dataset_t ds, const float **inputs, const v
         ds->pe = ds->epoch, ds->ps = ds->step;
         return s;
     }
-    ds->skipped += slot->skipped;
-    ds->epoch = slot->epoch, ds->step = slot->step;
-    advance(&ds->epoch, &ds->step, ds->steps);
+    consumed(ds, slot);
     if (inputs) *inputs = slot->inputs;
     if (targets) *targets = slot->targets;
     return HPCT_SUCCESS;

@@ -6,10 +6,17 @@
 
 #include <pthread.h>
 
-enum hpcti_slot_state { HPCTI_SLOT_FREE, HPCTI_SLOT_READY, HPCTI_SLOT_HELD };
+/* Rows per preadv (and per sort) of the streaming reader; at most IOV_MAX. */
+#define HPCTI_MAX_IOV 256
+
+/* FREE -> FILLING (claimed by the thread or the consumer, position assigned) -> READY -> HELD. */
+enum hpcti_slot_state { HPCTI_SLOT_FREE, HPCTI_SLOT_FILLING, HPCTI_SLOT_READY, HPCTI_SLOT_HELD };
 
 /* One prefetched batch: this rank's rows and where in the stream they come from. */
 typedef struct hpcti_slot {
+    /* Rows per preadv (and per sort) of the streaming reader; at most IOV_MAX. */
+#define HPCTI_MAX_IOV 256
+
     enum hpcti_slot_state state;
     long epoch, step;     /* position of this batch */
     long skipped;         /* global batches skipped just before it */
@@ -18,6 +25,7 @@ typedef struct hpcti_slot {
     float *inputs;          /* [local_batch, features] */
     void *targets;          /* [local_batch, target width], int32 or fp32 */
     unsigned char *scratch; /* raw rows before type conversion */
+    uint64_t *idx;          /* [local_batch] global indices of this rank's rows */
 } hpcti_slot_t;
 
 struct hpct_dataset {
@@ -32,9 +40,17 @@ struct hpct_dataset {
     size_t features, twidth; /* values per sample */
     int targets_int;
     int resident;
-    float *res_inputs;  /* resident: [n, features] */
-    void *res_targets;  /* resident: [n, twidth] */
-    unsigned char *bad; /* SKIP policy: bit i set when sample i is non-finite */
+    float *res_inputs;     /* resident: [n, features] */
+    void *res_targets;     /* resident, or held while streaming the inputs: [n, twidth] */
+    uint64_t bytes_read;   /* from the shard files after open (atomic: the prefetch thread adds) */
+    uint64_t hashed_bytes; /* read to verify checksums at open */
+    uint64_t resident_bytes;      /* sample bytes this rank holds in memory */
+    uint64_t node_resident_bytes; /* ... and the ranks of its node together */
+    uint64_t epoch_bytes0;        /* bytes_read when the consumer's epoch began */
+    uint64_t exchange_bytes;      /* store mode: sample bytes sent to other ranks */
+    int store_mode;               /* HPCT_STORE_JOB or HPCT_STORE_OFF (resolved at open) */
+    struct hpcti_store *store;    /* store mode: this rank's block and the exchange */
+    unsigned char *bad;           /* SKIP policy: bit i set when sample i is non-finite */
     /* partition */
     int rank, world, global_batch, local_batch;
     long steps;
@@ -49,11 +65,15 @@ struct hpct_dataset {
     int num_slots, head, tail, held;
     hpcti_slot_t *slots;
     pthread_t thread;
+    int threaded; /* the prefetch thread is used (hpcti_prefetch_rule) */
     int running, stop;
     pthread_mutex_t mu;
     pthread_cond_t cv;
 };
 
+/* Whether to run the prefetch thread: prefetch_depth > 0 and the rank has a CPU to spare for
+ * it (HPCT_PREFETCH_THREAD=0/1 overrides); logs the choice. */
+int hpcti_prefetch_rule(hpct_dataset_t ds);
 /* Stop the prefetch thread (if any) and wait for it. */
 void hpcti_reader_stop(hpct_dataset_t ds);
 /* Reset the ring and the producer to the consumer cursor; start the thread if depth > 0. */
@@ -64,5 +84,32 @@ HPCTI_CHECK hpct_status_t hpcti_load_samples(hpct_dataset_t ds, const uint64_t *
                                  size_t errlen);
 /* Index of the shard holding global sample g. */
 int hpcti_shard_of(const hpct_dataset_t ds, uint64_t g);
+/* Global indices of batch (epoch, step) into ds->batch_idx. */
+void hpcti_batch_indices(hpct_dataset_t ds, long epoch, long step);
+/* 1 when ds->batch_idx holds a sample marked non-finite (skip policy). */
+int hpcti_batch_is_bad(const hpct_dataset_t ds);
+/* One step forward in the stream of steps batches per epoch. */
+void hpcti_advance(long *epoch, long *step, long steps);
+
+/* ---- the distributed sample store (store.c) ---- */
+/* Samples [lo, hi) of block b when n samples are split over p ranks. */
+void hpcti_store_block(uint64_t n, int p, int b, uint64_t *lo, uint64_t *hi);
+/* After the shards are open (status so_far): load this rank's block (store mode), then agree
+ * with every rank; a failure anywhere fails here everywhere, naming the first failing rank. */
+hpct_status_t hpcti_store_open(hpct_dataset_t ds, hpct_status_t so_far);
+/* Agree across the job on each rank's status so far (collective): the first failing rank's
+ * error on every rank, or success everywhere. */
+hpct_status_t hpcti_store_agree(hpct_dataset_t ds, hpct_status_t mine);
+/* Buffers for the partition in ds (rank/world must be the context's). */
+hpct_status_t hpcti_store_partition(hpct_dataset_t ds);
+/* The batch at the producer position into slot; posts the exchange of the one after. */
+hpct_status_t hpcti_store_next(hpct_dataset_t ds, hpcti_slot_t *slot);
+/* Wait for an exchange in flight and drop it (cursor changes, close). */
+hpct_status_t hpcti_store_drain(hpct_dataset_t ds);
+/* Producer back to the consumer cursor; forget a failure. */
+void hpcti_store_reset(hpct_dataset_t ds);
+/* Record that slot could not be served (status in ctx): later calls repeat it. */
+void hpcti_store_fail(hpct_dataset_t ds, hpct_status_t s);
+void hpcti_store_free(hpct_dataset_t ds);
 
 #endif

@@ -71,7 +71,10 @@ module hpctrain
         HPCT_CHECKSUM_OFF = 2
     integer(c_int), parameter, public :: HPCT_NONFINITE_ERROR = 0, HPCT_NONFINITE_SKIP = 1
     integer(c_int), parameter, public :: HPCT_DTYPE_FLOAT32 = 0, HPCT_DTYPE_INT32 = 1
-    integer(c_int), parameter, public :: HPCT_DATA_CONFIG_VERSION = 1
+    integer(c_int), parameter, public :: HPCT_STORE_AUTO = 0, HPCT_STORE_OFF = 1, &
+        HPCT_STORE_JOB = 2, HPCT_STORE_NODE = 3
+    integer(c_int), parameter, public :: HPCT_DATA_CONFIG_VERSION = 2
+    integer(c_int), parameter, public :: HPCT_DATA_STATS_VERSION = 1
     integer, parameter, public :: HPCT_SHARD_MAX_RANK = 9 ! N and up to 8 per-sample dimensions
     integer(c_int), parameter, public :: HPCT_SHARD_CONFIG_VERSION = 1
     integer(c_int), parameter, public :: HPCT_TRANSPORT_FP32 = 0, HPCT_TRANSPORT_BF16 = 1, &
@@ -175,6 +178,14 @@ module hpctrain
         integer(c_int64_t) :: seed = 42
         integer(c_int) :: prefetch_depth = 2
         integer(c_size_t) :: memory_budget_bytes = 1073741824_c_size_t
+        integer(c_int) :: store = HPCT_STORE_AUTO    ! HPCT_STORE_AUTO, _OFF, _JOB or _NODE
+    end type
+
+    type, bind(C), public :: hpct_data_stats_t
+        integer(c_int) :: version = HPCT_DATA_STATS_VERSION
+        integer(c_int) :: store = HPCT_STORE_OFF
+        integer(c_int64_t) :: bytes_read = 0, epoch_bytes_read = 0, hashed_bytes = 0
+        integer(c_int64_t) :: resident_bytes = 0, node_resident_bytes = 0, exchange_bytes = 0
     end type
 
     type, bind(C), public :: hpct_shard_config_t
@@ -231,6 +242,8 @@ module hpctrain
         integer(c_long) :: steps_per_epoch = 0, total_steps = 0
         real(c_double) :: loss = 0, lr = 0, samples_per_s = 0
         real(c_double) :: data_wait_share = 0, comm_share = 0, eta_s = 0
+        real(c_double) :: data_epoch_bytes_read = 0, data_resident_bytes = 0
+        real(c_double) :: data_node_resident_bytes = 0, data_exchange_bytes = 0
     end type
 
     type, bind(C), public :: hpct_train_config_t
@@ -291,7 +304,7 @@ module hpctrain
         c_hpct_dataset_close, c_hpct_dataset_info, c_hpct_dataset_partition, &
         c_hpct_dataset_steps_per_epoch, c_hpct_dataset_next, c_hpct_dataset_next_into, &
         c_hpct_dataset_get_cursor, c_hpct_dataset_set_cursor, c_hpct_dataset_skipped, &
-        c_hpct_data_permutation, c_hpct_init, c_hpct_init_comm, c_hpct_finalize, c_hpct_topology, &
+        c_hpct_dataset_stats, c_hpct_data_permutation, c_hpct_init, c_hpct_init_comm, c_hpct_finalize, c_hpct_topology, &
         c_hpct_abort_job, c_hpct_allreduce_mean, c_hpct_allreduce_mean_device, &
         c_hpct_params_average_grads, &
         c_hpct_params_broadcast, c_hpct_params_check_replicas, c_hpct_params_check_replicas_at, &
@@ -594,6 +607,12 @@ module hpctrain
             import :: c_int, c_ptr, c_long
             type(c_ptr), value :: ds
             integer(c_long), intent(out) :: count
+            integer(c_int) :: s
+        end function
+        function c_hpct_dataset_stats(ds, stats) bind(C, name="hpct_dataset_stats") result(s)
+            import :: c_int, c_ptr, hpct_data_stats_t
+            type(c_ptr), value :: ds
+            type(hpct_data_stats_t), intent(inout) :: stats
             integer(c_int) :: s
         end function
         function c_hpct_data_permutation(seed, epoch, n, perm) bind(C, name="hpct_data_permutation") result(s)
@@ -1058,7 +1077,7 @@ module hpctrain
     public :: hpct_dataset_open, hpct_dataset_close, hpct_dataset_info, hpct_dataset_partition, &
         hpct_dataset_steps_per_epoch, hpct_dataset_next, hpct_dataset_next_into, &
         hpct_dataset_get_cursor, hpct_dataset_set_cursor, hpct_dataset_skipped, &
-        hpct_data_permutation
+        hpct_dataset_stats, hpct_data_permutation
     public :: hpct_shard_create, hpct_shard_write, hpct_shard_close, hpct_manifest_create, &
         hpct_manifest_add_shard, hpct_manifest_write, hpct_manifest_destroy, hpct_manifest_check_path
     public :: hpct_init, hpct_init_comm, hpct_finalize, hpct_topology, hpct_abort_job, &
@@ -2093,6 +2112,14 @@ contains
         integer(c_long), intent(out) :: count
         integer, intent(out), optional :: ierr
         call finish(c_hpct_dataset_skipped(ds%ptr, count), ds%ctx, "hpct_dataset_skipped", ierr)
+    end subroutine
+
+    !> This rank's accounting of the dataset: bytes read, held (rank, node), exchanged.
+    subroutine hpct_dataset_stats(ds, stats, ierr)
+        type(hpct_dataset_t), intent(in) :: ds
+        type(hpct_data_stats_t), intent(out) :: stats
+        integer, intent(out), optional :: ierr
+        call finish(c_hpct_dataset_stats(ds%ptr, stats), ds%ctx, "hpct_dataset_stats", ierr)
     end subroutine
 
     !> perm(n) = the epoch permutation of 0..n-1 of the shuffle contract.

@@ -36,6 +36,7 @@ struct loop {
     long evaluated_at;    /* step of the last evaluation; -1: none */
     int slow_rank;        /* test hook HPCT_TEST_SLOW_RANK=rank,ms: that rank sleeps ms ... */
     struct timespec slow; /* ... in every step (a straggler made on purpose) */
+    uint64_t exchange0; /* store exchange bytes at the last report */
 };
 
 /* Real-valued figures [n] (loss, accuracy) become their mean over ranks. Decisions never go
@@ -243,6 +244,14 @@ static hpct_status_t report(struct loop *L, long done)
     p.data_wait_share = dt > 0 ? (L->res->data_wait_s - L->data_wait0) / dt : 0.0;
     p.comm_share = dt > 0 ? (comm_wait_s(L) - L->comm_wait0) / dt : 0.0;
     p.eta_s = steps > 0 ? dt / (double)steps * (double)(L->total_steps - done) : 0.0;
+    hpct_data_stats_t ds;
+    if (!hpct_dataset_stats(L->ds, &ds)) {
+        p.data_epoch_bytes_read = (double)ds.epoch_bytes_read;
+        p.data_resident_bytes = (double)ds.resident_bytes;
+        p.data_node_resident_bytes = (double)ds.node_resident_bytes;
+        p.data_exchange_bytes = (double)(ds.exchange_bytes - L->exchange0);
+        L->exchange0 = ds.exchange_bytes;
+    }
     L->res->final_loss = mean;
     if (L->cfg->progress) L->cfg->progress(&p, L->cfg->progress_arg);
     L->last = p, L->reported = 1;

@@ -154,7 +154,8 @@ contains
             c_loc(b%min_lr)])
         call check_layout(2_c_int, "hpct_data_config_t", c_loc(c), c_sizeof(c), [c_loc(c%version), &
             c_loc(c%inputs_name), c_loc(c%targets_name), c_loc(c%checksum), c_loc(c%nonfinite), &
-            c_loc(c%shuffle), c_loc(c%seed), c_loc(c%prefetch_depth), c_loc(c%memory_budget_bytes)])
+            c_loc(c%shuffle), c_loc(c%seed), c_loc(c%prefetch_depth), c_loc(c%memory_budget_bytes), &
+            c_loc(c%store)])
         call check_layout(3_c_int, "hpct_topology_t", c_loc(d), c_sizeof(d), [c_loc(d%version), &
             c_loc(d%rank), c_loc(d%size), c_loc(d%local_rank), c_loc(d%local_size), c_loc(d%node_id), &
             c_loc(d%num_nodes), c_loc(d%node_comm_size), c_loc(d%cross_comm_size), &
@@ -169,7 +170,9 @@ contains
             c_loc(f%saved_at), c_loc(f%rejected), c_loc(f%path)])
         call check_layout(6_c_int, "hpct_progress_t", c_loc(g), c_sizeof(g), [c_loc(g%epoch), &
             c_loc(g%step), c_loc(g%steps_per_epoch), c_loc(g%total_steps), c_loc(g%loss), c_loc(g%lr), &
-            c_loc(g%samples_per_s), c_loc(g%data_wait_share), c_loc(g%comm_share), c_loc(g%eta_s)])
+            c_loc(g%samples_per_s), c_loc(g%data_wait_share), c_loc(g%comm_share), c_loc(g%eta_s), &
+            c_loc(g%data_epoch_bytes_read), c_loc(g%data_resident_bytes), &
+            c_loc(g%data_node_resident_bytes), c_loc(g%data_exchange_bytes)])
         call check_layout(7_c_int, "hpct_train_config_t", c_loc(h), c_sizeof(h), [c_loc(h%version), &
             c_loc(h%global_batch), c_loc(h%micro_batches), c_loc(h%epochs), c_loc(h%max_steps), &
             c_loc(h%log_interval), c_loc(h%resume), c_loc(h%progress), c_loc(h%progress_arg), &
@@ -186,8 +189,12 @@ contains
 
     subroutine layout_shard()
         type(hpct_shard_config_t), target :: c
+        type(hpct_data_stats_t), target :: d
         call check_layout(10_c_int, "hpct_shard_config_t", c_loc(c), c_sizeof(c), [c_loc(c%version), &
             c_loc(c%chunk_rows), c_loc(c%deflate)])
+        call check_layout(11_c_int, "hpct_data_stats_t", c_loc(d), c_sizeof(d), [c_loc(d%version), &
+            c_loc(d%store), c_loc(d%bytes_read), c_loc(d%epoch_bytes_read), c_loc(d%hashed_bytes), &
+            c_loc(d%resident_bytes), c_loc(d%node_resident_bytes), c_loc(d%exchange_bytes)])
     end subroutine
 
     subroutine layout_insitu()
@@ -512,6 +519,7 @@ contains
         integer(c_int64_t), target :: perm(10)
         integer(c_size_t) :: n
         integer(c_long) :: steps, epoch, step, skipped
+        type(hpct_data_stats_t) :: dstats
         integer(c_int) :: dtype
         integer :: features, width, ierr, i
         call hpct_ctx_create(ctx)
@@ -548,6 +556,9 @@ contains
             "next_into with 4 instead of 8 samples is refused: " // hpct_last_error(ds))
         call hpct_dataset_skipped(ds, skipped)
         call tap_ok(skipped == 0, "hpct_dataset_skipped")
+        call hpct_dataset_stats(ds, dstats)
+        call tap_ok(dstats%version == HPCT_DATA_STATS_VERSION .and. dstats%store == HPCT_STORE_OFF &
+            .and. dstats%resident_bytes > 0 .and. dstats%exchange_bytes == 0, "hpct_dataset_stats")
         call hpct_dataset_close(ds)
         call hpct_dataset_open(ctx, named, ds2, inputs_name="feats", targets_name="labels", ierr=ierr)
         call tap_is(ierr, HPCT_SUCCESS, "hpct_dataset_open with inputs_name and targets_name")

@@ -26,6 +26,7 @@ enum {
     S_TRAIN_RESULT,
     S_INSITU_CONFIG,
     S_SHARD_CONFIG,
+    S_DATA_STATS,
     S_NUM
 };
 
@@ -56,7 +57,8 @@ static const long data_off[] = {OFF(hpct_data_config_t, version),
                                 OFF(hpct_data_config_t, shuffle),
                                 OFF(hpct_data_config_t, seed),
                                 OFF(hpct_data_config_t, prefetch_depth),
-                                OFF(hpct_data_config_t, memory_budget_bytes)};
+                                OFF(hpct_data_config_t, memory_budget_bytes),
+                                OFF(hpct_data_config_t, store)};
 static const long topology_off[] = {OFF(hpct_topology_t, version),
                                     OFF(hpct_topology_t, rank),
                                     OFF(hpct_topology_t, size),
@@ -98,7 +100,11 @@ static const long progress_off[] = {OFF(hpct_progress_t, epoch),
                                     OFF(hpct_progress_t, samples_per_s),
                                     OFF(hpct_progress_t, data_wait_share),
                                     OFF(hpct_progress_t, comm_share),
-                                    OFF(hpct_progress_t, eta_s)};
+                                    OFF(hpct_progress_t, eta_s),
+                                    OFF(hpct_progress_t, data_epoch_bytes_read),
+                                    OFF(hpct_progress_t, data_resident_bytes),
+                                    OFF(hpct_progress_t, data_node_resident_bytes),
+                                    OFF(hpct_progress_t, data_exchange_bytes)};
 static const long train_config_off[] = {OFF(hpct_train_config_t, version),
                                         OFF(hpct_train_config_t, global_batch),
                                         OFF(hpct_train_config_t, micro_batches),
@@ -139,6 +145,14 @@ static const long insitu_config_off[] = {
 static const long shard_config_off[] = {OFF(hpct_shard_config_t, version),
                                         OFF(hpct_shard_config_t, chunk_rows),
                                         OFF(hpct_shard_config_t, deflate)};
+static const long data_stats_off[] = {OFF(hpct_data_stats_t, version),
+                                      OFF(hpct_data_stats_t, store),
+                                      OFF(hpct_data_stats_t, bytes_read),
+                                      OFF(hpct_data_stats_t, epoch_bytes_read),
+                                      OFF(hpct_data_stats_t, hashed_bytes),
+                                      OFF(hpct_data_stats_t, resident_bytes),
+                                      OFF(hpct_data_stats_t, node_resident_bytes),
+                                      OFF(hpct_data_stats_t, exchange_bytes)};
 
 struct layout {
     long size;
@@ -174,6 +188,8 @@ static struct layout layout_of(int s)
     case S_SHARD_CONFIG:
         return (struct layout){sizeof(hpct_shard_config_t), shard_config_off,
                                COUNT(shard_config_off)};
+    case S_DATA_STATS:
+        return (struct layout){sizeof(hpct_data_stats_t), data_stats_off, COUNT(data_stats_off)};
     default: return (struct layout){-1, NULL, 0};
     }
 }
