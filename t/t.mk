@@ -58,6 +58,15 @@ EXTRA_DIST += t/test_shard_tool.sh t/test_fuzz_manifest.sh t/test_data_mpi.sh \
 	t/fuzz/manifest_fuzz.c t/fuzz/corpus/fashion.txt t/fuzz/corpus/nested.txt \
 	t/fuzz/corpus/crlf.txt t/fuzz/corpus/escape.txt t/fuzz/corpus/duplicate.txt
 
+# ---- fuzzers (libFuzzer + ASan/UBSan, clang): a few seconds each in make check, from the seed
+# corpora under t/fuzz/corpus-<name>/ (directories: distributed whole); long runs in
+# doc/reliability.md. Each SKIPs where clang or libFuzzer is missing.
+FUZZ_TESTS = t/test_fuzz_config.sh t/test_fuzz_shard.sh
+TESTS += $(FUZZ_TESTS)
+EXTRA_DIST += $(FUZZ_TESTS) t/lib/fuzz_lib.sh t/fuzz/fuzz_file.h t/fuzz/config_fuzz.c \
+	t/fuzz/inputs_fuzz.c t/fuzz/corpus-config t/fuzz/corpus-idx t/fuzz/corpus-npy \
+	t/fuzz/corpus-csv
+
 # ---- distributed runtime: shell drivers run t/lib/dist_prog under $(MPIRUN) -----------
 check_PROGRAMS += t/lib/dist_prog
 t_lib_dist_prog_LDADD = t/lib/libmpiprog.a $(TEST_LIBS)
