@@ -77,7 +77,7 @@ EXTRA_DIST += $(DIST_TESTS) t/lib/dist_lib.sh
 
 # ---- checkpoints, signals, inspection --------------------------------------------
 CKPT_TESTS = t/test_ckpt_format t/test_ckpt_kill t/test_ckpt_disk t/test_signals \
-	t/test_ckpt_inspect t/test_ckpt_crafted t/test_ckpt_lock
+	t/test_ckpt_inspect t/test_ckpt_crafted t/test_ckpt_lock t/test_ckpt_mutate
 check_PROGRAMS += $(CKPT_TESTS) t/lib/ckpt_make
 TESTS += $(CKPT_TESTS) t/test_ckpt_tool.sh
 t_test_ckpt_format_LDADD = $(TEST_LIBS)
@@ -87,6 +87,7 @@ t_test_signals_LDADD = $(TEST_LIBS)
 t_test_ckpt_inspect_LDADD = $(TEST_LIBS)
 t_test_ckpt_crafted_LDADD = $(TEST_LIBS)
 t_test_ckpt_lock_LDADD = $(TEST_LIBS)
+t_test_ckpt_mutate_LDADD = $(TEST_LIBS)
 t_lib_ckpt_make_LDADD = $(HPCT_LIBS)
 EXTRA_DIST += t/lib/ckpt_util.h t/test_ckpt_tool.sh
 
