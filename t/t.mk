@@ -61,11 +61,11 @@ EXTRA_DIST += t/test_shard_tool.sh t/test_fuzz_manifest.sh t/test_data_mpi.sh \
 # ---- fuzzers (libFuzzer + ASan/UBSan, clang): a few seconds each in make check, from the seed
 # corpora under t/fuzz/corpus-<name>/ (directories: distributed whole); long runs in
 # doc/reliability.md. Each SKIPs where clang or libFuzzer is missing.
-FUZZ_TESTS = t/test_fuzz_config.sh t/test_fuzz_shard.sh
+FUZZ_TESTS = t/test_fuzz_config.sh t/test_fuzz_shard.sh t/test_fuzz_ckpt.sh
 TESTS += $(FUZZ_TESTS)
 EXTRA_DIST += $(FUZZ_TESTS) t/lib/fuzz_lib.sh t/fuzz/fuzz_file.h t/fuzz/config_fuzz.c \
-	t/fuzz/inputs_fuzz.c t/fuzz/corpus-config t/fuzz/corpus-idx t/fuzz/corpus-npy \
-	t/fuzz/corpus-csv
+	t/fuzz/inputs_fuzz.c t/fuzz/ckpt_fuzz.c t/fuzz/corpus-config t/fuzz/corpus-idx \
+	t/fuzz/corpus-npy t/fuzz/corpus-csv t/fuzz/corpus-ckpt
 
 # ---- distributed runtime: shell drivers run t/lib/dist_prog under $(MPIRUN) -----------
 check_PROGRAMS += t/lib/dist_prog

@@ -37,7 +37,8 @@ fuzz_run() {
     if [ ! -x "$fr_bin" ]; then
         skip 2 "$fr_name: the harness did not build"; return
     fi
-    "$fr_bin" -runs=0 "$@" "$fr_corpus" >"$fuzz_work/$fr_name.seeds.log" 2>&1
+    "$fr_bin" -runs=0 "$@" -artifact_prefix="$fuzz_work/$fr_name-" "$fr_corpus" \
+        >"$fuzz_work/$fr_name.seeds.log" 2>&1
     ok $? "$fr_name: every seed input in $(basename "$fr_corpus") passes" || \
         tail -30 "$fuzz_work/$fr_name.seeds.log" | sed 's/^/# /'
     mkdir -p "$fuzz_work/$fr_name.corpus"
