@@ -11,9 +11,11 @@ src=${top_srcdir:-.}
 bld=${top_builddir:-.}
 fuzz_init
 cd "$bld" || exit 1
-# The build's own flags, as make expands them here (paths relative to the build directory).
+# The build's own flags, as make expands them here (paths relative to the build directory;
+# the make running this test must not leak its flags or directory messages into the query).
 flags=$(printf 'fuzz-flags:\n\t@echo $(AM_CPPFLAGS)\n\t@echo $(HPCT_LIBS) $(ZLIB_LIBS) $(LIBS)\n' |
-    make -s -f Makefile -f - fuzz-flags 2>/dev/null)
+    env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s --no-print-directory -f Makefile -f - \
+        fuzz-flags 2>/dev/null)
 cppflags=$(echo "$flags" | sed -n 1p)
 libs=$(echo "$flags" | sed -n 2p)
 [ -n "$libs" ] && [ -f lib/libhpctrain.a ] || skip_all "no built lib/libhpctrain.a in $bld"
