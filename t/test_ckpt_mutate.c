@@ -4,12 +4,14 @@
  * older checkpoint and the mutated newer one, and by hpct_ckpt_file_open with every dataset
  * verified and read. No mutation may crash the child (a signal), hang it, or load damaged
  * state: the loader must load the newer file bit-identical or skip it and fall back to the
- * older one. HPCT_MUTATIONS (default 400) and HPCT_MUTATION_SEED (default 1) vary the run. */
+ * older one, and must close every HDF5 object it opened. HPCT_MUTATIONS (default 400) and
+ * HPCT_MUTATION_SEED (default 1) vary the run. */
 #include "config.h"
 #include "lib/ckpt_util.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <hdf5.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -21,11 +23,12 @@ static const size_t counts[] = {50, 20};
 #define LIMIT_SECS 60 /* per child: far above the few milliseconds a load takes */
 
 /* Outcomes of one mutation (the child's exit status, or the parent's verdict). */
-enum { LOADED_NEW, FELL_BACK, REFUSED, WRONG_STATE, CRASHED, HUNG, OUTCOMES };
+enum { LOADED_NEW, FELL_BACK, REFUSED, WRONG_STATE, LEFT_OPEN, CRASHED, HUNG, OUTCOMES };
 static const char *outcome_names[OUTCOMES] = {"loaded the mutated file intact",
                                               "skipped it and fell back to the older one",
                                               "refused the directory with an error",
                                               "loaded damaged state",
+                                              "left HDF5 objects open",
                                               "crashed",
                                               "hung"};
 
@@ -128,6 +131,7 @@ static int child_load(const char *dir, const char *path)
     hpct_ckpt_t ck = st_open_ck(&st, dir, 0);
     hpct_ckpt_meta_t m = HPCT_CKPT_META_INITIALIZER;
     hpct_status_t rc = hpct_ckpt_load_latest(ck, st.params, st.opt, &m);
+    if (H5Fget_obj_count((hid_t)H5F_OBJ_ALL, H5F_OBJ_ALL) != 0) return LEFT_OPEN;
     if (rc) return REFUSED;
     st_create(&want, 2, counts, HPCT_OPT_ADAMW);
     st_fill(&want, OLD_STEP, 1); /* as main() saved: the AdamW slots carry over to step 20 */
@@ -146,7 +150,7 @@ static int wait_child(pid_t pid)
         if (got == pid) {
             if (WIFSIGNALED(status)) return CRASHED;
             int code = WEXITSTATUS(status);
-            return code >= 0 && code <= WRONG_STATE ? code : CRASHED;
+            return code >= 0 && code <= LEFT_OPEN ? code : CRASHED;
         }
         if (got < 0 && errno != EINTR) tap_bail("waitpid: %s", strerror(errno));
         nanosleep(&nap, NULL);
@@ -161,7 +165,7 @@ int main(void)
     const char *env_n = getenv("HPCT_MUTATIONS"), *env_seed = getenv("HPCT_MUTATION_SEED");
     int mutations = env_n && atoi(env_n) > 0 ? atoi(env_n) : 400;
     rng_state = 0x9e3779b97f4a7c15ULL * (uint64_t)(env_seed ? strtoull(env_seed, NULL, 10) : 1) | 1;
-    tap_plan(5);
+    tap_plan(6);
 
     /* a real directory: step 10 (intact, the fallback) and step 20 (to be mutated) */
     char dir[512], newest[1024], oldest[1024];
@@ -213,6 +217,7 @@ int main(void)
     tap_is_int(seen[CRASHED], 0, "no mutation crashes the loader or the inspector");
     tap_is_int(seen[HUNG], 0, "no mutation hangs them (limit %d s each)", LIMIT_SECS);
     tap_is_int(seen[WRONG_STATE], 0, "no mutation loads damaged state");
+    tap_is_int(seen[LEFT_OPEN], 0, "no mutation leaves an HDF5 object open");
     tap_ok(seen[LOADED_NEW] + seen[FELL_BACK] + seen[REFUSED] == mutations,
            "every mutation loaded intact, fell back or was refused (%d, %d, %d)", seen[LOADED_NEW],
            seen[FELL_BACK], seen[REFUSED]);

@@ -2,11 +2,13 @@
  * as the only checkpoint file of a directory, then inspected (hpct_ckpt_file_open, every
  * dataset verified and read, meta, versions) and resumed from (hpct_ckpt_load_latest into the
  * 4-8-3 MLP and SGD optimizer of t/lib/ckpt_make, which wrote the seeds in
- * t/fuzz/corpus-ckpt). Any status is fine; ASan/UBSan catch memory errors and UB in the
- * library. Run by t/test_fuzz_ckpt.sh, built from lib/ckpt and lib/core with clang. */
+ * t/fuzz/corpus-ckpt). Any status is fine, but no HDF5 object may stay open; ASan/UBSan
+ * catch memory errors and UB in the library. Run by t/test_fuzz_ckpt.sh, built from lib/ckpt and
+ * lib/core with clang. */
 #include "hpctrain.h"
 
 #include <dirent.h>
+#include <hdf5.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,5 +110,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     inspect();
     hpct_ckpt_meta_t m = HPCT_CKPT_META_INITIALIZER;
     hpct_ckpt_load_latest(ck, params, opt, &m);
+    /* every HDF5 file, group, dataset and attribute opened on the way is closed again */
+    if (H5Fget_obj_count((hid_t)H5F_OBJ_ALL, H5F_OBJ_ALL) != 0) __builtin_trap();
     return 0;
 }
