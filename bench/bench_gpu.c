@@ -1,56 +1,100 @@
-/* bench_gpu.c: GPU validation benchmark, built only --with-cuda. For the 784-512-512-10 ReLU
- * MLP at batch 128 and 1024, one run times: a training step (loss_grad + SGD momentum step) on
- * the cuda backend, the same step on the cpu backend, and the step's GEMMs alone in cuBLAS.
- * Prints ms/step on both, the speed-up, and GEMM time / GPU step time.
- * Usage: bench/bench_gpu [reps]   (OPENBLAS_NUM_THREADS sets the CPU side's threads) */
+/* bench_gpu.c: GPU figures against their baselines, each pair measured in one run (built only
+ * --with-cuda; run by bench/gpu_validate.sh). Every library status is checked: a failing GPU
+ * path exits 1 with the library's detail instead of printing a timing.
+ *   bench_gpu step [reps]      training step (loss_grad + SGD momentum step) of the
+ *                              784-512-512-10 MLP (batch 128, 1024) and of a 105 M parameter
+ *                              MLP (4096 x 6 hidden, batch 256) on the cuda backend, against
+ *                              the same GEMMs alone in cuBLAS (target: gemm/step >= 0.85 on the
+ *                              large model); the MLP on the cpu backend too.
+ *   bench_gpu kernels [n]      element-wise kernels over n floats (default 2^26) through the
+ *                              public calls on device buffers (scale, grad norm, SGD momentum,
+ *                              AdamW) against their bytes-moved floor at the device-to-device
+ *                              copy bandwidth measured in the same run (target >= 0.80).
+ *   bench_gpu allreduce [reps] under mpirun, one GPU per rank: hpct_allreduce_mean_device on
+ *                              1, 16 and 64 Mi floats against a plain ncclAllReduce of the same
+ *                              buffer on an NCCL communicator of all ranks (bus bandwidth;
+ *                              target: time ratio nccl / hpct >= 0.95).
+ * Lines "FIGURE name value target op limit PASS|MISS" are what gpu_validate.sh collects. */
+#include "config.h"
 #include <hpctrain.h>
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
+#include <string.h>
 #include "bench_util.h"
 
-static const int widths[] = {784, 512, 512, 10};
+#define REQUIRE(ctx, call)                                                                         \
+    do {                                                                                           \
+        hpct_status_t s_ = (call);                                                                 \
+        if (s_) {                                                                                  \
+            fprintf(stderr, "bench_gpu: %s failed: %s: %s\n", #call, hpct_strerror(s_),            \
+                    (ctx) ? hpct_last_error(ctx) : "");                                            \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
 
-/* Seconds per training step of the MLP on backend, averaged over reps after a warm-up. */
-static double time_steps(hpct_backend_t backend, int batch, int reps, const float *x,
-                         const int32_t *y)
+#define CUDA_REQUIRE(call)                                                                         \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(stderr, "bench_gpu: %s failed: %s\n", #call, cudaGetErrorString(e_));          \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+static void figure(const char *name, double value, double target)
+{
+    printf("FIGURE %s %.4f target >= %.2f %s\n", name, value, target,
+           value >= target ? "PASS" : "MISS");
+}
+
+struct net {
+    const int *widths; /* [layers + 1] */
+    int layers;
+};
+
+static const int mlp_w[] = {784, 512, 512, 10};
+static const int big_w[] = {4096, 4096, 4096, 4096, 4096, 4096, 4096, 1000};
+static const struct net mlp = {mlp_w, 3}, big = {big_w, 7};
+
+/* Seconds per training step of net on backend, averaged over reps after 5 warm-up steps. */
+static double time_steps(const struct net *nt, hpct_backend_t backend, int batch, int reps)
 {
     hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
     cfg.backend = backend;
-    hpct_ctx_t ctx;
+    hpct_ctx_t ctx = NULL;
     hpct_model_t m;
     hpct_params_t p;
     hpct_optimizer_t opt;
     hpct_optim_config_t oc = HPCT_OPTIM_CONFIG_INITIALIZER;
-    oc.lr = 0.05f;
+    oc.lr = 1e-3f;
     oc.momentum = 0.9f;
-    if (hpct_ctx_create(&cfg, &ctx)) return -1;
-    hpct_model_create(ctx, widths[0], &m);
-    for (int l = 1; l < 4; l++)
-        hpct_model_add_dense(m, widths[l], l < 3 ? HPCT_ACT_RELU : HPCT_ACT_IDENTITY,
-                             HPCT_INIT_AUTO);
-    if (hpct_model_build(m, batch) || hpct_model_params(m, &p) ||
-        hpct_optimizer_create(p, &oc, &opt)) {
-        fprintf(stderr, "setup: %s\n", hpct_last_error(ctx));
-        return -1;
+    REQUIRE(ctx, hpct_ctx_create(&cfg, &ctx));
+    REQUIRE(ctx, hpct_model_create(ctx, nt->widths[0], &m));
+    for (int l = 1; l <= nt->layers; l++)
+        REQUIRE(ctx, hpct_model_add_dense(m, nt->widths[l],
+                                          l < nt->layers ? HPCT_ACT_RELU : HPCT_ACT_IDENTITY,
+                                          HPCT_INIT_AUTO));
+    REQUIRE(ctx, hpct_model_build(m, batch));
+    REQUIRE(ctx, hpct_model_params(m, &p));
+    REQUIRE(ctx, hpct_optimizer_create(p, &oc, &opt));
+    float *x = filled((size_t)batch * nt->widths[0], 1.0f), loss;
+    int32_t *y = malloc(sizeof *y * (size_t)batch);
+    for (int j = 0; j < batch; j++) y[j] = j % nt->widths[nt->layers];
+    double t0 = 0;
+    for (int i = -5; i < reps; i++) {
+        if (i == 0) t0 = now(); /* every step ends synchronised (the loss, ops->sync) */
+        REQUIRE(ctx, hpct_model_loss_grad(m, x, y, batch, 0, &loss));
+        REQUIRE(ctx, hpct_optimizer_step(opt));
     }
-    float loss;
-    for (int i = 0; i < 10; i++)
-        hpct_model_loss_grad(m, x, y, batch, 0, &loss), hpct_optimizer_step(opt);
-    cudaDeviceSynchronize();
-    double t0 = now();
-    for (int i = 0; i < reps; i++) {
-        hpct_model_loss_grad(m, x, y, batch, 0, &loss); /* waits for the loss on the host */
-        hpct_optimizer_step(opt);
-    }
-    cudaDeviceSynchronize();
     double t = (now() - t0) / reps;
     hpct_optimizer_destroy(opt);
     hpct_model_destroy(m);
     hpct_ctx_destroy(ctx);
+    free(x), free(y);
     return t;
 }
 
@@ -59,56 +103,224 @@ static void gemm(cublasHandle_t h, int ta, int tb, int m, int n, int k, const fl
                  const float *b, float *c)
 {
     const float one = 1.0f, zero = 0.0f;
-    cublasSgemm(h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &one, b,
-                tb ? k : n, a, ta ? m : k, &zero, c, n);
+    cublasStatus_t s =
+        cublasSgemm(h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k,
+                    &one, b, tb ? k : n, a, ta ? m : k, &zero, c, n);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+        fprintf(stderr, "bench_gpu: cublasSgemm failed: %s\n", cublasGetStatusString(s));
+        exit(1);
+    }
 }
 
 static float *dev_floats(size_t n)
 {
     float *d = NULL;
-    if (cudaMalloc((void **)&d, n * sizeof *d) != cudaSuccess) return NULL;
-    cudaMemset(d, 0, n * sizeof *d);
+    CUDA_REQUIRE(cudaMalloc((void **)&d, n * sizeof *d));
+    CUDA_REQUIRE(cudaMemset(d, 0, n * sizeof *d));
     return d;
 }
 
-/* Seconds for the GEMMs of one step alone: forward x W^T, backward dW = dz^T a and da = dz W. */
-static double time_gemms(int batch, int reps)
+/* Seconds for the GEMMs of one step alone: forward x W^T, backward dW = dz^T a, da = dz W. */
+static double time_gemms(const struct net *nt, int batch, int reps)
 {
+    enum { MAXL = 8 };
+    const int *w = nt->widths;
     cublasHandle_t h;
     if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) return -1;
-    float *w[3], *a[4], *dz[3], *dw[3], *da = dev_floats((size_t)batch * 512);
-    a[0] = dev_floats((size_t)batch * 784);
-    for (int l = 0; l < 3; l++) {
-        w[l] = dev_floats((size_t)widths[l] * widths[l + 1]);
-        dw[l] = dev_floats((size_t)widths[l] * widths[l + 1]);
-        a[l + 1] = dev_floats((size_t)batch * widths[l + 1]);
-        dz[l] = dev_floats((size_t)batch * widths[l + 1]);
+    float *wt[MAXL], *a[MAXL + 1], *dz[MAXL], *dw[MAXL], *da;
+    int widest = 0;
+    for (int l = 0; l <= nt->layers; l++) widest = w[l] > widest ? w[l] : widest;
+    da = dev_floats((size_t)batch * widest);
+    a[0] = dev_floats((size_t)batch * w[0]);
+    for (int l = 0; l < nt->layers; l++) {
+        wt[l] = dev_floats((size_t)w[l] * w[l + 1]);
+        dw[l] = dev_floats((size_t)w[l] * w[l + 1]);
+        a[l + 1] = dev_floats((size_t)batch * w[l + 1]);
+        dz[l] = dev_floats((size_t)batch * w[l + 1]);
     }
     double t = 0;
     for (int pass = 0; pass < 2; pass++) { /* pass 0 warms up */
-        cudaDeviceSynchronize();
+        CUDA_REQUIRE(cudaDeviceSynchronize());
         double t0 = now();
-        for (int i = 0; i < (pass ? reps : 10); i++) {
-            for (int l = 0; l < 3; l++)
-                gemm(h, 0, 1, batch, widths[l + 1], widths[l], a[l], w[l], a[l + 1]);
-            for (int l = 2; l >= 0; l--) {
-                gemm(h, 1, 0, widths[l + 1], widths[l], batch, dz[l], a[l], dw[l]);
-                if (l) gemm(h, 0, 0, batch, widths[l], widths[l + 1], dz[l], w[l], da);
+        for (int i = 0; i < (pass ? reps : 5); i++) {
+            for (int l = 0; l < nt->layers; l++)
+                gemm(h, 0, 1, batch, w[l + 1], w[l], a[l], wt[l], a[l + 1]);
+            for (int l = nt->layers - 1; l >= 0; l--) {
+                gemm(h, 1, 0, w[l + 1], w[l], batch, dz[l], a[l], dw[l]);
+                if (l) gemm(h, 0, 0, batch, w[l], w[l + 1], dz[l], wt[l], da);
             }
         }
-        cudaDeviceSynchronize();
-        t = (now() - t0) / reps;
+        CUDA_REQUIRE(cudaDeviceSynchronize());
+        t = (now() - t0) / (pass ? reps : 5);
     }
-    for (int l = 0; l < 3; l++)
-        cudaFree(w[l]), cudaFree(dw[l]), cudaFree(a[l + 1]), cudaFree(dz[l]);
+    for (int l = 0; l < nt->layers; l++)
+        cudaFree(wt[l]), cudaFree(dw[l]), cudaFree(a[l + 1]), cudaFree(dz[l]);
     cudaFree(a[0]), cudaFree(da);
     cublasDestroy(h);
     return t;
 }
 
+static int run_step(int reps)
+{
+    printf("training step, SGD momentum, %d steps per figure (ms)\n", reps);
+    printf("%-22s %6s %10s %10s %10s %10s\n", "model", "batch", "gpu step", "gemm only",
+           "gemm/step", "cpu step");
+    static const int batches[] = {128, 1024};
+    for (int i = 0; i < 2; i++) {
+        double g = time_steps(&mlp, HPCT_BACKEND_CUDA, batches[i], reps);
+        double k = time_gemms(&mlp, batches[i], reps);
+        double c = time_steps(&mlp, HPCT_BACKEND_CPU, batches[i], reps / 20 > 0 ? reps / 20 : 1);
+        printf("%-22s %6d %10.3f %10.3f %10.2f %10.3f\n", "784-512-512-10", batches[i], g * 1e3,
+               k * 1e3, k / g, c * 1e3);
+        char name[64];
+        snprintf(name, sizeof name, "mlp_b%d_gemm_over_step", batches[i]);
+        printf("FIGURE %s %.4f (informational)\n", name, k / g);
+    }
+    int big_reps = reps / 10 > 3 ? reps / 10 : 3;
+    double g = time_steps(&big, HPCT_BACKEND_CUDA, 256, big_reps);
+    double k = time_gemms(&big, 256, big_reps);
+    printf("%-22s %6d %10.3f %10.3f %10.2f %10s\n", "4096x6-1000 (105 M)", 256, g * 1e3, k * 1e3,
+           k / g, "-");
+    figure("large_gemm_over_step", k / g, 0.85);
+    return 0;
+}
+
+/* Device-to-device copy bandwidth over bytes (reads + writes), bytes/s. */
+static double copy_bandwidth(float *dst, const float *src, size_t n, int reps)
+{
+    CUDA_REQUIRE(cudaMemcpy(dst, src, n * sizeof *dst, cudaMemcpyDeviceToDevice));
+    CUDA_REQUIRE(cudaDeviceSynchronize());
+    double t0 = now();
+    for (int i = 0; i < reps; i++)
+        CUDA_REQUIRE(cudaMemcpy(dst, src, n * sizeof *dst, cudaMemcpyDeviceToDevice));
+    CUDA_REQUIRE(cudaDeviceSynchronize());
+    return 2.0 * n * sizeof *dst * reps / (now() - t0);
+}
+
+static int run_kernels(size_t n)
+{
+    hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
+    cfg.backend = HPCT_BACKEND_CUDA;
+    hpct_ctx_t ctx = NULL;
+    REQUIRE(ctx, hpct_ctx_create(&cfg, &ctx));
+    float *p = dev_floats(n), *g = dev_floats(n);
+    double bw = copy_bandwidth(p, g, n, 20);
+    printf("element-wise kernels over %zu floats; copy bandwidth %.1f GB/s (the floor)\n", n,
+           bw / 1e9);
+    hpct_params_t set;
+    REQUIRE(ctx, hpct_params_create(ctx, &set));
+    REQUIRE(ctx, hpct_params_register(set, "x", p, g, n));
+    struct {
+        const char *name;
+        double bytes_per_elem; /* read + written */
+        int kind;
+    } k[] = {{"scale", 8, 0}, {"grad_norm", 4, 1}, {"sgd_momentum", 20, 2}, {"adamw", 28, 3}};
+    for (int i = 0; i < 4; i++) {
+        hpct_optimizer_t opt = NULL;
+        hpct_optim_config_t oc = HPCT_OPTIM_CONFIG_INITIALIZER;
+        oc.kind = k[i].kind == 3 ? HPCT_OPT_ADAMW : HPCT_OPT_SGD;
+        oc.momentum = 0.9f;
+        oc.lr = 1e-6f;
+        if (k[i].kind >= 2) REQUIRE(ctx, hpct_optimizer_create(set, &oc, &opt));
+        double t = 0, norm;
+        for (int pass = 0; pass < 2; pass++) {
+            int reps = pass ? 20 : 2;
+            double t0 = now();
+            for (int r = 0; r < reps; r++) {
+                if (k[i].kind == 0) REQUIRE(ctx, hpct_params_scale_grads(set, 0.999f));
+                if (k[i].kind == 1) REQUIRE(ctx, hpct_params_grad_norm(set, &norm));
+                if (k[i].kind >= 2) REQUIRE(ctx, hpct_optimizer_step(opt)); /* ends in sync */
+            }
+            CUDA_REQUIRE(cudaDeviceSynchronize());
+            t = (now() - t0) / reps;
+        }
+        double floor_t = k[i].bytes_per_elem * n / bw;
+        printf("%-14s %9.3f ms  floor %9.3f ms  %5.1f %%\n", k[i].name, t * 1e3, floor_t * 1e3,
+               100 * floor_t / t);
+        char name[64];
+        snprintf(name, sizeof name, "kernel_%s_of_floor", k[i].name);
+        figure(name, floor_t / t, 0.80);
+        if (opt) hpct_optimizer_destroy(opt);
+    }
+    hpct_params_destroy(set);
+    cudaFree(p), cudaFree(g);
+    hpct_ctx_destroy(ctx);
+    return 0;
+}
+
+#ifdef HPCT_HAVE_NCCL
+#include <mpi.h>
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstrict-prototypes"
+#include <nccl.h>
+#pragma GCC diagnostic pop
+
+static int run_allreduce(int reps)
+{
+    hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
+    cfg.backend = HPCT_BACKEND_CUDA;
+    hpct_ctx_t ctx = NULL;
+    REQUIRE(ctx, hpct_init(&cfg, &ctx));
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    ncclUniqueId id;
+    ncclComm_t comm;
+    if (rank == 0 && ncclGetUniqueId(&id) != ncclSuccess) MPI_Abort(MPI_COMM_WORLD, 1);
+    MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+    if (ncclCommInitRank(&comm, size, id, rank) != ncclSuccess) {
+        fprintf(stderr, "bench_gpu: ncclCommInitRank failed\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    if (rank == 0)
+        printf("allreduce over %d ranks, %d repetitions (bus bandwidth GB/s)\n", size, reps);
+    static const size_t sizes[] = {(size_t)1 << 20, (size_t)1 << 24, (size_t)1 << 26};
+    for (int i = 0; i < 3; i++) {
+        size_t n = sizes[i];
+        float *buf = dev_floats(n);
+        double th = 0, tn = 0;
+        for (int pass = 0; pass < 2; pass++) { /* pass 0 warms up both */
+            int r_n = pass ? reps : 2;
+            MPI_Barrier(MPI_COMM_WORLD);
+            double t0 = now();
+            for (int r = 0; r < r_n; r++) REQUIRE(ctx, hpct_allreduce_mean_device(ctx, buf, n));
+            th = (now() - t0) / r_n;
+            MPI_Barrier(MPI_COMM_WORLD);
+            t0 = now();
+            for (int r = 0; r < r_n; r++)
+                if (ncclAllReduce(buf, buf, n, ncclFloat, ncclSum, comm, 0) != ncclSuccess)
+                    MPI_Abort(MPI_COMM_WORLD, 1);
+            CUDA_REQUIRE(cudaStreamSynchronize(0));
+            tn = (now() - t0) / r_n;
+        }
+        MPI_Allreduce(MPI_IN_PLACE, &th, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        MPI_Allreduce(MPI_IN_PLACE, &tn, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        double bus = 2.0 * (size - 1) / size * n * sizeof(float);
+        if (rank == 0) {
+            printf("%10zu floats: hpct %8.3f ms (%6.1f GB/s)  nccl %8.3f ms (%6.1f GB/s)\n", n,
+                   th * 1e3, bus / th / 1e9, tn * 1e3, bus / tn / 1e9);
+            char name[64];
+            snprintf(name, sizeof name, "allreduce_%zuMi_nccl_over_hpct", n >> 20);
+            figure(name, tn / th, 0.95);
+        }
+        cudaFree(buf);
+    }
+    ncclCommDestroy(comm);
+    REQUIRE(ctx, hpct_finalize(ctx));
+    return 0;
+}
+#else
+static int run_allreduce(int reps)
+{
+    fprintf(stderr, "bench_gpu allreduce: built without --with-nccl\n");
+    return 1;
+}
+#endif
+
 int main(int argc, char **argv)
 {
-    int reps = argc > 1 ? atoi(argv[1]) : 200;
+    const char *mode = argc > 1 ? argv[1] : "step";
+    long arg = argc > 2 ? atol(argv[2]) : 0;
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess || count == 0) {
@@ -116,27 +328,9 @@ int main(int argc, char **argv)
                 e != cudaSuccess ? cudaGetErrorString(e) : "device count is 0");
         return 1;
     }
-    if (reps < 1) reps = 1;
-    printf("784-512-512-10 ReLU MLP, SGD momentum, %d steps per figure\n", reps);
-    printf("%6s %12s %12s %9s %14s %10s\n", "batch", "gpu ms/step", "cpu ms/step", "speed-up",
-           "gemm ms/step", "gemm/step");
-    static const int batches[] = {128, 1024};
-    for (int i = 0; i < 2; i++) {
-        int batch = batches[i];
-        float *x = filled((size_t)batch * 784, 1.0f);
-        int32_t *y = malloc(sizeof *y * (size_t)batch);
-        for (int j = 0; j < batch; j++) y[j] = j % 10;
-        double g = time_steps(HPCT_BACKEND_CUDA, batch, reps, x, y);
-        double c = time_steps(HPCT_BACKEND_CPU, batch, reps / 10 > 0 ? reps / 10 : 1, x, y);
-        double k = time_gemms(batch, reps);
-        if (g < 0 || c < 0 || k < 0) {
-            fprintf(stderr, "bench_gpu: setup failed at batch %d\n", batch);
-            return 1;
-        }
-        printf("%6d %12.3f %12.3f %8.1fx %14.3f %10.2f\n", batch, g * 1e3, c * 1e3, c / g, k * 1e3,
-               k / g);
-        free(x);
-        free(y);
-    }
-    return 0;
+    if (!strcmp(mode, "step")) return run_step(arg > 0 ? (int)arg : 200);
+    if (!strcmp(mode, "kernels")) return run_kernels(arg > 0 ? (size_t)arg : (size_t)1 << 26);
+    if (!strcmp(mode, "allreduce")) return run_allreduce(arg > 0 ? (int)arg : 20);
+    fprintf(stderr, "usage: bench_gpu step|kernels|allreduce [reps or n]\n");
+    return 2;
 }

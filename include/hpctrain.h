@@ -73,7 +73,8 @@ typedef int hpct_status_t;
 #define HPCT_ERR_TIMEOUT     -11 /* a collective missed its deadline (a rank hung) */
 #define HPCT_ERR_DIVERGED    -12 /* replicas no longer hold identical parameters */
 #define HPCT_ERR_INTERNAL    -13 /* a bug in libhpctrain: please report it */
-#define HPCT_ERR_BUSY        -14 /* held by another run (a locked checkpoint directory) */
+#define HPCT_ERR_DEVICE      -14 /* a CUDA, cuBLAS or NCCL call failed (named in the detail) */
+#define HPCT_ERR_BUSY        -15 /* held by another run (a locked checkpoint directory) */
 
 /* Static, never-NULL description of a status code. */
 const char *hpct_strerror(hpct_status_t status);
@@ -136,6 +137,10 @@ hpct_status_t hpct_ctx_create(const hpct_config_t *cfg, hpct_ctx_t *ctx);
 void hpct_ctx_destroy(hpct_ctx_t ctx);
 /* Detail of the context's most recent error ("" if none); valid until the next call. */
 const char *hpct_last_error(hpct_ctx_t ctx);
+/* 1 when the last error was agreed across the ranks: every rank returned the same status and
+ * holds the same detail, which names the failing rank; print it once (rank 0). 0 for an
+ * error of this rank alone: print it with the rank. */
+int hpct_last_error_shared(hpct_ctx_t ctx);
 
 /* The context RNG (xoshiro256**): 4 words of state, saved and restored by checkpoints. */
 #define HPCT_RNG_STATE_WORDS 4
@@ -154,7 +159,8 @@ void hpct_params_destroy(hpct_params_t params);
 /* Longest parameter name. Names are checkpoint dataset paths: '/' separates non-empty parts
  * (not "." or ".."), and "a" and "a/b" cannot both be registered. */
 #define HPCT_PARAM_NAME_MAX 200
-/* Add a buffer pair of count floats; name is copied and must be unique. Register every
+/* Add a buffer pair of count floats in the backend's memory (device pointers on the cuda
+ * backend, host memory on cpu); name is copied and must be unique. Register every
  * buffer before creating an optimizer over the set (HPCT_ERR_STATE afterwards). */
 hpct_status_t hpct_params_register(hpct_params_t params, const char *name, float *param,
                                    float *grad, size_t count);
@@ -489,10 +495,13 @@ hpct_status_t hpct_topology(hpct_ctx_t ctx, hpct_topology_t *topo);
  * The only library call that ends processes; it returns only if MPI_Abort fails. */
 hpct_status_t hpct_abort_job(hpct_ctx_t ctx, int exit_code);
 
-/* buf [n] (host memory) = mean over ranks of buf, fp32 accumulation, hierarchical when the
- * nodes have equal rank counts. Collective; n may be 0; fails after the deadline with
- * HPCT_ERR_TIMEOUT naming the ranks that did not arrive. */
+/* buf [n] in HOST memory, on every backend = mean over ranks of buf, fp32 accumulation,
+ * hierarchical when the nodes have equal rank counts (MPI only, never NCCL). Collective; n may
+ * be 0; fails after the deadline with HPCT_ERR_TIMEOUT naming the ranks that did not arrive. */
 hpct_status_t hpct_allreduce_mean(hpct_ctx_t ctx, float *buf, size_t n);
+/* The same for buf [n] in the BACKEND's memory: a device pointer (cudaMalloc) on the cuda
+ * backend (NCCL inside the node, MPI across), host memory on the cpu backend. */
+hpct_status_t hpct_allreduce_mean_device(hpct_ctx_t ctx, float *buf, size_t n);
 /* Average every registered gradient over ranks (bring-your-own-gradients), fused into
  * buckets of cfg.fusion_bytes; buffers larger than a bucket are reduced in place. */
 hpct_status_t hpct_params_average_grads(hpct_params_t params);
@@ -711,7 +720,11 @@ typedef struct hpct_signals *hpct_signals_t;
 /* Catch signals[0..n-1] (NULL/0: SIGTERM and SIGUSR1); restores the old handlers on uninstall. */
 hpct_status_t hpct_signals_install(hpct_ctx_t ctx, const int *signals, int n,
                                    hpct_signals_t *handle);
-/* Restore the handlers that were in place before install; NULL is accepted. */
+/* Restore the handlers that were in place before install; NULL is accepted. When a caught
+ * signal is still pending (not cleared), the process is ending for that preemption: the
+ * signals are set to SIG_IGN instead, so a second SIGTERM during the rest of the shutdown
+ * (MPI_Finalize, closing files) cannot kill it and turn exit 75 into 143. Call
+ * hpct_signals_clear first to get the old handlers back in that case. */
 void hpct_signals_uninstall(hpct_signals_t handle);
 /* 1 when a caught signal is pending, else 0; signo receives the first one's number (0 if
  * none), count how many arrived (either may be NULL). Async-signal-safe; callable anytime. */

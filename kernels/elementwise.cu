@@ -8,15 +8,12 @@
 namespace
 {
 
-constexpr int kThreads = 256;
+constexpr int kThreads = HPCTI_K_THREADS;
 
 // Blocks for a grid-stride loop over n elements: at least 1, capped (each thread then loops).
 unsigned blocks_for(size_t n)
 {
-    size_t b = (n + kThreads - 1) / kThreads;
-    if (b < 1) b = 1;
-    if (b > 1048560) b = 1048560;
-    return (unsigned)b;
+    return hpcti_grid_blocks(n, kThreads, HPCTI_K_MAX_GRID_BLOCKS);
 }
 
 __global__ void bias_act_kernel(int act, float *z, const float *bias, float *y, size_t total,
@@ -98,8 +95,9 @@ extern "C" int hpcti_k_act_backward(int act, const float *z, const float *y, con
 extern "C" int hpcti_k_bias_grad(const float *dz, float *db, int rows, int cols, int accumulate)
 {
     if (cols <= 0) return 0;
-    bias_grad_kernel<<<(cols + kThreads - 1) / kThreads, kThreads>>>(dz, db, rows, cols,
-                                                                     accumulate);
+    // one thread per column: cols / 256 blocks stay far below the 2^31 - 1 grid limit
+    bias_grad_kernel<<<hpcti_grid_blocks((size_t)cols, kThreads, 0x7fffffffu), kThreads>>>(
+        dz, db, rows, cols, accumulate);
     return (int)cudaGetLastError();
 }
 
@@ -107,6 +105,13 @@ extern "C" int hpcti_k_scale(float *x, float alpha, size_t n)
 {
     if (n == 0) return 0;
     scale_kernel<<<blocks_for(n), kThreads>>>(x, alpha, n);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int hpcti_k_scale_on(float *x, float alpha, size_t n, void *stream)
+{
+    if (n == 0) return 0;
+    scale_kernel<<<blocks_for(n), kThreads, 0, (cudaStream_t)stream>>>(x, alpha, n);
     return (int)cudaGetLastError();
 }
 

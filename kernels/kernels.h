@@ -5,6 +5,8 @@
 #ifndef HPCTI_KERNELS_H
 #define HPCTI_KERNELS_H
 
+#include "gpu_logic.h" /* launch geometry and HPCTI_K_MAX_BLOCKS */
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -14,8 +16,7 @@ extern "C" {
 
 /* Reductions write one double per block into scratch[0 .. HPCTI_K_MAX_BLOCKS) and the
  * final value into scratch[HPCTI_K_MAX_BLOCKS]; scratch holds HPCTI_K_SCRATCH doubles. */
-#define HPCTI_K_MAX_BLOCKS 1024
-#define HPCTI_K_SCRATCH    (HPCTI_K_MAX_BLOCKS + 1)
+#define HPCTI_K_SCRATCH (HPCTI_K_MAX_BLOCKS + 1)
 
 /* z [rows, cols] += bias [cols]; y = act(z). */
 int hpcti_k_bias_act(int act, float *z, const float *bias, float *y, int rows, int cols);
@@ -26,6 +27,8 @@ int hpcti_k_act_backward(int act, const float *z, const float *y, const float *d
 int hpcti_k_bias_grad(const float *dz, float *db, int rows, int cols, int accumulate);
 /* x *= alpha, n elements (alpha 0 is handled by the caller with a memset). */
 int hpcti_k_scale(float *x, float alpha, size_t n);
+/* The same on stream (a cudaStream_t), for NCCL's stream (lib/comm/nccl_node.c). */
+int hpcti_k_scale_on(float *x, float alpha, size_t n, void *stream);
 /* SGD update (hpcti_sgd_update) over n elements; v may be NULL. */
 int hpcti_k_sgd(float *p, const float *g, float *v, size_t n, float lr, float mu, int nesterov,
                 float wd, float gscale);

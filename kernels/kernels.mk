@@ -1,6 +1,6 @@
 # kernels: CUDA sources (built with --with-cuda) and the element-wise math they share with
 # the cpu backend (kernels/hpct_math.h, always used).
-lib_libhpctrain_a_SOURCES += kernels/hpct_math.h
+lib_libhpctrain_a_SOURCES += kernels/hpct_math.h kernels/gpu_logic.h
 
 # Always distributed, so a tarball can be configured --with-cuda.
 EXTRA_DIST += kernels/kernels.h kernels/elementwise.cu kernels/reduce.cu
@@ -9,7 +9,7 @@ if HPCT_CUDA
 # nvcc compiles the kernels; -MD-style dependency tracking is replaced by explicit header deps.
 SUFFIXES += .cu
 .cu.o:
-	$(AM_V_CC)$(NVCC) $(NVCCFLAGS) -I$(top_srcdir)/kernels -I$(top_srcdir)/include \
+	$(AM_V_CC)$(NVCC) $(NVCC_ARCH_FLAGS) $(NVCCFLAGS) -I$(top_srcdir)/kernels -I$(top_srcdir)/include \
 		-I$(top_builddir) $(CUDA_CFLAGS) -c -o $@ $<
 
 lib_libhpctrain_a_SOURCES += kernels/kernels.h kernels/elementwise.cu kernels/reduce.cu

@@ -10,7 +10,7 @@
 namespace
 {
 
-constexpr int kThreads = 256; // 8 warps per block
+constexpr int kThreads = HPCTI_K_THREADS; // 8 warps per block
 constexpr int kWarps = kThreads / 32;
 constexpr unsigned kFull = 0xffffffffu;
 
@@ -55,10 +55,7 @@ __global__ void finish_kernel(double *scratch, int blocks)
 // Blocks for n work items of per_block each: at least 1, at most HPCTI_K_MAX_BLOCKS.
 int blocks_for(size_t n, size_t per_block)
 {
-    size_t b = (n + per_block - 1) / per_block;
-    if (b < 1) b = 1;
-    if (b > HPCTI_K_MAX_BLOCKS) b = HPCTI_K_MAX_BLOCKS;
-    return (int)b;
+    return (int)hpcti_grid_blocks(n, per_block, HPCTI_K_MAX_BLOCKS);
 }
 
 int finish(double *scratch, int blocks)

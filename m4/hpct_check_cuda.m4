@@ -1,3 +1,33 @@
+dnl HPCT_CUDA_ARCH: --with-cuda-arch=LIST (default "80;90"): the GPU architectures the kernels
+dnl are built for, as NVCC_ARCH_FLAGS. Each compute capability N (digits, optionally with a
+dnl suffix such as 90a) gives -gencode arch=compute_N,code=sm_N (machine code, no JIT at start-up);
+dnl the last one also embeds its PTX (code=compute_N) so newer GPUs can JIT it. "native" builds
+dnl for the GPUs of the build machine (nvcc -arch=native). hpct_cuda_arch holds the list.
+AC_DEFUN([HPCT_CUDA_ARCH], [
+    AC_ARG_WITH([cuda-arch], [AS_HELP_STRING([--with-cuda-arch=LIST], [GPU architectures for the CUDA kernels: compute capabilities separated by ';' or ',' (e.g. "80;90"), or native (default: 80;90)])],
+        [], [with_cuda_arch="80;90"])
+    hpct_cuda_arch=$with_cuda_arch
+    NVCC_ARCH_FLAGS=
+    case $hpct_cuda_arch in
+    native) NVCC_ARCH_FLAGS="-arch=native" ;;
+    yes|no|"") AC_MSG_ERROR([--with-cuda-arch needs a list such as "80;90", or native]) ;;
+    *)
+        hpct_last=
+        for hpct_a in `echo "$hpct_cuda_arch" | tr ';,' '  '`; do
+            case $hpct_a in
+            @<:@1-9@:>@@<:@0-9@:>@|@<:@1-9@:>@@<:@0-9@:>@@<:@0-9@:>@|@<:@1-9@:>@@<:@0-9@:>@@<:@af@:>@|@<:@1-9@:>@@<:@0-9@:>@@<:@0-9@:>@@<:@af@:>@) ;;
+            *) AC_MSG_ERROR([--with-cuda-arch: "$hpct_a" is not a compute capability such as 80 or 90a (list: $hpct_cuda_arch)]) ;;
+            esac
+            NVCC_ARCH_FLAGS="$NVCC_ARCH_FLAGS -gencode arch=compute_$hpct_a[,]code=sm_$hpct_a"
+            hpct_last=$hpct_a
+        done
+        test -n "$hpct_last" || AC_MSG_ERROR([--with-cuda-arch: the list is empty])
+        NVCC_ARCH_FLAGS="$NVCC_ARCH_FLAGS -gencode arch=compute_$hpct_last[,]code=compute_$hpct_last"
+        ;;
+    esac
+    AC_SUBST([NVCC_ARCH_FLAGS])
+])
+
 dnl HPCT_CHECK_CUDA: --with-cuda[=DIR] (off unless asked): NVCC, CUDA_CFLAGS/CUDA_LIBS,
 dnl HPCT_HAVE_CUDA, the HPCT_CUDA conditional and hpct_cuda=yes|no.
 AC_DEFUN([HPCT_CHECK_CUDA], [
@@ -17,6 +47,8 @@ AC_DEFUN([HPCT_CHECK_CUDA], [
     AC_ARG_VAR([NVCC], [CUDA compiler])
     AC_ARG_VAR([NVCCFLAGS], [flags for nvcc (default: -O3 -std=c++17)])
     test -n "$NVCCFLAGS" || NVCCFLAGS="-O3 -std=c++17"
+    HPCT_CUDA_ARCH
+    test "$hpct_cuda" = yes || { hpct_cuda_arch=; NVCC_ARCH_FLAGS=; }
     AM_CONDITIONAL([HPCT_CUDA], [test "$hpct_cuda" = yes])
     AC_SUBST([CUDA_CFLAGS])
     AC_SUBST([CUDA_LIBS])

@@ -39,10 +39,12 @@ TESTS += t/test_header.sh
 EXTRA_DIST += t/test_header.sh
 
 # ---- GPU: always built; they skip without CUDA/NCCL or without a device ----------
-check_PROGRAMS += t/test_cuda t/test_nccl
-TESTS += t/test_cuda t/test_nccl.sh
+check_PROGRAMS += t/test_cuda t/test_nccl t/test_gpu_logic
+TESTS += t/test_cuda t/test_nccl.sh t/test_gpu_logic
 t_test_cuda_LDADD = $(TEST_LIBS)
-t_test_nccl_LDADD = $(TEST_LIBS)
+# the CUDA backend's host-side logic (kernels/gpu_logic.h): runs on the CPU in every build
+t_test_gpu_logic_LDADD = $(TEST_LIBS)
+t_test_nccl_LDADD = t/lib/libmpiprog.a $(TEST_LIBS)
 EXTRA_DIST += t/test_nccl.sh
 
 # ---- sharded datasets and the shard converter ------------------------------------
@@ -71,7 +73,7 @@ EXTRA_DIST += $(FUZZ_TESTS) t/lib/fuzz_lib.sh t/fuzz/fuzz_file.h t/fuzz/config_f
 check_PROGRAMS += t/lib/dist_prog
 t_lib_dist_prog_LDADD = t/lib/libmpiprog.a $(TEST_LIBS)
 DIST_TESTS = t/test_dist_topology.sh t/test_dist_allreduce.sh t/test_dist_replicas.sh \
-	t/test_dist_curve.sh t/test_dist_hang.sh t/test_dist_nodewin.sh
+	t/test_dist_curve.sh t/test_dist_hang.sh t/test_dist_nodewin.sh t/test_dist_opfail.sh
 TESTS += $(DIST_TESTS)
 EXTRA_DIST += $(DIST_TESTS) t/lib/dist_lib.sh
 
@@ -98,7 +100,7 @@ t_test_train_config_SOURCES = t/test_train_config.c tools/train_config.c tools/t
 t_test_train_config_LDADD = t/lib/libtap.a
 TRAIN_TESTS = t/test_train_preempt_w1.sh t/test_train_preempt_w2.sh t/test_train_worldsize.sh \
 	t/test_train_corrupt.sh t/test_train_hang.sh t/test_train_settings.sh t/test_train_cadence.sh \
-	t/test_train_fifo.sh t/test_train_lock.sh
+	t/test_train_fifo.sh t/test_train_lock.sh t/test_train_worldsize_big.sh
 TESTS += $(TRAIN_TESTS)
 EXTRA_DIST += $(TRAIN_TESTS) t/lib/train_lib.sh t/lib/train_data.sh t/lib/train_preempt.sh
 

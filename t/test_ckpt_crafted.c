@@ -10,6 +10,7 @@
 #include "lib/ckpt_util.h"
 
 #include <hdf5.h>
+#include <math.h>
 #include <sys/stat.h>
 
 #define BIG 4096 /* elements of a crafted array attribute: far beyond any fixed buffer */
@@ -253,9 +254,51 @@ static void link_case(state_t *st, const char *base, const char *mode)
     expect_inspect_flags(st, file, "params/dense0.weight", what, mode);
 }
 
+/* Overwrite dataset name of file with n bytes at v (same type and size) and store the crc32c
+ * of the new bytes, as a buggy or hostile writer would: the checksums still pass. */
+static int craft_value(const char *file, const char *name, const void *v, size_t n)
+{
+    hid_t fid = H5Fopen(file, H5F_ACC_RDWR, H5P_DEFAULT);
+    hid_t d = fid < 0 ? -1 : H5Dopen2(fid, name, H5P_DEFAULT);
+    hid_t t = d < 0 ? -1 : H5Dget_type(d);
+    hid_t a = d < 0 ? -1 : H5Aopen(d, "crc32c", H5P_DEFAULT);
+    uint32_t crc = hpct_crc32c(0, v, n);
+    int rc = a < 0 || H5Dwrite(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0 ||
+             H5Awrite(a, H5T_NATIVE_UINT32, &crc) < 0;
+    if (a >= 0) H5Aclose(a);
+    if (t >= 0) H5Tclose(t);
+    if (d >= 0) H5Dclose(d);
+    return (fid >= 0 && H5Fclose(fid) < 0) || rc ? -1 : 0;
+}
+
+/* A step-20 checkpoint whose dataset name holds v (checksum recomputed): resume skips it
+ * naming file and dataset, and `hpctrain ckpt verify`'s calls (file_meta or the dataset's
+ * verdict) refuse it too. */
+static void value_case(state_t *st, const char *base, const char *tag, const char *name,
+                       const void *v, size_t n)
+{
+    char dir[4200], file[4300];
+    snprintf(dir, sizeof dir, "%s/value-%s", base, tag);
+    if (mkdir(dir, 0700)) tap_bail("mkdir %s", dir);
+    save_steps(st, dir, file, sizeof file);
+    if (craft_value(file, name, v, n)) tap_bail("cannot craft %s in %s", name, file);
+    expect_skipped(st, dir, file, name, tag);
+    hpct_ckpt_file_t f = NULL;
+    int refused = 0;
+    if (!hpct_ckpt_file_open(st->ctx, file, &f)) {
+        hpct_ckpt_meta_t m = HPCT_CKPT_META_INITIALIZER;
+        int i = -1;
+        refused = hpct_ckpt_file_meta(f, &m) != HPCT_SUCCESS ||
+                  (!hpct_ckpt_file_find(f, name, &i) && hpct_ckpt_file_verify(f, i) != 0);
+    }
+    tap_ok(refused && strstr(hpct_last_error(st->ctx), name),
+           "%s: the inspector refuses it as well (%s)", tag, hpct_last_error(st->ctx));
+    hpct_ckpt_file_close(f);
+}
+
 int main(void)
 {
-    tap_plan(35);
+    tap_plan(35 + 2 * 9);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     char base[4096];
     make_tmpdir(base, sizeof base, "crafted");
@@ -279,6 +322,19 @@ int main(void)
     link_case(&st, base, "soft");
     link_case(&st, base, "external");
     link_case(&st, base, "extstore");
+    int64_t minus5 = -5, huge = (int64_t)1 << 62, zero = 0, fifteen = 15;
+    uint64_t rng0[HPCT_RNG_STATE_WORDS] = {0};
+    float nan50[50];
+    for (int k = 0; k < 50; k++) nan50[k] = k == 17 ? NAN : 0.5f;
+    value_case(&st, base, "step-negative", "meta/step", &minus5, 8);
+    value_case(&st, base, "step-not-name", "meta/step", &fifteen, 8);
+    value_case(&st, base, "cursor-epoch-2^62", "meta/cursor_epoch", &huge, 8);
+    value_case(&st, base, "world-negative", "meta/world_size", &minus5, 8);
+    value_case(&st, base, "world-zero", "meta/world_size", &zero, 8);
+    value_case(&st, base, "batch-negative", "meta/global_batch", &minus5, 8);
+    value_case(&st, base, "rng-zero", "rng/state", rng0, sizeof rng0);
+    value_case(&st, base, "optstep-negative", "optimizer/step", &minus5, 8);
+    value_case(&st, base, "param-nan", "params/dense0.weight", nan50, sizeof nan50);
     H5Tclose(s255), H5Tclose(s1k), H5Tclose(vstr), H5Tclose(s4);
     st_destroy(&st);
     remove_tree(base);

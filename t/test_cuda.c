@@ -5,7 +5,9 @@
  * Tolerances (absolute unless said): gemm 1e-4 (k <= 53) and 2e-3 (k = 784); element-wise
  * ops and activations 2e-6 relative (tanhf/expf differ by a few ulps between host and
  * device); double-precision reductions 1e-9 relative (summation order only); counts and
- * finiteness exact; models 1e-4 relative on losses and 1e-4 on parameters after 10 steps. */
+ * finiteness exact; models 1e-4 relative on losses and 1e-4 on parameters after 10 steps.
+ * Also: reductions over n = 2^24 and 2^24 + 3 (past the block cap: grid-stride loops),
+ * softmax over 100,003 rows, and a faulting kernel surfacing as HPCT_ERR_DEVICE. */
 #include "config.h"
 #include "hpctrain.h"
 #include "lib/tap.h"
@@ -20,6 +22,7 @@ int main(void)
 #include "../lib/device/ops.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,7 +48,7 @@ static void *dev_copy(const void *host, size_t bytes)
 {
     void *d = gpu->alloc(gctx, bytes);
     if (!d) tap_bail("cuda alloc of %zu bytes: %s", bytes, hpct_last_error(gctx));
-    gpu->to_device(d, host, bytes);
+    gpu->to_device(gctx, d, host, bytes);
     return d;
 }
 
@@ -53,7 +56,7 @@ static void *dev_copy(const void *host, size_t bytes)
 static double max_rel_diff(const float *dev, const float *want, size_t n)
 {
     float *got = malloc(sizeof *got * (n ? n : 1));
-    gpu->to_host(got, dev, sizeof *got * n);
+    gpu->to_host(gctx, got, dev, sizeof *got * n);
     double worst = 0;
     for (size_t i = 0; i < n; i++) {
         double d = fabs((double)got[i] - want[i]) / fmax(1.0, fabs(want[i]));
@@ -61,6 +64,45 @@ static double max_rel_diff(const float *dev, const float *want, size_t n)
     }
     free(got);
     return worst;
+}
+
+/* The value-returning ops, NaN (or -1) after a failure so the comparison fails. */
+static double xent(const struct hpcti_ops *o, hpct_ctx_t c, const float *x, const int32_t *lab,
+                   float *dx, int rows, int cols, float scale)
+{
+    double v = NAN;
+    if (o->softmax_xent(c, x, lab, dx, rows, cols, scale, &v)) tap_diag("%s", hpct_last_error(c));
+    return v;
+}
+
+static long correct(const struct hpcti_ops *o, hpct_ctx_t c, const float *x, const int32_t *lab,
+                    int rows, int cols)
+{
+    long v = -1;
+    if (o->count_correct(c, x, lab, rows, cols, &v)) tap_diag("%s", hpct_last_error(c));
+    return v;
+}
+
+static double mse(const struct hpcti_ops *o, hpct_ctx_t c, const float *out, const float *t,
+                  float *d, size_t n, float scale)
+{
+    double v = NAN;
+    if (o->mse(c, out, t, d, n, scale, &v)) tap_diag("%s", hpct_last_error(c));
+    return v;
+}
+
+static double sumsq(const struct hpcti_ops *o, hpct_ctx_t c, const float *x, size_t n)
+{
+    double v = NAN;
+    if (o->sumsq(c, x, n, &v)) tap_diag("%s", hpct_last_error(c));
+    return v;
+}
+
+static int finite_on(const struct hpcti_ops *o, hpct_ctx_t c, const float *x, size_t n)
+{
+    int v = -1;
+    if (o->all_finite(c, x, n, &v)) tap_diag("%s", hpct_last_error(c));
+    return v;
 }
 
 static double rel(double got, double want)
@@ -74,7 +116,7 @@ static void test_memory(void)
     float *d = gpu->alloc(gctx, n * sizeof(float)), *zeros = calloc(n, sizeof(float));
     tap_ok(d && max_rel_diff(d, zeros, n) == 0, "alloc returns zero-filled device memory");
     float *h = rand_host(n, -1, 1);
-    gpu->to_device(d, h, n * sizeof(float));
+    gpu->to_device(gctx, d, h, n * sizeof(float));
     tap_ok(max_rel_diff(d, h, n) == 0, "to_device then to_host round-trips exactly");
     gpu->free(d);
     free(zeros);
@@ -118,15 +160,15 @@ static void test_activations(void)
         float *dz = dev_copy(z, n * 4), *db = dev_copy(bias, (size_t)cols * 4),
               *dy = dev_copy(y, n * 4);
         float *gy = act ? dy : dz; /* identity: y aliases z, as the model does */
-        cpu->bias_act(act, z, bias, act ? y : z, rows, cols);
-        gpu->bias_act(act, dz, db, gy, rows, cols);
+        cpu->bias_act(cctx, act, z, bias, act ? y : z, rows, cols);
+        gpu->bias_act(gctx, act, dz, db, gy, rows, cols);
         double d = fmax(max_rel_diff(dz, z, n), max_rel_diff(gy, act ? y : z, n));
         tap_ok(d <= 2e-6, "bias_act %s [%d, %d]: max diff %.2e", names[act], rows, cols, d);
 
         float *up = rand_host(n, -1, 1), *out = rand_host(n, 0, 0);
         float *dup = dev_copy(up, n * 4);
-        cpu->act_backward(act, z, act ? y : z, up, out, n);
-        gpu->act_backward(act, dz, gy, dup, dup, n); /* in place, as the model calls it */
+        cpu->act_backward(cctx, act, z, act ? y : z, up, out, n);
+        gpu->act_backward(gctx, act, dz, gy, dup, dup, n); /* in place, as the model calls it */
         d = max_rel_diff(dup, out, n);
         tap_ok(d <= 2e-6, "act_backward %s (dz aliases dy): max diff %.2e", names[act], d);
         gpu->free(dz), gpu->free(db), gpu->free(dy), gpu->free(dup);
@@ -141,8 +183,8 @@ static void test_bias_grad(void)
     float *dg = dev_copy(g, sizeof(float) * rows * cols),
           *dbias = dev_copy(b, sizeof(float) * cols);
     for (int acc = 1; acc >= 0; acc--) {
-        cpu->bias_grad(g, b, rows, cols, acc);
-        gpu->bias_grad(dg, dbias, rows, cols, acc);
+        cpu->bias_grad(cctx, g, b, rows, cols, acc);
+        gpu->bias_grad(gctx, dg, dbias, rows, cols, acc);
         double d = max_rel_diff(dbias, b, (size_t)cols);
         tap_ok(d <= 1e-6, "bias_grad accumulate=%d [%d, %d]: max diff %.2e", acc, rows, cols, d);
     }
@@ -158,8 +200,8 @@ static void check_softmax(int rows, int cols, float spread)
     for (int r = 0; r < rows; r++) lab[r] = (int32_t)(uniform(0, 1) * cols) % cols;
     float *gx = dev_copy(x, n * 4), *gdx = dev_copy(dx, n * 4);
     int32_t *glab = dev_copy(lab, sizeof *lab * (size_t)rows);
-    double want = cpu->softmax_xent(cctx, x, lab, dx, rows, cols, 0.25f);
-    double got = gpu->softmax_xent(gctx, gx, glab, gdx, rows, cols, 0.25f);
+    double want = xent(cpu, cctx, x, lab, dx, rows, cols, 0.25f);
+    double got = xent(gpu, gctx, gx, glab, gdx, rows, cols, 0.25f);
     tap_ok(rel(got, want) <= 1e-9, "softmax_xent loss [%d, %d], logits +-%g: %.10g vs %.10g", rows,
            cols, spread, got, want);
     double d = max_rel_diff(gdx, dx, n);
@@ -167,10 +209,10 @@ static void check_softmax(int rows, int cols, float spread)
 
     /* Integer logits make ties; the first maximum must win on both backends. */
     for (size_t i = 0; i < n; i++) x[i] = floorf(x[i] / spread * 3);
-    gpu->to_device(gx, x, n * 4);
-    long cw = cpu->count_correct(cctx, x, lab, rows, cols);
-    tap_is_int(gpu->count_correct(gctx, gx, glab, rows, cols), cw,
-               "count_correct [%d, %d] with ties", rows, cols);
+    gpu->to_device(gctx, gx, x, n * 4);
+    long cw = correct(cpu, cctx, x, lab, rows, cols);
+    tap_is_int(correct(gpu, gctx, gx, glab, rows, cols), cw, "count_correct [%d, %d] with ties",
+               rows, cols);
     gpu->free(gx), gpu->free(gdx), gpu->free(glab);
     free(x), free(dx), free(lab);
 }
@@ -183,33 +225,33 @@ static void test_reductions(void)
     size_t n = 100003;
     float *o = rand_host(n, -2, 2), *t = rand_host(n, -2, 2), *d = rand_host(n, 0, 0);
     float *go = dev_copy(o, n * 4), *gt = dev_copy(t, n * 4), *gd = dev_copy(d, n * 4);
-    double want = cpu->mse(cctx, o, t, d, n, 1.0f / (float)n);
-    double got = gpu->mse(gctx, go, gt, gd, n, 1.0f / (float)n);
+    double want = mse(cpu, cctx, o, t, d, n, 1.0f / (float)n);
+    double got = mse(gpu, gctx, go, gt, gd, n, 1.0f / (float)n);
     tap_ok(rel(got, want) <= 1e-9, "mse sum over %zu: %.12g vs %.12g", n, got, want);
     double diff = max_rel_diff(gd, d, n);
     tap_ok(diff <= 2e-6, "mse dout: max diff %.2e", diff);
 
-    want = cpu->sumsq(cctx, o, n);
-    got = gpu->sumsq(gctx, go, n);
+    want = sumsq(cpu, cctx, o, n);
+    got = sumsq(gpu, gctx, go, n);
     tap_ok(rel(got, want) <= 1e-9, "sumsq over %zu: %.12g vs %.12g", n, got, want);
-    tap_ok(gpu->sumsq(gctx, go, 0) == 0.0, "sumsq of 0 elements is 0");
+    tap_ok(sumsq(gpu, gctx, go, 0) == 0.0, "sumsq of 0 elements is 0");
 
-    tap_is_int(gpu->all_finite(gctx, go, n), 1, "all_finite on finite data");
-    tap_is_int(gpu->all_finite(gctx, go, 0), 1, "all_finite on 0 elements");
+    tap_is_int(finite_on(gpu, gctx, go, n), 1, "all_finite on finite data");
+    tap_is_int(finite_on(gpu, gctx, go, 0), 1, "all_finite on 0 elements");
     float nan = NAN, inf = -INFINITY;
-    gpu->to_device(go + n - 1, &nan, 4);
-    tap_is_int(gpu->all_finite(gctx, go, n), 0, "all_finite sees a NaN in the last element");
-    gpu->to_device(go + n - 1, &o[n - 1], 4);
-    gpu->to_device(go + 17, &inf, 4);
-    tap_is_int(gpu->all_finite(gctx, go, n), 0, "all_finite sees -Inf");
+    gpu->to_device(gctx, go + n - 1, &nan, 4);
+    tap_is_int(finite_on(gpu, gctx, go, n), 0, "all_finite sees a NaN in the last element");
+    gpu->to_device(gctx, go + n - 1, &o[n - 1], 4);
+    gpu->to_device(gctx, go + 17, &inf, 4);
+    tap_is_int(finite_on(gpu, gctx, go, n), 0, "all_finite sees -Inf");
 
-    gpu->to_device(go + 17, &o[17], 4); /* undo the -Inf */
-    cpu->scale(o, -0.37f, n);
-    gpu->scale(go, -0.37f, n);
+    gpu->to_device(gctx, go + 17, &o[17], 4); /* undo the -Inf */
+    cpu->scale(cctx, o, -0.37f, n);
+    gpu->scale(gctx, go, -0.37f, n);
     diff = max_rel_diff(go, o, n);
     tap_ok(diff <= 2e-6, "scale by -0.37: max diff %.2e", diff);
-    gpu->to_device(go + 5, &nan, 4);
-    gpu->scale(go, 0.0f, n);
+    gpu->to_device(gctx, go + 5, &nan, 4);
+    gpu->scale(gctx, go, 0.0f, n);
     memset(o, 0, n * 4);
     tap_ok(max_rel_diff(go, o, n) == 0, "scale by 0 clears everything, NaN included");
     gpu->free(go), gpu->free(gt), gpu->free(gd);
@@ -224,24 +266,69 @@ static void test_optimizers(void)
     float *gp = dev_copy(p, n * 4), *gg = dev_copy(g, n * 4), *gv = dev_copy(v, n * 4);
     float *gm = dev_copy(m, n * 4);
     for (int step = 0; step < 3; step++) {
-        cpu->sgd(p, g, v, n, 0.1f, 0.9f, 1, 1e-2f, 0.5f);
-        gpu->sgd(gp, gg, gv, n, 0.1f, 0.9f, 1, 1e-2f, 0.5f);
+        cpu->sgd(cctx, p, g, v, n, 0.1f, 0.9f, 1, 1e-2f, 0.5f);
+        gpu->sgd(gctx, gp, gg, gv, n, 0.1f, 0.9f, 1, 1e-2f, 0.5f);
     }
     double d = fmax(max_rel_diff(gp, p, n), max_rel_diff(gv, v, n));
     tap_ok(d <= 2e-6, "sgd nesterov momentum + weight decay, 3 steps: max diff %.2e", d);
-    cpu->sgd(p, g, NULL, n, 0.1f, 0.9f, 1, 0.0f, 1.0f);
-    gpu->sgd(gp, gg, NULL, n, 0.1f, 0.9f, 1, 0.0f, 1.0f);
+    cpu->sgd(cctx, p, g, NULL, n, 0.1f, 0.9f, 1, 0.0f, 1.0f);
+    gpu->sgd(gctx, gp, gg, NULL, n, 0.1f, 0.9f, 1, 0.0f, 1.0f);
     d = max_rel_diff(gp, p, n);
     tap_ok(d <= 2e-6, "sgd without a momentum buffer (v NULL): max diff %.2e", d);
     for (int t = 1; t <= 3; t++) {
         float c1 = 1 - powf(0.9f, (float)t), c2 = 1 - powf(0.999f, (float)t);
-        cpu->adamw(p, g, m, v, n, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.01f, c1, c2, 0.5f);
-        gpu->adamw(gp, gg, gm, gv, n, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.01f, c1, c2, 0.5f);
+        cpu->adamw(cctx, p, g, m, v, n, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.01f, c1, c2, 0.5f);
+        gpu->adamw(gctx, gp, gg, gm, gv, n, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.01f, c1, c2, 0.5f);
     }
     d = fmax(max_rel_diff(gp, p, n), fmax(max_rel_diff(gm, m, n), max_rel_diff(gv, v, n)));
     tap_ok(d <= 2e-6, "adamw, 3 steps (p, m, v): max diff %.2e", d);
     gpu->free(gp), gpu->free(gg), gpu->free(gv), gpu->free(gm);
     free(p), free(g), free(v), free(m);
+}
+
+/* Sizes past the reductions' block cap (1024 blocks x 256 threads = 2^18 per pass), so every
+ * thread's grid-stride loop runs many times; and a softmax over more rows than one pass. */
+static void test_large(void)
+{
+    size_t sizes[] = {(size_t)1 << 24, ((size_t)1 << 24) + 3};
+    for (int i = 0; i < 2; i++) {
+        size_t n = sizes[i];
+        float *x = rand_host(n, -1, 1), *t = rand_host(n, -1, 1), *d = malloc(n * 4);
+        float *gx = dev_copy(x, n * 4), *gt = dev_copy(t, n * 4), *gd = gpu->alloc(gctx, n * 4);
+        double want = sumsq(cpu, cctx, x, n), got = sumsq(gpu, gctx, gx, n);
+        tap_ok(rel(got, want) <= 1e-9, "sumsq over n = %zu: %.12g vs %.12g", n, got, want);
+        want = mse(cpu, cctx, x, t, d, n, 1.0f / (float)n);
+        got = mse(gpu, gctx, gx, gt, gd, n, 1.0f / (float)n);
+        tap_ok(rel(got, want) <= 1e-9, "mse over n = %zu: %.12g vs %.12g", n, got, want);
+        float nan = NAN;
+        gpu->to_device(gctx, gx + n - 1, &nan, 4);
+        tap_is_int(finite_on(gpu, gctx, gx, n), 0, "all_finite sees a NaN at element %zu of %zu",
+                   n - 1, n);
+        gpu->free(gx), gpu->free(gt), gpu->free(gd);
+        free(x), free(t), free(d);
+    }
+    check_softmax(100003, 10, 8); /* 100,003 rows: 8 warps x 1024 blocks, then strided */
+}
+
+/* A kernel that faults (a bogus device address) surfaces as HPCT_ERR_DEVICE naming the CUDA
+ * call, and the evaluation that follows fails instead of returning a count. Last: the fault
+ * leaves the CUDA context unusable. */
+static void test_forced_failure(hpct_model_t gm, const float *x, const void *t)
+{
+    hpct_status_t s = gpu->scale(gctx, (float *)(uintptr_t)0x1000, 2.0f, 1 << 20);
+    if (!s) s = gpu->sync(gctx);
+    tap_is_int(s, HPCT_ERR_DEVICE, "a faulting kernel surfaces as HPCT_ERR_DEVICE");
+    tap_ok(strstr(hpct_last_error(gctx), "cuda") != NULL,
+           "the detail names the failing CUDA call: %s", hpct_last_error(gctx));
+    double loss, acc;
+    tap_ok(hpct_model_evaluate(gm, x, t, 8, &loss, &acc) != HPCT_SUCCESS,
+           "hpct_model_evaluate after a device fault returns an error, not a count");
+    float *z = gpu->alloc(gctx, 64); /* NULL now: the CUDA context is unusable */
+    s = gpu->bias_act(gctx, 1, z, z, z, 4, 4);
+    tap_ok(s == HPCT_ERR_DEVICE && strstr(hpct_last_error(gctx), "failed"),
+           "a kernel launch after the fault returns HPCT_ERR_DEVICE naming the failing call "
+           "(cudaSetDevice or the launch): %s",
+           hpct_last_error(gctx));
 }
 
 /* A model on one backend: 12 inputs, gelu/tanh/relu hidden layers, 5 outputs. */
@@ -350,7 +437,7 @@ int main(void)
     if (hpct_ctx_create(NULL, &cctx)) tap_bail("cpu context");
     const char *why = cuda_unusable();
     if (why) tap_skip_all("no CUDA device: %s", why);
-    tap_plan(51);
+    tap_plan(64);
     hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
     cfg.backend = HPCT_BACKEND_CUDA;
     cfg.device = 9999;
@@ -366,6 +453,16 @@ int main(void)
     test_optimizers();                                                       /* 3 */
     check_training(HPCT_LOSS_SOFTMAX_CE, HPCT_OPT_SGD, "CE + SGD momentum"); /* 5 */
     check_training(HPCT_LOSS_MSE, HPCT_OPT_ADAMW, "MSE + AdamW");            /* 5 */
+    test_large();                                                            /* 9 */
+    hpct_model_t gm = make_model(gctx, HPCT_LOSS_SOFTMAX_CE, 8);
+    float *x = rand_host(8 * 12, -1, 1);
+    int32_t labels[8] = {0, 1, 2, 3, 4, 0, 1, 2};
+    if (getenv("HPCT_TEST_NO_FAULT")) /* under compute-sanitizer: the fault would be reported */
+        tap_skip(4, "HPCT_TEST_NO_FAULT is set");
+    else
+        test_forced_failure(gm, x, labels); /* 4 */
+    free(x);
+    hpct_model_destroy(gm);
     hpct_ctx_destroy(gctx);
     hpct_ctx_destroy(cctx);
     return tap_done();

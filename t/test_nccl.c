@@ -1,119 +1,210 @@
-/* test_nccl.c: the GPU hierarchical mean allreduce (lib/comm/nccl_node.c) under mpirun (run by
- * t/test_nccl.sh). Rank r contributes buf[i] = r + i / 1024 on the device, so the mean is
- * (size - 1) / 2 + i / 1024, exact in fp32 for the sizes used (tolerance 1e-6).
- * Layout 1: every rank is its own node (node MPI_COMM_SELF, cross MPI_COMM_WORLD), which works
- * with all ranks on one GPU. Layout 2: all ranks on one node (node MPI_COMM_WORLD, cross
- * MPI_COMM_NULL), which NCCL allows only with one GPU per rank; it covers the zero padding. */
+/* test_nccl.c: mirrored GPU replicas through the public calls, under mpirun (run by
+ * t/test_nccl.sh in several layouts: one node of 2 ranks, 2 virtual nodes of 1, 2 virtual
+ * nodes of 2). Every check is agreed over all ranks (t/lib/mpi_prog: PASS/FAIL lines).
+ *   test_nccl probe   prints the number of visible CUDA devices, or "none: reason"
+ *   test_nccl run     hpct_init on the cuda backend, then:
+ *     - hpct_allreduce_mean on host floats (host memory on a cuda context);
+ *     - hpct_allreduce_mean_device on device buffers of 0 .. 2^20 + 3 floats: rank r gives
+ *       r + i / 1024, the mean (W - 1) / 2 + i / 1024 is exact in fp32; identical bits;
+ *     - registered device buffers (fusion buckets and in-place ones) averaged, broadcast,
+ *       hashed and checked (a planted difference is HPCT_ERR_DIVERGED);
+ *     - a built-in model's device gradients averaged inside hpct_model_loss_grad equal the
+ *       mean of the per-rank gradients, identical on every rank; hpct_comm_stats counts. */
 #include "config.h"
 #include "hpctrain.h"
-#include "lib/tap.h"
+#include "lib/mpi_prog.h"
 
-#include <mpi.h>
 #include <stdio.h>
+#include <string.h>
 
 #ifndef HPCT_HAVE_NCCL
-int main(int argc, char **argv)
+int main(void)
 {
-    MPI_Init(&argc, &argv);
-    int rank;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (rank == 0) printf("1..0 # SKIP built without --with-nccl\n");
-    MPI_Finalize();
+    printf("none: built without --with-nccl\n");
     return 0;
 }
 #else
-#include "../lib/core/core.h"
-#include "../lib/comm/nccl_node.h"
-
 #include <cuda_runtime.h>
 #include <math.h>
+#include <mpi.h>
 #include <stdlib.h>
 
-static const size_t counts[] = {0, 1, 7, 1000, 12345};
-enum { NCOUNTS = sizeof counts / sizeof counts[0] };
-static int rank, size;
-
-/* 1 on every rank when cond holds on every rank. */
-static int all(int cond)
+/* 1 when x [n] (host) is bitwise the same on every rank. */
+static int identical(const float *x, size_t n)
 {
-    int out = 0;
-    MPI_Allreduce(&cond, &out, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    return out;
+    unsigned long long h = 1469598103934665603ull, lo, hi;
+    const unsigned char *b = (const unsigned char *)x;
+    for (size_t i = 0; i < n * sizeof *x; i++) h = (h ^ b[i]) * 1099511628211ull;
+    MPI_Allreduce(&h, &lo, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&h, &hi, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+    return lo == hi;
 }
 
-/* Largest error of the mean over all ranks after one allreduce of count elements (1e30 when
- * some rank got an error status). */
-static double allreduce_error(hpcti_nccl_t *nc, size_t count, MPI_Comm cross)
+static float *dev_floats(const float *host, size_t n)
 {
-    float *host = malloc(sizeof *host * (count ? count : 1)), *dev = NULL;
-    for (size_t i = 0; i < count; i++) host[i] = (float)rank + (float)i / 1024.0f;
-    cudaMalloc((void **)&dev, sizeof *dev * (count ? count : 1));
-    cudaMemcpy(dev, host, sizeof *dev * count, cudaMemcpyHostToDevice);
-    double worst = 1e30;
-    if (hpcti_nccl_hier_allreduce_mean(nc, dev, count, cross, size) == HPCT_SUCCESS) {
-        cudaMemcpy(host, dev, sizeof *dev * count, cudaMemcpyDeviceToHost);
-        worst = 0;
-        for (size_t i = 0; i < count; i++)
-            worst = fmax(worst, fabs(host[i] - ((size - 1) / 2.0 + i / 1024.0)));
-    }
-    cudaFree(dev);
-    free(host);
-    double out;
-    MPI_Allreduce(&worst, &out, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    return out;
+    float *d = NULL;
+    if (cudaMalloc((void **)&d, sizeof *d * (n ? n : 1)) != cudaSuccess) return NULL;
+    cudaMemcpy(d, host, sizeof *d * n, cudaMemcpyHostToDevice);
+    return d;
 }
 
-static void run_layout(hpct_ctx_t ctx, MPI_Comm node, MPI_Comm cross, const char *what)
+static void fill(float *x, size_t n)
 {
-    hpcti_nccl_t *nc = NULL;
-    hpct_status_t s = hpcti_nccl_create(ctx, node, &nc);
-    if (!tap_ok(all(s == HPCT_SUCCESS), "%s: NCCL communicator created (%s)", what,
-                s ? hpct_last_error(ctx) : "ok")) {
-        tap_skip(NCOUNTS, "no communicator");
-        return;
+    for (size_t i = 0; i < n; i++) x[i] = (float)world_rank + (float)(i % 4096) / 1024.0f;
+}
+
+/* Largest |x[i] - expected mean| over x [n] (host). */
+static double mean_error(const float *x, size_t n)
+{
+    double worst = 0;
+    for (size_t i = 0; i < n; i++)
+        worst = fmax(worst, fabs(x[i] - ((world_size - 1) / 2.0 + (double)(i % 4096) / 1024.0)));
+    return worst;
+}
+
+static void device_means(hpct_ctx_t ctx)
+{
+    static const size_t sizes[] = {0, 1, 7, 1000, 12345, ((size_t)1 << 20) + 3};
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        size_t n = sizes[k];
+        float *h = malloc(sizeof *h * (n ? n : 1)), *d;
+        fill(h, n);
+        d = dev_floats(h, n);
+        hpct_status_t s = d ? hpct_allreduce_mean_device(ctx, d, n) : HPCT_ERR_NO_MEMORY;
+        check(s == HPCT_SUCCESS, "allreduce_mean_device of %zu floats (%s)", n,
+              s ? hpct_last_error(ctx) : "ok");
+        if (d) cudaMemcpy(h, d, sizeof *h * n, cudaMemcpyDeviceToHost);
+        check(!s && mean_error(h, n) <= 1e-6, "%zu floats: exact mean (worst %g)", n,
+              mean_error(h, n));
+        check(identical(h, n), "%zu floats: bit-identical on every rank", n);
+        cudaFree(d);
+        free(h);
     }
-    for (int i = 0; i < NCOUNTS; i++) {
-        double err = allreduce_error(nc, counts[i], cross);
-        tap_ok(err <= 1e-6, "%s: mean of %zu floats over %d ranks (max error %g)", what, counts[i],
-               size, err);
+}
+
+/* Three device buffers: two small ones share a 4 KiB fusion bucket, one is reduced in place. */
+static void device_params(hpct_ctx_t ctx)
+{
+    static const size_t counts[] = {100, 37, 5000};
+    float *param[3], *grad[3], *h = malloc(sizeof *h * 5000);
+    hpct_params_t p;
+    hpct_status_t s = hpct_params_create(ctx, &p);
+    for (int i = 0; i < 3; i++) {
+        fill(h, counts[i]);
+        grad[i] = dev_floats(h, counts[i]);
+        for (size_t j = 0; j < counts[i]; j++) h[j] = (float)(world_rank * 1000 + i);
+        param[i] = dev_floats(h, counts[i]);
+        char name[16];
+        snprintf(name, sizeof name, "b%d", i);
+        if (!s) s = hpct_params_register(p, name, param[i], grad[i], counts[i]);
     }
-    hpcti_nccl_destroy(nc);
+    if (!s) s = hpct_params_average_grads(p);
+    check(!s, "hpct_params_average_grads on device buffers (%s)", s ? hpct_last_error(ctx) : "ok");
+    double worst = 0;
+    for (int i = 0; i < 3; i++) {
+        cudaMemcpy(h, grad[i], sizeof *h * counts[i], cudaMemcpyDeviceToHost);
+        worst = fmax(worst, mean_error(h, counts[i]));
+    }
+    check(worst <= 1e-6, "fused and in-place device gradients hold the mean (worst %g)", worst);
+    s = hpct_params_broadcast(p, world_size - 1);
+    cudaMemcpy(h, param[2], sizeof *h * counts[2], cudaMemcpyDeviceToHost);
+    check(!s && h[0] == (float)((world_size - 1) * 1000 + 2),
+          "hpct_params_broadcast from the last rank on device buffers");
+    check(hpct_params_check_replicas(p) == HPCT_SUCCESS, "replicas agree after the broadcast");
+    if (world_rank == world_size - 1 && world_size > 1) {
+        float bump = 0.5f;
+        cudaMemcpy(param[1] + 3, &bump, sizeof bump, cudaMemcpyHostToDevice);
+    }
+    s = hpct_params_check_replicas(p);
+    check(world_size == 1 || s == HPCT_ERR_DIVERGED,
+          "a planted difference in device memory is HPCT_ERR_DIVERGED (%s)", hpct_last_error(ctx));
+    hpct_params_destroy(p);
+    for (int i = 0; i < 3; i++) cudaFree(param[i]), cudaFree(grad[i]);
+    free(h);
+}
+
+/* A copy of the model's gradients in host memory (hpct_params_get gives device pointers). */
+static float *grads_of(hpct_model_t m, size_t *total)
+{
+    hpct_params_t p;
+    int nb;
+    hpct_model_params(m, &p);
+    hpct_params_size(p, &nb, total);
+    float *h = malloc(sizeof *h * *total), *param, *grad;
+    size_t off = 0, n;
+    const char *name;
+    for (int i = 0; i < nb; i++, off += n) {
+        hpct_params_get(p, i, &name, &param, &grad, &n);
+        cudaMemcpy(h + off, grad, sizeof *h * n, cudaMemcpyDeviceToHost);
+    }
+    return h;
+}
+
+static void model_grads(hpct_ctx_t ctx)
+{
+    enum { BATCH = 32 };
+    hpct_model_t m;
+    hpct_status_t s = hpct_model_create(ctx, TOY_FEATURES, &m);
+    if (!s) s = hpct_model_add_dense(m, 24, HPCT_ACT_RELU, HPCT_INIT_AUTO);
+    if (!s) s = hpct_model_add_dense(m, TOY_CLASSES, HPCT_ACT_IDENTITY, HPCT_INIT_AUTO);
+    if (!s) s = hpct_model_set_loss(m, HPCT_LOSS_SOFTMAX_CE);
+    if (!s) s = hpct_model_build(m, BATCH);
+    float x[BATCH * TOY_FEATURES], loss;
+    int32_t y[BATCH];
+    toy_data(x, y, BATCH, 100 + (unsigned long long)world_rank); /* different data per rank */
+    if (!s) s = hpct_model_loss_grad(m, x, y, BATCH, 0, &loss);
+    size_t total;
+    float *mine = grads_of(m, &total);
+    MPI_Allreduce(MPI_IN_PLACE, mine, (int)total, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    long ops0 = 0, ops1 = 0;
+    hpct_comm_stats(ctx, NULL, &ops0);
+    if (!s) s = hpct_model_set_grad_averaging(m, 1);
+    if (!s) s = hpct_model_loss_grad(m, x, y, BATCH, 0, &loss);
+    hpct_comm_stats(ctx, NULL, &ops1);
+    check(!s, "hpct_model_loss_grad with device gradient averaging (%s)",
+          s ? hpct_last_error(ctx) : "ok");
+    float *avg = grads_of(m, &total);
+    double worst = 0;
+    for (size_t i = 0; i < total; i++)
+        worst = fmax(worst, fabs(avg[i] - mine[i] / world_size) / fmax(1.0, fabs(mine[i])));
+    check(worst <= 1e-5, "the model's device gradients are the mean over ranks (worst %g)", worst);
+    check(identical(avg, total), "the averaged gradients are bit-identical on every rank");
+    check(ops1 == ops0 + 1, "hpct_comm_stats counts the averaging operation (%ld -> %ld)", ops0,
+          ops1);
+    free(mine), free(avg);
+    hpct_model_destroy(m);
+}
+
+static int run(void)
+{
+    hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
+    cfg.backend = HPCT_BACKEND_CUDA;
+    cfg.collective_timeout_s = 60;
+    cfg.fusion_bytes = 4096;
+    hpct_ctx_t ctx = mpi_start(&cfg);
+    float v = (float)world_rank; /* host memory on a cuda context: the train loop's figures */
+    hpct_status_t s = hpct_allreduce_mean(ctx, &v, 1);
+    check(!s && v == (float)(world_size - 1) / 2.0f, "hpct_allreduce_mean on a host float");
+    device_means(ctx);
+    device_params(ctx);
+    model_grads(ctx);
+    if (hpct_finalize(ctx)) failures++;
+    return failures ? 1 : 0;
 }
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
-    cfg.backend = HPCT_BACKEND_CUDA;
-    hpct_ctx_t ctx = NULL;
-    int devices = 0;
-    cudaError_t e = cudaGetDeviceCount(&devices);
-    const char *why = e != cudaSuccess ? cudaGetErrorString(e) : "no device";
-    hpct_status_t s =
-        e == cudaSuccess && devices ? hpct_ctx_create(&cfg, &ctx) : HPCT_ERR_UNSUPPORTED;
-    if (!all(s == HPCT_SUCCESS)) {
-        if (rank == 0)
-            printf("1..0 # SKIP no usable CUDA device on every rank (rank 0: %s)\n",
-                   s == HPCT_SUCCESS ? "ok"
-                   : devices         ? "cuda context failed"
-                                     : why);
-        hpct_ctx_destroy(ctx);
-        MPI_Finalize();
+    if (argc == 2 && !strcmp(argv[1], "probe")) {
+        int n = 0;
+        cudaError_t e = cudaGetDeviceCount(&n);
+        if (e != cudaSuccess || n == 0)
+            printf("none: %s\n", e != cudaSuccess ? cudaGetErrorString(e) : "0 CUDA devices");
+        else
+            printf("%d\n", n);
         return 0;
     }
-    /* Every check is agreed over all ranks, so rank 0 speaks for all. */
-    if (rank != 0 && !freopen("/dev/null", "w", stdout)) return 1;
-    tap_plan(2 * (1 + NCOUNTS));
-    run_layout(ctx, MPI_COMM_SELF, MPI_COMM_WORLD, "one rank per node");
-    if (all(devices >= size))
-        run_layout(ctx, MPI_COMM_WORLD, MPI_COMM_NULL, "one node");
-    else
-        tap_skip(1 + NCOUNTS, "one node of several ranks needs one GPU per rank");
-    hpct_ctx_destroy(ctx);
-    int rc = tap_done();
-    MPI_Finalize();
-    return rank == 0 ? rc : 0;
+    if (argc == 2 && !strcmp(argv[1], "run")) return run();
+    fprintf(stderr, "usage: test_nccl probe|run\n");
+    return 2;
 }
 #endif

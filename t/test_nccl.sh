@@ -1,12 +1,38 @@
 #!/bin/sh
-# test_nccl.sh: the GPU hierarchical allreduce on 2 MPI ranks (t/test_nccl prints the TAP).
+# test_nccl.sh: mirrored GPU replicas (t/test_nccl run) through hpct_init and the public calls,
+# in three layouts: one node of 2 ranks (NCCL only), 2 virtual nodes of 1 rank (device
+# averages staged through host memory), 2 virtual nodes of 2 (NCCL in the node, MPI across).
+# Skips without --with-nccl, mpirun or a CUDA device; layouts that need 2 GPUs skip with 1.
+. "${top_srcdir:-.}/t/lib/tap.sh"
 builddir=${top_builddir:-.}
-if ! grep -q '^#define HPCT_HAVE_NCCL 1' "$builddir/config.h"; then
-    echo "1..0 # SKIP built without --with-nccl"
-    exit 0
-fi
-if [ -z "$MPIRUN" ]; then
-    echo "1..0 # SKIP no mpirun found by configure"
-    exit 0
-fi
-exec timeout 120 $MPIRUN --oversubscribe -np 2 "$builddir/t/test_nccl"
+prog=$builddir/t/test_nccl
+grep -q '^#define HPCT_HAVE_NCCL 1' "$builddir/config.h" || skip_all "built without --with-nccl"
+[ -n "$MPIRUN" ] || skip_all "no mpirun found by configure"
+[ -x "$prog" ] || skip_all "$prog is not built"
+devices=$("$prog" probe)
+case $devices in [1-9]*) ;; *) skip_all "no CUDA device ($devices)" ;; esac
+# More ranks than cores needs --oversubscribe with Open MPI; other MPIs do not know the flag.
+oversub=
+"$MPIRUN" --version 2>&1 | grep -q 'Open MPI' && oversub=--oversubscribe
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/hpct-nccl.XXXXXX") || skip_all "mktemp failed"
+trap 'rm -rf "$tmp"' EXIT
+
+layout() { # DESC NP GPUS-NEEDED ENV...
+    desc=$1 np=$2 need=$3
+    shift 3
+    if [ "$devices" -lt "$need" ]; then
+        skip 1 "$desc: needs $need GPUs, $devices visible"
+        return
+    fi
+    env "$@" timeout -s KILL 300 "$MPIRUN" $oversub -np "$np" "$prog" run >"$tmp/out" 2>&1
+    rc=$?
+    sed -n 's/^\(PASS\|FAIL\)/# &/p' "$tmp/out"
+    [ $rc -eq 0 ] && ! grep -q '^FAIL' "$tmp/out"
+    ok $? "$desc" || { diag "exit $rc"; grep -v '^PASS' "$tmp/out" | tail -n 20 | sed 's/^/#   /'; }
+}
+
+plan 3
+layout "W=2, one node (NCCL reduce-scatter + all-gather)" 2 2 HPCT_RANKS_PER_NODE=2
+layout "W=2, two virtual nodes of 1 (staged through pinned host memory)" 2 1 HPCT_RANKS_PER_NODE=1
+layout "W=4, two virtual nodes of 2 (NCCL in the node, MPI across)" 4 2 HPCT_RANKS_PER_NODE=2
+done_testing

@@ -73,8 +73,8 @@ static void test_restore(hpct_ctx_t ctx)
     raise(SIGUSR2);
     tap_ok(hpct_signals_pending(NULL, NULL) && old_handler_calls == 0,
            "a configured list (SIGUSR2) is caught by the library");
+    hpct_signals_clear(); /* nothing pending: uninstall restores the old handler */
     hpct_signals_uninstall(h);
-    hpct_signals_clear();
     raise(SIGUSR2);
     sigaction(SIGUSR2, NULL, &cur);
     tap_ok(old_handler_calls == 1 && !hpct_signals_pending(NULL, NULL) &&
@@ -82,6 +82,39 @@ static void test_restore(hpct_ctx_t ctx)
            "uninstall restores the previous handler");
     int bad[] = {SIGKILL};
     tap_is_int(hpct_signals_install(ctx, bad, 1, &h), HPCT_ERR_INVALID_ARG, "SIGKILL is refused");
+}
+
+/* In a child: install, optionally catch one SIGTERM, uninstall, then SIGTERM again. Its wait
+ * status: exit 0 when the second signal was survived. */
+static int late_sigterm(hpct_ctx_t ctx, int caught_first)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) tap_bail("fork failed");
+    if (pid == 0) {
+        hpct_signals_t h = NULL;
+        if (hpct_signals_install(ctx, NULL, 0, &h)) _exit(3);
+        if (caught_first) raise(SIGTERM);
+        hpct_signals_uninstall(h);
+        raise(SIGTERM);
+        _exit(0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return status;
+}
+
+/* A process that caught a preemption and is shutting down survives a second SIGTERM after
+ * uninstall (it used to die of it: exit 143 instead of 75, its buffered output lost); one
+ * that caught none gets its old (default) disposition back. */
+static void test_late_signal(hpct_ctx_t ctx)
+{
+    int st = late_sigterm(ctx, 1);
+    tap_ok(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+           "after a caught SIGTERM, uninstall ignores a second one (the shutdown goes on)");
+    st = late_sigterm(ctx, 0);
+    tap_ok(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM,
+           "with nothing caught, uninstall restores the default: SIGTERM terminates");
 }
 
 /* Signals while the background writer works: the write completes and loads intact. */
@@ -325,7 +358,7 @@ static void test_deprecated_names(hpct_ctx_t ctx)
 
 int main(void)
 {
-    tap_plan(16);
+    tap_plan(18);
     alarm(120);
     hpct_ctx_t ctx;
     hpct_ctx_create(NULL, &ctx);
@@ -333,6 +366,7 @@ int main(void)
     make_tmpdir(base, sizeof base, "cksig");
     test_flag(ctx);
     test_restore(ctx);
+    test_late_signal(ctx);
     test_deprecated_names(ctx);
     test_async_write(base);
     test_preempted_process(base, 0, 0);

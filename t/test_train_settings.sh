@@ -8,7 +8,7 @@
 . "${top_srcdir:-.}/t/lib/train_lib.sh"
 need_tool
 make_data
-echo "1..9"
+echo "1..17"
 
 cp "$work/train.conf" "$work/typo.conf"
 echo "hiden = 32" >>"$work/typo.conf"
@@ -59,3 +59,63 @@ train 1 "$work/x" "$work/out" --loss mse
 [ $rc = 2 ] && grep -q "MSE needs float32 targets" "$work/out"
 ok $? "loss = mse on integer class labels: refused before reading out of bounds, exit $rc"
 show "$work/out" 1
+
+# Strictness (issue 14): duplicate keys, a trailing comma or an empty list of widths, and
+# malformed variables are refused naming what is wrong; unknown HPCT_* variables are named.
+cp "$work/train.conf" "$work/dup.conf"
+echo "lr = 0.2" >>"$work/dup.conf"
+first=$(grep -n '^lr = ' "$work/train.conf" | head -n 1 | cut -d: -f1)
+"$TOOL" train --config "$work/dup.conf" --checkpoint-dir "$work/x" >"$work/out" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "dup.conf:$(wc -l <"$work/dup.conf"): lr is set twice (first on line $first)" "$work/out"
+ok $? "a key set twice in the settings file: exit $rc, names both lines"
+show "$work/out" 1
+
+bad=""
+for v in "32," "" ",32" "32,,16" "32 16"; do
+    train 1 "$work/x" "$work/out" --hidden "$v"
+    [ $rc = 2 ] && grep -q "hidden = '$v' must be" "$work/out" || bad="$bad '$v':$rc"
+done
+[ -z "$bad" ]
+ok $? "hidden = '32,', '', ',32', '32,,16', '32 16': each refused with exit 2${bad:+ (not:$bad)}"
+
+HPCT_LOG_LEVEL=abc train 1 "$work/x" "$work/out"
+[ $rc = 2 ] && grep -q "HPCT_LOG_LEVEL='abc' must be 0 (none) to 4 (debug)" "$work/out"
+ok $? "HPCT_LOG_LEVEL=abc: exit $rc, names the variable"
+show "$work/out" 1
+
+bad=""
+for v in abc inf 1e400 -5; do
+    HPCT_JOB_END_TIME=$v train 1 "$work/x" "$work/out" --walltime-margin 60
+    [ $rc = 2 ] && grep -q "HPCT_JOB_END_TIME='$v' is not a Unix time" "$work/out" || bad="$bad $v:$rc"
+done
+[ -z "$bad" ]
+ok $? "HPCT_JOB_END_TIME=abc, inf, 1e400, -5 with a walltime margin: refused, exit 2${bad:+ (not:$bad)}"
+
+HPCT_LOG_LEVEL=1 HPCT_RANKS_PER_NODE=99999999999 train 1 "$work/x" "$work/out"
+[ $rc != 0 ] && grep -q "HPCT_RANKS_PER_NODE='99999999999' must be an integer in" "$work/out"
+ok $? "HPCT_RANKS_PER_NODE=99999999999: refused, exit $rc, the library names the variable (log level 1)"
+show "$work/out" 1
+
+HPCT_HIDEN=64 HPCT_EPOCHZ=3 train 1 "$work/x" "$work/out" --epochs 1
+[ $rc = 0 ] && grep -q "warning: not hpctrain variables (a typo?): .*HPCT_HIDEN" "$work/out" &&
+    grep -q "HPCT_EPOCHZ" "$work/out" && ! grep -q "HPCT_TEST_HOOKS" "$work/out"
+ok $? "HPCT_HIDEN and HPCT_EPOCHZ (typos): the run goes on and names both in one warning"
+show "$work/out" 2
+
+# Errors printed once (issue 14): a settings error is the same on every rank, printed by
+# rank 0 only; an error every rank agreed on (it names the failing rank) too.
+if command -v "$MPIRUN" >/dev/null 2>&1; then
+    train 4 "$work/x4" "$work/out" --lr abc
+    n=$(grep -c "error: option --lr: lr = 'abc'" "$work/out")
+    [ $rc != 0 ] && [ "$n" = 1 ]
+    ok $? "W=4, --lr abc: the settings error is printed once (got $n), exit $rc"
+    cp -r "$work/ck" "$work/ck4"
+    train 2 "$work/ck4" "$work/out" --lr 0.3
+    n=$(grep -c "training configuration hash" "$work/out")
+    [ $rc = 2 ] && [ "$n" = 1 ] && grep -q "rank 0: training failed: .*rank 0 of 2 failed" "$work/out"
+    ok $? "W=2, a checkpoint of other settings: the agreed error is printed once, by rank 0 (got $n), exit $rc"
+    show "$work/out" 4
+else
+    skip 2 "no mpirun (configure found none)"
+fi

@@ -32,6 +32,9 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
+    /* Each line goes out whole when printed: nothing sits in a buffer that a kill would lose,
+     * and lines of ranks sharing one output file do not interleave mid-line. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc < 2) {
         usage(stderr);
         return TOOL_USAGE;

@@ -42,16 +42,33 @@ struct run {
     int raise_rank, stop_rank;
 };
 
-/* Print "hpctrain train: error: ..." on stderr; returns code. */
+/* This process's rank from the launcher's environment, before the runtime starts; -1 when
+ * no launcher says (one process). */
+static int launcher_rank(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK",
+                                       "SLURM_PROCID"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v) return atoi(v);
+    }
+    return -1;
+}
+
+/* Print "hpctrain train: error: ..." on stderr as one write; returns code. Settings errors
+ * are the same on every rank (same files, variables and arguments): only rank 0 prints. */
 static int conf_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int conf_error(int code, const char *fmt, ...)
 {
+    if (launcher_rank() > 0) return code;
+    char line[1400] = "hpctrain train: error: ";
+    size_t n = strlen(line);
     va_list ap;
     va_start(ap, fmt);
-    fputs("hpctrain train: error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vsnprintf(line + n, sizeof line - n - 1, fmt, ap);
     va_end(ap);
+    strcat(line, "\n");
+    fputs(line, stderr);
     return code;
 }
 
@@ -130,11 +147,18 @@ static int fail(struct run *r, const char *what, hpct_status_t s)
                : s == HPCT_ERR_INVALID_ARG ? TOOL_USAGE /* the settings do not fit */
                                            : TRAIN_ERROR;
     const char *detail = hpct_last_error(r->ctx);
-    fprintf(stderr, "hpctrain train: rank %d: %s failed: %s: %s\n", r->topo.rank, what,
-            hpct_strerror(s), detail);
-    if (s == HPCT_ERR_INVALID_ARG && strstr(detail, "training configuration hash"))
-        fprintf(stderr, "hpctrain train: the settings differ from the checkpoint's; "
-                        "--allow-config-change resumes from it anyway\n");
+    /* An error every rank agreed on (it names the failing rank) is printed once, by rank 0;
+     * a rank's own error with its rank. Each message is one write, so lines never mix. */
+    if (hpct_last_error_shared(r->ctx) && r->topo.rank != 0) return code;
+    char line[1400];
+    int n = snprintf(line, sizeof line, "hpctrain train: rank %d: %s failed: %s: %s\n",
+                     r->topo.rank, what, hpct_strerror(s), detail);
+    if (s == HPCT_ERR_INVALID_ARG && strstr(detail, "training configuration hash") && n > 0 &&
+        (size_t)n < sizeof line)
+        snprintf(line + n, sizeof line - (size_t)n,
+                 "hpctrain train: the settings differ from the checkpoint's; "
+                 "--allow-config-change resumes from it anyway\n");
+    fputs(line, stderr);
     return code;
 }
 
@@ -242,7 +266,8 @@ static void read_test_hooks(struct run *r)
     r->raise_rank = r->stop_rank = last;
     if ((v = test_hook("HPCT_TEST_RAISE_AT_STEP")))
         sscanf(v, "%ld,%d", &r->raise_step, &r->raise_rank);
-    if ((v = test_hook("HPCT_TEST_STOP_AT_STEP"))) sscanf(v, "%ld,%d", &r->stop_step, &r->stop_rank);
+    if ((v = test_hook("HPCT_TEST_STOP_AT_STEP")))
+        sscanf(v, "%ld,%d", &r->stop_step, &r->stop_rank);
     if ((v = test_hook("HPCT_TEST_STEP_DELAY_MS"))) r->delay_ms = atol(v);
 }
 
@@ -381,18 +406,26 @@ int tool_train_main(int argc, char **argv)
     hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
     cfg.seed = (uint64_t)r.c.seed;
     cfg.num_threads = (int)r.c.threads;
+    cfg.backend = strcmp(r.c.backend, "cuda") ? HPCT_BACKEND_CPU : HPCT_BACKEND_CUDA;
+    cfg.consistency_interval = r.c.consistency_interval;
     cfg.collective_timeout_s = r.c.collective_timeout;
     /* The tool reports failures itself; HPCT_LOG_LEVEL=1..4 adds the library's own log. */
-    cfg.log_level = getenv("HPCT_LOG_LEVEL") ? atoi(getenv("HPCT_LOG_LEVEL")) : HPCT_LOG_NONE;
+    const char *level = getenv("HPCT_LOG_LEVEL");
+    if (level && (strlen(level) != 1 || level[0] < '0' || level[0] > '4'))
+        return conf_error(TOOL_USAGE, "HPCT_LOG_LEVEL='%s' must be 0 (none) to 4 (debug)", level);
+    cfg.log_level = level ? level[0] - '0' : HPCT_LOG_NONE;
     hpct_status_t s = hpct_init(&cfg, &r.ctx);
     if (s) {
-        fprintf(stderr, "hpctrain train: starting the distributed runtime failed: %s\n",
-                hpct_strerror(s));
+        fprintf(stderr, "hpctrain train: starting the distributed runtime failed: %s%s\n",
+                hpct_strerror(s), level ? "" : " (HPCT_LOG_LEVEL=1 shows the library's detail)");
         return TRAIN_ERROR;
     }
     r.topo = (hpct_topology_t)HPCT_TOPOLOGY_INITIALIZER;
     hpct_topology(r.ctx, &r.topo);
     read_test_hooks(&r);
+    char unknown[512];
+    if (r.topo.rank == 0 && train_config_unknown_env(unknown, sizeof unknown))
+        fprintf(stderr, "hpctrain train: warning: not hpctrain variables (a typo?): %s\n", unknown);
     if ((s = hpct_signals_install(r.ctx, NULL, 0, &r.signals)))
         code = fail(&r, "installing signal handlers", s);
     if (!code) code = open_data(&r);

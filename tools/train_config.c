@@ -53,6 +53,8 @@ static const struct key keys[] = {
     {"epochs", K_LONG, F(epochs), NULL, 1, 1e9, 1, "1"},
     {"seed", K_LONG, F(seed), NULL, 0, 9.2e18, 1, "42"},
     {"threads", K_LONG, F(threads), NULL, 0, 4096, 0, "0"},
+    {"backend", K_STR, F(backend), "cpu|cuda", 0, 0, 0, "cpu"},
+    {"consistency_interval", K_LONG, F(consistency_interval), NULL, 0, 1e15, 0, "0"},
     {"log_interval", K_LONG, F(log_interval), NULL, 0, 1e15, 0, "50"},
     {"collective_timeout", K_DOUBLE, F(collective_timeout), NULL, 0.1, 1e7, 0, "300"},
     {"checkpoint_dir", K_STR, F(checkpoint_dir), NULL, 0, 0, 0, "checkpoints"},
@@ -107,20 +109,29 @@ static int parse_number(const struct key *k, const char *v, double *out)
     return 0;
 }
 
+/* "W1,W2,..." (blanks around the commas allowed): every item a width in [1, 2^20], none
+ * empty ("32," and "" are refused; "none" is the way to ask for no hidden layer). */
 static int parse_widths(struct train_config *c, const char *v)
 {
-    int n = 0;
-    char buf[256];
-    if (strlen(v) >= sizeof buf) return -1;
-    strcpy(buf, v);
-    for (char *save = NULL, *tok = strtok_r(buf, ", ", &save); tok;
-         tok = strtok_r(NULL, ", ", &save)) {
-        char *end;
-        long w = strtol(tok, &end, 10);
-        if (*end || w < 1 || w > (1 << 20) || n == TC_MAX_HIDDEN) return -1;
-        c->hidden[n++] = (int)w;
+    int widths[TC_MAX_HIDDEN], n = 0;
+    if (!strcmp(v, "none")) {
+        c->num_hidden = 0;
+        return 0;
     }
-    c->num_hidden = n; /* "" or "none" leaves no hidden layer */
+    for (const char *p = v;;) {
+        while (*p == ' ' || *p == '\t') p++;
+        char *end;
+        errno = 0;
+        long w = strtol(p, &end, 10);
+        if (end == p || errno || w < 1 || w > (1 << 20) || n == TC_MAX_HIDDEN) return -1;
+        widths[n++] = (int)w;
+        for (p = end; *p == ' ' || *p == '\t'; p++) {
+        }
+        if (!*p) break;
+        if (*p++ != ',') return -1;
+    }
+    memcpy(c->hidden, widths, sizeof widths[0] * (size_t)n);
+    c->num_hidden = n;
     return 0;
 }
 
@@ -144,11 +155,11 @@ int train_config_set(struct train_config *c, const char *name, const char *v, co
         strcpy(field, v);
         return 0;
     case K_WIDTHS:
-        if (strcmp(v, "none") == 0) v = "";
         if (parse_widths(c, v))
             return fail(err, errlen,
-                        "%s: hidden = '%s' must be up to %d comma-separated widths >= 1", source, v,
-                        TC_MAX_HIDDEN);
+                        "%s: hidden = '%s' must be up to %d comma-separated widths in [1, "
+                        "1048576], or 'none' for no hidden layer",
+                        source, v, TC_MAX_HIDDEN);
         return 0;
     case K_BOOL:
         if (strcmp(v, "1") == 0 || strcmp(v, "yes") == 0 || strcmp(v, "true") == 0)
@@ -203,7 +214,7 @@ int train_config_load_file(struct train_config *c, const char *path, char *err, 
         return fail(err, errlen, "%s: cannot open the config file: %s", path, strerror(errno));
     }
     char line[2048], where[TC_PATH_MAX + 32];
-    int lineno = 0, rc = 0;
+    int lineno = 0, rc = 0, first_line[NUM_KEYS] = {0}; /* where each key was set, 0: not */
     while (rc == 0 && fgets(line, sizeof line, f)) {
         lineno++;
         snprintf(where, sizeof where, "%s:%d", path, lineno);
@@ -221,7 +232,15 @@ int train_config_load_file(struct train_config *c, const char *path, char *err, 
             break;
         }
         *eq = '\0';
-        rc = train_config_set(c, trim(s), trim(eq + 1), where, err, errlen);
+        char *name = trim(s);
+        const struct key *k = find_key(name);
+        if (k && first_line[k - keys]) {
+            rc = fail(err, errlen, "%s: %s is set twice (first on line %d)", where, name,
+                      first_line[k - keys]);
+            break;
+        }
+        if (k) first_line[k - keys] = lineno;
+        rc = train_config_set(c, name, trim(eq + 1), where, err, errlen);
     }
     fclose(f);
     return rc;
@@ -242,6 +261,55 @@ int train_config_load_env(struct train_config *c, char *err, size_t errlen)
         if (train_config_set(c, keys[i].name, v, where, err, errlen)) return -1;
     }
     return 0;
+}
+
+/* HPCT_* variables that are not settings: read by the library, the tool, the sbatch templates
+ * or the tests (doc/hpctrain.1 ENVIRONMENT). A name ending in '*' is a prefix. */
+static const char *const other_vars[] = {
+    "HPCT_CONFIG",         "HPCT_TRAIN",
+    "HPCT_MAX_RESTARTS",   "HPCT_SLURM_DIR",
+    "HPCT_LOG_LEVEL",      "HPCT_CKPT_LOCK",
+    "HPCT_RANKS_PER_NODE", "HPCT_JOB_END_TIME",
+    "HPCT_NODE_*",         "HPCT_ALLOW_GPU_SHARING",
+    "HPCT_TEST_*",         "HPCT_CKPT_TEST_*",
+    "HPCT_SLURM_*",        "HPCT_FORTRAN",
+    "HPCT_FUZZ_*",         "HPCT_BENCH_*",
+    "HPCT_DATA_*",         "HPCT_METRICS*",
+    "HPCT_TRACE*",         "HPCT_STORE*",
+};
+
+static int is_known_var(const char *name, size_t len)
+{
+    for (size_t i = 0; i < sizeof other_vars / sizeof other_vars[0]; i++) {
+        size_t m = strlen(other_vars[i]);
+        if (other_vars[i][m - 1] == '*' ? len >= m - 1 && !strncmp(name, other_vars[i], m - 1)
+                                        : len == m && !strncmp(name, other_vars[i], m))
+            return 1;
+    }
+    for (size_t i = 0; i < NUM_KEYS; i++) {
+        size_t m = strlen(keys[i].name);
+        if (len != m + 5) continue;
+        size_t j = 0;
+        while (j < m && name[5 + j] == toupper((unsigned char)keys[i].name[j])) j++;
+        if (j == m) return 1;
+    }
+    return 0;
+}
+
+int train_config_unknown_env(char *out, size_t n)
+{
+    extern char **environ;
+    int count = 0;
+    out[0] = '\0';
+    for (char **e = environ; e && *e; e++) {
+        const char *eq = strchr(*e, '=');
+        if (strncmp(*e, "HPCT_", 5) || !eq || is_known_var(*e, (size_t)(eq - *e))) continue;
+        size_t used = strlen(out);
+        if (used + (size_t)(eq - *e) + 2 < n)
+            snprintf(out + used, n - used, "%s%.*s", count ? " " : "", (int)(eq - *e), *e);
+        count++;
+    }
+    return count;
 }
 
 int train_config_validate(const struct train_config *c, char *err, size_t errlen)

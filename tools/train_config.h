@@ -33,6 +33,8 @@ struct train_config {
     double checkpoint_every_seconds, walltime_margin;
     int checkpoint_async;
     char resume[16]; /* auto | never */
+    char backend[16]; /* cpu | cuda (not hashed: a run may resume on the other backend) */
+    long consistency_interval; /* steps between replica hash checks across ranks; 0 = never */
 };
 
 /* Fill every field with its documented default. */
@@ -46,6 +48,9 @@ int train_config_set(struct train_config *c, const char *key, const char *value,
                      char *err, size_t errlen);
 /* Check cross-field rules (e.g. a training manifest is given). */
 int train_config_validate(const struct train_config *c, char *err, size_t errlen);
+/* The HPCT_* environment variables that are neither a setting nor a variable the library or
+ * its scripts read (a typo such as HPCT_HIDEN), blank-separated into out [n]; their count. */
+int train_config_unknown_env(char *out, size_t n);
 /* Print every key with its current value in file syntax. */
 void train_config_print(const struct train_config *c, void *file);
 /* Stable 64-bit hash of the settings that change the training result (not paths or cadence). */

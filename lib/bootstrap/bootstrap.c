@@ -3,6 +3,7 @@
 #include "bootstrap.h"
 
 #include <pmix.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,8 +26,9 @@ static long env_long(const char *name)
     const char *v = getenv(name);
     if (!v || !*v) return -1;
     char *end;
+    errno = 0;
     long x = strtol(v, &end, 10);
-    return (*end || x < 0) ? -1 : x;
+    return (*end || errno || x < 0) ? -1 : x;
 }
 
 /* One PMIx value as an integer (uint16/uint32/int forms), or -1. */
@@ -120,9 +122,9 @@ hpct_status_t hpcti_bootstrap_probe(hpct_ctx_t ctx, struct hpcti_boot *b)
     const char *rpn = getenv("HPCT_RANKS_PER_NODE");
     if (rpn && *rpn) {
         long k = env_long("HPCT_RANKS_PER_NODE");
-        if (k <= 0)
+        if (k <= 0 || k > (1L << 20))
             return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
-                               "HPCT_RANKS_PER_NODE='%s' must be a positive integer", rpn);
+                               "HPCT_RANKS_PER_NODE='%s' must be an integer in [1, 1048576]", rpn);
         b->ranks_per_node = (int)k;
     }
     hpcti_log(ctx, HPCT_LOG_INFO,

@@ -18,7 +18,7 @@ struct hpcti_boot {
 };
 
 /* Probe PMIx, then Open MPI variables, then Slurm variables, else single process. */
-hpct_status_t hpcti_bootstrap_probe(hpct_ctx_t ctx, struct hpcti_boot *boot);
+HPCTI_CHECK hpct_status_t hpcti_bootstrap_probe(hpct_ctx_t ctx, struct hpcti_boot *boot);
 /* Release what the probe holds (PMIx). */
 void hpcti_bootstrap_release(struct hpcti_boot *boot);
 /* Static name of a topology source ("pmix", "openmpi-env", ...). */

@@ -124,12 +124,12 @@ static hpct_status_t make_dirs(hpct_ctx_t ctx, const char *dir)
 
 /* ---- background writer --------------------------------------------------------- */
 
-static void copy_staged(hpct_ckpt_t ck, int to_user);
+static hpct_status_t copy_staged(hpct_ckpt_t ck, int to_user);
 
 /* defer_copy: take the snapshot on this thread, then release hpct_ckpt_before_update. */
 static void copy_in_background(hpct_ckpt_t ck)
 {
-    copy_staged(ck, 0);
+    copy_staged(ck, 0); /* deferred only on the cpu backend, whose copies cannot fail */
     pthread_mutex_lock(&ck->mu);
     ck->copy_pending = 0;
     pthread_cond_broadcast(&ck->cv);
@@ -231,8 +231,13 @@ hpct_status_t hpct_ckpt_open(hpct_ctx_t ctx, const hpct_ckpt_config_t *cfg, hpct
     ck->last_save = hpcti_now();
     ck->job_end = NAN;
     double end;
-    if (cfg->walltime_margin > 0 && hpcti_walltime_end(ctx, &end) == HPCT_SUCCESS)
-        ck->job_end = end;
+    s = cfg->walltime_margin > 0 ? hpcti_walltime_end(ctx, &end) : HPCT_ERR_NOT_FOUND;
+    if (s == HPCT_SUCCESS) ck->job_end = end;
+    if (s == HPCT_ERR_INVALID_ARG) { /* a malformed HPCT_JOB_END_TIME: say so, never ignore it */
+        hpcti_ckpt_unlock_dir(ck->lock_fd);
+        free(ck);
+        return s;
+    }
     hpcti_clear_error(ctx);
     if (cfg->async && (s = start_writer(ck))) {
         hpcti_ckpt_unlock_dir(ck->lock_fd);
@@ -443,20 +448,23 @@ static hpct_status_t add_model_item(hpct_ckpt_t ck)
     return HPCT_SUCCESS;
 }
 
-/* Staged items: copy the caller's memory in (save) or out (load). */
-static void copy_staged(hpct_ckpt_t ck, int to_user)
+/* Staged items: copy the caller's memory in (save) or out (load). A failed device copy is
+ * returned (never a snapshot of stale device data saved as current). */
+static hpct_status_t copy_staged(hpct_ckpt_t ck, int to_user)
 {
     const struct hpcti_ops *ops = ck->ctx->ops;
-    for (int i = 0; i < ck->snap.num; i++) {
+    hpct_status_t s = HPCT_SUCCESS;
+    for (int i = 0; i < ck->snap.num && !s; i++) {
         hpcti_ckitem_t *it = &ck->snap.items[i];
         if (!it->user) continue;
         size_t bytes = it->count * hpcti_ck_elsize(it->dtype);
         if (it->on_device)
-            to_user ? ops->to_device(it->user, it->data, bytes)
-                    : ops->to_host(it->data, it->user, bytes);
+            s = to_user ? ops->to_device(ck->ctx, it->user, it->data, bytes)
+                        : ops->to_host(ck->ctx, it->data, it->user, bytes);
         else
             to_user ? memcpy(it->user, it->data, bytes) : memcpy(it->data, it->user, bytes);
     }
+    return s;
 }
 
 /* ---- save ---------------------------------------------------------------------- */
@@ -515,7 +523,10 @@ hpct_status_t hpct_ckpt_save(hpct_ckpt_t ck, hpct_params_t params, hpct_optimize
     ck->snap.serial = ck->serial;
     ck->snap.keep = ck->cfg.keep_every > 0 && ck->serial % ck->cfg.keep_every == 0;
     int defer = ck->has_thread && ck->cfg.defer_copy && ck->ctx->ops == &hpcti_cpu_ops;
-    if (staged && !defer) copy_staged(ck, 0);
+    if (staged && !defer && (s = copy_staged(ck, 0))) {
+        ck->serial--; /* nothing was queued under this serial */
+        return s;
+    }
     ck->last_saved_step = meta->step;
     ck->last_save = hpcti_now();
     if (!isnan(ck->job_end) && ck->job_end - wall_now() <= ck->cfg.walltime_margin)
@@ -600,11 +611,50 @@ static hpct_status_t check_compatible(hpct_ckpt_t ck, const char *path, int slot
     return HPCT_SUCCESS;
 }
 
-/* Copy a verified file's state into the caller's objects and meta. */
-static void apply_loaded(hpct_ckpt_t ck, const char *path, hpct_optimizer_t opt,
-                         hpct_ckpt_meta_t *m)
+/* A file whose checksums pass must still hold sensible values (validate.c): scalars in
+ * range and agreeing with the file name, finite parameters and optimizer state. */
+static hpcti_read_t check_values(hpct_ckpt_t ck, const char *path, int with_opt, hpcti_ckerr_t *err)
 {
-    copy_staged(ck, 1);
+    const struct ck_scalars *sc = &ck->sc;
+    hpcti_ck_values_t v = {.step = sc->step,
+                           .epoch = sc->epoch,
+                           .cursor_epoch = sc->cursor_epoch,
+                           .cursor_step = sc->cursor_step,
+                           .world_size = sc->world_size,
+                           .global_batch = sc->global_batch,
+                           .serial = sc->serial,
+                           .opt_step = sc->opt_step,
+                           .has_opt_step = with_opt,
+                           .has_rng = 1,
+                           .saved_at = sc->saved_at};
+    memcpy(v.rng, sc->rng, sizeof v.rng);
+    char why[400];
+    const char *bad = hpcti_ck_values_problem(&v, path, why, sizeof why);
+    if (bad) {
+        hpcti_ckerr_set(err, HPCT_ERR_FORMAT, "checkpoint %s: %s", path, bad);
+        return HPCTI_READ_CORRUPT;
+    }
+    for (int i = 0; i < ck->snap.num; i++) {
+        const hpcti_ckitem_t *it = &ck->snap.items[i];
+        if (!hpcti_ck_must_be_finite(it->path, it->dtype)) continue;
+        long long k = hpcti_ck_first_nonfinite(it->data, it->dtype, it->count);
+        if (k >= 0) {
+            hpcti_ckerr_set(err, HPCT_ERR_NONFINITE,
+                            "checkpoint %s: dataset %s holds a NaN or Inf (element %lld): the run "
+                            "that saved it had diverged",
+                            path, it->path, k);
+            return HPCTI_READ_CORRUPT;
+        }
+    }
+    return HPCTI_READ_OK;
+}
+
+/* Copy a verified file's state into the caller's objects and meta. */
+static hpct_status_t apply_loaded(hpct_ckpt_t ck, const char *path, hpct_optimizer_t opt,
+                                  hpct_ckpt_meta_t *m)
+{
+    hpct_status_t s = copy_staged(ck, 1);
+    if (s) return s;
     hpct_rng_set_state(ck->ctx, ck->sc.rng);
     if (opt) hpct_optimizer_set_step(opt, (long)ck->sc.opt_step);
     snprintf(ck->loaded_path, sizeof ck->loaded_path, "%s", path);
@@ -619,6 +669,7 @@ static void apply_loaded(hpct_ckpt_t ck, const char *path, hpct_optimizer_t opt,
     m->saved_at = ck->sc.saved_at;
     m->model = ck->loaded_model;
     m->path = ck->loaded_path;
+    return HPCT_SUCCESS;
 }
 
 /* Try the files newest first; corrupt ones are skipped with a warning. */
@@ -633,10 +684,11 @@ static hpct_status_t load_first_valid(hpct_ckpt_t ck, char **names, int n, hpct_
         hpcti_ckerr_t err = {0, ""};
         hpcti_read_t r = hpcti_ck_read(path, &ck->snap, &err);
         if (r == HPCTI_READ_MISMATCH) return hpcti_error(ck->ctx, err.status, "%s", err.msg);
+        if (r == HPCTI_READ_OK) r = check_values(ck, path, opt != NULL, &err);
         if (r == HPCTI_READ_OK) {
             hpct_status_t s = check_compatible(ck, path, slots, opt);
+            if (!s) s = apply_loaded(ck, path, opt, meta);
             if (s) return s;
-            apply_loaded(ck, path, opt, meta);
             snprintf(ck->rejected, sizeof ck->rejected, "%s", reasons);
             if (meta->rejected) /* success, but say why newer files were skipped */
                 snprintf(ck->ctx->last_error, sizeof ck->ctx->last_error, "%s", reasons);

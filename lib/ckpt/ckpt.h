@@ -83,13 +83,13 @@ void hpcti_ck_stop_if(const hpcti_ckdir_t *d, hpcti_stage_t stage);
  * dir/.hpctrain.lock and write this process's host, pid, job and start time in it;
  * HPCT_ERR_BUSY naming the holder when another process has it. *fd = the lock's descriptor,
  * -1 when none is held (another rank writes, HPCT_CKPT_LOCK=off, or no locking here). */
-hpct_status_t hpcti_ckpt_lock_dir(hpct_ctx_t ctx, const char *dir, int writer_rank, int *fd);
+HPCTI_CHECK hpct_status_t hpcti_ckpt_lock_dir(hpct_ctx_t ctx, const char *dir, int writer_rank, int *fd);
 /* Drop the lock taken by hpcti_ckpt_lock_dir (fd -1: nothing). */
 void hpcti_ckpt_unlock_dir(int fd);
 
 /* commit.c: write snap as one checkpoint file and commit it atomically, then apply
  * retention. final receives the committed path. Runs on the writer thread in async mode. */
-hpct_status_t hpcti_ck_write(const hpcti_ckdir_t *d, const hpcti_snapshot_t *snap,
+HPCTI_CHECK hpct_status_t hpcti_ck_write(const hpcti_ckdir_t *d, const hpcti_snapshot_t *snap,
                              char final[HPCTI_CKPT_PATH_MAX], hpcti_ckerr_t *err);
 /* out = dir/name (truncated to the buffer). */
 void hpcti_ck_join(char out[HPCTI_CKPT_PATH_MAX], const char *dir, const char *name);
@@ -98,12 +98,12 @@ void hpcti_ck_clean_stale(const char *dir);
 
 /* h5io.c: the HDF5 part of hpcti_ck_write: snap's datasets into the existing file at path,
  * flushed, fsync'd and closed (under the HDF5 lock). */
-hpct_status_t hpcti_ck_write_file(const hpcti_ckdir_t *d, const hpcti_snapshot_t *snap,
+HPCTI_CHECK hpct_status_t hpcti_ck_write_file(const hpcti_ckdir_t *d, const hpcti_snapshot_t *snap,
                                   const char *path, hpcti_ckerr_t *err);
 
 /* retention.c: checkpoint file names in dir, newest (highest step) first; *n entries, free
  * with free(). */
-hpct_status_t hpcti_ck_list(const char *dir, char ***names, int *n, hpcti_ckerr_t *err);
+HPCTI_CHECK hpct_status_t hpcti_ck_list(const char *dir, char ***names, int *n, hpcti_ckerr_t *err);
 /* Serial number of the newest checkpoint from the latest pointer, else (pointer missing,
  * unreadable, not a regular file, or its serial above HPCTI_CKPT_SERIAL_MAX) the file
  * count; a non-regular pointer is named on stderr at log_level >= HPCT_LOG_WARN. */
@@ -116,7 +116,24 @@ typedef enum { HPCTI_READ_OK = 0, HPCTI_READ_CORRUPT = 1, HPCTI_READ_MISMATCH = 
 
 /* Read and verify every item of snap (paths, types, counts expected) from path into the
  * items' data; model receives the description. Checks schema and checksums. */
-hpcti_read_t hpcti_ck_read(const char *path, hpcti_snapshot_t *snap, hpcti_ckerr_t *err);
+HPCTI_CHECK hpcti_read_t hpcti_ck_read(const char *path, hpcti_snapshot_t *snap, hpcti_ckerr_t *err);
+
+/* The scalar values of one checkpoint as validate.c checks them. */
+typedef struct hpcti_ck_values {
+    int64_t step, epoch, cursor_epoch, cursor_step, world_size, global_batch, serial, opt_step;
+    uint64_t rng[HPCT_RNG_STATE_WORDS];
+    int has_opt_step, has_rng; /* 0: that value is not known (not checked) */
+    double saved_at;
+} hpcti_ck_values_t;
+/* NULL when every value is in its range and the step agrees with the file name at path
+ * (ckpt-<step>[-keep].h5; other names are not compared), else the problem, written in
+ * why [n] ("meta/step is -5, outside [0, ...]"). */
+const char *hpcti_ck_values_problem(const hpcti_ck_values_t *v, const char *path, char *why,
+                                    size_t n);
+/* 1 when a dataset at path of dtype must hold finite values (params/, optimizer/ floats). */
+int hpcti_ck_must_be_finite(const char *path, int dtype);
+/* Index of the first NaN or Inf in data [count] (F32 or F64), or -1 when all are finite. */
+long long hpcti_ck_first_nonfinite(const void *data, int dtype, size_t count);
 
 /* The rank that saves (cfg.writer_rank): the training loop honours it. */
 int hpcti_ckpt_writer_rank(hpct_ckpt_t ck);
@@ -125,6 +142,6 @@ int hpcti_ckpt_writer_rank(hpct_ckpt_t ck);
 void hpcti_ckpt_note_save(hpct_ckpt_t ck, long step);
 
 /* Job end time as Unix seconds; HPCT_ERR_NOT_FOUND when unknown. */
-hpct_status_t hpcti_walltime_end(hpct_ctx_t ctx, double *end);
+HPCTI_CHECK hpct_status_t hpcti_walltime_end(hpct_ctx_t ctx, double *end);
 
 #endif

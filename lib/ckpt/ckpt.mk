@@ -3,4 +3,4 @@
 lib_libhpctrain_a_SOURCES += lib/ckpt/ckpt.h lib/ckpt/ckpt.c lib/ckpt/snapshot.c \
 	lib/ckpt/h5io.h lib/ckpt/h5io.c lib/ckpt/commit.c lib/ckpt/retention.c \
 	lib/ckpt/inspect.c lib/ckpt/list.c lib/ckpt/crc32c.c lib/ckpt/signals.c lib/ckpt/walltime.c \
-	lib/ckpt/dirlock.c
+	lib/ckpt/dirlock.c lib/ckpt/validate.c

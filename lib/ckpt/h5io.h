@@ -37,7 +37,7 @@ const char *hpcti_ck_h5_check(hid_t type, hid_t space, const hpcti_h5_want_t *wa
 /* Attribute attr of obj (objname for messages) checked against want, then read as mtype into
  * buf; HPCTI_READ_CORRUPT with err naming file, object and attribute when it is missing,
  * unreadable or not what want says. */
-hpcti_read_t hpcti_ck_read_attr(hid_t obj, const char *objname, const char *attr,
+HPCTI_CHECK hpcti_read_t hpcti_ck_read_attr(hid_t obj, const char *objname, const char *attr,
                                 const hpcti_h5_want_t *want, hid_t mtype, void *buf,
                                 const char *file, hpcti_ckerr_t *err);
 
@@ -46,10 +46,10 @@ hid_t hpcti_ck_mem_type(int dtype);
 
 /* Compare the dataset's crc32c attribute with the CRC32C of bytes at data. On failure err
  * names file and dataset: HPCT_ERR_CHECKSUM for a mismatch or an unreadable attribute. */
-hpcti_read_t hpcti_ck_verify_crc(hid_t dset, const char *dataset, const void *data, size_t bytes,
+HPCTI_CHECK hpcti_read_t hpcti_ck_verify_crc(hid_t dset, const char *dataset, const void *data, size_t bytes,
                                  const char *file, hpcti_ckerr_t *err);
 
 /* Root attribute schema_version into *schema; HPCTI_READ_CORRUPT (err set) if unreadable. */
-hpcti_read_t hpcti_ck_read_schema(hid_t fid, const char *file, int *schema, hpcti_ckerr_t *err);
+HPCTI_CHECK hpcti_read_t hpcti_ck_read_schema(hid_t fid, const char *file, int *schema, hpcti_ckerr_t *err);
 
 #endif

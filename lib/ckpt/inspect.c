@@ -199,7 +199,18 @@ static hpct_status_t examine(struct hpct_ckpt_file *f, hid_t fid, hid_t dset, co
     }
     void *buf;
     hpcti_read_t r = load_raw(fid, f, d, &buf, &err);
-    if (r == HPCTI_READ_OK && strncmp(name, "meta/", 5) == 0 && d->count * d->elsize <= KEEP_BYTES)
+    long long k = -1;
+    if (r == HPCTI_READ_OK && hpcti_ck_must_be_finite(name, d->dtype) &&
+        (k = hpcti_ck_first_nonfinite(buf, d->dtype, d->count)) >= 0) {
+        hpcti_ckerr_set(&err, HPCT_ERR_NONFINITE,
+                        "checkpoint %s: dataset %s holds a NaN or Inf (element %lld): the run "
+                        "that saved it had diverged",
+                        f->path, name, k);
+        r = HPCTI_READ_CORRUPT;
+    }
+    int keep =
+        !strncmp(name, "meta/", 5) || !strcmp(name, "rng/state") || !strcmp(name, "optimizer/step");
+    if (r == HPCTI_READ_OK && keep && d->count * d->elsize <= KEEP_BYTES)
         d->kept = buf;
     else
         free(buf);
@@ -488,6 +499,31 @@ static const void *meta_value(hpct_ckpt_file_t f, const char *field, hpct_ckpt_d
     return NULL;
 }
 
+/* The checks resume makes on the values (validate.c), on what the file holds. */
+static const char *values_problem(hpct_ckpt_file_t f, const hpct_ckpt_meta_t *m, char *why,
+                                  size_t n)
+{
+    hpcti_ck_values_t v = {.step = m->step,
+                           .epoch = m->epoch,
+                           .cursor_epoch = m->cursor_epoch,
+                           .cursor_step = m->cursor_step,
+                           .world_size = m->world_size,
+                           .global_batch = m->global_batch,
+                           .saved_at = m->saved_at};
+    int i = find(f, "meta/serial");
+    if (i >= 0 && f->ds[i].kept && f->ds[i].dtype == HPCT_CKPT_I64 && f->ds[i].count == 1)
+        memcpy(&v.serial, f->ds[i].kept, sizeof v.serial);
+    i = find(f, "optimizer/step");
+    v.has_opt_step =
+        i >= 0 && f->ds[i].kept && f->ds[i].dtype == HPCT_CKPT_I64 && f->ds[i].count == 1;
+    if (v.has_opt_step) memcpy(&v.opt_step, f->ds[i].kept, sizeof v.opt_step);
+    i = find(f, "rng/state");
+    v.has_rng = i >= 0 && f->ds[i].kept && f->ds[i].dtype == HPCT_CKPT_U64 &&
+                f->ds[i].count == HPCT_RNG_STATE_WORDS;
+    if (v.has_rng) memcpy(v.rng, f->ds[i].kept, sizeof v.rng);
+    return hpcti_ck_values_problem(&v, f->path, why, n);
+}
+
 hpct_status_t hpct_ckpt_file_meta(hpct_ckpt_file_t f, hpct_ckpt_meta_t *meta)
 {
     if (!f) return HPCT_ERR_INVALID_ARG;
@@ -518,7 +554,10 @@ hpct_status_t hpct_ckpt_file_meta(hpct_ckpt_file_t f, hpct_ckpt_meta_t *meta)
         m.model = p;
     m.path = f->path;
     *meta = m;
-    return first ? hpcti_error(f->ctx, first, "%s", why) : HPCT_SUCCESS;
+    if (first) return hpcti_error(f->ctx, first, "%s", why);
+    const char *bad = values_problem(f, &m, why, sizeof why);
+    return bad ? hpcti_error(f->ctx, HPCT_ERR_FORMAT, "checkpoint %s: %s", f->path, bad)
+               : HPCT_SUCCESS;
 }
 
 /* ---- values ------------------------------------------------------------------------- */

@@ -42,20 +42,26 @@ hpct_status_t hpcti_ck_list(const char *dir, char ***names, int *n, hpcti_ckerr_
     if (!dh)
         return hpcti_ckerr_set(err, errno == ENOENT ? HPCT_ERR_NOT_FOUND : HPCT_ERR_IO,
                                "cannot list checkpoint directory %s: %s", dir, strerror(errno));
-    int cap = 0, keep;
+    int cap = 0, keep, oom = 0;
     struct dirent *e;
-    while ((e = readdir(dh))) {
+    while (!oom && (e = readdir(dh))) {
         if (parse_name(e->d_name, &keep) < 0) continue;
         if (*n == cap) {
             cap = cap ? 2 * cap : 16;
             char **grown = realloc(*names, sizeof *grown * (size_t)cap);
-            if (!grown) break;
-            *names = grown;
+            if (!(oom = !grown)) *names = grown;
         }
-        if (!((*names)[*n] = strdup(e->d_name))) break;
-        (*n)++;
+        if (!oom && !(oom = !((*names)[*n] = strdup(e->d_name)))) (*n)++;
     }
     closedir(dh);
+    if (oom) { /* a partial list would skip checkpoints silently: fail instead */
+        for (int i = 0; i < *n; i++) free((*names)[i]);
+        free(*names);
+        *names = NULL;
+        *n = 0;
+        return hpcti_ckerr_set(err, HPCT_ERR_NO_MEMORY,
+                               "out of memory listing checkpoint directory %s", dir);
+    }
     if (*n) qsort(*names, (size_t)*n, sizeof **names, newer_first);
     return HPCT_SUCCESS;
 }

@@ -85,10 +85,25 @@ hpct_status_t hpct_signals_install(hpct_ctx_t ctx, const int *signals, int n, hp
     return HPCT_SUCCESS;
 }
 
+/* Replace our handler by SIG_IGN in one sigaction each: the default action is never in
+ * force, not even for an instant. */
+static void ignore(struct hpct_signals *h)
+{
+    struct sigaction ign;
+    memset(&ign, 0, sizeof ign);
+    ign.sa_handler = SIG_IGN;
+    sigemptyset(&ign.sa_mask);
+    for (int i = 0; i < h->n; i++) sigaction(h->signo[i], &ign, NULL);
+}
+
 void hpct_signals_uninstall(hpct_signals_t h)
 {
     if (!h) return;
-    restore(h, h->n);
+    /* a caught preemption is still being acted on: a late second signal must not kill */
+    if (caught_count > 0)
+        ignore(h);
+    else
+        restore(h, h->n);
     installed = 0;
     free(h);
 }

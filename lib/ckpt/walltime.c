@@ -4,6 +4,7 @@
 #include "ckpt.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -50,7 +51,7 @@ hpct_status_t hpcti_walltime_end(hpct_ctx_t ctx, double *end)
         char *rest;
         errno = 0;
         double t = strtod(env, &rest);
-        if (errno || *rest || !(t > 0))
+        if (errno || *rest || !(t > 0) || !isfinite(t))
             return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
                                "HPCT_JOB_END_TIME='%s' is not a Unix time in seconds", env);
         *end = t;

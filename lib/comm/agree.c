@@ -85,8 +85,10 @@ hpct_status_t hpcti_share_failure(hpct_ctx_t ctx, const char *name, long code, c
         snprintf(detail, sizeof detail, "(its detail could not be broadcast)");
     if ((s = hpcti_op_end(ctx, &req, 1))) return s;
     detail[DETAIL_BYTES - 1] = '\0';
-    return hpcti_error(ctx, status, "%s: rank %d of %d failed: %.900s", name, root, size,
-                       detail[0] ? detail : hpct_strerror(status));
+    hpcti_error(ctx, status, "%s: rank %d of %d failed: %.900s", name, root, size,
+                detail[0] ? detail : hpct_strerror(status));
+    hpcti_mark_error_shared(ctx);
+    return status;
 }
 
 hpct_status_t hpcti_agree_status(hpct_ctx_t ctx, const char *name, hpct_status_t status,

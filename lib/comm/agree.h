@@ -10,7 +10,7 @@
 /* values [n] (host longs) become op (MPI_MAX, MPI_MIN, MPI_SUM, ...) over every rank: one
  * collective bounded by the collective deadline (HPCT_ERR_TIMEOUT names the missing ranks).
  * A context without a distributed runtime keeps its own values (one rank). */
-hpct_status_t hpcti_agree(hpct_ctx_t ctx, const char *name, long *values, int n, MPI_Op op);
+HPCTI_CHECK hpct_status_t hpcti_agree(hpct_ctx_t ctx, const char *name, long *values, int n, MPI_Op op);
 
 /* Everything one step of a loop agrees on, in one deadline-bounded operation. */
 struct hpcti_agreement {
@@ -21,7 +21,7 @@ struct hpcti_agreement {
     double mine; /* this rank's real value (e.g. a loss sum) ... */
     double *all; /* ... gathered into all [ranks] in rank order; NULL: nothing gathered */
 };
-hpct_status_t hpcti_agree_all(hpct_ctx_t ctx, const char *name, struct hpcti_agreement *a);
+HPCTI_CHECK hpct_status_t hpcti_agree_all(hpct_ctx_t ctx, const char *name, struct hpcti_agreement *a);
 
 /* A failure code of this rank for a MAX agreement: 0 on success, else larger for lower ranks,
  * so the maximum names the lowest failing rank and carries its (negative) status. */
@@ -29,10 +29,10 @@ long hpcti_fail_code(hpct_ctx_t ctx, hpct_status_t status);
 /* After a MAX agreement on fail codes: 0 gives HPCT_SUCCESS; otherwise the failing rank's
  * detail (mine on that rank, 1 KiB) is broadcast and every rank returns its status with the
  * detail "<name>: rank R of W failed: <detail>". Collective when code != 0. */
-hpct_status_t hpcti_share_failure(hpct_ctx_t ctx, const char *name, long code, const char *mine);
+HPCTI_CHECK hpct_status_t hpcti_share_failure(hpct_ctx_t ctx, const char *name, long code, const char *mine);
 /* hpcti_fail_code, a MAX agreement and hpcti_share_failure: every rank returns the lowest
  * failing rank's status and detail (mine on this rank), or HPCT_SUCCESS. Collective. */
-hpct_status_t hpcti_agree_status(hpct_ctx_t ctx, const char *name, hpct_status_t status,
+HPCTI_CHECK hpct_status_t hpcti_agree_status(hpct_ctx_t ctx, const char *name, hpct_status_t status,
                                  const char *mine);
 
 #endif

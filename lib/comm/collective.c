@@ -30,17 +30,40 @@ struct hpcti_dist *hpcti_dist_of(hpct_ctx_t ctx, const char *fn)
     return NULL;
 }
 
-/* 1 when every request in r [n] has completed (completed ones become MPI_REQUEST_NULL). */
-static int test_all(MPI_Request *r, int n)
+/* 1 when every request in r [n] has completed (completed ones become MPI_REQUEST_NULL); an
+ * MPI error is kept in d->mpi_error (the waits report it instead of waiting on). */
+static int test_all(struct hpcti_dist *d, MPI_Request *r, int n)
 {
     int all = 1;
     for (int i = 0; i < n; i++) {
         if (r[i] == MPI_REQUEST_NULL) continue;
-        int flag = 0;
-        MPI_Test(&r[i], &flag, MPI_STATUS_IGNORE);
+        int flag = 0, rc = MPI_Test(&r[i], &flag, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS && !d->mpi_error) d->mpi_error = rc;
         if (!flag) all = 0;
     }
     return all;
+}
+
+/* The operation in progress cannot complete on this rank (an MPI error, a failed phase): the
+ * context is broken, as after a timeout, and every later collective says why. */
+static hpct_status_t op_failed(hpct_ctx_t ctx, hpct_status_t s, const char *why)
+{
+    struct hpcti_dist *d = ctx->dist;
+    snprintf(d->broken_why, sizeof d->broken_why, "'%s' failed: %.200s", d->op_name, why);
+    d->broken = 1;
+    d->in_op = 0;
+    return s;
+}
+
+hpct_status_t hpcti_mpi_failed(hpct_ctx_t ctx, int rc, const char *what)
+{
+    struct hpcti_dist *d = ctx->dist;
+    char msg[MPI_MAX_ERROR_STRING] = "";
+    int len = 0;
+    if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS) snprintf(msg, sizeof msg, "code %d", rc);
+    hpcti_error(ctx, HPCT_ERR_COMM, "%s: %s failed on rank %d of %d: MPI error %d (%s)",
+                d->op_name ? d->op_name : "collective", what, d->rank, d->size, rc, msg);
+    return d->in_op ? op_failed(ctx, HPCT_ERR_COMM, ctx->last_error) : HPCT_ERR_COMM;
 }
 
 /* Polite polling between MPI_Test calls (non-blocking collectives progress only inside
@@ -78,14 +101,15 @@ static hpct_status_t op_start(hpct_ctx_t ctx, const char *name, int max_red, siz
                               int tokens)
 {
     struct hpcti_dist *d = ctx->dist;
+    /* Collectives on a context run one at a time: one still open here was left by an error
+     * return midway, and its exchanges may still be in flight. */
+    if (d->in_op && !d->broken)
+        op_failed(ctx, HPCT_ERR_STATE, "it ended with an error before completing");
     if (d->broken)
-        return hpcti_error(
-            ctx, HPCT_ERR_STATE,
-            "%s: an earlier collective timed out on this context; call hpct_abort_job", name);
-    if (d->in_op)
         return hpcti_error(ctx, HPCT_ERR_STATE,
-                           "%s: collective '%s' is still in progress on this context", name,
-                           d->op_name);
+                           "%s: an earlier collective on this context %s; its exchanges may "
+                           "still be in flight: end the job with hpct_abort_job",
+                           name, d->broken_why[0] ? d->broken_why : "timed out");
     /* per reduction of n: receive blocks (< n + size elements), a 16-bit copy, requests */
     size_t elem = d->transport ? 2 : 4, wire = d->transport ? 2 * total : 0;
     size_t need = elem * (total + (size_t)max_red * (size_t)d->size) + wire +
@@ -103,13 +127,17 @@ static hpct_status_t op_start(hpct_ctx_t ctx, const char *name, int max_red, siz
     d->op_start = hpcti_now();
     d->in_op = 1;
     d->op_tokens = tokens;
+    d->mpi_error = MPI_SUCCESS;
+    int rc = MPI_SUCCESS;
     for (int p = 0; p < d->size; p++) {
         d->tok_req[p] = d->tok_req[d->size + p] = MPI_REQUEST_NULL;
-        if (p == d->rank || !tokens) continue;
-        MPI_Irecv(&d->tok_in[p], 1, MPI_UINT64_T, p, TOKEN_TAG, d->ctl, &d->tok_req[p]);
-        MPI_Isend(&d->tok_out, 1, MPI_UINT64_T, p, TOKEN_TAG, d->ctl, &d->tok_req[d->size + p]);
+        if (p == d->rank || !tokens || rc != MPI_SUCCESS) continue;
+        rc = MPI_Irecv(&d->tok_in[p], 1, MPI_UINT64_T, p, TOKEN_TAG, d->ctl, &d->tok_req[p]);
+        if (rc == MPI_SUCCESS)
+            rc = MPI_Isend(&d->tok_out, 1, MPI_UINT64_T, p, TOKEN_TAG, d->ctl,
+                           &d->tok_req[d->size + p]);
     }
-    return HPCT_SUCCESS;
+    return rc == MPI_SUCCESS ? HPCT_SUCCESS : hpcti_mpi_failed(ctx, rc, "posting arrival tokens");
 }
 
 hpct_status_t hpcti_op_begin(hpct_ctx_t ctx, const char *name, int max_red, size_t total)
@@ -179,6 +207,7 @@ static hpct_status_t timed_out(hpct_ctx_t ctx, const struct goal *g)
     }
     d->broken = 1;
     d->in_op = 0;
+    snprintf(d->broken_why, sizeof d->broken_why, "'%s' timed out", d->op_name);
     if (!count) count = flags_behind(g, d->op_seq, 1, missing, sizeof missing);
     if (count)
         return hpcti_error(
@@ -206,8 +235,8 @@ static hpct_status_t timed_out(hpct_ctx_t ctx, const struct goal *g)
 
 static int goal_met(struct hpcti_dist *d, struct goal *g)
 {
-    int tokens = test_all(d->tok_req, 2 * d->size);
-    if (!test_all(g->reqs, g->n)) return 0;
+    int tokens = test_all(d, d->tok_req, 2 * d->size);
+    if (!test_all(d, g->reqs, g->n)) return 0;
     if (g->red >= 0 && d->red[g->red].cur != d->red[g->red].nphase) return 0;
     for (int i = 0; i < g->nflags; i++)
         if (!flag_reached(g->flags[i], g->want)) return 0;
@@ -223,8 +252,10 @@ static hpct_status_t wait_for(hpct_ctx_t ctx, struct goal *g)
     double t0 = hpcti_now();
     for (;;) {
         hpct_status_t s = hpcti_red_progress(ctx);
-        if (s) return s;
-        if (goal_met(d, g)) break;
+        if (s) return d->in_op ? op_failed(ctx, s, ctx->last_error) : s;
+        int met = goal_met(d, g);
+        if (d->mpi_error) return hpcti_mpi_failed(ctx, d->mpi_error, "testing its requests");
+        if (met) break;
         double t = hpcti_now();
         if (t - d->op_start > d->deadline_s) return timed_out(ctx, g);
         backoff(t - t0);
@@ -250,6 +281,17 @@ hpct_status_t hpcti_red_wait(hpct_ctx_t ctx, int id)
 {
     struct goal g = {NULL, 0, id, 0, NULL, NULL, 0, 0};
     return wait_for(ctx, &g);
+}
+
+hpct_status_t hpcti_op_timed_out(hpct_ctx_t ctx, const char *where)
+{
+    struct hpcti_dist *d = ctx->dist;
+    struct goal g = {NULL, 0, -1, 0, NULL, NULL, 0, 0};
+    test_all(d, d->tok_req, 2 * d->size); /* arrived tokens are not named as missing */
+    timed_out(ctx, &g);
+    char detail[sizeof ctx->last_error];
+    snprintf(detail, sizeof detail, "%s", ctx->last_error);
+    return hpcti_error(ctx, HPCT_ERR_TIMEOUT, "%s [while waiting in %s]", detail, where);
 }
 
 hpct_status_t hpcti_op_end(hpct_ctx_t ctx, MPI_Request *reqs, int n)

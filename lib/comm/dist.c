@@ -3,6 +3,7 @@
 #include "config.h"
 #include "dist.h"
 #include "../device/ops.h"
+#include "../../kernels/gpu_logic.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,14 +160,23 @@ static void free_comm(MPI_Comm *c)
 }
 
 /* Free everything but the context; MPI_Finalize when we initialised MPI and peers are sane. */
-static hpct_status_t teardown(struct hpcti_dist *d)
+static hpct_status_t teardown(hpct_ctx_t ctx)
 {
+    struct hpcti_dist *d = ctx->dist;
     int finalized = 0, ok = !d->broken;
     MPI_Finalized(&finalized);
-    if (!finalized && ok) {
 #ifdef HPCT_HAVE_NCCL
-        if (d->nccl) hpcti_nccl_destroy(d->nccl); /* collective over the node, like the frees */
+    /* NCCL before the communicators and the CUDA context it uses: collective over the node
+     * (bounded by the deadline), or a local abort when peers may be stuck. */
+    if (!finalized && ok)
+        hpcti_nccl_destroy(d->nccl, hpcti_now() + d->deadline_s);
+    else
+        hpcti_nccl_abort(d->nccl);
+    d->nccl = NULL;
 #endif
+    if (d->stage) ctx->ops->free_host(d->stage);
+    if (d->dev_fusion) ctx->ops->free(d->dev_fusion);
+    if (!finalized && ok) {
         hpcti_node_win_free(d, 1);
         free_comm(&d->cross), free_comm(&d->node_ag), free_comm(&d->node_rs);
         free_comm(&d->ctl), free_comm(&d->comm);
@@ -179,13 +189,127 @@ static hpct_status_t teardown(struct hpcti_dist *d)
     return ok ? HPCT_SUCCESS : HPCT_ERR_STATE;
 }
 
+/* One deadline-bounded agreement over all ranks: *out = the MAX of mine (0 when the
+ * operation failed here: the status says why). */
+static hpct_status_t agree_max(hpct_ctx_t ctx, const char *what, int mine, int *out)
+{
+    struct hpcti_dist *d = ctx->dist;
+    MPI_Request req;
+    hpct_status_t s = hpcti_op_begin(ctx, what, 0, 0);
+    if (!s && MPI_Iallreduce(&mine, out, 1, MPI_INT, MPI_MAX, d->comm, &req) != MPI_SUCCESS)
+        s = hpcti_error(ctx, HPCT_ERR_COMM, "%s: MPI_Iallreduce failed on rank %d", what, d->rank);
+    return s ? s : hpcti_op_end(ctx, &req, 1);
+}
+
+/* Device identities of the node's ranks into ids [local_size] (deadline-bounded). */
+static hpct_status_t node_identities(hpct_ctx_t ctx, uint64_t mine, uint64_t *ids)
+{
+    struct hpcti_dist *d = ctx->dist;
+    static const char what[] = "hpct_init (GPU identities of the node)";
+    MPI_Request req;
+    hpct_status_t s = hpcti_op_begin(ctx, what, 0, 0);
+    if (!s && MPI_Iallgather(&mine, 1, MPI_UINT64_T, ids, 1, MPI_UINT64_T, d->node_rs, &req) !=
+                  MPI_SUCCESS)
+        s = hpcti_error(ctx, HPCT_ERR_COMM, "%s: MPI_Iallgather failed on rank %d", what, d->rank);
+    return s ? s : hpcti_op_end(ctx, &req, 1);
+}
+
+enum { BIND_FAILED = 1, GPU_REFUSED = 2, GPU_SHARED = 4 };
+
+/* This rank's verdict on the node's device identities: GPU_SHARED when another local rank has
+ * the same device (GPU_REFUSED too, with the error, unless HPCT_ALLOW_GPU_SHARING is set). */
+static int sharing_verdict(hpct_ctx_t ctx, const uint64_t *ids)
+{
+    struct hpcti_dist *d = ctx->dist;
+    int other = hpcti_device_shared(ids, d->local_size, d->local_rank);
+    if (other < 0) return 0;
+    if (hpcti_gpu_sharing_allowed()) return GPU_SHARED;
+    hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                "hpct_init: rank %d (local rank %d on %s) and local rank %d use the same GPU; "
+                "start one rank per GPU (CUDA_VISIBLE_DEVICES=%s), or set "
+                "HPCT_ALLOW_GPU_SHARING=1 to share (averaging then skips NCCL)",
+                d->rank, d->local_rank, d->boot.hostname, other,
+                getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES") : "unset");
+    return GPU_SHARED | GPU_REFUSED;
+}
+
+/* Start the backend for this rank's place on its node (cuda: the GPU from the local rank),
+ * then agree over all ranks that every backend started and no GPU is shared unless allowed. */
+static hpct_status_t bind_backend(hpct_ctx_t ctx, int *shared)
+{
+    struct hpcti_dist *d = ctx->dist;
+    hpct_status_t s = hpcti_ctx_bind(ctx, d->local_rank, d->local_size);
+    if (ctx->ops == &hpcti_cpu_ops) return s; /* nothing to share, nothing to agree on */
+    uint64_t id = 0, *ids = calloc((size_t)d->local_size, sizeof *ids);
+    if (!ids) return hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "hpct_init: device identity table");
+    if (!s) s = hpcti_device_identity(ctx, &id);
+    int verdict = s ? BIND_FAILED : 0, all = 0;
+    hpct_status_t t = node_identities(ctx, s ? ~(uint64_t)d->rank : id, ids);
+    if (!s && !t) verdict = sharing_verdict(ctx, ids);
+    free(ids);
+    if (!t) t = agree_max(ctx, "hpct_init (GPU selection)", verdict, &all);
+    if (s || t) return s ? s : t;
+    if (verdict & GPU_REFUSED) return HPCT_ERR_INVALID_ARG; /* detail recorded */
+    if (all & (BIND_FAILED | GPU_REFUSED))
+        return hpcti_error(ctx, HPCT_ERR_STATE,
+                           "hpct_init: another rank could not start the %s backend or shares "
+                           "its GPU (see that rank's error; seen by rank %d)",
+                           ctx->ops->name, d->rank);
+    *shared = (all & GPU_SHARED) != 0;
+    return HPCT_SUCCESS;
+}
+
+#ifdef HPCT_HAVE_NCCL
+/* The node's NCCL communicator when NCCL takes the node phase: cuda, several ranks per node,
+ * equal nodes, no shared GPU. Failure anywhere fails hpct_init everywhere. */
+static hpct_status_t start_nccl(hpct_ctx_t ctx, int shared)
+{
+    struct hpcti_dist *d = ctx->dist;
+    int equal_nodes = d->hier || d->num_nodes == 1;
+    if (ctx->ops == &hpcti_cpu_ops || d->local_size < 2 || !equal_nodes || shared) {
+        if (ctx->ops != &hpcti_cpu_ops)
+            hpcti_log(ctx, HPCT_LOG_INFO, "device averages: staged through host memory (%s)",
+                      shared              ? "GPUs shared"
+                      : d->local_size < 2 ? "one rank per node"
+                                          : "unequal nodes");
+        return HPCT_SUCCESS;
+    }
+    hpct_status_t s = hpcti_nccl_create(ctx, d->node_rs, hpcti_now() + d->deadline_s, &d->nccl);
+    int all = 0;
+    hpct_status_t t = agree_max(ctx, "hpct_init (NCCL communicator)", s ? 1 : 0, &all);
+    if (!s && !t && all)
+        s = hpcti_error(ctx, HPCT_ERR_DEVICE,
+                        "hpct_init: another rank could not join the node's NCCL communicator "
+                        "(seen by rank %d)",
+                        d->rank);
+    if (s || t) {
+        hpcti_nccl_abort(d->nccl);
+        d->nccl = NULL;
+    }
+    return s ? s : t;
+}
+#endif
+
+/* The backend on its device and, on cuda, NCCL; then the statistics start from zero. */
+static hpct_status_t start_device(hpct_ctx_t ctx)
+{
+    struct hpcti_dist *d = ctx->dist;
+    int shared = 0;
+    hpct_status_t s = bind_backend(ctx, &shared);
+#ifdef HPCT_HAVE_NCCL
+    if (!s) s = start_nccl(ctx, shared);
+#endif
+    d->ops = 0, d->wait_s = 0.0;
+    return s;
+}
+
 /* Shared body of hpct_init and hpct_init_comm; comm is NULL-like for "world". */
 static hpct_status_t init_on(const hpct_config_t *cfg, int use_world, int fcomm, hpct_ctx_t *out)
 {
     if (!out) return HPCT_ERR_INVALID_ARG;
     *out = NULL;
     hpct_ctx_t ctx;
-    hpct_status_t s = hpct_ctx_create(cfg, &ctx);
+    hpct_status_t s = hpcti_ctx_create_unbound(cfg, &ctx); /* the device waits for the node */
     if (s) return s;
     struct hpcti_dist *d = calloc(1, sizeof *d);
     ctx->dist = d;
@@ -214,8 +338,9 @@ static hpct_status_t init_on(const hpct_config_t *cfg, int use_world, int fcomm,
         s = hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
                         "hpct_init_comm: the communicator handle %d is MPI_COMM_NULL", fcomm);
     if (!s) s = setup(ctx, comm);
+    if (!s) s = start_device(ctx);
     if (s) {
-        teardown(d); /* the detail was logged (cfg.log_level >= HPCT_LOG_ERROR shows it) */
+        teardown(ctx); /* the detail was logged (cfg.log_level >= HPCT_LOG_ERROR shows it) */
         ctx->dist = NULL;
         hpct_ctx_destroy(ctx);
         return s;
@@ -237,7 +362,7 @@ hpct_status_t hpct_init_comm(const hpct_config_t *cfg, int fortran_comm, hpct_ct
 hpct_status_t hpct_finalize(hpct_ctx_t ctx)
 {
     if (!ctx) return HPCT_ERR_INVALID_ARG;
-    hpct_status_t s = ctx->dist ? teardown(ctx->dist) : HPCT_SUCCESS;
+    hpct_status_t s = ctx->dist ? teardown(ctx) : HPCT_SUCCESS;
     ctx->dist = NULL;
     hpct_ctx_destroy(ctx);
     return s;
@@ -311,31 +436,11 @@ hpct_status_t hpct_comm_stats(hpct_ctx_t ctx, double *wait_seconds, long *operat
     return HPCT_SUCCESS;
 }
 
-/* Elements per reduction: MPI counts are int. */
-#define MAX_CHUNK ((size_t)1 << 28)
+#define MAX_CHUNK HPCTI_MAX_CHUNK
 
-hpct_status_t hpct_allreduce_mean(hpct_ctx_t ctx, float *buf, size_t n)
+hpct_status_t hpcti_host_allreduce_mean(hpct_ctx_t ctx, const char *fn, float *buf, size_t n)
 {
-    static const char fn[] = "hpct_allreduce_mean";
-    if (!ctx) return HPCT_ERR_INVALID_ARG;
-    hpcti_clear_error(ctx);
-    struct hpcti_dist *d = hpcti_dist_of(ctx, fn);
-    if (!d) return HPCT_ERR_STATE;
-    if (!buf && n)
-        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "%s: buf is NULL with n = %zu", fn, n);
-    if (ctx->ops != &hpcti_cpu_ops) {
-#ifdef HPCT_HAVE_NCCL
-        /* CUDA backend: device buffers go to NCCL (lib/comm/nccl_node.c); the first call
-         * creates the node's NCCL communicator (collective over the node). */
-        hpct_status_t ns = d->nccl ? HPCT_SUCCESS : hpcti_nccl_create(ctx, d->node_rs, &d->nccl);
-        if (ns) return ns;
-        return hpcti_nccl_hier_allreduce_mean(d->nccl, buf, n,
-                                              d->num_nodes > 1 ? d->cross : MPI_COMM_NULL, d->size);
-#else
-        return hpcti_error(ctx, HPCT_ERR_UNSUPPORTED,
-                           "%s: device buffers need NCCL (configure --with-cuda --with-nccl)", fn);
-#endif
-    }
+    struct hpcti_dist *d = ctx->dist;
     if (hpcti_node_win_takes(d, n)) { /* the node-local phase through the shared window */
         int chunks = hpcti_node_win_chunks(d, n);
         size_t scratch = hpcti_node_win_scratch(d, n);
@@ -353,4 +458,34 @@ hpct_status_t hpct_allreduce_mean(hpct_ctx_t ctx, float *buf, size_t n)
         s = hpcti_red_start(ctx, buf + off, len, &id);
     }
     return s ? s : hpcti_op_end(ctx, NULL, 0);
+}
+
+/* The distributed state for an average of buf [n], or NULL with the error recorded. */
+static struct hpcti_dist *average_args(hpct_ctx_t ctx, const char *fn, const float *buf, size_t n)
+{
+    hpcti_clear_error(ctx);
+    struct hpcti_dist *d = hpcti_dist_of(ctx, fn);
+    if (d && !buf && n) {
+        hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "%s: buf is NULL with n = %zu", fn, n);
+        return NULL;
+    }
+    return d;
+}
+
+/* Host memory on every backend: flags, statuses, losses (the train loop's agreements). */
+hpct_status_t hpct_allreduce_mean(hpct_ctx_t ctx, float *buf, size_t n)
+{
+    static const char fn[] = "hpct_allreduce_mean";
+    if (!ctx) return HPCT_ERR_INVALID_ARG;
+    if (!average_args(ctx, fn, buf, n)) return ctx->dist ? HPCT_ERR_INVALID_ARG : HPCT_ERR_STATE;
+    return hpcti_host_allreduce_mean(ctx, fn, buf, n);
+}
+
+/* The backend's memory: device buffers on cuda (device_avg.c), host buffers on cpu. */
+hpct_status_t hpct_allreduce_mean_device(hpct_ctx_t ctx, float *buf, size_t n)
+{
+    static const char fn[] = "hpct_allreduce_mean_device";
+    if (!ctx) return HPCT_ERR_INVALID_ARG;
+    if (!average_args(ctx, fn, buf, n)) return ctx->dist ? HPCT_ERR_INVALID_ARG : HPCT_ERR_STATE;
+    return hpcti_device_allreduce_mean(ctx, fn, buf, n);
 }

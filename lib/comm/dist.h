@@ -62,7 +62,9 @@ struct hpcti_dist {
     int rank, size, local_rank, local_size, node_id, num_nodes, cross_size;
     int hier;     /* 1: reduce-scatter / cross allreduce / allgather */
     int owns_mpi; /* 1: hpct_finalize calls MPI_Finalize */
-    int broken;   /* a collective timed out: only hpct_abort_job is useful */
+    int broken;   /* a collective timed out or failed midway: only hpct_abort_job is useful */
+    char broken_why[256]; /* what broke it (the operation and its error) */
+    int mpi_error;        /* first MPI error code seen while testing the operation's requests */
     hpct_topo_source_t source;
     struct hpcti_boot boot;
     double deadline_s;
@@ -86,10 +88,18 @@ struct hpcti_dist {
     size_t fusion_cap;
     double wait_s; /* seconds spent waiting for collectives */
     long ops;      /* averaging operations */
+    float *stage;  /* [stage_cap] pinned host staging of device averages (ops->alloc_host) */
+    size_t stage_cap;
+    float *dev_fusion; /* [dev_fusion_cap] device fusion slot of device gradients (ops->alloc) */
+    size_t dev_fusion_cap;
 #ifdef HPCT_HAVE_NCCL
-    hpcti_nccl_t *nccl; /* node-local NCCL communicator, made at the first device op */
+    hpcti_nccl_t *nccl; /* node-local NCCL communicator (cuda contexts whose node phase it
+                           takes: made by hpct_init, NULL otherwise) */
 #endif
 };
+
+/* Elements per reduction: MPI counts are int. */
+#define HPCTI_MAX_CHUNK ((size_t)1 << 28)
 
 /* Block b of count elements split over p ranks: its first element and length. */
 static inline size_t hpcti_block_start(size_t count, int p, int b)
@@ -108,36 +118,44 @@ struct hpcti_dist *hpcti_dist_of(hpct_ctx_t ctx, const char *fn);
 
 /* Start a collective operation named name: arrival tokens to and from every rank; room for
  * max_red reductions covering total elements. */
-hpct_status_t hpcti_op_begin(hpct_ctx_t ctx, const char *name, int max_red, size_t total);
+/* Record MPI error rc of `what` in the operation in progress as HPCT_ERR_COMM (the MPI error
+ * string, the rank); the context is then broken: later collectives fail saying why. */
+HPCTI_CHECK hpct_status_t hpcti_mpi_failed(hpct_ctx_t ctx, int rc, const char *what);
+HPCTI_CHECK hpct_status_t hpcti_op_begin(hpct_ctx_t ctx, const char *name, int max_red, size_t total);
 /* The same without arrival tokens, for an operation of one node whose first step is a node
  * window counter barrier: the counters show who arrived, and the operation number each
  * rank stores beside its counter catches ranks at different operations. */
-hpct_status_t hpcti_op_begin_window(hpct_ctx_t ctx, const char *name, int max_red, size_t total);
+HPCTI_CHECK hpct_status_t hpcti_op_begin_window(hpct_ctx_t ctx, const char *name, int max_red, size_t total);
 /* Wait (deadline-bounded) for reqs [n] (may be 0) and the arrival tokens, then end the op. */
-hpct_status_t hpcti_op_end(hpct_ctx_t ctx, MPI_Request *reqs, int n);
+HPCTI_CHECK hpct_status_t hpcti_op_end(hpct_ctx_t ctx, MPI_Request *reqs, int n);
+/* The current operation's deadline has passed outside MPI (an NCCL wait): mark the runtime
+ * broken and record HPCT_ERR_TIMEOUT naming the operation and the ranks that did not arrive
+ * (their arrival tokens), with where (e.g. "ncclAllGather") in the detail. */
+HPCTI_CHECK hpct_status_t hpcti_op_timed_out(hpct_ctx_t ctx, const char *where);
 /* Poll reqs [n] (and the reductions) until they complete or the deadline passes. */
-hpct_status_t hpcti_wait_reqs(hpct_ctx_t ctx, MPI_Request *reqs, int n);
+HPCTI_CHECK hpct_status_t hpcti_wait_reqs(hpct_ctx_t ctx, MPI_Request *reqs, int n);
 
 /* Start averaging buf [n] inside the current op; returns its index in *id. */
-hpct_status_t hpcti_red_start(hpct_ctx_t ctx, float *buf, size_t n, int *id);
-/* Advance every reduction of the current op as far as it can go without blocking. */
+HPCTI_CHECK hpct_status_t hpcti_red_start(hpct_ctx_t ctx, float *buf, size_t n, int *id);
+/* Advance every reduction of the current op as far as it can go without blocking. Best
+ * effort, called between other work: an error here surfaces again in hpcti_red_wait. */
 hpct_status_t hpcti_red_progress(hpct_ctx_t ctx);
 /* Wait (deadline-bounded) until reduction id is done. */
-hpct_status_t hpcti_red_wait(hpct_ctx_t ctx, int id);
+HPCTI_CHECK hpct_status_t hpcti_red_wait(hpct_ctx_t ctx, int id);
 
 /* Start averaging buf [n] (one rank's block) over the cross-node communicator only; whole:
  * in one round, every rank receiving every peer's buf and summing all of it (the owner's
  * operations: the same bits; (cross size - 1) n floats of scratch). */
-hpct_status_t hpcti_red_start_cross(hpct_ctx_t ctx, float *buf, size_t n, int whole, int *id);
+HPCTI_CHECK hpct_status_t hpcti_red_start_cross(hpct_ctx_t ctx, float *buf, size_t n, int whole, int *id);
 /* Wait (deadline-bounded) until every counter *flags[i] (i < n, in the node window) reaches
  * want; on expiry the ranks world[i] whose counter is behind are named. */
-hpct_status_t hpcti_wait_flags(hpct_ctx_t ctx, uint64_t *const *flags, const int *world, int n,
+HPCTI_CHECK hpct_status_t hpcti_wait_flags(hpct_ctx_t ctx, uint64_t *const *flags, const int *world, int n,
                                uint64_t want);
 
 /* Node window (node_win.c): decide at start-up whether the node-local phase uses it. */
-hpct_status_t hpcti_node_win_setup(hpct_ctx_t ctx);
+HPCTI_CHECK hpct_status_t hpcti_node_win_setup(hpct_ctx_t ctx);
 /* Average host buf [n] through the node window (inside hpcti_op_begin / hpcti_op_end). */
-hpct_status_t hpcti_node_win_allreduce(hpct_ctx_t ctx, float *buf, size_t n);
+HPCTI_CHECK hpct_status_t hpcti_node_win_allreduce(hpct_ctx_t ctx, float *buf, size_t n);
 /* Chunks hpcti_node_win_allreduce will need for n floats (reductions to reserve), and the
  * elements of scratch to reserve for them. */
 int hpcti_node_win_chunks(const struct hpcti_dist *d, size_t n);
@@ -151,6 +169,23 @@ int hpcti_node_win_ready(const struct hpcti_dist *d, size_t n);
 /* Free the window state; with collective, also the window and its communicator (MPI calls
  * collective over the node: only while MPI runs and no collective timed out). */
 void hpcti_node_win_free(struct hpcti_dist *d, int collective);
+
+/* Average host buf [n] over all ranks as one operation named fn (hpct_allreduce_mean). */
+HPCTI_CHECK hpct_status_t hpcti_host_allreduce_mean(hpct_ctx_t ctx, const char *fn, float *buf, size_t n);
+/* Average buf [n] in the backend's memory as one operation named fn (device_avg.c): on cuda,
+ * NCCL inside the node and MPI across (hierarchical), else staged through pinned host memory
+ * and the host engine; on cpu, hpcti_host_allreduce_mean. */
+HPCTI_CHECK hpct_status_t hpcti_device_allreduce_mean(hpct_ctx_t ctx, const char *fn, float *buf, size_t n);
+/* The same inside an operation already begun (room reserved: hpcti_device_reductions(n)
+ * reductions and n elements); returns when buf holds the mean. */
+HPCTI_CHECK hpct_status_t hpcti_device_average_in_op(hpct_ctx_t ctx, float *buf, size_t n);
+/* 1 when device averages can be queued without waiting (NCCL on one node: nothing crosses
+ * the host), so backward overlaps them; then enqueue each inside an operation and wait once
+ * (deadline-bounded) before hpcti_op_end. */
+int hpcti_device_can_overlap(hpct_ctx_t ctx);
+HPCTI_CHECK hpct_status_t hpcti_device_average_enqueue(hpct_ctx_t ctx, float *buf, size_t n);
+HPCTI_CHECK hpct_status_t hpcti_device_average_wait(hpct_ctx_t ctx);
+int hpcti_device_reductions(size_t n);
 
 /* fp32 <-> 16-bit wire formats (HPCT_TRANSPORT_BF16 / _FP16). */
 void hpcti_to_wire(int transport, const float *x, uint16_t *w, size_t n);

@@ -1,8 +1,10 @@
-/* nccl_node.c: NCCL communicator over a node's MPI ranks and the GPU hierarchical allreduce
- * (reduce-scatter in the node, MPI across nodes through host memory, all-gather in the node). */
+/* nccl_node.c: a non-blocking NCCL communicator over a node's MPI ranks and the node-local
+ * halves of the hierarchical average of device buffers (reduce-scatter into a pinned host
+ * shard, all-gather from it), every wait bounded by a deadline. */
 #include "config.h"
 #include "nccl_node.h"
 #include "../device/ops.h"
+#include "../../kernels/kernels.h"
 
 #include <cuda_runtime.h>
 #include <limits.h>
@@ -11,30 +13,34 @@
 #pragma GCC diagnostic ignored "-Wstrict-prototypes"
 #include <nccl.h>
 #pragma GCC diagnostic pop
+#include <sched.h>
 #include <stdlib.h>
+#include <time.h>
 
 struct hpcti_nccl {
     hpct_ctx_t ctx;
     MPI_Comm node; /* private duplicate of the node communicator */
     int node_rank, node_size;
-    ncclComm_t comm;
-    cudaStream_t stream;    /* blocking stream: ordered after the default stream's kernels */
-    float *padded;          /* [shard * node_size] device, used when count is not a multiple */
-    float *shard;           /* [shard] device */
-    float *host;            /* [shard] pinned host staging */
-    size_t shard_cap;       /* elements the three buffers hold per shard */
-    MPI_Comm checked_cross; /* cross communicator whose node sizes were checked */
+    ncclComm_t comm;     /* non-blocking; NULL once aborted */
+    cudaStream_t stream; /* NCCL's stream, ordered after the default stream by ready */
+    cudaEvent_t ready;   /* recorded on the default stream before each reduce-scatter */
+    float *padded;       /* [shard * node_size] device, used when count is not a multiple */
+    float *shard;        /* [shard] device */
+    size_t shard_cap;    /* elements shard holds (padded: shard_cap * node_size) */
+    double deadline;     /* of the enqueue calls (hpcti_nccl_set_deadline) */
 };
 
 static hpct_status_t nccl_fail(hpcti_nccl_t *nc, const char *what, ncclResult_t r)
 {
-    return hpcti_error(nc->ctx, HPCT_ERR_COMM, "nccl: %s on node rank %d of %d: %s", what,
-                       nc->node_rank, nc->node_size, ncclGetErrorString(r));
+    const char *last = nc->comm ? ncclGetLastError(nc->comm) : "";
+    return hpcti_error(nc->ctx, HPCT_ERR_DEVICE, "nccl: %s on node rank %d of %d failed: %s%s%s",
+                       what, nc->node_rank, nc->node_size, ncclGetErrorString(r),
+                       last && *last ? ": " : "", last ? last : "");
 }
 
 static hpct_status_t cuda_fail(hpcti_nccl_t *nc, const char *what, cudaError_t e)
 {
-    return hpcti_error(nc->ctx, HPCT_ERR_COMM, "nccl: %s on node rank %d of %d: %s", what,
+    return hpcti_error(nc->ctx, HPCT_ERR_DEVICE, "nccl: %s on node rank %d of %d failed: %s", what,
                        nc->node_rank, nc->node_size, cudaGetErrorString(e));
 }
 
@@ -48,8 +54,62 @@ static hpct_status_t mpi_fail(hpcti_nccl_t *nc, const char *what, int err)
                        nc->node_rank, nc->node_size, msg);
 }
 
+/* Polite polling: yield the core for the first 50 ms of a wait, then sleep 50 us. */
+static void backoff(double waited)
+{
+    if (waited < 0.05) {
+        sched_yield();
+        return;
+    }
+    struct timespec ts = {0, 50000};
+    nanosleep(&ts, NULL);
+}
+
+void hpcti_nccl_set_deadline(hpcti_nccl_t *nc, double deadline)
+{
+    nc->deadline = deadline;
+}
+
+int hpcti_nccl_usable(const hpcti_nccl_t *nc)
+{
+    return nc && nc->comm;
+}
+
+/* The deadline passed during what: abort the communicator, *timed_out = 1. */
+static hpct_status_t expire(hpcti_nccl_t *nc, const char *what, int *timed_out)
+{
+    ncclCommAbort(nc->comm);
+    nc->comm = NULL;
+    *timed_out = 1;
+    return hpcti_error(nc->ctx, HPCT_ERR_TIMEOUT,
+                       "nccl: %s did not complete on node rank %d of %d before the deadline; the "
+                       "NCCL communicator was aborted",
+                       what, nc->node_rank, nc->node_size);
+}
+
+/* Poll the communicator's state until it leaves ncclInProgress or deadline passes (then
+ * *timed_out = 1 and the communicator is aborted). */
+static hpct_status_t settle(hpcti_nccl_t *nc, const char *what, double deadline, int *timed_out)
+{
+    double t0 = hpcti_now();
+    for (;;) {
+        ncclResult_t state = ncclInProgress;
+        ncclResult_t r = ncclCommGetAsyncError(nc->comm, &state);
+        if (r != ncclSuccess) state = r;
+        if (state == ncclSuccess) return HPCT_SUCCESS;
+        if (state != ncclInProgress) {
+            hpct_status_t s = nccl_fail(nc, what, state);
+            ncclCommAbort(nc->comm);
+            nc->comm = NULL;
+            return s;
+        }
+        if (hpcti_now() > deadline) return expire(nc, what, timed_out);
+        backoff(hpcti_now() - t0);
+    }
+}
+
 /* Node rank 0 makes the unique id and sends it (with its status) to the node; all join. */
-static hpct_status_t join_node(hpcti_nccl_t *nc)
+static hpct_status_t join_node(hpcti_nccl_t *nc, double deadline)
 {
     struct {
         int ok;
@@ -62,62 +122,69 @@ static hpct_status_t join_node(hpcti_nccl_t *nc)
     if (!msg.ok)
         return nc->node_rank == 0
                    ? nccl_fail(nc, "ncclGetUniqueId", r)
-                   : hpcti_error(nc->ctx, HPCT_ERR_COMM,
+                   : hpcti_error(nc->ctx, HPCT_ERR_DEVICE,
                                  "nccl: node rank 0 could not make an NCCL unique id "
                                  "(seen on node rank %d)",
                                  nc->node_rank);
-    r = ncclCommInitRank(&nc->comm, nc->node_size, msg.id, nc->node_rank);
-    if (r != ncclSuccess) {
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0; /* every wait is ours, bounded by the deadline */
+    r = ncclCommInitRankConfig(&nc->comm, nc->node_size, msg.id, nc->node_rank, &config);
+    if (r != ncclSuccess && r != ncclInProgress) {
         nc->comm = NULL;
-        return nccl_fail(nc, "ncclCommInitRank", r);
+        return nccl_fail(nc, "ncclCommInitRankConfig", r);
     }
-    return HPCT_SUCCESS;
+    int timed_out = 0;
+    return settle(nc, "ncclCommInitRankConfig", deadline, &timed_out);
 }
 
-hpct_status_t hpcti_nccl_create(hpct_ctx_t ctx, MPI_Comm node_comm, hpcti_nccl_t **out)
+/* The stream and the ordering event, then the node's agreement that every rank has them. */
+static hpct_status_t local_setup(hpcti_nccl_t *nc, MPI_Comm node_comm)
 {
-    if (!ctx) return HPCT_ERR_INVALID_ARG;
-    if (!out) return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpcti_nccl_create: out is NULL");
+    hpct_status_t s = HPCT_SUCCESS;
+    int err = MPI_Comm_dup(node_comm, &nc->node);
+    if (err != MPI_SUCCESS) {
+        nc->node = MPI_COMM_NULL;
+        return mpi_fail(nc, "MPI_Comm_dup of the node communicator", err);
+    }
+    MPI_Comm_rank(nc->node, &nc->node_rank);
+    MPI_Comm_size(nc->node, &nc->node_size);
+    cudaError_t e = cudaStreamCreateWithFlags(&nc->stream, cudaStreamNonBlocking);
+    if (e != cudaSuccess) {
+        nc->stream = NULL;
+        s = cuda_fail(nc, "cudaStreamCreateWithFlags", e);
+    }
+    if (!s && (e = cudaEventCreateWithFlags(&nc->ready, cudaEventDisableTiming)) != cudaSuccess) {
+        nc->ready = NULL;
+        s = cuda_fail(nc, "cudaEventCreateWithFlags", e);
+    }
+    /* The node agrees on local success first, so no rank waits for one that gave up. */
+    int ok = !s, all_ok = 0;
+    err = MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, nc->node);
+    if (!s && err != MPI_SUCCESS) s = mpi_fail(nc, "MPI_Allreduce of the setup status", err);
+    if (!s && !all_ok)
+        s = hpcti_error(nc->ctx, HPCT_ERR_DEVICE,
+                        "nccl: another rank of the node failed to set up (seen on node rank %d)",
+                        nc->node_rank);
+    return s;
+}
+
+hpct_status_t hpcti_nccl_create(hpct_ctx_t ctx, MPI_Comm node_comm, double deadline,
+                                hpcti_nccl_t **out)
+{
     *out = NULL;
     if (ctx->ops != &hpcti_cuda_ops)
         return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
                            "hpcti_nccl_create: the context uses the %s backend, NCCL needs cuda",
                            ctx->ops->name);
-    if (node_comm == MPI_COMM_NULL)
-        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
-                           "hpcti_nccl_create: node_comm is MPI_COMM_NULL");
     hpcti_nccl_t *nc = hpcti_calloc(ctx, 1, sizeof *nc, "an NCCL communicator");
     if (!nc) return HPCT_ERR_NO_MEMORY;
     nc->ctx = ctx;
     nc->node = MPI_COMM_NULL;
-    nc->checked_cross = MPI_COMM_NULL;
-    hpct_status_t s = HPCT_SUCCESS;
-    int err = MPI_Comm_dup(node_comm, &nc->node);
-    if (err != MPI_SUCCESS) {
-        nc->node = MPI_COMM_NULL;
-        s = mpi_fail(nc, "MPI_Comm_dup of the node communicator", err);
-    }
-    if (!s) {
-        MPI_Comm_rank(nc->node, &nc->node_rank);
-        MPI_Comm_size(nc->node, &nc->node_size);
-        cudaError_t e = cudaStreamCreate(&nc->stream);
-        if (e != cudaSuccess) {
-            nc->stream = NULL;
-            s = cuda_fail(nc, "cudaStreamCreate", e);
-        }
-    }
-    /* The node agrees on local success first, so no rank waits for one that gave up. */
-    int ok = !s, all_ok = 0;
-    err = MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, node_comm);
-    if (!s && err != MPI_SUCCESS) s = mpi_fail(nc, "MPI_Allreduce of the setup status", err);
-    if (!s && !all_ok)
-        s = hpcti_error(ctx, HPCT_ERR_COMM,
-                        "nccl: another rank of the node failed to set up "
-                        "(seen on node rank %d)",
-                        nc->node_rank);
-    if (!s) s = join_node(nc);
+    nc->deadline = deadline;
+    hpct_status_t s = local_setup(nc, node_comm);
+    if (!s) s = join_node(nc, deadline);
     if (s) {
-        hpcti_nccl_destroy(nc);
+        hpcti_nccl_abort(nc);
         return s;
     }
     hpcti_log(ctx, HPCT_LOG_INFO, "nccl: node rank %d of %d joined", nc->node_rank, nc->node_size);
@@ -129,124 +196,180 @@ static void free_buffers(hpcti_nccl_t *nc)
 {
     cudaFree(nc->padded);
     cudaFree(nc->shard);
-    cudaFreeHost(nc->host);
-    nc->padded = nc->shard = nc->host = NULL;
+    nc->padded = nc->shard = NULL;
     nc->shard_cap = 0;
 }
 
-void hpcti_nccl_destroy(hpcti_nccl_t *nc)
+/* Stream, event, buffers and the communicator duplicate (the NCCL communicator is gone). */
+static void release(hpcti_nccl_t *nc)
 {
-    if (!nc) return;
     if (nc->stream) cudaStreamSynchronize(nc->stream);
-    if (nc->comm) ncclCommDestroy(nc->comm);
     free_buffers(nc);
+    if (nc->ready) cudaEventDestroy(nc->ready);
     if (nc->stream) cudaStreamDestroy(nc->stream);
     if (nc->node != MPI_COMM_NULL) MPI_Comm_free(&nc->node);
     free(nc);
 }
 
-/* Make the staging buffers hold shard elements per rank (grows, never shrinks). */
+void hpcti_nccl_abort(hpcti_nccl_t *nc)
+{
+    if (!nc) return;
+    if (nc->comm) ncclCommAbort(nc->comm);
+    nc->comm = NULL;
+    release(nc); /* synchronises the stream: the aborted kernels return */
+}
+
+void hpcti_nccl_destroy(hpcti_nccl_t *nc, double deadline)
+{
+    if (!nc) return;
+    if (nc->comm) { /* flush, bounded; a peer that never finalizes gets the abort */
+        int timed_out = 0;
+        ncclResult_t r = ncclCommFinalize(nc->comm);
+        if ((r == ncclSuccess || r == ncclInProgress) &&
+            settle(nc, "ncclCommFinalize", deadline, &timed_out) == HPCT_SUCCESS)
+            ncclCommDestroy(nc->comm);
+        else if (nc->comm)
+            ncclCommAbort(nc->comm);
+        nc->comm = NULL;
+    }
+    release(nc);
+}
+
+/* Make the device buffers hold shard elements per rank (grows, never shrinks). */
 static hpct_status_t ensure_buffers(hpcti_nccl_t *nc, size_t shard)
 {
     if (shard <= nc->shard_cap) return HPCT_SUCCESS;
+    cudaError_t e = cudaStreamSynchronize(nc->stream); /* the old buffers are idle */
+    if (e != cudaSuccess) return cuda_fail(nc, "cudaStreamSynchronize", e);
     free_buffers(nc);
     size_t bytes = sizeof(float) * shard;
-    cudaError_t e = cudaMalloc((void **)&nc->padded, bytes * (size_t)nc->node_size);
+    e = cudaMalloc((void **)&nc->padded, bytes * (size_t)nc->node_size);
     if (e == cudaSuccess) e = cudaMalloc((void **)&nc->shard, bytes);
-    if (e == cudaSuccess) e = cudaMallocHost((void **)&nc->host, bytes);
     if (e != cudaSuccess) {
         free_buffers(nc);
         return hpcti_error(
             nc->ctx, HPCT_ERR_NO_MEMORY,
-            "nccl: cannot allocate staging for %zu floats per shard on node rank %d: %s", shard,
-            nc->node_rank, cudaGetErrorString(e));
+            "nccl: cannot allocate device staging for %zu floats per shard on node rank %d: %s",
+            shard, nc->node_rank, cudaGetErrorString(e));
     }
     nc->shard_cap = shard;
     return HPCT_SUCCESS;
 }
 
-/* Once per cross communicator: every node must hold node_size ranks, else the shards of
- * different nodes would not line up. The verdict is shared inside the node so all ranks agree. */
-static hpct_status_t check_node_sizes(hpcti_nccl_t *nc, MPI_Comm cross)
+/* A started NCCL call: ncclSuccess goes on; ncclInProgress (a non-blocking communicator still
+ * enqueueing, e.g. connecting at its first collective) is polled until it is enqueued, as NCCL
+ * requires before the next call, at most until the deadline; others fail. */
+static hpct_status_t started(hpcti_nccl_t *nc, const char *call, ncclResult_t r)
 {
-    if (cross == MPI_COMM_NULL || cross == nc->checked_cross) return HPCT_SUCCESS;
-    int mine[2] = {nc->node_size, -nc->node_size}, all[2], bad, any_bad;
-    int err = MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MAX, cross);
-    if (err != MPI_SUCCESS) return mpi_fail(nc, "MPI_Allreduce of the node sizes", err);
-    bad = all[0] != nc->node_size || -all[1] != nc->node_size;
-    err = MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, nc->node);
-    if (err != MPI_SUCCESS) return mpi_fail(nc, "MPI_Allreduce of the node-size check", err);
-    if (any_bad)
-        return hpcti_error(nc->ctx, HPCT_ERR_COMM,
-                           "nccl: nodes hold different numbers of ranks (this node %d, others "
-                           "between %d and %d); the hierarchical allreduce needs equal nodes",
-                           nc->node_size, -all[1], all[0]);
-    nc->checked_cross = cross;
-    return HPCT_SUCCESS;
+    int timed_out = 0;
+    if (r == ncclInProgress) return settle(nc, call, nc->deadline, &timed_out);
+    return r == ncclSuccess ? HPCT_SUCCESS : nccl_fail(nc, call, r);
 }
 
-/* Cross-node part on the host: sum this rank's shard over cross, then divide by world_size. */
-static hpct_status_t cross_node_mean(hpcti_nccl_t *nc, size_t shard, MPI_Comm cross, int world_size)
+static hpct_status_t check_usable(hpcti_nccl_t *nc, size_t count)
 {
-    cudaError_t e = cudaMemcpyAsync(nc->host, nc->shard, sizeof(float) * shard,
-                                    cudaMemcpyDeviceToHost, nc->stream);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(nc->stream);
-    if (e != cudaSuccess) return cuda_fail(nc, "copying the reduced shard to the host", e);
-    if (cross != MPI_COMM_NULL) {
-        int err = MPI_Allreduce(MPI_IN_PLACE, nc->host, (int)shard, MPI_FLOAT, MPI_SUM, cross);
-        if (err != MPI_SUCCESS) return mpi_fail(nc, "MPI_Allreduce of the shard across nodes", err);
-    }
-    float n = (float)world_size;
-    for (size_t i = 0; i < shard; i++) nc->host[i] /= n;
-    e = cudaMemcpyAsync(nc->shard, nc->host, sizeof(float) * shard, cudaMemcpyHostToDevice,
-                        nc->stream);
-    return e == cudaSuccess ? HPCT_SUCCESS : cuda_fail(nc, "copying the averaged shard back", e);
+    if (!nc->comm)
+        return hpcti_error(nc->ctx, HPCT_ERR_STATE,
+                           "nccl: the communicator of node rank %d was aborted after an error",
+                           nc->node_rank);
+    if (hpcti_nccl_shard(count, nc->node_size) > (size_t)INT_MAX)
+        return hpcti_error(nc->ctx, HPCT_ERR_INVALID_ARG,
+                           "nccl: %zu floats / node size %d exceeds INT_MAX per shard", count,
+                           nc->node_size);
+    return ensure_buffers(nc, hpcti_nccl_shard(count, nc->node_size));
 }
 
-static hpct_status_t check_args(hpcti_nccl_t *nc, const float *buf, size_t count, int world_size)
+/* Enqueue: NCCL's stream after the default stream's kernels (a CUDA event), the padded copy
+ * when count is not a multiple of the node size, ncclReduceScatter into nc->shard. */
+static hpct_status_t enqueue_reduce_scatter(hpcti_nccl_t *nc, const float *buf, size_t count)
 {
-    const char *why = NULL;
-    if (!buf && count)
-        why = "buf is NULL";
-    else if (world_size < nc->node_size)
-        why = "world_size is smaller than the node size";
-    else if ((count + (size_t)nc->node_size - 1) / (size_t)nc->node_size > INT_MAX)
-        why = "count / node size exceeds INT_MAX (MPI count)";
-    if (!why) return HPCT_SUCCESS;
-    return hpcti_error(
-        nc->ctx, HPCT_ERR_INVALID_ARG,
-        "hpcti_nccl_hier_allreduce_mean: %s (count %zu, world_size %d, node rank %d of %d)", why,
-        count, world_size, nc->node_rank, nc->node_size);
-}
-
-hpct_status_t hpcti_nccl_hier_allreduce_mean(hpcti_nccl_t *nc, float *buf, size_t count,
-                                             MPI_Comm cross_comm, int world_size)
-{
-    if (!nc) return HPCT_ERR_INVALID_ARG;
-    hpct_status_t s = check_args(nc, buf, count, world_size);
-    if (!s) s = check_node_sizes(nc, cross_comm);
-    if (s || count == 0) return s;
-    size_t shard = (count + (size_t)nc->node_size - 1) / (size_t)nc->node_size;
-    size_t total = shard * (size_t)nc->node_size;
-    if ((s = ensure_buffers(nc, shard))) return s;
-    /* full [total]: buf itself when count divides evenly, else a zero-padded copy. */
-    float *full = buf;
-    cudaError_t e = cudaSuccess;
-    if (total != count) {
-        full = nc->padded;
-        e = cudaMemcpyAsync(full, buf, sizeof(float) * count, cudaMemcpyDeviceToDevice, nc->stream);
+    size_t shard = hpcti_nccl_shard(count, nc->node_size);
+    size_t padded = hpcti_nccl_padding(count, nc->node_size);
+    cudaError_t e = cudaEventRecord(nc->ready, 0);
+    if (e == cudaSuccess) e = cudaStreamWaitEvent(nc->stream, nc->ready, 0);
+    if (e != cudaSuccess) return cuda_fail(nc, "ordering NCCL after the default stream", e);
+    const float *full = buf; /* [shard * node_size]: buf itself, or a zero-padded copy */
+    if (padded) {
+        e = cudaMemcpyAsync(nc->padded, buf, sizeof(float) * count, cudaMemcpyDeviceToDevice,
+                            nc->stream);
         if (e == cudaSuccess)
-            e = cudaMemsetAsync(full + count, 0, sizeof(float) * (total - count), nc->stream);
-        if (e != cudaSuccess) return cuda_fail(nc, "padding the gradient buffer", e);
+            e = cudaMemsetAsync(nc->padded + count, 0, sizeof(float) * (padded - count),
+                                nc->stream);
+        if (e != cudaSuccess) return cuda_fail(nc, "padding the buffer (cudaMemcpyAsync)", e);
+        full = nc->padded;
     }
-    ncclResult_t r =
-        ncclReduceScatter(full, nc->shard, shard, ncclFloat, ncclSum, nc->comm, nc->stream);
-    if (r != ncclSuccess) return nccl_fail(nc, "ncclReduceScatter", r);
-    if ((s = cross_node_mean(nc, shard, cross_comm, world_size))) return s;
-    r = ncclAllGather(nc->shard, full, shard, ncclFloat, nc->comm, nc->stream);
-    if (r != ncclSuccess) return nccl_fail(nc, "ncclAllGather", r);
-    if (full != buf)
-        e = cudaMemcpyAsync(buf, full, sizeof(float) * count, cudaMemcpyDeviceToDevice, nc->stream);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(nc->stream);
-    return e == cudaSuccess ? HPCT_SUCCESS : cuda_fail(nc, "finishing the allreduce", e);
+    return started(
+        nc, "ncclReduceScatter",
+        ncclReduceScatter(full, nc->shard, shard, ncclFloat, ncclSum, nc->comm, nc->stream));
+}
+
+/* Enqueue: ncclAllGather of nc->shard into buf [count] (through the padded copy). */
+static hpct_status_t enqueue_all_gather(hpcti_nccl_t *nc, float *buf, size_t count)
+{
+    size_t shard = hpcti_nccl_shard(count, nc->node_size);
+    size_t padded = hpcti_nccl_padding(count, nc->node_size);
+    float *full = padded ? nc->padded : buf;
+    hpct_status_t s =
+        started(nc, "ncclAllGather",
+                ncclAllGather(nc->shard, full, shard, ncclFloat, nc->comm, nc->stream));
+    if (s || !padded) return s;
+    cudaError_t e =
+        cudaMemcpyAsync(buf, full, sizeof(float) * count, cudaMemcpyDeviceToDevice, nc->stream);
+    return e == cudaSuccess ? HPCT_SUCCESS : cuda_fail(nc, "cudaMemcpyAsync of the result", e);
+}
+
+hpct_status_t hpcti_nccl_reduce_scatter(hpcti_nccl_t *nc, const float *buf, size_t count,
+                                        float *host_shard)
+{
+    hpct_status_t s = check_usable(nc, count);
+    if (!s && count) s = enqueue_reduce_scatter(nc, buf, count);
+    if (s || count == 0) return s;
+    size_t shard = hpcti_nccl_shard(count, nc->node_size);
+    cudaError_t e = cudaMemcpyAsync(host_shard, nc->shard, sizeof(float) * shard,
+                                    cudaMemcpyDeviceToHost, nc->stream);
+    return e == cudaSuccess ? HPCT_SUCCESS : cuda_fail(nc, "cudaMemcpyAsync of the shard", e);
+}
+
+hpct_status_t hpcti_nccl_node_mean(hpcti_nccl_t *nc, float *buf, size_t count, float inv)
+{
+    hpct_status_t s = check_usable(nc, count);
+    if (!s && count) s = enqueue_reduce_scatter(nc, buf, count);
+    if (s || count == 0) return s;
+    size_t shard = hpcti_nccl_shard(count, nc->node_size);
+    int err = hpcti_k_scale_on(nc->shard, inv, shard, nc->stream);
+    if (err != cudaSuccess) return cuda_fail(nc, "scale_kernel launch", (cudaError_t)err);
+    return enqueue_all_gather(nc, buf, count);
+}
+
+hpct_status_t hpcti_nccl_all_gather(hpcti_nccl_t *nc, float *buf, size_t count,
+                                    const float *host_shard)
+{
+    hpct_status_t s = check_usable(nc, count);
+    if (s || count == 0) return s;
+    size_t shard = hpcti_nccl_shard(count, nc->node_size);
+    cudaError_t e = cudaMemcpyAsync(nc->shard, host_shard, sizeof(float) * shard,
+                                    cudaMemcpyHostToDevice, nc->stream);
+    if (e != cudaSuccess) return cuda_fail(nc, "cudaMemcpyAsync of the averaged shard", e);
+    return enqueue_all_gather(nc, buf, count);
+}
+
+hpct_status_t hpcti_nccl_wait(hpcti_nccl_t *nc, double deadline, int *timed_out)
+{
+    *timed_out = 0;
+    if (!nc->comm) return check_usable(nc, 0);
+    hpct_status_t s = settle(nc, "enqueueing an NCCL collective", deadline, timed_out);
+    double t0 = hpcti_now();
+    while (!s) {
+        cudaError_t e = cudaStreamQuery(nc->stream);
+        if (e == cudaSuccess) return HPCT_SUCCESS;
+        if (e != cudaErrorNotReady) return cuda_fail(nc, "the NCCL stream (cudaStreamQuery)", e);
+        ncclResult_t state = ncclSuccess, r = ncclCommGetAsyncError(nc->comm, &state);
+        if (r != ncclSuccess || (state != ncclSuccess && state != ncclInProgress))
+            s = settle(nc, "an NCCL collective", deadline, timed_out); /* names it, aborts */
+        else if (hpcti_now() > deadline)
+            s = expire(nc, "an NCCL collective", timed_out);
+        else
+            backoff(hpcti_now() - t0);
+    }
+    return s;
 }

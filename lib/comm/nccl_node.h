@@ -1,18 +1,20 @@
-/* nccl_node.h: the node-local NCCL piece of the hierarchical allreduce on GPUs (built only with
- * --with-nccl, where config.h defines HPCT_HAVE_NCCL; not installed).
+/* nccl_node.h: the node-local NCCL pieces of the hierarchical average of device buffers
+ * (built only with --with-nccl, where config.h defines HPCT_HAVE_NCCL; not installed).
+ * lib/comm/device_avg.c drives them inside a collective operation:
  *
- * Usage (one NCCL communicator per node communicator, on a context using the cuda backend):
+ *     hpcti_nccl_create(ctx, node_comm, deadline, &nc);         // at hpct_init, over the node
+ *     hpcti_nccl_reduce_scatter(nc, buf, n, host_shard);         // enqueue
+ *     hpcti_nccl_wait(nc, deadline, &timed_out);                 // host_shard holds the node sum
+ *     ... cross-node phases on host_shard (MPI, reduce.c) ...
+ *     hpcti_nccl_all_gather(nc, buf, n, host_shard);             // enqueue
+ *     hpcti_nccl_wait(nc, deadline, &timed_out);                 // buf holds the result
+ *     hpcti_nccl_destroy(nc, deadline);                          // at hpct_finalize
  *
- *     hpcti_nccl_t *nc;
- *     s = hpcti_nccl_create(ctx, node_comm, &nc);                  // collective over node_comm
- *     s = hpcti_nccl_hier_allreduce_mean(nc, grads_dev, n, cross_comm, world_size);
- *     hpcti_nccl_destroy(nc);                                       // collective over node_comm
- *
- * node_comm: the MPI ranks of one node (each on its own GPU: the device the cuda backend of
- * ctx picked, which must be current on the calling thread). cross_comm: the ranks with the same
- * node rank on every node (MPI_COMM_NULL or a 1-rank communicator on a single node). Every node
- * must hold the same number of ranks (checked once per cross_comm, with an error on all ranks).
- */
+ * The communicator is non-blocking (ncclConfig_t.blocking = 0): no call waits inside NCCL;
+ * hpcti_nccl_wait polls ncclCommGetAsyncError and the stream until the deadline, then aborts
+ * the communicator (ncclCommAbort) so a dead peer never hangs the job. node_comm's ranks must
+ * each hold their own GPU (the device the cuda backend of ctx selected), which is current on
+ * the calling thread. */
 #ifndef HPCTI_NCCL_NODE_H
 #define HPCTI_NCCL_NODE_H
 
@@ -23,25 +25,48 @@
 /* An NCCL communicator over one node's ranks plus its stream and staging buffers. */
 typedef struct hpcti_nccl hpcti_nccl_t;
 
-/* Collective over node_comm: node rank 0 makes an NCCL unique id, MPI_Bcast sends it, every
- * rank joins with ncclCommInitRank. ctx must use the cuda backend. On error *out is NULL and
- * the detail (MPI or NCCL error string, node rank) is recorded on ctx. Local setup failures
- * are agreed over the node first; a rank whose ncclCommInitRank itself fails can still leave
- * the others waiting inside NCCL (NCCL's own timeouts apply). */
-hpct_status_t hpcti_nccl_create(hpct_ctx_t ctx, MPI_Comm node_comm, hpcti_nccl_t **out);
+/* Collective over node_comm: node rank 0 makes an NCCL unique id, MPI_Bcast sends it with its
+ * status, every rank joins (non-blocking ncclCommInitRankConfig, polled until deadline, an
+ * absolute hpcti_now() time). On error *out is NULL and the detail (the failing call, node
+ * rank) is recorded on ctx. */
+HPCTI_CHECK hpct_status_t hpcti_nccl_create(hpct_ctx_t ctx, MPI_Comm node_comm, double deadline,
+                                hpcti_nccl_t **out);
 
-/* Collective over the node: free the NCCL communicator, stream and buffers; NULL is accepted. */
-void hpcti_nccl_destroy(hpcti_nccl_t *nc);
+/* Collective over the node: ncclCommFinalize (polled until deadline, else ncclCommAbort),
+ * ncclCommDestroy, then the stream and buffers; NULL is accepted. */
+void hpcti_nccl_destroy(hpcti_nccl_t *nc, double deadline);
 
-/* buf [count] fp32 on the device becomes the mean over all world_size ranks of every rank's buf:
- * ncclReduceScatter inside the node (count padded with zeros to a multiple of the node size)
- * -> MPI_Allreduce(SUM) of this rank's shard over cross_comm, staged through pinned host memory
- * (no CUDA-aware MPI needed) and divided by world_size -> ncclAllGather inside the node.
- * Collective over the node and cross_comm with the same count everywhere; count 0 returns at
- * once. Staging buffers grow on the first call with a larger count, never on later ones.
- * Returns when buf holds the result. Errors: HPCT_ERR_INVALID_ARG (bad argument),
- * HPCT_ERR_COMM (NCCL or MPI failed, or node sizes differ), HPCT_ERR_NO_MEMORY. */
-hpct_status_t hpcti_nccl_hier_allreduce_mean(hpcti_nccl_t *nc, float *buf, size_t count,
-                                             MPI_Comm cross_comm, int world_size);
+/* Local, after a timeout or a failure: ncclCommAbort, then free everything. */
+void hpcti_nccl_abort(hpcti_nccl_t *nc);
+
+/* Enqueue, ordered after the work already queued on the default stream (a CUDA event):
+ * ncclReduceScatter of buf [count] (device; zero-padded to hpcti_nccl_shard(count) x node size
+ * when needed) into this rank's shard, then its copy into host_shard [shard] (pinned host). */
+HPCTI_CHECK hpct_status_t hpcti_nccl_reduce_scatter(hpcti_nccl_t *nc, const float *buf, size_t count,
+                                        float *host_shard);
+
+/* Enqueue: host_shard [shard] to the device, ncclAllGather of every rank's shard into buf
+ * [count] (through the padded copy when count is not a multiple of the node size). */
+HPCTI_CHECK hpct_status_t hpcti_nccl_all_gather(hpcti_nccl_t *nc, float *buf, size_t count,
+                                    const float *host_shard);
+
+/* One node (no cross-node phase): enqueue ncclReduceScatter of buf [count], this rank's shard
+ * times inv on the device (fp32 multiply, as the host engine scales), ncclAllGather into buf:
+ * no host round trip. */
+HPCTI_CHECK hpct_status_t hpcti_nccl_node_mean(hpcti_nccl_t *nc, float *buf, size_t count, float inv);
+
+/* Wait for the enqueued work: polls ncclCommGetAsyncError and cudaStreamQuery (yielding, then
+ * sleeping 50 us) until it completes (HPCT_SUCCESS), fails (HPCT_ERR_DEVICE naming NCCL's or
+ * CUDA's error; the communicator is aborted) or deadline passes (*timed_out = 1,
+ * HPCT_ERR_TIMEOUT, the communicator aborted: the caller names the operation). */
+HPCTI_CHECK hpct_status_t hpcti_nccl_wait(hpcti_nccl_t *nc, double deadline, int *timed_out);
+
+/* The absolute deadline (hpcti_now() seconds) of the enqueue calls that follow: an NCCL call
+ * returning ncclInProgress (still connecting, say) is polled until it is enqueued, at most
+ * until then (then HPCT_ERR_TIMEOUT, the communicator aborted). */
+void hpcti_nccl_set_deadline(hpcti_nccl_t *nc, double deadline);
+
+/* 1 while the communicator can be used (not aborted). */
+int hpcti_nccl_usable(const hpcti_nccl_t *nc);
 
 #endif

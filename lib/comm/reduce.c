@@ -9,6 +9,7 @@
  * the result does not depend on message arrival order. */
 #include "dist.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define TAG_BASE  1000
@@ -66,6 +67,9 @@ static hpct_status_t start_phase(hpct_ctx_t ctx, struct hpcti_reduction *r)
     size_t mine = block_len(ph->count, ph->size, ph->me), slot = slot_len(ph);
     int tag = tag_of(d, r), rc = MPI_SUCCESS, gather = ph->gather == 1;
     r->nreq = 0;
+    /* test hook: this rank's exchange fails as a failed MPI_Isend would (t/test_dist_opfail) */
+    const char *inject = hpcti_test_hook("HPCT_TEST_COMM_FAIL_RANK");
+    if (inject && atoi(inject) == d->rank) rc = MPI_ERR_OTHER;
     for (int p = 0, k = 0; p < ph->size && rc == MPI_SUCCESS; p++) {
         if (p == ph->me) continue;
         size_t theirs = block_len(ph->count, ph->size, p);
@@ -80,11 +84,8 @@ static hpct_status_t start_phase(hpct_ctx_t ctx, struct hpcti_reduction *r)
         if (sn && rc == MPI_SUCCESS)
             rc = MPI_Isend(send_from, (int)sn, t, p, tag, ph->comm, &r->reqs[r->nreq++]);
     }
-    if (rc != MPI_SUCCESS)
-        return hpcti_error(ctx, HPCT_ERR_COMM,
-                           "%s: posting a point-to-point exchange failed on rank %d (MPI error %d)",
-                           d->op_name, d->rank, rc);
-    return HPCT_SUCCESS;
+    return rc == MPI_SUCCESS ? HPCT_SUCCESS
+                             : hpcti_mpi_failed(ctx, rc, "posting a point-to-point exchange");
 }
 
 /* acc [m] (+)= the fp32 value of m wire elements at src (first: overwrite). */
@@ -222,8 +223,9 @@ hpct_status_t hpcti_red_progress(hpct_ctx_t ctx)
     for (int i = 0; i < d->nred; i++) {
         struct hpcti_reduction *r = &d->red[i];
         while (r->cur < r->nphase) {
-            int flag = 0;
-            MPI_Testall(r->nreq, r->reqs, &flag, MPI_STATUSES_IGNORE);
+            int flag = 0, rc = MPI_Testall(r->nreq, r->reqs, &flag, MPI_STATUSES_IGNORE);
+            if (rc != MPI_SUCCESS)
+                return hpcti_mpi_failed(ctx, rc, "testing a reduction's exchanges");
             if (!flag) break;
             hpct_status_t s = next_phase(ctx, r);
             if (s) return s;

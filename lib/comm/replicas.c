@@ -1,5 +1,7 @@
 /* replicas.c: mirrored replicas: averaging of registered gradients (fused buckets), the
- * overlapped per-layer averaging of built-in models, parameter broadcast, consistency hash. */
+ * overlapped per-layer averaging of built-in models, parameter broadcast, consistency hash.
+ * Buffers live in the backend's memory: host on cpu (the host engine, reduce.c), device on
+ * cuda (device_avg.c for averages; broadcast and hash staged through host memory). */
 #include "dist.h"
 #include "../device/ops.h"
 #include "../model/model.h"
@@ -9,17 +11,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The distributed state behind a host-resident parameter set in *d, or an error status. */
+/* 1 when the set's buffers are host memory (the cpu backend). */
+static int on_host(hpct_params_t p)
+{
+    return p->ctx->ops == &hpcti_cpu_ops;
+}
+
+/* The distributed state behind a parameter set in *d, or an error status. */
 static hpct_status_t params_dist(hpct_params_t p, const char *fn, struct hpcti_dist **d)
 {
     hpct_ctx_t ctx = p->ctx;
     hpcti_clear_error(ctx);
     if (!(*d = hpcti_dist_of(ctx, fn))) return HPCT_ERR_STATE;
-    if (ctx->ops != &hpcti_cpu_ops)
-        return hpcti_error(
-            ctx, HPCT_ERR_UNSUPPORTED,
-            "%s: the %s backend's buffers are averaged by its own path (not built here)", fn,
-            ctx->ops->name);
     for (int i = 0; i < p->num; i++)
         if (p->bufs[i].count > INT_MAX)
             return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
@@ -99,6 +102,59 @@ static hpct_status_t average_buckets(hpct_params_t p, size_t cap)
     return s;
 }
 
+/* Device fusion slot of cap floats (grows, never shrinks; lives as long as the set). */
+static hpct_status_t device_slot(hpct_params_t p, size_t cap, float **slot)
+{
+    struct hpcti_dist *d = p->ctx->dist;
+    if (!d->dev_fusion || d->dev_fusion_cap < cap) {
+        if (d->dev_fusion) p->ctx->ops->free(d->dev_fusion);
+        d->dev_fusion = p->ctx->ops->alloc(p->ctx, sizeof(float) * cap);
+        d->dev_fusion_cap = d->dev_fusion ? cap : 0;
+        if (!d->dev_fusion) return HPCT_ERR_NO_MEMORY;
+    }
+    *slot = d->dev_fusion;
+    return HPCT_SUCCESS;
+}
+
+/* Device buffers, one bucket at a time inside one operation: buffers of cap floats or more
+ * in place, smaller ones packed into a device fusion slot (device-to-device copies), averaged,
+ * unpacked. Buckets do not overlap each other (each average waits for its NCCL stream). */
+static hpct_status_t average_device_buckets(hpct_params_t p, size_t cap)
+{
+    hpct_ctx_t ctx = p->ctx;
+    const struct hpcti_ops *ops = ctx->ops;
+    float *slot;
+    hpct_status_t s = device_slot(p, cap, &slot);
+    for (int next = 0; next < p->num && !s;) {
+        struct hpcti_param_buf *b = &p->bufs[next];
+        if (b->count >= cap) {
+            s = hpcti_device_average_in_op(ctx, b->grad, b->count);
+            next++;
+            continue;
+        }
+        int first = next;
+        size_t used = 0; /* to_device copies device to device too (cudaMemcpyDefault) */
+        for (;
+             next < p->num && used + p->bufs[next].count <= cap && p->bufs[next].count < cap && !s;
+             used += p->bufs[next++].count)
+            s = ops->to_device(ctx, slot + used, p->bufs[next].grad,
+                               sizeof(float) * p->bufs[next].count);
+        if (!s) s = hpcti_device_average_in_op(ctx, slot, used);
+        for (size_t off = 0; first < next && !s; off += p->bufs[first++].count)
+            s = ops->to_device(ctx, p->bufs[first].grad, slot + off,
+                               sizeof(float) * p->bufs[first].count);
+    }
+    return s ? s : hpcti_op_end(ctx, NULL, 0);
+}
+
+/* Reductions an operation over the set's device buckets may need (every buffer its own). */
+static int device_reductions(hpct_params_t p)
+{
+    int n = 0;
+    for (int i = 0; i < p->num; i++) n += hpcti_device_reductions(p->bufs[i].count);
+    return n;
+}
+
 hpct_status_t hpct_params_average_grads(hpct_params_t p)
 {
     static const char fn[] = "hpct_params_average_grads";
@@ -106,10 +162,51 @@ hpct_status_t hpct_params_average_grads(hpct_params_t p)
     struct hpcti_dist *d;
     hpct_status_t s = params_dist(p, fn, &d);
     if (s) return s;
+    if (!on_host(p)) {
+        size_t cap = d->fusion_floats ? d->fusion_floats : 1;
+        s = hpcti_op_begin(p->ctx, fn, device_reductions(p), p->total);
+        return s ? s : average_device_buckets(p, cap);
+    }
     size_t cap = d->fusion_floats < p->total ? d->fusion_floats : p->total;
     s = reserve_fusion(p->ctx, cap ? cap : 1);
     if (!s) s = hpcti_op_begin(p->ctx, fn, p->num, p->total);
     return s ? s : average_buckets(p, cap ? cap : 1);
+}
+
+/* Host copies of the set's parameters: the buffers themselves on the cpu backend, else
+ * host [total] filled from the device (pull) and written back (push). */
+static hpct_status_t stage_params(hpct_params_t p, float *host, int push)
+{
+    hpct_status_t s = HPCT_SUCCESS;
+    size_t off = 0;
+    for (int i = 0; i < p->num && !s; off += p->bufs[i++].count) {
+        size_t bytes = sizeof(float) * p->bufs[i].count;
+        s = push ? p->ctx->ops->to_device(p->ctx, p->bufs[i].param, host + off, bytes)
+                 : p->ctx->ops->to_host(p->ctx, host + off, p->bufs[i].param, bytes);
+    }
+    return s;
+}
+
+/* MPI_Ibcast of every buffer from root, on host memory (staged for device buffers). */
+static hpct_status_t broadcast_host(hpct_params_t p, int root, float *host, const char *fn)
+{
+    struct hpcti_dist *d = p->ctx->dist;
+    MPI_Request *reqs = calloc((size_t)p->num + 1, sizeof *reqs);
+    if (!reqs)
+        return hpcti_error(p->ctx, HPCT_ERR_NO_MEMORY, "%s: cannot allocate %d requests", fn,
+                           p->num);
+    hpct_status_t s = host ? stage_params(p, host, 0) : HPCT_SUCCESS;
+    if (!s) s = hpcti_op_begin(p->ctx, fn, 0, 0);
+    size_t off = 0;
+    for (int i = 0; i < p->num && !s; off += p->bufs[i++].count)
+        if (MPI_Ibcast(host ? host + off : p->bufs[i].param, (int)p->bufs[i].count, MPI_FLOAT, root,
+                       d->comm, &reqs[i]) != MPI_SUCCESS)
+            s = hpcti_error(p->ctx, HPCT_ERR_COMM, "%s: MPI_Ibcast of '%s' failed", fn,
+                            p->bufs[i].name);
+    if (!s) s = hpcti_op_end(p->ctx, reqs, p->num);
+    if (!s && host) s = stage_params(p, host, 1);
+    free(reqs);
+    return s;
 }
 
 hpct_status_t hpct_params_broadcast(hpct_params_t p, int root)
@@ -122,18 +219,11 @@ hpct_status_t hpct_params_broadcast(hpct_params_t p, int root)
     if (root < 0 || root >= d->size)
         return hpcti_error(p->ctx, HPCT_ERR_INVALID_ARG, "%s: root %d is outside [0, %d)", fn, root,
                            d->size);
-    MPI_Request *reqs = calloc((size_t)p->num + 1, sizeof *reqs);
-    if (!reqs)
-        return hpcti_error(p->ctx, HPCT_ERR_NO_MEMORY, "%s: cannot allocate %d requests", fn,
-                           p->num);
-    s = hpcti_op_begin(p->ctx, fn, 0, 0);
-    for (int i = 0; i < p->num && !s; i++)
-        if (MPI_Ibcast(p->bufs[i].param, (int)p->bufs[i].count, MPI_FLOAT, root, d->comm,
-                       &reqs[i]) != MPI_SUCCESS)
-            s = hpcti_error(p->ctx, HPCT_ERR_COMM, "%s: MPI_Ibcast of '%s' failed", fn,
-                            p->bufs[i].name);
-    if (!s) s = hpcti_op_end(p->ctx, reqs, p->num);
-    free(reqs);
+    if (on_host(p)) return broadcast_host(p, root, NULL, fn);
+    float *host = hpcti_calloc(p->ctx, p->total ? p->total : 1, sizeof *host, "broadcast staging");
+    if (!host) return HPCT_ERR_NO_MEMORY;
+    s = broadcast_host(p, root, host, fn);
+    free(host);
     return s;
 }
 
@@ -142,15 +232,23 @@ hpct_status_t hpct_params_hash(hpct_params_t p, uint64_t *hash)
     if (!p) return HPCT_ERR_INVALID_ARG;
     hpcti_clear_error(p->ctx);
     if (!hash) return hpcti_error(p->ctx, HPCT_ERR_INVALID_ARG, "hpct_params_hash: hash is NULL");
-    if (p->ctx->ops != &hpcti_cpu_ops)
-        return hpcti_error(p->ctx, HPCT_ERR_UNSUPPORTED,
-                           "hpct_params_hash: only host buffers are hashed");
+    float *host = NULL; /* device buffers are hashed from a host copy: the same words */
+    if (!on_host(p)) {
+        host = hpcti_calloc(p->ctx, p->total ? p->total : 1, sizeof *host, "hash staging");
+        hpct_status_t s = host ? stage_params(p, host, 0) : HPCT_ERR_NO_MEMORY;
+        if (s) {
+            free(host);
+            return s;
+        }
+    }
     uint64_t h = 0xcbf29ce484222325ull;
-    for (int i = 0; i < p->num; i++) {
-        const uint32_t *w = (const uint32_t *)p->bufs[i].param;
+    size_t off = 0;
+    for (int i = 0; i < p->num; off += p->bufs[i++].count) {
+        const uint32_t *w = (const uint32_t *)(host ? host + off : p->bufs[i].param);
         h = (h ^ (uint64_t)p->bufs[i].count) * 0x100000001b3ull;
         for (size_t j = 0; j < p->bufs[i].count; j++) h = (h ^ w[j]) * 0x100000001b3ull;
     }
+    free(host);
     *hash = h;
     return HPCT_SUCCESS;
 }
@@ -202,10 +300,25 @@ hpct_status_t hpct_params_check_replicas_at(hpct_params_t p, long step)
     return hpct_params_check_replicas(p);
 }
 
+/* Device gradients: on one node with NCCL, each layer's average is queued on NCCL's stream
+ * (after a CUDA event on the default stream) while backward goes on; elsewhere the model's
+ * flat gradient buffer, whose start is layer 0's region, is averaged once layer 0 is done. */
+static hpct_status_t device_layer_ready(hpct_ctx_t ctx, int layer, int num_layers, float *grad,
+                                        size_t count, size_t total)
+{
+    static const char name[] = "hpct_model_loss_grad (gradient averaging)";
+    if (!hpcti_device_can_overlap(ctx))
+        return layer == 0 ? hpcti_device_allreduce_mean(ctx, name, grad, total) : HPCT_SUCCESS;
+    hpct_status_t s = layer == num_layers - 1 ? hpcti_op_begin(ctx, name, 0, 0) : HPCT_SUCCESS;
+    return s ? s : hpcti_device_average_enqueue(ctx, grad, count);
+}
+
 /* Overlap hooks: the last layer opens the operation; each layer's region starts at once. */
 static hpct_status_t layer_ready(hpct_ctx_t ctx, int layer, int num_layers, float *grad,
                                  size_t count, size_t total)
 {
+    if (ctx->ops != &hpcti_cpu_ops)
+        return device_layer_ready(ctx, layer, num_layers, grad, count, total);
     hpct_status_t s = HPCT_SUCCESS;
     if (layer == num_layers - 1)
         s = hpcti_op_begin(ctx, "hpct_model_loss_grad (overlapped gradient averaging)", num_layers,
@@ -218,7 +331,9 @@ static hpct_status_t layer_ready(hpct_ctx_t ctx, int layer, int num_layers, floa
 static hpct_status_t layers_done(hpct_ctx_t ctx)
 {
     struct hpcti_dist *d = ctx->dist;
-    return d->in_op ? hpcti_op_end(ctx, NULL, 0) : HPCT_SUCCESS;
+    if (!d->in_op) return HPCT_SUCCESS;
+    hpct_status_t s = ctx->ops != &hpcti_cpu_ops ? hpcti_device_average_wait(ctx) : HPCT_SUCCESS;
+    return s ? s : hpcti_op_end(ctx, NULL, 0);
 }
 
 hpct_status_t hpct_model_set_grad_averaging(hpct_model_t model, int enable)

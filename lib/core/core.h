@@ -6,6 +6,10 @@
 
 #include <stdarg.h>
 
+/* On internal calls that return a status: ignoring it is a compile error (-Werror=unused-result
+ * in configure's warning flags), so every status reaches the caller. */
+#define HPCTI_CHECK __attribute__((warn_unused_result))
+
 struct hpcti_ops;
 
 /* xoshiro256** generator: 4 words of state, never all zero. */
@@ -19,13 +23,16 @@ struct hpct_ctx {
     hpcti_rng_t rng;
     void *backend; /* backend-private state (cuda: device, cuBLAS handle); NULL for cpu */
     char last_error[1024];
+    int error_shared; /* 1: last_error was agreed across the ranks (hpcti_mark_error_shared) */
     void *dist; /* distributed runtime: typed, made and freed by lib/comm (hpct_init ..
                    hpct_finalize); NULL for hpct_ctx_create */
+    int local_rank, local_size; /* this rank on its node, from hpct_init's bootstrap and node
+                                   communicator (local_size 0: unknown, hpct_ctx_create) */
 };
 
 /* A context with cfg (NULL: the defaults) checked and copied and its RNG seeded, but no
  * backend yet: hpct_ctx_create (lib/device) attaches one. *out is NULL on failure. */
-hpct_status_t hpcti_ctx_alloc(const hpct_config_t *cfg, hpct_ctx_t *out);
+HPCTI_CHECK hpct_status_t hpcti_ctx_alloc(const hpct_config_t *cfg, hpct_ctx_t *out);
 /* Free a context made by hpcti_ctx_alloc (its backend already finalized); NULL is accepted. */
 void hpcti_ctx_free(hpct_ctx_t ctx);
 
@@ -33,6 +40,8 @@ void hpcti_ctx_free(hpct_ctx_t ctx);
  * (testhook.c): test behaviour is never reachable from a plain user environment. */
 const char *hpcti_test_hook(const char *name);
 
+/* The error just recorded is every rank's (agreed, naming the failing rank). */
+void hpcti_mark_error_shared(hpct_ctx_t ctx);
 /* Record a detailed error on ctx (printf format), log it, and return status. */
 hpct_status_t hpcti_error(hpct_ctx_t ctx, hpct_status_t status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -36,6 +36,7 @@ hpct_status_t hpcti_error(hpct_ctx_t ctx, hpct_status_t status, const char *fmt,
     va_start(ap, fmt);
     vsnprintf(ctx->last_error, sizeof ctx->last_error, fmt, ap);
     va_end(ap);
+    ctx->error_shared = 0;
     /* "Not found" is often expected (no checkpoint yet): it is logged as info, not error. */
     hpcti_log(ctx, status == HPCT_ERR_NOT_FOUND ? HPCT_LOG_INFO : HPCT_LOG_ERROR, "%s (%s)",
               ctx->last_error, hpct_strerror(status));
@@ -44,7 +45,12 @@ hpct_status_t hpcti_error(hpct_ctx_t ctx, hpct_status_t status, const char *fmt,
 
 void hpcti_clear_error(hpct_ctx_t ctx)
 {
-    if (ctx) ctx->last_error[0] = '\0';
+    if (ctx) ctx->last_error[0] = '\0', ctx->error_shared = 0;
+}
+
+void hpcti_mark_error_shared(hpct_ctx_t ctx)
+{
+    if (ctx) ctx->error_shared = 1;
 }
 
 void *hpcti_calloc(hpct_ctx_t ctx, size_t count, size_t size, const char *what)
@@ -98,6 +104,11 @@ void hpcti_ctx_free(hpct_ctx_t ctx)
 const char *hpct_last_error(hpct_ctx_t ctx)
 {
     return ctx ? ctx->last_error : "no context (NULL handle)";
+}
+
+int hpct_last_error_shared(hpct_ctx_t ctx)
+{
+    return ctx && ctx->last_error[0] && ctx->error_shared;
 }
 
 hpct_status_t hpct_rng_get_state(hpct_ctx_t ctx, uint64_t state[HPCT_RNG_STATE_WORDS])

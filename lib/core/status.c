@@ -19,6 +19,7 @@ const char *hpct_strerror(hpct_status_t status)
     case HPCT_ERR_TIMEOUT: return "collective deadline exceeded";
     case HPCT_ERR_DIVERGED: return "replicas diverged";
     case HPCT_ERR_INTERNAL: return "internal error in libhpctrain";
+    case HPCT_ERR_DEVICE: return "a GPU (CUDA, cuBLAS or NCCL) call failed";
     case HPCT_ERR_BUSY: return "in use by another run";
     default: return "unknown status code";
     }

@@ -40,11 +40,11 @@ typedef struct hpcti_shard_job {
 /* Open sh->path with HDF5, check both datasets against the manifest, then either load the
  * rows (resident) or record their file offsets (streaming). Caller's thread only: this is
  * the one place lib/data calls HDF5. */
-hpct_status_t hpcti_shard_inspect(hpct_ctx_t ctx, const hpcti_shard_job_t *job, hpcti_shard_t *sh);
+HPCTI_CHECK hpct_status_t hpcti_shard_inspect(hpct_ctx_t ctx, const hpcti_shard_job_t *job, hpcti_shard_t *sh);
 void hpcti_shard_release(hpcti_shard_t *sh);
 /* The layouts and sample counts of datasets inputs_name and targets_name of the shard file at
  * path, for a manifest (hpct_manifest_add_shard). Errors name path and dataset. */
-hpct_status_t hpcti_shard_describe(hpct_ctx_t ctx, const char *path, const char *inputs_name,
+HPCTI_CHECK hpct_status_t hpcti_shard_describe(hpct_ctx_t ctx, const char *path, const char *inputs_name,
                                    const char *targets_name, hpcti_layout_t *inputs,
                                    hpcti_layout_t *targets, uint64_t *n_inputs,
                                    uint64_t *n_targets);

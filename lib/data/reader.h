@@ -57,9 +57,9 @@ struct hpct_dataset {
 /* Stop the prefetch thread (if any) and wait for it. */
 void hpcti_reader_stop(hpct_dataset_t ds);
 /* Reset the ring and the producer to the consumer cursor; start the thread if depth > 0. */
-hpct_status_t hpcti_reader_restart(hpct_dataset_t ds);
+HPCTI_CHECK hpct_status_t hpcti_reader_restart(hpct_dataset_t ds);
 /* Rows of global samples idx[0..count) into inputs/targets (fp32 / int32-or-fp32). */
-hpct_status_t hpcti_load_samples(hpct_dataset_t ds, const uint64_t *idx, size_t count,
+HPCTI_CHECK hpct_status_t hpcti_load_samples(hpct_dataset_t ds, const uint64_t *idx, size_t count,
                                  float *inputs, void *targets, unsigned char *scratch, char *err,
                                  size_t errlen);
 /* Index of the shard holding global sample g. */

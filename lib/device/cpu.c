@@ -1,5 +1,6 @@
 /* cpu.c: the cpu backend: CBLAS sgemm plus plain loops the compiler vectorises. */
 #include "config.h"
+#include "../../kernels/gpu_logic.h"
 #include "ops.h"
 #include "../../kernels/hpct_math.h"
 
@@ -36,21 +37,30 @@ static void cpu_free(void *p)
     free(p);
 }
 
-static void cpu_copy(void *dst, const void *src, size_t bytes)
+static void *cpu_alloc_host(hpct_ctx_t ctx, size_t bytes)
+{
+    return cpu_alloc(ctx, bytes);
+}
+
+static hpct_status_t cpu_copy(hpct_ctx_t ctx, void *dst, const void *src, size_t bytes)
 {
     if (bytes && dst != src) memcpy(dst, src, bytes);
+    return HPCT_SUCCESS;
 }
 
-static void cpu_gemm(hpct_ctx_t ctx, int ta, int tb, int m, int n, int k, float alpha,
-                     const float *a, const float *b, float beta, float *c)
+static hpct_status_t cpu_gemm(hpct_ctx_t ctx, int ta, int tb, int m, int n, int k, float alpha,
+                              const float *a, const float *b, float beta, float *c)
 {
-    int lda = ta ? m : k, ldb = tb ? k : n;
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
-                k, alpha, a, lda, b, ldb, beta, c, n);
+    struct hpcti_gemm_args g;
+    if (!hpcti_gemm_map(ta, tb, m, n, k, &g)) return HPCT_SUCCESS; /* empty C */
+    cblas_sgemm(CblasRowMajor, g.row.trans_a ? CblasTrans : CblasNoTrans,
+                g.row.trans_b ? CblasTrans : CblasNoTrans, g.row.m, g.row.n, g.row.k, alpha, a,
+                g.row.lda, b, g.row.ldb, beta, c, g.row.ldc);
+    return HPCT_SUCCESS;
 }
 
-static void cpu_bias_act(int act, float *z, const float *restrict bias, float *y, int rows,
-                         int cols)
+static hpct_status_t cpu_bias_act(hpct_ctx_t ctx, int act, float *z, const float *restrict bias,
+                                  float *y, int rows, int cols)
 {
     for (int r = 0; r < rows; r++) {
         float *zr = z + (size_t)r * cols, *yr = y + (size_t)r * cols;
@@ -67,29 +77,33 @@ static void cpu_bias_act(int act, float *z, const float *restrict bias, float *y
             }
         }
     }
+    return HPCT_SUCCESS;
 }
 
-static void cpu_act_backward(int act, const float *restrict z, const float *restrict y,
-                             const float *dy, float *dz, size_t n)
+static hpct_status_t cpu_act_backward(hpct_ctx_t ctx, int act, const float *restrict z,
+                                      const float *restrict y, const float *dy, float *dz, size_t n)
 {
     if (act == HPCTI_MATH_RELU) {
         for (size_t i = 0; i < n; i++) dz[i] = z[i] > 0.0f ? dy[i] : 0.0f;
     } else {
         for (size_t i = 0; i < n; i++) dz[i] = dy[i] * hpcti_act_deriv(act, z[i], y[i]);
     }
+    return HPCT_SUCCESS;
 }
 
-static void cpu_bias_grad(const float *dz, float *db, int rows, int cols, int accumulate)
+static hpct_status_t cpu_bias_grad(hpct_ctx_t ctx, const float *dz, float *db, int rows, int cols,
+                                   int accumulate)
 {
     if (!accumulate) memset(db, 0, sizeof(float) * (size_t)cols);
     for (int r = 0; r < rows; r++) {
         const float *row = dz + (size_t)r * cols;
         for (int c = 0; c < cols; c++) db[c] += row[c];
     }
+    return HPCT_SUCCESS;
 }
 
-static double cpu_softmax_xent(hpct_ctx_t ctx, const float *logits, const int32_t *labels,
-                               float *dlogits, int rows, int cols, float scale)
+static hpct_status_t cpu_softmax_xent(hpct_ctx_t ctx, const float *logits, const int32_t *labels,
+                                      float *dlogits, int rows, int cols, float scale, double *loss)
 {
     double total = 0.0;
     for (int r = 0; r < rows; r++) {
@@ -104,11 +118,12 @@ static double cpu_softmax_xent(hpct_ctx_t ctx, const float *logits, const int32_
         for (int c = 0; c < cols; c++) d[c] = scale * (float)(exp((double)(x[c] - mx) - log_sum));
         d[labels[r]] -= scale;
     }
-    return total;
+    *loss = total;
+    return HPCT_SUCCESS;
 }
 
-static long cpu_count_correct(hpct_ctx_t ctx, const float *logits, const int32_t *labels, int rows,
-                              int cols)
+static hpct_status_t cpu_count_correct(hpct_ctx_t ctx, const float *logits, const int32_t *labels,
+                                       int rows, int cols, long *out)
 {
     long correct = 0;
     for (int r = 0; r < rows; r++) {
@@ -117,11 +132,12 @@ static long cpu_count_correct(hpct_ctx_t ctx, const float *logits, const int32_t
         for (int c = 1; c < cols; c++) best = x[c] > x[best] ? c : best;
         correct += best == labels[r];
     }
-    return correct;
+    *out = correct;
+    return HPCT_SUCCESS;
 }
 
-static double cpu_mse(hpct_ctx_t ctx, const float *out, const float *t, float *dout, size_t n,
-                      float scale)
+static hpct_status_t cpu_mse(hpct_ctx_t ctx, const float *out, const float *t, float *dout,
+                             size_t n, float scale, double *sum)
 {
     double total = 0.0;
     for (size_t i = 0; i < n; i++) {
@@ -129,33 +145,38 @@ static double cpu_mse(hpct_ctx_t ctx, const float *out, const float *t, float *d
         total += (double)e * e;
         dout[i] = scale * 2.0f * e;
     }
-    return total;
+    *sum = total;
+    return HPCT_SUCCESS;
 }
 
-static double cpu_sumsq(hpct_ctx_t ctx, const float *x, size_t n)
+static hpct_status_t cpu_sumsq(hpct_ctx_t ctx, const float *x, size_t n, double *sum)
 {
     double total = 0.0;
     for (size_t i = 0; i < n; i++) total += (double)x[i] * x[i];
-    return total;
+    *sum = total;
+    return HPCT_SUCCESS;
 }
 
-static void cpu_scale(float *x, float alpha, size_t n)
+static hpct_status_t cpu_scale(hpct_ctx_t ctx, float *x, float alpha, size_t n)
 {
     if (alpha == 0.0f)
         memset(x, 0, sizeof(float) * n);
     else
         for (size_t i = 0; i < n; i++) x[i] *= alpha;
+    return HPCT_SUCCESS;
 }
 
-static int cpu_all_finite(hpct_ctx_t ctx, const float *x, size_t n)
+static hpct_status_t cpu_all_finite(hpct_ctx_t ctx, const float *x, size_t n, int *finite)
 {
     int ok = 1;
     for (size_t i = 0; i < n; i++) ok &= isfinite(x[i]) != 0;
-    return ok;
+    *finite = ok;
+    return HPCT_SUCCESS;
 }
 
-static void cpu_sgd(float *restrict p, const float *restrict g, float *restrict v, size_t n,
-                    float lr, float mu, int nesterov, float wd, float gscale)
+static hpct_status_t cpu_sgd(hpct_ctx_t ctx, float *restrict p, const float *restrict g,
+                             float *restrict v, size_t n, float lr, float mu, int nesterov,
+                             float wd, float gscale)
 {
     if (v) {
         for (size_t i = 0; i < n; i++)
@@ -163,14 +184,22 @@ static void cpu_sgd(float *restrict p, const float *restrict g, float *restrict 
     } else {
         for (size_t i = 0; i < n; i++) hpcti_sgd_update(p + i, NULL, gscale * g[i], lr, mu, 0, wd);
     }
+    return HPCT_SUCCESS;
 }
 
-static void cpu_adamw(float *restrict p, const float *restrict g, float *restrict m,
-                      float *restrict v, size_t n, float lr, float b1, float b2, float eps,
-                      float wd, float c1, float c2, float gscale)
+static hpct_status_t cpu_adamw(hpct_ctx_t ctx, float *restrict p, const float *restrict g,
+                               float *restrict m, float *restrict v, size_t n, float lr, float b1,
+                               float b2, float eps, float wd, float c1, float c2, float gscale)
 {
     for (size_t i = 0; i < n; i++)
         hpcti_adamw_update(p + i, m + i, v + i, gscale * g[i], lr, b1, b2, eps, wd, c1, c2);
+    return HPCT_SUCCESS;
+}
+
+/* Host ops finish before they return. */
+static hpct_status_t cpu_sync(hpct_ctx_t ctx)
+{
+    return HPCT_SUCCESS;
 }
 
 const struct hpcti_ops hpcti_cpu_ops = {
@@ -179,6 +208,8 @@ const struct hpcti_ops hpcti_cpu_ops = {
     .finalize = cpu_finalize,
     .alloc = cpu_alloc,
     .free = cpu_free,
+    .alloc_host = cpu_alloc_host,
+    .free_host = cpu_free,
     .to_device = cpu_copy,
     .to_host = cpu_copy,
     .gemm = cpu_gemm,
@@ -193,4 +224,5 @@ const struct hpcti_ops hpcti_cpu_ops = {
     .all_finite = cpu_all_finite,
     .sgd = cpu_sgd,
     .adamw = cpu_adamw,
+    .sync = cpu_sync,
 };

@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Per-context state, kept behind ctx->backend. init() makes the device current on the calling
  * thread; ops without a context (kernels, copies) run on that thread's current device, so
@@ -23,10 +24,12 @@ static struct cuda_state *state_of(hpct_ctx_t ctx)
     return ctx->backend;
 }
 
-/* Local rank from the launcher's environment (Open MPI, Slurm, PMIx), or 0. */
+/* Local rank from the launcher's environment (Open MPI, MPICH/Intel MPI, MVAPICH, Slurm, PMIx),
+ * or 0: only for a context made by hpct_ctx_create (hpct_init passes the bootstrap's). */
 static int local_rank_from_env(void)
 {
-    static const char *vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "PMIX_LOCAL_RANK"};
+    static const char *vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                                 "MV2_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "PMIX_LOCAL_RANK"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
         const char *v = getenv(vars[i]);
         char *end;
@@ -37,23 +40,43 @@ static int local_rank_from_env(void)
     return 0;
 }
 
-/* Choose the device: cfg.device if set, else the local rank modulo the device count. */
+static const char *visible_devices(void)
+{
+    const char *v = getenv("CUDA_VISIBLE_DEVICES");
+    return v ? v : "unset";
+}
+
+/* Choose the device (hpcti_select_device): the local rank from hpct_init's bootstrap, or from
+ * the launcher's environment for a context made by hpct_ctx_create. */
 static hpct_status_t pick_device(hpct_ctx_t ctx, int *device)
 {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess || count == 0)
-        return hpcti_error(ctx, HPCT_ERR_UNSUPPORTED, "cuda backend: no usable CUDA device (%s)",
-                           e != cudaSuccess ? cudaGetErrorString(e) : "device count is 0");
-    if (ctx->cfg.device >= count)
+    if (e != cudaSuccess) count = 0;
+    int local_rank = ctx->local_size > 0 ? ctx->local_rank : local_rank_from_env();
+    int local_size = ctx->local_size > 0 ? ctx->local_size : 1;
+    int share = hpcti_gpu_sharing_allowed();
+    switch (hpcti_select_device(ctx->cfg.device, local_rank, local_size, count, share, device)) {
+    case HPCTI_DEVSEL_OK: return HPCT_SUCCESS;
+    case HPCTI_DEVSEL_OUT_OF_RANGE:
         return hpcti_error(
             ctx, HPCT_ERR_INVALID_ARG,
             "cuda backend: hpct_config_t.device is %d but only %d CUDA device(s) are "
             "visible (CUDA_VISIBLE_DEVICES=%s)",
-            ctx->cfg.device, count,
-            getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES") : "unset");
-    *device = ctx->cfg.device >= 0 ? ctx->cfg.device : local_rank_from_env() % count;
-    return HPCT_SUCCESS;
+            ctx->cfg.device, count, visible_devices());
+    case HPCTI_DEVSEL_OVERSUBSCRIBED:
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                           "cuda backend: %d ranks on this node but only %d CUDA devices are "
+                           "visible (CUDA_VISIBLE_DEVICES=%s); start one rank per GPU, or set "
+                           "HPCT_ALLOW_GPU_SHARING=1 to let ranks share devices",
+                           local_size, count, visible_devices());
+    default:
+        return hpcti_error(ctx, HPCT_ERR_UNSUPPORTED,
+                           "cuda backend: no usable CUDA device (cudaGetDeviceCount: %s; "
+                           "CUDA_VISIBLE_DEVICES=%s)",
+                           e != cudaSuccess ? cudaGetErrorString(e) : "0 devices",
+                           visible_devices());
+    }
 }
 
 /* Bind the device, create the cuBLAS handle and the reduction scratch. */
@@ -71,7 +94,11 @@ static hpct_status_t open_device(hpct_ctx_t ctx, struct cuda_state *st)
                            "cuda backend: cannot create a cuBLAS handle on CUDA device %d: %s",
                            st->device, cublasGetStatusString(b));
     }
-    cublasSetMathMode(st->blas, CUBLAS_DEFAULT_MATH); /* plain fp32, no TF32 */
+    b = cublasSetMathMode(st->blas, CUBLAS_DEFAULT_MATH); /* plain fp32, no TF32 */
+    if (b != CUBLAS_STATUS_SUCCESS)
+        return hpcti_error(ctx, HPCT_ERR_DEVICE,
+                           "cuda backend: cublasSetMathMode on CUDA device %d failed: %s",
+                           st->device, cublasGetStatusString(b));
     e = cudaMalloc((void **)&st->scratch, sizeof(double) * HPCTI_K_SCRATCH);
     if (e != cudaSuccess) {
         st->scratch = NULL;
@@ -115,7 +142,8 @@ static void *cuda_alloc(hpct_ctx_t ctx, size_t bytes)
 {
     void *p = NULL;
     size_t rounded = bytes ? bytes : 1;
-    cudaError_t e = cudaMalloc(&p, rounded);
+    cudaError_t e = cudaSetDevice(state_of(ctx)->device); /* any library thread */
+    if (e == cudaSuccess) e = cudaMalloc(&p, rounded);
     if (e == cudaSuccess) e = cudaMemset(p, 0, rounded);
     if (e != cudaSuccess) {
         cudaFree(p);
@@ -132,114 +160,218 @@ static void cuda_free(void *dev)
     cudaFree(dev);
 }
 
-/* Host or device to device or host: UVA tells the direction. */
-static void cuda_copy(void *dst, const void *src, size_t bytes)
+/* Pinned (page-locked) host memory: DMA without a bounce, and MPI may read it at once. */
+static void *cuda_alloc_host(hpct_ctx_t ctx, size_t bytes)
 {
-    if (bytes && dst != src) cudaMemcpy(dst, src, bytes, cudaMemcpyDefault);
+    void *p = NULL;
+    size_t rounded = bytes ? bytes : 1;
+    cudaError_t e = cudaSetDevice(state_of(ctx)->device);
+    if (e == cudaSuccess) e = cudaMallocHost(&p, rounded);
+    if (e != cudaSuccess) {
+        hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "cuda backend: cudaMallocHost of %zu bytes failed: %s",
+                    bytes, cudaGetErrorString(e));
+        return NULL;
+    }
+    memset(p, 0, rounded);
+    return p;
 }
 
-/* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands. */
-static void cuda_gemm(hpct_ctx_t ctx, int ta, int tb, int m, int n, int k, float alpha,
-                      const float *a, const float *b, float beta, float *c)
+static void cuda_free_host(void *host)
 {
-    if (m <= 0 || n <= 0) return;
-    int lda = ta ? m : k, ldb = tb ? k : n;
-    cublasStatus_t s = cublasSgemm(state_of(ctx)->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                   ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b,
-                                   ldb > 0 ? ldb : 1, a, lda > 0 ? lda : 1, &beta, c, n);
-    if (s != CUBLAS_STATUS_SUCCESS)
-        hpcti_error(ctx, HPCT_ERR_INTERNAL,
-                    "cuda backend: cublasSgemm (%d x %d x %d) on CUDA device %d: %s", m, n, k,
-                    state_of(ctx)->device, cublasGetStatusString(s));
+    cudaFreeHost(host);
 }
 
-static void cuda_bias_act(int act, float *z, const float *bias, float *y, int rows, int cols)
+/* The failing CUDA call, named, as the context's error. */
+static hpct_status_t cuda_fail(hpct_ctx_t ctx, const char *call, cudaError_t e)
 {
-    hpcti_k_bias_act(act, z, bias, y, rows, cols);
+    return hpcti_error(ctx, HPCT_ERR_DEVICE, "cuda backend: %s on CUDA device %d failed: %s (%s)",
+                       call, state_of(ctx)->device, cudaGetErrorString(e), cudaGetErrorName(e));
 }
 
-static void cuda_act_backward(int act, const float *z, const float *y, const float *dy, float *dz,
-                              size_t n)
+/* Make the context's device current on the calling thread (any library thread may call). */
+static hpct_status_t bind_thread(hpct_ctx_t ctx)
 {
-    hpcti_k_act_backward(act, z, y, dy, dz, n);
+    cudaError_t e = cudaSetDevice(state_of(ctx)->device);
+    return e == cudaSuccess ? HPCT_SUCCESS : cuda_fail(ctx, "cudaSetDevice", e);
 }
 
-static void cuda_bias_grad(const float *dz, float *db, int rows, int cols, int accumulate)
+/* A kernel launch wrapper's cudaError_t (0: queued) as a status naming the kernel. */
+static hpct_status_t launched(hpct_ctx_t ctx, const char *kernel, int err)
 {
-    hpcti_k_bias_grad(dz, db, rows, cols, accumulate);
+    return err == cudaSuccess ? HPCT_SUCCESS : cuda_fail(ctx, kernel, (cudaError_t)err);
 }
 
-/* Copy a reduction's result to the host (this waits for the kernels). NaN on failure, so
- * callers that check finiteness notice; the detail goes to ctx. */
-static double fetch_result(hpct_ctx_t ctx, int launch_error, const char *what)
+/* Host or device to device or host: UVA tells the direction. cudaMemcpy on the legacy
+ * default stream waits for the kernels queued before it, so a device-to-host copy returns
+ * current data, and an error of an earlier kernel surfaces here. */
+static hpct_status_t cuda_copy(hpct_ctx_t ctx, void *dst, const void *src, size_t bytes)
+{
+    if (!bytes || dst == src) return HPCT_SUCCESS;
+    hpct_status_t s = bind_thread(ctx);
+    if (s) return s;
+    cudaError_t e = cudaMemcpy(dst, src, bytes, cudaMemcpyDefault);
+    return e == cudaSuccess ? HPCT_SUCCESS : cuda_fail(ctx, "cudaMemcpy", e);
+}
+
+/* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T (hpcti_gemm_map). */
+static hpct_status_t cuda_gemm(hpct_ctx_t ctx, int ta, int tb, int m, int n, int k, float alpha,
+                               const float *a, const float *b, float beta, float *c)
+{
+    struct hpcti_gemm_args g;
+    if (!hpcti_gemm_map(ta, tb, m, n, k, &g)) return HPCT_SUCCESS;
+    hpct_status_t s = bind_thread(ctx);
+    if (s) return s;
+    cublasStatus_t st =
+        cublasSgemm(state_of(ctx)->blas, g.col.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                    g.col.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, g.col.m, g.col.n, g.col.k, &alpha, b,
+                    g.col.lda, a, g.col.ldb, &beta, c, g.col.ldc);
+    if (st == CUBLAS_STATUS_SUCCESS) return HPCT_SUCCESS;
+    return hpcti_error(ctx, HPCT_ERR_DEVICE,
+                       "cuda backend: cublasSgemm (%d x %d x %d, trans %d%d) on CUDA device %d "
+                       "failed: %s",
+                       m, n, k, ta, tb, state_of(ctx)->device, cublasGetStatusString(st));
+}
+
+static hpct_status_t cuda_bias_act(hpct_ctx_t ctx, int act, float *z, const float *bias, float *y,
+                                   int rows, int cols)
+{
+    hpct_status_t s = bind_thread(ctx);
+    return s ? s
+             : launched(ctx, "bias_act_kernel launch",
+                        hpcti_k_bias_act(act, z, bias, y, rows, cols));
+}
+
+static hpct_status_t cuda_act_backward(hpct_ctx_t ctx, int act, const float *z, const float *y,
+                                       const float *dy, float *dz, size_t n)
+{
+    hpct_status_t s = bind_thread(ctx);
+    return s ? s
+             : launched(ctx, "act_backward_kernel launch",
+                        hpcti_k_act_backward(act, z, y, dy, dz, n));
+}
+
+static hpct_status_t cuda_bias_grad(hpct_ctx_t ctx, const float *dz, float *db, int rows, int cols,
+                                    int accumulate)
+{
+    hpct_status_t s = bind_thread(ctx);
+    return s ? s
+             : launched(ctx, "bias_grad_kernel launch",
+                        hpcti_k_bias_grad(dz, db, rows, cols, accumulate));
+}
+
+/* Copy a reduction's result to the host (this waits for the kernels); the launch error of
+ * either pass, or the copy's (an earlier kernel's fault surfaces here), named. */
+static hpct_status_t fetch_result(hpct_ctx_t ctx, int launch_error, const char *what, double *out)
 {
     struct cuda_state *st = state_of(ctx);
-    double result = NAN;
-    cudaError_t e = (cudaError_t)launch_error;
-    if (e == cudaSuccess)
-        e = cudaMemcpy(&result, st->scratch + HPCTI_K_MAX_BLOCKS, sizeof result,
-                       cudaMemcpyDeviceToHost);
-    if (e != cudaSuccess) {
-        hpcti_error(ctx, HPCT_ERR_INTERNAL, "cuda backend: %s on CUDA device %d failed: %s", what,
-                    st->device, cudaGetErrorString(e));
-        return NAN;
-    }
-    return result;
+    *out = NAN;
+    if (launch_error != cudaSuccess) return cuda_fail(ctx, what, (cudaError_t)launch_error);
+    cudaError_t e =
+        cudaMemcpy(out, st->scratch + HPCTI_K_MAX_BLOCKS, sizeof *out, cudaMemcpyDeviceToHost);
+    if (e == cudaSuccess) return HPCT_SUCCESS;
+    *out = NAN;
+    return cuda_fail(ctx, "cudaMemcpy of a reduction result", e);
 }
 
-static double cuda_softmax_xent(hpct_ctx_t ctx, const float *logits, const int32_t *labels,
-                                float *dlogits, int rows, int cols, float scale)
+static hpct_status_t cuda_softmax_xent(hpct_ctx_t ctx, const float *logits, const int32_t *labels,
+                                       float *dlogits, int rows, int cols, float scale,
+                                       double *loss)
 {
+    hpct_status_t s = bind_thread(ctx);
+    if (s) return s;
     int e =
         hpcti_k_softmax_xent(logits, labels, dlogits, rows, cols, scale, state_of(ctx)->scratch);
-    return fetch_result(ctx, e, "softmax cross-entropy");
+    return fetch_result(ctx, e, "softmax_xent_kernel launch", loss);
 }
 
-static long cuda_count_correct(hpct_ctx_t ctx, const float *logits, const int32_t *labels, int rows,
-                               int cols)
+static hpct_status_t cuda_count_correct(hpct_ctx_t ctx, const float *logits, const int32_t *labels,
+                                        int rows, int cols, long *correct)
 {
+    hpct_status_t s = bind_thread(ctx);
+    if (s) return s;
+    double n;
     int e = hpcti_k_count_correct(logits, labels, rows, cols, state_of(ctx)->scratch);
-    double n = fetch_result(ctx, e, "count of correct predictions");
-    return isfinite(n) ? (long)n : -1;
+    s = fetch_result(ctx, e, "count_correct_kernel launch", &n);
+    *correct = s ? 0 : (long)n;
+    return s;
 }
 
-static double cuda_mse(hpct_ctx_t ctx, const float *out, const float *targets, float *dout,
-                       size_t n, float scale)
+static hpct_status_t cuda_mse(hpct_ctx_t ctx, const float *out, const float *targets, float *dout,
+                              size_t n, float scale, double *sum)
 {
+    hpct_status_t s = bind_thread(ctx);
+    if (s) return s;
     int e = hpcti_k_mse(out, targets, dout, n, scale, state_of(ctx)->scratch);
-    return fetch_result(ctx, e, "squared error");
+    return fetch_result(ctx, e, "mse_kernel launch", sum);
 }
 
-static double cuda_sumsq(hpct_ctx_t ctx, const float *x, size_t n)
+static hpct_status_t cuda_sumsq(hpct_ctx_t ctx, const float *x, size_t n, double *sum)
 {
-    return fetch_result(ctx, hpcti_k_sumsq(x, n, state_of(ctx)->scratch), "sum of squares");
+    hpct_status_t s = bind_thread(ctx);
+    if (s) return s;
+    return fetch_result(ctx, hpcti_k_sumsq(x, n, state_of(ctx)->scratch), "sumsq_kernel launch",
+                        sum);
 }
 
-static void cuda_scale(float *x, float alpha, size_t n)
+static hpct_status_t cuda_scale(hpct_ctx_t ctx, float *x, float alpha, size_t n)
 {
-    if (alpha == 0.0f)
-        cudaMemset(x, 0, sizeof(float) * n);
-    else
-        hpcti_k_scale(x, alpha, n);
+    hpct_status_t s = bind_thread(ctx);
+    if (s || n == 0) return s;
+    if (alpha != 0.0f) return launched(ctx, "scale_kernel launch", hpcti_k_scale(x, alpha, n));
+    cudaError_t e = cudaMemset(x, 0, sizeof(float) * n);
+    return e == cudaSuccess ? HPCT_SUCCESS : cuda_fail(ctx, "cudaMemset", e);
 }
 
-static int cuda_all_finite(hpct_ctx_t ctx, const float *x, size_t n)
+static hpct_status_t cuda_all_finite(hpct_ctx_t ctx, const float *x, size_t n, int *finite)
 {
-    double bad = fetch_result(ctx, hpcti_k_count_nonfinite(x, n, state_of(ctx)->scratch),
-                              "finiteness check");
-    return bad == 0.0; /* NaN (a failed check) counts as not finite */
+    hpct_status_t s = bind_thread(ctx);
+    if (s) return s;
+    double bad;
+    s = fetch_result(ctx, hpcti_k_count_nonfinite(x, n, state_of(ctx)->scratch),
+                     "nonfinite_kernel launch", &bad);
+    *finite = !s && bad == 0.0;
+    return s;
 }
 
-static void cuda_sgd(float *p, const float *g, float *v, size_t n, float lr, float mu, int nesterov,
-                     float wd, float gscale)
+static hpct_status_t cuda_sgd(hpct_ctx_t ctx, float *p, const float *g, float *v, size_t n,
+                              float lr, float mu, int nesterov, float wd, float gscale)
 {
-    hpcti_k_sgd(p, g, v, n, lr, mu, nesterov, wd, gscale);
+    hpct_status_t s = bind_thread(ctx);
+    return s ? s
+             : launched(ctx, "sgd_kernel launch",
+                        hpcti_k_sgd(p, g, v, n, lr, mu, nesterov, wd, gscale));
 }
 
-static void cuda_adamw(float *p, const float *g, float *m, float *v, size_t n, float lr, float b1,
-                       float b2, float eps, float wd, float c1, float c2, float gscale)
+static hpct_status_t cuda_adamw(hpct_ctx_t ctx, float *p, const float *g, float *m, float *v,
+                                size_t n, float lr, float b1, float b2, float eps, float wd,
+                                float c1, float c2, float gscale)
 {
-    hpcti_k_adamw(p, g, m, v, n, lr, b1, b2, eps, wd, c1, c2, gscale);
+    hpct_status_t s = bind_thread(ctx);
+    return s ? s
+             : launched(ctx, "adamw_kernel launch",
+                        hpcti_k_adamw(p, g, m, v, n, lr, b1, b2, eps, wd, c1, c2, gscale));
+}
+
+/* Wait for the device: the first asynchronous error of the kernels queued so far. */
+static hpct_status_t cuda_sync(hpct_ctx_t ctx)
+{
+    hpct_status_t s = bind_thread(ctx);
+    if (s) return s;
+    cudaError_t e = cudaDeviceSynchronize();
+    return e == cudaSuccess ? HPCT_SUCCESS : cuda_fail(ctx, "cudaDeviceSynchronize", e);
+}
+
+/* The device's UUID folded to 64 bits (FNV-1a): equal on two ranks when they share a GPU. */
+hpct_status_t hpcti_cuda_identity(hpct_ctx_t ctx, uint64_t *id)
+{
+    struct cudaDeviceProp prop;
+    cudaError_t e = cudaGetDeviceProperties(&prop, state_of(ctx)->device);
+    if (e != cudaSuccess) return cuda_fail(ctx, "cudaGetDeviceProperties", e);
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < sizeof prop.uuid.bytes; i++)
+        h = (h ^ (unsigned char)prop.uuid.bytes[i]) * 0x100000001b3ull;
+    *id = h;
+    return HPCT_SUCCESS;
 }
 
 const struct hpcti_ops hpcti_cuda_ops = {
@@ -248,6 +380,8 @@ const struct hpcti_ops hpcti_cuda_ops = {
     .finalize = cuda_finalize,
     .alloc = cuda_alloc,
     .free = cuda_free,
+    .alloc_host = cuda_alloc_host,
+    .free_host = cuda_free_host,
     .to_device = cuda_copy,
     .to_host = cuda_copy,
     .gemm = cuda_gemm,
@@ -262,4 +396,5 @@ const struct hpcti_ops hpcti_cuda_ops = {
     .all_finite = cuda_all_finite,
     .sgd = cuda_sgd,
     .adamw = cuda_adamw,
+    .sync = cuda_sync,
 };

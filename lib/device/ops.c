@@ -3,6 +3,9 @@
 #include "config.h"
 #include "ops.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 const struct hpcti_ops *hpcti_ops_lookup(hpct_backend_t backend)
 {
     switch (backend) {
@@ -14,7 +17,7 @@ const struct hpcti_ops *hpcti_ops_lookup(hpct_backend_t backend)
     }
 }
 
-hpct_status_t hpct_ctx_create(const hpct_config_t *cfg, hpct_ctx_t *out)
+hpct_status_t hpcti_ctx_create_unbound(const hpct_config_t *cfg, hpct_ctx_t *out)
 {
     if (!out) return HPCT_ERR_INVALID_ARG;
     *out = NULL;
@@ -29,14 +32,44 @@ hpct_status_t hpct_ctx_create(const hpct_config_t *cfg, hpct_ctx_t *out)
         hpcti_ctx_free(ctx);
         return HPCT_ERR_UNSUPPORTED;
     }
-    s = ctx->ops->init(ctx);
-    if (s) {
-        hpcti_ctx_free(ctx);
-        return s;
-    }
+    *out = ctx;
+    return HPCT_SUCCESS;
+}
+
+hpct_status_t hpcti_ctx_bind(hpct_ctx_t ctx, int local_rank, int local_size)
+{
+    ctx->local_rank = local_rank, ctx->local_size = local_size;
+    hpct_status_t s = ctx->ops->init(ctx);
+    if (s) return s;
     hpcti_log(ctx, HPCT_LOG_INFO, "context ready: backend %s, seed %llu", ctx->ops->name,
               (unsigned long long)ctx->cfg.seed);
-    *out = ctx;
+    return HPCT_SUCCESS;
+}
+
+hpct_status_t hpct_ctx_create(const hpct_config_t *cfg, hpct_ctx_t *out)
+{
+    hpct_status_t s = hpcti_ctx_create_unbound(cfg, out);
+    if (s) return s;
+    s = hpcti_ctx_bind(*out, 0, 0); /* local rank unknown: the launcher's environment */
+    if (s) {
+        hpcti_ctx_free(*out);
+        *out = NULL;
+    }
+    return s;
+}
+
+int hpcti_gpu_sharing_allowed(void)
+{
+    const char *v = getenv("HPCT_ALLOW_GPU_SHARING");
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+hpct_status_t hpcti_device_identity(hpct_ctx_t ctx, uint64_t *id)
+{
+    *id = 0;
+#ifdef HPCT_HAVE_CUDA
+    if (ctx->ops == &hpcti_cuda_ops) return hpcti_cuda_identity(ctx, id);
+#endif
     return HPCT_SUCCESS;
 }
 

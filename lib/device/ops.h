@@ -14,40 +14,64 @@ struct hpcti_ops {
     /* Zero-filled device memory; NULL on failure (error recorded on ctx). */
     void *(*alloc)(hpct_ctx_t ctx, size_t bytes);
     void (*free)(void *dev);
-    void (*to_device)(void *dev, const void *host, size_t bytes);
-    void (*to_host)(void *host, const void *dev, size_t bytes);
-    /* Row-major C [m, n] = alpha op(A) op(B) + beta C; op(A) [m, k], op(B) [k, n]. */
-    void (*gemm)(hpct_ctx_t ctx, int trans_a, int trans_b, int m, int n, int k, float alpha,
-                 const float *a, const float *b, float beta, float *c);
+    /* Host memory the device copies to and from at full speed (cuda: pinned), zero-filled;
+     * NULL on failure (error recorded on ctx). For staging before MPI touches a buffer. */
+    void *(*alloc_host)(hpct_ctx_t ctx, size_t bytes);
+    void (*free_host)(void *host);
+    /* Every op below returns its status: a failed device call is named in ctx's error. */
+    hpct_status_t (*to_device)(hpct_ctx_t ctx, void *dev, const void *host, size_t bytes);
+    /* Waits for the device work that writes dev before copying. */
+    hpct_status_t (*to_host)(hpct_ctx_t ctx, void *host, const void *dev, size_t bytes);
+    /* Row-major C [m, n] = alpha op(A) op(B) + beta C; op(A) [m, k], op(B) [k, n]
+     * (argument mapping: hpcti_gemm_map in gpu_logic.h, shared by both backends). */
+    hpct_status_t (*gemm)(hpct_ctx_t ctx, int trans_a, int trans_b, int m, int n, int k,
+                          float alpha, const float *a, const float *b, float beta, float *c);
     /* z [rows, cols] += bias [cols]; y = act(z) (y may alias z only for identity). */
-    void (*bias_act)(int act, float *z, const float *bias, float *y, int rows, int cols);
+    hpct_status_t (*bias_act)(hpct_ctx_t ctx, int act, float *z, const float *bias, float *y,
+                              int rows, int cols);
     /* dz = dy * act'(z, y), n elements (dz may alias dy). */
-    void (*act_backward)(int act, const float *z, const float *y, const float *dy, float *dz,
-                         size_t n);
+    hpct_status_t (*act_backward)(hpct_ctx_t ctx, int act, const float *z, const float *y,
+                                  const float *dy, float *dz, size_t n);
     /* db [cols] (=, or += when accumulate) column sums of dz [rows, cols]. */
-    void (*bias_grad)(const float *dz, float *db, int rows, int cols, int accumulate);
+    hpct_status_t (*bias_grad)(hpct_ctx_t ctx, const float *dz, float *db, int rows, int cols,
+                               int accumulate);
     /* Softmax cross-entropy on logits [rows, cols] with labels [rows] (dev, checked in range):
-     * returns the summed loss and writes dlogits = scale (softmax - onehot). */
-    double (*softmax_xent)(hpct_ctx_t ctx, const float *logits, const int32_t *labels,
-                           float *dlogits, int rows, int cols, float scale);
-    /* Number of rows whose argmax equals the label. */
-    long (*count_correct)(hpct_ctx_t ctx, const float *logits, const int32_t *labels, int rows,
-                          int cols);
-    /* Squared error: returns sum (out - t)^2 and writes dout = scale 2 (out - t), n elements. */
-    double (*mse)(hpct_ctx_t ctx, const float *out, const float *targets, float *dout, size_t n,
-                  float scale);
-    /* Sum of squares in double precision. */
-    double (*sumsq)(hpct_ctx_t ctx, const float *x, size_t n);
+     * *loss = the summed loss; dlogits = scale (softmax - onehot). */
+    hpct_status_t (*softmax_xent)(hpct_ctx_t ctx, const float *logits, const int32_t *labels,
+                                  float *dlogits, int rows, int cols, float scale, double *loss);
+    /* *correct = number of rows whose argmax equals the label. */
+    hpct_status_t (*count_correct)(hpct_ctx_t ctx, const float *logits, const int32_t *labels,
+                                   int rows, int cols, long *correct);
+    /* Squared error: *sum = sum (out - t)^2; dout = scale 2 (out - t), n elements. */
+    hpct_status_t (*mse)(hpct_ctx_t ctx, const float *out, const float *targets, float *dout,
+                         size_t n, float scale, double *sum);
+    /* *sum = sum of squares in double precision. */
+    hpct_status_t (*sumsq)(hpct_ctx_t ctx, const float *x, size_t n, double *sum);
     /* x *= alpha; x = 0 when alpha is 0 (clears NaN too). */
-    void (*scale)(float *x, float alpha, size_t n);
-    /* 1 if every element is finite. */
-    int (*all_finite)(hpct_ctx_t ctx, const float *x, size_t n);
+    hpct_status_t (*scale)(hpct_ctx_t ctx, float *x, float alpha, size_t n);
+    /* *finite = 1 if every element is finite. */
+    hpct_status_t (*all_finite)(hpct_ctx_t ctx, const float *x, size_t n, int *finite);
     /* Optimizer updates over n elements (formulas in kernels/hpct_math.h); v may be NULL. */
-    void (*sgd)(float *p, const float *g, float *v, size_t n, float lr, float mu, int nesterov,
-                float wd, float gscale);
-    void (*adamw)(float *p, const float *g, float *m, float *v, size_t n, float lr, float b1,
-                  float b2, float eps, float wd, float c1, float c2, float gscale);
+    hpct_status_t (*sgd)(hpct_ctx_t ctx, float *p, const float *g, float *v, size_t n, float lr,
+                         float mu, int nesterov, float wd, float gscale);
+    hpct_status_t (*adamw)(hpct_ctx_t ctx, float *p, const float *g, float *m, float *v, size_t n,
+                           float lr, float b1, float b2, float eps, float wd, float c1, float c2,
+                           float gscale);
+    /* Wait until the device work queued so far is done; its first error (the failing call
+     * named). Before a host read that depends on device work, and at the end of a step. */
+    hpct_status_t (*sync)(hpct_ctx_t ctx);
 };
+
+/* A context with its backend's table but the backend not started (hpct_init binds it once the
+ * node communicator gives the local rank); hpct_ctx_destroy frees it either way. */
+HPCTI_CHECK hpct_status_t hpcti_ctx_create_unbound(const hpct_config_t *cfg, hpct_ctx_t *out);
+/* Start the backend for local rank local_rank of local_size on the node (0, 0: unknown, the
+ * launcher's environment is read); the cuda backend selects its device here. */
+HPCTI_CHECK hpct_status_t hpcti_ctx_bind(hpct_ctx_t ctx, int local_rank, int local_size);
+/* Nonzero when HPCT_ALLOW_GPU_SHARING allows several ranks of a node on one device. */
+int hpcti_gpu_sharing_allowed(void);
+/* A 64-bit identity of the context's device (cuda: its UUID folded; cpu: 0, never shared). */
+HPCTI_CHECK hpct_status_t hpcti_device_identity(hpct_ctx_t ctx, uint64_t *id);
 
 /* The table for a backend, or NULL when it was not built in. */
 const struct hpcti_ops *hpcti_ops_lookup(hpct_backend_t backend);
@@ -55,6 +79,8 @@ const struct hpcti_ops *hpcti_ops_lookup(hpct_backend_t backend);
 extern const struct hpcti_ops hpcti_cpu_ops;
 #ifdef HPCT_HAVE_CUDA
 extern const struct hpcti_ops hpcti_cuda_ops;
+/* The cuda backend's hpcti_device_identity (cuda.c). */
+HPCTI_CHECK hpct_status_t hpcti_cuda_identity(hpct_ctx_t ctx, uint64_t *id);
 #endif
 
 #endif

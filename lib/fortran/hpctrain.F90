@@ -49,7 +49,8 @@ module hpctrain
     integer, parameter, public :: HPCT_ERR_TIMEOUT = -11
     integer, parameter, public :: HPCT_ERR_DIVERGED = -12
     integer, parameter, public :: HPCT_ERR_INTERNAL = -13
-    integer, parameter, public :: HPCT_ERR_BUSY = -14
+    integer, parameter, public :: HPCT_ERR_DEVICE = -14
+    integer, parameter, public :: HPCT_ERR_BUSY = -15
 
     ! ---- Enumerations and limits (C enums are C int) ------------------------------------
     integer(c_int), parameter, public :: HPCT_BACKEND_CPU = 0, HPCT_BACKEND_CUDA = 1
@@ -265,7 +266,7 @@ module hpctrain
 
     ! ---- BIND(C) interfaces: every public C function --------------------------------------
     public :: c_hpct_get_version, c_hpct_strerror, c_hpct_ctx_create, c_hpct_ctx_destroy, &
-        c_hpct_last_error, c_hpct_rng_get_state, c_hpct_rng_set_state, c_hpct_params_create, &
+        c_hpct_last_error, c_hpct_last_error_shared, c_hpct_rng_get_state, c_hpct_rng_set_state, c_hpct_params_create, &
         c_hpct_params_destroy, c_hpct_params_register, c_hpct_params_size, c_hpct_params_get, &
         c_hpct_params_zero_grads, c_hpct_params_scale_grads, c_hpct_params_grad_norm, &
         c_hpct_model_create, c_hpct_model_destroy, c_hpct_model_add_dense, c_hpct_model_set_loss, &
@@ -278,7 +279,8 @@ module hpctrain
         c_hpct_dataset_steps_per_epoch, c_hpct_dataset_next, c_hpct_dataset_next_into, &
         c_hpct_dataset_get_cursor, c_hpct_dataset_set_cursor, c_hpct_dataset_skipped, &
         c_hpct_data_permutation, c_hpct_init, c_hpct_init_comm, c_hpct_finalize, c_hpct_topology, &
-        c_hpct_abort_job, c_hpct_allreduce_mean, c_hpct_params_average_grads, &
+        c_hpct_abort_job, c_hpct_allreduce_mean, c_hpct_allreduce_mean_device, &
+        c_hpct_params_average_grads, &
         c_hpct_params_broadcast, c_hpct_params_check_replicas, c_hpct_params_check_replicas_at, &
         c_hpct_params_hash, c_hpct_model_set_grad_averaging, c_hpct_batch_split, c_hpct_comm_stats, &
         c_hpct_ckpt_open, c_hpct_ckpt_close, c_hpct_ckpt_add_array, c_hpct_ckpt_add_scalar, &
@@ -327,6 +329,11 @@ module hpctrain
             import :: c_ptr
             type(c_ptr), value :: ctx
             type(c_ptr) :: s
+        end function
+        function c_hpct_last_error_shared(ctx) bind(C, name="hpct_last_error_shared") result(s)
+            import :: c_ptr, c_int
+            type(c_ptr), value :: ctx
+            integer(c_int) :: s
         end function
         function c_hpct_rng_get_state(ctx, state) bind(C, name="hpct_rng_get_state") result(s)
             import :: c_int, c_ptr, c_int64_t
@@ -675,6 +682,13 @@ module hpctrain
             integer(c_size_t), value :: n
             integer(c_int) :: s
         end function
+        function c_hpct_allreduce_mean_device(ctx, buf, n) &
+            bind(C, name="hpct_allreduce_mean_device") result(s)
+            import :: c_int, c_ptr, c_size_t
+            type(c_ptr), value :: ctx, buf
+            integer(c_size_t), value :: n
+            integer(c_int) :: s
+        end function
         function c_hpct_params_average_grads(params) bind(C, name="hpct_params_average_grads") result(s)
             import :: c_int, c_ptr
             type(c_ptr), value :: params
@@ -1018,7 +1032,7 @@ module hpctrain
 
     ! ---- Fortran wrappers -----------------------------------------------------------------
     public :: hpct_get_version, hpct_get_api_version, hpct_make_version, hpct_strerror, &
-        hpct_last_error, hpct_f_string
+        hpct_last_error, hpct_last_error_shared, hpct_f_string
     public :: hpct_ctx_create, hpct_ctx_destroy, hpct_rng_get_state, hpct_rng_set_state
     public :: hpct_params_create, hpct_params_destroy, hpct_params_register, hpct_params_size, &
         hpct_params_get, hpct_params_zero_grads, hpct_params_scale_grads, hpct_params_grad_norm
@@ -1035,7 +1049,8 @@ module hpctrain
     public :: hpct_shard_create, hpct_shard_write, hpct_shard_close, hpct_manifest_create, &
         hpct_manifest_add_shard, hpct_manifest_write, hpct_manifest_destroy, hpct_manifest_check_path
     public :: hpct_init, hpct_init_comm, hpct_finalize, hpct_topology, hpct_abort_job, &
-        hpct_allreduce_mean, hpct_params_average_grads, hpct_params_broadcast, &
+        hpct_allreduce_mean, hpct_allreduce_mean_device, hpct_params_average_grads, &
+        hpct_params_broadcast, &
         hpct_params_check_replicas, hpct_params_check_replicas_at, hpct_params_hash, &
         hpct_model_set_grad_averaging, hpct_batch_split, hpct_comm_stats
     public :: hpct_ckpt_open, hpct_ckpt_close, hpct_ckpt_add_array, hpct_ckpt_add_scalar, &
@@ -1318,6 +1333,12 @@ contains
         integer, intent(in) :: status
         character(:), allocatable :: s
         s = fstr(c_hpct_strerror(int(status, c_int)))
+    end function
+
+    !> .true. when the context's last error was agreed across the ranks (print it once).
+    logical function hpct_last_error_shared(ctx)
+        type(hpct_ctx_t), intent(in) :: ctx
+        hpct_last_error_shared = c_hpct_last_error_shared(ctx%ptr) /= 0
     end function
 
     function last_error_ctx(ctx) result(s)
@@ -2310,6 +2331,17 @@ contains
             s = not_contiguous(ctx%ptr, "buf", "hpct_allreduce_mean")
         end if
         call finish(s, ctx%ptr, "hpct_allreduce_mean", ierr)
+    end subroutine
+
+    !> buf: n floats in the backend's memory (a device pointer from C or CUDA Fortran on the
+    !> cuda backend, c_loc of a host array on cpu) = their mean over ranks, in place.
+    subroutine hpct_allreduce_mean_device(ctx, buf, n, ierr)
+        type(hpct_ctx_t), intent(in) :: ctx
+        type(c_ptr), intent(in) :: buf
+        integer(c_size_t), intent(in) :: n
+        integer, intent(out), optional :: ierr
+        call finish(c_hpct_allreduce_mean_device(ctx%ptr, buf, n), ctx%ptr, &
+            "hpct_allreduce_mean_device", ierr)
     end subroutine
 
     !> Average every registered gradient over ranks.

@@ -146,9 +146,9 @@ static hpct_status_t init_weights(hpct_model_t m, int l)
         for (size_t i = 0; i < n; i++)
             host[i] = (float)(lim * (2.0 * hpcti_rng_uniform(&rng) - 1.0));
     }
-    m->ctx->ops->to_device(d->w, host, n * sizeof *host);
+    hpct_status_t s = m->ctx->ops->to_device(m->ctx, d->w, host, n * sizeof *host);
     free(host);
-    return HPCT_SUCCESS;
+    return s;
 }
 
 static float *alloc_floats(hpct_model_t m, size_t n)
@@ -300,70 +300,100 @@ static hpct_status_t check_labels(hpct_model_t m, const char *fn, const int32_t 
     return HPCT_SUCCESS;
 }
 
-/* Input pointer the backend can read: the caller's on the host, else a staged copy. */
-static const float *stage_inputs(hpct_model_t m, const float *x, int batch)
+/* Input pointer the backend can read into *xd: the caller's on the host, else a staged copy. */
+static hpct_status_t stage_inputs(hpct_model_t m, const float *x, int batch, const float **xd)
 {
-    if (tensors_on_host(m->ctx)) return x;
-    m->ctx->ops->to_device(m->x_dev, x, sizeof(float) * (size_t)batch * m->inputs);
-    return m->x_dev;
+    *xd = x;
+    if (tensors_on_host(m->ctx)) return HPCT_SUCCESS;
+    *xd = m->x_dev;
+    return m->ctx->ops->to_device(m->ctx, m->x_dev, x, sizeof(float) * (size_t)batch * m->inputs);
 }
 
-static const void *stage_targets(hpct_model_t m, const void *t, int batch)
+static hpct_status_t stage_targets(hpct_model_t m, const void *t, int batch, const void **td)
 {
-    if (tensors_on_host(m->ctx)) return t;
+    *td = t;
+    if (tensors_on_host(m->ctx)) return HPCT_SUCCESS;
     size_t per = m->loss == HPCT_LOSS_MSE ? sizeof(float) * (size_t)m->layers[m->num - 1].out
                                           : sizeof(int32_t);
-    m->ctx->ops->to_device(m->targets_dev, t, per * (size_t)batch);
-    return m->targets_dev;
+    *td = m->targets_dev;
+    return m->ctx->ops->to_device(m->ctx, m->targets_dev, t, per * (size_t)batch);
 }
 
-/* z = x W^T + b; y = act(z), layer by layer. Returns the last layer's output. */
-static const float *forward(hpct_model_t m, const float *x, int batch)
+/* z = x W^T + b; y = act(z), layer by layer. *y = the last layer's output. */
+static hpct_status_t forward(hpct_model_t m, const float *x, int batch, const float **y)
 {
     const struct hpcti_ops *ops = m->ctx->ops;
     const float *a = x;
-    for (int l = 0; l < m->num; l++) {
+    hpct_status_t s = HPCT_SUCCESS;
+    for (int l = 0; l < m->num && !s; l++) {
         struct dense *d = &m->layers[l];
-        ops->gemm(m->ctx, 0, 1, batch, d->out, d->in, 1.0f, a, d->w, 0.0f, d->z);
-        ops->bias_act(d->act, d->z, d->b, d->y, batch, d->out);
+        s = ops->gemm(m->ctx, 0, 1, batch, d->out, d->in, 1.0f, a, d->w, 0.0f, d->z);
+        if (!s) s = ops->bias_act(m->ctx, d->act, d->z, d->b, d->y, batch, d->out);
         a = d->y;
     }
-    return a;
+    *y = a;
+    return s;
 }
 
-/* Loss of the last layer's output; writes d(loss)/d(output) into grad_a[0] when dout is set. */
-static double batch_loss(hpct_model_t m, const float *out, const void *t, int batch, float *dout)
+/* Staged inputs, then forward: *y = the last layer's output on the device. */
+static hpct_status_t stage_forward(hpct_model_t m, const float *x, int batch, const float **xd,
+                                   const float **y)
+{
+    hpct_status_t s = stage_inputs(m, x, batch, xd);
+    return s ? s : forward(m, *xd, batch, y);
+}
+
+/* *loss = loss of the last layer's output; writes d(loss)/d(output) into dout. */
+static hpct_status_t batch_loss(hpct_model_t m, const float *out, const void *t, int batch,
+                                float *dout, double *loss)
 {
     int cols = m->layers[m->num - 1].out;
+    double sum = NAN;
+    hpct_status_t s;
     if (m->loss == HPCT_LOSS_MSE) {
         size_t n = (size_t)batch * cols;
-        return m->ctx->ops->mse(m->ctx, out, t, dout, n, 1.0f / (float)n) / (double)n;
+        s = m->ctx->ops->mse(m->ctx, out, t, dout, n, 1.0f / (float)n, &sum);
+        *loss = sum / (double)n;
+    } else {
+        s = m->ctx->ops->softmax_xent(m->ctx, out, t, dout, batch, cols, 1.0f / (float)batch, &sum);
+        *loss = sum / batch;
     }
-    return m->ctx->ops->softmax_xent(m->ctx, out, t, dout, batch, cols, 1.0f / (float)batch) /
-           batch;
+    return s;
+}
+
+/* One layer's backward: dz = dy act'(z); dW (+)= dz^T a; db (+)= column sums of dz. */
+static hpct_status_t layer_backward(hpct_model_t m, struct dense *d, float *dz, const float *a,
+                                    int batch, int accumulate)
+{
+    const struct hpcti_ops *ops = m->ctx->ops;
+    hpct_status_t s = HPCT_SUCCESS;
+    if (d->act != HPCT_ACT_IDENTITY)
+        s = ops->act_backward(m->ctx, d->act, d->z, d->y, dz, dz, (size_t)batch * d->out);
+    if (!s) /* dW [out, in] */
+        s = ops->gemm(m->ctx, 1, 0, d->out, d->in, batch, 1.0f, dz, a, accumulate ? 1.0f : 0.0f,
+                      d->dw);
+    if (!s) s = ops->bias_grad(m->ctx, dz, d->db, batch, d->out, accumulate);
+    return s;
 }
 
 /* Backpropagate dy (d loss / d last output) through every layer into the gradients. */
-static void backward(hpct_model_t m, const float *x, int batch, int accumulate)
+static hpct_status_t backward(hpct_model_t m, const float *x, int batch, int accumulate)
 {
-    const struct hpcti_ops *ops = m->ctx->ops;
-    float beta = accumulate ? 1.0f : 0.0f;
     int cur = 0;
-    for (int l = m->num - 1; l >= 0; l--) {
+    hpct_status_t s = HPCT_SUCCESS;
+    for (int l = m->num - 1; l >= 0 && !s; l--) {
         struct dense *d = &m->layers[l];
         float *dz = m->grad_a[cur];
-        if (d->act != HPCT_ACT_IDENTITY)
-            ops->act_backward(d->act, d->z, d->y, dz, dz, (size_t)batch * d->out);
-        const float *a = l ? m->layers[l - 1].y : x;
-        ops->gemm(m->ctx, 1, 0, d->out, d->in, batch, 1.0f, dz, a, beta, d->dw); /* dW [out, in] */
-        ops->bias_grad(dz, d->db, batch, d->out, accumulate);
-        if (m->grad_ready && !m->hook_status) /* dW and db are contiguous: start averaging them */
+        s = layer_backward(m, d, dz, l ? m->layers[l - 1].y : x, batch, accumulate);
+        if (!s && m->grad_ready && !m->hook_status) /* dW, db contiguous: start averaging them */
             m->hook_status = m->grad_ready(m->ctx, l, m->num, d->dw,
                                            (size_t)d->out * d->in + d->out, m->num_params);
-        if (l > 0)
-            ops->gemm(m->ctx, 0, 0, batch, d->in, d->out, 1.0f, dz, d->w, 0.0f, m->grad_a[1 - cur]);
+        if (!s && l > 0)
+            s = m->ctx->ops->gemm(m->ctx, 0, 0, batch, d->in, d->out, 1.0f, dz, d->w, 0.0f,
+                                  m->grad_a[1 - cur]);
         cur = 1 - cur;
     }
+    return s;
 }
 
 hpct_status_t hpct_model_forward(hpct_model_t m, const float *x, int batch, float *out)
@@ -373,9 +403,11 @@ hpct_status_t hpct_model_forward(hpct_model_t m, const float *x, int batch, floa
     hpct_status_t s = check_batch(m, "hpct_model_forward", x, batch);
     if (s) return s;
     if (!out) return hpcti_error(m->ctx, HPCT_ERR_INVALID_ARG, "hpct_model_forward: out is NULL");
-    const float *y = forward(m, stage_inputs(m, x, batch), batch);
-    m->ctx->ops->to_host(out, y, sizeof(float) * (size_t)batch * m->layers[m->num - 1].out);
-    return HPCT_SUCCESS;
+    const float *xd, *y;
+    s = stage_forward(m, x, batch, &xd, &y);
+    if (s) return s;
+    return m->ctx->ops->to_host(m->ctx, out, y,
+                                sizeof(float) * (size_t)batch * m->layers[m->num - 1].out);
 }
 
 hpct_status_t hpct_model_loss_grad(hpct_model_t m, const float *x, const void *targets, int batch,
@@ -389,19 +421,25 @@ hpct_status_t hpct_model_loss_grad(hpct_model_t m, const float *x, const void *t
     if (!targets) return hpcti_error(m->ctx, HPCT_ERR_INVALID_ARG, "%s: targets are NULL", fn);
     if (m->loss == HPCT_LOSS_SOFTMAX_CE && (s = check_labels(m, fn, targets, (size_t)batch, 0)))
         return s;
-    const float *xd = stage_inputs(m, x, batch);
-    const float *y = forward(m, xd, batch);
-    double l = batch_loss(m, y, stage_targets(m, targets, batch), batch, m->grad_a[0]);
+    const float *xd, *y;
+    const void *td;
+    double l = NAN;
+    s = stage_forward(m, x, batch, &xd, &y);
+    if (!s) s = stage_targets(m, targets, batch, &td);
+    if (!s) s = batch_loss(m, y, td, batch, m->grad_a[0], &l);
+    if (s) return s;
     if (!isfinite(l))
         return hpcti_error(m->ctx, HPCT_ERR_NONFINITE,
                            "%s: the loss is %g; gradients were not updated", fn, l);
-    backward(m, xd, batch, accumulate);
-    if (m->grad_ready) { /* finish the averaging that backward started */
-        s = m->hook_status;
+    s = backward(m, xd, batch, accumulate);
+    if (m->grad_ready) { /* finish the averaging that backward started (or end its op) */
+        hpct_status_t hook = m->hook_status;
         m->hook_status = HPCT_SUCCESS;
         hpct_status_t done = m->grads_done(m->ctx);
-        if (s || done) return s ? s : done;
+        if (!s) s = hook ? hook : done;
     }
+    if (!s) s = m->ctx->ops->sync(m->ctx); /* the gradients are final when this returns */
+    if (s) return s;
     if (loss) *loss = (float)l;
     return HPCT_SUCCESS;
 }
@@ -426,10 +464,17 @@ hpct_status_t hpct_model_evaluate(hpct_model_t m, const float *x, const void *ta
         int b = (int)(n - i < (size_t)m->max_batch ? n - i : (size_t)m->max_batch);
         const void *t = ce ? (const void *)((const int32_t *)targets + i)
                            : (const void *)((const float *)targets + i * (size_t)cols);
-        const float *y = forward(m, stage_inputs(m, x + i * (size_t)m->inputs, b), b);
-        const void *td = stage_targets(m, t, b);
-        total += batch_loss(m, y, td, b, m->grad_a[0]) * b;
-        if (ce) correct += m->ctx->ops->count_correct(m->ctx, y, td, b, cols);
+        const float *xd, *y;
+        const void *td;
+        double l = 0.0;
+        long c = 0;
+        s = stage_forward(m, x + i * (size_t)m->inputs, b, &xd, &y);
+        if (!s) s = stage_targets(m, t, b, &td);
+        if (!s) s = batch_loss(m, y, td, b, m->grad_a[0], &l);
+        if (!s && ce) s = m->ctx->ops->count_correct(m->ctx, y, td, b, cols, &c);
+        if (s) return s;
+        total += l * b;
+        correct += c;
     }
     if (loss) *loss = total / (double)n;
     if (accuracy) *accuracy = ce ? (double)correct / (double)n : -1.0;

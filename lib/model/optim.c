@@ -135,15 +135,18 @@ hpct_status_t hpct_optimizer_step(hpct_optimizer_t o)
     float lr = schedule_lr(c, o->step);
     float c1 = 1.0f - powf(c->beta1, (float)(o->step + 1));
     float c2 = 1.0f - powf(c->beta2, (float)(o->step + 1));
-    for (int i = 0; i < o->params->num; i++) {
+    for (int i = 0; i < o->params->num && !s; i++) {
         struct hpcti_param_buf *b = &o->params->bufs[i];
         if (c->kind == HPCT_OPT_ADAMW)
-            ctx->ops->adamw(b->param, b->grad, state_of(o, i, 0), state_of(o, i, 1), b->count, lr,
-                            c->beta1, c->beta2, c->eps, c->weight_decay, c1, c2, gscale);
+            s = ctx->ops->adamw(ctx, b->param, b->grad, state_of(o, i, 0), state_of(o, i, 1),
+                                b->count, lr, c->beta1, c->beta2, c->eps, c->weight_decay, c1, c2,
+                                gscale);
         else
-            ctx->ops->sgd(b->param, b->grad, state_of(o, i, 0), b->count, lr, c->momentum,
-                          c->nesterov, c->weight_decay, gscale);
+            s = ctx->ops->sgd(ctx, b->param, b->grad, state_of(o, i, 0), b->count, lr, c->momentum,
+                              c->nesterov, c->weight_decay, gscale);
     }
+    if (!s) s = ctx->ops->sync(ctx); /* a failed update kernel surfaces in this step */
+    if (s) return s;
     o->step++;
     return HPCT_SUCCESS;
 }

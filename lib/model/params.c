@@ -145,8 +145,10 @@ hpct_status_t hpct_params_scale_grads(hpct_params_t p, float factor)
     if (!isfinite(factor))
         return hpcti_error(p->ctx, HPCT_ERR_INVALID_ARG,
                            "hpct_params_scale_grads: the factor is not finite");
-    for (int i = 0; i < p->num; i++) p->ctx->ops->scale(p->bufs[i].grad, factor, p->bufs[i].count);
-    return HPCT_SUCCESS;
+    hpct_status_t s = HPCT_SUCCESS;
+    for (int i = 0; i < p->num && !s; i++)
+        s = p->ctx->ops->scale(p->ctx, p->bufs[i].grad, factor, p->bufs[i].count);
+    return s;
 }
 
 hpct_status_t hpct_params_zero_grads(hpct_params_t p)
@@ -161,8 +163,12 @@ hpct_status_t hpct_params_grad_norm(hpct_params_t p, double *norm)
     if (!norm)
         return hpcti_error(p->ctx, HPCT_ERR_INVALID_ARG, "hpct_params_grad_norm: norm is NULL");
     double total = 0.0;
-    for (int i = 0; i < p->num; i++)
-        total += p->ctx->ops->sumsq(p->ctx, p->bufs[i].grad, p->bufs[i].count);
-    *norm = sqrt(total);
-    return HPCT_SUCCESS;
+    hpct_status_t s = HPCT_SUCCESS;
+    for (int i = 0; i < p->num && !s; i++) {
+        double part = 0.0;
+        s = p->ctx->ops->sumsq(p->ctx, p->bufs[i].grad, p->bufs[i].count, &part);
+        total += part;
+    }
+    *norm = s ? NAN : sqrt(total);
+    return s;
 }

@@ -19,7 +19,7 @@ enum { HPCTI_DUE_SAVE = 0, HPCTI_DUE_WALLTIME = 1, HPCTI_DUE_SIGNAL = 2, HPCTI_D
  * seconds), walltime margin and caught signals; only a caught signal when ck is NULL. */
 void hpcti_loop_due(hpct_ckpt_t ck, long done, long *flags);
 /* flags [HPCTI_DUE_N] become every rank's: MAX over ranks. Collective when distributed. */
-hpct_status_t hpcti_loop_agree_due(hpct_ctx_t ctx, long *flags);
+HPCTI_CHECK hpct_status_t hpcti_loop_agree_due(hpct_ctx_t ctx, long *flags);
 /* After the agreement: 1 when the flags stop the run after step `done` (logged), else 0.
  * *signo = the signal to report: this rank's, SIGTERM when only another rank caught one,
  * 0 when the walltime margin stops the run. */
@@ -29,16 +29,16 @@ int hpcti_loop_stop(hpct_ctx_t ctx, const long *flags, long done, int *signo);
  * same on every rank (agreed: an error names the rank when ranks differ, or when they loaded
  * different steps, and a load error on one rank is every rank's). Without a checkpoint the
  * replicas become rank 0's. fn names the caller in errors. Collective when distributed. */
-hpct_status_t hpcti_loop_load(hpct_ctx_t ctx, const char *fn, hpct_ckpt_t ck, hpct_params_t params,
+HPCTI_CHECK hpct_status_t hpcti_loop_load(hpct_ctx_t ctx, const char *fn, hpct_ckpt_t ck, hpct_params_t params,
                               hpct_optimizer_t opt, int resume, hpct_ckpt_meta_t *meta, int *found);
 /* After a load: opt continues from meta's step, and (distributed) the replicas must agree. */
-hpct_status_t hpcti_loop_adopt(hpct_ctx_t ctx, const char *fn, hpct_params_t params,
+HPCTI_CHECK hpct_status_t hpcti_loop_adopt(hpct_ctx_t ctx, const char *fn, hpct_params_t params,
                                hpct_optimizer_t opt, const hpct_ckpt_meta_t *meta);
 
 /* Save params, opt and meta (its step set from opt) when rank is ck's writer rank; wait: until
  * the file is durable. Other ranks note the save (their cadence clocks restart). *wrote = 1
  * when this rank wrote. ck NULL: nothing. */
-hpct_status_t hpcti_loop_save(hpct_ckpt_t ck, int rank, hpct_params_t params, hpct_optimizer_t opt,
+HPCTI_CHECK hpct_status_t hpcti_loop_save(hpct_ckpt_t ck, int rank, hpct_params_t params, hpct_optimizer_t opt,
                               hpct_ckpt_meta_t *meta, int wait, int *wrote);
 
 #endif

@@ -160,7 +160,8 @@ static hpct_status_t step(struct loop *L, float *loss)
     for (int k = 0; k < micro && !s; k++) {
         float l = 0.0f;
         const char *tk = (const char *)t + (size_t)k * L->micro_batch * L->target_width * tsize;
-        if (L->dist) hpct_model_set_grad_averaging(L->model, k == micro - 1);
+        if (L->dist) s = hpct_model_set_grad_averaging(L->model, k == micro - 1);
+        if (s) break; /* never train unaveraged replicas */
         s = hpct_model_loss_grad(L->model, x + (size_t)k * L->micro_batch * L->features, tk,
                                  L->micro_batch, k > 0, &l);
         total += l;
@@ -298,11 +299,13 @@ hpct_status_t hpct_train(hpct_model_t model, hpct_optimizer_t opt, hpct_dataset_
     if (!s) s = run(&L);
     char detail[sizeof ctx->last_error]; /* the bookkeeping calls below clear it */
     snprintf(detail, sizeof detail, "%s", ctx->last_error);
+    int shared = ctx->error_shared;
     if (L.dist) hpct_model_set_grad_averaging(model, 0);
     hpct_dataset_skipped(ds, &res->skipped_batches);
     res->wall_s = hpcti_now() - t0;
     res->comm_wait_s = comm_wait_s(&L) - comm0;
     if (s) snprintf(ctx->last_error, sizeof ctx->last_error, "%s", detail);
+    if (s) ctx->error_shared = shared;
     return s;
 }
 

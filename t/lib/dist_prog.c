@@ -108,12 +108,25 @@ static void allreduce_random(hpct_ctx_t ctx)
     srand(17 + (unsigned)world_rank);
     for (size_t i = 0; i < n; i++) x[i] = ref[i] = (float)rand() / RAND_MAX - 0.5f;
     MPI_Allreduce(MPI_IN_PLACE, ref, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    float *dev = malloc(n * sizeof *dev); /* the cpu backend's "device" memory is host memory */
+    memcpy(dev, x, n * sizeof *dev);
     hpct_allreduce_mean(ctx, x, n);
     double worst = 0;
     for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs(x[i] - ref[i] / world_size));
     check(worst <= 1e-6, "random fp32 values agree with MPI_Allreduce / W within 1e-6 (worst %g)",
           worst);
-    free(x), free(ref);
+    hpct_status_t s = hpct_allreduce_mean_device(ctx, dev, n);
+    check(s == HPCT_SUCCESS && !memcmp(dev, x, n * sizeof *dev),
+          "hpct_allreduce_mean_device on the cpu backend: the same bits as hpct_allreduce_mean");
+    long ops0 = 0, ops1 = 0;
+    hpct_comm_stats(ctx, NULL, &ops0);
+    s = hpct_allreduce_mean_device(ctx, NULL, 0);
+    hpct_comm_stats(ctx, NULL, &ops1);
+    check(s == HPCT_SUCCESS && ops1 == ops0 + 1,
+          "hpct_allreduce_mean_device of 0 floats is one counted operation");
+    check(hpct_allreduce_mean_device(ctx, NULL, 5) == HPCT_ERR_INVALID_ARG,
+          "hpct_allreduce_mean_device refuses a NULL buffer of 5 floats");
+    free(x), free(ref), free(dev);
 }
 
 /* hpct_init_comm on the even world ranks (a subset of MPI_COMM_WORLD). */
@@ -396,6 +409,29 @@ static int run_hang(double seconds, const char *pidfile)
     return 4;
 }
 
+/* A reduction that fails midway on rank 1 (test hook HPCT_TEST_COMM_FAIL_RANK=1, a failed
+ * MPI_Isend): rank 1 gets HPCT_ERR_COMM naming the MPI error at once, the others
+ * HPCT_ERR_TIMEOUT within the deadline; the next collective then fails on every rank with
+ * HPCT_ERR_STATE saying why (never "still in progress"). Prints one line per rank. */
+static int run_opfail(double seconds)
+{
+    hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
+    cfg.collective_timeout_s = seconds;
+    hpct_ctx_t ctx = mpi_start(&cfg);
+    float v[4096];
+    fill(v, 4096, world_rank);
+    hpct_status_t first = hpct_allreduce_mean(ctx, v, 4096);
+    char why[1100];
+    snprintf(why, sizeof why, "%s", hpct_last_error(ctx));
+    hpct_status_t second = hpct_allreduce_mean(ctx, v, 4096);
+    printf("rank %d: first %d (%s) | second %d (%s)\n", world_rank, first, why, second,
+           hpct_last_error(ctx));
+    fflush(stdout);
+    MPI_Barrier(MPI_COMM_WORLD);
+    hpct_abort_job(ctx, 3); /* peers' exchanges may still be in flight */
+    return 4;
+}
+
 /* Random values of mixed magnitudes (so the summation order shows in the bits) [n]. */
 static void fill_random(float *x, size_t n, unsigned seed)
 {
@@ -500,6 +536,7 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "topo") && argc == 7) return run_topo(argv);
     if (!strcmp(argv[1], "allreduce")) return run_allreduce();
     if (!strcmp(argv[1], "replicas")) return run_replicas();
+    if (!strcmp(argv[1], "opfail") && argc == 3) return run_opfail(atof(argv[2]));
     if (!strcmp(argv[1], "curve") && argc == 3) return run_curve(argv[2]);
     if (!strcmp(argv[1], "hang") && argc == 4) return run_hang(atof(argv[2]), argv[3]);
     if (!strcmp(argv[1], "nodewin")) return run_nodewin();

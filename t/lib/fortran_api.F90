@@ -283,6 +283,7 @@ contains
         call hpct_ctx_create(ctx, cfg, ierr=ierr)
         call tap_ok(ierr == HPCT_SUCCESS .and. c_associated(ctx%ptr), "hpct_ctx_create with a config")
         call tap_is_str(hpct_last_error(ctx), "", "hpct_last_error is empty after success")
+        call tap_ok(.not. hpct_last_error_shared(ctx), "hpct_last_error_shared is false with no error")
         call hpct_ctx_create(ctx2) ! defaults, no ierr: success does not stop
         call hpct_rng_get_state(ctx, s1)
         call hpct_rng_get_state(ctx2, s2)
@@ -693,6 +694,9 @@ contains
         call hpct_allreduce_mean(ctx, buf(1:2, :), ierr)
         call tap_ok(all(buf == 3) .and. ierr == HPCT_ERR_INVALID_ARG, &
             "hpct_allreduce_mean in place; a strided section refused")
+        call hpct_allreduce_mean_device(ctx, c_loc(buf), int(size(buf), c_size_t), ierr)
+        call tap_ok(all(buf == 3) .and. ierr == HPCT_SUCCESS, &
+            "hpct_allreduce_mean_device on the cpu backend (host memory via c_loc)")
         call hpct_params_create(ctx, set)
         p = 1
         g = 2

@@ -241,8 +241,11 @@ static void failing_step(hpct_ctx_t ctx, hpct_insitu_t s, int k, const int *spoi
     const char *msg = hpct_last_error(ctx);
     check(st == want, "%s: every rank returns %d (%s)", what, want, hpct_strerror(want));
     check(slowest < 2.0, "%s: every rank returned within %.3f s (deadline 60 s)", what, slowest);
-    if (want != HPCT_SUCCESS)
+    if (want != HPCT_SUCCESS) {
         check(strstr(msg, name) && strstr(msg, needle), "%s: rank 0 says \"%s\"", what, msg);
+        check(hpct_last_error_shared(ctx) == 1,
+              "%s: the error is marked shared (print it once) on every rank", what);
+    }
 }
 
 /* (c) An error on one rank ends the step on all of them at once, with that rank named. */
@@ -278,6 +281,9 @@ static int run_fail(void)
     hpct_insitu_progress(s, &pr);
     check(pr.step == 2 && hpct_params_check_replicas(p) == HPCT_SUCCESS,
           "two steps counted (got %ld), replicas identical", pr.step);
+    hpct_status_t bad = hpct_insitu_progress(s, NULL); /* a local call's own mistake */
+    check(bad == HPCT_ERR_INVALID_ARG && hpct_last_error_shared(ctx) == 0,
+          "an argument error of one rank's call is not marked shared (print it with the rank)");
     free(spoilt);
     hpct_insitu_destroy(s);
     hpct_optimizer_destroy(o);

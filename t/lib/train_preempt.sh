@@ -6,7 +6,7 @@
 #     sure of it) and 42 (the end of the first epoch); at the last step it just completes;
 #     at W = 2 only rank 1 gets it, so rank 0 stopping at the same step proves the agreement;
 # (b) kill -TERM of one rank's pid from outside, whenever it lands;
-# (c) two SIGTERMs in a row;
+# (c) two SIGTERMs in a row; (e) a second SIGTERM 0-70 ms after the first;
 # (d) SIGTERM while the writer is in the middle of an asynchronous write: the checkpoint
 #     module's test hook (HPCT_CKPT_TEST_STOP_AT=half) stops rank 0 with SIGSTOP halfway
 #     through every write; the test sends SIGTERM to the last rank, then SIGCONT.
@@ -14,7 +14,7 @@
 need_tool
 [ "$W" = 1 ] || need_mpi
 make_data
-echo "1..16"
+echo "1..17"
 CK="--checkpoint-every-steps 4 --checkpoint-async 1"
 
 train "$W" "$work/ref" "$work/ref.out"
@@ -91,6 +91,21 @@ echo "# rank 0 paused in $stops write(s); SIGTERM during the write of step 20 st
 stopped "$d.stop" "$d" "SIGTERM during an asynchronous write"
 train "$W" "$d" "$d.resume"
 resumed "$d.resume" "$(stop_step "$d.stop")" "stopped during an asynchronous write"
+
+# (e) a second SIGTERM 0-70 ms after the first, sweeping the stop, the save and the shutdown
+# (before the fix one in this window found the default action restored by the uninstall:
+# exit 143, the buffered stop line lost). Every run must exit 75 with its stop line.
+bad=""
+for late in 0 0.01 0.02 0.03 0.04 0.05 0.06 0.07; do
+    d="$work/late$late"
+    HPCT_TEST_STEP_DELAY_MS=30 train_bg "$W" "$d" "$d.stop" $CK
+    wait_for_step "$d.stop" 20 && signal TERM "$d.stop" $((W - 1)) && sleep "$late" &&
+        { signal TERM "$d.stop" $((W - 1)) 2>/dev/null || :; }
+    train_wait "$d.stop"
+    [ "$rc" = 75 ] && [ -n "$(stop_step "$d.stop")" ] || bad="$bad ${late}s:exit$rc"
+done
+[ -z "$bad" ]
+ok $? "W=$W: a second SIGTERM 0 to 70 ms after the first: every run exits 75 with its stop line${bad:+ (not:$bad)}"
 
 final_ref=$(ckpt_file "$work/ref" $TOTAL_STEPS) final=$(ckpt_file "$work/raise21" $TOTAL_STEPS)
 if command -v h5dump >/dev/null 2>&1; then

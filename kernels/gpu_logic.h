@@ -1,0 +1,109 @@
+/* gpu_logic.h: the host-side logic of the CUDA backend as pure functions, shared by both
+ * backends and unit-tested on the CPU (t/test_gpu_logic.c): GEMM argument mapping (cblas
+ * row-major vs cuBLAS column-major), launch geometry, NCCL staging sizes, device selection.
+ * C and C++ (nvcc) alike; no CUDA types. Not installed: internal prefix hpcti_/HPCTI_. */
+#ifndef HPCTI_GPU_LOGIC_H
+#define HPCTI_GPU_LOGIC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One sgemm call as the BLAS sees it: C [m, n] = op(first) op(second), leading dimensions in
+ * the call's own storage order (row-major for cblas, column-major for cuBLAS). */
+struct hpcti_gemm_call {
+    int trans_a, trans_b; /* 1: transpose the first / second operand */
+    int m, n, k;
+    int lda, ldb, ldc; /* of the first operand, the second operand and C; each >= 1 */
+};
+
+/* A row-major product C [m, n] = op(A) [m, k] op(B) [k, n] (A, B, C contiguous) as
+ * row: cblas_sgemm(CblasRowMajor, ...) with operands (A, B), and
+ * col: cublasSgemm (column-major) with operands (B, A): row-major C is column-major C^T,
+ *      and C^T = op(B)^T op(A)^T, so the operands swap and m, n swap.
+ * Returns 0 when C is empty (m or n <= 0: no call), else 1. */
+struct hpcti_gemm_args {
+    struct hpcti_gemm_call row, col;
+};
+
+static inline int hpcti_ld_at_least_1(int ld)
+{
+    return ld > 0 ? ld : 1;
+}
+
+static inline int hpcti_gemm_map(int ta, int tb, int m, int n, int k, struct hpcti_gemm_args *g)
+{
+    if (m <= 0 || n <= 0) return 0;
+    int lda = hpcti_ld_at_least_1(ta ? m : k); /* A stored [m, k], or [k, m] when transposed */
+    int ldb = hpcti_ld_at_least_1(tb ? k : n); /* B stored [k, n], or [n, k] when transposed */
+    int ldc = hpcti_ld_at_least_1(n);
+    g->row = (struct hpcti_gemm_call){ta != 0, tb != 0, m, n, k < 0 ? 0 : k, lda, ldb, ldc};
+    g->col = (struct hpcti_gemm_call){tb != 0, ta != 0, n, m, k < 0 ? 0 : k, ldb, lda, ldc};
+    return 1;
+}
+
+/* Launch geometry of a grid-stride loop over n items, per_block items a block: at least 1
+ * block, at most cap (the loop then strides). cap must be <= 2^31 - 1 (the x-dimension limit). */
+static inline unsigned hpcti_grid_blocks(size_t n, size_t per_block, unsigned cap)
+{
+    size_t b = (n + per_block - 1) / per_block;
+    if (b < 1) b = 1;
+    if (b > cap) b = cap;
+    return (unsigned)b;
+}
+
+/* Threads of every element-wise and reduction block; most blocks of a reduction's first pass
+ * (its partials fit one finishing block), and of an element-wise grid. */
+#define HPCTI_K_THREADS         256
+#define HPCTI_K_MAX_BLOCKS      1024
+#define HPCTI_K_MAX_GRID_BLOCKS 1048560u
+
+/* NCCL's reduce-scatter needs count to be shard * node_size: the shard per node rank. */
+static inline size_t hpcti_nccl_shard(size_t count, int node_size)
+{
+    return node_size > 0 ? (count + (size_t)node_size - 1) / (size_t)node_size : 0;
+}
+
+/* Elements of the zero-padded copy the reduce-scatter reads (0: buf itself is used). */
+static inline size_t hpcti_nccl_padding(size_t count, int node_size)
+{
+    size_t total = hpcti_nccl_shard(count, node_size) * (size_t)node_size;
+    return total == count ? 0 : total;
+}
+
+/* Device selection outcome. */
+enum {
+    HPCTI_DEVSEL_OK = 0,
+    HPCTI_DEVSEL_NONE,          /* no visible device */
+    HPCTI_DEVSEL_OUT_OF_RANGE,  /* cfg device >= visible devices */
+    HPCTI_DEVSEL_OVERSUBSCRIBED /* more ranks on the node than visible devices, sharing not allowed
+                                 */
+};
+
+/* The CUDA ordinal (among the visible devices, CUDA_VISIBLE_DEVICES applied) of a rank:
+ * cfg_device when >= 0, else local_rank modulo the visible count. local_size ranks on the node
+ * and fewer visible devices is refused unless allow_share, or visible is 1 (a launcher that
+ * gives each rank its own device through CUDA_VISIBLE_DEVICES: the node-wide check of device
+ * identities, hpcti_device_shared, then decides). */
+static inline int hpcti_select_device(int cfg_device, int local_rank, int local_size, int visible,
+                                      int allow_share, int *device)
+{
+    if (visible <= 0) return HPCTI_DEVSEL_NONE;
+    if (cfg_device >= visible) return HPCTI_DEVSEL_OUT_OF_RANGE;
+    if (cfg_device >= 0) {
+        *device = cfg_device;
+        return HPCTI_DEVSEL_OK;
+    }
+    if (local_size > visible && visible > 1 && !allow_share) return HPCTI_DEVSEL_OVERSUBSCRIBED;
+    *device = (local_rank < 0 ? 0 : local_rank) % visible;
+    return HPCTI_DEVSEL_OK;
+}
+
+/* The lowest other local rank whose device identity ids[r] equals ids[me], or -1 (ids [n]). */
+static inline int hpcti_device_shared(const uint64_t *ids, int n, int me)
+{
+    for (int r = 0; r < n; r++)
+        if (r != me && ids[r] == ids[me]) return r;
+    return -1;
+}
+
+#endif

@@ -1,0 +1,164 @@
+/* device_avg.c: averaging of buffers in the backend's memory (the cuda backend's device
+ * gradients), with the structure and guarantees of the host engine (reduce.c):
+ *
+ *   NCCL path (hpct_init made a node NCCL communicator: cuda, --with-nccl, more than one rank
+ *   per node, equal nodes, one GPU per rank):
+ *     1. ncclReduceScatter inside the node (nccl_node.c): local rank l holds the node's sum of
+ *        shard l, copied into pinned host memory (one stream, ordered after the default
+ *        stream's kernels by a CUDA event);
+ *     2. the host engine's cross-node phases on that shard (hpcti_red_start_cross: reduce-
+ *        scatter + allgather over the ranks with the same local rank, owner sums in rank
+ *        order, times 1/W, cfg.grad_transport on the wire), or times 1/W alone on one node;
+ *     3. the shard back to the device and ncclAllGather inside the node.
+ *   Staged path (everything else: cpu-only MPI between single-GPU nodes, unequal nodes, shared
+ *   GPUs, no NCCL): the buffer is copied into pinned host memory, averaged by the host engine
+ *   (hierarchical or flat, exactly as on the cpu backend: the same bits) and copied back.
+ *
+ * Every average is part of one collective operation (hpcti_op_begin .. hpcti_op_end): arrival
+ * tokens, the deadline (NCCL waits poll it too, then ncclCommAbort), hpct_comm_stats. */
+#include "dist.h"
+#include "../device/ops.h"
+#include "../../kernels/gpu_logic.h"
+
+#include <string.h>
+
+/* Reductions an average of n floats needs inside an operation (chunks of HPCTI_MAX_CHUNK). */
+int hpcti_device_reductions(size_t n)
+{
+    return n ? (int)((n + HPCTI_MAX_CHUNK - 1) / HPCTI_MAX_CHUNK) : 0;
+}
+
+/* Pinned host staging of n floats (grows, never shrinks; freed by hpct_finalize). */
+static hpct_status_t stage_room(hpct_ctx_t ctx, size_t n)
+{
+    struct hpcti_dist *d = ctx->dist;
+    if (n <= d->stage_cap) return HPCT_SUCCESS;
+    ctx->ops->free_host(d->stage);
+    d->stage = ctx->ops->alloc_host(ctx, (n ? n : 1) * sizeof(float));
+    d->stage_cap = d->stage ? n : 0;
+    return d->stage ? HPCT_SUCCESS : HPCT_ERR_NO_MEMORY;
+}
+
+/* The host engine over host [n] in chunks, each waited for (deadline-bounded); cross: only the
+ * cross-node phases of a node shard. */
+static hpct_status_t host_average(hpct_ctx_t ctx, float *host, size_t n, int cross)
+{
+    hpct_status_t s = HPCT_SUCCESS;
+    for (size_t off = 0; off < n && !s; off += HPCTI_MAX_CHUNK) {
+        size_t len = n - off < HPCTI_MAX_CHUNK ? n - off : HPCTI_MAX_CHUNK;
+        int id;
+        s = cross ? hpcti_red_start_cross(ctx, host + off, len, 0, &id)
+                  : hpcti_red_start(ctx, host + off, len, &id);
+        if (!s) s = hpcti_red_wait(ctx, id);
+    }
+    return s;
+}
+
+/* Staged path: device -> pinned host -> host engine -> device. */
+static hpct_status_t staged_average(hpct_ctx_t ctx, float *buf, size_t n)
+{
+    struct hpcti_dist *d = ctx->dist;
+    hpct_status_t s = stage_room(ctx, n);
+    if (!s) s = ctx->ops->to_host(ctx, d->stage, buf, sizeof(float) * n); /* waits for kernels */
+    if (!s) s = host_average(ctx, d->stage, n, 0);
+    if (!s) s = ctx->ops->to_device(ctx, buf, d->stage, sizeof(float) * n);
+    return s;
+}
+
+#ifdef HPCT_HAVE_NCCL
+/* Wait for the NCCL stream under the operation's deadline; a timeout names the operation. */
+static hpct_status_t nccl_wait(hpct_ctx_t ctx, const char *call)
+{
+    struct hpcti_dist *d = ctx->dist;
+    int timed_out = 0;
+    hpct_status_t s = hpcti_nccl_wait(d->nccl, d->op_start + d->deadline_s, &timed_out);
+    return timed_out ? hpcti_op_timed_out(ctx, call) : s;
+}
+
+/* An enqueue's status (the calls poll under the operation's deadline while NCCL is still
+ * enqueueing); a timeout, the communicator aborted, names the operation. */
+static hpct_status_t enqueued(hpct_ctx_t ctx, hpct_status_t s, const char *call)
+{
+    return s == HPCT_ERR_TIMEOUT ? hpcti_op_timed_out(ctx, call) : s;
+}
+
+static void set_deadline(hpct_ctx_t ctx)
+{
+    struct hpcti_dist *d = ctx->dist;
+    hpcti_nccl_set_deadline(d->nccl, d->op_start + d->deadline_s);
+}
+
+/* NCCL path (see the top of the file). One node: the shard is scaled on the device between
+ * the two NCCL halves (times 1/W in fp32, as the host engine scales), no host round trip. */
+static hpct_status_t nccl_average(hpct_ctx_t ctx, float *buf, size_t n)
+{
+    static const char one_node[] = "ncclReduceScatter + ncclAllGather (one node)";
+    struct hpcti_dist *d = ctx->dist;
+    set_deadline(ctx);
+    if (d->cross_size == 1) {
+        hpct_status_t s = hpcti_nccl_node_mean(d->nccl, buf, n, 1.0f / (float)d->size);
+        s = enqueued(ctx, s, one_node);
+        return s ? s : nccl_wait(ctx, one_node);
+    }
+    size_t shard = hpcti_nccl_shard(n, d->local_size);
+    hpct_status_t s = stage_room(ctx, shard);
+    if (!s)
+        s = enqueued(ctx, hpcti_nccl_reduce_scatter(d->nccl, buf, n, d->stage),
+                     "ncclReduceScatter");
+    if (!s) s = nccl_wait(ctx, "ncclReduceScatter");
+    if (!s) s = host_average(ctx, d->stage, shard, 1); /* times 1/W in its reduce-scatter */
+    if (!s) s = enqueued(ctx, hpcti_nccl_all_gather(d->nccl, buf, n, d->stage), "ncclAllGather");
+    if (!s) s = nccl_wait(ctx, "ncclAllGather");
+    return s;
+}
+#endif
+
+int hpcti_device_can_overlap(hpct_ctx_t ctx)
+{
+#ifdef HPCT_HAVE_NCCL
+    struct hpcti_dist *d = ctx->dist;
+    return d->size > 1 && d->cross_size == 1 && hpcti_nccl_usable(d->nccl);
+#else
+    return 0;
+#endif
+}
+
+hpct_status_t hpcti_device_average_enqueue(hpct_ctx_t ctx, float *buf, size_t n)
+{
+#ifdef HPCT_HAVE_NCCL
+    struct hpcti_dist *d = ctx->dist;
+    if (hpcti_device_can_overlap(ctx)) {
+        set_deadline(ctx);
+        return enqueued(ctx, hpcti_nccl_node_mean(d->nccl, buf, n, 1.0f / (float)d->size),
+                        "ncclReduceScatter + ncclAllGather (per layer, one node)");
+    }
+#endif
+    return hpcti_error(ctx, HPCT_ERR_INTERNAL, "device averages cannot be queued here");
+}
+
+hpct_status_t hpcti_device_average_wait(hpct_ctx_t ctx)
+{
+#ifdef HPCT_HAVE_NCCL
+    if (hpcti_device_can_overlap(ctx))
+        return nccl_wait(ctx, "ncclReduceScatter + ncclAllGather (per layer, one node)");
+#endif
+    return HPCT_SUCCESS;
+}
+
+hpct_status_t hpcti_device_average_in_op(hpct_ctx_t ctx, float *buf, size_t n)
+{
+    if (n == 0 || ((struct hpcti_dist *)ctx->dist)->size == 1) return HPCT_SUCCESS;
+#ifdef HPCT_HAVE_NCCL
+    struct hpcti_dist *d = ctx->dist;
+    if (hpcti_nccl_usable(d->nccl)) return nccl_average(ctx, buf, n);
+#endif
+    return staged_average(ctx, buf, n);
+}
+
+hpct_status_t hpcti_device_allreduce_mean(hpct_ctx_t ctx, const char *fn, float *buf, size_t n)
+{
+    if (ctx->ops == &hpcti_cpu_ops) return hpcti_host_allreduce_mean(ctx, fn, buf, n);
+    hpct_status_t s = hpcti_op_begin(ctx, fn, hpcti_device_reductions(n), n);
+    if (!s) s = hpcti_device_average_in_op(ctx, buf, n);
+    return s ? s : hpcti_op_end(ctx, NULL, 0);
+}

@@ -1,0 +1,25 @@
+#!/bin/sh
+# Resume at world sizes where an fp32 mean of ones is below 1 (n * fl(1/n) < 1 for n = 41,
+# 47): every cross-rank agreement is an integer reduction, so a run at W = 41 or 47 that
+# wrote a checkpoint resumes from it (before, every rank reported "found a checkpoint but
+# other ranks did not"). Oversubscribed on purpose, tiny data: 8 samples a rank and step;
+# stopped by SIGTERM after step 3 (exit 75), then resumed to the end of the epoch.
+. "${top_srcdir:-.}/t/lib/train_lib.sh"
+need_tool
+need_mpi
+make_data
+RUN_LIMIT=150
+echo "1..4"
+for W in 41 47; do
+    gb=$((8 * W)) d="$work/w$W"
+    HPCT_TEST_RAISE_AT_STEP=3 train "$W" "$d" "$d.first" --global-batch $gb --collective-timeout 120
+    [ $rc = 75 ] && [ -f "$(ckpt_file "$d" 3)" ]
+    ok $? "W=$W: stopped by SIGTERM after step 3 (global batch $gb): exit 75 (got $rc), checkpoint of step 3"
+    [ $rc = 75 ] || { grep -v "Epoll MOD" "$d.first" | tail -n 8 | sed "s/^/#   /"; }
+    train "$W" "$d" "$d.second" --global-batch $gb --collective-timeout 120
+    steps=$((2 * (2048 / gb))) # two epochs (train.conf)
+    [ $rc = 0 ] && [ "$(resumed_step "$d.second")" = 3 ] && ! grep -q "other ranks did not" "$d.second" &&
+        [ -f "$(ckpt_file "$d" $steps)" ]
+    ok $? "W=$W: the second run resumes from step 3 on every rank and ends at step $steps (exit $rc)"
+    [ $rc = 0 ] || { grep -v "Epoll MOD" "$d.second" | tail -n 8 | sed "s/^/#   /"; }
+done
