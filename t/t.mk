@@ -60,6 +60,15 @@ EXTRA_DIST += t/test_shard_tool.sh t/test_fuzz_manifest.sh t/test_data_mpi.sh \
 	t/fuzz/manifest_fuzz.c t/fuzz/corpus/fashion.txt t/fuzz/corpus/nested.txt \
 	t/fuzz/corpus/crlf.txt t/fuzz/corpus/escape.txt t/fuzz/corpus/duplicate.txt
 
+# ---- fuzzers (libFuzzer + ASan/UBSan, clang): a few seconds each in make check, from the seed
+# corpora under t/fuzz/corpus-<name>/ (directories: distributed whole); long runs in
+# doc/reliability.md. Each SKIPs where clang or libFuzzer is missing.
+FUZZ_TESTS = t/test_fuzz_config.sh t/test_fuzz_shard.sh t/test_fuzz_ckpt.sh
+TESTS += $(FUZZ_TESTS)
+EXTRA_DIST += $(FUZZ_TESTS) t/lib/fuzz_lib.sh t/fuzz/fuzz_file.h t/fuzz/config_fuzz.c \
+	t/fuzz/inputs_fuzz.c t/fuzz/ckpt_fuzz.c t/fuzz/corpus-config t/fuzz/corpus-idx \
+	t/fuzz/corpus-npy t/fuzz/corpus-csv t/fuzz/corpus-ckpt
+
 # ---- distributed runtime: shell drivers run t/lib/dist_prog under $(MPIRUN) -----------
 check_PROGRAMS += t/lib/dist_prog t/lib/store_prog
 t_lib_dist_prog_LDADD = t/lib/libmpiprog.a t/lib/libdatatest.a $(TEST_LIBS)
@@ -74,7 +83,7 @@ EXTRA_DIST += $(DIST_TESTS) t/lib/dist_lib.sh
 
 # ---- checkpoints, signals, inspection --------------------------------------------
 CKPT_TESTS = t/test_ckpt_format t/test_ckpt_kill t/test_ckpt_disk t/test_signals \
-	t/test_ckpt_inspect t/test_ckpt_crafted t/test_ckpt_lock
+	t/test_ckpt_inspect t/test_ckpt_crafted t/test_ckpt_lock t/test_ckpt_mutate
 check_PROGRAMS += $(CKPT_TESTS) t/lib/ckpt_make
 TESTS += $(CKPT_TESTS) t/test_ckpt_tool.sh
 t_test_ckpt_format_LDADD = $(TEST_LIBS)
@@ -84,6 +93,7 @@ t_test_signals_LDADD = $(TEST_LIBS)
 t_test_ckpt_inspect_LDADD = $(TEST_LIBS)
 t_test_ckpt_crafted_LDADD = $(TEST_LIBS)
 t_test_ckpt_lock_LDADD = $(TEST_LIBS)
+t_test_ckpt_mutate_LDADD = $(TEST_LIBS)
 t_lib_ckpt_make_LDADD = $(HPCT_LIBS)
 EXTRA_DIST += t/lib/ckpt_util.h t/test_ckpt_tool.sh
 

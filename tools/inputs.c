@@ -239,7 +239,8 @@ static int split_labels(float *v, uint64_t rows, long cols, long lc, tool_array_
     for (uint64_t r = 0; r < rows; r++) {
         float *row = v + r * (uint64_t)cols, *dst = x + r * (uint64_t)(cols - 1);
         y[r] = row[lc];
-        integral &= y[r] == (float)(int32_t)y[r];
+        /* range first: converting a float outside int32 (or NaN) to int32 is undefined */
+        integral &= y[r] >= -0x1p31f && y[r] < 0x1p31f && y[r] == (float)(int32_t)y[r];
         for (long c = 0, k = 0; c < cols; c++)
             if (c != lc) dst[k++] = row[c];
     }
