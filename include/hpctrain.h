@@ -75,6 +75,7 @@ typedef int hpct_status_t;
 #define HPCT_ERR_INTERNAL    -13 /* a bug in libhpctrain: please report it */
 #define HPCT_ERR_DEVICE      -14 /* a CUDA, cuBLAS or NCCL call failed (named in the detail) */
 #define HPCT_ERR_BUSY        -15 /* held by another run (a locked checkpoint directory) */
+#define HPCT_ERR_LOSS_DIVERGED -16 /* the training loss blew up (hpct_train's divergence guard) */
 
 /* Static, never-NULL description of a status code. */
 const char *hpct_strerror(hpct_status_t status);
@@ -790,7 +791,7 @@ typedef struct hpct_progress {
 } hpct_progress_t;
 
 /* Versioned, append-only; always start from HPCT_TRAIN_CONFIG_INITIALIZER. */
-#define HPCT_TRAIN_CONFIG_VERSION 2
+#define HPCT_TRAIN_CONFIG_VERSION 3
 typedef struct hpct_train_config {
     unsigned version;  /* HPCT_TRAIN_CONFIG_VERSION */
     int global_batch;  /* samples per optimizer step over all ranks */
@@ -816,6 +817,13 @@ typedef struct hpct_train_config {
                                   chrome://tracing; doc/metrics.md); NULL or "" = off */
     long timeline_steps;       /* steps the timeline keeps (>= 1; default 100) ... */
     long timeline_first;       /* ... the last ones (0), or from this step on (> 0) */
+    /* version 3: the divergence guard (checked at every progress report) */
+    double divergence_factor; /* stop with HPCT_ERR_LOSS_DIVERGED when the reported loss is
+                                 non-finite, or above both this multiple of its best running
+                                 mean (EMA, 0.1 per report) and its first report, for
+                                 divergence_reports reports in a row (or at the last report);
+                                 no checkpoint is saved while it is above; 0 = off */
+    long divergence_reports;  /* >= 1 */
 } hpct_train_config_t;
 
 /* clang-format off */
@@ -836,7 +844,9 @@ typedef struct hpct_train_config {
     NULL,                      /* evaluated */                                                     \
     NULL,                      /* timeline_path: off */                                            \
     100,                       /* timeline_steps */                                                \
-    0                          /* timeline_first: the last timeline_steps steps */                 \
+    0,                         /* timeline_first: the last timeline_steps steps */                 \
+    10.0,                      /* divergence_factor */                                             \
+    3                          /* divergence_reports */                                            \
 }
 /* clang-format on */
 

@@ -8,7 +8,7 @@
 . "${top_srcdir:-.}/t/lib/train_lib.sh"
 need_tool
 make_data
-echo "1..17"
+echo "1..19"
 
 cp "$work/train.conf" "$work/typo.conf"
 echo "hiden = 32" >>"$work/typo.conf"
@@ -119,3 +119,19 @@ if command -v "$MPIRUN" >/dev/null 2>&1; then
 else
     skip 2 "no mpirun (configure found none)"
 fi
+
+# The divergence guard (issue 14 item 6): a run resumed from a good checkpoint with a learning
+# rate that blows the loss up stops on every rank with exit 4, naming the step and the losses,
+# and writes no checkpoint of the diverged state: the newest is still the good one (step 20).
+# With the guard off (divergence_factor = 0) the same run goes to "done" with garbage.
+HPCT_TEST_RAISE_AT_STEP=20 train 1 "$work/good" "$work/good.out"
+cp -r "$work/good" "$work/good0"
+train 1 "$work/good" "$work/out" --lr 1e5 --allow-config-change
+latest=$(head -n 1 "$work/good/latest" 2>/dev/null)
+[ $rc = 4 ] && grep -q "training diverged after step [0-9]*: the mean loss is .* above 10 x its best running mean" "$work/out" &&
+    [ "$latest" = "ckpt-000000000020.h5" ] && [ "$(ls "$work/good" | grep -c '^ckpt-.*\.h5$')" = 1 ]
+ok $? "lr 1e5 after a good checkpoint of step 20: exit $rc, the divergence named, the newest checkpoint still step 20 ($latest)"
+show "$work/out" 3
+train 1 "$work/good0" "$work/out" --lr 1e5 --allow-config-change --divergence-factor 0
+[ $rc = 0 ] && grep -q "^hpctrain: done: $TOTAL_STEPS steps" "$work/out"
+ok $? "the same with divergence_factor = 0 (off): runs to the end, exit $rc"

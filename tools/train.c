@@ -16,6 +16,7 @@
 /* Exit codes of `hpctrain train` beyond tools.h's (documented in hpctrain(1)). */
 #define TRAIN_PREEMPTED 75 /* EX_TEMPFAIL: checkpoint written, requeue the job */
 #define TRAIN_ERROR     1  /* anything else that stopped training */
+#define TRAIN_DIVERGED  4  /* the divergence guard stopped it; the last good checkpoint stays */
 
 static const char usage_text[] =
     "usage: hpctrain train [--config FILE] [--KEY=VALUE | --KEY VALUE]... [--print-config]\n"
@@ -148,8 +149,9 @@ static int fail(struct run *r, const char *what, hpct_status_t s)
     int code = s == HPCT_ERR_IO || s == HPCT_ERR_FORMAT || s == HPCT_ERR_CHECKSUM ||
                        s == HPCT_ERR_NOT_FOUND || s == HPCT_ERR_NONFINITE
                    ? TOOL_DATA
-               : s == HPCT_ERR_INVALID_ARG ? TOOL_USAGE /* the settings do not fit */
-                                           : TRAIN_ERROR;
+               : s == HPCT_ERR_INVALID_ARG   ? TOOL_USAGE /* the settings do not fit */
+               : s == HPCT_ERR_LOSS_DIVERGED ? TRAIN_DIVERGED
+                                             : TRAIN_ERROR;
     const char *detail = hpct_last_error(r->ctx);
     /* An error every rank agreed on (it names the failing rank) is printed once, by rank 0;
      * a rank's own error with its rank. Each message is one write, so lines never mix. */
@@ -379,6 +381,8 @@ static int train_and_report(struct run *r)
     tc.eval_interval =
         r->c.eval_every_steps ? r->c.eval_every_steps : r->c.eval_every_epochs * steps_per_epoch;
     tc.straggler_threshold = r->c.straggler_threshold;
+    tc.divergence_factor = r->c.divergence_factor;
+    tc.divergence_reports = r->c.divergence_reports;
     tc.timeline_path = timeline_prefix(r);
     tc.timeline_steps = r->c.timeline_steps, tc.timeline_first = r->c.timeline_first;
     hpct_train_result_t res;

@@ -70,6 +70,8 @@ static const struct key keys[] = {
     {"eval_every_steps", K_LONG, F(eval_every_steps), NULL, 0, 1e15, 0, "0"},
     {"eval_every_epochs", K_LONG, F(eval_every_epochs), NULL, 0, 1e9, 0, "0"},
     {"straggler_threshold", K_DOUBLE, F(straggler_threshold), NULL, 0, 1e6, 0, "0.2"},
+    {"divergence_factor", K_DOUBLE, F(divergence_factor), NULL, 0, 1e12, 0, "10"},
+    {"divergence_reports", K_LONG, F(divergence_reports), NULL, 1, 1e9, 0, "3"},
     {"timeline_file", K_STR, F(timeline_file), NULL, 0, 0, 0, "none"},
     {"timeline_steps", K_LONG, F(timeline_steps), NULL, 1, 1e6, 0, "100"},
     {"timeline_first", K_LONG, F(timeline_first), NULL, 0, 1e15, 0, "0"},

@@ -41,6 +41,8 @@ struct train_config {
     double straggler_threshold;               /* fraction above the median step time; 0 = off */
     char timeline_file[TC_PATH_MAX]; /* none (default) | auto: checkpoint_dir/timeline | prefix */
     long timeline_steps, timeline_first; /* ring of the last steps, or a window from first */
+    double divergence_factor; /* the divergence guard: limit over the best running loss; 0 off */
+    long divergence_reports;  /* reports in a row above the limit before it stops the run */
     char data_store[8];        /* auto | off | job | node: hpct_data_config_t.store */
 };
 

@@ -21,6 +21,7 @@ const char *hpct_strerror(hpct_status_t status)
     case HPCT_ERR_INTERNAL: return "internal error in libhpctrain";
     case HPCT_ERR_DEVICE: return "a GPU (CUDA, cuBLAS or NCCL) call failed";
     case HPCT_ERR_BUSY: return "in use by another run";
+    case HPCT_ERR_LOSS_DIVERGED: return "training diverged (the loss blew up)";
     default: return "unknown status code";
     }
 }

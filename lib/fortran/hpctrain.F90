@@ -51,6 +51,7 @@ module hpctrain
     integer, parameter, public :: HPCT_ERR_INTERNAL = -13
     integer, parameter, public :: HPCT_ERR_DEVICE = -14
     integer, parameter, public :: HPCT_ERR_BUSY = -15
+    integer, parameter, public :: HPCT_ERR_LOSS_DIVERGED = -16
 
     ! ---- Enumerations and limits (C enums are C int) ------------------------------------
     integer(c_int), parameter, public :: HPCT_BACKEND_CPU = 0, HPCT_BACKEND_CUDA = 1
@@ -91,7 +92,7 @@ module hpctrain
     integer, parameter, public :: HPCT_CKPT_SCHEMA_VERSION = 1 ! the checkpoint file layout
     integer, parameter, public :: HPCT_CKPT_DUE_STEPS = 1, HPCT_CKPT_DUE_SECONDS = 2, &
         HPCT_CKPT_DUE_WALLTIME = 4, HPCT_CKPT_DUE_SIGNAL = 8
-    integer(c_int), parameter, public :: HPCT_TRAIN_CONFIG_VERSION = 2
+    integer(c_int), parameter, public :: HPCT_TRAIN_CONFIG_VERSION = 3
     integer(c_int), parameter, public :: HPCT_INSITU_CONFIG_VERSION = 2
 
     ! ---- Handles: the C pointer and the context that owns it (for error detail) ----------
@@ -264,6 +265,8 @@ module hpctrain
         type(c_ptr) :: timeline_path = c_null_ptr    ! const char *, c_null_ptr = off
         integer(c_long) :: timeline_steps = 100
         integer(c_long) :: timeline_first = 0
+        real(c_double) :: divergence_factor = 10d0   ! version 3: the divergence guard; 0 = off
+        integer(c_long) :: divergence_reports = 3
     end type
 
     type, bind(C), public :: hpct_train_result_t

@@ -26,6 +26,7 @@ void hpcti_loop_due(hpct_ckpt_t ck, long done, long *flags)
     flags[HPCTI_DUE_SAVE] = (due & (HPCT_CKPT_DUE_STEPS | HPCT_CKPT_DUE_SECONDS)) != 0;
     flags[HPCTI_DUE_WALLTIME] = (due & HPCT_CKPT_DUE_WALLTIME) != 0;
     flags[HPCTI_DUE_SIGNAL] = (due & HPCT_CKPT_DUE_SIGNAL) != 0;
+    flags[HPCTI_DUE_DIVERGING] = 0;
 }
 
 hpct_status_t hpcti_loop_agree_due(hpct_ctx_t ctx, long *flags)

@@ -14,7 +14,13 @@
 int hpcti_loop_where(hpct_ctx_t ctx, int *rank, int *world);
 
 /* Step-boundary reasons, one long each (0 or 1), agreed across ranks with an integer MAX. */
-enum { HPCTI_DUE_SAVE = 0, HPCTI_DUE_WALLTIME = 1, HPCTI_DUE_SIGNAL = 2, HPCTI_DUE_N = 3 };
+enum {
+    HPCTI_DUE_SAVE = 0,
+    HPCTI_DUE_WALLTIME = 1,
+    HPCTI_DUE_SIGNAL = 2,
+    HPCTI_DUE_DIVERGING = 3, /* hpct_train's guard: 1 the loss is above its limit, 2 diverged */
+    HPCTI_DUE_N = 4
+};
 /* flags [HPCTI_DUE_N] = this rank's reasons after `done` steps: ck's cadence (steps or
  * seconds), walltime margin and caught signals; only a caught signal when ck is NULL. */
 void hpcti_loop_due(hpct_ckpt_t ck, long done, long *flags);

@@ -5,6 +5,7 @@
 #include "../comm/agree.h"
 
 #include <stddef.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,10 +34,15 @@ struct loop {
     hpct_progress_t last; /* the report waiting for the step times of the next boundary */
     double last_ckpt_share;
     int reported;
-    long evaluated_at;    /* step of the last evaluation; -1: none */
-    int slow_rank;        /* test hook HPCT_TEST_SLOW_RANK=rank,ms: that rank sleeps ms ... */
-    struct timespec slow; /* ... in every step (a straggler made on purpose) */
-    uint64_t exchange0; /* store exchange bytes at the last report */
+    long evaluated_at; /* step of the last evaluation; -1: none */
+    /* the divergence guard (cfg->divergence_factor): running mean of the reported loss */
+    double loss_ema, best_ema; /* best_ema < 0: no report yet */
+    double first_loss;         /* the first reported loss: a low best never makes noise fatal */
+    long above;                /* reports in a row above divergence_factor x best_ema */
+    float above_loss;          /* the last of them */
+    int slow_rank;             /* test hook HPCT_TEST_SLOW_RANK=rank,ms: that rank sleeps ms ... */
+    struct timespec slow;      /* ... in every step (a straggler made on purpose) */
+    uint64_t exchange0;        /* store exchange bytes at the last report */
 };
 
 /* Real-valued figures [n] (loss, accuracy) become their mean over ranks. Decisions never go
@@ -222,6 +228,51 @@ static hpct_status_t step(struct loop *L, float *loss)
     return s;
 }
 
+/* The divergence guard: the reported loss (the same bits on every rank) against its best
+ * running mean. */
+static void watch_loss(struct loop *L, float mean)
+{
+    double f = L->cfg->divergence_factor;
+    if (f <= 0) return;
+    if (isfinite(mean)) {
+        if (L->best_ema < 0) L->first_loss = mean;
+        L->loss_ema = L->best_ema < 0 ? mean : 0.9 * L->loss_ema + 0.1 * mean;
+        if (L->best_ema < 0 || L->loss_ema < L->best_ema) L->best_ema = L->loss_ema;
+    }
+    double limit = fmax(f * L->best_ema, L->first_loss);
+    int bad = !isfinite(mean) || (L->best_ema > 0 && mean > limit);
+    L->above = bad ? L->above + 1 : 0;
+    if (bad) L->above_loss = mean;
+}
+
+/* Agreed guard state: 0 fine, 1 the loss is above its limit (no saves), 2 diverged. */
+static long guard_flag(const struct loop *L)
+{
+    if (!L->above) return 0;
+    return !isfinite(L->above_loss) || L->above >= L->cfg->divergence_reports ? 2 : 1;
+}
+
+/* The run diverged after `done` steps: every rank stops, nothing of this state is saved. */
+static hpct_status_t diverged(struct loop *L, long done)
+{
+    const char *latest = "";
+    if (L->ck) hpct_ckpt_last_path(L->ck, &latest);
+    char newest[HPCTI_CKPT_PATH_MAX + 64];
+    if (latest[0])
+        snprintf(newest, sizeof newest, "%s", latest);
+    else if (L->res->resumed_from >= 0)
+        snprintf(newest, sizeof newest, "the one resumed from (step %ld)", L->res->resumed_from);
+    else
+        snprintf(newest, sizeof newest, "none (no checkpoint was written)");
+    return hpcti_error(L->ctx, HPCT_ERR_LOSS_DIVERGED,
+                       "hpct_train: training diverged after step %ld: the mean loss is %g, above "
+                       "%g x its best running mean %g (and its first report, %g) for %ld "
+                       "report(s) in a row (divergence_factor, divergence_reports); no "
+                       "checkpoint of this state was saved; the newest checkpoint is %s",
+                       done, (double)L->above_loss, L->cfg->divergence_factor, L->best_ema,
+                       L->first_loss, L->above, newest);
+}
+
 /* Mean loss over ranks since the last report, then the progress callback. */
 static hpct_status_t report(struct loop *L, long done)
 {
@@ -253,6 +304,7 @@ static hpct_status_t report(struct loop *L, long done)
         L->exchange0 = ds.exchange_bytes;
     }
     L->res->final_loss = mean;
+    watch_loss(L, mean);
     if (L->cfg->progress) L->cfg->progress(&p, L->cfg->progress_arg);
     L->last = p, L->reported = 1;
     L->last_ckpt_share = dt > 0 ? (L->res->ckpt_wait_s - L->ckpt_wait0) / dt : 0.0;
@@ -289,12 +341,15 @@ static hpct_status_t boundary(struct loop *L, long done, int *stop)
 {
     long flags[HPCTI_DUE_N];
     hpcti_loop_due(L->ck, done, flags);
+    flags[HPCTI_DUE_DIVERGING] = guard_flag(L);
     hpct_status_t s = agree(L, done, flags);
     hpcti_obs_poll_ckpt(&L->obs, L->ck);
     hpcti_ckpt_trace(L->ck);
     if (s) return s;
+    if (flags[HPCTI_DUE_DIVERGING] == 2) return diverged(L, done);
     *stop = hpcti_loop_stop(L->ctx, flags, done, &L->res->stop_signal);
     if (!*stop && !flags[HPCTI_DUE_SAVE]) return HPCT_SUCCESS;
+    if (!*stop && flags[HPCTI_DUE_DIVERGING]) return HPCT_SUCCESS; /* no save of a rising loss */
     long epoch, cursor;
     hpct_dataset_get_cursor(L->ds, &epoch, &cursor);
     return save(L, epoch, cursor, *stop);
@@ -340,7 +395,7 @@ static hpct_status_t emergency(struct loop *L, hpct_status_t why)
  * their own (no flags are acted on). */
 static hpct_status_t final_times(struct loop *L, long done)
 {
-    long flags[HPCTI_DUE_N] = {0, 0, 0};
+    long flags[HPCTI_DUE_N] = {0};
     return agree(L, done, flags);
 }
 
@@ -375,6 +430,7 @@ static hpct_status_t run(struct loop *L)
     if (s) return s;
     if (stop && done < L->total_steps) return HPCT_PREEMPTED;
     if (L->loss_n && (s = report(L, done))) return s;
+    if (guard_flag(L)) return diverged(L, done); /* ended above its limit: no final save */
     if (L->reported && (s = final_times(L, done))) return s;
     if (L->cfg->eval_data && done != L->evaluated_at && (s = evaluate(L, done))) return s;
     if (stop) { /* the signal came with the last step: done, and its checkpoint is written */
@@ -452,9 +508,23 @@ hpct_status_t hpct_train(hpct_model_t model, hpct_optimizer_t opt, hpct_dataset_
                            cfg->version);
     memset(res, 0, sizeof *res);
     hpct_train_config_t c = HPCT_TRAIN_CONFIG_INITIALIZER; /* version 1: the defaults after */
-    memcpy(&c, cfg, cfg->version >= 2 ? sizeof c : offsetof(hpct_train_config_t, metrics_path));
-    struct loop L = {
-        .ctx = ctx, .model = model, .opt = opt, .ds = ds, .ck = ck, .cfg = &c, .res = res};
+    memcpy(&c, cfg,
+           cfg->version >= 3   ? sizeof c
+           : cfg->version == 2 ? offsetof(hpct_train_config_t, divergence_factor)
+                               : offsetof(hpct_train_config_t, metrics_path));
+    if (c.divergence_factor < 0 || (c.divergence_factor > 0 && c.divergence_reports < 1))
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                           "hpct_train: divergence_factor (%g) must be >= 0 and "
+                           "divergence_reports (%ld) >= 1",
+                           c.divergence_factor, c.divergence_reports);
+    struct loop L = {.ctx = ctx,
+                     .model = model,
+                     .opt = opt,
+                     .ds = ds,
+                     .ck = ck,
+                     .cfg = &c,
+                     .res = res,
+                     .best_ema = -1.0};
     double t0 = hpcti_now(), comm0 = 0.0;
     hpct_status_t s = setup(&L);
     if (!s) s = observe(&L);

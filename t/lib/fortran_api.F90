@@ -178,7 +178,8 @@ contains
             c_loc(h%log_interval), c_loc(h%resume), c_loc(h%progress), c_loc(h%progress_arg), &
             c_loc(h%metrics_path), c_loc(h%eval_data), c_loc(h%eval_interval), &
             c_loc(h%straggler_threshold), c_loc(h%evaluated), c_loc(h%timeline_path), &
-            c_loc(h%timeline_steps), c_loc(h%timeline_first)])
+            c_loc(h%timeline_steps), c_loc(h%timeline_first), c_loc(h%divergence_factor), &
+            c_loc(h%divergence_reports)])
         call check_layout(8_c_int, "hpct_train_result_t", c_loc(r), c_sizeof(r), [c_loc(r%steps), &
             c_loc(r%resumed_from), c_loc(r%checkpoints), c_loc(r%final_loss), c_loc(r%wall_s), &
             c_loc(r%data_wait_s), c_loc(r%comm_wait_s), c_loc(r%ckpt_wait_s), c_loc(r%skipped_batches), &
@@ -267,7 +268,9 @@ contains
             h%straggler_threshold == h0%straggler_threshold .and. .not. c_associated(h%evaluated) .and. &
             .not. c_associated(h0%evaluated) .and. .not. c_associated(h%timeline_path) .and. &
             .not. c_associated(h0%timeline_path) .and. h%timeline_steps == h0%timeline_steps .and. &
-            h%timeline_first == h0%timeline_first, &
+            h%timeline_first == h0%timeline_first .and. &
+            h%divergence_factor == h0%divergence_factor .and. &
+            h%divergence_reports == h0%divergence_reports, &
             "hpct_train_config_t() equals HPCT_TRAIN_CONFIG_INITIALIZER")
         call defaults_insitu()
         call defaults_shard()

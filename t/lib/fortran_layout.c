@@ -121,7 +121,9 @@ static const long train_config_off[] = {OFF(hpct_train_config_t, version),
                                         OFF(hpct_train_config_t, evaluated),
                                         OFF(hpct_train_config_t, timeline_path),
                                         OFF(hpct_train_config_t, timeline_steps),
-                                        OFF(hpct_train_config_t, timeline_first)};
+                                        OFF(hpct_train_config_t, timeline_first),
+                                        OFF(hpct_train_config_t, divergence_factor),
+                                        OFF(hpct_train_config_t, divergence_reports)};
 static const long train_result_off[] = {OFF(hpct_train_result_t, steps),
                                         OFF(hpct_train_result_t, resumed_from),
                                         OFF(hpct_train_result_t, checkpoints),
