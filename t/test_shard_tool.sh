@@ -11,7 +11,7 @@ trap 'rm -rf "$work"' EXIT
 . "${top_srcdir:-.}/t/lib/tap.sh"
 status() { "$@" >"$work/out" 2>&1; echo $?; }
 
-plan 16
+plan 22
 "$tool" --version | grep -q '^hpctrain [0-9]' ; ok $? "hpctrain --version"
 [ "$(status "$tool" frobnicate)" = 2 ]; ok $? "unknown command exits 2"
 [ "$(status "$tool" shard "$fm/train-images-idx3-ubyte.gz")" = 2 ] && grep -q -- '-o' "$work/out"
@@ -66,6 +66,9 @@ def npy(path, descr, shape, payload):
     open(path, 'wb').write(b'\x93NUMPY\x01\x00' + struct.pack('<H', len(hdr)) + hdr.encode() + payload)
 npy(sys.argv[1] + '/x.npy', '|u1', '(6, 2, 3)', bytes(range(36)))
 npy(sys.argv[1] + '/y.npy', '<i8', '(6,)', struct.pack('<6q', 0, 1, 2, 0, 1, 2))
+npy(sys.argv[1] + '/ybig.npy', '<i8', '(6,)', struct.pack('<6q', 0, 1, 2, 1 << 40, 1, 2))
+with open(sys.argv[1] + '/inf.csv', 'w') as f:
+    f.write('1,2,0\n3,1e400,1\n')
 with open(sys.argv[1] + '/d.csv', 'w') as f:
     f.write('a,b,label\n')
     for i in range(8): f.write('%d,%d,%d\n' % (i, 2 * i, i % 4))
@@ -91,3 +94,37 @@ printf '\000\000\010\004\000\001\000\000\000\001\000\000\000\001\000\000\000\001
 [ "$(status "$tool" shard -o "$work/x" --format idx "$work/huge.idx" "$work/huge.idx")" = 3 ] &&
     grep -q 'huge.idx: IDX header promises' "$work/out"
 ok $? "an IDX header with dims overflowing 64 bits exits 3 naming the file"
+
+# Narrowing, non-finite values and aliases (issue 14): refused naming what is wrong.
+[ "$(status "$tool" shard -o "$work/x" "$work/x.npy" "$work/ybig.npy")" = 3 ] &&
+    grep -q "ybig.npy: label 3 (sample 3) does not fit int32" "$work/out"
+ok $? "an int64 label of 2^40 exits 3 naming the file and label (was stored as 0)"
+[ "$(status "$tool" shard -o "$work/x" --scale nan "$work/x.npy" "$work/y.npy")" = 2 ] &&
+    grep -q "bad value 'nan' for option --scale" "$work/out"
+ok $? "--scale nan exits 2 naming the option"
+[ "$(status "$tool" shard -o "$work/x" "$work/inf.csv")" = 3 ] &&
+    grep -q "inf.csv: sample 1, input 1 is inf" "$work/out"
+ok $? "a CSV value 1e400 (inf as float32) exits 3 naming the sample and input"
+[ "$(status "$tool" shard -o "$work/x" -n -1 "$work/x.npy" "$work/y.npy")" = 2 ] &&
+    grep -q "bad value '-1' for option --shards" "$work/out"
+ok $? "-n -1 names the option (--shards), not the value"
+{ printf '\0\0\10\1\0\0\0\2'; printf 'abcd'; } >"$work/long-idx1-ubyte"
+[ "$(status "$tool" shard -o "$work/x" --format idx "$work/long-idx1-ubyte" "$work/long-idx1-ubyte")" = 3 ] &&
+    grep -q "long-idx1-ubyte: IDX header promises 2 data bytes, file has 4 (trailing bytes after the data)" "$work/out"
+ok $? "an IDX file with trailing bytes says so (not 'truncated?')"
+# The same shard listed twice under two names (./ and a symbolic link): refused at open.
+cp "$work/npy/manifest.txt" "$work/npy/alias.txt"
+sed -n 's|^shard \([^ ]* [^ ]* [^ ]*\) shard-00000.h5$|shard \1 ./shard-00000.h5|p' "$work/npy/manifest.txt" >>"$work/npy/alias.txt"
+ln -s shard-00001.h5 "$work/npy/link.h5"
+sed -n 's|^shard \([^ ]* [^ ]* [^ ]*\) shard-00001.h5$|shard \1 link.h5|p' "$work/npy/manifest.txt" >"$work/npy/link-line"
+grep -v '^shard' "$work/npy/manifest.txt" >"$work/npy/link.txt"
+grep '^shard .* shard-00001.h5$' "$work/npy/manifest.txt" >>"$work/npy/link.txt"
+cat "$work/npy/link-line" >>"$work/npy/link.txt"
+"$check" "$work/npy/alias.txt" 6 2 3 0 17.5 >"$work/out" 2>&1
+rc1=$?
+grep -q "name the same shard file ('shard-00000.h5' and './shard-00000.h5')" "$work/out"
+r1=$?
+"$check" "$work/npy/link.txt" 6 2 3 0 17.5 >"$work/out2" 2>&1
+[ $rc1 != 0 ] && [ $r1 = 0 ] && grep -q "name the same shard file ('shard-00001.h5' and 'link.h5')" "$work/out2"
+ok $? "a manifest naming one shard twice (./ and a symbolic link) is refused, naming both lines"
+done_testing

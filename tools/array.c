@@ -40,17 +40,32 @@ void tool_to_f32(tool_type_t t, const void *src, float *dst, size_t count)
     }
 }
 
-void tool_to_i32(tool_type_t t, const void *src, int32_t *dst, size_t count)
+/* As CAST_ALL into int32, stopping at the first value outside [lo, INT32_MAX] (its index in
+ * *bad); lo is 0 for unsigned sources. */
+#define NARROW_ALL(SRC_T, lo)                                                                      \
+    do {                                                                                           \
+        const SRC_T *s = src;                                                                      \
+        for (size_t i = 0; i < count; i++) {                                                       \
+            if (s[i] > (SRC_T)INT32_MAX || (lo < 0 && (int64_t)s[i] < (int64_t)lo)) {              \
+                *bad = i;                                                                          \
+                return -1;                                                                         \
+            }                                                                                      \
+            dst[i] = (int32_t)s[i];                                                                \
+        }                                                                                          \
+    } while (0)
+
+int tool_to_i32(tool_type_t t, const void *src, int32_t *dst, size_t count, size_t *bad)
 {
     switch (t) {
     case TOOL_U8: CAST_ALL(uint8_t, int32_t); break;
     case TOOL_I8: CAST_ALL(int8_t, int32_t); break;
     case TOOL_U16: CAST_ALL(uint16_t, int32_t); break;
     case TOOL_I16: CAST_ALL(int16_t, int32_t); break;
-    case TOOL_U32: CAST_ALL(uint32_t, int32_t); break;
+    case TOOL_U32: NARROW_ALL(uint32_t, 0); break;
     case TOOL_I32: memmove(dst, src, count * sizeof *dst); break;
-    case TOOL_U64: CAST_ALL(uint64_t, int32_t); break;
-    case TOOL_I64: CAST_ALL(int64_t, int32_t); break;
+    case TOOL_U64: NARROW_ALL(uint64_t, 0); break;
+    case TOOL_I64: NARROW_ALL(int64_t, INT32_MIN); break;
     default: memset(dst, 0, count * sizeof *dst); break;
     }
+    return 0;
 }

@@ -106,10 +106,9 @@ int tool_read_idx(const char *path, tool_array_t *a)
         }
         uint64_t bytes = bytes_of(a);
         if (bytes != len - header)
-            rc = tool_error(TOOL_DATA,
-                            "%s: IDX header promises %llu data bytes, file has %zu "
-                            "(truncated?)",
-                            path, (unsigned long long)bytes, len - header);
+            rc = tool_error(TOOL_DATA, "%s: IDX header promises %llu data bytes, file has %zu (%s)",
+                            path, (unsigned long long)bytes, len - header,
+                            bytes > len - header ? "truncated" : "trailing bytes after the data");
     }
     if (!rc) {
         memmove(buf, buf + header, len - header);

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,19 @@ static int parse_long(const char *s, long lo, long hi, long *out)
 }
 
 /* Fill o from argv; returns 0, or TOOL_USAGE after a message (-1 for --help). */
+/* "--name" of option c in longs (the value, not the option, is argv[optind - 1] when they
+ * are separate words). */
+static const char *name_of(const struct option *longs, int c)
+{
+    static char name[64];
+    for (int i = 0; longs[i].name; i++)
+        if (longs[i].val == c) {
+            snprintf(name, sizeof name, "--%s", longs[i].name);
+            return name;
+        }
+    return "?";
+}
+
 static int parse_options(int argc, char **argv, shard_opts_t *o, int *first_arg)
 {
     enum {
@@ -99,7 +113,10 @@ static int parse_options(int argc, char **argv, shard_opts_t *o, int *first_arg)
         case 'o': o->output = optarg; break;
         case 'n': bad = parse_long(optarg, 1, 1000000, &o->shards); break;
         case 'h': shard_usage(stdout); return -1;
-        case O_SCALE: o->scale = strtod(optarg, &end), bad = end == optarg || *end; break;
+        case O_SCALE:
+            o->scale = strtod(optarg, &end);
+            bad = end == optarg || *end || !isfinite(o->scale) || o->scale == 0;
+            break;
         case O_FORMAT:
             o->format = optarg,
             bad = strcmp(optarg, "idx") && strcmp(optarg, "npy") && strcmp(optarg, "csv");
@@ -116,7 +133,8 @@ static int parse_options(int argc, char **argv, shard_opts_t *o, int *first_arg)
         default: shard_usage(stderr); return TOOL_USAGE;
         }
         if (bad)
-            return tool_error(TOOL_USAGE, "bad value '%s' for option %s", optarg, argv[optind - 1]);
+            return tool_error(TOOL_USAGE, "bad value '%s' for option %s", optarg,
+                              name_of(longs, c));
     }
     *first_arg = optind;
     if (!o->output) return tool_error(TOOL_USAGE, "missing -o/--output (try --help)");
@@ -139,8 +157,9 @@ static int read_array(const char *path, const char *format, tool_array_t *a)
     return !strcmp(format, "npy") ? tool_read_npy(path, a) : tool_read_idx(path, a);
 }
 
-/* Inputs to float32 times scale; labels to int32 (integers) or float32. */
-static int normalise(const shard_opts_t *o, tool_array_t *in, tool_array_t *tg)
+/* Inputs to float32 times scale; labels to int32 (integers) or float32. names [2]: the
+ * input files, for messages. */
+static int normalise(const shard_opts_t *o, tool_array_t *in, tool_array_t *tg, char *const *names)
 {
     uint64_t n = 1, m = 1;
     for (int i = 0; i < in->rank; i++) n *= in->dims[i];
@@ -151,10 +170,15 @@ static int normalise(const shard_opts_t *o, tool_array_t *in, tool_array_t *tg)
     tool_to_f32(in->type, in->data, x, n);
     for (uint64_t i = 0; o->scale != 1.0 && i < n; i++) x[i] = (float)(x[i] * o->scale);
     int tg_int = !tool_type_is_float(tg->type);
-    if (tg_int)
-        tool_to_i32(tg->type, tg->data, y, m);
-    else
-        tool_to_f32(tg->type, tg->data, y, m);
+    size_t bad = 0;
+    if (tg_int && tool_to_i32(tg->type, tg->data, y, m, &bad)) {
+        free(x), free(y);
+        return tool_error(TOOL_DATA,
+                          "%s: label %zu (sample %llu) does not fit int32: integer labels are "
+                          "stored as int32",
+                          names[1], bad, (unsigned long long)(bad / (m / tg->dims[0])));
+    }
+    if (!tg_int) tool_to_f32(tg->type, tg->data, y, m);
     free(in->data), free(tg->data);
     in->data = x, in->type = TOOL_F32;
     tg->data = y, tg->type = tg_int ? TOOL_I32 : TOOL_F32;
@@ -224,6 +248,23 @@ static int write_shards(hpct_ctx_t ctx, const shard_opts_t *o, const tool_array_
     return rc;
 }
 
+/* Shards hold finite inputs only (the reader would refuse or skip them later): a NaN or
+ * Inf (CSV "1e400", a huge --scale) is an error naming the sample and feature. */
+static int check_finite(const tool_array_t *in, const char *name, double scale)
+{
+    uint64_t per = 1;
+    for (int i = 1; i < in->rank; i++) per *= in->dims[i];
+    const float *x = in->data;
+    for (uint64_t i = 0; i < in->dims[0] * per; i++)
+        if (!isfinite(x[i]))
+            return tool_error(TOOL_DATA,
+                              "%s: sample %llu, input %llu is %g as float32 (after --scale %g): "
+                              "shards hold finite values only",
+                              name, (unsigned long long)(i / per), (unsigned long long)(i % per),
+                              (double)x[i], scale);
+    return TOOL_OK;
+}
+
 static int convert(hpct_ctx_t ctx, const shard_opts_t *o, int argc, char **argv)
 {
     tool_array_t in = {0}, tg = {0};
@@ -243,11 +284,12 @@ static int convert(hpct_ctx_t ctx, const shard_opts_t *o, int argc, char **argv)
         if (!rc && in.rank < 2)
             rc = tool_error(TOOL_DATA, "%s: inputs need a per-sample shape ([N, ...])", argv[0]);
         if (!rc && in.dims[0] == 0) rc = tool_error(TOOL_DATA, "%s: no samples", argv[0]);
-        if (!rc) rc = normalise(o, &in, &tg);
+        if (!rc) rc = normalise(o, &in, &tg, argv);
     }
     if (!rc && o->scale != 1.0 && fmt && !strcmp(fmt, "csv"))
         for (uint64_t i = 0; i < in.dims[0] * in.dims[1]; i++)
             ((float *)in.data)[i] = (float)(((float *)in.data)[i] * o->scale);
+    if (!rc) rc = check_finite(&in, argv[0], o->scale);
     if (!rc) rc = write_shards(ctx, o, &in, &tg);
     free(in.data), free(tg.data);
     return rc;

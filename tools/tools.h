@@ -38,7 +38,9 @@ size_t tool_type_size(tool_type_t t);
 int tool_type_is_float(tool_type_t t);
 /* Convert count values of type t at src to float32 / int32 (lossy conversions truncate). */
 void tool_to_f32(tool_type_t t, const void *src, float *dst, size_t count);
-void tool_to_i32(tool_type_t t, const void *src, int32_t *dst, size_t count);
+/* dst [count] = the integer labels at src as int32; -1 (and *bad = the first index) when a
+ * value does not fit int32, else 0. */
+int tool_to_i32(tool_type_t t, const void *src, int32_t *dst, size_t count, size_t *bad);
 
 /* Print "hpctrain shard: error: ..." on stderr; returns code. */
 int tool_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

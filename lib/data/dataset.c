@@ -224,11 +224,30 @@ static uint64_t loaded_row_bytes(const hpct_dataset_t ds)
     return (ds->resident ? in : 0) + (ds->res_targets ? tg : 0);
 }
 
+/* Two manifest lines must not name one file under two names ("./s.h5", a symbolic link):
+ * its samples would count twice. ids [2 n] = (device, inode) of the shards so far. */
+static hpct_status_t check_alias(hpct_dataset_t ds, uint64_t *ids, int i)
+{
+    struct stat st;
+    if (stat(ds->shards[i].path, &st)) return HPCT_SUCCESS; /* verify_shard names the error */
+    ids[2 * i] = (uint64_t)st.st_dev, ids[2 * i + 1] = (uint64_t)st.st_ino;
+    for (int j = 0; j < i; j++)
+        if (ids[2 * j] == ids[2 * i] && ids[2 * j + 1] == ids[2 * i + 1])
+            return hpcti_error(ds->ctx, HPCT_ERR_FORMAT,
+                               "manifest %s lines %d and %d name the same shard file ('%s' and "
+                               "'%s'): its samples would count twice",
+                               ds->manifest_path, ds->man.shards[j].line, ds->man.shards[i].line,
+                               ds->man.shards[j].path, ds->man.shards[i].path);
+    return HPCT_SUCCESS;
+}
+
 /* Verify, then open with HDF5, every shard in manifest order. */
 static hpct_status_t verify_shards(hpct_dataset_t ds)
 {
     ds->shards = hpcti_calloc(ds->ctx, (size_t)ds->man.num_shards, sizeof *ds->shards, "shards");
     if (!ds->shards) return HPCT_ERR_NO_MEMORY;
+    uint64_t *ids = hpcti_calloc(ds->ctx, (size_t)ds->man.num_shards, 2 * sizeof *ids, "ids");
+    if (!ids) return HPCT_ERR_NO_MEMORY;
     uint64_t first = 0;
     for (int i = 0; i < ds->man.num_shards; i++) {
         const hpcti_shard_entry_t *e = &ds->man.shards[i];
@@ -237,11 +256,16 @@ static hpct_status_t verify_shards(hpct_dataset_t ds)
         sh->fd = -1;
         sh->first = first, sh->count = e->samples;
         sh->path = join_dir(ds->manifest_path, e->path);
-        if (!sh->path) return hpcti_error(ds->ctx, HPCT_ERR_NO_MEMORY, "shard path");
-        hpct_status_t s = verify_shard(ds, e, sh->path, checksum_mode(ds, first, e->samples));
-        if (s) return s;
+        hpct_status_t s = sh->path ? check_alias(ds, ids, i)
+                                   : hpcti_error(ds->ctx, HPCT_ERR_NO_MEMORY, "shard path");
+        if (!s) s = verify_shard(ds, e, sh->path, checksum_mode(ds, first, e->samples));
+        if (s) {
+            free(ids);
+            return s;
+        }
         first += e->samples;
     }
+    free(ids);
     return HPCT_SUCCESS;
 }
 
