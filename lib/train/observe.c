@@ -276,7 +276,8 @@ void hpcti_obs_interval_reset(struct hpcti_observer *o, long done, double comm_w
 /* The straggler warning and its record (rank 0). */
 static void straggler(struct hpcti_observer *o, long step, const struct hpcti_step_stats *st)
 {
-    double over = st->others > 0 ? st->max / st->others - 1.0 : 0.0;
+    /* the others' busy time can round to 0 (they only waited for this rank): 1 us floor */
+    double over = st->max / (st->others > 1e-6 ? st->others : 1e-6) - 1.0;
     hpcti_log(o->ctx, HPCT_LOG_WARN,
               "straggler: rank %d on host %s is %.0f%% slower than the median of the other ranks "
               "(%.3f ms vs %.3f ms of busy time per step) in %d reports in a row, up to step %ld",
