@@ -89,29 +89,29 @@ void hpcti_jl_str(struct hpcti_jline *j, const char *k, const char *v)
     put(j, tmp, len);
 }
 
-void hpcti_jl_long(struct hpcti_jline *j, const char *k, long v)
+/* "k": and the literal text [len] (a number or null), or nothing when the line is full. */
+static void put_literal(struct hpcti_jline *j, const char *k, const char *text, int len)
 {
-    char tmp[32];
-    int len = snprintf(tmp, sizeof tmp, "%ld", v);
     size_t at = j->n;
     if (!key(j, k)) return;
     if (!room(j, (size_t)len))
         j->n = at;
     else
-        put(j, tmp, (size_t)len);
+        put(j, text, (size_t)len);
+}
+
+void hpcti_jl_long(struct hpcti_jline *j, const char *k, long v)
+{
+    char tmp[32];
+    put_literal(j, k, tmp, snprintf(tmp, sizeof tmp, "%ld", v));
 }
 
 void hpcti_jl_num(struct hpcti_jline *j, const char *k, double v)
 {
     char tmp[40];
-    int len =
-        isfinite(v) ? snprintf(tmp, sizeof tmp, "%.9g", v) : snprintf(tmp, sizeof tmp, "null");
-    size_t at = j->n;
-    if (!key(j, k)) return;
-    if (!room(j, (size_t)len))
-        j->n = at;
-    else
-        put(j, tmp, (size_t)len);
+    put_literal(j, k, tmp,
+                isfinite(v) ? snprintf(tmp, sizeof tmp, "%.9g", v)
+                            : snprintf(tmp, sizeof tmp, "null"));
 }
 
 void hpcti_jl_end(struct hpcti_jline *j)
