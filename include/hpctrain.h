@@ -683,8 +683,10 @@ hpct_status_t hpct_ckpt_before_update(hpct_ckpt_t ck);
 hpct_status_t hpct_ckpt_wait(hpct_ckpt_t ck);
 /* Load the newest checkpoint that verifies into params, opt (may be NULL), the context RNG,
  * the extras and meta. A corrupt or torn newer one is logged, counted in meta->rejected and
- * described by hpct_last_error; HPCT_ERR_NOT_FOUND when none verifies. A config-hash, name or
- * size mismatch stops with an error instead of falling back. */
+ * described by hpct_last_error; the writer rank moves it aside to NAME.rejected, so no later
+ * save overwrites it and retention never deletes it. HPCT_ERR_NOT_FOUND when the directory
+ * holds no checkpoint, HPCT_ERR_CHECKSUM when every one failed (never a silent fresh start).
+ * A config-hash, name or size mismatch stops with an error instead of falling back. */
 hpct_status_t hpct_ckpt_load_latest(hpct_ckpt_t ck, hpct_params_t params, hpct_optimizer_t opt,
                                     hpct_ckpt_meta_t *meta);
 /* Path of the newest checkpoint this handle committed ("" before the first). */

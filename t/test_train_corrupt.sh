@@ -7,7 +7,7 @@
 . "${top_srcdir:-.}/t/lib/train_lib.sh"
 need_tool
 make_data
-echo "1..7"
+echo "1..9"
 CK="--checkpoint-every-steps 20 --checkpoint-keep 3"
 
 train 1 "$work/ref" "$work/ref.out"
@@ -53,3 +53,18 @@ cp -r "$work/base" "$work/cut"
 f=$(ckpt_file "$work/cut" 50)
 truncate -s $(($(wc -c <"$f") / 2)) "$f"
 resume_past "$work/cut" "the checkpoint of step 50 cut to half its size" "ckpt-000000000050.h5"
+
+# Every checkpoint corrupt: never a silent fresh start over them (issue 14). The run stops
+# with exit 3 naming the directory, each file is set aside as NAME.rejected (nothing of them
+# is overwritten or deleted), and the next run starts afresh.
+cp -r "$work/base" "$work/all"
+for f in "$work/all"/ckpt-*.h5; do truncate -s 100 "$f"; done
+n=$(ls "$work/all" | grep -c '^ckpt-.*\.h5$')
+train 1 "$work/all" "$work/all.out" $CK
+[ $rc = 3 ] && grep -q "every checkpoint in $work/all failed verification, nothing was loaded" "$work/all.out" &&
+    [ "$(ls "$work/all" | grep -c '^ckpt-.*\.h5\.rejected$')" = "$n" ] &&
+    [ "$(ls "$work/all" | grep -c '^ckpt-.*\.h5$')" = 0 ]
+ok $? "all $n checkpoints corrupt: exit $rc, named, every file set aside as .rejected" "$work/all.out"
+train 1 "$work/all" "$work/all2.out" $CK
+[ $rc = 0 ] && [ -z "$(resumed_step "$work/all2.out")" ] && [ "$(ls "$work/all" | grep -c '\.rejected$')" = "$n" ]
+ok $? "the next run starts afresh (exit $rc) and leaves the .rejected files alone"

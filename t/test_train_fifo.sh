@@ -26,8 +26,9 @@ cp -r "$work/base" "$work/fifo"
 mkfifo "$(ckpt_file "$work/fifo" 60)"
 train 1 "$work/fifo" "$work/fifo.out" $CK
 [ $rc = 0 ] && [ "$(resumed_step "$work/fifo.out")" = 50 ] &&
-    [ "$(grep -c "^hpctrain: skipped 1 corrupt or torn checkpoint(s): checkpoint $work/fifo/ckpt-000000000060.h5 is not a regular file$" "$work/fifo.out")" = 1 ]
-ok $? "a FIFO named ckpt-000000000060.h5: skipped, named with the reason at the default log level, resumed from step 50, exit $rc" "$work/fifo.out"
+    [ "$(grep -c "^hpctrain: skipped 1 corrupt or torn checkpoint(s): checkpoint $work/fifo/ckpt-000000000060.h5 is not a regular file (moved aside to ckpt-000000000060.h5.rejected)$" "$work/fifo.out")" = 1 ] &&
+    [ -p "$work/fifo/ckpt-000000000060.h5.rejected" ]
+ok $? "a FIFO named ckpt-000000000060.h5: skipped, named with the reason at the default log level, moved aside (.rejected), resumed from step 50, exit $rc" "$work/fifo.out"
 
 cp -r "$work/base" "$work/latest"
 rm -f "$work/latest/latest" && mkfifo "$work/latest/latest"

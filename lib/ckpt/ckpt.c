@@ -4,6 +4,7 @@
 #include "../obs/obs.h"
 #include "../device/ops.h"
 #include "../model/params.h"
+#include "../comm/dist.h"
 
 #include <errno.h>
 #include <math.h>
@@ -721,6 +722,26 @@ static hpct_status_t apply_loaded(hpct_ckpt_t ck, const char *path, hpct_optimiz
     return HPCT_SUCCESS;
 }
 
+/* A file that failed verification is never overwritten (a later save of the same step) or
+ * deleted (retention): the writer rank moves it aside to NAME.rejected (NAME.rejected.K when
+ * that exists) and appends where to msg [n]. Other ranks only skip it. */
+static void set_aside(hpct_ckpt_t ck, const char *path, char *msg, size_t n)
+{
+    const struct hpcti_dist *d = ck->ctx->dist;
+    if ((d ? d->rank : 0) != ck->cfg.writer_rank) return;
+    char to[HPCTI_CKPT_PATH_MAX + 32];
+    snprintf(to, sizeof to, "%s.rejected", path);
+    struct stat st;
+    for (int k = 1; k < 1000 && lstat(to, &st) == 0; k++)
+        snprintf(to, sizeof to, "%s.rejected.%d", path, k);
+    size_t len = strlen(msg);
+    const char *base = strrchr(to, '/');
+    if (rename(path, to) == 0)
+        snprintf(msg + len, n - len, " (moved aside to %.200s)", base ? base + 1 : to);
+    else if (errno != ENOENT)
+        snprintf(msg + len, n - len, " (could not be moved aside: %s)", strerror(errno));
+}
+
 /* Try the files newest first; corrupt ones are skipped with a warning. */
 static hpct_status_t load_first_valid(hpct_ckpt_t ck, char **names, int n, hpct_optimizer_t opt,
                                       int slots, hpct_ckpt_meta_t *meta)
@@ -745,6 +766,7 @@ static hpct_status_t load_first_valid(hpct_ckpt_t ck, char **names, int n, hpct_
             return HPCT_SUCCESS;
         }
         meta->rejected++;
+        set_aside(ck, path, err.msg, sizeof err.msg);
         hpcti_log(ck->ctx, HPCT_LOG_WARN, "rejected %s; falling back to the previous one", err.msg);
         if (strlen(reasons) + strlen(err.msg) + 3 < sizeof reasons) {
             if (reasons[0]) strcat(reasons, "; ");
@@ -753,8 +775,10 @@ static hpct_status_t load_first_valid(hpct_ckpt_t ck, char **names, int n, hpct_
     }
     snprintf(ck->rejected, sizeof ck->rejected, "%s", reasons);
     if (n == 0) return hpcti_error(ck->ctx, HPCT_ERR_NOT_FOUND, "no checkpoint in %s", ck->d.dir);
-    return hpcti_error(ck->ctx, HPCT_ERR_NOT_FOUND, "no valid checkpoint in %s: %s", ck->d.dir,
-                       reasons);
+    /* every file failed: never a silent fresh start over a run's checkpoints */
+    return hpcti_error(ck->ctx, HPCT_ERR_CHECKSUM,
+                       "every checkpoint in %s failed verification, nothing was loaded: %s",
+                       ck->d.dir, reasons);
 }
 
 hpct_status_t hpct_ckpt_load_latest(hpct_ckpt_t ck, hpct_params_t params, hpct_optimizer_t opt,
