@@ -8,7 +8,7 @@
 . "${top_srcdir:-.}/t/lib/train_lib.sh"
 need_tool
 make_data
-echo "1..19"
+echo "1..20"
 
 cp "$work/train.conf" "$work/typo.conf"
 echo "hiden = 32" >>"$work/typo.conf"
@@ -135,3 +135,12 @@ show "$work/out" 3
 train 1 "$work/good0" "$work/out" --lr 1e5 --allow-config-change --divergence-factor 0
 [ $rc = 0 ] && grep -q "^hpctrain: done: $TOTAL_STEPS steps" "$work/out"
 ok $? "the same with divergence_factor = 0 (off): runs to the end, exit $rc"
+
+# An evaluation set of the wrong width is refused before training, not after it (issue 14).
+awk 'BEGIN { for (i = 0; i < 64; i++) print i % 3 * 0.1 "," i % 5 * 0.1 "," i % 7 * 0.1 "," i % 4 }' >"$work/eval3.csv"
+"$TOOL" shard -o "$work/eval3" "$work/eval3.csv" >/dev/null 2>&1
+train 1 "$work/e3" "$work/out" --eval-manifest "$work/eval3/manifest.txt"
+[ $rc = 2 ] && grep -q "hpct_train (eval_data): the data has 3 input features per sample but the model takes 16" "$work/out" &&
+    ! grep -q "^epoch " "$work/out"
+ok $? "an eval manifest with 3 features for a 16-input model: refused before the first step, exit $rc"
+show "$work/out" 2
