@@ -8,7 +8,7 @@
 . "${top_srcdir:-.}/t/lib/train_lib.sh"
 need_tool
 make_data
-echo "1..20"
+echo "1..21"
 
 cp "$work/train.conf" "$work/typo.conf"
 echo "hiden = 32" >>"$work/typo.conf"
@@ -143,4 +143,13 @@ train 1 "$work/e3" "$work/out" --eval-manifest "$work/eval3/manifest.txt"
 [ $rc = 2 ] && grep -q "hpct_train (eval_data): the data has 3 input features per sample but the model takes 16" "$work/out" &&
     ! grep -q "^epoch " "$work/out"
 ok $? "an eval manifest with 3 features for a 16-input model: refused before the first step, exit $rc"
+show "$work/out" 2
+
+# A checkpoint whose data cursor does not fit the dataset names the checkpoint (issue 14).
+head -n 512 "$work/data.csv" >"$work/small.csv"
+"$TOOL" shard -o "$work/small" "$work/small.csv" >/dev/null 2>&1
+HPCT_TEST_RAISE_AT_STEP=20 train 1 "$work/cur" "$work/cur.out"
+train 1 "$work/cur" "$work/out" --train-manifest "$work/small/manifest.txt" --allow-config-change
+[ $rc != 0 ] && grep -q "checkpoint $work/cur/ckpt-000000000020.h5: its data cursor (epoch 0, step 20) does not fit this dataset" "$work/out"
+ok $? "a cursor beyond a smaller dataset's epoch: refused naming the checkpoint, exit $rc"
 show "$work/out" 2

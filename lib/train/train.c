@@ -141,9 +141,15 @@ static hpct_status_t resume(struct loop *L)
                            "hpct_train: checkpoint %s was saved with global batch %ld, this run "
                            "uses %d: the sample order would differ",
                            meta.path, meta.global_batch, L->cfg->global_batch);
-    if ((s = hpct_dataset_set_cursor(L->ds, meta.cursor_epoch, meta.cursor_step)) ||
-        (s = hpcti_loop_adopt(L->ctx, "hpct_train", L->params, L->opt, &meta)))
-        return s;
+    if ((s = hpct_dataset_set_cursor(L->ds, meta.cursor_epoch, meta.cursor_step))) {
+        char why[sizeof L->ctx->last_error]; /* say which checkpoint holds the bad cursor */
+        snprintf(why, sizeof why, "%s", L->ctx->last_error);
+        return hpcti_error(L->ctx, s,
+                           "hpct_train: checkpoint %s: its data cursor (epoch %ld, "
+                           "step %ld) does not fit this dataset: %.600s",
+                           meta.path, meta.cursor_epoch, meta.cursor_step, why);
+    }
+    if ((s = hpcti_loop_adopt(L->ctx, "hpct_train", L->params, L->opt, &meta))) return s;
     L->res->resumed_from = meta.step;
     L->res->rejected_checkpoints = meta.rejected;
     hpcti_log(L->ctx, HPCT_LOG_INFO, "resumed from %s at step %ld (saved by %d ranks)", meta.path,
