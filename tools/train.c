@@ -31,6 +31,7 @@ static const char usage_text[] =
 struct run {
     struct train_config c;
     int allow_config_change, print_config;
+    int agreed_failure; /* the failure was every rank's (hpct_last_error_shared): no abort */
     hpct_ctx_t ctx;
     hpct_topology_t topo;
     hpct_dataset_t train, eval;
@@ -65,7 +66,13 @@ static int launcher_rank(void)
 static int conf_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int conf_error(int code, const char *fmt, ...)
 {
-    if (launcher_rank() > 0) return code;
+    if (launcher_rank() > 0) {
+        /* the same error stops rank 0, which prints it: give it time to, before this rank's
+         * exit makes the launcher kill the job (and lose the message) */
+        struct timespec wait = {2, 0};
+        nanosleep(&wait, NULL);
+        return code;
+    }
     char line[1400] = "hpctrain train: error: ";
     size_t n = strlen(line);
     va_list ap;
@@ -155,7 +162,8 @@ static int fail(struct run *r, const char *what, hpct_status_t s)
     const char *detail = hpct_last_error(r->ctx);
     /* An error every rank agreed on (it names the failing rank) is printed once, by rank 0;
      * a rank's own error with its rank. Each message is one write, so lines never mix. */
-    if (hpct_last_error_shared(r->ctx) && r->topo.rank != 0) return code;
+    r->agreed_failure = hpct_last_error_shared(r->ctx);
+    if (r->agreed_failure && r->topo.rank != 0) return code;
     char line[1400];
     int n = snprintf(line, sizeof line, "hpctrain train: rank %d: %s failed: %s: %s\n",
                      r->topo.rank, what, hpct_strerror(s), detail);
@@ -481,8 +489,10 @@ int tool_train_main(int argc, char **argv)
     if (!code) code = build_model(&r);
     if (!code) code = train_and_report(&r);
     if (code == HPCT_EXIT_HANG) return code; /* the job was aborted; peers may be stuck */
-    if (code != TOOL_OK && code != TRAIN_PREEMPTED && r.topo.size > 1)
-        hpct_abort_job(r.ctx, code); /* peers may wait in a collective for this rank */
+    /* Peers may wait in a collective for this rank, unless every rank agreed on the failure:
+     * then each ends normally, and no MPI_Abort can cut rank 0's message short. */
+    if (code != TOOL_OK && code != TRAIN_PREEMPTED && r.topo.size > 1 && !r.agreed_failure)
+        hpct_abort_job(r.ctx, code);
     cleanup(&r);
     return code;
 }
