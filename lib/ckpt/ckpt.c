@@ -4,7 +4,6 @@
 #include "../obs/obs.h"
 #include "../device/ops.h"
 #include "../model/params.h"
-#include "../comm/dist.h"
 
 #include <errno.h>
 #include <math.h>
@@ -727,8 +726,7 @@ static hpct_status_t apply_loaded(hpct_ckpt_t ck, const char *path, hpct_optimiz
  * that exists) and appends where to msg [n]. Other ranks only skip it. */
 static void set_aside(hpct_ckpt_t ck, const char *path, char *msg, size_t n)
 {
-    const struct hpcti_dist *d = ck->ctx->dist;
-    if ((d ? d->rank : 0) != ck->cfg.writer_rank) return;
+    if (!hpcti_ckpt_is_writer(ck->ctx, ck->cfg.writer_rank)) return;
     char to[HPCTI_CKPT_PATH_MAX + 32];
     snprintf(to, sizeof to, "%s.rejected", path);
     struct stat st;

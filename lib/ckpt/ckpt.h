@@ -84,6 +84,9 @@ void hpcti_ck_stop_if(const hpcti_ckdir_t *d, hpcti_stage_t stage);
  * HPCT_ERR_BUSY naming the holder when another process has it. *fd = the lock's descriptor,
  * -1 when none is held (another rank writes, HPCT_CKPT_LOCK=off, or no locking here). */
 HPCTI_CHECK hpct_status_t hpcti_ckpt_lock_dir(hpct_ctx_t ctx, const char *dir, int writer_rank, int *fd);
+/* 1 when this process is rank writer_rank of ctx (rank 0 of a context without a distributed
+ * runtime): the one that saves, locks the directory and sets rejected files aside. */
+int hpcti_ckpt_is_writer(hpct_ctx_t ctx, int writer_rank);
 /* Drop the lock taken by hpcti_ckpt_lock_dir (fd -1: nothing). */
 void hpcti_ckpt_unlock_dir(int fd);
 

@@ -62,8 +62,7 @@ static void write_holder(int fd)
     if (ftruncate(fd, 0) == 0 && len > 0) (void)!pwrite(fd, line, (size_t)len, 0);
 }
 
-/* 1 when this process is the handle's writer (it saves, so it locks). */
-static int is_writer(hpct_ctx_t ctx, int writer_rank)
+int hpcti_ckpt_is_writer(hpct_ctx_t ctx, int writer_rank)
 {
     const struct hpcti_dist *d = ctx->dist;
     return (d ? d->rank : 0) == writer_rank;
@@ -73,7 +72,8 @@ hpct_status_t hpcti_ckpt_lock_dir(hpct_ctx_t ctx, const char *dir, int writer_ra
 {
     *fd_out = -1;
     const char *mode = getenv("HPCT_CKPT_LOCK");
-    if ((mode && (!strcmp(mode, "off") || !strcmp(mode, "0"))) || !is_writer(ctx, writer_rank))
+    if ((mode && (!strcmp(mode, "off") || !strcmp(mode, "0"))) ||
+        !hpcti_ckpt_is_writer(ctx, writer_rank))
         return HPCT_SUCCESS;
     char path[HPCTI_CKPT_PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/%s", dir, LOCK_NAME);
