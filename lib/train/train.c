@@ -113,7 +113,7 @@ static hpct_status_t setup(struct loop *L)
     if ((s = hpct_model_params(L->model, &L->params)) ||
         (s = hpct_model_describe(L->model, L->model_desc, sizeof L->model_desc)) ||
         (s = check_data(L->ctx, L->model, L->ds, "hpct_train")) ||
-        (c->version >= 2 && c->eval_data && /* before training, not after it */
+        (c->eval_data && /* before training, not after it (L->cfg: defaults filled in) */
          (s = check_data(L->ctx, L->model, c->eval_data, "hpct_train (eval_data)"))) ||
         (s = hpct_dataset_info(L->ds, NULL, &L->features, &L->target_width, &L->target_dtype)))
         return s;
