@@ -10,6 +10,15 @@
  *        scatter + allgather over the ranks with the same local rank, owner sums in rank
  *        order, times 1/W, cfg.grad_transport on the wire), or times 1/W alone on one node;
  *     3. the shard back to the device and ncclAllGather inside the node.
+ *   Overlap with backward (built-in models, hpcti_device_average_enqueue): each layer's average
+ *   is queued on NCCL's stream as backward produces it (after a CUDA event on the default
+ *   stream). One node: reduce-scatter, scale, all-gather, all on the device. Several nodes:
+ *   reduce-scatter and the shard's copy to its own place in the pinned staging, then a stream
+ *   mark; the host starts the shard's cross-node phases once its mark has fired (checked
+ *   between layers and while waiting), in queue order; once every layer is queued and a
+ *   layer's cross-node phases are done, its copy back and all-gather are queued, in queue
+ *   order (the bookkeeping: kernels/gpu_logic.h, hpcti_dq_*). Each element goes through the
+ *   same operations as on the path that is not overlapped.
  *   Staged path (everything else: cpu-only MPI between single-GPU nodes, unequal nodes, shared
  *   GPUs, no NCCL): the buffer is copied into pinned host memory, averaged by the host engine
  *   (hierarchical or flat, exactly as on the cpu backend: the same bits) and copied back.
@@ -20,6 +29,7 @@
 #include "../device/ops.h"
 #include "../../kernels/gpu_logic.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* Reductions an average of n floats needs inside an operation (chunks of HPCTI_MAX_CHUNK). */
@@ -113,35 +123,193 @@ static hpct_status_t nccl_average(hpct_ctx_t ctx, float *buf, size_t n)
 }
 #endif
 
+#ifdef HPCT_HAVE_NCCL
+/* The layers queued in the current overlapped operation across nodes (gpu_logic.h). */
+struct hpcti_dev_queue {
+    struct hpcti_dq_item *items; /* [cap] */
+    float **bufs;                /* [cap] each item's device buffer */
+    int n, cap;
+};
+
+static hpct_status_t queue_room(hpct_ctx_t ctx, int layers)
+{
+    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dev_queue *q = d->dev_queue;
+    if (!q && !(q = d->dev_queue = hpcti_calloc(ctx, 1, sizeof *q, "the device average queue")))
+        return HPCT_ERR_NO_MEMORY;
+    q->n = 0;
+    if (layers <= q->cap) return HPCT_SUCCESS;
+    free(q->items), free(q->bufs);
+    q->items = calloc((size_t)layers, sizeof *q->items);
+    q->bufs = calloc((size_t)layers, sizeof *q->bufs);
+    q->cap = q->items && q->bufs ? layers : 0;
+    return q->cap
+               ? HPCT_SUCCESS
+               : hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "device average queue of %d layers", layers);
+}
+
+/* Start item i's cross-node phases: one reduction per chunk of its shard in the staging. */
+static hpct_status_t start_cross(hpct_ctx_t ctx, int i)
+{
+    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dq_item *it = &((struct hpcti_dev_queue *)d->dev_queue)->items[i];
+    hpct_status_t s = HPCT_SUCCESS;
+    for (int k = 0; k < it->nred && !s; k++) {
+        size_t off, len = hpcti_dq_chunk_len(it->shard, HPCTI_MAX_CHUNK, k, &off);
+        int id = -1;
+        s = hpcti_red_start_cross(ctx, d->stage + it->host_off + off, len, 0, &id);
+        if (!s && id != it->red0 + k)
+            s = hpcti_error(ctx, HPCT_ERR_INTERNAL, "%s: layer %d's reduction %d is #%d, not #%d",
+                            d->op_name, i, k, id, it->red0 + k);
+    }
+    it->phase = HPCTI_DQ_CROSS;
+    return s;
+}
+
+/* Without waiting: start the cross-node phases of the layers whose shards reached the host (in
+ * queue order), then progress every reduction in flight. */
+static hpct_status_t queue_progress(hpct_ctx_t ctx)
+{
+    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dev_queue *q = d->dev_queue;
+    hpct_status_t s = HPCT_SUCCESS;
+    for (int i; !s && (i = hpcti_dq_next_cross(q->items, q->n)) >= 0;) {
+        int fired = 0;
+        s = hpcti_nccl_marked(d->nccl, i, &fired);
+        if (!fired) break;
+        if (!s) s = start_cross(ctx, i);
+    }
+    return s ? s : hpcti_red_progress(ctx);
+}
+
+/* Queue buf [n]'s reduce-scatter and the copy of its shard into the staging, then a mark. */
+static hpct_status_t queue_layer(hpct_ctx_t ctx, float *buf, size_t n)
+{
+    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dev_queue *q = d->dev_queue;
+    if (q->n >= q->cap)
+        return hpcti_error(ctx, HPCT_ERR_INTERNAL, "%s: more layers than reserved (%d)", d->op_name,
+                           q->cap);
+    size_t need = hpcti_dq_add(q->items, q->n, n, d->local_size, HPCTI_MAX_CHUNK);
+    if (need > d->stage_cap)
+        return hpcti_error(ctx, HPCT_ERR_INTERNAL, "%s: staging of %zu floats, %zu reserved",
+                           d->op_name, need, d->stage_cap);
+    q->bufs[q->n] = buf;
+    float *host = d->stage + q->items[q->n].host_off;
+    hpct_status_t s = enqueued(ctx, hpcti_nccl_reduce_scatter(d->nccl, buf, n, host),
+                               "ncclReduceScatter (per layer)");
+    if (!s) s = hpcti_nccl_mark(d->nccl, q->n);
+    if (!s) q->n++;
+    return s ? s : queue_progress(ctx);
+}
+
+/* Item i's shard on the host (its mark waited for, deadline-bounded), averaged across nodes. */
+static hpct_status_t finish_cross(hpct_ctx_t ctx, int i)
+{
+    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dq_item *it = &((struct hpcti_dev_queue *)d->dev_queue)->items[i];
+    hpct_status_t s = HPCT_SUCCESS;
+    if (it->phase == HPCTI_DQ_QUEUED) {
+        int timed_out = 0;
+        s = hpcti_nccl_wait_mark(d->nccl, i, d->op_start + d->deadline_s, &timed_out);
+        if (timed_out) return hpcti_op_timed_out(ctx, "ncclReduceScatter (per layer)");
+        if (!s) s = start_cross(ctx, i);
+    }
+    for (int k = 0; k < it->nred && !s; k++) s = hpcti_red_wait(ctx, it->red0 + k);
+    return s;
+}
+
+/* After backward: in queue order, each layer's cross-node phases finished (the layers behind
+ * it progressing meanwhile) and its copy back and all-gather queued; then NCCL's stream waited
+ * for. Every reduce-scatter is queued by now, so every rank of the node queues the same NCCL
+ * sequence. */
+static hpct_status_t queue_finish(hpct_ctx_t ctx)
+{
+    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dev_queue *q = d->dev_queue;
+    hpct_status_t s = HPCT_SUCCESS;
+    for (int i = 0; i < q->n && !s; i++) {
+        struct hpcti_dq_item *it = &q->items[i];
+        s = queue_progress(ctx);
+        if (!s) s = finish_cross(ctx, i);
+        if (!s)
+            s = enqueued(
+                ctx, hpcti_nccl_all_gather(d->nccl, q->bufs[i], it->count, d->stage + it->host_off),
+                "ncclAllGather (per layer)");
+        it->phase = HPCTI_DQ_GATHERED;
+    }
+    q->n = 0;
+    return s ? s : nccl_wait(ctx, "ncclAllGather (per layer)");
+}
+#endif
+
+void hpcti_device_avg_release(hpct_ctx_t ctx)
+{
+#ifdef HPCT_HAVE_NCCL
+    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dev_queue *q = d->dev_queue;
+    if (q) free(q->items), free(q->bufs), free(q);
+    d->dev_queue = NULL;
+#else
+    (void)ctx;
+#endif
+}
+
 int hpcti_device_can_overlap(hpct_ctx_t ctx)
 {
 #ifdef HPCT_HAVE_NCCL
     struct hpcti_dist *d = ctx->dist;
-    return d->size > 1 && d->cross_size == 1 && hpcti_nccl_usable(d->nccl);
+    return d->size > 1 && hpcti_nccl_usable(d->nccl);
 #else
+    (void)ctx;
     return 0;
 #endif
+}
+
+hpct_status_t hpcti_device_overlap_begin(hpct_ctx_t ctx, const char *name, int layers, size_t total)
+{
+#ifdef HPCT_HAVE_NCCL
+    struct hpcti_dist *d = ctx->dist;
+    if (d->cross_size > 1) {
+        size_t stage = hpcti_dq_staging_bound(total, layers, d->local_size);
+        hpct_status_t s = queue_room(ctx, layers);
+        if (!s) s = stage_room(ctx, stage); /* before any copy into it is queued */
+        if (!s)
+            s = hpcti_op_begin(
+                ctx, name, hpcti_dq_reductions_bound(total, layers, d->local_size, HPCTI_MAX_CHUNK),
+                stage);
+        if (!s) set_deadline(ctx);
+        return s;
+    }
+#endif
+    (void)layers, (void)total;
+    return hpcti_op_begin(ctx, name, 0, 0);
 }
 
 hpct_status_t hpcti_device_average_enqueue(hpct_ctx_t ctx, float *buf, size_t n)
 {
 #ifdef HPCT_HAVE_NCCL
     struct hpcti_dist *d = ctx->dist;
+    if (hpcti_device_can_overlap(ctx) && d->cross_size > 1) return queue_layer(ctx, buf, n);
     if (hpcti_device_can_overlap(ctx)) {
         set_deadline(ctx);
         return enqueued(ctx, hpcti_nccl_node_mean(d->nccl, buf, n, 1.0f / (float)d->size),
                         "ncclReduceScatter + ncclAllGather (per layer, one node)");
     }
 #endif
+    (void)buf, (void)n;
     return hpcti_error(ctx, HPCT_ERR_INTERNAL, "device averages cannot be queued here");
 }
 
 hpct_status_t hpcti_device_average_wait(hpct_ctx_t ctx)
 {
 #ifdef HPCT_HAVE_NCCL
+    struct hpcti_dist *d = ctx->dist;
+    if (hpcti_device_can_overlap(ctx) && d->cross_size > 1) return queue_finish(ctx);
     if (hpcti_device_can_overlap(ctx))
         return nccl_wait(ctx, "ncclReduceScatter + ncclAllGather (per layer, one node)");
 #endif
+    (void)ctx;
     return HPCT_SUCCESS;
 }
 

@@ -214,6 +214,7 @@ static hpct_status_t teardown(hpct_ctx_t ctx)
         hpcti_nccl_abort(d->nccl);
     d->nccl = NULL;
 #endif
+    hpcti_device_avg_release(ctx);
     if (d->stage) ctx->ops->free_host(d->stage);
     if (d->dev_fusion) ctx->ops->free(d->dev_fusion);
     if (!finalized && ok) {

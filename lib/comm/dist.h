@@ -96,6 +96,7 @@ struct hpcti_dist {
     size_t stage_cap;
     float *dev_fusion; /* [dev_fusion_cap] device fusion slot of device gradients (ops->alloc) */
     size_t dev_fusion_cap;
+    void *dev_queue; /* device_avg.c: layers of the overlapped device average across nodes */
 #ifdef HPCT_HAVE_NCCL
     hpcti_nccl_t *nccl; /* node-local NCCL communicator (cuda contexts whose node phase it
                            takes: made by hpct_init, NULL otherwise) */
@@ -183,10 +184,15 @@ HPCTI_CHECK hpct_status_t hpcti_device_allreduce_mean(hpct_ctx_t ctx, const char
 /* The same inside an operation already begun (room reserved: hpcti_device_reductions(n)
  * reductions and n elements); returns when buf holds the mean. */
 HPCTI_CHECK hpct_status_t hpcti_device_average_in_op(hpct_ctx_t ctx, float *buf, size_t n);
-/* 1 when device averages can be queued without waiting (NCCL on one node: nothing crosses
- * the host), so backward overlaps them; then enqueue each inside an operation and wait once
- * (deadline-bounded) before hpcti_op_end. */
+/* 1 when device averages can be queued without waiting (NCCL in the node; across nodes the
+ * host phase is progressed between enqueues), so backward overlaps them: open the operation
+ * with hpcti_device_overlap_begin (room for layers buffers of total floats), enqueue each
+ * buffer, then wait once (deadline-bounded) before hpcti_op_end. */
 int hpcti_device_can_overlap(hpct_ctx_t ctx);
+HPCTI_CHECK hpct_status_t hpcti_device_overlap_begin(hpct_ctx_t ctx, const char *name, int layers,
+                                                     size_t total);
+/* Free device_avg.c's state (hpct_finalize). */
+void hpcti_device_avg_release(hpct_ctx_t ctx);
 HPCTI_CHECK hpct_status_t hpcti_device_average_enqueue(hpct_ctx_t ctx, float *buf, size_t n);
 HPCTI_CHECK hpct_status_t hpcti_device_average_wait(hpct_ctx_t ctx);
 int hpcti_device_reductions(size_t n);

@@ -28,6 +28,8 @@ struct hpcti_nccl {
     float *shard;        /* [shard] device */
     size_t shard_cap;    /* elements shard holds (padded: shard_cap * node_size) */
     double deadline;     /* of the enqueue calls (hpcti_nccl_set_deadline) */
+    cudaEvent_t *marks;  /* [nmarks] hpcti_nccl_mark's events on the stream */
+    int nmarks;
 };
 
 static hpct_status_t nccl_fail(hpcti_nccl_t *nc, const char *what, ncclResult_t r)
@@ -206,6 +208,8 @@ static void release(hpcti_nccl_t *nc)
     if (nc->stream) cudaStreamSynchronize(nc->stream);
     free_buffers(nc);
     if (nc->ready) cudaEventDestroy(nc->ready);
+    for (int i = 0; i < nc->nmarks; i++) cudaEventDestroy(nc->marks[i]);
+    free(nc->marks);
     if (nc->stream) cudaStreamDestroy(nc->stream);
     if (nc->node != MPI_COMM_NULL) MPI_Comm_free(&nc->node);
     free(nc);
@@ -235,12 +239,16 @@ void hpcti_nccl_destroy(hpcti_nccl_t *nc, double deadline)
     release(nc);
 }
 
-/* Make the device buffers hold shard elements per rank (grows, never shrinks). */
+/* Make the device buffers hold shard elements per rank (grows, never shrinks). The old buffers
+ * are idle once the stream's queued work is done: a wait bounded by the enqueue deadline (the
+ * queued collectives need their peers, so cudaStreamSynchronize could wait for ever). */
 static hpct_status_t ensure_buffers(hpcti_nccl_t *nc, size_t shard)
 {
     if (shard <= nc->shard_cap) return HPCT_SUCCESS;
-    cudaError_t e = cudaStreamSynchronize(nc->stream); /* the old buffers are idle */
-    if (e != cudaSuccess) return cuda_fail(nc, "cudaStreamSynchronize", e);
+    int timed_out = 0;
+    hpct_status_t s = nc->shard_cap ? hpcti_nccl_wait(nc, nc->deadline, &timed_out) : HPCT_SUCCESS;
+    if (s) return s;
+    cudaError_t e;
     free_buffers(nc);
     size_t bytes = sizeof(float) * shard;
     e = cudaMalloc((void **)&nc->padded, bytes * (size_t)nc->node_size);
@@ -372,4 +380,59 @@ hpct_status_t hpcti_nccl_wait(hpcti_nccl_t *nc, double deadline, int *timed_out)
             backoff(hpcti_now() - t0);
     }
     return s;
+}
+
+/* Event i of the pool (created on first use; handles survive the array's growth). */
+static hpct_status_t mark_event(hpcti_nccl_t *nc, int i, cudaEvent_t *ev)
+{
+    if (i >= nc->nmarks) {
+        cudaEvent_t *m = realloc(nc->marks, sizeof *m * (size_t)(i + 1));
+        if (!m) return hpcti_error(nc->ctx, HPCT_ERR_NO_MEMORY, "nccl: %d stream marks", i + 1);
+        nc->marks = m;
+        for (; nc->nmarks <= i; nc->nmarks++) {
+            cudaError_t e = cudaEventCreateWithFlags(&m[nc->nmarks], cudaEventDisableTiming);
+            if (e != cudaSuccess) return cuda_fail(nc, "cudaEventCreateWithFlags (stream mark)", e);
+        }
+    }
+    *ev = nc->marks[i];
+    return HPCT_SUCCESS;
+}
+
+hpct_status_t hpcti_nccl_mark(hpcti_nccl_t *nc, int i)
+{
+    cudaEvent_t ev = NULL;
+    hpct_status_t s = i < 0 ? HPCT_ERR_INTERNAL : mark_event(nc, i, &ev);
+    if (s) return s;
+    cudaError_t e = cudaEventRecord(ev, nc->stream);
+    return e == cudaSuccess ? HPCT_SUCCESS : cuda_fail(nc, "cudaEventRecord (stream mark)", e);
+}
+
+hpct_status_t hpcti_nccl_marked(hpcti_nccl_t *nc, int i, int *fired)
+{
+    *fired = 0;
+    if (i < 0 || i >= nc->nmarks)
+        return hpcti_error(nc->ctx, HPCT_ERR_INTERNAL, "nccl: stream mark %d was never recorded",
+                           i);
+    cudaError_t e = cudaEventQuery(nc->marks[i]);
+    if (e == cudaSuccess) *fired = 1;
+    return e == cudaSuccess || e == cudaErrorNotReady
+               ? HPCT_SUCCESS
+               : cuda_fail(nc, "cudaEventQuery (stream mark)", e);
+}
+
+hpct_status_t hpcti_nccl_wait_mark(hpcti_nccl_t *nc, int i, double deadline, int *timed_out)
+{
+    *timed_out = 0;
+    if (!nc->comm) return check_usable(nc, 0);
+    double t0 = hpcti_now();
+    for (;;) {
+        int fired = 0;
+        hpct_status_t s = hpcti_nccl_marked(nc, i, &fired);
+        if (s || fired) return s;
+        ncclResult_t state = ncclSuccess, r = ncclCommGetAsyncError(nc->comm, &state);
+        if (r != ncclSuccess || (state != ncclSuccess && state != ncclInProgress))
+            return settle(nc, "an NCCL collective", deadline, timed_out); /* names it, aborts */
+        if (hpcti_now() > deadline) return expire(nc, "an NCCL collective", timed_out);
+        backoff(hpcti_now() - t0);
+    }
 }

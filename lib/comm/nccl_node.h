@@ -30,7 +30,7 @@ typedef struct hpcti_nccl hpcti_nccl_t;
  * absolute hpcti_now() time). On error *out is NULL and the detail (the failing call, node
  * rank) is recorded on ctx. */
 HPCTI_CHECK hpct_status_t hpcti_nccl_create(hpct_ctx_t ctx, MPI_Comm node_comm, double deadline,
-                                hpcti_nccl_t **out);
+                                            hpcti_nccl_t **out);
 
 /* Collective over the node: ncclCommFinalize (polled until deadline, else ncclCommAbort),
  * ncclCommDestroy, then the stream and buffers; NULL is accepted. */
@@ -42,18 +42,19 @@ void hpcti_nccl_abort(hpcti_nccl_t *nc);
 /* Enqueue, ordered after the work already queued on the default stream (a CUDA event):
  * ncclReduceScatter of buf [count] (device; zero-padded to hpcti_nccl_shard(count) x node size
  * when needed) into this rank's shard, then its copy into host_shard [shard] (pinned host). */
-HPCTI_CHECK hpct_status_t hpcti_nccl_reduce_scatter(hpcti_nccl_t *nc, const float *buf, size_t count,
-                                        float *host_shard);
+HPCTI_CHECK hpct_status_t hpcti_nccl_reduce_scatter(hpcti_nccl_t *nc, const float *buf,
+                                                    size_t count, float *host_shard);
 
 /* Enqueue: host_shard [shard] to the device, ncclAllGather of every rank's shard into buf
  * [count] (through the padded copy when count is not a multiple of the node size). */
 HPCTI_CHECK hpct_status_t hpcti_nccl_all_gather(hpcti_nccl_t *nc, float *buf, size_t count,
-                                    const float *host_shard);
+                                                const float *host_shard);
 
 /* One node (no cross-node phase): enqueue ncclReduceScatter of buf [count], this rank's shard
  * times inv on the device (fp32 multiply, as the host engine scales), ncclAllGather into buf:
  * no host round trip. */
-HPCTI_CHECK hpct_status_t hpcti_nccl_node_mean(hpcti_nccl_t *nc, float *buf, size_t count, float inv);
+HPCTI_CHECK hpct_status_t hpcti_nccl_node_mean(hpcti_nccl_t *nc, float *buf, size_t count,
+                                               float inv);
 
 /* Wait for the enqueued work: polls ncclCommGetAsyncError and cudaStreamQuery (yielding, then
  * sleeping 50 us) until it completes (HPCT_SUCCESS), fails (HPCT_ERR_DEVICE naming NCCL's or
@@ -65,6 +66,16 @@ HPCTI_CHECK hpct_status_t hpcti_nccl_wait(hpcti_nccl_t *nc, double deadline, int
  * returning ncclInProgress (still connecting, say) is polled until it is enqueued, at most
  * until then (then HPCT_ERR_TIMEOUT, the communicator aborted). */
 void hpcti_nccl_set_deadline(hpcti_nccl_t *nc, double deadline);
+
+/* Stream marks, for work queued piece by piece (the overlapped average across nodes): mark i
+ * is a CUDA event recorded on NCCL's stream after the work enqueued so far (i >= 0; marks are
+ * created on first use and reused by later operations). hpcti_nccl_marked sets *fired when it
+ * has passed, without waiting; hpcti_nccl_wait_mark waits for it as hpcti_nccl_wait waits for
+ * the whole stream (polled, deadline-bounded, the communicator aborted on failure or expiry). */
+HPCTI_CHECK hpct_status_t hpcti_nccl_mark(hpcti_nccl_t *nc, int i);
+HPCTI_CHECK hpct_status_t hpcti_nccl_marked(hpcti_nccl_t *nc, int i, int *fired);
+HPCTI_CHECK hpct_status_t hpcti_nccl_wait_mark(hpcti_nccl_t *nc, int i, double deadline,
+                                               int *timed_out);
 
 /* 1 while the communicator can be used (not aborted). */
 int hpcti_nccl_usable(const hpcti_nccl_t *nc);
