@@ -25,6 +25,7 @@
  *
  * Every average is part of one collective operation (hpcti_op_begin .. hpcti_op_end): arrival
  * tokens, the deadline (NCCL waits poll it too, then ncclCommAbort), hpct_comm_stats. */
+#include "config.h"
 #include "dist.h"
 #include "../device/ops.h"
 #include "../../kernels/gpu_logic.h"
@@ -240,6 +241,48 @@ static hpct_status_t queue_finish(hpct_ctx_t ctx)
     }
     q->n = 0;
     return s ? s : nccl_wait(ctx, "ncclAllGather (per layer)");
+}
+#endif
+
+#ifdef HPCT_HAVE_NCCL
+/* Node rank 0's unique id to the node and every rank's setup verdict (the node's minimum) in
+ * one deadline-bounded operation over all ranks (arrival tokens name a rank that never came). */
+static hpct_status_t exchange_id(hpct_ctx_t ctx, unsigned char *id, int ok, int *all_ok)
+{
+    static const char what[] = "hpct_init (NCCL unique id)";
+    struct hpcti_dist *d = ctx->dist;
+    MPI_Request req[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    hpct_status_t s = hpcti_op_begin(ctx, what, 0, 0);
+    int rc = MPI_SUCCESS;
+    if (!s) rc = MPI_Iallreduce(&ok, all_ok, 1, MPI_INT, MPI_MIN, d->node_rs, &req[0]);
+    if (!s && rc == MPI_SUCCESS)
+        rc = MPI_Ibcast(id, HPCTI_NCCL_ID_BYTES, MPI_BYTE, 0, d->node_rs, &req[1]);
+    if (!s && rc != MPI_SUCCESS) s = hpcti_mpi_failed(ctx, rc, what);
+    return s ? s : hpcti_op_end(ctx, req, 2);
+}
+
+hpct_status_t hpcti_device_nccl_start(hpct_ctx_t ctx, hpcti_nccl_t **out)
+{
+    struct hpcti_dist *d = ctx->dist;
+    unsigned char id[HPCTI_NCCL_ID_BYTES] = {0};
+    hpcti_nccl_t *nc = NULL;
+    *out = NULL;
+    hpct_status_t s = hpcti_nccl_open(ctx, d->local_rank, d->local_size, &nc);
+    if (!s && d->local_rank == 0) s = hpcti_nccl_unique_id(nc, id);
+    int all_ok = 0; /* every rank takes part, so none waits for one that gave up */
+    hpct_status_t t = exchange_id(ctx, id, !s, &all_ok);
+    if (!s && !t && !all_ok)
+        s = hpcti_error(ctx, HPCT_ERR_DEVICE,
+                        "hpct_init: another rank of the node could not set up NCCL (seen by rank "
+                        "%d, local rank %d)",
+                        d->rank, d->local_rank);
+    if (!s && !t) s = hpcti_nccl_join(nc, id, hpcti_now() + d->deadline_s);
+    if (s || t) {
+        hpcti_nccl_abort(nc);
+        return s ? s : t;
+    }
+    *out = nc;
+    return HPCT_SUCCESS;
 }
 #endif
 

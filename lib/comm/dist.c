@@ -316,7 +316,7 @@ static hpct_status_t start_nccl(hpct_ctx_t ctx, int shared)
                                           : "unequal nodes");
         return HPCT_SUCCESS;
     }
-    hpct_status_t s = hpcti_nccl_create(ctx, d->node_rs, hpcti_now() + d->deadline_s, &d->nccl);
+    hpct_status_t s = hpcti_device_nccl_start(ctx, &d->nccl);
     int all = 0;
     hpct_status_t t = agree_max(ctx, "hpct_init (NCCL communicator)", s ? 1 : 0, &all);
     if (!s && !t && all)

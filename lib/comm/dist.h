@@ -2,6 +2,7 @@
 #ifndef HPCTI_DIST_H
 #define HPCTI_DIST_H
 
+#include "config.h" /* HPCT_HAVE_NCCL: every includer must see the same struct hpcti_dist */
 #include "../bootstrap/bootstrap.h"
 #ifdef HPCT_HAVE_NCCL
 #include "nccl_node.h" /* device buffers: NCCL inside the node, MPI across */
@@ -193,6 +194,12 @@ HPCTI_CHECK hpct_status_t hpcti_device_overlap_begin(hpct_ctx_t ctx, const char 
                                                      size_t total);
 /* Free device_avg.c's state (hpct_finalize). */
 void hpcti_device_avg_release(hpct_ctx_t ctx);
+#ifdef HPCT_HAVE_NCCL
+/* hpct_init, on every rank: the node's NCCL communicator (hpcti_nccl_open, node rank 0's
+ * unique id and every rank's setup verdict exchanged in one deadline-bounded operation,
+ * hpcti_nccl_join); on error *out is NULL and the detail is recorded. */
+HPCTI_CHECK hpct_status_t hpcti_device_nccl_start(hpct_ctx_t ctx, hpcti_nccl_t **out);
+#endif
 HPCTI_CHECK hpct_status_t hpcti_device_average_enqueue(hpct_ctx_t ctx, float *buf, size_t n);
 HPCTI_CHECK hpct_status_t hpcti_device_average_wait(hpct_ctx_t ctx);
 int hpcti_device_reductions(size_t n);

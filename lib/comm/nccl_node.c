@@ -1,4 +1,4 @@
-/* nccl_node.c: a non-blocking NCCL communicator over a node's MPI ranks and the node-local
+/* nccl_node.c: a non-blocking NCCL communicator over a node's ranks and the node-local
  * halves of the hierarchical average of device buffers (reduce-scatter into a pinned host
  * shard, all-gather from it), every wait bounded by a deadline. */
 #include "config.h"
@@ -8,6 +8,7 @@
 
 #include <cuda_runtime.h>
 #include <limits.h>
+#include <stddef.h>
 /* The NCCL library's header; it declares f() prototypes. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wstrict-prototypes"
@@ -15,11 +16,11 @@
 #pragma GCC diagnostic pop
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 struct hpcti_nccl {
     hpct_ctx_t ctx;
-    MPI_Comm node; /* private duplicate of the node communicator */
     int node_rank, node_size;
     ncclComm_t comm;     /* non-blocking; NULL once aborted */
     cudaStream_t stream; /* NCCL's stream, ordered after the default stream by ready */
@@ -44,16 +45,6 @@ static hpct_status_t cuda_fail(hpcti_nccl_t *nc, const char *what, cudaError_t e
 {
     return hpcti_error(nc->ctx, HPCT_ERR_DEVICE, "nccl: %s on node rank %d of %d failed: %s", what,
                        nc->node_rank, nc->node_size, cudaGetErrorString(e));
-}
-
-static hpct_status_t mpi_fail(hpcti_nccl_t *nc, const char *what, int err)
-{
-    char msg[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    if (MPI_Error_string(err, msg, &len) != MPI_SUCCESS) len = 0;
-    msg[len] = '\0';
-    return hpcti_error(nc->ctx, HPCT_ERR_COMM, "nccl: %s on node rank %d of %d: %s", what,
-                       nc->node_rank, nc->node_size, msg);
 }
 
 /* Polite polling: yield the core for the first 50 ms of a wait, then sleep 50 us. */
@@ -110,88 +101,69 @@ static hpct_status_t settle(hpcti_nccl_t *nc, const char *what, double deadline,
     }
 }
 
-/* Node rank 0 makes the unique id and sends it (with its status) to the node; all join. */
-static hpct_status_t join_node(hpcti_nccl_t *nc, double deadline)
+/* The stream and the ordering event. */
+static hpct_status_t local_setup(hpcti_nccl_t *nc)
 {
-    struct {
-        int ok;
-        ncclUniqueId id;
-    } msg = {1, {{0}}};
-    ncclResult_t r = ncclSuccess;
-    if (nc->node_rank == 0 && (r = ncclGetUniqueId(&msg.id)) != ncclSuccess) msg.ok = 0;
-    int err = MPI_Bcast(&msg, (int)sizeof msg, MPI_BYTE, 0, nc->node);
-    if (err != MPI_SUCCESS) return mpi_fail(nc, "MPI_Bcast of the NCCL unique id", err);
-    if (!msg.ok)
-        return nc->node_rank == 0
-                   ? nccl_fail(nc, "ncclGetUniqueId", r)
-                   : hpcti_error(nc->ctx, HPCT_ERR_DEVICE,
-                                 "nccl: node rank 0 could not make an NCCL unique id "
-                                 "(seen on node rank %d)",
-                                 nc->node_rank);
+    cudaError_t e = cudaStreamCreateWithFlags(&nc->stream, cudaStreamNonBlocking);
+    if (e != cudaSuccess) {
+        nc->stream = NULL;
+        return cuda_fail(nc, "cudaStreamCreateWithFlags", e);
+    }
+    if ((e = cudaEventCreateWithFlags(&nc->ready, cudaEventDisableTiming)) != cudaSuccess) {
+        nc->ready = NULL;
+        return cuda_fail(nc, "cudaEventCreateWithFlags", e);
+    }
+    return HPCT_SUCCESS;
+}
+
+hpct_status_t hpcti_nccl_open(hpct_ctx_t ctx, int node_rank, int node_size, hpcti_nccl_t **out)
+{
+    *out = NULL;
+    if (ctx->ops != &hpcti_cuda_ops)
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                           "hpcti_nccl_open: the context uses the %s backend, NCCL needs cuda",
+                           ctx->ops->name);
+    hpcti_nccl_t *nc = hpcti_calloc(ctx, 1, sizeof *nc, "an NCCL communicator");
+    if (!nc) return HPCT_ERR_NO_MEMORY;
+    nc->ctx = ctx;
+    nc->node_rank = node_rank, nc->node_size = node_size;
+    hpct_status_t s = local_setup(nc);
+    if (s) {
+        hpcti_nccl_abort(nc);
+        return s;
+    }
+    *out = nc;
+    return HPCT_SUCCESS;
+}
+
+hpct_status_t hpcti_nccl_unique_id(hpcti_nccl_t *nc, unsigned char id[HPCTI_NCCL_ID_BYTES])
+{
+    ncclUniqueId uid;
+    ncclResult_t r = ncclGetUniqueId(&uid);
+    if (r != ncclSuccess) return nccl_fail(nc, "ncclGetUniqueId", r);
+    memcpy(id, &uid, sizeof uid);
+    return HPCT_SUCCESS;
+}
+
+hpct_status_t hpcti_nccl_join(hpcti_nccl_t *nc, const unsigned char id[HPCTI_NCCL_ID_BYTES],
+                              double deadline)
+{
+    ncclUniqueId uid;
+    memcpy(&uid, id, sizeof uid);
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0; /* every wait is ours, bounded by the deadline */
-    r = ncclCommInitRankConfig(&nc->comm, nc->node_size, msg.id, nc->node_rank, &config);
+    nc->deadline = deadline;
+    ncclResult_t r = ncclCommInitRankConfig(&nc->comm, nc->node_size, uid, nc->node_rank, &config);
     if (r != ncclSuccess && r != ncclInProgress) {
         nc->comm = NULL;
         return nccl_fail(nc, "ncclCommInitRankConfig", r);
     }
     int timed_out = 0;
-    return settle(nc, "ncclCommInitRankConfig", deadline, &timed_out);
-}
-
-/* The stream and the ordering event, then the node's agreement that every rank has them. */
-static hpct_status_t local_setup(hpcti_nccl_t *nc, MPI_Comm node_comm)
-{
-    hpct_status_t s = HPCT_SUCCESS;
-    int err = MPI_Comm_dup(node_comm, &nc->node);
-    if (err != MPI_SUCCESS) {
-        nc->node = MPI_COMM_NULL;
-        return mpi_fail(nc, "MPI_Comm_dup of the node communicator", err);
-    }
-    MPI_Comm_rank(nc->node, &nc->node_rank);
-    MPI_Comm_size(nc->node, &nc->node_size);
-    cudaError_t e = cudaStreamCreateWithFlags(&nc->stream, cudaStreamNonBlocking);
-    if (e != cudaSuccess) {
-        nc->stream = NULL;
-        s = cuda_fail(nc, "cudaStreamCreateWithFlags", e);
-    }
-    if (!s && (e = cudaEventCreateWithFlags(&nc->ready, cudaEventDisableTiming)) != cudaSuccess) {
-        nc->ready = NULL;
-        s = cuda_fail(nc, "cudaEventCreateWithFlags", e);
-    }
-    /* The node agrees on local success first, so no rank waits for one that gave up. */
-    int ok = !s, all_ok = 0;
-    err = MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, nc->node);
-    if (!s && err != MPI_SUCCESS) s = mpi_fail(nc, "MPI_Allreduce of the setup status", err);
-    if (!s && !all_ok)
-        s = hpcti_error(nc->ctx, HPCT_ERR_DEVICE,
-                        "nccl: another rank of the node failed to set up (seen on node rank %d)",
-                        nc->node_rank);
+    hpct_status_t s = settle(nc, "ncclCommInitRankConfig", deadline, &timed_out);
+    if (!s)
+        hpcti_log(nc->ctx, HPCT_LOG_INFO, "nccl: node rank %d of %d joined", nc->node_rank,
+                  nc->node_size);
     return s;
-}
-
-hpct_status_t hpcti_nccl_create(hpct_ctx_t ctx, MPI_Comm node_comm, double deadline,
-                                hpcti_nccl_t **out)
-{
-    *out = NULL;
-    if (ctx->ops != &hpcti_cuda_ops)
-        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
-                           "hpcti_nccl_create: the context uses the %s backend, NCCL needs cuda",
-                           ctx->ops->name);
-    hpcti_nccl_t *nc = hpcti_calloc(ctx, 1, sizeof *nc, "an NCCL communicator");
-    if (!nc) return HPCT_ERR_NO_MEMORY;
-    nc->ctx = ctx;
-    nc->node = MPI_COMM_NULL;
-    nc->deadline = deadline;
-    hpct_status_t s = local_setup(nc, node_comm);
-    if (!s) s = join_node(nc, deadline);
-    if (s) {
-        hpcti_nccl_abort(nc);
-        return s;
-    }
-    hpcti_log(ctx, HPCT_LOG_INFO, "nccl: node rank %d of %d joined", nc->node_rank, nc->node_size);
-    *out = nc;
-    return HPCT_SUCCESS;
 }
 
 static void free_buffers(hpcti_nccl_t *nc)
@@ -202,7 +174,7 @@ static void free_buffers(hpcti_nccl_t *nc)
     nc->shard_cap = 0;
 }
 
-/* Stream, event, buffers and the communicator duplicate (the NCCL communicator is gone). */
+/* Stream, events and buffers (the NCCL communicator is gone). */
 static void release(hpcti_nccl_t *nc)
 {
     if (nc->stream) cudaStreamSynchronize(nc->stream);
@@ -211,7 +183,6 @@ static void release(hpcti_nccl_t *nc)
     for (int i = 0; i < nc->nmarks; i++) cudaEventDestroy(nc->marks[i]);
     free(nc->marks);
     if (nc->stream) cudaStreamDestroy(nc->stream);
-    if (nc->node != MPI_COMM_NULL) MPI_Comm_free(&nc->node);
     free(nc);
 }
 
@@ -436,3 +407,6 @@ hpct_status_t hpcti_nccl_wait_mark(hpcti_nccl_t *nc, int i, double deadline, int
         backoff(hpcti_now() - t0);
     }
 }
+
+/* The unique id travels as HPCTI_NCCL_ID_BYTES opaque bytes. */
+_Static_assert(sizeof(ncclUniqueId) == HPCTI_NCCL_ID_BYTES, "ncclUniqueId is not 128 bytes");

@@ -2,7 +2,8 @@
  * (built only with --with-nccl, where config.h defines HPCT_HAVE_NCCL; not installed).
  * lib/comm/device_avg.c drives them inside a collective operation:
  *
- *     hpcti_nccl_create(ctx, node_comm, deadline, &nc);         // at hpct_init, over the node
+ *     hpcti_nccl_open(ctx, node_rank, node_size, &nc);          // at hpct_init, then the id
+ *     hpcti_nccl_join(nc, id, deadline);                         // (hpcti_device_nccl_start)
  *     hpcti_nccl_reduce_scatter(nc, buf, n, host_shard);         // enqueue
  *     hpcti_nccl_wait(nc, deadline, &timed_out);                 // host_shard holds the node sum
  *     ... cross-node phases on host_shard (MPI, reduce.c) ...
@@ -20,17 +21,24 @@
 
 #include "../core/core.h"
 
-#include <mpi.h>
-
 /* An NCCL communicator over one node's ranks plus its stream and staging buffers. */
 typedef struct hpcti_nccl hpcti_nccl_t;
 
-/* Collective over node_comm: node rank 0 makes an NCCL unique id, MPI_Bcast sends it with its
- * status, every rank joins (non-blocking ncclCommInitRankConfig, polled until deadline, an
- * absolute hpcti_now() time). On error *out is NULL and the detail (the failing call, node
- * rank) is recorded on ctx. */
-HPCTI_CHECK hpct_status_t hpcti_nccl_create(hpct_ctx_t ctx, MPI_Comm node_comm, double deadline,
-                                            hpcti_nccl_t **out);
+/* Joining a node's communicator, in three steps (lib/comm/device_avg.c,
+ * hpcti_device_nccl_start, carries the id between them with a deadline-bounded MPI exchange):
+ * hpcti_nccl_open makes this rank's stream and event (local; on error *out is NULL);
+ * node rank 0 makes the unique id with hpcti_nccl_unique_id; every rank joins with it in
+ * hpcti_nccl_join (non-blocking ncclCommInitRankConfig, polled until deadline, an absolute
+ * hpcti_now() time). Errors name the failing call and the node rank; after one, the caller
+ * aborts the communicator. */
+#define HPCTI_NCCL_ID_BYTES 128 /* NCCL_UNIQUE_ID_BYTES */
+HPCTI_CHECK hpct_status_t hpcti_nccl_open(hpct_ctx_t ctx, int node_rank, int node_size,
+                                          hpcti_nccl_t **out);
+HPCTI_CHECK hpct_status_t hpcti_nccl_unique_id(hpcti_nccl_t *nc,
+                                               unsigned char id[HPCTI_NCCL_ID_BYTES]);
+HPCTI_CHECK hpct_status_t hpcti_nccl_join(hpcti_nccl_t *nc,
+                                          const unsigned char id[HPCTI_NCCL_ID_BYTES],
+                                          double deadline);
 
 /* Collective over the node: ncclCommFinalize (polled until deadline, else ncclCommAbort),
  * ncclCommDestroy, then the stream and buffers; NULL is accepted. */
