@@ -57,6 +57,22 @@ __global__ void scale_kernel(float *x, float alpha, size_t n)
         x[i] *= alpha;
 }
 
+// The host engine's owner sum (reduce.c, sum_phase): acc = term 0, acc += term r in rank
+// order, acc *= inv; no product feeds an addition, so nvcc contracts nothing into an FMA.
+__global__ void rank_sum_kernel(float *own, const float *slots, int nranks, int me, size_t n,
+                                float inv)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        float acc = 0.0f;
+        for (int r = 0; r < nranks; r++) {
+            float term = r == me ? own[i] : slots[(size_t)(r < me ? r : r - 1) * n + i];
+            acc = r == 0 ? term : acc + term;
+        }
+        own[i] = acc * inv;
+    }
+}
+
 __global__ void sgd_kernel(float *p, const float *g, float *v, size_t n, float lr, float mu,
                            int nesterov, float wd, float gscale)
 {
@@ -112,6 +128,15 @@ extern "C" int hpcti_k_scale_on(float *x, float alpha, size_t n, void *stream)
 {
     if (n == 0) return 0;
     scale_kernel<<<blocks_for(n), kThreads, 0, (cudaStream_t)stream>>>(x, alpha, n);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int hpcti_k_rank_sum_on(float *own, const float *slots, int nranks, int me, size_t n,
+                                   float inv, void *stream)
+{
+    if (n == 0) return 0;
+    rank_sum_kernel<<<blocks_for(n), kThreads, 0, (cudaStream_t)stream>>>(own, slots, nranks, me,
+                                                                         n, inv);
     return (int)cudaGetLastError();
 }
 

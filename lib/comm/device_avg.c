@@ -32,6 +32,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#ifdef HPCT_HAVE_MPIX_CUDA_QUERY
+#include <mpi-ext.h> /* MPIX_Query_cuda_support */
+#endif
 
 /* Reductions an average of n floats needs inside an operation (chunks of HPCTI_MAX_CHUNK). */
 int hpcti_device_reductions(size_t n)
@@ -99,37 +102,14 @@ static void set_deadline(hpct_ctx_t ctx)
     hpcti_nccl_set_deadline(d->nccl, d->op_start + d->deadline_s);
 }
 
-/* NCCL path (see the top of the file). One node: the shard is scaled on the device between
- * the two NCCL halves (times 1/W in fp32, as the host engine scales), no host round trip. */
-static hpct_status_t nccl_average(hpct_ctx_t ctx, float *buf, size_t n)
-{
-    static const char one_node[] = "ncclReduceScatter + ncclAllGather (one node)";
-    struct hpcti_dist *d = ctx->dist;
-    set_deadline(ctx);
-    if (d->cross_size == 1) {
-        hpct_status_t s = hpcti_nccl_node_mean(d->nccl, buf, n, 1.0f / (float)d->size);
-        s = enqueued(ctx, s, one_node);
-        return s ? s : nccl_wait(ctx, one_node);
-    }
-    size_t shard = hpcti_nccl_shard(n, d->local_size);
-    hpct_status_t s = stage_room(ctx, shard);
-    if (!s)
-        s = enqueued(ctx, hpcti_nccl_reduce_scatter(d->nccl, buf, n, d->stage),
-                     "ncclReduceScatter");
-    if (!s) s = nccl_wait(ctx, "ncclReduceScatter");
-    if (!s) s = host_average(ctx, d->stage, shard, 1); /* times 1/W in its reduce-scatter */
-    if (!s) s = enqueued(ctx, hpcti_nccl_all_gather(d->nccl, buf, n, d->stage), "ncclAllGather");
-    if (!s) s = nccl_wait(ctx, "ncclAllGather");
-    return s;
-}
-#endif
-
-#ifdef HPCT_HAVE_NCCL
 /* The layers queued in the current overlapped operation across nodes (gpu_logic.h). */
 struct hpcti_dev_queue {
     struct hpcti_dq_item *items; /* [cap] */
     float **bufs;                /* [cap] each item's device buffer */
     int n, cap;
+    int device_mpi; /* 1: every rank's MPI takes device pointers (agreed at hpct_init) */
+    float *slots;   /* [slots_cap] device: blocks received in the CUDA-aware cross phase */
+    size_t slots_cap;
 };
 
 static hpct_status_t queue_room(hpct_ctx_t ctx, int layers)
@@ -149,6 +129,114 @@ static hpct_status_t queue_room(hpct_ctx_t ctx, int layers)
                : hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "device average queue of %d layers", layers);
 }
 
+/* Tags of the CUDA-aware cross-node phases on the cross communicator (the host engine's tags
+ * start at 1000; an operation uses one kind or the other). */
+enum { TAG_DEVICE_RS = 998, TAG_DEVICE_AG = 999 };
+
+/* Device room for the blocks other nodes send (grows, never shrinks). */
+static hpct_status_t device_slots(hpct_ctx_t ctx, size_t n, float **slots)
+{
+    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dev_queue *q = d->dev_queue;
+    if (n > q->slots_cap) {
+        if (q->slots) ctx->ops->free(q->slots);
+        q->slots = ctx->ops->alloc(ctx, sizeof(float) * n);
+        q->slots_cap = q->slots ? n : 0;
+        if (!q->slots) return HPCT_ERR_NO_MEMORY;
+    }
+    *slots = q->slots;
+    return HPCT_SUCCESS;
+}
+
+/* One exchange of the cross phase with every other node: send [p] of len[p] floats to cross
+ * rank p, receive from p into recv(p); waited for under the operation's deadline. */
+static hpct_status_t device_exchange(hpct_ctx_t ctx, float *shard, size_t n, float *slots,
+                                     int gather)
+{
+    struct hpcti_dist *d = ctx->dist;
+    int cs = d->cross_size, me = 0, nreq = 0, rc = MPI_SUCCESS;
+    MPI_Comm_rank(d->cross, &me);
+    size_t mine = hpcti_block_len(n, cs, me), at = hpcti_block_start(n, cs, me);
+    MPI_Request *reqs = hpcti_calloc(ctx, 2 * (size_t)cs, sizeof *reqs, "cross-node requests");
+    if (!reqs) return HPCT_ERR_NO_MEMORY;
+    int tag = gather ? TAG_DEVICE_AG : TAG_DEVICE_RS;
+    for (int p = 0; p < cs && rc == MPI_SUCCESS; p++) {
+        if (p == me) continue;
+        size_t start = hpcti_block_start(n, cs, p), len = hpcti_block_len(n, cs, p);
+        float *recv = gather ? shard + start : slots + (size_t)(p < me ? p : p - 1) * mine;
+        rc =
+            MPI_Irecv(recv, (int)(gather ? len : mine), MPI_FLOAT, p, tag, d->cross, &reqs[nreq++]);
+        if (rc == MPI_SUCCESS)
+            rc = MPI_Isend(gather ? shard + at : shard + start, (int)(gather ? mine : len),
+                           MPI_FLOAT, p, tag, d->cross, &reqs[nreq++]);
+    }
+    hpct_status_t s = rc == MPI_SUCCESS ? hpcti_wait_reqs(ctx, reqs, nreq)
+                                        : hpcti_mpi_failed(ctx, rc, "a CUDA-aware cross exchange");
+    free(reqs);
+    return s;
+}
+
+/* CUDA-aware MPI: the host engine's cross-node phases on the device shard [n] (nothing
+ * staged): reduce-scatter over the cross communicator (this rank's block summed over the
+ * nodes in rank order, times 1/W: hpcti_nccl_rank_sum, the host's operations), allgather. */
+static hpct_status_t device_cross(hpct_ctx_t ctx, float *shard, size_t n)
+{
+    struct hpcti_dist *d = ctx->dist;
+    int me = 0;
+    MPI_Comm_rank(d->cross, &me);
+    size_t mine = hpcti_block_len(n, d->cross_size, me);
+    float *slots = NULL;
+    hpct_status_t s = device_slots(ctx, (size_t)(d->cross_size - 1) * mine, &slots);
+    if (!s) s = device_exchange(ctx, shard, n, slots, 0);
+    if (!s)
+        s = hpcti_nccl_rank_sum(d->nccl, shard + hpcti_block_start(n, d->cross_size, me), slots,
+                                d->cross_size, me, mine, 1.0f / (float)d->size);
+    if (!s) s = nccl_wait(ctx, "the cross-node sum (rank_sum_kernel)");
+    return s ? s : device_exchange(ctx, shard, n, slots, 1);
+}
+
+/* 1 when the cross-node phase passes device pointers to MPI (fp32 on the wire: the 16-bit
+ * wire formats are converted on the host). */
+static int device_mpi(const struct hpcti_dist *d)
+{
+    const struct hpcti_dev_queue *q = d->dev_queue;
+    return q && q->device_mpi && d->transport == HPCT_TRANSPORT_FP32;
+}
+
+/* NCCL path (see the top of the file). One node: the shard is scaled on the device between
+ * the two NCCL halves (times 1/W in fp32, as the host engine scales), no host round trip. */
+static hpct_status_t nccl_average(hpct_ctx_t ctx, float *buf, size_t n)
+{
+    static const char one_node[] = "ncclReduceScatter + ncclAllGather (one node)";
+    struct hpcti_dist *d = ctx->dist;
+    set_deadline(ctx);
+    if (d->cross_size == 1) {
+        hpct_status_t s = hpcti_nccl_node_mean(d->nccl, buf, n, 1.0f / (float)d->size);
+        s = enqueued(ctx, s, one_node);
+        return s ? s : nccl_wait(ctx, one_node);
+    }
+    size_t shard = hpcti_nccl_shard(n, d->local_size);
+    if (device_mpi(d)) { /* the shard stays on the device */
+        hpct_status_t s =
+            enqueued(ctx, hpcti_nccl_reduce_scatter(d->nccl, buf, n, NULL), "ncclReduceScatter");
+        if (!s) s = nccl_wait(ctx, "ncclReduceScatter");
+        if (!s) s = device_cross(ctx, hpcti_nccl_device_shard(d->nccl), shard);
+        if (!s) s = enqueued(ctx, hpcti_nccl_all_gather(d->nccl, buf, n, NULL), "ncclAllGather");
+        return s ? s : nccl_wait(ctx, "ncclAllGather");
+    }
+    hpct_status_t s = stage_room(ctx, shard);
+    if (!s)
+        s = enqueued(ctx, hpcti_nccl_reduce_scatter(d->nccl, buf, n, d->stage),
+                     "ncclReduceScatter");
+    if (!s) s = nccl_wait(ctx, "ncclReduceScatter");
+    if (!s) s = host_average(ctx, d->stage, shard, 1); /* times 1/W in its reduce-scatter */
+    if (!s) s = enqueued(ctx, hpcti_nccl_all_gather(d->nccl, buf, n, d->stage), "ncclAllGather");
+    if (!s) s = nccl_wait(ctx, "ncclAllGather");
+    return s;
+}
+#endif
+
+#ifdef HPCT_HAVE_NCCL
 /* Start item i's cross-node phases: one reduction per chunk of its shard in the staging. */
 static hpct_status_t start_cross(hpct_ctx_t ctx, int i)
 {
@@ -245,20 +333,62 @@ static hpct_status_t queue_finish(hpct_ctx_t ctx)
 #endif
 
 #ifdef HPCT_HAVE_NCCL
-/* Node rank 0's unique id to the node and every rank's setup verdict (the node's minimum) in
- * one deadline-bounded operation over all ranks (arrival tokens name a rank that never came). */
-static hpct_status_t exchange_id(hpct_ctx_t ctx, unsigned char *id, int ok, int *all_ok)
+/* Whether this rank's MPI takes device pointers: HPCT_CUDA_AWARE_MPI=0|1 decides when set,
+ * else Open MPI's MPIX_Query_cuda_support() at run time, else no. *why says which. */
+static hpct_status_t mpi_takes_device(hpct_ctx_t ctx, int *yes, const char **why)
+{
+    const char *env = getenv("HPCT_CUDA_AWARE_MPI");
+    *yes = 0;
+    if (env && *env) {
+        if (strcmp(env, "0") && strcmp(env, "1"))
+            return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                               "hpct_init: HPCT_CUDA_AWARE_MPI is '%s'; use 0 (stage device "
+                               "averages through host memory) or 1 (pass device pointers to MPI)",
+                               env);
+        *yes = env[0] == '1';
+        *why = *yes ? "HPCT_CUDA_AWARE_MPI=1" : "HPCT_CUDA_AWARE_MPI=0";
+        return HPCT_SUCCESS;
+    }
+#ifdef HPCT_HAVE_MPIX_CUDA_QUERY
+    *yes = MPIX_Query_cuda_support() == 1;
+    *why = *yes ? "MPIX_Query_cuda_support() = 1" : "MPIX_Query_cuda_support() = 0";
+#else
+    *why = "this MPI has no MPIX_Query_cuda_support; HPCT_CUDA_AWARE_MPI=1 forces it";
+#endif
+    return HPCT_SUCCESS;
+}
+
+/* In one deadline-bounded operation over all ranks (arrival tokens name a rank that never
+ * came): node rank 0's unique id to the node (MPI_Ibcast), every rank's set-up verdict (the
+ * node's minimum) and whether MPI takes device pointers (every rank's minimum: all or none). */
+static hpct_status_t exchange_id(hpct_ctx_t ctx, unsigned char *id, int ok[2], int all_ok[2])
 {
     static const char what[] = "hpct_init (NCCL unique id)";
     struct hpcti_dist *d = ctx->dist;
-    MPI_Request req[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    MPI_Request req[3] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL};
     hpct_status_t s = hpcti_op_begin(ctx, what, 0, 0);
     int rc = MPI_SUCCESS;
-    if (!s) rc = MPI_Iallreduce(&ok, all_ok, 1, MPI_INT, MPI_MIN, d->node_rs, &req[0]);
+    if (!s) rc = MPI_Iallreduce(&ok[0], &all_ok[0], 1, MPI_INT, MPI_MIN, d->node_rs, &req[0]);
     if (!s && rc == MPI_SUCCESS)
-        rc = MPI_Ibcast(id, HPCTI_NCCL_ID_BYTES, MPI_BYTE, 0, d->node_rs, &req[1]);
+        rc = MPI_Iallreduce(&ok[1], &all_ok[1], 1, MPI_INT, MPI_MIN, d->comm, &req[1]);
+    if (!s && rc == MPI_SUCCESS)
+        rc = MPI_Ibcast(id, HPCTI_NCCL_ID_BYTES, MPI_BYTE, 0, d->node_rs, &req[2]);
     if (!s && rc != MPI_SUCCESS) s = hpcti_mpi_failed(ctx, rc, what);
-    return s ? s : hpcti_op_end(ctx, req, 2);
+    return s ? s : hpcti_op_end(ctx, req, 3);
+}
+
+static void log_cross_path(hpct_ctx_t ctx, int device, const char *why)
+{
+    struct hpcti_dist *d = ctx->dist;
+    if (d->cross_size < 2) return;
+    if (device && d->transport != HPCT_TRANSPORT_FP32)
+        why = "grad_transport 16-bit: converted on the host";
+    hpcti_log(ctx, HPCT_LOG_INFO,
+              "device averages across nodes: %s (%s); averages overlapped with backward are "
+              "staged",
+              device_mpi(d) ? "CUDA-aware MPI, device pointers"
+                            : "staged through pinned host memory",
+              why);
 }
 
 hpct_status_t hpcti_device_nccl_start(hpct_ctx_t ctx, hpcti_nccl_t **out)
@@ -266,12 +396,16 @@ hpct_status_t hpcti_device_nccl_start(hpct_ctx_t ctx, hpcti_nccl_t **out)
     struct hpcti_dist *d = ctx->dist;
     unsigned char id[HPCTI_NCCL_ID_BYTES] = {0};
     hpcti_nccl_t *nc = NULL;
+    const char *why = "";
+    int ok[2] = {0, 0}, all_ok[2] = {0, 0}; /* set up; MPI takes device pointers */
     *out = NULL;
-    hpct_status_t s = hpcti_nccl_open(ctx, d->local_rank, d->local_size, &nc);
+    hpct_status_t s = queue_room(ctx, 0);
+    if (!s) s = mpi_takes_device(ctx, &ok[1], &why);
+    if (!s) s = hpcti_nccl_open(ctx, d->local_rank, d->local_size, &nc);
     if (!s && d->local_rank == 0) s = hpcti_nccl_unique_id(nc, id);
-    int all_ok = 0; /* every rank takes part, so none waits for one that gave up */
-    hpct_status_t t = exchange_id(ctx, id, !s, &all_ok);
-    if (!s && !t && !all_ok)
+    ok[0] = !s; /* every rank takes part, so none waits for one that gave up */
+    hpct_status_t t = exchange_id(ctx, id, ok, all_ok);
+    if (!s && !t && !all_ok[0])
         s = hpcti_error(ctx, HPCT_ERR_DEVICE,
                         "hpct_init: another rank of the node could not set up NCCL (seen by rank "
                         "%d, local rank %d)",
@@ -281,6 +415,9 @@ hpct_status_t hpcti_device_nccl_start(hpct_ctx_t ctx, hpcti_nccl_t **out)
         hpcti_nccl_abort(nc);
         return s ? s : t;
     }
+    ((struct hpcti_dev_queue *)d->dev_queue)->device_mpi = all_ok[1];
+    if (ok[1] && !all_ok[1]) why = "another rank's MPI does not take device pointers";
+    log_cross_path(ctx, all_ok[1], why);
     *out = nc;
     return HPCT_SUCCESS;
 }
@@ -291,6 +428,7 @@ void hpcti_device_avg_release(hpct_ctx_t ctx)
 #ifdef HPCT_HAVE_NCCL
     struct hpcti_dist *d = ctx->dist;
     struct hpcti_dev_queue *q = d->dev_queue;
+    if (q && q->slots) ctx->ops->free(q->slots);
     if (q) free(q->items), free(q->bufs), free(q);
     d->dev_queue = NULL;
 #else

@@ -302,7 +302,7 @@ hpct_status_t hpcti_nccl_reduce_scatter(hpcti_nccl_t *nc, const float *buf, size
 {
     hpct_status_t s = check_usable(nc, count);
     if (!s && count) s = enqueue_reduce_scatter(nc, buf, count);
-    if (s || count == 0) return s;
+    if (s || count == 0 || !host_shard) return s;
     size_t shard = hpcti_nccl_shard(count, nc->node_size);
     cudaError_t e = cudaMemcpyAsync(host_shard, nc->shard, sizeof(float) * shard,
                                     cudaMemcpyDeviceToHost, nc->stream);
@@ -326,8 +326,9 @@ hpct_status_t hpcti_nccl_all_gather(hpcti_nccl_t *nc, float *buf, size_t count,
     hpct_status_t s = check_usable(nc, count);
     if (s || count == 0) return s;
     size_t shard = hpcti_nccl_shard(count, nc->node_size);
-    cudaError_t e = cudaMemcpyAsync(nc->shard, host_shard, sizeof(float) * shard,
-                                    cudaMemcpyHostToDevice, nc->stream);
+    cudaError_t e = host_shard ? cudaMemcpyAsync(nc->shard, host_shard, sizeof(float) * shard,
+                                                 cudaMemcpyHostToDevice, nc->stream)
+                               : cudaSuccess;
     if (e != cudaSuccess) return cuda_fail(nc, "cudaMemcpyAsync of the averaged shard", e);
     return enqueue_all_gather(nc, buf, count);
 }
@@ -410,3 +411,16 @@ hpct_status_t hpcti_nccl_wait_mark(hpcti_nccl_t *nc, int i, double deadline, int
 
 /* The unique id travels as HPCTI_NCCL_ID_BYTES opaque bytes. */
 _Static_assert(sizeof(ncclUniqueId) == HPCTI_NCCL_ID_BYTES, "ncclUniqueId is not 128 bytes");
+
+float *hpcti_nccl_device_shard(const hpcti_nccl_t *nc)
+{
+    return nc->shard;
+}
+
+hpct_status_t hpcti_nccl_rank_sum(hpcti_nccl_t *nc, float *own, const float *slots, int nranks,
+                                  int me, size_t n, float inv)
+{
+    int err = hpcti_k_rank_sum_on(own, slots, nranks, me, n, inv, nc->stream);
+    return err == cudaSuccess ? HPCT_SUCCESS
+                              : cuda_fail(nc, "rank_sum_kernel launch", (cudaError_t)err);
+}

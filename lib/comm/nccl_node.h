@@ -49,12 +49,14 @@ void hpcti_nccl_abort(hpcti_nccl_t *nc);
 
 /* Enqueue, ordered after the work already queued on the default stream (a CUDA event):
  * ncclReduceScatter of buf [count] (device; zero-padded to hpcti_nccl_shard(count) x node size
- * when needed) into this rank's shard, then its copy into host_shard [shard] (pinned host). */
+ * when needed) into this rank's shard, then its copy into host_shard [shard] (pinned host; NULL:
+ * none, the shard stays on the device). */
 HPCTI_CHECK hpct_status_t hpcti_nccl_reduce_scatter(hpcti_nccl_t *nc, const float *buf,
                                                     size_t count, float *host_shard);
 
-/* Enqueue: host_shard [shard] to the device, ncclAllGather of every rank's shard into buf
- * [count] (through the padded copy when count is not a multiple of the node size). */
+/* Enqueue: host_shard [shard] to the device (NULL: the device shard is already the result),
+ * ncclAllGather of every rank's shard into buf [count] (through the padded copy when count is
+ * not a multiple of the node size). */
 HPCTI_CHECK hpct_status_t hpcti_nccl_all_gather(hpcti_nccl_t *nc, float *buf, size_t count,
                                                 const float *host_shard);
 
@@ -84,6 +86,15 @@ HPCTI_CHECK hpct_status_t hpcti_nccl_mark(hpcti_nccl_t *nc, int i);
 HPCTI_CHECK hpct_status_t hpcti_nccl_marked(hpcti_nccl_t *nc, int i, int *fired);
 HPCTI_CHECK hpct_status_t hpcti_nccl_wait_mark(hpcti_nccl_t *nc, int i, double deadline,
                                                int *timed_out);
+
+/* CUDA-aware MPI (device_avg.c): hpcti_nccl_reduce_scatter and hpcti_nccl_all_gather with
+ * host_shard NULL leave the shard on the device, at hpcti_nccl_device_shard(nc) [shard];
+ * hpcti_nccl_rank_sum enqueues on NCCL's stream own[i] = (sum over ranks r = 0 .. nranks - 1
+ * in that order of (r == me ? own : slots + (r < me ? r : r - 1) * n)[i]) * inv, the host
+ * engine's owner sum in rank order (reduce.c), fp32, the same bits. */
+float *hpcti_nccl_device_shard(const hpcti_nccl_t *nc);
+HPCTI_CHECK hpct_status_t hpcti_nccl_rank_sum(hpcti_nccl_t *nc, float *own, const float *slots,
+                                              int nranks, int me, size_t n, float inv);
 
 /* 1 while the communicator can be used (not aborted). */
 int hpcti_nccl_usable(const hpcti_nccl_t *nc);
