@@ -2,6 +2,7 @@
  * t/test_nccl.sh in several layouts: one node of 2 ranks, 2 virtual nodes of 1, 2 virtual
  * nodes of 2). Every check is agreed over all ranks (t/lib/mpi_prog: PASS/FAIL lines).
  *   test_nccl probe   prints the number of visible CUDA devices, or "none: reason"
+ *   test_nccl badenv  hpct_init must refuse HPCT_CUDA_AWARE_MPI set to neither 0 nor 1
  *   test_nccl run     hpct_init on the cuda backend, then:
  *     - hpct_allreduce_mean on host floats (host memory on a cuda context);
  *     - hpct_allreduce_mean_device on device buffers of 0 .. 2^20 + 3 floats: rank r gives
@@ -230,6 +231,23 @@ static int run(void)
     return failures ? 1 : 0;
 }
 
+/* hpct_init with a value of HPCT_CUDA_AWARE_MPI that is neither 0 nor 1 must fail with
+ * HPCT_ERR_INVALID_ARG on every rank (the log names the variable: test_nccl.sh checks it). */
+static int bad_env(void)
+{
+    hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
+    cfg.backend = HPCT_BACKEND_CUDA;
+    cfg.collective_timeout_s = 60;
+    cfg.log_level = HPCT_LOG_ERROR;
+    hpct_ctx_t ctx = NULL;
+    hpct_status_t s = hpct_init(&cfg, &ctx);
+    printf("%s hpct_init with HPCT_CUDA_AWARE_MPI=%s: %s\n",
+           s == HPCT_ERR_INVALID_ARG ? "PASS" : "FAIL", getenv("HPCT_CUDA_AWARE_MPI"),
+           hpct_strerror(s));
+    if (!s) hpct_finalize(ctx);
+    return s == HPCT_ERR_INVALID_ARG ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 2 && !strcmp(argv[1], "probe")) {
@@ -242,7 +260,8 @@ int main(int argc, char **argv)
         return 0;
     }
     if (argc == 2 && !strcmp(argv[1], "run")) return run();
-    fprintf(stderr, "usage: test_nccl probe|run\n");
+    if (argc == 2 && !strcmp(argv[1], "badenv")) return bad_env();
+    fprintf(stderr, "usage: test_nccl probe|run|badenv\n");
     return 2;
 }
 #endif
