@@ -467,15 +467,36 @@ hpct_status_t hpcti_device_overlap_begin(hpct_ctx_t ctx, const char *name, int l
     return hpcti_op_begin(ctx, name, 0, 0);
 }
 
+#ifdef HPCT_HAVE_NCCL
+/* A layer that could not be queued leaves this rank's NCCL sequence short of its peers': the
+ * communicator is aborted (later averages are staged) rather than used for all-gathers that
+ * would pair with the peers' next reduce-scatter. The peers' waits end at the deadline. */
+static hpct_status_t give_up_nccl(hpct_ctx_t ctx, hpct_status_t s)
+{
+    struct hpcti_dist *d = ctx->dist;
+    if (!s || !d->nccl) return s;
+    hpcti_log(ctx, HPCT_LOG_WARN,
+              "device averages: a layer could not be queued (%s); the NCCL "
+              "communicator is aborted and later averages are staged",
+              ctx->last_error);
+    hpcti_nccl_abort(d->nccl);
+    d->nccl = NULL;
+    if (d->dev_queue) ((struct hpcti_dev_queue *)d->dev_queue)->n = 0;
+    return s;
+}
+#endif
+
 hpct_status_t hpcti_device_average_enqueue(hpct_ctx_t ctx, float *buf, size_t n)
 {
 #ifdef HPCT_HAVE_NCCL
     struct hpcti_dist *d = ctx->dist;
-    if (hpcti_device_can_overlap(ctx) && d->cross_size > 1) return queue_layer(ctx, buf, n);
+    if (hpcti_device_can_overlap(ctx) && d->cross_size > 1)
+        return give_up_nccl(ctx, queue_layer(ctx, buf, n));
     if (hpcti_device_can_overlap(ctx)) {
         set_deadline(ctx);
-        return enqueued(ctx, hpcti_nccl_node_mean(d->nccl, buf, n, 1.0f / (float)d->size),
-                        "ncclReduceScatter + ncclAllGather (per layer, one node)");
+        return give_up_nccl(
+            ctx, enqueued(ctx, hpcti_nccl_node_mean(d->nccl, buf, n, 1.0f / (float)d->size),
+                          "ncclReduceScatter + ncclAllGather (per layer, one node)"));
     }
 #endif
     (void)buf, (void)n;
