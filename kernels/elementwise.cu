@@ -43,8 +43,8 @@ __global__ void act_backward_kernel(int act, const float *z, const float *y, con
 // One thread per column walks the rows in order (the cpu backend's summation order).
 __global__ void bias_grad_kernel(const float *dz, float *db, int rows, int cols, int accumulate)
 {
-    int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= cols) return;
+    size_t c = blockIdx.x * (size_t)blockDim.x + threadIdx.x; // never wraps near INT_MAX
+    if (c >= (size_t)cols) return;
     float sum = accumulate ? db[c] : 0.0f;
     for (int r = 0; r < rows; r++) sum += dz[(size_t)r * cols + c];
     db[c] = sum;
