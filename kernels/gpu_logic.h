@@ -144,6 +144,17 @@ static inline int hpcti_dq_next_cross(const struct hpcti_dq_item *items, int n)
     return -1;
 }
 
+/* Whether the cross-node phase passes device pointers to MPI (hpct_init, per rank; the ranks
+ * then agree on the minimum): env is HPCT_CUDA_AWARE_MPI (NULL or "" when unset), query the
+ * answer of Open MPI's MPIX_Query_cuda_support() (-1 when this MPI has no such query). Returns
+ * 1 (device pointers), 0 (staged through pinned host memory), or -1 when env is set to
+ * anything but "0" or "1" (an error naming the variable). */
+static inline int hpcti_cuda_aware_choice(const char *env, int query)
+{
+    if (env && env[0]) return (env[0] == '0' || env[0] == '1') && !env[1] ? env[0] - '0' : -1;
+    return query == 1;
+}
+
 /* Device selection outcome. */
 enum {
     HPCTI_DEVSEL_OK = 0,

@@ -10,6 +10,7 @@
  *   staging within the bound reserved at the start, chunks that cover each shard, reduction
  *   indices in order, and cross-node phases started in queue order whatever order the
  *   layers' copies reach the host (so every node numbers its reductions alike);
+ * - the CUDA-aware MPI choice (HPCT_CUDA_AWARE_MPI, MPIX_Query_cuda_support's answer);
  * - device selection from the local rank, CUDA_VISIBLE_DEVICES' count, oversubscription,
  *   and the shared-GPU check. */
 #include "config.h"
@@ -232,6 +233,20 @@ static void test_queue_order(void)
     tap_ok(!stuck, "every layer's cross-node phase starts once all have arrived (%d stuck)", stuck);
 }
 
+/* HPCT_CUDA_AWARE_MPI and MPIX_Query_cuda_support's answer (-1: no query). */
+static void test_cuda_aware_choice(void)
+{
+    tap_ok(hpcti_cuda_aware_choice(NULL, 1) == 1 && hpcti_cuda_aware_choice("", 1) == 1 &&
+               hpcti_cuda_aware_choice(NULL, 0) == 0 && hpcti_cuda_aware_choice(NULL, -1) == 0,
+           "unset: the MPI's own answer decides; an MPI without the query stages");
+    tap_ok(hpcti_cuda_aware_choice("0", 1) == 0 && hpcti_cuda_aware_choice("1", 0) == 1 &&
+               hpcti_cuda_aware_choice("1", -1) == 1,
+           "HPCT_CUDA_AWARE_MPI=0 forces staging, =1 forces device pointers");
+    tap_ok(hpcti_cuda_aware_choice("yes", 1) == -1 && hpcti_cuda_aware_choice("10", 1) == -1 &&
+               hpcti_cuda_aware_choice("01", 0) == -1,
+           "any other value is refused (yes, 10, 01)");
+}
+
 static void test_device_selection(void)
 {
     int dev = -1;
@@ -257,12 +272,13 @@ static void test_device_selection(void)
 
 int main(void)
 {
-    tap_plan(23 + 4 + 2 + 5 + 2 + 8);
+    tap_plan(23 + 4 + 2 + 5 + 2 + 3 + 8);
     test_gemm_map();
     test_grid();
     test_nccl_sizes();
     test_queue_layout();
     test_queue_order();
+    test_cuda_aware_choice();
     test_device_selection();
     return tap_done();
 }

@@ -333,29 +333,26 @@ static hpct_status_t queue_finish(hpct_ctx_t ctx)
 #endif
 
 #ifdef HPCT_HAVE_NCCL
-/* Whether this rank's MPI takes device pointers: HPCT_CUDA_AWARE_MPI=0|1 decides when set,
- * else Open MPI's MPIX_Query_cuda_support() at run time, else no. *why says which. */
+/* Whether this rank's MPI takes device pointers (hpcti_cuda_aware_choice): HPCT_CUDA_AWARE_MPI
+ * decides when set, else Open MPI's MPIX_Query_cuda_support() at run time, else no. *why says
+ * which. */
 static hpct_status_t mpi_takes_device(hpct_ctx_t ctx, int *yes, const char **why)
 {
     const char *env = getenv("HPCT_CUDA_AWARE_MPI");
-    *yes = 0;
-    if (env && *env) {
-        if (strcmp(env, "0") && strcmp(env, "1"))
-            return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
-                               "hpct_init: HPCT_CUDA_AWARE_MPI is '%s'; use 0 (stage device "
-                               "averages through host memory) or 1 (pass device pointers to MPI)",
-                               env);
-        *yes = env[0] == '1';
-        *why = *yes ? "HPCT_CUDA_AWARE_MPI=1" : "HPCT_CUDA_AWARE_MPI=0";
-        return HPCT_SUCCESS;
-    }
-#ifdef HPCT_HAVE_MPIX_CUDA_QUERY
-    *yes = MPIX_Query_cuda_support() == 1;
-    *why = *yes ? "MPIX_Query_cuda_support() = 1" : "MPIX_Query_cuda_support() = 0";
-#else
+    int query = -1;
     *why = "this MPI has no MPIX_Query_cuda_support; HPCT_CUDA_AWARE_MPI=1 forces it";
+#ifdef HPCT_HAVE_MPIX_CUDA_QUERY
+    query = MPIX_Query_cuda_support();
+    *why = query == 1 ? "MPIX_Query_cuda_support() = 1" : "MPIX_Query_cuda_support() = 0";
 #endif
-    return HPCT_SUCCESS;
+    *yes = hpcti_cuda_aware_choice(env, query);
+    if (env && *env) *why = *yes == 1 ? "HPCT_CUDA_AWARE_MPI=1" : "HPCT_CUDA_AWARE_MPI=0";
+    if (*yes >= 0) return HPCT_SUCCESS;
+    *yes = 0;
+    return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                       "hpct_init: HPCT_CUDA_AWARE_MPI is '%s'; use 0 (stage device averages "
+                       "through host memory) or 1 (pass device pointers to MPI)",
+                       env);
 }
 
 /* In one deadline-bounded operation over all ranks (arrival tokens name a rank that never
