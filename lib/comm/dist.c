@@ -214,6 +214,7 @@ static hpct_status_t teardown(hpct_ctx_t ctx)
         hpcti_nccl_abort(d->nccl);
     d->nccl = NULL;
 #endif
+    hpcti_device_avg_release(ctx);
     if (d->stage) ctx->ops->free_host(d->stage);
     if (d->dev_fusion) ctx->ops->free(d->dev_fusion);
     if (!finalized && ok) {
@@ -315,7 +316,7 @@ static hpct_status_t start_nccl(hpct_ctx_t ctx, int shared)
                                           : "unequal nodes");
         return HPCT_SUCCESS;
     }
-    hpct_status_t s = hpcti_nccl_create(ctx, d->node_rs, hpcti_now() + d->deadline_s, &d->nccl);
+    hpct_status_t s = hpcti_device_nccl_start(ctx, &d->nccl);
     int all = 0;
     hpct_status_t t = agree_max(ctx, "hpct_init (NCCL communicator)", s ? 1 : 0, &all);
     if (!s && !t && all)
