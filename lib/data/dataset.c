@@ -187,8 +187,8 @@ static hpct_status_t plan_sizes(hpct_dataset_t ds)
     hpcti_log(ds->ctx, HPCT_LOG_INFO, "dataset %s: %llu samples, %.1f MiB as fp32, %s",
               ds->manifest_path, (unsigned long long)ds->n, bytes / 1048576.0,
               ds->resident   ? "loaded into memory"
-              : hold_targets ? "inputs streamed with coalesced preadv, targets held in memory"
-                             : "streamed with coalesced preadv");
+              : hold_targets ? "inputs streamed, targets held in memory"
+                             : "streamed");
     ds->resident_bytes = ds->resident   ? ds->n * (ds->features + ds->twidth) * 4
                          : hold_targets ? ds->n * ds->twidth * 4
                                         : 0;
@@ -269,6 +269,27 @@ static hpct_status_t verify_shards(hpct_dataset_t ds)
     return HPCT_SUCCESS;
 }
 
+/* Streaming: map the shard file read-only, so that a batch copies its rows out of the page
+ * cache with no system call (reader.c); the store's bulk reads and a failed mapping use preadv.
+ * HPCT_STREAM_MMAP=0 turns it off. Shuffled access gets MADV_RANDOM: a page fault then reads
+ * only the pages of the row, not the read-around window. */
+static void map_shard(hpct_dataset_t ds, hpcti_shard_t *sh)
+{
+    const char *env = getenv("HPCT_STREAM_MMAP");
+    struct stat st;
+    if ((env && !strcmp(env, "0")) || fstat(sh->fd, &st) || st.st_size <= 0 ||
+        (uint64_t)st.st_size > SIZE_MAX)
+        return;
+    void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, sh->fd, 0);
+    if (map == MAP_FAILED) {
+        hpcti_log(ds->ctx, HPCT_LOG_DEBUG, "shard %s: mmap failed (%s): streaming with preadv",
+                  sh->path, strerror(errno));
+        return;
+    }
+    if (ds->cfg.shuffle) madvise(map, (size_t)st.st_size, MADV_RANDOM);
+    sh->map = map, sh->map_bytes = (size_t)st.st_size;
+}
+
 /* Open every verified shard with HDF5: check it, load (resident) or locate (streaming) rows. */
 static hpct_status_t inspect_shards(hpct_dataset_t ds)
 {
@@ -293,7 +314,14 @@ static hpct_status_t inspect_shards(hpct_dataset_t ds)
         ds->bytes_read += e->samples * loaded_row_bytes(ds); /* HDF5 read them at open */
         if (!ds->resident && (sh->fd = open(sh->path, O_RDONLY | O_CLOEXEC)) < 0)
             return hpcti_error(ds->ctx, HPCT_ERR_IO, "shard %s: %s", sh->path, strerror(errno));
+        if (!ds->resident && ds->store_mode == HPCT_STORE_OFF) map_shard(ds, sh);
     }
+    ds->mapped = !ds->resident && ds->store_mode == HPCT_STORE_OFF;
+    for (int i = 0; i < ds->man.num_shards; i++) ds->mapped &= ds->shards[i].map != NULL;
+    if (!ds->resident && ds->store_mode == HPCT_STORE_OFF)
+        hpcti_log(ds->ctx, HPCT_LOG_INFO, "dataset %s: streaming %s", ds->manifest_path,
+                  ds->mapped ? "from the mapped shard files (runs of 64 KiB and more with preadv)"
+                             : "with sorted, coalesced preadv");
     return HPCT_SUCCESS;
 }
 

@@ -40,6 +40,7 @@ struct hpct_dataset {
     size_t features, twidth; /* values per sample */
     int targets_int;
     int resident;
+    int mapped;            /* streaming: every shard is mapped (copy_mapped in reader.c) */
     float *res_inputs;     /* resident: [n, features] */
     void *res_targets;     /* resident, or held while streaming the inputs: [n, twidth] */
     uint64_t bytes_read;   /* from the shard files after open (atomic: the prefetch thread adds) */
@@ -80,8 +81,8 @@ void hpcti_reader_stop(hpct_dataset_t ds);
 HPCTI_CHECK hpct_status_t hpcti_reader_restart(hpct_dataset_t ds);
 /* Rows of global samples idx[0..count) into inputs/targets (fp32 / int32-or-fp32). */
 HPCTI_CHECK hpct_status_t hpcti_load_samples(hpct_dataset_t ds, const uint64_t *idx, size_t count,
-                                 float *inputs, void *targets, unsigned char *scratch, char *err,
-                                 size_t errlen);
+                                             float *inputs, void *targets, unsigned char *scratch,
+                                             char *err, size_t errlen);
 /* Index of the shard holding global sample g. */
 int hpcti_shard_of(const hpct_dataset_t ds, uint64_t g);
 /* Global indices of batch (epoch, step) into ds->batch_idx. */
