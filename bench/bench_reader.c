@@ -7,7 +7,9 @@
  *     raw      read(2) of every shard file, 1 MiB at a time, in manifest order
  *     seq      the reader, shuffle off, streaming (memory budget 0), prefetch thread by the
  *              default rule, then without it (prefetch_depth 0)
- *     shuffled the reader, shuffle on (training order), streaming
+ *     shuffled the reader, shuffle on (training order), streaming: rows copied from the
+ *              mapped files (the default), then with HPCT_STREAM_MMAP=0 (sorted, coalesced
+ *              preadv), then mapped without the prefetch thread
  *     resident the reader, shuffle off and on, whole set loaded at open (budget 4 GiB)
  *   in R rounds (default 5), each round one epoch of every case with raw read(2) measured
  *   again right before each, so that load on a shared machine hits both sides of a ratio
@@ -211,7 +213,7 @@ static double median(const double *v, int n)
 /* One case of the main benchmark: the reader's settings and its figures per round. */
 typedef struct bench_case {
     const char *what;
-    int shuffle, depth;
+    int shuffle, depth, preadv; /* preadv: HPCT_STREAM_MMAP=0 (sorted, coalesced preadv) */
     size_t budget;
     double sps[MAX_ROUNDS], ratio[MAX_ROUNDS], open_s;
 } bench_case_t;
@@ -223,7 +225,10 @@ static int measure_case(hpct_ctx_t ctx, bench_case_t *c, int r, double *raw_sps)
     raw_read();
     double raw = (double)per_shard * SHARDS / (now() - t0);
     result_t res;
-    if (run_reader(ctx, c->shuffle, c->budget, HPCT_CHECKSUM_SIZE, c->depth, &res)) return -1;
+    if (c->preadv) setenv("HPCT_STREAM_MMAP", "0", 1);
+    int bad = run_reader(ctx, c->shuffle, c->budget, HPCT_CHECKSUM_SIZE, c->depth, &res);
+    unsetenv("HPCT_STREAM_MMAP");
+    if (bad) return -1;
     c->sps[r] = res.samples / res.seconds;
     c->ratio[r] = c->sps[r] / raw;
     c->open_s = res.open_seconds;
@@ -422,7 +427,7 @@ int main(int argc, char **argv)
         else
             gib = atof(argv[i]);
     }
-    rounds = rounds < 1 ? 1 : rounds > MAX_ROUNDS / 5 ? MAX_ROUNDS / 5 : rounds;
+    rounds = rounds < 1 ? 1 : rounds > MAX_ROUNDS / 8 ? MAX_ROUNDS / 8 : rounds;
     snprintf(dir + strlen(dir), sizeof dir - strlen(dir), "/hpct-bench-reader");
     mkdir(dir, 0777);
     hpct_ctx_t ctx;
@@ -435,18 +440,21 @@ int main(int argc, char **argv)
     printf("page cache before: %.0f%% of shard bytes resident\n", cached_percent());
     const size_t stream = 0, resident = (size_t)4 << 30;
     bench_case_t cases[] = {
-        {"reader sequential, stream", 0, 2, stream, {0}, {0}, 0},
-        {"  same, no prefetch thread", 0, 0, stream, {0}, {0}, 0},
-        {"reader shuffled, stream", 1, 2, stream, {0}, {0}, 0},
-        {"reader sequential, resident", 0, 2, resident, {0}, {0}, 0},
-        {"reader shuffled, resident", 1, 2, resident, {0}, {0}, 0},
+        {"reader sequential, stream", 0, 2, 0, stream, {0}, {0}, 0},
+        {"  same, no prefetch thread", 0, 0, 0, stream, {0}, {0}, 0},
+        {"reader shuffled, stream", 1, 2, 0, stream, {0}, {0}, 0},
+        {"  same, preadv (no mmap)", 1, 2, 1, stream, {0}, {0}, 0},
+        {"  same, no prefetch thread", 1, 0, 0, stream, {0}, {0}, 0},
+        {"reader sequential, resident", 0, 2, 0, resident, {0}, {0}, 0},
+        {"reader shuffled, resident", 1, 2, 0, resident, {0}, {0}, 0},
     };
     enum { NCASES = sizeof cases / sizeof cases[0] };
+    _Static_assert(NCASES * (MAX_ROUNDS / 8) <= MAX_ROUNDS, "rounds are capped at MAX_ROUNDS / 8");
     double raw[NCASES * MAX_ROUNDS];
     for (int r = 0; r < rounds; r++)
         for (int c = 0; c < NCASES; c++)
             if (measure_case(ctx, &cases[c], r, &raw[r * NCASES + c])) return 1;
-    double raw_sps = median(raw, rounds * NCASES); /* rounds <= MAX_ROUNDS / NCASES */
+    double raw_sps = median(raw, rounds * NCASES); /* rounds * NCASES <= MAX_ROUNDS */
     printf("%d rounds, medians (ratio: per round against raw read(2) measured just before; "
            "smallest-largest)\n",
            rounds);
