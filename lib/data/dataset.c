@@ -357,18 +357,23 @@ static hpct_status_t scan_nonfinite(hpct_dataset_t ds)
     return s;
 }
 
+/* With a context from hpct_init at W > 1 the open is collective in every mode: the ranks
+ * agree after checking the manifest and the shard files (so that no rank parses a shard that
+ * another found missing or corrupt, and a rank that failed before choosing the mode meets the
+ * others), then again at the end; a failure on one rank fails the open on all, naming the
+ * rank and its error (the first failing rank's), within the collective deadline. */
 static hpct_status_t open_all(hpct_dataset_t ds)
 {
     hpct_status_t s = load_manifest(ds);
     if (!s) s = plan_sizes(ds);
     int store = ds->store_mode == HPCT_STORE_JOB || ds->store_mode == HPCT_STORE_NODE;
+    int agree = ds->ctx->data_comms.valid && ds->ctx->data_comms.size > 1;
     if (!s) s = verify_shards(ds);
-    /* stores: no rank parses a shard that another rank found corrupt */
-    if (store && (s = hpcti_store_agree(ds, s))) return s; /* failed on every rank alike */
+    if ((store || agree) && (s = hpcti_store_agree(ds, s))) return s; /* on every rank alike */
     if (!s) s = inspect_shards(ds);
     if (!s && !store && ds->cfg.nonfinite == HPCT_NONFINITE_SKIP) s = scan_nonfinite(ds);
-    if (store) s = hpcti_store_open(ds, s); /* collective: agrees even on failure */
-    return s;
+    if (store) return hpcti_store_open(ds, s); /* collective: agrees even on failure */
+    return agree ? hpcti_store_agree(ds, s) : s;
 }
 
 hpct_status_t hpct_dataset_open(hpct_ctx_t ctx, const char *manifest_path,
