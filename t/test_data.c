@@ -249,6 +249,36 @@ static void test_stream_paths(void)
            (unsigned long long)preadv, (unsigned long long)want);
 }
 
+/* When the prefetch thread holds the next batch but does not run (here it sleeps 20 ms after
+ * claiming each batch, white box: as if the scheduler had taken its CPU), the caller builds
+ * that batch itself in the spare slot instead of waiting: every batch must still be the
+ * contract's, and the caller must have built some of those the thread held (ds->steals). */
+static void test_stalled_thread(void)
+{
+    setenv("HPCT_PREFETCH_THREAD", "1", 1);
+    hpct_dataset_t ds = open_ds(manifest, 0, 2, 1);
+    if (ds) ds->test_thread_stall_s = 0.02; /* before partition starts the thread */
+    int ok = ds && !hpct_dataset_partition(ds, 0, 1, GLOBAL_BATCH) && ds->running;
+    double t0 = hpcti_now();
+    for (long e = 0; ok && e < 2; e++)
+        for (long st = 0; ok && st < 12; st++) {
+            uint64_t idx[GLOBAL_BATCH];
+            const float *x;
+            const void *y;
+            expected_batch(e, st, 1, idx);
+            ok = !hpct_dataset_next(ds, &x, &y);
+            for (int j = 0; ok && j < GLOBAL_BATCH; j++) ok = row_is(x, y, j, idx[j]);
+        }
+    double took = hpcti_now() - t0;
+    long steals = ds ? ds->steals : 0;
+    hpct_dataset_close(ds);
+    unsetenv("HPCT_PREFETCH_THREAD");
+    tap_ok(ok, "prefetch thread stalled 20 ms per batch: 2 epochs of the contract's batches");
+    tap_ok(ok && steals > 0,
+           "the caller built %ld of the batches the stalled thread held (24 batches in %.0f ms)",
+           steals, took * 1e3);
+}
+
 static void test_partition_errors(void)
 {
     hpct_dataset_t ds = open_ds(manifest, 0, 0, 1);
@@ -284,7 +314,7 @@ static void test_partition_errors(void)
 
 int main(void)
 {
-    tap_plan(4 + 2 * 4 * 4 + 2 * 5 + 4 + 6 + 7);
+    tap_plan(4 + 2 * 4 * 4 + 2 * 5 + 4 + 6 + 2 + 7);
     if (hpct_ctx_create(NULL, &ctx)) tap_bail("no context");
     const char *dir = tdu_tmpdir();
     if (!dir) tap_bail("no temporary directory");
@@ -301,6 +331,7 @@ int main(void)
     test_resume(2);
     test_conversion();
     test_stream_paths();
+    test_stalled_thread();
     test_partition_errors();
     hpct_ctx_destroy(ctx);
     tdu_cleanup();

@@ -431,7 +431,7 @@ hpct_status_t hpct_dataset_open(hpct_ctx_t ctx, const char *manifest_path,
 
 static void free_slots(hpct_dataset_t ds)
 {
-    for (int i = 0; i < ds->num_slots; i++) {
+    for (int i = 0; ds->slots && i <= ds->num_slots; i++) { /* the ring and the spare */
         free(ds->slots[i].inputs);
         free(ds->slots[i].targets);
         free(ds->slots[i].scratch);
@@ -497,17 +497,18 @@ int hpcti_prefetch_rule(hpct_dataset_t ds)
     return use;
 }
 
-/* Slots for depth batches in flight plus the one the caller holds. */
+/* Slots for depth batches in flight plus the one the caller holds, and with prefetch the spare
+ * one the caller fills when the thread is not running (reader.c, take_slot). */
 static hpct_status_t alloc_slots(hpct_dataset_t ds)
 {
     free_slots(ds);
     int n = ds->cfg.prefetch_depth + 1;
-    ds->slots = hpcti_calloc(ds->ctx, (size_t)n, sizeof *ds->slots, "prefetch slots");
+    ds->slots = hpcti_calloc(ds->ctx, (size_t)n + 1, sizeof *ds->slots, "prefetch slots");
     if (!ds->slots) return HPCT_ERR_NO_MEMORY;
     ds->num_slots = n;
     size_t lb = (size_t)ds->local_batch;
     size_t raw = (ds->features > ds->twidth ? ds->features : ds->twidth) * 8;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n + (ds->cfg.prefetch_depth > 0); i++) {
         hpcti_slot_t *sl = &ds->slots[i];
         sl->inputs = hpcti_calloc(ds->ctx, lb, ds->features * sizeof(float), "batch inputs");
         sl->targets = hpcti_calloc(ds->ctx, lb, ds->twidth * 4, "batch targets");

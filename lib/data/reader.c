@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- the permutation (contract) ---------------------------------------- */
@@ -340,12 +341,14 @@ static void assign(hpct_dataset_t ds, hpcti_slot_t *slot)
 {
     slot->skipped = 0;
     slot->status = HPCT_SUCCESS;
+    slot->assign_failed = 0;
     for (;;) {
         hpcti_batch_indices(ds, ds->pe, ds->ps);
         if (!hpcti_batch_is_bad(ds)) break;
         hpcti_advance(&ds->pe, &ds->ps, ds->steps);
         if (++slot->skipped >= ds->steps) {
             slot->status = HPCT_ERR_NONFINITE;
+            slot->assign_failed = 1;
             snprintf(slot->err, sizeof slot->err,
                      "every global batch of an epoch of %s holds a non-finite input in /%s; "
                      "nothing left to train on",
@@ -386,14 +389,56 @@ static hpcti_slot_t *claim(hpct_dataset_t ds)
     return slot;
 }
 
-/* Fill a claimed slot outside the lock, then publish it. */
+/* CPU time of the calling thread, seconds: what a fill costs when it runs, whatever the
+ * scheduler did meanwhile (a wall-clock figure would grow with the very stalls that
+ * wait_or_steal is there to cut short). */
+static double cpu_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Fill a claimed slot outside the lock, then publish it (or drop it: the consumer stole it). */
 static void fill_and_publish(hpct_dataset_t ds, hpcti_slot_t *slot)
 {
     pthread_mutex_unlock(&ds->mu);
+    double t0 = cpu_seconds();
     fill(ds, slot);
+    double took = cpu_seconds() - t0;
     pthread_mutex_lock(&ds->mu);
-    slot->state = HPCTI_SLOT_READY;
+    ds->fill_s = ds->fill_s > 0 ? 0.875 * ds->fill_s + 0.125 * took : took;
+    slot->state = slot->state == HPCTI_SLOT_STOLEN ? HPCTI_SLOT_FREE : HPCTI_SLOT_READY;
     pthread_cond_broadcast(&ds->cv);
+}
+
+/* Under ds->mu: the head slot is being filled by the thread and no slot is free. Wait for it
+ * about twice the CPU time a batch takes to fill; then, if the thread has still not finished
+ * (the scheduler has taken its CPU: a wait of a whole time slice), build the same batch in the
+ * spare slot here and mark the head STOLEN. Returns the slot to hand out, or NULL to look
+ * again. */
+static hpcti_slot_t *wait_or_steal(hpct_dataset_t ds)
+{
+    hpcti_slot_t *head = &ds->slots[ds->head], *spare = &ds->slots[ds->num_slots];
+    double patience = 2.0 * ds->fill_s + 50e-6; /* seconds */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until); /* the condition variable's clock */
+    long ns = until.tv_nsec + (long)(patience * 1e9);
+    until.tv_sec += ns / 1000000000L, until.tv_nsec = ns % 1000000000L;
+    if (pthread_cond_timedwait(&ds->cv, &ds->mu, &until) != ETIMEDOUT ||
+        head->state != HPCTI_SLOT_FILLING || head->assign_failed || !spare->inputs)
+        return NULL;
+    /* what assign() wrote under mu; status and err belong to the thread's fill */
+    spare->epoch = head->epoch, spare->step = head->step, spare->skipped = head->skipped;
+    spare->status = HPCT_SUCCESS;
+    memcpy(spare->idx, head->idx, (size_t)ds->local_batch * sizeof *spare->idx);
+    head->state = HPCTI_SLOT_STOLEN;
+    ds->steals++;
+    ds->head = (ds->head + 1) % ds->num_slots;
+    pthread_mutex_unlock(&ds->mu);
+    fill(ds, spare);
+    pthread_mutex_lock(&ds->mu);
+    return spare;
 }
 
 static void *prefetch_main(void *arg)
@@ -405,8 +450,16 @@ static void *prefetch_main(void *arg)
             pthread_cond_wait(&ds->cv, &ds->mu);
         if (ds->stop) break;
         hpcti_slot_t *slot = claim(ds);
+        if (ds->test_thread_stall_s > 0) { /* t/test_data.c: a thread that does not run */
+            pthread_mutex_unlock(&ds->mu);
+            struct timespec ts = {0, (long)(ds->test_thread_stall_s * 1e9)};
+            nanosleep(&ts, NULL);
+            pthread_mutex_lock(&ds->mu);
+        }
         fill_and_publish(ds, slot);
-        if (slot->status) break; /* the consumer reports it and restarts us */
+        /* the consumer reports a failure and restarts us; a stolen slot (now FREE) it
+         * built itself, and reports from its own copy */
+        if (slot->status && slot->state != HPCTI_SLOT_FREE) break;
     }
     pthread_mutex_unlock(&ds->mu);
     return NULL;
@@ -462,17 +515,23 @@ static hpcti_slot_t *take_slot(hpct_dataset_t ds)
     }
     /* While the next batch is not ready, fill the next free slot here (the head one when the
      * thread is behind or has no CPU now) rather than sleep until the thread is scheduled;
-     * wait only when every slot is claimed. */
-    while (ds->slots[ds->head].state != HPCTI_SLOT_READY) {
+     * when every slot is claimed and the thread is on the head one, wait a little, then build
+     * that batch here too (wait_or_steal). */
+    hpcti_slot_t *slot = NULL;
+    while (!slot && ds->slots[ds->head].state != HPCTI_SLOT_READY) {
         if (ds->slots[ds->tail].state == HPCTI_SLOT_FREE)
             fill_and_publish(ds, claim(ds));
+        else if (ds->slots[ds->head].state == HPCTI_SLOT_FILLING)
+            slot = wait_or_steal(ds);
         else
             pthread_cond_wait(&ds->cv, &ds->mu);
     }
-    hpcti_slot_t *slot = &ds->slots[ds->head];
+    if (!slot) {
+        slot = &ds->slots[ds->head];
+        ds->head = (ds->head + 1) % ds->num_slots;
+    }
     slot->state = HPCTI_SLOT_HELD;
-    ds->held = ds->head;
-    ds->head = (ds->head + 1) % ds->num_slots;
+    ds->held = (int)(slot - ds->slots); /* num_slots for the spare */
     pthread_mutex_unlock(&ds->mu);
     return slot;
 }

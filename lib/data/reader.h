@@ -9,8 +9,16 @@
 /* Rows per preadv (and per sort) of the streaming reader; at most IOV_MAX. */
 #define HPCTI_MAX_IOV 256
 
-/* FREE -> FILLING (claimed by the thread or the consumer, position assigned) -> READY -> HELD. */
-enum hpcti_slot_state { HPCTI_SLOT_FREE, HPCTI_SLOT_FILLING, HPCTI_SLOT_READY, HPCTI_SLOT_HELD };
+/* FREE -> FILLING (claimed by the thread or the consumer, position assigned) -> READY -> HELD.
+ * FILLING -> STOLEN: the consumer built the same batch in the spare slot rather than wait for
+ * a thread that was not running; the thread's copy is then dropped (STOLEN -> FREE). */
+enum hpcti_slot_state {
+    HPCTI_SLOT_FREE,
+    HPCTI_SLOT_FILLING,
+    HPCTI_SLOT_READY,
+    HPCTI_SLOT_HELD,
+    HPCTI_SLOT_STOLEN
+};
 
 /* One prefetched batch: this rank's rows and where in the stream they come from. */
 typedef struct hpcti_slot {
@@ -21,6 +29,7 @@ typedef struct hpcti_slot {
     long epoch, step;     /* position of this batch */
     long skipped;         /* global batches skipped just before it */
     hpct_status_t status; /* non-zero: reading failed, err says why */
+    int assign_failed;    /* set under mu by assign(): no batch to fill (status says why) */
     char err[768];
     float *inputs;          /* [local_batch, features] */
     void *targets;          /* [local_batch, target width], int32 or fp32 */
@@ -62,9 +71,13 @@ struct hpct_dataset {
     long perm_epoch;
     uint64_t *perm;      /* [n] permutation of epoch perm_epoch (shuffle on) */
     uint64_t *batch_idx; /* [global_batch] global indices of the batch being built */
-    /* ring of prefetch slots */
-    int num_slots, head, tail, held;
+    /* ring of prefetch slots, then the spare one: slots[num_slots] */
+    int num_slots, head, tail, held; /* held: the caller's slot, num_slots for the spare */
     hpcti_slot_t *slots;
+    double fill_s; /* CPU seconds one batch takes to fill (moving average, under mu) */
+    long steals;   /* batches the caller built itself while the thread held them (under mu) */
+    double test_thread_stall_s; /* white-box tests only: the thread sleeps this long before
+                                   each fill, as if the scheduler had taken its CPU */
     pthread_t thread;
     int threaded; /* the prefetch thread is used (hpcti_prefetch_rule) */
     int running, stop;
