@@ -8,9 +8,11 @@
 #include "hpctrain.h"
 #include "lib/tap.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define FEATURES     5
 #define GLOBAL_BATCH 24
@@ -259,6 +261,13 @@ static void test_stalled_thread(void)
     hpct_dataset_t ds = open_ds(manifest, 0, 2, 1);
     if (ds) ds->test_thread_stall_s = 0.02; /* before partition starts the thread */
     int ok = ds && !hpct_dataset_partition(ds, 0, 1, GLOBAL_BATCH) && ds->running;
+    /* let the thread claim the first batch (then it stalls), or the caller would build them all */
+    for (int claimed = 0, i = 0; ok && !claimed && i < 5000; i++) {
+        pthread_mutex_lock(&ds->mu);
+        claimed = ds->slots[0].state != HPCTI_SLOT_FREE;
+        pthread_mutex_unlock(&ds->mu);
+        if (!claimed) usleep(1000);
+    }
     double t0 = hpcti_now();
     for (long e = 0; ok && e < 2; e++)
         for (long st = 0; ok && st < 12; st++) {

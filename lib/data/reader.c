@@ -452,7 +452,8 @@ static void *prefetch_main(void *arg)
         hpcti_slot_t *slot = claim(ds);
         if (ds->test_thread_stall_s > 0) { /* t/test_data.c: a thread that does not run */
             pthread_mutex_unlock(&ds->mu);
-            struct timespec ts = {0, (long)(ds->test_thread_stall_s * 1e9)};
+            long ns = (long)(ds->test_thread_stall_s * 1e9);
+            struct timespec ts = {ns / 1000000000L, ns % 1000000000L};
             nanosleep(&ts, NULL);
             pthread_mutex_lock(&ds->mu);
         }
