@@ -215,7 +215,7 @@ static void test_conversion(void)
 }
 
 /* Bytes counted as read by one shuffled streaming epoch at W = 1 (prefetch thread off);
- * *mapped: whether the reader copied from the mapped files (white box). */
+ * *mapped: whether the reader copied from the mapped files, in the page cache (white box). */
 static uint64_t epoch_bytes_read(int *mapped)
 {
     hpct_dataset_t ds = open_ds(manifest, 0, 0, 1);
@@ -224,7 +224,7 @@ static uint64_t epoch_bytes_read(int *mapped)
         ds && !hpct_dataset_partition(ds, 0, 1, GLOBAL_BATCH) && !hpct_dataset_stats(ds, &before);
     for (int s = 0; ok && s < 12; s++) ok = !hpct_dataset_next(ds, NULL, NULL);
     ok = ok && !hpct_dataset_stats(ds, &after);
-    *mapped = ds ? ds->mapped : -1;
+    *mapped = ds ? ds->mapped && ds->hot : -1;
     hpct_dataset_close(ds);
     return ok ? after.bytes_read - before.bytes_read : 0;
 }

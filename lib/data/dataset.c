@@ -269,25 +269,46 @@ static hpct_status_t verify_shards(hpct_dataset_t ds)
     return HPCT_SUCCESS;
 }
 
-/* Streaming: map the shard file read-only, so that a batch copies its rows out of the page
- * cache with no system call (reader.c); the store's bulk reads and a failed mapping use preadv.
- * HPCT_STREAM_MMAP=0 turns it off. Shuffled access gets MADV_RANDOM: a page fault then reads
- * only the pages of the row, not the read-around window. */
-static void map_shard(hpct_dataset_t ds, hpcti_shard_t *sh)
+/* Map one shard file read-only; 0, or -1 with errno set. Shuffled access gets MADV_RANDOM:
+ * a page fault then reads only the pages of the row, not the read-around window. */
+static int map_shard(hpct_dataset_t ds, hpcti_shard_t *sh)
+{
+    struct stat st;
+    if (fstat(sh->fd, &st)) return -1;
+    if (st.st_size <= 0 || (uint64_t)st.st_size > SIZE_MAX) return errno = EINVAL, -1;
+    void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, sh->fd, 0);
+    if (map == MAP_FAILED) return -1;
+    if (ds->cfg.shuffle) madvise(map, (size_t)st.st_size, MADV_RANDOM); /* advice only */
+    sh->map = map, sh->map_bytes = (size_t)st.st_size;
+    return 0;
+}
+
+/* Streaming: map every shard file, so that a batch copies its rows out of the page cache with
+ * no system call (reader.c); the stores' bulk reads use preadv. All or none: when one shard
+ * cannot be mapped (address space, vm.max_map_count), the others are unmapped again and every
+ * batch is read with sorted, coalesced preadv, as with HPCT_STREAM_MMAP=0. */
+static void map_shards(hpct_dataset_t ds)
 {
     const char *env = getenv("HPCT_STREAM_MMAP");
-    struct stat st;
-    if ((env && !strcmp(env, "0")) || fstat(sh->fd, &st) || st.st_size <= 0 ||
-        (uint64_t)st.st_size > SIZE_MAX)
-        return;
-    void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, sh->fd, 0);
-    if (map == MAP_FAILED) {
-        hpcti_log(ds->ctx, HPCT_LOG_DEBUG, "shard %s: mmap failed (%s): streaming with preadv",
-                  sh->path, strerror(errno));
-        return;
-    }
-    if (ds->cfg.shuffle) madvise(map, (size_t)st.st_size, MADV_RANDOM);
-    sh->map = map, sh->map_bytes = (size_t)st.st_size;
+    ds->mapped = !ds->resident && ds->store_mode == HPCT_STORE_OFF && !(env && !strcmp(env, "0"));
+    for (int i = 0; ds->mapped && i < ds->man.num_shards; i++)
+        if (map_shard(ds, &ds->shards[i])) {
+            hpcti_log(ds->ctx, HPCT_LOG_INFO, "dataset %s: cannot map shard %s (%s)",
+                      ds->manifest_path, ds->shards[i].path, strerror(errno));
+            ds->mapped = 0;
+        }
+    for (int i = 0; !ds->mapped && i < ds->man.num_shards; i++)
+        if (ds->shards[i].map) {
+            munmap((void *)ds->shards[i].map, ds->shards[i].map_bytes);
+            ds->shards[i].map = NULL, ds->shards[i].map_bytes = 0;
+        }
+    ds->hot = hpcti_mapped_hot(ds); /* checked again at each epoch (reader.c, assign) */
+    ds->hot_epoch = -1;
+    if (!ds->resident && ds->store_mode == HPCT_STORE_OFF)
+        hpcti_log(ds->ctx, HPCT_LOG_INFO, "dataset %s: streaming %s", ds->manifest_path,
+                  ds->mapped ? "from the mapped shard files while they are in the page cache, "
+                               "else (and runs of 64 KiB and more) with preadv"
+                             : "with sorted, coalesced preadv");
 }
 
 /* Open every verified shard with HDF5: check it, load (resident) or locate (streaming) rows. */
@@ -314,14 +335,8 @@ static hpct_status_t inspect_shards(hpct_dataset_t ds)
         ds->bytes_read += e->samples * loaded_row_bytes(ds); /* HDF5 read them at open */
         if (!ds->resident && (sh->fd = open(sh->path, O_RDONLY | O_CLOEXEC)) < 0)
             return hpcti_error(ds->ctx, HPCT_ERR_IO, "shard %s: %s", sh->path, strerror(errno));
-        if (!ds->resident && ds->store_mode == HPCT_STORE_OFF) map_shard(ds, sh);
     }
-    ds->mapped = !ds->resident && ds->store_mode == HPCT_STORE_OFF;
-    for (int i = 0; i < ds->man.num_shards; i++) ds->mapped &= ds->shards[i].map != NULL;
-    if (!ds->resident && ds->store_mode == HPCT_STORE_OFF)
-        hpcti_log(ds->ctx, HPCT_LOG_INFO, "dataset %s: streaming %s", ds->manifest_path,
-                  ds->mapped ? "from the mapped shard files (runs of 64 KiB and more with preadv)"
-                             : "with sorted, coalesced preadv");
+    map_shards(ds);
     return HPCT_SUCCESS;
 }
 

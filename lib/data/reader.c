@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -215,6 +216,25 @@ static hpct_status_t copy_mapped(hpct_dataset_t ds, int array, const uint64_t *i
     return HPCT_SUCCESS;
 }
 
+int hpcti_mapped_hot(const hpct_dataset_t ds)
+{
+    enum { PROBES = 1024 }; /* pages looked at, spread over the shards by size */
+    if (!ds->mapped) return 0;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), total = 0, probes = 0, in = 0;
+    for (int k = 0; k < ds->num_shards; k++) total += ds->shards[k].map_bytes;
+    for (int k = 0; k < ds->num_shards && total; k++) {
+        const hpcti_shard_t *sh = &ds->shards[k];
+        size_t pages = (sh->map_bytes + page - 1) / page;
+        size_t n = (size_t)((double)PROBES * (double)sh->map_bytes / (double)total) + 1;
+        for (size_t i = 0; i < n && pages; i++) {
+            unsigned char v = 0;
+            size_t at = (i * pages / n) * page; /* page-aligned: the mapping starts on a page */
+            if (!mincore((void *)(sh->map + at), 1, &v)) probes++, in += v & 1;
+        }
+    }
+    return probes && in * 10 >= probes * 9;
+}
+
 /* Rows of one array into dst (fp32, or int32 when as_int), through scratch when the stored
  * type differs. */
 static hpct_status_t stream_array(hpct_dataset_t ds, int array, const uint64_t *idx, size_t count,
@@ -230,7 +250,7 @@ static hpct_status_t stream_array(hpct_dataset_t ds, int array, const uint64_t *
         size_t part = count - done < HPCTI_MAX_IOV ? count - done : HPCTI_MAX_IOV;
         unsigned char *out = (unsigned char *)dst + done * values * 4;
         unsigned char *raw = direct ? out : scratch;
-        hpct_status_t s = ds->mapped
+        hpct_status_t s = __atomic_load_n(&ds->hot, __ATOMIC_RELAXED)
                               ? copy_mapped(ds, array, idx + done, part, raw, err, errlen)
                               : read_array(ds, array, idx + done, part, raw, req, iov, err, errlen);
         if (s) return s;
@@ -357,6 +377,10 @@ static void assign(hpct_dataset_t ds, hpcti_slot_t *slot)
         }
     }
     slot->epoch = ds->pe, slot->step = ds->ps;
+    if (ds->mapped && ds->hot_epoch != ds->pe) { /* once an epoch: still in the page cache? */
+        __atomic_store_n(&ds->hot, hpcti_mapped_hot(ds), __ATOMIC_RELAXED);
+        ds->hot_epoch = ds->pe;
+    }
     memcpy(slot->idx, ds->batch_idx + (size_t)ds->rank * (size_t)ds->local_batch,
            (size_t)ds->local_batch * sizeof(uint64_t));
     hpcti_advance(&ds->pe, &ds->ps, ds->steps);

@@ -50,6 +50,9 @@ struct hpct_dataset {
     int targets_int;
     int resident;
     int mapped;            /* streaming: every shard is mapped (copy_mapped in reader.c) */
+    int hot;               /* mapped and about all in the page cache: copy from the mapping
+                              (atomic: set by the producer at each epoch, read by fills) */
+    long hot_epoch;        /* the producer epoch hot was last checked for */
     float *res_inputs;     /* resident: [n, features] */
     void *res_targets;     /* resident, or held while streaming the inputs: [n, twidth] */
     uint64_t bytes_read;   /* from the shard files after open (atomic: the prefetch thread adds) */
@@ -85,6 +88,10 @@ struct hpct_dataset {
     pthread_cond_t cv;
 };
 
+/* Mapped streaming: 1 when at least 90% of a sample of the shards' pages is in the page
+ * cache (mincore), so copying rows out of the mapping beats reading them (a page fault on a
+ * cold mapping reads one page at a time). */
+int hpcti_mapped_hot(const hpct_dataset_t ds);
 /* Whether to run the prefetch thread: prefetch_depth > 0 and the rank has a CPU to spare for
  * it (HPCT_PREFETCH_THREAD=0/1 overrides); logs the choice. */
 int hpcti_prefetch_rule(hpct_dataset_t ds);
