@@ -368,7 +368,9 @@ typedef struct hpct_data_config {
 
 /* Open the shards listed by the manifest; checks the manifest, then every shard's checksum
  * (per cfg) before HDF5 parses it, then dtypes and shapes. cfg NULL means the defaults.
- * All HDF5 calls of the reader happen here, on the calling thread. */
+ * All HDF5 calls of the reader happen here, on the calling thread. With a context from
+ * hpct_init at W > 1 it is collective in every store mode: a failure on one rank fails it on
+ * every rank, naming that rank and its error. */
 hpct_status_t hpct_dataset_open(hpct_ctx_t ctx, const char *manifest_path,
                                 const hpct_data_config_t *cfg, hpct_dataset_t *ds);
 /* Stop the prefetch thread and free everything; NULL is accepted. */
