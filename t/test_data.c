@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define FEATURES     5
@@ -288,6 +289,42 @@ static void test_stalled_thread(void)
            steals, took * 1e3);
 }
 
+/* A shard file truncated while the dataset streams from its mapping (rewritten in place during
+ * the job): the copy that touches the lost pages fails with HPCT_ERR_IO naming the file, on
+ * the caller's thread (depth 0) and on the prefetch thread (depth 2), instead of SIGBUS
+ * killing the process. Each case writes its own copy of the files. */
+static void test_shrunk_shard(const char *dir, int depth)
+{
+    char sub[600], path[700];
+    snprintf(sub, sizeof sub, "%s/shrink%d", dir, depth);
+    const char *names[3] = {"a.h5", "b.h5", "c.h5"};
+    uint64_t first = 0;
+    int ok = !mkdir(sub, 0700);
+    for (int i = 0; ok && i < 3; i++) {
+        tdu_shard_t sh = tdu_shard(shard_rows[i], first, FEATURES, 16);
+        snprintf(path, sizeof path, "%s/%s", sub, names[i]);
+        ok = !tdu_write_shard(path, &sh);
+        first += shard_rows[i];
+    }
+    ok = ok && !tdu_write_manifest(sub, "m.manifest", 3, names, "float32", FEATURES);
+    snprintf(path, sizeof path, "%s/m.manifest", sub);
+    if (depth) setenv("HPCT_PREFETCH_THREAD", "1", 1);
+    hpct_dataset_t ds = ok ? open_ds(path, 0, depth, 1) : NULL;
+    ok = ds && !hpct_dataset_partition(ds, 0, 1, GLOBAL_BATCH) &&
+         !hpct_dataset_next(ds, NULL, NULL) && ds->mapped && ds->hot; /* the epoch's cache check */
+    snprintf(path, sizeof path, "%s/b.h5", sub);
+    ok = ok && !truncate(path, 0);
+    hpct_status_t s = HPCT_SUCCESS;
+    for (int st = 0; ok && s == HPCT_SUCCESS && st < 12; st++)
+        s = hpct_dataset_next(ds, NULL, NULL);
+    const char *msg = hpct_last_error(ctx);
+    tap_ok(ok && s == HPCT_ERR_IO && strstr(msg, path) && strstr(msg, "shrank"),
+           "a shard truncated under its mapping (prefetch depth %d): %s: %s", depth,
+           hpct_strerror(s), msg);
+    hpct_dataset_close(ds);
+    unsetenv("HPCT_PREFETCH_THREAD");
+}
+
 static void test_partition_errors(void)
 {
     hpct_dataset_t ds = open_ds(manifest, 0, 0, 1);
@@ -323,7 +360,7 @@ static void test_partition_errors(void)
 
 int main(void)
 {
-    tap_plan(4 + 2 * 4 * 4 + 2 * 5 + 4 + 6 + 2 + 7);
+    tap_plan(4 + 2 * 4 * 4 + 2 * 5 + 4 + 6 + 2 + 2 + 7);
     if (hpct_ctx_create(NULL, &ctx)) tap_bail("no context");
     const char *dir = tdu_tmpdir();
     if (!dir) tap_bail("no temporary directory");
@@ -341,6 +378,8 @@ int main(void)
     test_conversion();
     test_stream_paths();
     test_stalled_thread();
+    test_shrunk_shard(dir, 0);
+    test_shrunk_shard(dir, 2);
     test_partition_errors();
     hpct_ctx_destroy(ctx);
     tdu_cleanup();

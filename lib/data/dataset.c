@@ -2,6 +2,7 @@
  * HDF5 parses a shard, the resident-or-streaming choice, and the skip-policy scan. */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "reader.h"
+#include "mapguard.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -291,6 +292,12 @@ static void map_shards(hpct_dataset_t ds)
 {
     const char *env = getenv("HPCT_STREAM_MMAP");
     ds->mapped = !ds->resident && ds->store_mode == HPCT_STORE_OFF && !(env && !strcmp(env, "0"));
+    if (ds->mapped && hpcti_mapguard_acquire()) { /* a shrunk file must not kill the process */
+        hpcti_log(ds->ctx, HPCT_LOG_INFO, "dataset %s: cannot install the SIGBUS guard (%s)",
+                  ds->manifest_path, strerror(errno));
+        ds->mapped = 0;
+    }
+    ds->guarded = ds->mapped;
     for (int i = 0; ds->mapped && i < ds->man.num_shards; i++)
         if (map_shard(ds, &ds->shards[i])) {
             hpcti_log(ds->ctx, HPCT_LOG_INFO, "dataset %s: cannot map shard %s (%s)",
@@ -464,6 +471,7 @@ void hpct_dataset_close(hpct_dataset_t ds)
     hpcti_store_free(ds);
     free_slots(ds);
     for (int i = 0; i < ds->num_shards; i++) hpcti_shard_release(&ds->shards[i]);
+    if (ds->guarded) hpcti_mapguard_release();
     free(ds->shards);
     hpcti_manifest_free(&ds->man);
     free(ds->res_inputs), free(ds->res_targets), free(ds->bad), free(ds->perm);

@@ -5,6 +5,7 @@
  * prefetch thread copies rows from memory (resident mode) or pread(2)s them at offsets
  * HDF5 reported (streaming mode); it never enters HDF5, which is not thread-safe here. */
 #include "reader.h"
+#include "mapguard.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -185,10 +186,11 @@ static void prefetch_mapped(hpct_dataset_t ds, int array, uint64_t g, size_t rb)
 /* Rows of samples idx[0..count) of one array into raw [count, row_bytes], in batch order, from
  * the shards' mappings: one memcpy per run of rows adjacent in the batch and in the file, no
  * sort and no system call. A run of HPCTI_PREADV_RUN bytes or more (a sequential batch) is
- * read with preadv instead, and so is a row past the end of the mapping (the file shrank:
- * preadv names it). The bytes copied count as read. */
-static hpct_status_t copy_mapped(hpct_dataset_t ds, int array, const uint64_t *idx, size_t count,
-                                 unsigned char *raw, char *err, size_t errlen)
+ * read with preadv instead, and so is a row past the end of the mapping. *at: the shard being
+ * copied from, for the fault path of copy_mapped. The bytes copied count as read. */
+static hpct_status_t copy_runs(hpct_dataset_t ds, int array, const uint64_t *idx, size_t count,
+                               unsigned char *raw, const hpcti_shard_t *volatile *at, char *err,
+                               size_t errlen)
 {
     uint64_t copied = 0;
     for (size_t j = 0; j < count;) {
@@ -207,6 +209,7 @@ static hpct_status_t copy_mapped(hpct_dataset_t ds, int array, const uint64_t *i
             if (s) return s;
         } else {
             if (j + run < count) prefetch_mapped(ds, array, idx[j + run], rb);
+            *at = sh;
             memcpy(raw + j * rb, sh->map + off, bytes);
             copied += bytes;
         }
@@ -214,6 +217,30 @@ static hpct_status_t copy_mapped(hpct_dataset_t ds, int array, const uint64_t *i
     }
     __atomic_fetch_add(&ds->bytes_read, copied, __ATOMIC_RELAXED);
     return HPCT_SUCCESS;
+}
+
+/* copy_runs inside a SIGBUS guard (mapguard.h): when a shard file shrank under its mapping
+ * (rewritten in place during the job), the copy fails naming the file instead of the process
+ * dying, and later batches go through preadv, which reports the short file too. */
+static hpct_status_t copy_mapped(hpct_dataset_t ds, int array, const uint64_t *idx, size_t count,
+                                 unsigned char *raw, char *err, size_t errlen)
+{
+    const hpcti_shard_t *volatile at = NULL;
+    sigjmp_buf jb;
+    if (sigsetjmp(jb, 0)) {
+        hpcti_mapguard_recover();
+        __atomic_store_n(&ds->hot, 0, __ATOMIC_RELAXED);
+        const hpcti_shard_t *sh = at;
+        snprintf(err, errlen,
+                 "shard %s dataset /%s: the file shrank while it was read (it was %zu bytes when "
+                 "the dataset was opened: rewritten during the job?)",
+                 sh ? sh->path : "?", ds->names[array], sh ? sh->map_bytes : (size_t)0);
+        return HPCT_ERR_IO;
+    }
+    hpcti_mapguard_enter(&jb);
+    hpct_status_t s = copy_runs(ds, array, idx, count, raw, &at, err, errlen);
+    hpcti_mapguard_leave();
+    return s;
 }
 
 int hpcti_mapped_hot(const hpct_dataset_t ds)

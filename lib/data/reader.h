@@ -50,6 +50,7 @@ struct hpct_dataset {
     int targets_int;
     int resident;
     int mapped;            /* streaming: every shard is mapped (copy_mapped in reader.c) */
+    int guarded;           /* holds the SIGBUS guard (mapguard.h), released at close */
     int hot;               /* mapped and about all in the page cache: copy from the mapping
                               (atomic: set by the producer at each epoch, read by fills) */
     long hot_epoch;        /* the producer epoch hot was last checked for */
