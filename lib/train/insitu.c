@@ -37,6 +37,7 @@ struct hpct_insitu {
     long test_delay_ms;        /* test hook HPCT_TEST_STEP_DELAY_MS: sleep after each step, ms */
     struct hpcti_observer obs; /* metrics file and step times (observe.h), from start */
     int timeline;              /* 1: this session opened the context's timeline */
+    double last_end;           /* monotonic time the last step call returned; 0: none yet */
 };
 
 static double comm_wait_s(hpct_insitu_t S)
@@ -405,7 +406,18 @@ static hpct_status_t timed(hpct_insitu_t S, const char *fn, struct local *me, fl
     hpct_status_t s = complete(S, fn, me, loss);
     S->inside_s += hpcti_now() - t0;
     test_delay(S);
+    S->last_end = hpcti_now();
     return s;
+}
+
+/* The timeline at the start of a step call at t0: the simulation's own time since the last
+ * call returned (the in-situ data wait, inside the span of the step before), then the span
+ * of the new step. */
+static void timeline_begin(hpct_insitu_t S, double t0)
+{
+    if (S->ctx->timeline && S->last_end > 0)
+        hpcti_tl_span(S->ctx, 0, "data_wait", "data", S->last_end, t0, NULL);
+    hpcti_tl_step(S->ctx, S->step + 1);
 }
 
 hpct_status_t hpct_insitu_step(hpct_insitu_t S, const float *x, const void *targets,
@@ -414,7 +426,7 @@ hpct_status_t hpct_insitu_step(hpct_insitu_t S, const float *x, const void *targ
     static const char fn[] = "hpct_insitu_step";
     if (!S) return HPCT_ERR_INVALID_ARG;
     double t0 = hpcti_now();
-    hpcti_tl_step(S->ctx, S->step + 1);
+    timeline_begin(S, t0);
     S->ctx->step_now = S->step + 1;
     hpcti_clear_error(S->ctx);
     struct local me = {.batch = local_batch};
@@ -442,7 +454,7 @@ hpct_status_t hpct_insitu_step_grads(hpct_insitu_t S, int local_batch, float loc
     static const char fn[] = "hpct_insitu_step_grads";
     if (!S) return HPCT_ERR_INVALID_ARG;
     double t0 = hpcti_now();
-    hpcti_tl_step(S->ctx, S->step + 1);
+    timeline_begin(S, t0);
     S->ctx->step_now = S->step + 1;
     hpcti_clear_error(S->ctx);
     struct local me = {.batch = local_batch};
