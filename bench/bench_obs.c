@@ -1,8 +1,8 @@
 /* bench_obs.c: what watching a run costs (issue 11). hpct_train of a 784-256-256-10 ReLU MLP
- * (softmax CE, SGD, global batch 256, one BLAS thread per rank, no checkpoints) on synthetic
- * data, in the modes asked for (MODES, comma-separated; "off" is the baseline and must be one):
- *   off       no metrics file, no straggler detection, no timeline
- *   metrics   the metrics file at the default cadence (log_interval 50) with straggler
+ * (softmax CE, SGD, global batch 256, one BLAS thread per rank, no checkpoints; MODEL "tiny":
+ * 16-16-16-4, global batch 32) on synthetic data, in the modes asked for (MODES, comma-separated;
+ * "off" is the baseline and must be one): off       no metrics file, no straggler detection, no
+ * timeline metrics   the metrics file at the default cadence (log_interval 50) with straggler
  *             detection (per-rank step times gathered at every report)
  *   timeline  the per-rank timeline (ring of 100 steps, rewritten every 100 steps)
  *   both      metrics and timeline
@@ -16,8 +16,12 @@
  * CPUTIME_ID around hpct_train: what the rank itself spent, less sensitive to other jobs than
  * wall time, though a rank that polls while it waits for a descheduled peer adds to it).
  * The load average (/proc/loadavg) at the start and the end says how quiet the machine was.
- *   [mpirun -np W] bench/bench_obs [SCRATCH] [ROUNDS] [STEPS] [MODES]
- *   (defaults: /tmp 15 400 off,metrics,timeline) */
+ * Each cost is also given in microseconds per step (median of the paired differences over
+ * the steps of a run): with MODEL "tiny" (16-16-16-4, global batch 32: steps of tens of
+ * microseconds) that absolute figure stands far above the noise, and divided by the step
+ * time of a real run it gives that run's share.
+ *   [mpirun -np W] bench/bench_obs [SCRATCH] [ROUNDS] [STEPS] [MODES] [MODEL]
+ *   (defaults: /tmp 15 400 off,metrics,timeline mlp) */
 #include <hpctrain.h>
 
 #include <mpi.h>
@@ -28,17 +32,21 @@
 #include <unistd.h>
 #include "bench_util.h"
 
-#define N_SAMPLES    16384
-#define FEATURES     784
-#define CLASSES      10
-#define GLOBAL_BATCH 256
-#define MAX_ROUNDS   200
-#define MAX_WORLD    1024
+#define N_SAMPLES  16384
+#define MAX_ROUNDS 200
+#define MAX_WORLD  1024
 
 enum { OFF, METRICS, TIMELINE, BOTH, MODES };
 static const char *mode_name[MODES] = {"off", "metrics", "timeline", "both"};
 
 static int rank, size;
+/* The model trained: "mlp" (the run to judge the targets on) or "tiny" (a step of a few
+ * microseconds, so that what watching adds per step shows in absolute terms) */
+static struct shape {
+    const char *name;
+    int features, hidden, classes, global_batch;
+} shape = {"mlp", 784, 256, 10, 256};
+static const struct shape tiny = {"tiny", 16, 16, 4, 32};
 static int nmodes, modes[MODES]; /* the modes asked for; modes[0] is OFF */
 
 static void die(hpct_ctx_t ctx, const char *what, hpct_status_t s)
@@ -52,13 +60,14 @@ static void die(hpct_ctx_t ctx, const char *what, hpct_status_t s)
 static void write_data(hpct_ctx_t ctx, const char *dir, char *manifest, size_t len)
 {
     char shard[1100];
-    snprintf(shard, sizeof shard, "%s/obs-shard.h5", dir);
-    snprintf(manifest, len, "%s/obs-manifest.txt", dir);
+    snprintf(shard, sizeof shard, "%s/obs-%s-shard.h5", dir, shape.name);
+    snprintf(manifest, len, "%s/obs-%s-manifest.txt", dir, shape.name);
     if (rank != 0) return;
-    float *x = filled((size_t)N_SAMPLES * FEATURES, 1.0f);
+    float *x = filled((size_t)N_SAMPLES * shape.features, 1.0f);
     int32_t *y = malloc(sizeof *y * N_SAMPLES);
-    for (int i = 0; i < N_SAMPLES; i++) y[i] = (int32_t)((unsigned)i * 2654435761u % CLASSES);
-    uint64_t xd[2] = {N_SAMPLES, FEATURES}, yd[1] = {N_SAMPLES};
+    for (int i = 0; i < N_SAMPLES; i++)
+        y[i] = (int32_t)((unsigned)i * 2654435761u % (unsigned)shape.classes);
+    uint64_t xd[2] = {N_SAMPLES, (uint64_t)shape.features}, yd[1] = {N_SAMPLES};
     hpct_shard_writer_t w;
     hpct_manifest_t m;
     hpct_status_t s = hpct_shard_create(ctx, shard, NULL, &w);
@@ -100,11 +109,11 @@ static double run(hpct_ctx_t ctx, hpct_dataset_t ds, int mode, long steps, const
     hpct_optimizer_t opt;
     hpct_optim_config_t oc = HPCT_OPTIM_CONFIG_INITIALIZER;
     oc.lr = 0.05f, oc.momentum = 0.9f;
-    hpct_status_t s = hpct_model_create(ctx, FEATURES, &model);
-    if (!s) s = hpct_model_add_dense(model, 256, HPCT_ACT_RELU, HPCT_INIT_AUTO);
-    if (!s) s = hpct_model_add_dense(model, 256, HPCT_ACT_RELU, HPCT_INIT_AUTO);
-    if (!s) s = hpct_model_add_dense(model, CLASSES, HPCT_ACT_IDENTITY, HPCT_INIT_AUTO);
-    if (!s) s = hpct_model_build(model, GLOBAL_BATCH / size);
+    hpct_status_t s = hpct_model_create(ctx, shape.features, &model);
+    if (!s) s = hpct_model_add_dense(model, shape.hidden, HPCT_ACT_RELU, HPCT_INIT_AUTO);
+    if (!s) s = hpct_model_add_dense(model, shape.hidden, HPCT_ACT_RELU, HPCT_INIT_AUTO);
+    if (!s) s = hpct_model_add_dense(model, shape.classes, HPCT_ACT_IDENTITY, HPCT_INIT_AUTO);
+    if (!s) s = hpct_model_build(model, shape.global_batch / size);
     if (!s) s = hpct_model_params(model, &params);
     if (!s) s = hpct_optimizer_create(params, &oc, &opt);
     if (s) die(ctx, "building the model", s);
@@ -113,7 +122,7 @@ static double run(hpct_ctx_t ctx, hpct_dataset_t ds, int mode, long steps, const
     snprintf(timeline, sizeof timeline, "%s/obs-timeline", dir);
     remove_outputs(metrics, timeline);
     hpct_train_config_t tc = HPCT_TRAIN_CONFIG_INITIALIZER;
-    tc.global_batch = GLOBAL_BATCH, tc.epochs = 1000, tc.max_steps = steps, tc.resume = 0;
+    tc.global_batch = shape.global_batch, tc.epochs = 1000, tc.max_steps = steps, tc.resume = 0;
     tc.straggler_threshold = mode == METRICS || mode == BOTH ? 0.2 : 0.0;
     tc.metrics_path = mode == METRICS || mode == BOTH ? metrics : NULL;
     tc.timeline_path = mode == TIMELINE || mode == BOTH ? timeline : NULL;
@@ -154,20 +163,22 @@ static void loadavg(double l[3])
     fclose(f);
 }
 
-/* One table: x [mode][round] seconds; each mode's median and its cost against OFF, paired by
- * round: median, quartiles, min..max of the per-round costs, rounds slower than off. */
-static void table(const char *what, double x[MODES][MAX_ROUNDS], int rounds)
+/* One table: x [mode][round] seconds of runs of `steps` steps; each mode's median and its cost
+ * against OFF, paired by round: median of the per-round costs (also in microseconds per step),
+ * their quartiles and min..max, and the rounds slower than off. */
+static void table(const char *what, double x[MODES][MAX_ROUNDS], int rounds, long steps)
 {
     printf("  %s\n", what);
-    printf("    %-9s %9s %9s %19s %19s %7s\n", "mode", "median s", "cost", "quartiles of cost",
-           "min..max of cost", "slower");
+    printf("    %-9s %9s %9s %8s %19s %19s %7s\n", "mode", "median s", "cost", "us/step",
+           "quartiles of cost", "min..max of cost", "slower");
     for (int k = 0; k < nmodes; k++) {
         int m = modes[k];
-        double v[MAX_ROUNDS], d[MAX_ROUNDS];
+        double v[MAX_ROUNDS], d[MAX_ROUNDS], us[MAX_ROUNDS];
         int slower = 0;
         for (int r = 0; r < rounds; r++) {
             v[r] = x[m][r];
             d[r] = 100.0 * (x[m][r] - x[OFF][r]) / x[OFF][r];
+            us[r] = 1e6 * (x[m][r] - x[OFF][r]) / (double)steps;
             slower += x[m][r] > x[OFF][r];
         }
         double med = quantile(v, rounds, 0.5);
@@ -177,11 +188,11 @@ static void table(const char *what, double x[MODES][MAX_ROUNDS], int rounds)
         }
         double q1 = quantile(d, rounds, 0.25), q2 = quantile(d, rounds, 0.5);
         double q3 = quantile(d, rounds, 0.75);
-        char quart[40], range[40];
+        char quart[40], range[40]; /* d is sorted now */
         snprintf(quart, sizeof quart, "%+.2f..%+.2f%%", q1, q3);
         snprintf(range, sizeof range, "%+.2f..%+.2f%%", d[0], d[rounds - 1]);
-        printf("    %-9s %9.4f %+8.2f%% %19s %19s %3d/%-3d\n", mode_name[m], med, q2, quart, range,
-               slower, rounds);
+        printf("    %-9s %9.4f %+8.2f%% %+8.2f %19s %19s %3d/%-3d\n", mode_name[m], med, q2,
+               quantile(us, rounds, 0.5), quart, range, slower, rounds);
     }
 }
 
@@ -215,10 +226,13 @@ int main(int argc, char **argv)
     int rounds = argc > 2 ? atoi(argv[2]) : 15;
     long steps = argc > 3 ? atol(argv[3]) : 400;
     const char *list = argc > 4 ? argv[4] : "off,metrics,timeline";
-    if (rounds < 1 || rounds > MAX_ROUNDS || steps < 1 || !parse_modes(list)) {
+    const char *model = argc > 5 ? argv[5] : "mlp";
+    if (!strcmp(model, "tiny")) shape = tiny;
+    if (rounds < 1 || rounds > MAX_ROUNDS || steps < 1 || !parse_modes(list) ||
+        strcmp(model, shape.name)) {
         fprintf(stderr,
                 "usage: bench_obs [SCRATCH] [ROUNDS 1..%d] [STEPS] [MODES: off and any of "
-                "metrics,timeline,both, comma-separated]\n",
+                "metrics,timeline,both, comma-separated] [MODEL: mlp or tiny]\n",
                 MAX_ROUNDS);
         return 2;
     }
@@ -255,19 +269,20 @@ int main(int argc, char **argv)
         }
     loadavg(load1);
     if (rank == 0) {
-        printf("bench_obs: %d rank(s), %ld steps of global batch %d per run, %d rounds of %d "
-               "modes (order turned each round); load average %.2f at the start, %.2f at the "
-               "end\n",
-               size, steps, GLOBAL_BATCH, rounds, nmodes, load0[0], load1[0]);
+        printf("bench_obs: %d rank(s), model %s (%d-%d-%d-%d), %ld steps of global batch %d per "
+               "run, %d rounds of %d modes (order turned each round); load average %.2f at the "
+               "start, %.2f at the end\n",
+               size, shape.name, shape.features, shape.hidden, shape.hidden, shape.classes, steps,
+               shape.global_batch, rounds, nmodes, load0[0], load1[0]);
         table("training time (max over ranks); cost = this mode / off of the same round - 1", t,
-              rounds);
+              rounds, steps);
         static double x[MODES][MAX_ROUNDS];
         for (int q = 0; q < size && q < 8; q++) {
             for (int m = 0; m < MODES; m++)
                 for (int r = 0; r < rounds; r++) x[m][r] = c[m][r][q];
             char what[64];
             snprintf(what, sizeof what, "CPU time of rank %d", q);
-            table(what, x, rounds);
+            table(what, x, rounds, steps);
         }
         if (size > 8) printf("  (CPU times of ranks 8 and above not shown)\n");
         double v[MAX_ROUNDS];

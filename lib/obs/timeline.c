@@ -20,6 +20,8 @@
 
 #define NAME_BYTES 28 /* longest span name kept, with its terminating 0 */
 #define ARGS_MAX   6  /* conversions in a span's args format */
+/* Rewrites are at least this many times their own duration apart (at most ~1 % of the time) */
+#define FLUSH_SPACING 100.0
 
 /* A value captured from hpcti_tl_span's arguments, formatted when the file is written. */
 union arg {
@@ -62,8 +64,10 @@ struct hpcti_timeline {
     long step;          /* current step; 0 before the first */
     double step_t0;
     long long offset_ns; /* realtime - monotonic clock, nanoseconds */
-    long since_flush;
-    struct text out; /* kept between rewrites (no allocation once it has grown) */
+    long since_flush;    /* steps since the last rewrite */
+    double flush_end;    /* monotonic time the last rewrite ended */
+    double flush_cost;   /* seconds the last rewrite took */
+    struct text out;     /* kept between rewrites (no allocation once it has grown) */
 };
 
 hpct_status_t hpcti_timeline_open(hpct_ctx_t ctx, const char *prefix, int rank, const char *host,
@@ -357,8 +361,8 @@ static int replace(const char *tmp, const char *path)
 }
 
 /* Rewrite the file (t->mu held): formatted whole, written to a temporary name with one
- * write, renamed over the file. */
-static void flush(struct hpcti_timeline *t)
+ * write, put in the file's place. */
+static void write_now(struct hpcti_timeline *t)
 {
     t->since_flush = 0;
     struct slot **order = malloc((size_t)t->steps * sizeof *order);
@@ -371,6 +375,23 @@ static void flush(struct hpcti_timeline *t)
     free(order);
     if (t->out.failed || write_file(t->tmp, t->out.b, t->out.n) || replace(t->tmp, t->path))
         unlink(t->tmp);
+}
+
+/* write_now, timed. */
+static void flush(struct hpcti_timeline *t)
+{
+    double t0 = hpcti_now();
+    write_now(t);
+    t->flush_end = hpcti_now();
+    t->flush_cost = t->flush_end - t0;
+}
+
+/* A rewrite is due: timeline_steps steps since the last one, and at least FLUSH_SPACING times
+ * the last one's duration (the rewrites take at most about 1 % of the time, however short the
+ * steps). */
+static int flush_due(const struct hpcti_timeline *t, double now)
+{
+    return t->since_flush >= t->steps && now - t->flush_end >= FLUSH_SPACING * t->flush_cost;
 }
 
 /* End the current step's span (t->mu held). */
@@ -391,7 +412,7 @@ void hpcti_tl_step(hpct_ctx_t ctx, long step)
     pthread_mutex_lock(&t->mu);
     end_step(t, now);
     int was = t->cur != NULL;
-    if (was && ++t->since_flush >= t->steps) flush(t);
+    if (was && ++t->since_flush >= t->steps && flush_due(t, now)) flush(t);
     t->step = step, t->step_t0 = now, t->cur = NULL;
     if (recording(t, step)) {
         struct slot *s = &t->slots[step % t->steps];
