@@ -891,7 +891,7 @@ hpct_status_t hpct_evaluate(hpct_model_t model, hpct_dataset_t ds, double *loss,
 typedef struct hpct_insitu *hpct_insitu_t;
 
 /* Versioned, append-only; always start from HPCT_INSITU_CONFIG_INITIALIZER. */
-#define HPCT_INSITU_CONFIG_VERSION 2
+#define HPCT_INSITU_CONFIG_VERSION 3
 typedef struct hpct_insitu_config {
     unsigned version;  /* HPCT_INSITU_CONFIG_VERSION */
     int resume;        /* 1: hpct_insitu_start loads the newest valid checkpoint (default) */
@@ -905,6 +905,12 @@ typedef struct hpct_insitu_config {
     const char *timeline_path;  /* as hpct_train_config_t.timeline_path; NULL or "" = off */
     long timeline_steps;        /* as hpct_train_config_t.timeline_steps (default 100) */
     long timeline_first;        /* as hpct_train_config_t.timeline_first (default 0) */
+    /* version 3 */
+    hpct_dataset_t eval_data; /* evaluated with the session's model (hpct_evaluate) every
+                                 eval_interval steps and by hpct_insitu_finish; NULL = none */
+    long eval_interval;       /* steps between evaluations; 0 = only in hpct_insitu_finish */
+    /* each evaluation's result (NULL: none), with progress_arg; also an eval record */
+    void (*evaluated)(long step, double loss, double accuracy, long samples, void *arg);
 } hpct_insitu_config_t;
 
 /* clang-format off */
@@ -919,7 +925,10 @@ typedef struct hpct_insitu_config {
     0.2,                        /* straggler_threshold */                                          \
     NULL,                       /* timeline_path: off */                                           \
     100,                        /* timeline_steps */                                               \
-    0                           /* timeline_first: the last timeline_steps steps */                \
+    0,                          /* timeline_first: the last timeline_steps steps */                \
+    NULL,                       /* eval_data: none */                                              \
+    0,                          /* eval_interval: in hpct_insitu_finish only */                    \
+    NULL                        /* evaluated */                                                    \
 }
 /* clang-format on */
 

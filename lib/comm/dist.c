@@ -493,7 +493,12 @@ hpct_status_t hpcti_host_allreduce_mean(hpct_ctx_t ctx, const char *fn, float *b
         hpct_status_t ws = d->num_nodes == 1 && hpcti_node_win_ready(d, n)
                                ? hpcti_op_begin_window(ctx, fn, chunks, scratch)
                                : hpcti_op_begin(ctx, fn, chunks, scratch);
+        double t0 = hpcti_tl_now(ctx);
         if (!ws) ws = hpcti_node_win_allreduce(ctx, buf, n);
+        if (!ws && t0 > 0) /* the cross-node phase, if any, has its own span inside this one */
+            hpcti_tl_span(ctx, 0, "allreduce", "comm", t0, hpcti_now(),
+                          "\"bytes\":%zu,\"algorithm\":\"window\",\"phases\":%d", n * sizeof *buf,
+                          d->cross_size > 1 ? 2 : 1);
         return ws ? ws : hpcti_op_end(ctx, NULL, 0);
     }
     int chunks = (int)((n + MAX_CHUNK - 1) / MAX_CHUNK);
