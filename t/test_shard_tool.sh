@@ -11,7 +11,7 @@ trap 'rm -rf "$work"' EXIT
 . "${top_srcdir:-.}/t/lib/tap.sh"
 status() { "$@" >"$work/out" 2>&1; echo $?; }
 
-plan 26
+plan 31
 "$tool" --version | grep -q '^hpctrain [0-9]' ; ok $? "hpctrain --version"
 [ "$(status "$tool" frobnicate)" = 2 ]; ok $? "unknown command exits 2"
 [ "$(status "$tool" shard "$fm/train-images-idx3-ubyte.gz")" = 2 ] && grep -q -- '-o' "$work/out"
@@ -138,6 +138,25 @@ printf 'x' >>"$work/junk.csv.gz"
 [ "$(status "$tool" shard -o "$work/x" "$work/junk.csv.gz")" = 3 ] &&
     grep -q "junk.csv.gz: 1 bytes of junk after the gzip stream at byte offset" "$work/out"
 ok $? "junk after a gzip CSV file is refused naming it"
+# A missing option value must not swallow the next option (issue 14; getopt took '--scale'
+# as the output directory): a value given as the next word may not start with "--" in any
+# subcommand; --opt=VALUE passes such a value.
+[ "$(status "$tool" shard --output --scale 2 "$work/x.npy" "$work/y.npy")" = 2 ] &&
+    grep -q "^hpctrain shard: error: --output needs a value (the next word, '--scale', is an option" "$work/out" &&
+    [ ! -e "$work/--scale" ] && [ ! -e ./--scale ]
+ok $? "shard --output --scale 2: exit 2, '--output needs a value'"
+[ "$(status "$tool" shard -o "$work/--odd" --prefix=--p "$work/x.npy" "$work/y.npy")" = 0 ] &&
+    [ -f "$work/--odd/--p-00000.h5" ]
+ok $? "shard --prefix=--p: a value that starts with -- is taken in the --opt=VALUE form"
+[ "$(status "$tool" train --metrics-file --log-level 2)" = 2 ] &&
+    grep -q "option '--metrics-file' needs a value (the next word, '--log-level', is an option" "$work/out"
+ok $? "train --metrics-file --log-level 2: exit 2, '--metrics-file' needs a value"
+[ "$(status "$tool" report -o --no-plots "$work")" = 2 ] &&
+    grep -q "^hpctrain report: error: -o needs a value" "$work/out"
+ok $? "report -o --no-plots: exit 2, '-o needs a value'"
+[ "$(status "$tool" trace merge -o --x "$work/none.json")" = 2 ] &&
+    grep -q "^hpctrain trace: error: -o needs a value" "$work/out" && [ ! -e ./--x ]
+ok $? "trace merge -o --x: exit 2, '-o needs a value'"
 # The same shard listed twice under two names (./ and a symbolic link): refused at open.
 cp "$work/npy/manifest.txt" "$work/npy/alias.txt"
 sed -n 's|^shard \([^ ]* [^ ]* [^ ]*\) shard-00000.h5$|shard \1 ./shard-00000.h5|p' "$work/npy/manifest.txt" >>"$work/npy/alias.txt"

@@ -109,6 +109,11 @@ static int parse_options(int argc, char **argv, shard_opts_t *o, int *first_arg)
     while ((c = getopt_long(argc, argv, "o:n:h", longs, NULL)) != -1) {
         int bad = 0;
         char *end;
+        if (optarg && optarg == argv[optind - 1] && tool_is_option_word(optarg))
+            return tool_error(TOOL_USAGE,
+                              "%s needs a value (the next word, '%s', is an option; write "
+                              "%s=VALUE for a value that starts with --)",
+                              name_of(longs, c), optarg, name_of(longs, c));
         switch (c) {
         case 'o': o->output = optarg; break;
         case 'n': bad = parse_long(optarg, 1, 1000000, &o->shards); break;
