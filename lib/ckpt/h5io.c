@@ -13,46 +13,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* ---- HDF5 error detail ---------------------------------------------------- */
-
-/* Keep the most specific message of the HDF5 error stack. A system error's description
- * ("file write failed: time = ..., errno = 28, error message = 'No space left on device', ...")
- * is shortened to its summary and the strerror text. */
-static herr_t deepest(unsigned n, const H5E_error2_t *e, void *buf)
-{
-    const char *desc = e->desc ? e->desc : "?";
-    const char *sys = strstr(desc, "error message = '");
-    const char *cut = strstr(desc, ": time =");
-    if (sys && cut) {
-        sys += strlen("error message = '");
-        const char *end = strchr(sys, '\'');
-        snprintf(buf, 400, "%.*s: %.*s", (int)(cut - desc), desc,
-                 (int)(end ? end - sys : (long)strlen(sys)), sys);
-    } else {
-        snprintf(buf, 400, "%s: %s", e->func_name ? e->func_name : "?", desc);
-    }
-    return 1; /* the first one walking upward is the most specific */
-}
-
-const char *hpcti_ck_h5_detail(char buf[400])
-{
-    buf[0] = '\0';
-    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, deepest, buf);
-    H5Eclear2(H5E_DEFAULT);
-    return buf[0] ? buf : "no HDF5 detail";
-}
-
 void hpcti_ck_h5_enter(hpcti_h5_quiet_t *q)
 {
-    hpcti_hdf5_lock();
-    H5Eget_auto2(H5E_DEFAULT, &q->func, &q->data);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    (void)q;
+    hpcti_hdf5_lock(); /* which also switches HDF5's printing off */
 }
 
 void hpcti_ck_h5_leave(const hpcti_h5_quiet_t *q)
 {
+    (void)q;
     H5Eclear2(H5E_DEFAULT);
-    H5Eset_auto2(H5E_DEFAULT, q->func, q->data);
     hpcti_hdf5_unlock();
 }
 
@@ -123,7 +93,7 @@ hpcti_read_t hpcti_ck_read_attr(hid_t obj, const char *objname, const char *attr
     hid_t a = H5Aopen(obj, attr, H5P_DEFAULT);
     if (a < 0) {
         hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM, "checkpoint %s: cannot open attribute %s of %s: %s",
-                        file, attr, objname, hpcti_ck_h5_detail(h5));
+                        file, attr, objname, hpcti_h5_detail(h5));
         return HPCTI_READ_CORRUPT;
     }
     hid_t type = H5Aget_type(a), space = H5Aget_space(a);
@@ -134,7 +104,7 @@ hpcti_read_t hpcti_ck_read_attr(hid_t obj, const char *objname, const char *attr
                         objname, bad);
     else if (rc < 0)
         hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM, "checkpoint %s: cannot read attribute %s of %s: %s",
-                        file, attr, objname, hpcti_ck_h5_detail(h5));
+                        file, attr, objname, hpcti_h5_detail(h5));
     if (type >= 0) H5Tclose(type);
     if (space >= 0) H5Sclose(space);
     H5Aclose(a);
@@ -187,7 +157,7 @@ static hpct_status_t write_item(hid_t fid, hid_t lcpl, hid_t dcpl, const hpcti_c
     char h5[400];
     if (rc < 0) /* before any other HDF5 call clears the error stack */
         s = hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot write dataset %s of checkpoint %s: %s",
-                            it->path, path, hpcti_ck_h5_detail(h5));
+                            it->path, path, hpcti_h5_detail(h5));
     if (dset >= 0) H5Dclose(dset);
     if (str) H5Tclose(ft);
     H5Sclose(space);
@@ -203,7 +173,7 @@ static hpct_status_t write_root_attrs(hid_t fid, const char *path, hpcti_ckerr_t
     if (rc >= 0) return HPCT_SUCCESS;
     char h5[400];
     return hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot write the attributes of checkpoint %s: %s",
-                           path, hpcti_ck_h5_detail(h5));
+                           path, hpcti_h5_detail(h5));
 }
 
 /* Flush HDF5's buffers and fsync the file through HDF5's own descriptor. */
@@ -212,11 +182,11 @@ static hpct_status_t flush_and_sync(hid_t fid, const char *path, hpcti_ckerr_t *
     char h5[400];
     if (H5Fflush(fid, H5F_SCOPE_GLOBAL) < 0)
         return hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot flush checkpoint %s: %s", path,
-                               hpcti_ck_h5_detail(h5));
+                               hpcti_h5_detail(h5));
     int *fd = NULL;
     if (H5Fget_vfd_handle(fid, H5P_DEFAULT, (void **)&fd) < 0 || !fd)
         return hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot get the descriptor of checkpoint %s: %s",
-                               path, hpcti_ck_h5_detail(h5));
+                               path, hpcti_h5_detail(h5));
     int rc;
     do rc = fsync(*fd);
     while (rc < 0 && errno == EINTR);
@@ -245,7 +215,7 @@ static hpct_status_t make_groups(hid_t fid, const hpcti_snapshot_t *snap, const 
                 if (g < 0)
                     s = hpcti_ckerr_set(err, HPCT_ERR_IO,
                                         "cannot create group %s in checkpoint %s: %s", group, path,
-                                        hpcti_ck_h5_detail(h5));
+                                        hpcti_h5_detail(h5));
                 else
                     H5Gclose(g);
             }
@@ -311,14 +281,14 @@ static hpct_status_t write_file(const hpcti_ckdir_t *d, const hpcti_snapshot_t *
     H5Pclose(fapl);
     if (fid < 0)
         return hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot create checkpoint file %s: %s", path,
-                               hpcti_ck_h5_detail(h5));
+                               hpcti_h5_detail(h5));
     hpcti_ck_stop_if(d, HPCTI_STAGE_CREATED);
     hpct_status_t s = write_root_attrs(fid, path, err);
     if (!s) s = write_items(fid, d, snap, path, err);
     if (!s) s = flush_and_sync(fid, path, err);
     if (close_file(fid, s != HPCT_SUCCESS) != 0 && !s) /* a failed close is a failed write */
         s = hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot close checkpoint %s: %s", path,
-                            hpcti_ck_h5_detail(h5));
+                            hpcti_h5_detail(h5));
     return s;
 }
 
@@ -339,7 +309,7 @@ static hpcti_read_t corrupt(hpcti_ckerr_t *err, const char *file, const char *wh
 {
     char h5[400];
     hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM, "checkpoint %s: %s %s: %s", file, what, path,
-                    hpcti_ck_h5_detail(h5));
+                    hpcti_h5_detail(h5));
     return HPCTI_READ_CORRUPT;
 }
 
@@ -526,7 +496,7 @@ static hpcti_read_t read_file(const char *path, hpcti_snapshot_t *snap, hpcti_ck
     if (fid < 0) {
         hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM,
                         "checkpoint %s cannot be opened as HDF5 (truncated or corrupt): %s", path,
-                        hpcti_ck_h5_detail(h5));
+                        hpcti_h5_detail(h5));
         return HPCTI_READ_CORRUPT;
     }
     hpcti_read_t r = check_schema(fid, path, err);

@@ -71,7 +71,7 @@ static hpcti_read_t fail(hpcti_ckerr_t *err, hpct_status_t s, const char *file, 
                          const char *name)
 {
     char h5[400];
-    hpcti_ckerr_set(err, s, "checkpoint %s: %s %s: %s", file, what, name, hpcti_ck_h5_detail(h5));
+    hpcti_ckerr_set(err, s, "checkpoint %s: %s %s: %s", file, what, name, hpcti_h5_detail(h5));
     return HPCTI_READ_CORRUPT;
 }
 
@@ -319,7 +319,7 @@ static hpct_status_t open_h5(struct hpct_ckpt_file *f, hpcti_ckerr_t *err)
     if (fid < 0)
         return hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM,
                                "checkpoint %s cannot be opened as HDF5 (truncated or corrupt): %s",
-                               f->path, hpcti_ck_h5_detail(h5));
+                               f->path, hpcti_h5_detail(h5));
     hpct_status_t s = HPCT_SUCCESS;
     if (hpcti_ck_read_schema(fid, f->path, &f->schema, err)) {
         char why[sizeof err->msg];
@@ -599,7 +599,7 @@ static hpct_status_t read_values(hpct_ckpt_file_t f, const ck_dataset_t *d, hpct
     if (fid < 0)
         return hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM,
                                "checkpoint %s cannot be opened as HDF5 (truncated or corrupt): %s",
-                               f->path, hpcti_ck_h5_detail(h5));
+                               f->path, hpcti_h5_detail(h5));
     void *raw;
     hpcti_read_t r = load_raw(fid, f, d, &raw, err);
     H5Fclose(fid);
