@@ -472,6 +472,76 @@ static hpcti_read_t check_schema(hid_t fid, const char *file, hpcti_ckerr_t *err
     return HPCTI_READ_CORRUPT;
 }
 
+/* The first bytes of an HDF5 file written by this library: the signature, then the
+ * superblock version (2 with the 1.8 format bounds of write_file; 3 is the 1.10 format). */
+static const unsigned char h5_signature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+
+/* Signature and superblock version of path, read without HDF5; HPCTI_READ_OK when HDF5 may
+ * parse it. The library writes no user block, so the signature must be at offset 0. */
+static hpcti_read_t precheck_h5(const char *path, hpcti_ckerr_t *err)
+{
+    unsigned char head[9];
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    ssize_t got = fd < 0 ? -1 : pread(fd, head, sizeof head, 0);
+    int saved = errno;
+    struct stat st;
+    long long bytes = fd >= 0 && fstat(fd, &st) == 0 ? (long long)st.st_size : -1;
+    if (fd >= 0) close(fd);
+    if (got < 0) {
+        hpcti_ckerr_set(err, HPCT_ERR_IO, "checkpoint %s cannot be read: %s", path,
+                        strerror(saved));
+    } else if (got < (ssize_t)sizeof head || memcmp(head, h5_signature, 8) != 0) {
+        hpcti_ckerr_set(err, HPCT_ERR_FORMAT,
+                        "checkpoint %s is not a readable HDF5 file (damaged, or not HDF5: no "
+                        "HDF5 signature at its start; %lld bytes)",
+                        path, bytes);
+    } else if (head[8] < 2) {
+        hpcti_ckerr_set(err, HPCT_ERR_FORMAT,
+                        "checkpoint %s is an HDF5 file in the pre-1.8 format (superblock "
+                        "version %d), which libhpctrain never writes, so not one of its "
+                        "checkpoints (written by another program?): refused before HDF5 "
+                        "parses it (that format has no metadata checksums)",
+                        path, head[8]);
+    } else if (head[8] > 3) {
+        hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM,
+                        "checkpoint %s is not a readable HDF5 file (damaged: superblock version "
+                        "%d is not one HDF5 knows)",
+                        path, head[8]);
+    } else {
+        return HPCTI_READ_OK;
+    }
+    return HPCTI_READ_CORRUPT;
+}
+
+hpcti_read_t hpcti_ck_h5_open(const char *path, hid_t *fid, hpcti_ckerr_t *err)
+{
+    char h5[400];
+    *fid = -1;
+    if (precheck_h5(path, err)) return HPCTI_READ_CORRUPT;
+    *fid = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (*fid < 0) {
+        hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM,
+                        "checkpoint %s is not a readable HDF5 file (damaged: HDF5 cannot open "
+                        "it): %s",
+                        path, hpcti_h5_detail(h5));
+        return HPCTI_READ_CORRUPT;
+    }
+    htri_t ours = H5Aexists(*fid, "schema_version");
+    if (ours > 0) return HPCTI_READ_OK;
+    if (ours == 0)
+        hpcti_ckerr_set(err, HPCT_ERR_FORMAT,
+                        "checkpoint %s is a valid HDF5 file but not a libhpctrain checkpoint "
+                        "(no schema_version attribute on /)",
+                        path);
+    else
+        hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM,
+                        "checkpoint %s: HDF5 cannot list the attributes of / (damaged?): %s", path,
+                        hpcti_h5_detail(h5));
+    H5Fclose(*fid);
+    *fid = -1;
+    return HPCTI_READ_CORRUPT;
+}
+
 /* 0 when path is a regular file; else err names it (a FIFO would block H5Fopen forever). */
 static int check_regular(const char *path, hpcti_ckerr_t *err)
 {
@@ -490,15 +560,8 @@ static int check_regular(const char *path, hpcti_ckerr_t *err)
 
 static hpcti_read_t read_file(const char *path, hpcti_snapshot_t *snap, hpcti_ckerr_t *err)
 {
-    char h5[400];
-    if (check_regular(path, err)) return HPCTI_READ_CORRUPT;
-    hid_t fid = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (fid < 0) {
-        hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM,
-                        "checkpoint %s cannot be opened as HDF5 (truncated or corrupt): %s", path,
-                        hpcti_h5_detail(h5));
-        return HPCTI_READ_CORRUPT;
-    }
+    hid_t fid;
+    if (check_regular(path, err) || hpcti_ck_h5_open(path, &fid, err)) return HPCTI_READ_CORRUPT;
     hpcti_read_t r = check_schema(fid, path, err);
     if (r == HPCTI_READ_OK) r = read_model(fid, snap, path, err);
     for (int i = 0; i < snap->num && r == HPCTI_READ_OK; i++)

@@ -49,6 +49,12 @@ HPCTI_CHECK hpcti_read_t hpcti_ck_verify_crc(hid_t dset, const char *dataset, co
                                              size_t bytes, const char *file, hpcti_ckerr_t *err);
 
 /* Root attribute schema_version into *schema; HPCTI_READ_CORRUPT (err set) if unreadable. */
+/* Open checkpoint path read-only into *fid, or say what it is instead, naming it: not a
+ * readable HDF5 file (no signature at its start: damaged or not HDF5), the pre-1.8 format
+ * (superblock version 0 or 1, which the library never writes: refused before HDF5 parses
+ * it), a damaged HDF5 file (HDF5 cannot open it), or a valid HDF5 file that is not a
+ * libhpctrain checkpoint (no schema_version attribute on /). *fid is closed on failure. */
+HPCTI_CHECK hpcti_read_t hpcti_ck_h5_open(const char *path, hid_t *fid, hpcti_ckerr_t *err);
 HPCTI_CHECK hpcti_read_t hpcti_ck_read_schema(hid_t fid, const char *file, int *schema,
                                               hpcti_ckerr_t *err);
 

@@ -310,23 +310,10 @@ static void read_library_version(struct hpct_ckpt_file *f, hid_t fid)
 /* Everything that needs HDF5 while opening: signature, open, schema, listing. */
 static hpct_status_t open_h5(struct hpct_ckpt_file *f, hpcti_ckerr_t *err)
 {
-    char h5[400];
-    if (H5Fis_hdf5(f->path) <= 0)
-        return hpcti_ckerr_set(err, HPCT_ERR_FORMAT,
-                               "checkpoint %s is not an HDF5 file (no HDF5 signature; %lld bytes)",
-                               f->path, f->file_bytes);
-    hid_t fid = H5Fopen(f->path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (fid < 0)
-        return hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM,
-                               "checkpoint %s cannot be opened as HDF5 (truncated or corrupt): %s",
-                               f->path, hpcti_h5_detail(h5));
+    hid_t fid;
+    if (hpcti_ck_h5_open(f->path, &fid, err)) return err->status;
     hpct_status_t s = HPCT_SUCCESS;
-    if (hpcti_ck_read_schema(fid, f->path, &f->schema, err)) {
-        char why[sizeof err->msg];
-        snprintf(why, sizeof why, "%s", err->msg);
-        s = hpcti_ckerr_set(err, HPCT_ERR_FORMAT,
-                            "%.900s (an HDF5 file, but not a libhpctrain checkpoint)", why);
-    }
+    if (hpcti_ck_read_schema(fid, f->path, &f->schema, err)) s = err->status;
     if (!s) read_library_version(f, fid);
     if (!s && (s = walk(f, fid, fid, "", 0)))
         hpcti_ckerr_set(err, s, "checkpoint %s: out of memory listing its datasets", f->path);
