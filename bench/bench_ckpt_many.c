@@ -1,14 +1,14 @@
 /* bench_ckpt_many.c: a checkpoint with many small datasets (issue 14: `hpctrain ckpt verify`
  * took more than 60 s on 20,000). Saves one checkpoint of N parameters of 4 floats each (N
- * datasets under params/, in the compact link storage the library writes), then times the
- * inspector as `hpctrain ckpt verify` and `ckpt info` use it: hpct_ckpt_file_open (lists,
- * reads and checks every dataset), hpct_ckpt_file_verify of each, and hpct_ckpt_file_find of
- * each name (as `ckpt diff` does). The baseline is the same run with a smaller N: the time
- * per dataset should stay flat as N grows (linear), not grow with N (quadratic).
- * Saving is itself quadratic in HDF5's compact link storage (about 75 s for 4000 links on
- * the build machine, against 0.1 s in dense storage): large N takes long to set up.
- * Usage: bench/bench_ckpt_many [N...]   (default 1000 2000 4000; files in $TMPDIR, removed
- * unless HPCT_BENCH_KEEP=1, which prints each file's path to time `hpctrain ckpt` on it) */
+ * datasets under params/, in the compact link storage the library writes) and loads it back
+ * (hpct_ckpt_load_latest, as resume does), then times the inspector as `hpctrain ckpt verify` and
+ * `ckpt info` use it: hpct_ckpt_file_open (lists, reads and checks every dataset),
+ * hpct_ckpt_file_verify of each, and hpct_ckpt_file_find of each name (as `ckpt diff` does). The
+ * baseline is the same run with a smaller N: the time per dataset should stay flat as N grows
+ * (linear), not grow with N (quadratic). Saving is itself quadratic in HDF5's compact link storage
+ * (about 75 s for 4000 links on the build machine, against 0.1 s in dense storage): large N takes
+ * long to set up. Usage: bench/bench_ckpt_many [N...]   (default 1000 2000 4000; files in $TMPDIR,
+ * removed unless HPCT_BENCH_KEEP=1, which prints each file's path to time `hpctrain ckpt` on it) */
 #include <hpctrain.h>
 
 #include <stdio.h>
@@ -23,8 +23,9 @@ static void die(const char *what, hpct_ctx_t ctx)
     exit(1);
 }
 
-/* Save one checkpoint of n parameters [4] into dir; its path into path. Seconds taken. */
-static double save(hpct_ctx_t ctx, int n, const char *dir, char *path, size_t len)
+/* Save one checkpoint of n parameters [4] into dir (its path into path), then load it back
+ * as resume does: seconds of the save, and of the load into *load. */
+static double save(hpct_ctx_t ctx, int n, const char *dir, char *path, size_t len, double *load)
 {
     hpct_params_t params;
     if (hpct_params_create(ctx, &params)) die("params", ctx);
@@ -53,6 +54,9 @@ static double save(hpct_ctx_t ctx, int n, const char *dir, char *path, size_t le
     const char *last = NULL;
     if (hpct_ckpt_last_path(ck, &last) || !last) die("last path", ctx);
     snprintf(path, len, "%s", last);
+    t0 = now();
+    if (hpct_ckpt_load_latest(ck, params, opt, &m) || m.step != 1) die("load", ctx);
+    *load = now() - t0;
     hpct_ckpt_close(ck);
     hpct_optimizer_destroy(opt);
     hpct_params_destroy(params);
@@ -93,18 +97,18 @@ int main(int argc, char **argv)
     hpct_ctx_t ctx;
     if (hpct_ctx_create(NULL, &ctx)) die("context", NULL);
     const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-    printf("%8s %9s %10s %10s %10s %10s %14s\n", "datasets", "save s", "open s", "verify s",
-           "find s", "total s", "us/dataset");
+    printf("%8s %9s %9s %10s %10s %10s %10s %14s\n", "datasets", "save s", "load s", "open s",
+           "verify s", "find s", "total s", "us/dataset");
     for (int k = 0; k < count; k++) {
         char dir[4096], path[4400];
         snprintf(dir, sizeof dir, "%s/hpct-many.XXXXXX", tmp);
         if (!mkdtemp(dir)) die("mkdtemp", NULL);
-        double ts = save(ctx, sizes[k], dir, path, sizeof path), t[3];
+        double tl = 0, ts = save(ctx, sizes[k], dir, path, sizeof path, &tl), t[3];
         int n = 0;
         inspect(ctx, path, t, &n);
         double total = t[0] + t[1] + t[2];
-        printf("%8d %9.3f %10.3f %10.3f %10.3f %10.3f %14.1f\n", n, ts, t[0], t[1], t[2], total,
-               1e6 * total / n);
+        printf("%8d %9.3f %9.3f %10.3f %10.3f %10.3f %10.3f %14.1f\n", n, ts, tl, t[0], t[1], t[2],
+               total, 1e6 * total / n);
         fflush(stdout);
         char cmd[4200];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
