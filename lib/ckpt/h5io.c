@@ -412,6 +412,7 @@ typedef struct link_entry {
     char *path;
     H5L_type_t type;
     haddr_t addr;
+    int broken; /* a hard link whose object HDF5 cannot open: what is below it is unknown */
 } link_entry_t;
 
 typedef struct link_index {
@@ -443,10 +444,15 @@ static herr_t index_link(hid_t group, const char *name, const H5L_info_t *info, 
     if (!(e->path = strdup(path))) return x->failed = 2, -1;
     e->type = info->type;
     e->addr = info->type == H5L_TYPE_HARD ? info->u.address : HADDR_UNDEF;
+    e->broken = 0;
     x->n++;
     if (info->type != H5L_TYPE_HARD || x->depth >= 32) return 0;
     hid_t obj = H5Oopen_by_addr(x->fid, e->addr);
-    if (obj < 0) return 0; /* an item there fails to open, naming itself */
+    if (obj < 0) {
+        x->e[x->n - 1].broken = 1; /* damaged, not missing: items below it are corrupt */
+        H5Eclear2(H5E_DEFAULT);
+        return 0;
+    }
     int rc = H5Iget_type(obj) == H5I_GROUP ? index_group(x, obj, path, x->depth + 1) : 0;
     H5Oclose(obj);
     return rc;
@@ -501,7 +507,7 @@ static hpcti_read_t index_file(hid_t fid, link_index_t *x, const char *file, hpc
 
 static const link_entry_t *index_find(const link_index_t *x, const char *path)
 {
-    const link_entry_t key = {(char *)path, H5L_TYPE_HARD, HADDR_UNDEF};
+    const link_entry_t key = {(char *)path, H5L_TYPE_HARD, HADDR_UNDEF, 0};
     return x->n ? bsearch(&key, x->e, x->n, sizeof *x->e, by_path) : NULL;
 }
 
@@ -517,6 +523,7 @@ static hpcti_read_t open_item(hid_t fid, const link_index_t *x, const char *path
         if (slash) *slash = '\0';
         const link_entry_t *e = index_find(x, part);
         if (e && e->type != H5L_TYPE_HARD) return refuse_link(err, file, part);
+        if (e && e->broken && slash) return corrupt(err, file, "cannot open group", part);
         if (!e) {
             hpcti_ckerr_set(err, HPCT_ERR_FORMAT,
                             "checkpoint %s has no dataset %s (the model, optimizer or extras "
