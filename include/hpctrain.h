@@ -445,7 +445,8 @@ typedef struct hpct_shard_writer *hpct_shard_writer_t;
 hpct_status_t hpct_shard_create(hpct_ctx_t ctx, const char *path, const hpct_shard_config_t *cfg,
                                 hpct_shard_writer_t *shard);
 /* Write dataset name [dims[0] = N, dims[1] ...] (rank dims, every one >= 1) of dtype from data,
- * row-major. No timestamps are stored: the same arrays give the same bytes. */
+ * row-major. No timestamps are stored: the same arrays give the same bytes. name: 1-255
+ * bytes, components split by single slashes (none empty, "." or ".."), no control chars. */
 hpct_status_t hpct_shard_write(hpct_shard_writer_t shard, const char *name, hpct_dtype_t dtype,
                                int rank, const uint64_t *dims, const void *data);
 /* Close the file (HPCT_ERR_IO naming it when it cannot be completed); NULL is accepted. */

@@ -27,6 +27,13 @@ static hpct_status_t check_data_config(hpct_ctx_t ctx, const hpct_data_config_t 
         why = "version is not a known version (start from HPCT_DATA_CONFIG_INITIALIZER)";
     else if (!c->inputs_name || !*c->inputs_name || !c->targets_name || !*c->targets_name)
         why = "inputs_name and targets_name must be non-empty dataset names";
+    else if (hpcti_dataset_name_problem(c->inputs_name) ||
+             hpcti_dataset_name_problem(c->targets_name))
+        why = hpcti_dataset_name_problem(c->inputs_name)
+                  ? "inputs_name is not a usable dataset name (1-255 bytes, components split by "
+                    "single slashes, no '.' or '..', no control characters)"
+                  : "targets_name is not a usable dataset name (1-255 bytes, components split "
+                    "by single slashes, no '.' or '..', no control characters)";
     else if (c->checksum < HPCT_CHECKSUM_FULL || c->checksum > HPCT_CHECKSUM_OFF)
         why = "checksum must be HPCT_CHECKSUM_FULL, _SIZE or _OFF";
     else if (c->nonfinite != HPCT_NONFINITE_ERROR && c->nonfinite != HPCT_NONFINITE_SKIP)
