@@ -24,12 +24,13 @@ struct hpcti_nccl {
     int node_rank, node_size;
     ncclComm_t comm;     /* non-blocking; NULL once aborted */
     cudaStream_t stream; /* NCCL's stream, ordered after the default stream by ready */
-    cudaEvent_t ready;   /* recorded on the default stream before each reduce-scatter */
-    float *padded;       /* [shard * node_size] device, used when count is not a multiple */
-    float *shard;        /* [shard] device */
-    size_t shard_cap;    /* elements shard holds (padded: shard_cap * node_size) */
-    double deadline;     /* of the enqueue calls (hpcti_nccl_set_deadline) */
-    cudaEvent_t *marks;  /* [nmarks] hpcti_nccl_mark's events on the stream */
+    cudaStream_t side;  /* the overlapped CUDA-aware cross-node sums (hpcti_nccl_rank_sum_marked) */
+    cudaEvent_t ready;  /* recorded on the default stream before each reduce-scatter */
+    float *padded;      /* [shard * node_size] device, used when count is not a multiple */
+    float *shard;       /* [shard] device */
+    size_t shard_cap;   /* elements shard holds (padded: shard_cap * node_size) */
+    double deadline;    /* of the enqueue calls (hpcti_nccl_set_deadline) */
+    cudaEvent_t *marks; /* [nmarks] hpcti_nccl_mark's events on the stream */
     int nmarks;
 };
 
@@ -113,6 +114,10 @@ static hpct_status_t local_setup(hpcti_nccl_t *nc)
         nc->ready = NULL;
         return cuda_fail(nc, "cudaEventCreateWithFlags", e);
     }
+    if ((e = cudaStreamCreateWithFlags(&nc->side, cudaStreamNonBlocking)) != cudaSuccess) {
+        nc->side = NULL;
+        return cuda_fail(nc, "cudaStreamCreateWithFlags (side stream)", e);
+    }
     return HPCT_SUCCESS;
 }
 
@@ -178,10 +183,12 @@ static void free_buffers(hpcti_nccl_t *nc)
 static void release(hpcti_nccl_t *nc)
 {
     if (nc->stream) cudaStreamSynchronize(nc->stream);
+    if (nc->side) cudaStreamSynchronize(nc->side);
     free_buffers(nc);
     if (nc->ready) cudaEventDestroy(nc->ready);
     for (int i = 0; i < nc->nmarks; i++) cudaEventDestroy(nc->marks[i]);
     free(nc->marks);
+    if (nc->side) cudaStreamDestroy(nc->side);
     if (nc->stream) cudaStreamDestroy(nc->stream);
     free(nc);
 }
@@ -304,8 +311,8 @@ hpct_status_t hpcti_nccl_reduce_scatter(hpcti_nccl_t *nc, const float *buf, size
     if (!s && count) s = enqueue_reduce_scatter(nc, buf, count);
     if (s || count == 0 || !host_shard) return s;
     size_t shard = hpcti_nccl_shard(count, nc->node_size);
-    cudaError_t e = cudaMemcpyAsync(host_shard, nc->shard, sizeof(float) * shard,
-                                    cudaMemcpyDeviceToHost, nc->stream);
+    cudaError_t e = cudaMemcpyAsync(host_shard, nc->shard, sizeof(float) * shard, cudaMemcpyDefault,
+                                    nc->stream); /* pinned host or device */
     return e == cudaSuccess ? HPCT_SUCCESS : cuda_fail(nc, "cudaMemcpyAsync of the shard", e);
 }
 
@@ -327,7 +334,7 @@ hpct_status_t hpcti_nccl_all_gather(hpcti_nccl_t *nc, float *buf, size_t count,
     if (s || count == 0) return s;
     size_t shard = hpcti_nccl_shard(count, nc->node_size);
     cudaError_t e = host_shard ? cudaMemcpyAsync(nc->shard, host_shard, sizeof(float) * shard,
-                                                 cudaMemcpyHostToDevice, nc->stream)
+                                                 cudaMemcpyDefault, nc->stream) /* host or device */
                                : cudaSuccess;
     if (e != cudaSuccess) return cuda_fail(nc, "cudaMemcpyAsync of the averaged shard", e);
     return enqueue_all_gather(nc, buf, count);
@@ -423,4 +430,17 @@ hpct_status_t hpcti_nccl_rank_sum(hpcti_nccl_t *nc, float *own, const float *slo
     int err = hpcti_k_rank_sum_on(own, slots, nranks, me, n, inv, nc->stream);
     return err == cudaSuccess ? HPCT_SUCCESS
                               : cuda_fail(nc, "rank_sum_kernel launch", (cudaError_t)err);
+}
+
+hpct_status_t hpcti_nccl_rank_sum_marked(hpcti_nccl_t *nc, float *own, const float *slots,
+                                         int nranks, int me, size_t n, float inv, int mark)
+{
+    cudaEvent_t ev = NULL;
+    hpct_status_t s = mark < 0 ? HPCT_ERR_INTERNAL : mark_event(nc, mark, &ev);
+    if (s) return s;
+    int err = hpcti_k_rank_sum_on(own, slots, nranks, me, n, inv, nc->side);
+    if (err != cudaSuccess)
+        return cuda_fail(nc, "rank_sum_kernel launch (side stream)", (cudaError_t)err);
+    cudaError_t e = cudaEventRecord(ev, nc->side);
+    return e == cudaSuccess ? HPCT_SUCCESS : cuda_fail(nc, "cudaEventRecord (side stream mark)", e);
 }
