@@ -35,6 +35,7 @@
 #include "../device/ops.h"
 #include "../../kernels/gpu_logic.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef HPCT_HAVE_MPIX_CUDA_QUERY
@@ -85,12 +86,26 @@ static hpct_status_t staged_average(hpct_ctx_t ctx, float *buf, size_t n)
 }
 
 #ifdef HPCT_HAVE_NCCL
-/* Wait for the NCCL stream under the operation's deadline; a timeout names the operation. */
+/* Wait for the NCCL stream under the operation's deadline; a timeout names the operation. The
+ * time waited counts in hpct_comm_stats, as the host engine's waits do. */
 static hpct_status_t nccl_wait(hpct_ctx_t ctx, const char *call)
 {
     struct hpcti_dist *d = ctx->dist;
     int timed_out = 0;
+    double t0 = hpcti_now();
     hpct_status_t s = hpcti_nccl_wait(d->nccl, d->op_start + d->deadline_s, &timed_out);
+    d->wait_s += hpcti_now() - t0;
+    return timed_out ? hpcti_op_timed_out(ctx, call) : s;
+}
+
+/* Wait for stream mark `mark` the same way (call: the work it follows, for a timeout). */
+static hpct_status_t mark_wait(hpct_ctx_t ctx, int mark, const char *call)
+{
+    struct hpcti_dist *d = ctx->dist;
+    int timed_out = 0;
+    double t0 = hpcti_now();
+    hpct_status_t s = hpcti_nccl_wait_mark(d->nccl, mark, d->op_start + d->deadline_s, &timed_out);
+    d->wait_s += hpcti_now() - t0;
     return timed_out ? hpcti_op_timed_out(ctx, call) : s;
 }
 
@@ -375,18 +390,36 @@ static hpct_status_t dq_finish(hpct_ctx_t ctx, int i)
     struct hpcti_dq_item *it = &((struct hpcti_dev_queue *)d->dev_queue)->items[i];
     hpct_status_t s = HPCT_SUCCESS;
     while (!s && it->phase < HPCTI_DQ_CROSSED) {
-        int ph = it->phase, timed_out = 0;
+        int ph = it->phase;
         s = dq_progress(ctx);
         if (s || it->phase != ph) continue;
         if (ph == HPCTI_DQ_CROSS || ph == HPCTI_DQ_SHARING) {
             s = hpcti_wait_reqs(ctx, dq_reqs(d, i), 2 * (d->cross_size - 1));
             continue;
         }
-        s = hpcti_nccl_wait_mark(d->nccl, ph == HPCTI_DQ_QUEUED ? 2 * i : 2 * i + 1,
-                                 d->op_start + d->deadline_s, &timed_out);
-        if (timed_out)
-            return hpcti_op_timed_out(ctx, ph == HPCTI_DQ_QUEUED ? "ncclReduceScatter (per layer)"
-                                                                 : "rank_sum_kernel (per layer)");
+        s = ph == HPCTI_DQ_QUEUED ? mark_wait(ctx, 2 * i, "ncclReduceScatter (per layer)")
+                                  : mark_wait(ctx, 2 * i + 1, "rank_sum_kernel (per layer)");
+    }
+    return s;
+}
+
+/* A failure while CUDA-aware exchanges of the queue are still posted (their receives write into
+ * the device staging and slots, their messages pair with the peers'): the runtime is marked
+ * broken, so no later collective runs beside them (it fails naming this one) and
+ * hpct_finalize leaves MPI and its communicators alone. */
+static hpct_status_t abandon_exchanges(hpct_ctx_t ctx, hpct_status_t s)
+{
+    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dev_queue *q = d->dev_queue;
+    if (!s || !q || d->broken || !device_mpi(d)) return s;
+    for (int i = 0; i < q->n; i++) {
+        if (q->items[i].phase != HPCTI_DQ_CROSS && q->items[i].phase != HPCTI_DQ_SHARING) continue;
+        snprintf(d->broken_why, sizeof d->broken_why,
+                 "'%s' failed with CUDA-aware exchanges in flight: %.200s", d->op_name,
+                 ctx->last_error);
+        d->broken = 1;
+        d->in_op = 0;
+        break;
     }
     return s;
 }
@@ -445,9 +478,7 @@ static hpct_status_t finish_cross(hpct_ctx_t ctx, int i)
     struct hpcti_dq_item *it = &((struct hpcti_dev_queue *)d->dev_queue)->items[i];
     hpct_status_t s = HPCT_SUCCESS;
     if (it->phase == HPCTI_DQ_QUEUED) {
-        int timed_out = 0;
-        s = hpcti_nccl_wait_mark(d->nccl, 2 * i, d->op_start + d->deadline_s, &timed_out);
-        if (timed_out) return hpcti_op_timed_out(ctx, "ncclReduceScatter (per layer)");
+        s = mark_wait(ctx, 2 * i, "ncclReduceScatter (per layer)");
         if (!s) s = start_cross(ctx, i);
     }
     for (int k = 0; k < it->nred && !s; k++) s = hpcti_red_wait(ctx, it->red0 + k);
@@ -472,8 +503,9 @@ static hpct_status_t queue_finish(hpct_ctx_t ctx)
         if (!s)
             s = enqueued(ctx, hpcti_nccl_all_gather(d->nccl, q->bufs[i], it->count, avg),
                          "ncclAllGather (per layer)");
-        it->phase = HPCTI_DQ_GATHERED;
+        if (!s) it->phase = HPCTI_DQ_GATHERED;
     }
+    s = abandon_exchanges(ctx, s);
     q->n = 0;
     return s ? s : nccl_wait(ctx, "ncclAllGather (per layer)");
 }
@@ -571,8 +603,11 @@ void hpcti_device_avg_release(hpct_ctx_t ctx)
 #ifdef HPCT_HAVE_NCCL
     struct hpcti_dist *d = ctx->dist;
     struct hpcti_dev_queue *q = d->dev_queue;
-    if (q && q->slots) ctx->ops->free(q->slots);
-    if (q && q->dstage) ctx->ops->free(q->dstage);
+    /* A broken runtime may still have CUDA-aware receives posted into the device slots and
+     * staging (abandon_exchanges; MPI is left alone then): those stay allocated to the end of
+     * the process rather than be written after cudaFree. */
+    if (q && q->slots && !d->broken) ctx->ops->free(q->slots);
+    if (q && q->dstage && !d->broken) ctx->ops->free(q->dstage);
     if (q) free(q->items), free(q->bufs), free(q->reqs), free(q);
     d->dev_queue = NULL;
 #else
@@ -661,6 +696,7 @@ static hpct_status_t give_up_nccl(hpct_ctx_t ctx, hpct_status_t s)
               ctx->last_error);
     hpcti_nccl_abort(d->nccl);
     d->nccl = NULL;
+    s = abandon_exchanges(ctx, s);
     if (d->dev_queue) ((struct hpcti_dev_queue *)d->dev_queue)->n = 0;
     return s;
 }

@@ -14,8 +14,8 @@
  * The communicator is non-blocking (ncclConfig_t.blocking = 0): no call waits inside NCCL;
  * hpcti_nccl_wait polls ncclCommGetAsyncError and the stream until the deadline, then aborts
  * the communicator (ncclCommAbort) so a dead peer never hangs the job. node_comm's ranks must
- * each hold their own GPU (the device the cuda backend of ctx selected), which is current on
- * the calling thread. */
+ * each hold their own GPU (the device the cuda backend of ctx selected); every call makes it
+ * current on the calling thread first (cudaSetDevice), so any thread may call. */
 #ifndef HPCTI_NCCL_NODE_H
 #define HPCTI_NCCL_NODE_H
 
