@@ -72,17 +72,31 @@ static inline size_t hpcti_nccl_padding(size_t count, int node_size)
 
 /* The overlapped device average across nodes (lib/comm/device_avg.c): each layer (or bucket)
  * queued as backward produces it goes through these phases, in this order:
- *   QUEUED    ncclReduceScatter and the copy of this rank's shard to pinned host memory are
- *             on NCCL's stream, followed by a CUDA event;
- *   CROSS     the event has fired: the host cross-node phase of the shard was started (one
- *             reduction per chunk of at most max_chunk floats);
+ *   QUEUED    ncclReduceScatter and the copy of this rank's shard to the staging (pinned host
+ *             memory, or device memory when MPI is CUDA-aware) are on NCCL's stream, followed by
+ *             a CUDA event (stream mark 2i);
+ *   CROSS     that event has fired: the cross-node phase of the shard was started. Staged: the
+ *             host engine's reductions (one per chunk of at most max_chunk floats). CUDA-aware:
+ *             the reduce-scatter exchange of the device shard's blocks was posted to MPI;
+ *   SUMMED    (CUDA-aware) that exchange completed: the rank-order sum of this rank's block
+ *             (times 1/W) is on a side stream, followed by stream mark 2i + 1;
+ *   SHARING   (CUDA-aware) mark 2i + 1 has fired: the all-gather exchange was posted;
+ *   CROSSED   (CUDA-aware) that exchange completed: the device shard holds the average;
  *   GATHERED  the cross-node phase is done: the shard's copy back and ncclAllGather are on
  *             NCCL's stream.
- * Ordering rules that keep every rank's collectives in the same order: cross-node phases start
- * in queue order (hpcti_dq_next_cross: their reduction indices, hence MPI tags, agree across
- * nodes), and all-gathers are enqueued in queue order once every reduce-scatter is queued
- * (NCCL sees the same sequence on every rank of the node). */
-enum { HPCTI_DQ_QUEUED = 0, HPCTI_DQ_CROSS, HPCTI_DQ_GATHERED };
+ * Ordering rules that keep every rank's collectives in the same order: the postings of each
+ * kind start in queue order (hpcti_dq_first_at: the reductions' indices, hence MPI tags, agree
+ * across nodes; the exchanges' messages of one tag match in posting order), and all-gathers
+ * are enqueued in queue order once every reduce-scatter is queued (NCCL sees the same sequence
+ * on every rank of the node). */
+enum {
+    HPCTI_DQ_QUEUED = 0,
+    HPCTI_DQ_CROSS,
+    HPCTI_DQ_SUMMED,
+    HPCTI_DQ_SHARING,
+    HPCTI_DQ_CROSSED,
+    HPCTI_DQ_GATHERED
+};
 
 struct hpcti_dq_item {
     size_t count;    /* floats of the device buffer */
@@ -90,6 +104,8 @@ struct hpcti_dq_item {
     size_t host_off; /* where the shard lies in the pinned host staging */
     int red0, nred;  /* its cross-node reductions: indices red0 .. red0 + nred - 1 */
     int phase;       /* HPCTI_DQ_* */
+    size_t slot_off; /* CUDA-aware: where its blocks from the other nodes lie in the slots */
+    size_t slots;    /* CUDA-aware: (cross size - 1) x this rank's block of the shard */
 };
 
 /* Reductions (chunks of at most max_chunk floats) a shard of n floats needs. */
@@ -117,6 +133,7 @@ static inline size_t hpcti_dq_add(struct hpcti_dq_item *items, int n, size_t cou
     it->red0 = n ? items[n - 1].red0 + items[n - 1].nred : 0;
     it->nred = hpcti_dq_chunks(it->shard, max_chunk);
     it->phase = HPCTI_DQ_QUEUED;
+    it->slot_off = it->slots = 0;
     return it->host_off + it->shard;
 }
 
@@ -135,13 +152,42 @@ static inline int hpcti_dq_reductions_bound(size_t total, int layers, int node_s
            (layers > 0 ? layers : 0);
 }
 
+/* The item that may leave phase next where that step must follow queue order: the first item
+ * not past phase, when it is at phase (every earlier item is past it), else -1. */
+static inline int hpcti_dq_first_at(const struct hpcti_dq_item *items, int n, int phase)
+{
+    for (int i = 0; i < n; i++)
+        if (items[i].phase <= phase) return items[i].phase == phase ? i : -1;
+    return -1;
+}
+
 /* The item whose cross-node phase may start next (the first still QUEUED, every earlier one
  * started), or -1. */
 static inline int hpcti_dq_next_cross(const struct hpcti_dq_item *items, int n)
 {
-    for (int i = 0; i < n; i++)
-        if (items[i].phase == HPCTI_DQ_QUEUED) return i;
-    return -1;
+    return hpcti_dq_first_at(items, n, HPCTI_DQ_QUEUED);
+}
+
+/* CUDA-aware: item n (added by hpcti_dq_add), whose block of the shard is mine floats, receives
+ * cross_size - 1 blocks of mine floats, in the device slots after item n - 1's. Returns the slot
+ * floats items [0, n] need. */
+static inline size_t hpcti_dq_add_slots(struct hpcti_dq_item *items, int n, size_t mine,
+                                        int cross_size)
+{
+    struct hpcti_dq_item *it = &items[n];
+    it->slot_off = n ? items[n - 1].slot_off + items[n - 1].slots : 0;
+    it->slots = (size_t)(cross_size > 1 ? cross_size - 1 : 0) * mine;
+    return it->slot_off + it->slots;
+}
+
+/* Upper bound of the slots of an operation (hpcti_dq_staging_bound's arguments): a block is at
+ * most ceil(shard / cross_size), and the shards sum to at most the staging bound. */
+static inline size_t hpcti_dq_slots_bound(size_t total, int layers, int node_size, int cross_size)
+{
+    if (cross_size < 2) return 0;
+    size_t shards = hpcti_dq_staging_bound(total, layers, node_size);
+    return (size_t)(cross_size - 1) *
+           (shards / (size_t)cross_size + (size_t)(layers > 0 ? layers : 0));
 }
 
 /* Whether the cross-node phase passes device pointers to MPI (hpct_init, per rank; the ranks

@@ -233,6 +233,77 @@ static void test_queue_order(void)
     tap_ok(!stuck, "every layer's cross-node phase starts once all have arrived (%d stuck)", stuck);
 }
 
+/* Block b of count floats over p nodes, as lib/comm/dist.h splits them (the reference). */
+static size_t ref_block_len(size_t count, int p, int b)
+{
+    return count / (size_t)p + ((size_t)b < count % (size_t)p);
+}
+
+/* CUDA-aware slots: each layer's (cross size - 1) received blocks lie back to back after the
+ * previous layer's, never beyond the bound reserved at the start, for every cross rank. */
+static void test_queue_slots(void)
+{
+    enum { LAYERS = 12 };
+    struct hpcti_dq_item it[LAYERS];
+    int bad_pack = 0, bad_bound = 0;
+    srand(13);
+    for (int trial = 0; trial < 400; trial++) {
+        int ns = 1 + trial % 8, cs = 2 + rand() % 7, me = rand() % cs, layers = 1 + rand() % LAYERS;
+        size_t total = 0, used = 0;
+        for (int l = 0; l < layers; l++) {
+            size_t count = trial % 5 == 0 ? (size_t)(rand() % 3) : (size_t)(rand() % 300);
+            total += count;
+            hpcti_dq_add(it, l, count, ns, 4);
+            size_t mine = ref_block_len(it[l].shard, cs, me);
+            used = hpcti_dq_add_slots(it, l, mine, cs);
+            bad_pack += it[l].slot_off != (l ? it[l - 1].slot_off + it[l - 1].slots : 0);
+            bad_pack += it[l].slots != (size_t)(cs - 1) * mine;
+        }
+        bad_bound += used > hpcti_dq_slots_bound(total, layers, ns, cs);
+    }
+    tap_ok(!bad_pack, "received blocks of queued layers lie back to back in the slots (%d wrong)",
+           bad_pack);
+    tap_ok(!bad_bound, "slots stay within the bound reserved at the start (%d over)", bad_bound);
+    tap_is_int((int)hpcti_dq_slots_bound(1000, 3, 4, 1), 0, "one node needs no slots");
+}
+
+/* CUDA-aware phases: exchanges complete and sums finish in a random order; a host that posts
+ * only hpcti_dq_first_at's item posts each kind of exchange in queue order (so messages of one
+ * tag match across nodes) and every layer reaches CROSSED. */
+static void test_queue_device_order(void)
+{
+    enum { LAYERS = 7 };
+    struct hpcti_dq_item it[LAYERS];
+    int bad = 0, stuck = 0;
+    srand(17);
+    for (int trial = 0; trial < 300; trial++) {
+        int posted_rs = 0, posted_ag = 0;
+        for (int l = 0; l < LAYERS; l++) hpcti_dq_add(it, l, (size_t)(1 + rand() % 50), 2, 8);
+        for (int round = 0; round < 4000; round++) {
+            int i = hpcti_dq_first_at(it, LAYERS, HPCTI_DQ_QUEUED);
+            if (i >= 0 && rand() % 2) { /* its mark fired: post the reduce-scatter exchange */
+                bad += i != posted_rs++;
+                it[i].phase = HPCTI_DQ_CROSS;
+            }
+            int j = rand() % LAYERS; /* any layer's exchange may complete first */
+            if (it[j].phase == HPCTI_DQ_CROSS || it[j].phase == HPCTI_DQ_SHARING) it[j].phase++;
+            i = hpcti_dq_first_at(it, LAYERS, HPCTI_DQ_SUMMED);
+            if (i >= 0 && rand() % 2) { /* its sum finished: post the all-gather exchange */
+                bad += i != posted_ag++;
+                it[i].phase = HPCTI_DQ_SHARING;
+            }
+        }
+        for (int l = 0; l < LAYERS; l++) stuck += it[l].phase != HPCTI_DQ_CROSSED;
+    }
+    tap_ok(!bad, "CUDA-aware exchanges are posted in queue order, each kind (%d wrong)", bad);
+    tap_ok(!stuck, "every layer's CUDA-aware cross-node phase completes (%d stuck)", stuck);
+    struct hpcti_dq_item two[2];
+    hpcti_dq_add(two, 0, 10, 2, 8), hpcti_dq_add(two, 1, 10, 2, 8);
+    two[0].phase = HPCTI_DQ_CROSS, two[1].phase = HPCTI_DQ_SUMMED;
+    tap_is_int(hpcti_dq_first_at(two, 2, HPCTI_DQ_SUMMED), -1,
+               "a layer whose sum is done waits to post while an earlier one is still summing");
+}
+
 /* HPCT_CUDA_AWARE_MPI and MPIX_Query_cuda_support's answer (-1: no query). */
 static void test_cuda_aware_choice(void)
 {
@@ -272,12 +343,14 @@ static void test_device_selection(void)
 
 int main(void)
 {
-    tap_plan(23 + 4 + 2 + 5 + 2 + 3 + 8);
+    tap_plan(23 + 4 + 2 + 5 + 2 + 3 + 3 + 3 + 8);
     test_gemm_map();
     test_grid();
     test_nccl_sizes();
     test_queue_layout();
     test_queue_order();
+    test_queue_slots();
+    test_queue_device_order();
     test_cuda_aware_choice();
     test_device_selection();
     return tap_done();

@@ -38,7 +38,8 @@ layout "W=2, two virtual nodes of 1 (staged through pinned host memory)" 2 1 HPC
 layout "W=4, two virtual nodes of 2 (NCCL in the node, MPI across)" 4 2 HPCT_RANKS_PER_NODE=2
 layout "W=8, two virtual nodes of 4 (NCCL in the node, MPI across)" 8 4 HPCT_RANKS_PER_NODE=4
 # The same as W=4 with the cross-node phase forced through pinned host memory (where the MPI is
-# CUDA-aware, the layout above passed device pointers: both sides are then covered).
+# CUDA-aware, the layout above passed device pointers, in the averages overlapped with backward
+# and in the whole-buffer ones: both sides are then covered).
 layout "W=4, two virtual nodes of 2, HPCT_CUDA_AWARE_MPI=0 (staged)" 4 2 HPCT_RANKS_PER_NODE=2 \
     HPCT_CUDA_AWARE_MPI=0
 if [ "$devices" -lt 2 ]; then

@@ -17,8 +17,13 @@
  *   mark; the host starts the shard's cross-node phases once its mark has fired (checked
  *   between layers and while waiting), in queue order; once every layer is queued and a
  *   layer's cross-node phases are done, its copy back and all-gather are queued, in queue
- *   order (the bookkeeping: kernels/gpu_logic.h, hpcti_dq_*). Each element goes through the
- *   same operations as on the path that is not overlapped.
+ *   order (the bookkeeping: kernels/gpu_logic.h, hpcti_dq_*). With CUDA-aware MPI the shards
+ *   are copied to device staging instead, and each layer's cross-node phase runs on the device
+ *   (dq_step): once its mark fires, the reduce-scatter exchange is posted to MPI; once that
+ *   completes, the rank-order sum (rank_sum_kernel, times 1/W) on a side stream and a mark;
+ *   once that fires, the all-gather exchange; the copy back and ncclAllGather are queued only
+ *   after it has completed. Each element goes through the same operations as on the path that
+ *   is not overlapped (the same bits).
  *   Staged path (everything else: cpu-only MPI between single-GPU nodes, unequal nodes, shared
  *   GPUs, no NCCL): the buffer is copied into pinned host memory, averaged by the host engine
  *   (hierarchical or flat, exactly as on the cpu backend: the same bits) and copied back.
@@ -30,6 +35,7 @@
 #include "../device/ops.h"
 #include "../../kernels/gpu_logic.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef HPCT_HAVE_MPIX_CUDA_QUERY
@@ -80,12 +86,26 @@ static hpct_status_t staged_average(hpct_ctx_t ctx, float *buf, size_t n)
 }
 
 #ifdef HPCT_HAVE_NCCL
-/* Wait for the NCCL stream under the operation's deadline; a timeout names the operation. */
+/* Wait for the NCCL stream under the operation's deadline; a timeout names the operation. The
+ * time waited counts in hpct_comm_stats, as the host engine's waits do. */
 static hpct_status_t nccl_wait(hpct_ctx_t ctx, const char *call)
 {
     struct hpcti_dist *d = ctx->dist;
     int timed_out = 0;
+    double t0 = hpcti_now();
     hpct_status_t s = hpcti_nccl_wait(d->nccl, d->op_start + d->deadline_s, &timed_out);
+    d->wait_s += hpcti_now() - t0;
+    return timed_out ? hpcti_op_timed_out(ctx, call) : s;
+}
+
+/* Wait for stream mark `mark` the same way (call: the work it follows, for a timeout). */
+static hpct_status_t mark_wait(hpct_ctx_t ctx, int mark, const char *call)
+{
+    struct hpcti_dist *d = ctx->dist;
+    int timed_out = 0;
+    double t0 = hpcti_now();
+    hpct_status_t s = hpcti_nccl_wait_mark(d->nccl, mark, d->op_start + d->deadline_s, &timed_out);
+    d->wait_s += hpcti_now() - t0;
     return timed_out ? hpcti_op_timed_out(ctx, call) : s;
 }
 
@@ -110,6 +130,10 @@ struct hpcti_dev_queue {
     int device_mpi; /* 1: every rank's MPI takes device pointers (agreed at hpct_init) */
     float *slots;   /* [slots_cap] device: blocks received in the CUDA-aware cross phase */
     size_t slots_cap;
+    float *dstage; /* [dstage_cap] device: the layers' shards, CUDA-aware overlapped path */
+    size_t dstage_cap;
+    MPI_Request *reqs; /* [reqs_cap] each item's exchange: 2 (cross size - 1) requests */
+    size_t reqs_cap;
 };
 
 static hpct_status_t queue_room(hpct_ctx_t ctx, int layers)
@@ -148,17 +172,19 @@ static hpct_status_t device_slots(hpct_ctx_t ctx, size_t n, float **slots)
     return HPCT_SUCCESS;
 }
 
-/* One exchange of the cross phase with every other node: send [p] of len[p] floats to cross
- * rank p, receive from p into recv(p); waited for under the operation's deadline. */
-static hpct_status_t device_exchange(hpct_ctx_t ctx, float *shard, size_t n, float *slots,
-                                     int gather)
+/* Post one exchange of the cross phase with every other node into reqs [2 (cross size - 1)]
+ * (unused ones MPI_REQUEST_NULL). Reduce-scatter: send cross rank p its block of the shard [n],
+ * receive p's copy of this rank's block into slots (p < me ? p : p - 1); all-gather: send this
+ * rank's block, receive p's block into its place. Messages of one tag match in posting order,
+ * so every rank posts the exchanges of each kind in the same order. */
+static hpct_status_t post_exchange(hpct_ctx_t ctx, float *shard, size_t n, float *slots, int gather,
+                                   MPI_Request *reqs)
 {
     struct hpcti_dist *d = ctx->dist;
     int cs = d->cross_size, me = 0, nreq = 0, rc = MPI_SUCCESS;
     MPI_Comm_rank(d->cross, &me);
     size_t mine = hpcti_block_len(n, cs, me), at = hpcti_block_start(n, cs, me);
-    MPI_Request *reqs = hpcti_calloc(ctx, 2 * (size_t)cs, sizeof *reqs, "cross-node requests");
-    if (!reqs) return HPCT_ERR_NO_MEMORY;
+    for (int r = 0; r < 2 * (cs - 1); r++) reqs[r] = MPI_REQUEST_NULL;
     int tag = gather ? TAG_DEVICE_AG : TAG_DEVICE_RS;
     for (int p = 0; p < cs && rc == MPI_SUCCESS; p++) {
         if (p == me) continue;
@@ -170,8 +196,20 @@ static hpct_status_t device_exchange(hpct_ctx_t ctx, float *shard, size_t n, flo
             rc = MPI_Isend(gather ? shard + at : shard + start, (int)(gather ? mine : len),
                            MPI_FLOAT, p, tag, d->cross, &reqs[nreq++]);
     }
-    hpct_status_t s = rc == MPI_SUCCESS ? hpcti_wait_reqs(ctx, reqs, nreq)
-                                        : hpcti_mpi_failed(ctx, rc, "a CUDA-aware cross exchange");
+    return rc == MPI_SUCCESS ? HPCT_SUCCESS
+                             : hpcti_mpi_failed(ctx, rc, "posting a CUDA-aware cross exchange");
+}
+
+/* One exchange (post_exchange), waited for under the operation's deadline. */
+static hpct_status_t device_exchange(hpct_ctx_t ctx, float *shard, size_t n, float *slots,
+                                     int gather)
+{
+    struct hpcti_dist *d = ctx->dist;
+    size_t nreq = 2 * (size_t)(d->cross_size - 1);
+    MPI_Request *reqs = hpcti_calloc(ctx, nreq ? nreq : 1, sizeof *reqs, "cross-node requests");
+    if (!reqs) return HPCT_ERR_NO_MEMORY;
+    hpct_status_t s = post_exchange(ctx, shard, n, slots, gather, reqs);
+    if (!s) s = hpcti_wait_reqs(ctx, reqs, (int)nreq);
     free(reqs);
     return s;
 }
@@ -264,14 +302,157 @@ static hpct_status_t queue_progress(hpct_ctx_t ctx)
     hpct_status_t s = HPCT_SUCCESS;
     for (int i; !s && (i = hpcti_dq_next_cross(q->items, q->n)) >= 0;) {
         int fired = 0;
-        s = hpcti_nccl_marked(d->nccl, i, &fired);
+        s = hpcti_nccl_marked(d->nccl, 2 * i, &fired);
         if (!fired) break;
         if (!s) s = start_cross(ctx, i);
     }
     return s ? s : hpcti_red_progress(ctx);
 }
 
-/* Queue buf [n]'s reduce-scatter and the copy of its shard into the staging, then a mark. */
+/* CUDA-aware overlapped path: item i's shard in the device staging and its requests. */
+static float *dq_shard(struct hpcti_dev_queue *q, int i)
+{
+    return q->dstage + q->items[i].host_off;
+}
+
+static MPI_Request *dq_reqs(struct hpcti_dist *d, int i)
+{
+    struct hpcti_dev_queue *q = d->dev_queue;
+    return q->reqs + (size_t)i * 2 * (size_t)(d->cross_size - 1);
+}
+
+/* Whether item i's exchange has completed (MPI_Testall, no waiting). */
+static hpct_status_t dq_tested(hpct_ctx_t ctx, int i, int *done)
+{
+    struct hpcti_dist *d = ctx->dist;
+    int rc = MPI_Testall(2 * (d->cross_size - 1), dq_reqs(d, i), done, MPI_STATUSES_IGNORE);
+    return rc == MPI_SUCCESS ? HPCT_SUCCESS
+                             : hpcti_mpi_failed(ctx, rc, "testing a CUDA-aware cross exchange");
+}
+
+/* The rank-order sum of item i's block (times 1/W) on the side stream, then mark 2i + 1: its
+ * inputs are complete (the shard's copy: mark 2i fired; the slots: the exchange completed). */
+static hpct_status_t dq_sum(hpct_ctx_t ctx, int i)
+{
+    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dev_queue *q = d->dev_queue;
+    struct hpcti_dq_item *it = &q->items[i];
+    int me = 0;
+    MPI_Comm_rank(d->cross, &me);
+    return hpcti_nccl_rank_sum_marked(
+        d->nccl, dq_shard(q, i) + hpcti_block_start(it->shard, d->cross_size, me),
+        q->slots + it->slot_off, d->cross_size, me, hpcti_block_len(it->shard, d->cross_size, me),
+        1.0f / (float)d->size, 2 * i + 1);
+}
+
+/* Advance CUDA-aware item i one phase where nothing needs waiting for (*moved = 1 then). MPI
+ * touches the device shard only after the stream mark of the work that fills it has fired, and
+ * the exchanges of each kind are posted in queue order (hpcti_dq_first_at). */
+static hpct_status_t dq_step(hpct_ctx_t ctx, int i, int *moved)
+{
+    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dev_queue *q = d->dev_queue;
+    struct hpcti_dq_item *it = &q->items[i];
+    int ready = 0, ph = it->phase;
+    hpct_status_t s = HPCT_SUCCESS;
+    *moved = 0;
+    if (ph == HPCTI_DQ_QUEUED || ph == HPCTI_DQ_SUMMED) {
+        if (hpcti_dq_first_at(q->items, q->n, ph) != i) return HPCT_SUCCESS;
+        s = hpcti_nccl_marked(d->nccl, ph == HPCTI_DQ_QUEUED ? 2 * i : 2 * i + 1, &ready);
+        if (!s && ready)
+            s = post_exchange(ctx, dq_shard(q, i), it->shard, q->slots + it->slot_off,
+                              ph == HPCTI_DQ_SUMMED, dq_reqs(d, i));
+    } else if (ph == HPCTI_DQ_CROSS || ph == HPCTI_DQ_SHARING) {
+        s = dq_tested(ctx, i, &ready);
+        if (!s && ready && ph == HPCTI_DQ_CROSS) s = dq_sum(ctx, i);
+    }
+    if (!s && ready) it->phase++, *moved = 1;
+    return s;
+}
+
+/* Every CUDA-aware item as far as it goes without waiting. */
+static hpct_status_t dq_progress(hpct_ctx_t ctx)
+{
+    struct hpcti_dev_queue *q = ((struct hpcti_dist *)ctx->dist)->dev_queue;
+    hpct_status_t s = HPCT_SUCCESS;
+    for (int moved = 1; moved && !s;) {
+        moved = 0;
+        for (int i = 0, m = 0; i < q->n && !s; i++, moved |= m) s = dq_step(ctx, i, &m);
+    }
+    return s;
+}
+
+/* CUDA-aware item i (every earlier one finished) until its device shard holds the average:
+ * each wait deadline-bounded (stream marks: the NCCL communicator aborted on expiry). */
+static hpct_status_t dq_finish(hpct_ctx_t ctx, int i)
+{
+    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dq_item *it = &((struct hpcti_dev_queue *)d->dev_queue)->items[i];
+    hpct_status_t s = HPCT_SUCCESS;
+    while (!s && it->phase < HPCTI_DQ_CROSSED) {
+        int ph = it->phase;
+        s = dq_progress(ctx);
+        if (s || it->phase != ph) continue;
+        if (ph == HPCTI_DQ_CROSS || ph == HPCTI_DQ_SHARING) {
+            s = hpcti_wait_reqs(ctx, dq_reqs(d, i), 2 * (d->cross_size - 1));
+            continue;
+        }
+        s = ph == HPCTI_DQ_QUEUED ? mark_wait(ctx, 2 * i, "ncclReduceScatter (per layer)")
+                                  : mark_wait(ctx, 2 * i + 1, "rank_sum_kernel (per layer)");
+    }
+    return s;
+}
+
+/* A failure while CUDA-aware exchanges of the queue are still posted (their receives write into
+ * the device staging and slots, their messages pair with the peers'): the runtime is marked
+ * broken, so no later collective runs beside them (it fails naming this one) and
+ * hpct_finalize leaves MPI and its communicators alone. */
+static hpct_status_t abandon_exchanges(hpct_ctx_t ctx, hpct_status_t s)
+{
+    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dev_queue *q = d->dev_queue;
+    if (!s || !q || d->broken || !device_mpi(d)) return s;
+    for (int i = 0; i < q->n; i++) {
+        if (q->items[i].phase != HPCTI_DQ_CROSS && q->items[i].phase != HPCTI_DQ_SHARING) continue;
+        snprintf(d->broken_why, sizeof d->broken_why,
+                 "'%s' failed with CUDA-aware exchanges in flight: %.200s", d->op_name,
+                 ctx->last_error);
+        d->broken = 1;
+        d->in_op = 0;
+        break;
+    }
+    return s;
+}
+
+/* Progress of the overlapped path, staged or CUDA-aware (device_mpi). */
+static hpct_status_t overlap_progress(hpct_ctx_t ctx)
+{
+    return device_mpi(ctx->dist) ? dq_progress(ctx) : queue_progress(ctx);
+}
+
+/* Item n's place in the staging (pinned host, or device when CUDA-aware) and, CUDA-aware, in
+ * the slots, checked against what overlap_begin reserved; *shard_copy: where its shard goes. */
+static hpct_status_t queue_place(hpct_ctx_t ctx, size_t n, float **shard_copy)
+{
+    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dev_queue *q = d->dev_queue;
+    int dev = device_mpi(d), me = 0;
+    size_t need = hpcti_dq_add(q->items, q->n, n, d->local_size, HPCTI_MAX_CHUNK);
+    if (need > (dev ? q->dstage_cap : d->stage_cap))
+        return hpcti_error(ctx, HPCT_ERR_INTERNAL, "%s: staging of %zu floats, %zu reserved",
+                           d->op_name, need, dev ? q->dstage_cap : d->stage_cap);
+    *shard_copy = (dev ? q->dstage : d->stage) + q->items[q->n].host_off;
+    if (!dev) return HPCT_SUCCESS;
+    MPI_Comm_rank(d->cross, &me);
+    size_t mine = hpcti_block_len(q->items[q->n].shard, d->cross_size, me);
+    need = hpcti_dq_add_slots(q->items, q->n, mine, d->cross_size);
+    if (need > q->slots_cap)
+        return hpcti_error(ctx, HPCT_ERR_INTERNAL, "%s: slots of %zu floats, %zu reserved",
+                           d->op_name, need, q->slots_cap);
+    return HPCT_SUCCESS;
+}
+
+/* Queue buf [n]'s reduce-scatter and the copy of its shard into the staging, then mark 2n. */
 static hpct_status_t queue_layer(hpct_ctx_t ctx, float *buf, size_t n)
 {
     struct hpcti_dist *d = ctx->dist;
@@ -279,17 +460,15 @@ static hpct_status_t queue_layer(hpct_ctx_t ctx, float *buf, size_t n)
     if (q->n >= q->cap)
         return hpcti_error(ctx, HPCT_ERR_INTERNAL, "%s: more layers than reserved (%d)", d->op_name,
                            q->cap);
-    size_t need = hpcti_dq_add(q->items, q->n, n, d->local_size, HPCTI_MAX_CHUNK);
-    if (need > d->stage_cap)
-        return hpcti_error(ctx, HPCT_ERR_INTERNAL, "%s: staging of %zu floats, %zu reserved",
-                           d->op_name, need, d->stage_cap);
+    float *shard_copy = NULL;
+    hpct_status_t s = queue_place(ctx, n, &shard_copy);
     q->bufs[q->n] = buf;
-    float *host = d->stage + q->items[q->n].host_off;
-    hpct_status_t s = enqueued(ctx, hpcti_nccl_reduce_scatter(d->nccl, buf, n, host),
-                               "ncclReduceScatter (per layer)");
-    if (!s) s = hpcti_nccl_mark(d->nccl, q->n);
+    if (!s)
+        s = enqueued(ctx, hpcti_nccl_reduce_scatter(d->nccl, buf, n, shard_copy),
+                     "ncclReduceScatter (per layer)");
+    if (!s) s = hpcti_nccl_mark(d->nccl, 2 * q->n);
     if (!s) q->n++;
-    return s ? s : queue_progress(ctx);
+    return s ? s : overlap_progress(ctx);
 }
 
 /* Item i's shard on the host (its mark waited for, deadline-bounded), averaged across nodes. */
@@ -299,9 +478,7 @@ static hpct_status_t finish_cross(hpct_ctx_t ctx, int i)
     struct hpcti_dq_item *it = &((struct hpcti_dev_queue *)d->dev_queue)->items[i];
     hpct_status_t s = HPCT_SUCCESS;
     if (it->phase == HPCTI_DQ_QUEUED) {
-        int timed_out = 0;
-        s = hpcti_nccl_wait_mark(d->nccl, i, d->op_start + d->deadline_s, &timed_out);
-        if (timed_out) return hpcti_op_timed_out(ctx, "ncclReduceScatter (per layer)");
+        s = mark_wait(ctx, 2 * i, "ncclReduceScatter (per layer)");
         if (!s) s = start_cross(ctx, i);
     }
     for (int k = 0; k < it->nred && !s; k++) s = hpcti_red_wait(ctx, it->red0 + k);
@@ -317,16 +494,18 @@ static hpct_status_t queue_finish(hpct_ctx_t ctx)
     struct hpcti_dist *d = ctx->dist;
     struct hpcti_dev_queue *q = d->dev_queue;
     hpct_status_t s = HPCT_SUCCESS;
+    int dev = device_mpi(d);
     for (int i = 0; i < q->n && !s; i++) {
         struct hpcti_dq_item *it = &q->items[i];
-        s = queue_progress(ctx);
-        if (!s) s = finish_cross(ctx, i);
+        s = overlap_progress(ctx);
+        if (!s) s = dev ? dq_finish(ctx, i) : finish_cross(ctx, i);
+        float *avg = dev ? dq_shard(q, i) : d->stage + it->host_off;
         if (!s)
-            s = enqueued(
-                ctx, hpcti_nccl_all_gather(d->nccl, q->bufs[i], it->count, d->stage + it->host_off),
-                "ncclAllGather (per layer)");
-        it->phase = HPCTI_DQ_GATHERED;
+            s = enqueued(ctx, hpcti_nccl_all_gather(d->nccl, q->bufs[i], it->count, avg),
+                         "ncclAllGather (per layer)");
+        if (!s) it->phase = HPCTI_DQ_GATHERED;
     }
+    s = abandon_exchanges(ctx, s);
     q->n = 0;
     return s ? s : nccl_wait(ctx, "ncclAllGather (per layer)");
 }
@@ -381,8 +560,7 @@ static void log_cross_path(hpct_ctx_t ctx, int device, const char *why)
     if (device && d->transport != HPCT_TRANSPORT_FP32)
         why = "grad_transport 16-bit: converted on the host";
     hpcti_log(ctx, HPCT_LOG_INFO,
-              "device averages across nodes: %s (%s); averages overlapped with backward are "
-              "staged",
+              "device averages across nodes (overlapped with backward or not): %s (%s)",
               device_mpi(d) ? "CUDA-aware MPI, device pointers"
                             : "staged through pinned host memory",
               why);
@@ -425,8 +603,12 @@ void hpcti_device_avg_release(hpct_ctx_t ctx)
 #ifdef HPCT_HAVE_NCCL
     struct hpcti_dist *d = ctx->dist;
     struct hpcti_dev_queue *q = d->dev_queue;
-    if (q && q->slots) ctx->ops->free(q->slots);
-    if (q) free(q->items), free(q->bufs), free(q);
+    /* A broken runtime may still have CUDA-aware receives posted into the device slots and
+     * staging (abandon_exchanges; MPI is left alone then): those stay allocated to the end of
+     * the process rather than be written after cudaFree. */
+    if (q && q->slots && !d->broken) ctx->ops->free(q->slots);
+    if (q && q->dstage && !d->broken) ctx->ops->free(q->dstage);
+    if (q) free(q->items), free(q->bufs), free(q->reqs), free(q);
     d->dev_queue = NULL;
 #else
     (void)ctx;
@@ -444,10 +626,46 @@ int hpcti_device_can_overlap(hpct_ctx_t ctx)
 #endif
 }
 
+#ifdef HPCT_HAVE_NCCL
+/* CUDA-aware overlapped path: device staging of stage floats, slots [slots] and the requests of
+ * layers items (each grows, never shrinks; the old buffers are idle: every operation ends with
+ * its streams and requests complete, or aborts the communicator, whose release synchronises). */
+static hpct_status_t device_room(hpct_ctx_t ctx, int layers, size_t stage, size_t slots)
+{
+    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dev_queue *q = d->dev_queue;
+    float *unused = NULL;
+    size_t nreq = (size_t)layers * 2 * (size_t)(d->cross_size - 1);
+    if (stage > q->dstage_cap) {
+        if (q->dstage) ctx->ops->free(q->dstage);
+        q->dstage = ctx->ops->alloc(ctx, sizeof(float) * (stage ? stage : 1));
+        q->dstage_cap = q->dstage ? stage : 0;
+        if (!q->dstage) return HPCT_ERR_NO_MEMORY;
+    }
+    if (nreq > q->reqs_cap) {
+        free(q->reqs);
+        q->reqs = calloc(nreq, sizeof *q->reqs);
+        q->reqs_cap = q->reqs ? nreq : 0;
+        if (!q->reqs) return hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "%zu cross-node requests", nreq);
+    }
+    return device_slots(ctx, slots, &unused);
+}
+#endif
+
 hpct_status_t hpcti_device_overlap_begin(hpct_ctx_t ctx, const char *name, int layers, size_t total)
 {
 #ifdef HPCT_HAVE_NCCL
     struct hpcti_dist *d = ctx->dist;
+    if (d->cross_size > 1 && device_mpi(d)) { /* no host reductions: MPI on device buffers */
+        size_t stage = hpcti_dq_staging_bound(total, layers, d->local_size);
+        hpct_status_t s = queue_room(ctx, layers);
+        if (!s)
+            s = device_room(ctx, layers, stage,
+                            hpcti_dq_slots_bound(total, layers, d->local_size, d->cross_size));
+        if (!s) s = hpcti_op_begin(ctx, name, 0, 0);
+        if (!s) set_deadline(ctx);
+        return s;
+    }
     if (d->cross_size > 1) {
         size_t stage = hpcti_dq_staging_bound(total, layers, d->local_size);
         hpct_status_t s = queue_room(ctx, layers);
@@ -478,6 +696,7 @@ static hpct_status_t give_up_nccl(hpct_ctx_t ctx, hpct_status_t s)
               ctx->last_error);
     hpcti_nccl_abort(d->nccl);
     d->nccl = NULL;
+    s = abandon_exchanges(ctx, s);
     if (d->dev_queue) ((struct hpcti_dev_queue *)d->dev_queue)->n = 0;
     return s;
 }

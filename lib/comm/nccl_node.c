@@ -22,14 +22,16 @@
 struct hpcti_nccl {
     hpct_ctx_t ctx;
     int node_rank, node_size;
+    int device;          /* the backend's CUDA device, made current by every entry (any thread) */
     ncclComm_t comm;     /* non-blocking; NULL once aborted */
     cudaStream_t stream; /* NCCL's stream, ordered after the default stream by ready */
-    cudaEvent_t ready;   /* recorded on the default stream before each reduce-scatter */
-    float *padded;       /* [shard * node_size] device, used when count is not a multiple */
-    float *shard;        /* [shard] device */
-    size_t shard_cap;    /* elements shard holds (padded: shard_cap * node_size) */
-    double deadline;     /* of the enqueue calls (hpcti_nccl_set_deadline) */
-    cudaEvent_t *marks;  /* [nmarks] hpcti_nccl_mark's events on the stream */
+    cudaStream_t side;  /* the overlapped CUDA-aware cross-node sums (hpcti_nccl_rank_sum_marked) */
+    cudaEvent_t ready;  /* recorded on the default stream before each reduce-scatter */
+    float *padded;      /* [shard * node_size] device, used when count is not a multiple */
+    float *shard;       /* [shard] device */
+    size_t shard_cap;   /* elements shard holds (padded: shard_cap * node_size) */
+    double deadline;    /* of the enqueue calls (hpcti_nccl_set_deadline) */
+    cudaEvent_t *marks; /* [nmarks] hpcti_nccl_mark's events on the stream */
     int nmarks;
 };
 
@@ -101,10 +103,23 @@ static hpct_status_t settle(hpcti_nccl_t *nc, const char *what, double deadline,
     }
 }
 
-/* The stream and the ordering event. */
+/* Make the communicator's device current on the calling thread: the library may be called from
+ * any thread, and streams, events, kernels and NCCL's calls belong to that device. */
+static hpct_status_t on_device(hpcti_nccl_t *nc)
+{
+    cudaError_t e = cudaSetDevice(nc->device);
+    return e == cudaSuccess ? HPCT_SUCCESS : cuda_fail(nc, "cudaSetDevice", e);
+}
+
+/* The device (the backend's: its sync binds the thread to it), the stream and the ordering
+ * event. */
 static hpct_status_t local_setup(hpcti_nccl_t *nc)
 {
-    cudaError_t e = cudaStreamCreateWithFlags(&nc->stream, cudaStreamNonBlocking);
+    hpct_status_t s = nc->ctx->ops->sync(nc->ctx);
+    if (s) return s;
+    cudaError_t e = cudaGetDevice(&nc->device);
+    if (e != cudaSuccess) return cuda_fail(nc, "cudaGetDevice", e);
+    e = cudaStreamCreateWithFlags(&nc->stream, cudaStreamNonBlocking);
     if (e != cudaSuccess) {
         nc->stream = NULL;
         return cuda_fail(nc, "cudaStreamCreateWithFlags", e);
@@ -112,6 +127,10 @@ static hpct_status_t local_setup(hpcti_nccl_t *nc)
     if ((e = cudaEventCreateWithFlags(&nc->ready, cudaEventDisableTiming)) != cudaSuccess) {
         nc->ready = NULL;
         return cuda_fail(nc, "cudaEventCreateWithFlags", e);
+    }
+    if ((e = cudaStreamCreateWithFlags(&nc->side, cudaStreamNonBlocking)) != cudaSuccess) {
+        nc->side = NULL;
+        return cuda_fail(nc, "cudaStreamCreateWithFlags (side stream)", e);
     }
     return HPCT_SUCCESS;
 }
@@ -153,13 +172,15 @@ hpct_status_t hpcti_nccl_join(hpcti_nccl_t *nc, const unsigned char id[HPCTI_NCC
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0; /* every wait is ours, bounded by the deadline */
     nc->deadline = deadline;
+    hpct_status_t s = on_device(nc); /* NCCL binds the communicator to the current device */
+    if (s) return s;
     ncclResult_t r = ncclCommInitRankConfig(&nc->comm, nc->node_size, uid, nc->node_rank, &config);
     if (r != ncclSuccess && r != ncclInProgress) {
         nc->comm = NULL;
         return nccl_fail(nc, "ncclCommInitRankConfig", r);
     }
     int timed_out = 0;
-    hpct_status_t s = settle(nc, "ncclCommInitRankConfig", deadline, &timed_out);
+    s = settle(nc, "ncclCommInitRankConfig", deadline, &timed_out);
     if (!s)
         hpcti_log(nc->ctx, HPCT_LOG_INFO, "nccl: node rank %d of %d joined", nc->node_rank,
                   nc->node_size);
@@ -177,11 +198,14 @@ static void free_buffers(hpcti_nccl_t *nc)
 /* Stream, events and buffers (the NCCL communicator is gone). */
 static void release(hpcti_nccl_t *nc)
 {
+    (void)cudaSetDevice(nc->device); /* teardown goes on whatever it says */
     if (nc->stream) cudaStreamSynchronize(nc->stream);
+    if (nc->side) cudaStreamSynchronize(nc->side);
     free_buffers(nc);
     if (nc->ready) cudaEventDestroy(nc->ready);
     for (int i = 0; i < nc->nmarks; i++) cudaEventDestroy(nc->marks[i]);
     free(nc->marks);
+    if (nc->side) cudaStreamDestroy(nc->side);
     if (nc->stream) cudaStreamDestroy(nc->stream);
     free(nc);
 }
@@ -189,6 +213,7 @@ static void release(hpcti_nccl_t *nc)
 void hpcti_nccl_abort(hpcti_nccl_t *nc)
 {
     if (!nc) return;
+    (void)cudaSetDevice(nc->device); /* quiet: teardown goes on whatever it says */
     if (nc->comm) ncclCommAbort(nc->comm);
     nc->comm = NULL;
     release(nc); /* synchronises the stream: the aborted kernels return */
@@ -197,6 +222,7 @@ void hpcti_nccl_abort(hpcti_nccl_t *nc)
 void hpcti_nccl_destroy(hpcti_nccl_t *nc, double deadline)
 {
     if (!nc) return;
+    (void)cudaSetDevice(nc->device); /* quiet: teardown goes on whatever it says */
     if (nc->comm) { /* flush, bounded; a peer that never finalizes gets the abort */
         int timed_out = 0;
         ncclResult_t r = ncclCommFinalize(nc->comm);
@@ -247,6 +273,8 @@ static hpct_status_t started(hpcti_nccl_t *nc, const char *call, ncclResult_t r)
 
 static hpct_status_t check_usable(hpcti_nccl_t *nc, size_t count)
 {
+    hpct_status_t s = on_device(nc);
+    if (s) return s;
     if (!nc->comm)
         return hpcti_error(nc->ctx, HPCT_ERR_STATE,
                            "nccl: the communicator of node rank %d was aborted after an error",
@@ -304,8 +332,8 @@ hpct_status_t hpcti_nccl_reduce_scatter(hpcti_nccl_t *nc, const float *buf, size
     if (!s && count) s = enqueue_reduce_scatter(nc, buf, count);
     if (s || count == 0 || !host_shard) return s;
     size_t shard = hpcti_nccl_shard(count, nc->node_size);
-    cudaError_t e = cudaMemcpyAsync(host_shard, nc->shard, sizeof(float) * shard,
-                                    cudaMemcpyDeviceToHost, nc->stream);
+    cudaError_t e = cudaMemcpyAsync(host_shard, nc->shard, sizeof(float) * shard, cudaMemcpyDefault,
+                                    nc->stream); /* pinned host or device */
     return e == cudaSuccess ? HPCT_SUCCESS : cuda_fail(nc, "cudaMemcpyAsync of the shard", e);
 }
 
@@ -327,7 +355,7 @@ hpct_status_t hpcti_nccl_all_gather(hpcti_nccl_t *nc, float *buf, size_t count,
     if (s || count == 0) return s;
     size_t shard = hpcti_nccl_shard(count, nc->node_size);
     cudaError_t e = host_shard ? cudaMemcpyAsync(nc->shard, host_shard, sizeof(float) * shard,
-                                                 cudaMemcpyHostToDevice, nc->stream)
+                                                 cudaMemcpyDefault, nc->stream) /* host or device */
                                : cudaSuccess;
     if (e != cudaSuccess) return cuda_fail(nc, "cudaMemcpyAsync of the averaged shard", e);
     return enqueue_all_gather(nc, buf, count);
@@ -337,7 +365,8 @@ hpct_status_t hpcti_nccl_wait(hpcti_nccl_t *nc, double deadline, int *timed_out)
 {
     *timed_out = 0;
     if (!nc->comm) return check_usable(nc, 0);
-    hpct_status_t s = settle(nc, "enqueueing an NCCL collective", deadline, timed_out);
+    hpct_status_t s = on_device(nc);
+    if (!s) s = settle(nc, "enqueueing an NCCL collective", deadline, timed_out);
     double t0 = hpcti_now();
     while (!s) {
         cudaError_t e = cudaStreamQuery(nc->stream);
@@ -373,7 +402,8 @@ static hpct_status_t mark_event(hpcti_nccl_t *nc, int i, cudaEvent_t *ev)
 hpct_status_t hpcti_nccl_mark(hpcti_nccl_t *nc, int i)
 {
     cudaEvent_t ev = NULL;
-    hpct_status_t s = i < 0 ? HPCT_ERR_INTERNAL : mark_event(nc, i, &ev);
+    hpct_status_t s = i < 0 ? HPCT_ERR_INTERNAL : on_device(nc);
+    if (!s) s = mark_event(nc, i, &ev);
     if (s) return s;
     cudaError_t e = cudaEventRecord(ev, nc->stream);
     return e == cudaSuccess ? HPCT_SUCCESS : cuda_fail(nc, "cudaEventRecord (stream mark)", e);
@@ -420,7 +450,23 @@ float *hpcti_nccl_device_shard(const hpcti_nccl_t *nc)
 hpct_status_t hpcti_nccl_rank_sum(hpcti_nccl_t *nc, float *own, const float *slots, int nranks,
                                   int me, size_t n, float inv)
 {
+    hpct_status_t s = on_device(nc);
+    if (s) return s;
     int err = hpcti_k_rank_sum_on(own, slots, nranks, me, n, inv, nc->stream);
     return err == cudaSuccess ? HPCT_SUCCESS
                               : cuda_fail(nc, "rank_sum_kernel launch", (cudaError_t)err);
+}
+
+hpct_status_t hpcti_nccl_rank_sum_marked(hpcti_nccl_t *nc, float *own, const float *slots,
+                                         int nranks, int me, size_t n, float inv, int mark)
+{
+    cudaEvent_t ev = NULL;
+    hpct_status_t s = mark < 0 ? HPCT_ERR_INTERNAL : on_device(nc);
+    if (!s) s = mark_event(nc, mark, &ev);
+    if (s) return s;
+    int err = hpcti_k_rank_sum_on(own, slots, nranks, me, n, inv, nc->side);
+    if (err != cudaSuccess)
+        return cuda_fail(nc, "rank_sum_kernel launch (side stream)", (cudaError_t)err);
+    cudaError_t e = cudaEventRecord(ev, nc->side);
+    return e == cudaSuccess ? HPCT_SUCCESS : cuda_fail(nc, "cudaEventRecord (side stream mark)", e);
 }

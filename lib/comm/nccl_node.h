@@ -14,8 +14,8 @@
  * The communicator is non-blocking (ncclConfig_t.blocking = 0): no call waits inside NCCL;
  * hpcti_nccl_wait polls ncclCommGetAsyncError and the stream until the deadline, then aborts
  * the communicator (ncclCommAbort) so a dead peer never hangs the job. node_comm's ranks must
- * each hold their own GPU (the device the cuda backend of ctx selected), which is current on
- * the calling thread. */
+ * each hold their own GPU (the device the cuda backend of ctx selected); every call makes it
+ * current on the calling thread first (cudaSetDevice), so any thread may call. */
 #ifndef HPCTI_NCCL_NODE_H
 #define HPCTI_NCCL_NODE_H
 
@@ -49,12 +49,13 @@ void hpcti_nccl_abort(hpcti_nccl_t *nc);
 
 /* Enqueue, ordered after the work already queued on the default stream (a CUDA event):
  * ncclReduceScatter of buf [count] (device; zero-padded to hpcti_nccl_shard(count) x node size
- * when needed) into this rank's shard, then its copy into host_shard [shard] (pinned host; NULL:
- * none, the shard stays on the device). */
+ * when needed) into this rank's shard, then its copy into host_shard [shard] (pinned host, or
+ * device memory: cudaMemcpyDefault; NULL: none, the shard stays on the device). */
 HPCTI_CHECK hpct_status_t hpcti_nccl_reduce_scatter(hpcti_nccl_t *nc, const float *buf,
                                                     size_t count, float *host_shard);
 
-/* Enqueue: host_shard [shard] to the device (NULL: the device shard is already the result),
+/* Enqueue: host_shard [shard] (pinned host or device) to the device shard (NULL: the device
+ * shard is already the result),
  * ncclAllGather of every rank's shard into buf [count] (through the padded copy when count is
  * not a multiple of the node size). */
 HPCTI_CHECK hpct_status_t hpcti_nccl_all_gather(hpcti_nccl_t *nc, float *buf, size_t count,
@@ -95,6 +96,13 @@ HPCTI_CHECK hpct_status_t hpcti_nccl_wait_mark(hpcti_nccl_t *nc, int i, double d
 float *hpcti_nccl_device_shard(const hpcti_nccl_t *nc);
 HPCTI_CHECK hpct_status_t hpcti_nccl_rank_sum(hpcti_nccl_t *nc, float *own, const float *slots,
                                               int nranks, int me, size_t n, float inv);
+/* The same sum on a side stream (not behind the reduce-scatters queued on NCCL's stream since),
+ * followed by stream mark `mark` there (hpcti_nccl_marked / hpcti_nccl_wait_mark). The caller
+ * launches it only once the inputs are complete: the shard's copy (its mark fired) and slots
+ * (the MPI receives completed). */
+HPCTI_CHECK hpct_status_t hpcti_nccl_rank_sum_marked(hpcti_nccl_t *nc, float *own,
+                                                     const float *slots, int nranks, int me,
+                                                     size_t n, float inv, int mark);
 
 /* 1 while the communicator can be used (not aborted). */
 int hpcti_nccl_usable(const hpcti_nccl_t *nc);
