@@ -208,6 +208,24 @@ hpct_status_t hpcti_red_start_cross(hpct_ctx_t ctx, float *buf, size_t n, int wh
     return red_start(ctx, buf, n, id, whole ? HPCTI_WHOLE : 1);
 }
 
+hpct_status_t hpcti_red_start_mpi(hpct_ctx_t ctx, float *buf, size_t n, int *id)
+{
+    struct hpcti_dist *d = ctx->dist;
+    if (d->nred >= d->cap_red)
+        return hpcti_error(ctx, HPCT_ERR_INTERNAL, "%s: more reductions than reserved (%d)",
+                           d->op_name, d->cap_red);
+    struct hpcti_reduction *r = &d->red[d->nred];
+    memset(r, 0, sizeof *r);
+    r->buf = buf, r->n = n, r->index = d->nred, r->wire = buf, r->mpi = 1;
+    r->reqs = take(d, 2 * (size_t)d->size * sizeof *r->reqs);
+    *id = d->nred++;
+    r->t0 = hpcti_tl_now(ctx);
+    if (d->size == 1 || !n) return HPCT_SUCCESS;
+    r->nphase = 1, r->nreq = 1;
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, d->comm, &r->reqs[0]);
+    return rc == MPI_SUCCESS ? HPCT_SUCCESS : hpcti_mpi_failed(ctx, rc, "MPI_Iallreduce");
+}
+
 /* The timeline span of r, from its start to now (its completion seen). */
 static void red_span(hpct_ctx_t ctx, const struct hpcti_reduction *r)
 {
@@ -216,7 +234,10 @@ static void red_span(hpct_ctx_t ctx, const struct hpcti_reduction *r)
     if (r->t0 <= 0) return;
     hpcti_tl_span(ctx, 0, "allreduce", "comm", r->t0, hpcti_now(),
                   "\"bytes\":%zu,\"algorithm\":\"%s\",\"transport\":\"%s\",\"phases\":%d",
-                  r->n * elem_size(d), r->nphase > 2 ? "hierarchical" : "flat",
+                  r->n * elem_size(d),
+                  r->mpi          ? "MPI_Iallreduce"
+                  : r->nphase > 2 ? "hierarchical"
+                                  : "flat",
                   wire[d->transport >= 0 && d->transport <= 2 ? d->transport : 0], r->nphase);
 }
 
@@ -225,7 +246,11 @@ static hpct_status_t next_phase(hpct_ctx_t ctx, struct hpcti_reduction *r)
 {
     struct hpcti_dist *d = ctx->dist;
     struct hpcti_phase *ph = &r->phase[r->cur];
-    if (ph->gather != 1) sum_phase(d, r, ph);
+    float inv = 1.0f / (float)d->size; /* the scale of sum_phase */
+    if (r->mpi)
+        for (size_t j = 0; j < r->n; j++) r->buf[j] *= inv;
+    else if (ph->gather != 1)
+        sum_phase(d, r, ph);
     if (++r->cur < r->nphase) return start_phase(ctx, r);
     if (d->transport) hpcti_from_wire(d->transport, r->wire, r->buf, r->n);
     red_span(ctx, r);
