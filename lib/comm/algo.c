@@ -292,3 +292,17 @@ hpct_status_t hpcti_red_start_sized(hpct_ctx_t ctx, float *buf, size_t n, int *i
     default: return hpcti_red_start(ctx, buf, n, id);
     }
 }
+
+int hpcti_algo_reductions_bound(const struct hpcti_dist *d, size_t total, int parts)
+{
+    /* window: ceil(n / chunk) per part, at most parts + total / chunk over all */
+    return parts + (d->nwin && total ? (int)(total / d->nwin->chunk) + 1 : 0);
+}
+
+size_t hpcti_algo_scratch_bound(const struct hpcti_dist *d, size_t total, int parts)
+{
+    /* window: n + (cross size) min(n, small) per part (hpcti_node_win_scratch) */
+    if (!d->nwin) return total;
+    size_t small = total < d->nwin->small ? total : d->nwin->small;
+    return total + (size_t)parts * small * (size_t)d->cross_size;
+}

@@ -171,6 +171,9 @@ HPCTI_CHECK hpct_status_t hpcti_red_start_mpi(hpct_ctx_t ctx, float *buf, size_t
 HPCTI_CHECK hpct_status_t hpcti_red_start_sized(hpct_ctx_t ctx, float *buf, size_t n, int *id);
 int hpcti_algo_reductions(const struct hpcti_dist *d, size_t n);
 size_t hpcti_algo_scratch(const struct hpcti_dist *d, size_t n);
+/* Room for hpcti_red_start_sized of up to parts buffers of total floats in all. */
+int hpcti_algo_reductions_bound(const struct hpcti_dist *d, size_t total, int parts);
+size_t hpcti_algo_scratch_bound(const struct hpcti_dist *d, size_t total, int parts);
 
 /* Start averaging buf [n] (one rank's block) over the cross-node communicator only; whole:
  * in one round, every rank receiving every peer's buf and summing all of it (the owner's
