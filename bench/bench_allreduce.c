@@ -7,10 +7,13 @@
  * tensors of 1-64 KiB (log-uniform sizes, fixed seed). Both sides in one run, each size's
  * variants interleaved round by round:
  *   mpirun -np 2 bench/bench_allreduce [max_mib]
- *   HPCT_RANKS_PER_NODE=2 mpirun --oversubscribe -x HPCT_RANKS_PER_NODE -np 4 bench/bench_allreduce
- *   HPCT_RANKS_PER_NODE=1 mpirun --mca btl self,tcp -x HPCT_RANKS_PER_NODE -np 2
- * bench/bench_allreduce Times are the slowest rank's, median of the rounds. HPCT_FUSION_BYTES=N
- * sets cfg.fusion_bytes (default HPCT_CONFIG_INITIALIZER's). */
+ *   HPCT_RANKS_PER_NODE=2 mpirun --oversubscribe -x HPCT_RANKS_PER_NODE -np 4 \
+ *       bench/bench_allreduce
+ *   HPCT_RANKS_PER_NODE=1 mpirun --mca btl self,tcp -x HPCT_RANKS_PER_NODE -np 2 \
+ *       bench/bench_allreduce
+ * The context of the chosen table is created first (a context created after the others
+ * measured slower in every column here). Times are the slowest rank's, median of the
+ * rounds. HPCT_FUSION_BYTES=N sets cfg.fusion_bytes (default HPCT_CONFIG_INITIALIZER's). */
 #include <hpctrain.h>
 
 #include <math.h>
