@@ -2,11 +2,10 @@
  * buffer, 4 KiB to 256 MiB (a factor 4 apart), on the algorithm per size the library chose
  * (HPCT_ALLREDUCE_ALGO as set, else the timed probe of hpct_init, whose table rank 0 logs),
  * and on contexts forced to each algorithm (shm: the node window where it is set up, p2p,
- * mpi: MPI_Iallreduce then times 1/W); then fused averaging (hpct_params_average_grads)
- * against one MPI_Allreduce per tensor for 100 tensors totalling 10 MiB and for 1,000
- * tensors of 1-64 KiB (log-uniform sizes, fixed seed). Both sides in one run, each size's
- * variants interleaved round by round:
- *   mpirun -np 2 bench/bench_allreduce [max_mib]
+ * mpi: MPI_Iallreduce then times 1/W, allgather up to 1 MiB); then fused averaging
+ * (hpct_params_average_grads) against one MPI_Allreduce per tensor for 100 tensors totalling 10 MiB
+ * and for 1,000 tensors of 1-64 KiB (log-uniform sizes, fixed seed). Both sides in one run, each
+ * size's variants interleaved round by round: mpirun -np 2 bench/bench_allreduce [max_mib]
  *   HPCT_RANKS_PER_NODE=2 mpirun --oversubscribe -x HPCT_RANKS_PER_NODE -np 4 \
  *       bench/bench_allreduce
  *   HPCT_RANKS_PER_NODE=1 mpirun --mca btl self,tcp -x HPCT_RANKS_PER_NODE -np 2 \
@@ -38,6 +37,7 @@ static int cmp_double(const void *a, const void *b)
 static void timed(void (*const *fn)(void *), void *const *arg, int nf, int reps, double *med)
 {
     double t[8][64];
+    if (reps > 64) reps = 64;
     for (int k = 0; k < nf; k++) fn[k](arg[k]);
     for (int r = 0; r < reps; r++)
         for (int i = 0, k = r % nf; i < nf; i++, k = (k + 1) % nf) { /* each first in turn */
@@ -93,31 +93,36 @@ static void run_fused(void *a)
 }
 
 /* Times in us of MPI_Allreduce, hpct on the chosen table, and hpct forced to each of
- * forced [3] (shm, p2p, mpi); ratios MPI time / hpct time. */
+ * forced [4] (shm, p2p, mpi, allgather: up to 1 MiB); ratios MPI time / hpct time. */
 static void sizes_table(hpct_ctx_t ctx, hpct_ctx_t *forced, size_t max_bytes)
 {
     float *buf = malloc(max_bytes);
     for (size_t i = 0; i < max_bytes / 4; i++) buf[i] = 1e-3f * (float)(i % 101);
     if (rank == 0)
-        printf("%10s %13s %11s %9s %9s %9s %11s %9s\n", "bytes", "MPI_Allreduce", "hpct chosen",
-               "shm", "p2p", "mpi", "chosen/MPI", "best/MPI");
+        printf("%10s %13s %11s %9s %9s %9s %9s %11s %9s\n", "bytes", "MPI_Allreduce", "hpct chosen",
+               "shm", "p2p", "mpi", "allgather", "chosen/MPI", "best/MPI");
     for (size_t bytes = 4096; bytes <= max_bytes; bytes *= 4) {
-        struct job j[5];
-        hpct_ctx_t c[5] = {ctx, ctx, forced[0], forced[1], forced[2]};
-        void (*fn[5])(void *) = {run_mpi, run_hpct, run_hpct, run_hpct, run_hpct};
-        void *arg[5];
-        for (int k = 0; k < 5; k++) {
+        struct job j[6];
+        hpct_ctx_t c[6] = {ctx, ctx, forced[0], forced[1], forced[2], forced[3]};
+        void (*fn[6])(void *) = {run_mpi, run_hpct, run_hpct, run_hpct, run_hpct, run_hpct};
+        void *arg[6];
+        for (int k = 0; k < 6; k++) {
             j[k] = (struct job){.ctx = c[k], .buf = buf, .n = bytes / 4};
             arg[k] = &j[k];
         }
-        int reps = bytes <= (1 << 20) ? 31 : bytes <= (16 << 20) ? 11 : 5;
-        double t[5];
-        timed(fn, arg, 5, reps, t);
-        double best = t[2] < t[3] ? t[2] : t[3];
-        best = t[4] < best ? t[4] : best;
-        if (rank == 0)
-            printf("%10zu %13.1f %11.1f %9.1f %9.1f %9.1f %10.2fx %8.2fx\n", bytes, t[0] * 1e6,
-                   t[1] * 1e6, t[2] * 1e6, t[3] * 1e6, t[4] * 1e6, t[0] / t[1], t[0] / best);
+        int reps = bytes <= (1 << 20) ? 31 : bytes <= (16 << 20) ? 11 : 5, nf = 6;
+        double t[6] = {0, 0, 0, 0, 0, 1e30};
+        if (bytes > (1 << 20)) nf = 5; /* allgather: every peer's whole buffer */
+        timed(fn, arg, nf, reps, t);
+        double best = t[2];
+        for (int k = 3; k < 6; k++) best = t[k] < best ? t[k] : best;
+        if (rank == 0 && nf == 6)
+            printf("%10zu %13.1f %11.1f %9.1f %9.1f %9.1f %9.1f %10.2fx %8.2fx\n", bytes,
+                   t[0] * 1e6, t[1] * 1e6, t[2] * 1e6, t[3] * 1e6, t[4] * 1e6, t[5] * 1e6,
+                   t[0] / t[1], t[0] / best);
+        else if (rank == 0)
+            printf("%10zu %13.1f %11.1f %9.1f %9.1f %9.1f %9s %10.2fx %8.2fx\n", bytes, t[0] * 1e6,
+                   t[1] * 1e6, t[2] * 1e6, t[3] * 1e6, t[4] * 1e6, "-", t[0] / t[1], t[0] / best);
         fflush(stdout);
     }
     free(buf);
@@ -210,8 +215,8 @@ int main(int argc, char **argv)
     hpct_ctx_t ctx;
     if (hpct_init(&chosen, &ctx)) return 1;
     fflush(stderr);
-    hpct_ctx_t forced[3] = {forced_ctx(&cfg, "shm"), forced_ctx(&cfg, "p2p"),
-                            forced_ctx(&cfg, "mpi")};
+    hpct_ctx_t forced[4] = {forced_ctx(&cfg, "shm"), forced_ctx(&cfg, "p2p"),
+                            forced_ctx(&cfg, "mpi"), forced_ctx(&cfg, "allgather")};
     size_t max_mib = argc > 1 ? (size_t)atol(argv[1]) : 256;
     hpct_topology_t t = HPCT_TOPOLOGY_INITIALIZER;
     hpct_topology(ctx, &t);
@@ -221,7 +226,7 @@ int main(int argc, char **argv)
                cfg.fusion_bytes, getenv("HPCT_NODE_REDUCE") ? getenv("HPCT_NODE_REDUCE") : "auto");
     sizes_table(ctx, forced, max_mib << 20);
     fusion_table(ctx);
-    for (int k = 0; k < 3; k++) hpct_finalize(forced[k]);
+    for (int k = 0; k < 4; k++) hpct_finalize(forced[k]);
     int bad = hpct_finalize(ctx) != HPCT_SUCCESS;
     MPI_Finalize();
     return bad;

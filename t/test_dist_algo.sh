@@ -1,8 +1,8 @@
 #!/bin/sh
-# The algorithm per size class (lib/comm/algo.c): HPCT_ALLREDUCE_ALGO forcing mpi, shm and
-# p2p, a table mixing them, and the timed probe (variable unset), at W = 1..4 with and
+# The algorithm per size class (lib/comm/algo.c): HPCT_ALLREDUCE_ALGO forcing mpi, shm, p2p
+# and allgather, a table mixing them, and the timed probe (variable unset), at W = 1..4 with and
 # without virtual nodes and with uneven nodes: every average within fp32 rounding of the
-# fp64 mean and bit-identical on every rank; forced shm and p2p give the point-to-point
+# fp64 mean and bit-identical on every rank; forced shm, p2p and allgather give the point-to-point
 # path's bits, forced mpi the bits of MPI_Iallreduce / W; the probe's table is logged at
 # info level; malformed values fail hpct_init on every rank with the variable named.
 . "${top_srcdir:-.}/t/lib/dist_lib.sh"
@@ -12,7 +12,7 @@ plan 20
 # logged: the probe's or the table's decision, and the malformed values named.
 logged() {
     grep -q "allreduce algorithm per size: HPCT_ALLREDUCE_ALGO=0:[a-z0-9]*.*(timed probe on rank 0: 4K:" "$tmpdir/out" &&
-        grep -q "allreduce algorithm per size: HPCT_ALLREDUCE_ALGO=0:shm,1K:mpi,64K:p2p,1M:mpi (from HPCT_ALLREDUCE_ALGO)" "$tmpdir/out" &&
+        grep -q "allreduce algorithm per size: HPCT_ALLREDUCE_ALGO=0:allgather,1K:mpi,64K:shm,1M:p2p (from HPCT_ALLREDUCE_ALGO)" "$tmpdir/out" &&
         grep -q "hpct_init: HPCT_ALLREDUCE_ALGO is '0:mpi,4X:shm': entry 2 ('4X:shm') is not BYTES\[K|M|G\]:p2p|shm|mpi" "$tmpdir/out" &&
         grep -q "hpct_init: HPCT_ALLREDUCE_ALGO is '16K:mpi': entry 1 ('16K:mpi') must start at 0" "$tmpdir/out"
 }

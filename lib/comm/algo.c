@@ -1,6 +1,8 @@
 /* algo.c: which algorithm averages a host buffer of a given size: the node window (shm),
- * the point-to-point engine (p2p) or one MPI_Iallreduce of the fp32 sum then times 1/W
- * (mpi). A table of size classes, the same on every rank, from HPCT_ALLREDUCE_ALGO
+ * the point-to-point engine (p2p: reduce-scatter + allgather), its one-round form in which
+ * every rank sums every peer's whole buffer (allgather: the same bits, for small buffers)
+ * or one MPI_Iallreduce of the fp32 sum then times 1/W (mpi). A table of size classes, the same on
+ * every rank, from HPCT_ALLREDUCE_ALGO
  * ("0:shm,256K:mpi,8M:shm": from each size in bytes up, that algorithm) or, when it is unset
  * or "auto", from a short timed probe at hpct_init: rank 0 times each candidate at a few
  * sizes (rounds interleaved, the fastest of each) and the decisions reach every rank as
@@ -14,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const names[] = {"p2p", "shm", "mpi"};
+static const char *const names[] = {"p2p", "shm", "mpi", "allgather"};
 #define ENV "HPCT_ALLREDUCE_ALGO"
 
 /* Probe sizes in bytes (a factor 8 apart), the rounds at each, and the probe's time budget
@@ -22,7 +24,9 @@ static const char *const names[] = {"p2p", "shm", "mpi"};
 static const size_t probe_bytes[] = {(size_t)4 << 10, (size_t)32 << 10, (size_t)256 << 10,
                                      (size_t)2 << 20, (size_t)16 << 20};
 static const int probe_rounds[] = {8, 8, 6, 4, 2};
-#define PROBE_BUDGET_S 0.4
+#define PROBE_BUDGET_S 0.4 /* a class runs only if 8 x the last one's time still fits */
+/* allgather moves (peers) x the buffer: probed up to 256 KiB */
+#define ALLGATHER_MAX_FLOATS ((size_t)64 << 10)
 
 const char *hpcti_algo_name(int algo)
 {
@@ -97,8 +101,8 @@ static int parse_table(const char *v, struct hpcti_algo_table *t, char *why, siz
             return 0;
         }
         if (!parse_entry(s, len, &t->min_bytes[t->n], &t->algo[t->n])) {
-            snprintf(why, cap, "entry %d ('%.*s') is not BYTES[K|M|G]:p2p|shm|mpi", t->n + 1,
-                     (int)(len > 40 ? 40 : len), s);
+            snprintf(why, cap, "entry %d ('%.*s') is not BYTES[K|M|G]:p2p|shm|mpi|allgather",
+                     t->n + 1, (int)(len > 40 ? 40 : len), s);
             return 0;
         }
         if (t->n == 0 ? t->min_bytes[0] != 0 : t->min_bytes[t->n] <= t->min_bytes[t->n - 1]) {
@@ -151,11 +155,12 @@ static hpct_status_t probe_size(hpct_ctx_t ctx, const int *cand, int nc, float *
     hpct_status_t s = HPCT_SUCCESS;
     double ignore = 1e30;
     for (int c = 0; c < nc; c++) best[c] = 1e30;
+    if (n > ALLGATHER_MAX_FLOATS && cand[nc - 1] == HPCTI_ALGO_ALLGATHER) nc--;
     for (int c = 0; c < nc && !s; c++) s = timed(ctx, cand[c], buf, n, &ignore);
     for (int r = 0; r < rounds && !s; r++)
         for (int c = 0; c < nc && !s; c++) s = timed(ctx, cand[c], buf, n, &best[c]);
     *win = 0;
-    for (int c = 1; c < nc; c++)
+    for (int c = 1; c < nc; c++) /* untimed candidates keep 1e30 */
         if (best[c] < best[*win]) *win = c;
     return s;
 }
@@ -183,31 +188,35 @@ static void table_add(struct hpcti_algo_table *t, unsigned long bytes, int algo)
 static hpct_status_t probe(hpct_ctx_t ctx, char *detail, size_t cap)
 {
     struct hpcti_dist *d = ctx->dist;
-    int cand[3], nc = 0;
+    int cand[4], nc = 0;
     cand[nc++] = own_path(d);
     if (cand[0] == HPCTI_ALGO_SHM) cand[nc++] = HPCTI_ALGO_P2P;
     cand[nc++] = HPCTI_ALGO_MPI;
+    cand[nc++] = HPCTI_ALGO_ALLGATHER; /* probed up to ALLGATHER_MAX_FLOATS */
     size_t nmax = probe_bytes[sizeof probe_bytes / sizeof *probe_bytes - 1] / sizeof(float);
     float *buf = hpcti_calloc(ctx, nmax, sizeof *buf, "the algorithm probe's buffer");
     if (!buf) return HPCT_ERR_NO_MEMORY;
     struct hpcti_algo_table t = {0};
-    double t0 = hpcti_now(), best[3];
+    double t0 = hpcti_now(), best[4];
     size_t len = 0;
     hpct_status_t s = HPCT_SUCCESS;
     detail[0] = 0;
     for (size_t k = 0; k < sizeof probe_bytes / sizeof *probe_bytes && !s; k++) {
         size_t n = probe_bytes[k] / sizeof(float);
         int win = 0;
+        double t_class = hpcti_now();
         s = probe_size(ctx, cand, nc, buf, n, probe_rounds[k], best, &win);
-        long v[2] = {cand[win], hpcti_now() - t0 < PROBE_BUDGET_S};
+        double took = hpcti_now() - t_class; /* the next class: 8 times the bytes */
+        long v[2] = {cand[win], hpcti_now() - t0 + 8.0 * took < PROBE_BUDGET_S};
         if (!s) s = from_rank0(ctx, v, 2);
         if (s) break;
         table_add(&t, probe_bytes[k] / 2, (int)v[0]); /* class k: from half its size up */
         len += (size_t)snprintf(detail + len, cap - len, "%s%zuK:", k ? "; " : "",
                                 probe_bytes[k] >> 10);
         for (int c = 0; c < nc && len + 64 < cap; c++)
-            len += (size_t)snprintf(detail + len, cap - len, " %s %.0f us",
-                                    hpcti_algo_name(cand[c]), best[c] * 1e6);
+            if (best[c] < 1e30)
+                len += (size_t)snprintf(detail + len, cap - len, " %s %.0f us",
+                                        hpcti_algo_name(cand[c]), best[c] * 1e6);
         if (!v[1]) break;
     }
     free(buf);
@@ -280,7 +289,10 @@ int hpcti_algo_reductions(const struct hpcti_dist *d, size_t n)
 size_t hpcti_algo_scratch(const struct hpcti_dist *d, size_t n)
 {
     int a = hpcti_algo_for(d, n);
-    return a == HPCTI_ALGO_SHM ? hpcti_node_win_scratch(d, n) : a == HPCTI_ALGO_MPI ? 0 : n;
+    return a == HPCTI_ALGO_SHM         ? hpcti_node_win_scratch(d, n)
+           : a == HPCTI_ALGO_MPI       ? 0
+           : a == HPCTI_ALGO_ALLGATHER ? hpcti_allgather_scratch(d, n)
+                                       : n;
 }
 
 hpct_status_t hpcti_red_start_sized(hpct_ctx_t ctx, float *buf, size_t n, int *id)
@@ -299,10 +311,23 @@ int hpcti_algo_reductions_bound(const struct hpcti_dist *d, size_t total, int pa
     return parts + (d->nwin && total ? (int)(total / d->nwin->chunk) + 1 : 0);
 }
 
+/* The largest buffer (floats) the table sends through allgather (0: none). */
+static size_t allgather_limit(const struct hpcti_dist *d)
+{
+    size_t most = 0;
+    for (int i = 0; i < d->algo.n; i++)
+        if (d->algo.algo[i] == HPCTI_ALGO_ALLGATHER)
+            most = i + 1 < d->algo.n ? d->algo.min_bytes[i + 1] / sizeof(float) : (size_t)-1;
+    return most;
+}
+
 size_t hpcti_algo_scratch_bound(const struct hpcti_dist *d, size_t total, int parts)
 {
-    /* window: n + (cross size) min(n, small) per part (hpcti_node_win_scratch) */
-    if (!d->nwin) return total;
+    /* allgather: n x peers per part (hpcti_allgather_scratch); window: n + (cross size)
+     * min(n, small) per part (hpcti_node_win_scratch) */
+    size_t ag = allgather_limit(d), room = total;
+    if (ag) room += (size_t)parts * hpcti_allgather_scratch(d, total < ag ? total : ag);
+    if (!d->nwin) return room;
     size_t small = total < d->nwin->small ? total : d->nwin->small;
-    return total + (size_t)parts * small * (size_t)d->cross_size;
+    return room + (size_t)parts * small * (size_t)d->cross_size;
 }

@@ -502,6 +502,17 @@ hpct_status_t hpcti_host_allreduce_mean(hpct_ctx_t ctx, const char *fn, float *b
     struct hpcti_dist *d = ctx->dist;
     int algo = hpcti_algo_for(d, n);
     if (algo == HPCTI_ALGO_MPI) return mpi_allreduce_mean(ctx, fn, buf, n);
+    if (algo == HPCTI_ALGO_ALLGATHER) {
+        int id;
+        hpct_status_t s = n <= MAX_CHUNK
+                              ? hpcti_op_begin(ctx, fn, 1, hpcti_allgather_scratch(d, n) + n)
+                              : hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                                            "%s: %zu floats is above the allgather "
+                                            "algorithm's %zu (HPCT_ALLREDUCE_ALGO)",
+                                            fn, n, (size_t)MAX_CHUNK);
+        if (!s) s = hpcti_red_start_allgather(ctx, buf, n, &id);
+        return s ? s : hpcti_op_end(ctx, NULL, 0);
+    }
     if (algo == HPCTI_ALGO_SHM) { /* the node-local phase through the shared window */
         int chunks = hpcti_node_win_chunks(d, n);
         size_t scratch = hpcti_node_win_scratch(d, n);

@@ -56,7 +56,7 @@ struct hpcti_node_win {
 };
 
 /* Algorithms for averaging a host buffer (algo.c). */
-enum { HPCTI_ALGO_P2P, HPCTI_ALGO_SHM, HPCTI_ALGO_MPI, HPCTI_ALGO_COUNT };
+enum { HPCTI_ALGO_P2P, HPCTI_ALGO_SHM, HPCTI_ALGO_MPI, HPCTI_ALGO_ALLGATHER, HPCTI_ALGO_COUNT };
 #define HPCTI_ALGO_CLASSES 16
 
 /* Size classes: from min_bytes[i] (increasing, the first 0) up, algo[i]. */
@@ -164,6 +164,12 @@ HPCTI_CHECK hpct_status_t hpcti_red_wait(hpct_ctx_t ctx, int id);
 /* The same as one MPI_Iallreduce(MPI_SUM) of buf [n] (n <= HPCTI_MAX_CHUNK) on the job's
  * communicator, then times 1/W when it completes (HPCTI_ALGO_MPI). */
 HPCTI_CHECK hpct_status_t hpcti_red_start_mpi(hpct_ctx_t ctx, float *buf, size_t n, int *id);
+/* Start averaging buf [n] with every rank receiving every peer's whole buffer and summing
+ * all of it in rank order (per level on the hierarchical path): the bits of
+ * hpcti_red_start in one round per level, n times the peers' count of scratch
+ * (hpcti_allgather_scratch) (HPCTI_ALGO_ALLGATHER). */
+HPCTI_CHECK hpct_status_t hpcti_red_start_allgather(hpct_ctx_t ctx, float *buf, size_t n, int *id);
+size_t hpcti_allgather_scratch(const struct hpcti_dist *d, size_t n);
 /* Start averaging buf [n] inside the current op by the algorithm of its size class: mpi and
  * p2p start a reduction (*id, waited for with hpcti_red_wait or hpcti_op_end); shm
  * averages through the node window before it returns (*id = -1). The op must have room

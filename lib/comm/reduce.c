@@ -169,8 +169,31 @@ static void plan(struct hpcti_dist *d, struct hpcti_reduction *r, void *v, size_
     add_phase(r, d->node_ag, d->local_size, d->local_rank, v, n, 1, 0);
 }
 
+/* The phases of an average of v [n] in which every rank sums every peer's whole vector in
+ * rank order: over all ranks (flat), or inside the node and then across nodes
+ * (hierarchical): the owners' operations of plan(), so the same bits, in one round per
+ * level. */
+static void plan_allgather(struct hpcti_dist *d, struct hpcti_reduction *r, void *v, size_t n)
+{
+    if (d->size == 1) return;
+    if (!d->hier) {
+        add_phase(r, d->comm, d->size, d->rank, v, n, HPCTI_WHOLE, 1);
+        return;
+    }
+    add_phase(r, d->node_rs, d->local_size, d->local_rank, v, n, HPCTI_WHOLE, 0);
+    plan_cross(d, r, v, n, 1);
+}
+
+/* Peers whose whole vectors plan_allgather receives at once. */
+static size_t allgather_peers(const struct hpcti_dist *d)
+{
+    int most = d->hier ? (d->local_size > d->cross_size ? d->local_size : d->cross_size) : d->size;
+    return (size_t)(most - 1);
+}
+
 /* cross_only: 0 the whole average, 1 the cross-node phases of a block, HPCTI_WHOLE the
- * cross-node sum of a whole vector by every rank. */
+ * cross-node sum of a whole vector by every rank, ALLGATHER plan_allgather. */
+#define ALLGATHER 3
 static hpct_status_t red_start(hpct_ctx_t ctx, float *buf, size_t n, int *id, int cross_only)
 {
     struct hpcti_dist *d = ctx->dist;
@@ -184,10 +207,14 @@ static hpct_status_t red_start(hpct_ctx_t ctx, float *buf, size_t n, int *id, in
         r->wire = take(d, 2 * n);
         hpcti_to_wire(d->transport, buf, r->wire, n);
     }
-    size_t room = cross_only == HPCTI_WHOLE ? n * (size_t)(d->cross_size - 1) : n;
+    size_t room = cross_only == HPCTI_WHOLE ? n * (size_t)(d->cross_size - 1)
+                  : cross_only == ALLGATHER ? n * allgather_peers(d)
+                                            : n;
     r->slots = take(d, elem_size(d) * (room + (size_t)d->size));
     r->reqs = take(d, 2 * (size_t)d->size * sizeof *r->reqs);
-    if (cross_only)
+    if (cross_only == ALLGATHER)
+        plan_allgather(d, r, r->wire, n);
+    else if (cross_only)
         plan_cross(d, r, r->wire, n, cross_only == HPCTI_WHOLE);
     else
         plan(d, r, r->wire, n);
@@ -201,6 +228,16 @@ static hpct_status_t red_start(hpct_ctx_t ctx, float *buf, size_t n, int *id, in
 hpct_status_t hpcti_red_start(hpct_ctx_t ctx, float *buf, size_t n, int *id)
 {
     return red_start(ctx, buf, n, id, 0);
+}
+
+hpct_status_t hpcti_red_start_allgather(hpct_ctx_t ctx, float *buf, size_t n, int *id)
+{
+    return red_start(ctx, buf, n, id, ALLGATHER);
+}
+
+size_t hpcti_allgather_scratch(const struct hpcti_dist *d, size_t n)
+{
+    return n * allgather_peers(d);
 }
 
 hpct_status_t hpcti_red_start_cross(hpct_ctx_t ctx, float *buf, size_t n, int whole, int *id)

@@ -639,12 +639,14 @@ static hpct_ctx_t init_algo(const char *value, const hpct_config_t *cfg, hpct_st
 }
 
 /* Every algorithm forced through HPCT_ALLREDUCE_ALGO, a table that mixes them, the timed
- * probe, each against the fp64 mean (and p2p or MPI_Iallreduce bits where forced); then
+ * probe, each against the fp64 mean (and p2p or MPI_Iallreduce bits where forced: shm, p2p
+ * and allgather sum in rank order); then
  * malformed values: hpct_init fails on every rank naming the variable. */
 static int run_algo(void)
 {
     static const size_t sizes[] = {0, 1, 7, 1001, 65537, (size_t)1 << 20, (size_t)8 << 20};
-    static const char *const algos[] = {"mpi", "shm", "p2p", "0:shm,1K:mpi,64K:p2p,1M:mpi", NULL};
+    static const char *const algos[] = {
+        "mpi", "shm", "p2p", "allgather", "0:allgather,1K:mpi,64K:shm,1M:p2p", NULL};
     static const char *const bad[] = {"fast",         "16K:mpi", "0:mpi,0:shm",
                                       "0:mpi,4X:shm", "0:mpi,",  "0:nccl"};
     hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
@@ -661,7 +663,7 @@ static int run_algo(void)
         hpct_ctx_t ctx = init_algo(algos[a], &cfg, &s);
         check(ctx != NULL, "%s: hpct_init succeeds (%s)", label, hpct_strerror(s));
         if (!ctx) continue;
-        int same = a == 1 || a == 2, mpi = a == 0;
+        int same = a == 1 || a == 2 || a == 3, mpi = a == 0;
         for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++)
             algo_size(ctx, label, sizes[k], same ? ref : NULL, mpi);
         check(hpct_finalize(ctx) == HPCT_SUCCESS, "%s: hpct_finalize", label);
