@@ -33,6 +33,6 @@ for c in "3:one node" "4 HPCT_RANKS_PER_NODE=2:two virtual nodes of 2"; do
     [ -n "$p2p" ] && [ "$p2p" = "$shm" ]
     ok $? "W=$np, $what: the window gives the p2p path's parameters and fused gradients bit for bit"
     case_ok "W=$np, $what, mpi for every size" mpi $np $envs HPCT_ALLREDUCE_ALGO=mpi -- replicas
-    case_ok "W=$np, $what, a table mixing shm, mpi and p2p by layer size" \
-        mpi $np $envs HPCT_ALLREDUCE_ALGO=0:shm,1K:mpi,4K:p2p -- replicas
+    case_ok "W=$np, $what, a table mixing allgather, mpi, shm and p2p by layer size" \
+        mpi $np $envs HPCT_ALLREDUCE_ALGO=0:allgather,1K:mpi,2K:shm,4K:p2p -- replicas
 done

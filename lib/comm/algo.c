@@ -245,17 +245,23 @@ hpct_status_t hpcti_algo_setup(hpct_ctx_t ctx)
     int auto_ = !v || !*v || !strcmp(v, "auto");
     char why[160] = "";
     struct hpcti_algo_table t = {0};
-    long ok = auto_ || parse_table(v, &t, why, sizeof why);
-    if (!ok) hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_init: %s is '%s': %s", ENV, v, why);
+    /* {parsed, probing, -probing}: a MIN over ranks gives all parsed, all probe, none probes */
+    long ok[3] = {auto_ || parse_table(v, &t, why, sizeof why), auto_, -auto_};
+    if (!ok[0]) hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_init: %s is '%s': %s", ENV, v, why);
     hpct_status_t s =
-        d->size > 1 ? hpcti_agree(ctx, "hpct_init (" ENV ")", &ok, 1, MPI_MIN) : HPCT_SUCCESS;
-    if (s || !ok)
-        return s        ? s
-               : why[0] ? HPCT_ERR_INVALID_ARG
-                        : hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
-                                      "hpct_init: %s is malformed on another rank (see its error; "
-                                      "seen by rank %d)",
-                                      ENV, d->rank);
+        d->size > 1 ? hpcti_agree(ctx, "hpct_init (" ENV ")", ok, 3, MPI_MIN) : HPCT_SUCCESS;
+    if (s) return s;
+    if (!ok[0])
+        return why[0] ? HPCT_ERR_INVALID_ARG
+                      : hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                                    "hpct_init: %s is malformed on another rank (see its error; "
+                                    "seen by rank %d)",
+                                    ENV, d->rank);
+    if (ok[1] != -ok[2]) /* some ranks probe, others read a table: they would not match */
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                           "hpct_init: %s is '%s' on rank %d, but some ranks probe (unset or "
+                           "auto) and others read a table: set the same value on every rank",
+                           ENV, v ? v : "", d->rank);
     d->algo.n = 1, d->algo.min_bytes[0] = 0, d->algo.algo[0] = own_path(d);
     char table[400], detail[1024] = "";
     if (d->size == 1 || d->transport) {
@@ -295,14 +301,28 @@ size_t hpcti_algo_scratch(const struct hpcti_dist *d, size_t n)
                                        : n;
 }
 
+/* Average buf [n] through the node window now, with the timeline span that the other paths
+ * record in reduce.c. */
+static hpct_status_t window_now(hpct_ctx_t ctx, float *buf, size_t n)
+{
+    double t0 = hpcti_tl_now(ctx);
+    hpct_status_t s = hpcti_node_win_allreduce(ctx, buf, n);
+    if (t0 > 0 && !s)
+        hpcti_tl_span(ctx, 0, "allreduce", "comm", t0, hpcti_now(),
+                      "\"bytes\":%zu,\"algorithm\":\"node window\",\"transport\":\"fp32\"",
+                      n * sizeof(float));
+    return s;
+}
+
 hpct_status_t hpcti_red_start_sized(hpct_ctx_t ctx, float *buf, size_t n, int *id)
 {
     struct hpcti_dist *d = ctx->dist;
-    switch (hpcti_algo_for(d, n)) {
-    case HPCTI_ALGO_SHM: *id = -1; return hpcti_node_win_allreduce(ctx, buf, n);
-    case HPCTI_ALGO_MPI: return hpcti_red_start_mpi(ctx, buf, n, id);
-    default: return hpcti_red_start(ctx, buf, n, id);
-    }
+    int algo = hpcti_algo_for(d, n);
+    *id = -1;
+    if (algo == HPCTI_ALGO_SHM) return window_now(ctx, buf, n);
+    if (algo == HPCTI_ALGO_MPI) return hpcti_red_start_mpi(ctx, buf, n, id);
+    if (algo == HPCTI_ALGO_ALLGATHER) return hpcti_red_start_allgather(ctx, buf, n, id);
+    return hpcti_red_start(ctx, buf, n, id);
 }
 
 int hpcti_algo_reductions_bound(const struct hpcti_dist *d, size_t total, int parts)

@@ -676,6 +676,14 @@ static int run_algo(void)
               hpct_strerror(s));
         if (ctx) hpct_finalize(ctx);
     }
+    if (world_size > 1) { /* rank 0 probes, the others read a table: refused everywhere */
+        hpct_ctx_t ctx = init_algo(world_rank ? "shm" : NULL, &cfg, &s);
+        check(!ctx && s == HPCT_ERR_INVALID_ARG,
+              "HPCT_ALLREDUCE_ALGO unset on rank 0, 'shm' elsewhere: hpct_init fails with "
+              "HPCT_ERR_INVALID_ARG on every rank (%s)",
+              hpct_strerror(s));
+        if (ctx) hpct_finalize(ctx);
+    }
     return hpct_finalize(ref) == HPCT_SUCCESS && !failures ? 0 : 1; /* MPI_Finalize */
 }
 
