@@ -1,16 +1,21 @@
 /* bench_reader.c: the sharded reader against raw read(2) of the same files, in one run.
  *
- * usage: bench_reader [DIR] [GIB] [--keep]
+ * usage: bench_reader [DIR] [GIB] [--keep] [--rounds R]
  *   Generates GIB (default 1.0) GiB of float32 samples (1024 features, int32 labels) as 8
  *   shards + manifest under DIR (default /tmp), then times, on one rank (W = 1, global
  *   batch 256, prefetch 2):
  *     raw      read(2) of every shard file, 1 MiB at a time, in manifest order
- *     seq      the reader, shuffle off, streaming with pread (memory budget 0)
- *     shuffled the reader, shuffle on (training order), streaming
+ *     seq      the reader, shuffle off, streaming (memory budget 0), prefetch thread by the
+ *              default rule, then without it (prefetch_depth 0)
+ *     shuffled the reader, shuffle on (training order), streaming: rows copied from the
+ *              mapped files (the default), then with HPCT_STREAM_MMAP=0 (sorted, coalesced
+ *              preadv), then mapped without the prefetch thread
  *     resident the reader, shuffle off and on, whole set loaded at open (budget 4 GiB)
- *   and reports samples/s, MB/s and the ratio to raw, each the best of 3 runs (the machine
- *   may be shared: interference only slows a run down). The page-cache state of the shard
- *   files (mincore) is printed before each measurement; nothing is dropped.
+ *   in R rounds (default 5), each round one epoch of every case with raw read(2) measured
+ *   again right before each, so that load on a shared machine hits both sides of a ratio
+ *   alike. Reports, per case, the median over the rounds of samples/s, MB/s and of the
+ *   per-round ratio to raw, with the smallest and largest ratio. The page-cache state of the
+ *   shard files (mincore) is printed before and after; nothing is dropped.
  *
  * usage: bench_reader --wait MANIFEST [STEP_MS] [BATCH] [STEPS] [DEPTH] [BUDGET_GIB]
  *   Time spent waiting in hpct_dataset_next while a stand-in training step busy-waits
@@ -44,7 +49,7 @@
 #define SHARDS     8
 #define CHUNK_ROWS 256
 #define BATCH      256
-#define REPS       3 /* each figure is the best of REPS runs, raw read(2) included */
+#define MAX_ROUNDS 64
 
 static char dir[512];
 static uint64_t per_shard;
@@ -191,24 +196,55 @@ static int run_reader(hpct_ctx_t ctx, int shuffle, size_t budget, hpct_checksum_
     return 0;
 }
 
-/* The fastest of REPS epochs (open time of the last), as raw read(2) is measured. */
-static int best_reader(hpct_ctx_t ctx, int shuffle, size_t budget, hpct_checksum_mode_t cs,
-                       int depth, result_t *best)
+static int cmp_double(const void *a, const void *b)
 {
-    result_t r;
-    best->seconds = 1e30;
-    for (int rep = 0; rep < REPS; rep++) {
-        if (run_reader(ctx, shuffle, budget, cs, depth, &r)) return -1;
-        if (r.seconds < best->seconds) *best = r;
-    }
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(const double *v, int n)
+{
+    double t[MAX_ROUNDS];
+    memcpy(t, v, (size_t)n * sizeof *t);
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
+/* One case of the main benchmark: the reader's settings and its figures per round. */
+typedef struct bench_case {
+    const char *what;
+    int shuffle, depth, preadv; /* preadv: HPCT_STREAM_MMAP=0 (sorted, coalesced preadv) */
+    size_t budget;
+    double sps[MAX_ROUNDS], ratio[MAX_ROUNDS], open_s;
+} bench_case_t;
+
+/* One epoch of case c and, right before it, raw read(2) of the same files: round r. */
+static int measure_case(hpct_ctx_t ctx, bench_case_t *c, int r, double *raw_sps)
+{
+    double t0 = now();
+    raw_read();
+    double raw = (double)per_shard * SHARDS / (now() - t0);
+    result_t res;
+    if (c->preadv) setenv("HPCT_STREAM_MMAP", "0", 1);
+    int bad = run_reader(ctx, c->shuffle, c->budget, HPCT_CHECKSUM_SIZE, c->depth, &res);
+    unsetenv("HPCT_STREAM_MMAP");
+    if (bad) return -1;
+    c->sps[r] = res.samples / res.seconds;
+    c->ratio[r] = c->sps[r] / raw;
+    c->open_s = res.open_seconds;
+    *raw_sps = raw;
     return 0;
 }
 
-static void report(const char *what, const result_t *r, double raw_mbs)
+static void report(const bench_case_t *c, int rounds)
 {
-    double mbs = r->samples * (FEATURES * 4 + 4) / r->seconds / 1e6;
-    printf("%-26s %10.0f samples/s %8.0f MB/s  %5.2fx raw   (open %.2f s)\n", what,
-           r->samples / r->seconds, mbs, mbs / raw_mbs, r->open_seconds);
+    double lo = c->ratio[0], hi = c->ratio[0], sps = median(c->sps, rounds);
+    for (int r = 1; r < rounds; r++) {
+        lo = c->ratio[r] < lo ? c->ratio[r] : lo;
+        hi = c->ratio[r] > hi ? c->ratio[r] : hi;
+    }
+    printf("%-28s %9.0f samples/s %7.0f MB/s  %5.2fx raw (%.2f-%.2f)  (open %.2f s)\n", c->what,
+           sps, sps * (FEATURES * 4 + 4) / 1e6, median(c->ratio, rounds), lo, hi, c->open_s);
 }
 
 /* Busy-wait ms milliseconds (a stand-in for the forward/backward pass). */
@@ -379,16 +415,19 @@ int main(int argc, char **argv)
                           argc > 5 ? atol(argv[5]) : 200, argc > 6 ? atoi(argv[6]) : -1,
                           argc > 7 ? atof(argv[7]) : -1.0);
     double gib = 1.0;
-    int keep = 0, pos = 0;
+    int keep = 0, pos = 0, rounds = 5;
     snprintf(dir, sizeof dir, "/tmp");
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--keep"))
             keep = 1;
+        else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
+            rounds = atoi(argv[++i]);
         else if (pos++ == 0)
             snprintf(dir, sizeof dir, "%s", argv[i]);
         else
             gib = atof(argv[i]);
     }
+    rounds = rounds < 1 ? 1 : rounds > MAX_ROUNDS / 8 ? MAX_ROUNDS / 8 : rounds;
     snprintf(dir + strlen(dir), sizeof dir - strlen(dir), "/hpct-bench-reader");
     mkdir(dir, 0777);
     hpct_ctx_t ctx;
@@ -398,32 +437,34 @@ int main(int argc, char **argv)
     printf("generated %d shards x %llu samples x %d float32 (%.2f GiB of inputs) in %s in %.1f s\n",
            SHARDS, (unsigned long long)per_shard, FEATURES,
            (double)per_shard * SHARDS * FEATURES * 4 / 1073741824.0, dir, now() - t0);
-    printf("page cache before raw: %.0f%% of shard bytes resident\n", cached_percent());
-    double bytes = 0, raw_s = 1e30;
-    for (int rep = 0; rep < REPS; rep++) { /* best of REPS: the machine may be shared */
-        t0 = now();
-        bytes = raw_read();
-        if (now() - t0 < raw_s) raw_s = now() - t0;
-    }
-    double raw_mbs = bytes / raw_s / 1e6;
-    printf("%-26s %10.0f samples/s %8.0f MB/s  1.00x raw\n", "raw read(2), 1 MiB",
-           (double)per_shard * SHARDS / raw_s, raw_mbs);
-    result_t r;
-    printf("page cache before reader: %.0f%%\n", cached_percent());
+    printf("page cache before: %.0f%% of shard bytes resident\n", cached_percent());
     const size_t stream = 0, resident = (size_t)4 << 30;
-    if (best_reader(ctx, 0, stream, HPCT_CHECKSUM_SIZE, 2, &r)) return 1;
-    report("reader sequential, stream", &r, raw_mbs);
-    if (best_reader(ctx, 0, stream, HPCT_CHECKSUM_SIZE, 0, &r)) return 1;
-    report("  same, no prefetch thread", &r, raw_mbs);
-    if (best_reader(ctx, 1, stream, HPCT_CHECKSUM_SIZE, 2, &r)) return 1;
-    report("reader shuffled, stream", &r, raw_mbs);
-    if (best_reader(ctx, 0, resident, HPCT_CHECKSUM_SIZE, 2, &r)) return 1;
-    report("reader sequential, resident", &r, raw_mbs);
-    if (best_reader(ctx, 1, resident, HPCT_CHECKSUM_SIZE, 2, &r)) return 1;
-    report("reader shuffled, resident", &r, raw_mbs);
-    if (best_reader(ctx, 1, stream, HPCT_CHECKSUM_FULL, 2, &r)) return 1;
+    bench_case_t cases[] = {
+        {"reader sequential, stream", 0, 2, 0, stream, {0}, {0}, 0},
+        {"  same, no prefetch thread", 0, 0, 0, stream, {0}, {0}, 0},
+        {"reader shuffled, stream", 1, 2, 0, stream, {0}, {0}, 0},
+        {"  same, preadv (no mmap)", 1, 2, 1, stream, {0}, {0}, 0},
+        {"  same, no prefetch thread", 1, 0, 0, stream, {0}, {0}, 0},
+        {"reader sequential, resident", 0, 2, 0, resident, {0}, {0}, 0},
+        {"reader shuffled, resident", 1, 2, 0, resident, {0}, {0}, 0},
+    };
+    enum { NCASES = sizeof cases / sizeof cases[0] };
+    _Static_assert(NCASES * (MAX_ROUNDS / 8) <= MAX_ROUNDS, "rounds are capped at MAX_ROUNDS / 8");
+    double raw[NCASES * MAX_ROUNDS];
+    for (int r = 0; r < rounds; r++)
+        for (int c = 0; c < NCASES; c++)
+            if (measure_case(ctx, &cases[c], r, &raw[r * NCASES + c])) return 1;
+    double raw_sps = median(raw, rounds * NCASES); /* rounds * NCASES <= MAX_ROUNDS */
+    printf("%d rounds, medians (ratio: per round against raw read(2) measured just before; "
+           "smallest-largest)\n",
+           rounds);
+    printf("%-28s %9.0f samples/s %7.0f MB/s  1.00x raw\n", "raw read(2), 1 MiB", raw_sps,
+           raw_sps * (FEATURES * 4 + 4) / 1e6);
+    for (int c = 0; c < NCASES; c++) report(&cases[c], rounds);
+    result_t r;
+    if (run_reader(ctx, 1, stream, HPCT_CHECKSUM_FULL, 2, &r)) return 1;
     printf("open with full checksum verification: %.2f s (%.0f MB/s)\n", r.open_seconds,
-           bytes / r.open_seconds / 1e6);
+           set_file_bytes() / r.open_seconds / 1e6);
     printf("page cache after: %.0f%%\n", cached_percent());
     hpct_ctx_destroy(ctx);
     if (!keep) {

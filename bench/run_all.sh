@@ -43,6 +43,9 @@ section "checkpoint share of the Fashion-MNIST main job (issue 5)" "examples/fas
 
 section "metrics and timeline vs neither, W=2 (issue 11)" "mpirun -np 2 bench/bench_obs $scratch"
 mpirun --oversubscribe -np 2 "$build/bench/bench_obs" "$scratch"
+section "metrics and timeline in microseconds per step, tiny model, W=2 (issue 11)" \
+    "mpirun -np 2 bench/bench_obs $scratch 15 20000 off,metrics,timeline tiny"
+mpirun --oversubscribe -np 2 "$build/bench/bench_obs" "$scratch" 15 20000 off,metrics,timeline tiny
 
 section "Fortran wrappers vs C, a small step (issue 9)" "bench/bench_fortran"
 if [ -x "$build/bench/bench_fortran" ]; then

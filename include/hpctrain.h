@@ -368,7 +368,9 @@ typedef struct hpct_data_config {
 
 /* Open the shards listed by the manifest; checks the manifest, then every shard's checksum
  * (per cfg) before HDF5 parses it, then dtypes and shapes. cfg NULL means the defaults.
- * All HDF5 calls of the reader happen here, on the calling thread. */
+ * All HDF5 calls of the reader happen here, on the calling thread. With a context from
+ * hpct_init at W > 1 it is collective in every store mode: a failure on one rank fails it on
+ * every rank, naming that rank and its error. */
 hpct_status_t hpct_dataset_open(hpct_ctx_t ctx, const char *manifest_path,
                                 const hpct_data_config_t *cfg, hpct_dataset_t *ds);
 /* Stop the prefetch thread and free everything; NULL is accepted. */
@@ -443,7 +445,8 @@ typedef struct hpct_shard_writer *hpct_shard_writer_t;
 hpct_status_t hpct_shard_create(hpct_ctx_t ctx, const char *path, const hpct_shard_config_t *cfg,
                                 hpct_shard_writer_t *shard);
 /* Write dataset name [dims[0] = N, dims[1] ...] (rank dims, every one >= 1) of dtype from data,
- * row-major. No timestamps are stored: the same arrays give the same bytes. */
+ * row-major. No timestamps are stored: the same arrays give the same bytes. name: 1-255
+ * bytes, components split by single slashes (none empty, "." or ".."), no control chars. */
 hpct_status_t hpct_shard_write(hpct_shard_writer_t shard, const char *name, hpct_dtype_t dtype,
                                int rank, const uint64_t *dims, const void *data);
 /* Close the file (HPCT_ERR_IO naming it when it cannot be completed); NULL is accepted. */
@@ -889,7 +892,7 @@ hpct_status_t hpct_evaluate(hpct_model_t model, hpct_dataset_t ds, double *loss,
 typedef struct hpct_insitu *hpct_insitu_t;
 
 /* Versioned, append-only; always start from HPCT_INSITU_CONFIG_INITIALIZER. */
-#define HPCT_INSITU_CONFIG_VERSION 2
+#define HPCT_INSITU_CONFIG_VERSION 3
 typedef struct hpct_insitu_config {
     unsigned version;  /* HPCT_INSITU_CONFIG_VERSION */
     int resume;        /* 1: hpct_insitu_start loads the newest valid checkpoint (default) */
@@ -903,6 +906,12 @@ typedef struct hpct_insitu_config {
     const char *timeline_path;  /* as hpct_train_config_t.timeline_path; NULL or "" = off */
     long timeline_steps;        /* as hpct_train_config_t.timeline_steps (default 100) */
     long timeline_first;        /* as hpct_train_config_t.timeline_first (default 0) */
+    /* version 3 */
+    hpct_dataset_t eval_data; /* evaluated with the session's model (hpct_evaluate) every
+                                 eval_interval steps and by hpct_insitu_finish; NULL = none */
+    long eval_interval;       /* steps between evaluations; 0 = only in hpct_insitu_finish */
+    /* each evaluation's result (NULL: none), with progress_arg; also an eval record */
+    void (*evaluated)(long step, double loss, double accuracy, long samples, void *arg);
 } hpct_insitu_config_t;
 
 /* clang-format off */
@@ -917,7 +926,10 @@ typedef struct hpct_insitu_config {
     0.2,                        /* straggler_threshold */                                          \
     NULL,                       /* timeline_path: off */                                           \
     100,                        /* timeline_steps */                                               \
-    0                           /* timeline_first: the last timeline_steps steps */                \
+    0,                          /* timeline_first: the last timeline_steps steps */                \
+    NULL,                       /* eval_data: none */                                              \
+    0,                          /* eval_interval: in hpct_insitu_finish only */                    \
+    NULL                        /* evaluated */                                                    \
 }
 /* clang-format on */
 

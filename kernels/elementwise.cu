@@ -43,8 +43,8 @@ __global__ void act_backward_kernel(int act, const float *z, const float *y, con
 // One thread per column walks the rows in order (the cpu backend's summation order).
 __global__ void bias_grad_kernel(const float *dz, float *db, int rows, int cols, int accumulate)
 {
-    int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= cols) return;
+    size_t c = blockIdx.x * (size_t)blockDim.x + threadIdx.x; // never wraps near INT_MAX
+    if (c >= (size_t)cols) return;
     float sum = accumulate ? db[c] : 0.0f;
     for (int r = 0; r < rows; r++) sum += dz[(size_t)r * cols + c];
     db[c] = sum;
@@ -55,6 +55,22 @@ __global__ void scale_kernel(float *x, float alpha, size_t n)
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
         x[i] *= alpha;
+}
+
+// The host engine's owner sum (reduce.c, sum_phase): acc = term 0, acc += term r in rank
+// order, acc *= inv; no product feeds an addition, so nvcc contracts nothing into an FMA.
+__global__ void rank_sum_kernel(float *own, const float *slots, int nranks, int me, size_t n,
+                                float inv)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        float acc = 0.0f;
+        for (int r = 0; r < nranks; r++) {
+            float term = r == me ? own[i] : slots[(size_t)(r < me ? r : r - 1) * n + i];
+            acc = r == 0 ? term : acc + term;
+        }
+        own[i] = acc * inv;
+    }
 }
 
 __global__ void sgd_kernel(float *p, const float *g, float *v, size_t n, float lr, float mu,
@@ -112,6 +128,15 @@ extern "C" int hpcti_k_scale_on(float *x, float alpha, size_t n, void *stream)
 {
     if (n == 0) return 0;
     scale_kernel<<<blocks_for(n), kThreads, 0, (cudaStream_t)stream>>>(x, alpha, n);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int hpcti_k_rank_sum_on(float *own, const float *slots, int nranks, int me, size_t n,
+                                   float inv, void *stream)
+{
+    if (n == 0) return 0;
+    rank_sum_kernel<<<blocks_for(n), kThreads, 0, (cudaStream_t)stream>>>(own, slots, nranks, me,
+                                                                         n, inv);
     return (int)cudaGetLastError();
 }
 

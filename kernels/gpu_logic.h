@@ -70,6 +70,91 @@ static inline size_t hpcti_nccl_padding(size_t count, int node_size)
     return total == count ? 0 : total;
 }
 
+/* The overlapped device average across nodes (lib/comm/device_avg.c): each layer (or bucket)
+ * queued as backward produces it goes through these phases, in this order:
+ *   QUEUED    ncclReduceScatter and the copy of this rank's shard to pinned host memory are
+ *             on NCCL's stream, followed by a CUDA event;
+ *   CROSS     the event has fired: the host cross-node phase of the shard was started (one
+ *             reduction per chunk of at most max_chunk floats);
+ *   GATHERED  the cross-node phase is done: the shard's copy back and ncclAllGather are on
+ *             NCCL's stream.
+ * Ordering rules that keep every rank's collectives in the same order: cross-node phases start
+ * in queue order (hpcti_dq_next_cross: their reduction indices, hence MPI tags, agree across
+ * nodes), and all-gathers are enqueued in queue order once every reduce-scatter is queued
+ * (NCCL sees the same sequence on every rank of the node). */
+enum { HPCTI_DQ_QUEUED = 0, HPCTI_DQ_CROSS, HPCTI_DQ_GATHERED };
+
+struct hpcti_dq_item {
+    size_t count;    /* floats of the device buffer */
+    size_t shard;    /* floats of this rank's shard (hpcti_nccl_shard) */
+    size_t host_off; /* where the shard lies in the pinned host staging */
+    int red0, nred;  /* its cross-node reductions: indices red0 .. red0 + nred - 1 */
+    int phase;       /* HPCTI_DQ_* */
+};
+
+/* Reductions (chunks of at most max_chunk floats) a shard of n floats needs. */
+static inline int hpcti_dq_chunks(size_t n, size_t max_chunk)
+{
+    return n && max_chunk ? (int)((n + max_chunk - 1) / max_chunk) : 0;
+}
+
+/* Chunk k of a shard of n floats: its first float and length. */
+static inline size_t hpcti_dq_chunk_len(size_t n, size_t max_chunk, int k, size_t *off)
+{
+    *off = (size_t)k * max_chunk;
+    return *off >= n ? 0 : (n - *off < max_chunk ? n - *off : max_chunk);
+}
+
+/* Append items[n] for a buffer of count floats on a node of node_size ranks: its shard lies
+ * after items[n - 1]'s in the staging. Returns the staging floats items [0, n] need. */
+static inline size_t hpcti_dq_add(struct hpcti_dq_item *items, int n, size_t count, int node_size,
+                                  size_t max_chunk)
+{
+    struct hpcti_dq_item *it = &items[n];
+    it->count = count;
+    it->shard = hpcti_nccl_shard(count, node_size);
+    it->host_off = n ? items[n - 1].host_off + items[n - 1].shard : 0;
+    it->red0 = n ? items[n - 1].red0 + items[n - 1].nred : 0;
+    it->nred = hpcti_dq_chunks(it->shard, max_chunk);
+    it->phase = HPCTI_DQ_QUEUED;
+    return it->host_off + it->shard;
+}
+
+/* Upper bounds for an operation of at most layers buffers holding total floats on a node of
+ * node_size ranks: staging floats (every shard rounds up by less than one float a rank) and
+ * reductions (every buffer's last chunk may be partial). */
+static inline size_t hpcti_dq_staging_bound(size_t total, int layers, int node_size)
+{
+    return hpcti_nccl_shard(total, node_size) + (size_t)(layers > 0 ? layers : 0);
+}
+
+static inline int hpcti_dq_reductions_bound(size_t total, int layers, int node_size,
+                                            size_t max_chunk)
+{
+    return hpcti_dq_chunks(hpcti_dq_staging_bound(total, layers, node_size), max_chunk) +
+           (layers > 0 ? layers : 0);
+}
+
+/* The item whose cross-node phase may start next (the first still QUEUED, every earlier one
+ * started), or -1. */
+static inline int hpcti_dq_next_cross(const struct hpcti_dq_item *items, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (items[i].phase == HPCTI_DQ_QUEUED) return i;
+    return -1;
+}
+
+/* Whether the cross-node phase passes device pointers to MPI (hpct_init, per rank; the ranks
+ * then agree on the minimum): env is HPCT_CUDA_AWARE_MPI (NULL or "" when unset), query the
+ * answer of Open MPI's MPIX_Query_cuda_support() (-1 when this MPI has no such query). Returns
+ * 1 (device pointers), 0 (staged through pinned host memory), or -1 when env is set to
+ * anything but "0" or "1" (an error naming the variable). */
+static inline int hpcti_cuda_aware_choice(const char *env, int query)
+{
+    if (env && env[0]) return (env[0] == '0' || env[0] == '1') && !env[1] ? env[0] - '0' : -1;
+    return query == 1;
+}
+
 /* Device selection outcome. */
 enum {
     HPCTI_DEVSEL_OK = 0,

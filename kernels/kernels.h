@@ -29,6 +29,11 @@ int hpcti_k_bias_grad(const float *dz, float *db, int rows, int cols, int accumu
 int hpcti_k_scale(float *x, float alpha, size_t n);
 /* The same on stream (a cudaStream_t), for NCCL's stream (lib/comm/nccl_node.c). */
 int hpcti_k_scale_on(float *x, float alpha, size_t n, void *stream);
+/* On stream: own [n] = (sum over r = 0 .. nranks - 1, in that order, of (r == me ? own :
+ * slots + (r < me ? r : r - 1) n)) times inv, fp32 (the host engine's owner sum, reduce.c:
+ * first term copied, the others added one by one, then scaled; no fused multiply-add). */
+int hpcti_k_rank_sum_on(float *own, const float *slots, int nranks, int me, size_t n, float inv,
+                        void *stream);
 /* SGD update (hpcti_sgd_update) over n elements; v may be NULL. */
 int hpcti_k_sgd(float *p, const float *g, float *v, size_t n, float lr, float mu, int nesterov,
                 float wd, float gscale);

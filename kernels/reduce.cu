@@ -70,7 +70,9 @@ __global__ void softmax_xent_kernel(const float *logits, const int32_t *labels, 
 {
     int lane = threadIdx.x & 31;
     double loss = 0.0;
-    for (int r = blockIdx.x * kWarps + (threadIdx.x >> 5); r < rows; r += gridDim.x * kWarps) {
+    // size_t: r + stride never wraps, whatever rows (an int) is
+    for (size_t r = blockIdx.x * (size_t)kWarps + (threadIdx.x >> 5); r < (size_t)rows;
+         r += (size_t)gridDim.x * kWarps) {
         const float *x = logits + (size_t)r * cols;
         float *d = dlogits + (size_t)r * cols;
         float mx = -FLT_MAX;
@@ -95,7 +97,8 @@ __global__ void count_correct_kernel(const float *logits, const int32_t *labels,
                                      double *scratch)
 {
     double correct = 0.0;
-    for (int r = blockIdx.x * blockDim.x + threadIdx.x; r < rows; r += gridDim.x * blockDim.x) {
+    for (size_t r = blockIdx.x * (size_t)blockDim.x + threadIdx.x; r < (size_t)rows;
+         r += (size_t)gridDim.x * blockDim.x) {
         const float *x = logits + (size_t)r * cols;
         int best = 0;
         for (int c = 1; c < cols; c++) best = x[c] > x[best] ? c : best;

@@ -73,3 +73,29 @@ AC_DEFUN([HPCT_CHECK_NCCL], [
     AC_SUBST([NCCL_CFLAGS])
     AC_SUBST([NCCL_LIBS])
 ])
+
+dnl HPCT_CHECK_CUDA_AWARE_MPI (after HPCT_CHECK_MPI and HPCT_CHECK_NCCL): with NCCL, whether
+dnl the MPI can say at run time that it takes device pointers (Open MPI's mpi-ext.h and
+dnl MPIX_Query_cuda_support): HPCT_HAVE_MPIX_CUDA_QUERY, and hpct_cuda_mpi for the summary
+dnl (the compile-time MPIX_CUDA_AWARE_SUPPORT too). The run-time answer decides (device_avg.c);
+dnl HPCT_CUDA_AWARE_MPI=0|1 overrides it.
+AC_DEFUN([HPCT_CHECK_CUDA_AWARE_MPI], [
+    hpct_cuda_mpi=no
+    if test "$hpct_nccl" = yes; then
+        hpct_save_CPPFLAGS="$CPPFLAGS"; hpct_save_LIBS="$LIBS"
+        CPPFLAGS="$CPPFLAGS $MPI_CFLAGS"; LIBS="$MPI_LIBS $LIBS"
+        AC_MSG_CHECKING([whether MPI has MPIX_Query_cuda_support (mpi-ext.h)])
+        AC_LINK_IFELSE([AC_LANG_PROGRAM([[#include <mpi.h>
+#include <mpi-ext.h>]], [[return MPIX_Query_cuda_support();]])],
+            [AC_MSG_RESULT([yes])
+             AC_DEFINE([HPCT_HAVE_MPIX_CUDA_QUERY], [1],
+                 [Define to 1 when mpi-ext.h declares MPIX_Query_cuda_support (CUDA-aware MPI query).])
+             AC_COMPUTE_INT([hpct_cuda_mpi_built], [MPIX_CUDA_AWARE_SUPPORT],
+                 [[#include <mpi.h>
+#include <mpi-ext.h>]], [hpct_cuda_mpi_built=unknown])
+             hpct_cuda_mpi="query at run time (MPIX_CUDA_AWARE_SUPPORT=$hpct_cuda_mpi_built)"],
+            [AC_MSG_RESULT([no])
+             hpct_cuda_mpi="no query: staged unless HPCT_CUDA_AWARE_MPI=1"])
+        CPPFLAGS="$hpct_save_CPPFLAGS"; LIBS="$hpct_save_LIBS"
+    fi
+])

@@ -52,12 +52,13 @@ t_test_nccl_LDADD = t/lib/libmpiprog.a $(TEST_LIBS)
 EXTRA_DIST += t/test_nccl.sh
 
 # ---- sharded datasets and the shard converter ------------------------------------
-DATA_C_TESTS = t/test_data t/test_data_bad t/test_shard_writer
+DATA_C_TESTS = t/test_data t/test_data_bad t/test_shard_writer t/test_h5_quiet
 check_PROGRAMS += $(DATA_C_TESTS) t/lib/data_check t/test_data_mpi
 TESTS += $(DATA_C_TESTS) t/test_shard_tool.sh t/test_fuzz_manifest.sh t/test_data_mpi.sh
 t_test_data_LDADD = $(DATA_TEST_LIBS)
 t_test_data_bad_LDADD = $(DATA_TEST_LIBS)
 t_test_shard_writer_LDADD = $(DATA_TEST_LIBS)
+t_test_h5_quiet_LDADD = $(DATA_TEST_LIBS)
 t_lib_data_check_LDADD = $(TEST_LIBS)
 t_test_data_mpi_LDADD = $(DATA_TEST_LIBS)
 EXTRA_DIST += t/test_shard_tool.sh t/test_fuzz_manifest.sh t/test_data_mpi.sh \

@@ -300,9 +300,61 @@ static void value_case(state_t *st, const char *base, const char *tag, const cha
     hpct_ckpt_file_close(f);
 }
 
+/* Replace file by a small HDF5 file of its own (one dataset): in the oldest format HDF5
+ * writes (superblock version 0, HDF5's default) when old, else in the 1.8 format; with a
+ * schema_version attribute when tagged. */
+static int craft_foreign(const char *file, int old, int tagged)
+{
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    H5Pset_libver_bounds(fapl, old ? H5F_LIBVER_EARLIEST : H5F_LIBVER_V18, H5F_LIBVER_LATEST);
+    hid_t f = H5Fcreate(file, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    H5Pclose(fapl);
+    if (f < 0) return -1;
+    hsize_t n = 3;
+    hid_t space = H5Screate_simple(1, &n, NULL), one = H5Screate(H5S_SCALAR);
+    hid_t d = H5Dcreate2(f, "x", H5T_STD_I32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    const int32_t v[3] = {1, 2, 3}, schema = 1;
+    herr_t rc = H5Dwrite(d, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, v);
+    if (tagged) {
+        hid_t a = H5Acreate2(f, "schema_version", H5T_STD_I32LE, one, H5P_DEFAULT, H5P_DEFAULT);
+        if (a < 0 || H5Awrite(a, H5T_NATIVE_INT32, &schema) < 0) rc = -1;
+        if (a >= 0) H5Aclose(a);
+    }
+    H5Dclose(d), H5Sclose(space), H5Sclose(one);
+    return H5Fclose(f) < 0 || rc < 0 ? -1 : 0;
+}
+
+/* Flip bit of byte at offset in file. */
+static int flip_byte(const char *file, long offset, int bit)
+{
+    FILE *f = fopen(file, "r+b");
+    if (!f) return -1;
+    int c = fseek(f, offset, SEEK_SET) == 0 ? fgetc(f) : EOF;
+    int rc = c == EOF || fseek(f, offset, SEEK_SET) || fputc(c ^ bit, f) == EOF ? -1 : 0;
+    return fclose(f) || rc ? -1 : 0;
+}
+
+/* Step 20 made unreadable as HDF5 or replaced by a foreign HDF5 file: resume skips it with
+ * a message that says which (issue 14: a flipped superblock byte was "not a libhpctrain
+ * checkpoint"), and so does the inspector. */
+static void damaged_case(state_t *st, const char *base, const char *tag, const char *says)
+{
+    char dir[4200], file[4300];
+    snprintf(dir, sizeof dir, "%s/%s", base, tag);
+    if (mkdir(dir, 0700)) tap_bail("mkdir %s", dir);
+    save_steps(st, dir, file, sizeof file);
+    int rc = !strcmp(tag, "signature")    ? flip_byte(file, 1, 0x20)
+             : !strcmp(tag, "superblock") ? flip_byte(file, 9, 0x01)
+             : !strcmp(tag, "old-format") ? craft_foreign(file, 1, 1)
+                                          : craft_foreign(file, 0, 0);
+    tap_ok(rc == 0, "%s: step 20 crafted (%s)", tag, file);
+    expect_skipped(st, dir, file, says, tag);
+    expect_inspect_flags(st, file, NULL, says, tag);
+}
+
 int main(void)
 {
-    tap_plan(35 + 2 * 9);
+    tap_plan(35 + 2 * 9 + 3 * 4);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     char base[4096];
     make_tmpdir(base, sizeof base, "crafted");
@@ -339,6 +391,10 @@ int main(void)
     value_case(&st, base, "rng-zero", "rng/state", rng0, sizeof rng0);
     value_case(&st, base, "optstep-negative", "optimizer/step", &minus5, 8);
     value_case(&st, base, "param-nan", "params/dense0.weight", nan50, sizeof nan50);
+    damaged_case(&st, base, "signature", "is not a readable HDF5 file (damaged, or not HDF5");
+    damaged_case(&st, base, "superblock", "is not a readable HDF5 file (damaged: HDF5 cannot open");
+    damaged_case(&st, base, "foreign", "is a valid HDF5 file but not a libhpctrain checkpoint");
+    damaged_case(&st, base, "old-format", "in the pre-1.8 format (superblock version 0");
     H5Tclose(s255), H5Tclose(s1k), H5Tclose(vstr), H5Tclose(s4);
     st_destroy(&st);
     remove_tree(base);

@@ -64,7 +64,7 @@ check $? "diff after a 1-ulp change exits 1 naming dense0.weight, index 5, 1 ulp
 check $? "diff of steps 10 and 20 exits 1 with the differences"
 head -c 3000 /dev/urandom >"$work/garbage.h5"
 [ "$(status "$tool" ckpt diff "$a20" "$work/garbage.h5")" = 3 ] && grep -q "$work/garbage.h5" "$work/out" &&
-    grep -q 'not an HDF5 file' "$work/out"
+    grep -q 'not a readable HDF5 file' "$work/out"
 check $? "diff with a garbage file exits 3 naming it"
 [ "$(status "$tool" ckpt diff "$a20" "$work/flipped.h5")" = 3 ] && grep -q 'params/dense1.weight' "$work/out"
 check $? "diff with a damaged file exits 3 naming the dataset"

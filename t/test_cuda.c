@@ -7,7 +7,8 @@
  * device); double-precision reductions 1e-9 relative (summation order only); counts and
  * finiteness exact; models 1e-4 relative on losses and 1e-4 on parameters after 10 steps.
  * Also: reductions over n = 2^24 and 2^24 + 3 (past the block cap: grid-stride loops),
- * softmax over 100,003 rows, and a faulting kernel surfacing as HPCT_ERR_DEVICE. */
+ * softmax over 100,003 rows, the CUDA-aware cross-node sum (bit for bit against the host
+ * engine's), and a faulting kernel surfacing as HPCT_ERR_DEVICE. */
 #include "config.h"
 #include "hpctrain.h"
 #include "lib/tap.h"
@@ -20,6 +21,7 @@ int main(void)
 #else
 #include "../lib/core/core.h"
 #include "../lib/device/ops.h"
+#include "../kernels/kernels.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -310,6 +312,31 @@ static void test_large(void)
     check_softmax(100003, 10, 8); /* 100,003 rows: 8 warps x 1024 blocks, then strided */
 }
 
+/* The CUDA-aware cross-node sum (hpcti_k_rank_sum_on) against the host engine's owner sum
+ * (reduce.c: first term copied, the others added in rank order, then times 1/W): the same
+ * bits, for 3 nodes with this rank second, over n = 100,003 (grid-stride). */
+static void test_rank_sum(void)
+{
+    enum { NODES = 3, ME = 1 };
+    size_t n = 100003;
+    float *own = rand_host(n, -4, 4), *slots = rand_host(2 * n, -4, 4), *want = malloc(n * 4);
+    float inv = 1.0f / 6.0f;
+    for (size_t i = 0; i < n; i++) {
+        float acc = slots[i]; /* rank 0's term, then mine, then rank 2's */
+        acc += own[i];
+        acc += slots[n + i];
+        want[i] = acc * inv;
+    }
+    float *gown = dev_copy(own, n * 4), *gslots = dev_copy(slots, 2 * n * 4);
+    int err = hpcti_k_rank_sum_on(gown, gslots, NODES, ME, n, inv, NULL);
+    gpu->to_host(gctx, own, gown, n * 4);
+    tap_ok(!err && !memcmp(own, want, n * 4),
+           "rank_sum_kernel (3 nodes, n = 100,003) = the host engine's rank-order sum, bit for "
+           "bit");
+    gpu->free(gown), gpu->free(gslots);
+    free(own), free(slots), free(want);
+}
+
 /* A kernel that faults (a bogus device address) surfaces as HPCT_ERR_DEVICE naming the CUDA
  * call, and the evaluation that follows fails instead of returning a count. Last: the fault
  * leaves the CUDA context unusable. */
@@ -437,7 +464,7 @@ int main(void)
     if (hpct_ctx_create(NULL, &cctx)) tap_bail("cpu context");
     const char *why = cuda_unusable();
     if (why) tap_skip_all("no CUDA device: %s", why);
-    tap_plan(64);
+    tap_plan(65);
     hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
     cfg.backend = HPCT_BACKEND_CUDA;
     cfg.device = 9999;
@@ -454,6 +481,7 @@ int main(void)
     check_training(HPCT_LOSS_SOFTMAX_CE, HPCT_OPT_SGD, "CE + SGD momentum"); /* 5 */
     check_training(HPCT_LOSS_MSE, HPCT_OPT_ADAMW, "MSE + AdamW");            /* 5 */
     test_large();                                                            /* 9 */
+    test_rank_sum();                                                         /* 1 */
     hpct_model_t gm = make_model(gctx, HPCT_LOSS_SOFTMAX_CE, 8);
     float *x = rand_host(8 * 12, -1, 1);
     int32_t labels[8] = {0, 1, 2, 3, 4, 0, 1, 2};

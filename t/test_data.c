@@ -3,13 +3,17 @@
  * (resident and streaming reads, with and without prefetch); every sample of an epoch is
  * seen once; the cursor resumes exactly, also at another world size. */
 #include "config.h"
+#include "../lib/data/reader.h"
 #include "lib/data_util.h"
 #include "hpctrain.h"
 #include "lib/tap.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define FEATURES     5
 #define GLOBAL_BATCH 24
@@ -211,6 +215,116 @@ static void test_conversion(void)
            "a compressed shard that must be streamed is refused, naming file and dataset");
 }
 
+/* Bytes counted as read by one shuffled streaming epoch at W = 1 (prefetch thread off);
+ * *mapped: whether the reader copied from the mapped files, in the page cache (white box). */
+static uint64_t epoch_bytes_read(int *mapped)
+{
+    hpct_dataset_t ds = open_ds(manifest, 0, 0, 1);
+    hpct_data_stats_t before = {.version = HPCT_DATA_STATS_VERSION}, after = before;
+    int ok =
+        ds && !hpct_dataset_partition(ds, 0, 1, GLOBAL_BATCH) && !hpct_dataset_stats(ds, &before);
+    for (int s = 0; ok && s < 12; s++) ok = !hpct_dataset_next(ds, NULL, NULL);
+    ok = ok && !hpct_dataset_stats(ds, &after);
+    *mapped = ds ? ds->mapped && ds->hot : -1;
+    hpct_dataset_close(ds);
+    return ok ? after.bytes_read - before.bytes_read : 0;
+}
+
+/* Streaming copies shuffled rows out of the shards' mappings by default, and reads them with
+ * sorted, coalesced preadv under HPCT_STREAM_MMAP=0: the same batches, and the same bytes
+ * counted as read (288 x 5 float32 inputs and int32 labels an epoch: with 5 features the
+ * labels are streamed too, not held). */
+static void test_stream_paths(void)
+{
+    int was_mapped[2];
+    uint64_t mapped = epoch_bytes_read(&was_mapped[0]);
+    setenv("HPCT_STREAM_MMAP", "0", 1);
+    test_world(1, 0, 0, 1, "streaming, preadv");
+    test_world(3, 0, 2, 1, "streaming, preadv");
+    uint64_t preadv = epoch_bytes_read(&was_mapped[1]);
+    unsetenv("HPCT_STREAM_MMAP");
+    uint64_t want = 12 * GLOBAL_BATCH * (FEATURES * sizeof(float) + sizeof(int32_t));
+    tap_ok(was_mapped[0] == 1 && mapped == want,
+           "mapped streaming counts the bytes it copies: %llu in an epoch, want %llu",
+           (unsigned long long)mapped, (unsigned long long)want);
+    tap_ok(was_mapped[1] == 0 && preadv == want,
+           "preadv streaming counts the bytes it reads: %llu in an epoch, want %llu",
+           (unsigned long long)preadv, (unsigned long long)want);
+}
+
+/* When the prefetch thread holds the next batch but does not run (here it sleeps 20 ms after
+ * claiming each batch, white box: as if the scheduler had taken its CPU), the caller builds
+ * that batch itself in the spare slot instead of waiting: every batch must still be the
+ * contract's, and the caller must have built some of those the thread held (ds->steals). */
+static void test_stalled_thread(void)
+{
+    setenv("HPCT_PREFETCH_THREAD", "1", 1);
+    hpct_dataset_t ds = open_ds(manifest, 0, 2, 1);
+    if (ds) ds->test_thread_stall_s = 0.02; /* before partition starts the thread */
+    int ok = ds && !hpct_dataset_partition(ds, 0, 1, GLOBAL_BATCH) && ds->running;
+    /* let the thread claim the first batch (then it stalls), or the caller would build them all */
+    for (int claimed = 0, i = 0; ok && !claimed && i < 5000; i++) {
+        pthread_mutex_lock(&ds->mu);
+        claimed = ds->slots[0].state != HPCTI_SLOT_FREE;
+        pthread_mutex_unlock(&ds->mu);
+        if (!claimed) usleep(1000);
+    }
+    double t0 = hpcti_now();
+    for (long e = 0; ok && e < 2; e++)
+        for (long st = 0; ok && st < 12; st++) {
+            uint64_t idx[GLOBAL_BATCH];
+            const float *x;
+            const void *y;
+            expected_batch(e, st, 1, idx);
+            ok = !hpct_dataset_next(ds, &x, &y);
+            for (int j = 0; ok && j < GLOBAL_BATCH; j++) ok = row_is(x, y, j, idx[j]);
+        }
+    double took = hpcti_now() - t0;
+    long steals = ds ? ds->steals : 0;
+    hpct_dataset_close(ds);
+    unsetenv("HPCT_PREFETCH_THREAD");
+    tap_ok(ok, "prefetch thread stalled 20 ms per batch: 2 epochs of the contract's batches");
+    tap_ok(ok && steals > 0,
+           "the caller built %ld of the batches the stalled thread held (24 batches in %.0f ms)",
+           steals, took * 1e3);
+}
+
+/* A shard file truncated while the dataset streams from its mapping (rewritten in place during
+ * the job): the copy that touches the lost pages fails with HPCT_ERR_IO naming the file, on
+ * the caller's thread (depth 0) and on the prefetch thread (depth 2), instead of SIGBUS
+ * killing the process. Each case writes its own copy of the files. */
+static void test_shrunk_shard(const char *dir, int depth)
+{
+    char sub[600], path[700];
+    snprintf(sub, sizeof sub, "%s/shrink%d", dir, depth);
+    const char *names[3] = {"a.h5", "b.h5", "c.h5"};
+    uint64_t first = 0;
+    int ok = !mkdir(sub, 0700);
+    for (int i = 0; ok && i < 3; i++) {
+        tdu_shard_t sh = tdu_shard(shard_rows[i], first, FEATURES, 16);
+        snprintf(path, sizeof path, "%s/%s", sub, names[i]);
+        ok = !tdu_write_shard(path, &sh);
+        first += shard_rows[i];
+    }
+    ok = ok && !tdu_write_manifest(sub, "m.manifest", 3, names, "float32", FEATURES);
+    snprintf(path, sizeof path, "%s/m.manifest", sub);
+    if (depth) setenv("HPCT_PREFETCH_THREAD", "1", 1);
+    hpct_dataset_t ds = ok ? open_ds(path, 0, depth, 1) : NULL;
+    ok = ds && !hpct_dataset_partition(ds, 0, 1, GLOBAL_BATCH) &&
+         !hpct_dataset_next(ds, NULL, NULL) && ds->mapped && ds->hot; /* the epoch's cache check */
+    snprintf(path, sizeof path, "%s/b.h5", sub);
+    ok = ok && !truncate(path, 0);
+    hpct_status_t s = HPCT_SUCCESS;
+    for (int st = 0; ok && s == HPCT_SUCCESS && st < 12; st++)
+        s = hpct_dataset_next(ds, NULL, NULL);
+    const char *msg = hpct_last_error(ctx);
+    tap_ok(ok && s == HPCT_ERR_IO && strstr(msg, path) && strstr(msg, "shrank"),
+           "a shard truncated under its mapping (prefetch depth %d): %s: %s", depth,
+           hpct_strerror(s), msg);
+    hpct_dataset_close(ds);
+    unsetenv("HPCT_PREFETCH_THREAD");
+}
+
 static void test_partition_errors(void)
 {
     hpct_dataset_t ds = open_ds(manifest, 0, 0, 1);
@@ -246,7 +360,7 @@ static void test_partition_errors(void)
 
 int main(void)
 {
-    tap_plan(4 + 2 * 4 * 4 + 2 * 5 + 4 + 7);
+    tap_plan(4 + 2 * 4 * 4 + 2 * 5 + 4 + 6 + 2 + 2 + 7);
     if (hpct_ctx_create(NULL, &ctx)) tap_bail("no context");
     const char *dir = tdu_tmpdir();
     if (!dir) tap_bail("no temporary directory");
@@ -262,6 +376,10 @@ int main(void)
     test_resume(0);
     test_resume(2);
     test_conversion();
+    test_stream_paths();
+    test_stalled_thread();
+    test_shrunk_shard(dir, 0);
+    test_shrunk_shard(dir, 2);
     test_partition_errors();
     hpct_ctx_destroy(ctx);
     tdu_cleanup();

@@ -2,11 +2,12 @@
 # The reader's modes under real MPI jobs at W = 1..4, one node and two virtual nodes
 # (t/lib/store_prog): every rank's slice is the contract's, bit for bit, across an epoch and
 # after a cursor restore; the job store reads each byte once, holds ~N/W per rank, and a
-# corrupt shard fails its open on every rank, naming the file.
+# corrupt shard, or a shard missing on one rank only, fails its open on every rank, naming
+# the file.
 . "${top_srcdir:-.}/t/lib/dist_lib.sh"
 PROG="$top_builddir/t/lib/store_prog"
 need_mpi
-echo "1..27"
+echo "1..29"
 n=0
 run() { # DESC NP ENV... -- MODE
     desc=$1; np=$2; shift 2
@@ -35,3 +36,5 @@ run "W=4: each rank's resident set grows by about N/W at a job-store open, N whe
 run "W=3: job store, ranks at different cursors: the exchange fails on every rank, naming the batches" 3 -- mismatch
 run "W=3: a corrupt shard fails the job store open on every rank, naming it" 3 -- corrupt
 run "W=4: a corrupt shard fails the node store open on every rank (two virtual nodes), naming it" 4 HPCT_RANKS_PER_NODE=2 -- corrupt-node
+run "W=2: streaming, a shard missing on one rank only fails the open on every rank, naming it" 2 -- missing-stream
+run "W=2: job store, a shard missing on one rank only fails the open on every rank, naming it" 2 -- missing-job

@@ -6,6 +6,11 @@
  * - launch geometry: at least one block, never above the cap, and blocks x per_block covers n
  *   or the grid-stride loop does (n = 0, 1, the cap's edges, 2^24, 2^40);
  * - NCCL staging: shard x node size covers count with less than one shard of padding;
+ * - the overlapped device average across nodes (hpcti_dq_*): shards packed back to back in the
+ *   staging within the bound reserved at the start, chunks that cover each shard, reduction
+ *   indices in order, and cross-node phases started in queue order whatever order the
+ *   layers' copies reach the host (so every node numbers its reductions alike);
+ * - the CUDA-aware MPI choice (HPCT_CUDA_AWARE_MPI, MPIX_Query_cuda_support's answer);
  * - device selection from the local rank, CUDA_VISIBLE_DEVICES' count, oversubscription,
  *   and the shared-GPU check. */
 #include "config.h"
@@ -150,6 +155,98 @@ static void test_nccl_sizes(void)
            "shard sizes do not overflow for 2^33 + 1 floats");
 }
 
+/* Layers of random sizes (0, 1, multiples of the node size and not) queued on nodes of 1 .. 8
+ * ranks with small chunks: the staging and reductions stay within the bounds reserved at the
+ * start, shards lie back to back, chunks cover each shard exactly. */
+static void test_queue_layout(void)
+{
+    enum { LAYERS = 12 };
+    struct hpcti_dq_item it[LAYERS];
+    int bad_pack = 0, bad_bound = 0, bad_chunks = 0, bad_red = 0;
+    srand(7);
+    for (int trial = 0; trial < 400; trial++) {
+        int ns = 1 + trial % 8, layers = 1 + rand() % LAYERS;
+        size_t max_chunk = 1 + (size_t)(rand() % 9), total = 0, used = 0;
+        for (int l = 0; l < layers; l++) {
+            size_t count = trial % 5 == 0 ? (size_t)(rand() % 3) : (size_t)(rand() % 200);
+            total += count;
+            used = hpcti_dq_add(it, l, count, ns, max_chunk);
+            bad_pack += it[l].host_off != (l ? it[l - 1].host_off + it[l - 1].shard : 0);
+            bad_pack +=
+                it[l].shard != hpcti_nccl_shard(count, ns) || it[l].phase != HPCTI_DQ_QUEUED;
+            bad_red += it[l].red0 != (l ? it[l - 1].red0 + it[l - 1].nred : 0);
+            size_t covered = 0;
+            for (int k = 0; k < it[l].nred; k++) {
+                size_t off, len = hpcti_dq_chunk_len(it[l].shard, max_chunk, k, &off);
+                bad_chunks += off != covered || len == 0 || len > max_chunk;
+                covered += len;
+            }
+            size_t off;
+            bad_chunks += covered != it[l].shard;
+            bad_chunks += hpcti_dq_chunk_len(it[l].shard, max_chunk, it[l].nred, &off) != 0;
+        }
+        bad_bound += used > hpcti_dq_staging_bound(total, layers, ns);
+        bad_bound += it[layers - 1].red0 + it[layers - 1].nred >
+                     hpcti_dq_reductions_bound(total, layers, ns, max_chunk);
+    }
+    tap_ok(!bad_pack, "queued layers' shards lie back to back in the staging (%d wrong)", bad_pack);
+    tap_ok(!bad_bound,
+           "staging and reductions stay within the bounds reserved at the start (%d over)",
+           bad_bound);
+    tap_ok(!bad_chunks, "chunks of at most max_chunk floats cover every shard exactly (%d wrong)",
+           bad_chunks);
+    tap_ok(!bad_red, "reduction indices follow queue order (%d wrong)", bad_red);
+    tap_is_int(hpcti_dq_chunks(((size_t)1 << 28) * 3 + 1, (size_t)1 << 28), 4,
+               "a shard of 3 x 2^28 + 1 floats is 4 reductions of at most 2^28");
+}
+
+/* Copies reach the host in a random order; a host that starts only hpcti_dq_next_cross's item
+ * starts them in queue order and numbers the reductions red0 .. as every other node does. */
+static void test_queue_order(void)
+{
+    enum { LAYERS = 9 };
+    struct hpcti_dq_item it[LAYERS];
+    int bad = 0, stuck = 0;
+    srand(11);
+    for (int trial = 0; trial < 200; trial++) {
+        int arrived[LAYERS] = {0}, order[LAYERS], next_red = 0, started = 0;
+        for (int l = 0; l < LAYERS; l++) {
+            hpcti_dq_add(it, l, (size_t)(rand() % 50), 3, 4);
+            order[l] = l;
+        }
+        for (int l = LAYERS - 1; l > 0; l--) { /* a random arrival order */
+            int j = rand() % (l + 1), t = order[l];
+            order[l] = order[j], order[j] = t;
+        }
+        for (int a = 0; a < LAYERS; a++) {
+            arrived[order[a]] = 1;
+            for (int i; (i = hpcti_dq_next_cross(it, LAYERS)) >= 0 && arrived[i];) {
+                bad += i != started++ || it[i].red0 != next_red;
+                next_red += it[i].nred;
+                it[i].phase = HPCTI_DQ_CROSS;
+            }
+        }
+        stuck += started != LAYERS || hpcti_dq_next_cross(it, LAYERS) != -1;
+    }
+    tap_ok(!bad, "cross-node phases start in queue order whatever the arrival order (%d wrong)",
+           bad);
+    tap_ok(!stuck, "every layer's cross-node phase starts once all have arrived (%d stuck)", stuck);
+}
+
+/* HPCT_CUDA_AWARE_MPI and MPIX_Query_cuda_support's answer (-1: no query). */
+static void test_cuda_aware_choice(void)
+{
+    tap_ok(hpcti_cuda_aware_choice(NULL, 1) == 1 && hpcti_cuda_aware_choice("", 1) == 1 &&
+               hpcti_cuda_aware_choice(NULL, 0) == 0 && hpcti_cuda_aware_choice(NULL, -1) == 0,
+           "unset: the MPI's own answer decides; an MPI without the query stages");
+    tap_ok(hpcti_cuda_aware_choice("0", 1) == 0 && hpcti_cuda_aware_choice("1", 0) == 1 &&
+               hpcti_cuda_aware_choice("1", -1) == 1,
+           "HPCT_CUDA_AWARE_MPI=0 forces staging, =1 forces device pointers");
+    tap_ok(hpcti_cuda_aware_choice("yes", 1) == -1 && hpcti_cuda_aware_choice("10", 1) == -1 &&
+               hpcti_cuda_aware_choice("01", 0) == -1,
+           "any other value is refused (yes, 10, 01)");
+}
+
 static void test_device_selection(void)
 {
     int dev = -1;
@@ -175,10 +272,13 @@ static void test_device_selection(void)
 
 int main(void)
 {
-    tap_plan(23 + 4 + 2 + 8);
+    tap_plan(23 + 4 + 2 + 5 + 2 + 3 + 8);
     test_gemm_map();
     test_grid();
     test_nccl_sizes();
+    test_queue_layout();
+    test_queue_order();
+    test_cuda_aware_choice();
     test_device_selection();
     return tap_done();
 }

@@ -3,7 +3,7 @@
  * bits as the plain calls; argument errors are named; a non-finite input changes nothing;
  * progress reports; a raised SIGTERM stops after its step with a checkpoint that a new
  * session resumes (parameters, optimizer and a registered simulation array); signals the
- * caller installed are used as they are. */
+ * caller installed are used as they are; evaluation on a cadence (config version 3). */
 #include "lib/ckpt_util.h"
 
 #include <math.h>
@@ -427,14 +427,130 @@ static void test_caller_signals(void)
     hpct_ctx_destroy(ctx);
 }
 
+/* n samples of the fixed rule as one shard and its manifest in dir; the opened dataset
+ * (file order). */
+static hpct_dataset_t eval_set(hpct_ctx_t ctx, const char *dir, int n)
+{
+    char shard[4200], manifest[4200];
+    snprintf(shard, sizeof shard, "%s/eval.h5", dir);
+    snprintf(manifest, sizeof manifest, "%s/eval.txt", dir);
+    float *x = malloc(sizeof *x * (size_t)n * FEATURES);
+    int32_t *y = malloc(sizeof *y * (size_t)n);
+    make_batch(x, y, n, 77);
+    uint64_t xd[2] = {(uint64_t)n, FEATURES}, yd[1] = {(uint64_t)n};
+    hpct_shard_writer_t w;
+    hpct_manifest_t m;
+    hpct_status_t s = hpct_shard_create(ctx, shard, NULL, &w);
+    if (!s) s = hpct_shard_write(w, "inputs", HPCT_DTYPE_FLOAT32, 2, xd, x);
+    if (!s) s = hpct_shard_write(w, "targets", HPCT_DTYPE_INT32, 1, yd, y);
+    if (!s) s = hpct_shard_close(w);
+    if (!s) s = hpct_manifest_create(ctx, manifest, NULL, NULL, &m);
+    if (!s) s = hpct_manifest_add_shard(m, shard);
+    if (!s) s = hpct_manifest_write(m);
+    if (s) tap_bail("cannot write the evaluation data: %s", hpct_last_error(ctx));
+    hpct_manifest_destroy(m);
+    free(x), free(y);
+    hpct_data_config_t dc = HPCT_DATA_CONFIG_INITIALIZER;
+    dc.shuffle = 0;
+    hpct_dataset_t ds;
+    if (hpct_dataset_open(ctx, manifest, &dc, &ds)) tap_bail("open %s", manifest);
+    return ds;
+}
+
+struct evals {
+    int calls;
+    long steps[8];
+    double loss;
+};
+
+static void on_eval(long step, double loss, double accuracy, long samples, void *arg)
+{
+    struct evals *e = arg;
+    if (e->calls < 8) e->steps[e->calls] = step;
+    e->calls++, e->loss = loss;
+    (void)accuracy, (void)samples;
+}
+
+/* The number of lines of path holding needle. */
+static int lines_with(const char *path, const char *needle)
+{
+    FILE *f = fopen(path, "r");
+    char line[8192];
+    int n = 0;
+    while (f && fgets(line, sizeof line, f)) n += strstr(line, needle) != NULL;
+    if (f) fclose(f);
+    return n;
+}
+
+/* eval_data every 4 steps: evaluations after steps 4 and 8 and in finish (10), each reported
+ * and recorded; the last result is hpct_evaluate's of the final parameters; a session without a
+ * model cannot have eval_data. */
+static void test_eval_cadence(void)
+{
+    char dir[4096], metrics[4200];
+    make_tmpdir(dir, sizeof dir, "insitu-eval");
+    snprintf(metrics, sizeof metrics, "%s/metrics.jsonl", dir);
+    hpct_ctx_t ctx = new_ctx();
+    hpct_model_t m = new_model(ctx);
+    hpct_params_t p;
+    hpct_model_params(m, &p);
+    hpct_optimizer_t o = new_opt(p);
+    hpct_dataset_t ds = eval_set(ctx, dir, 40);
+    struct evals seen = {0, {0}, 0.0};
+    hpct_insitu_config_t c = HPCT_INSITU_CONFIG_INITIALIZER;
+    c.catch_signals = 0, c.eval_data = ds, c.eval_interval = 4, c.evaluated = on_eval;
+    c.progress_arg = &seen, c.metrics_path = metrics;
+    hpct_insitu_t s;
+    hpct_status_t st = hpct_insitu_create(m, NULL, o, NULL, &c, &s);
+    if (!st) st = hpct_insitu_start(s, NULL);
+    float x[MAXB * FEATURES];
+    int32_t y[MAXB];
+    for (int k = 0; k < 10 && !st; k++) {
+        make_batch(x, y, MAXB, (uint64_t)k + 300);
+        st = hpct_insitu_step(s, x, y, MAXB, NULL);
+    }
+    if (!st) st = hpct_insitu_finish(s);
+    tap_ok(st == HPCT_SUCCESS && seen.calls == 3 && seen.steps[0] == 4 && seen.steps[1] == 8 &&
+               seen.steps[2] == 10,
+           "eval_interval 4 over 10 steps: evaluated after steps 4, 8 and in finish at 10 (status "
+           "%d, %d calls: %ld %ld %ld)",
+           st, seen.calls, seen.steps[0], seen.steps[1], seen.steps[2]);
+    double loss = -1.0;
+    hpct_evaluate(m, ds, &loss, NULL, NULL);
+    tap_ok(loss == seen.loss,
+           "the last result is hpct_evaluate's of the final parameters (%.9g vs "
+           "%.9g)",
+           seen.loss, loss);
+    hpct_insitu_destroy(s);
+    tap_is_int(lines_with(metrics, "\"type\":\"eval\""), 3,
+               "three eval records in the metrics file");
+    hpct_params_t own;
+    hpct_params_create(ctx, &own);
+    static float w[4], g[4];
+    hpct_params_register(own, "w", w, g, 4);
+    hpct_optimizer_t oo = new_opt(own);
+    st = hpct_insitu_create(NULL, own, oo, NULL, &c, &s);
+    tap_ok(st == HPCT_ERR_INVALID_ARG && strstr(hpct_last_error(ctx), "eval_data"),
+           "own gradients with eval_data: HPCT_ERR_INVALID_ARG naming eval_data (%s)",
+           hpct_last_error(ctx));
+    hpct_optimizer_destroy(oo);
+    hpct_params_destroy(own);
+    hpct_dataset_close(ds);
+    hpct_optimizer_destroy(o);
+    hpct_model_destroy(m);
+    hpct_ctx_destroy(ctx);
+    remove_tree(dir);
+}
+
 int main(void)
 {
-    tap_plan(44);
+    tap_plan(48);
     test_same_bits();
     test_byog();
     test_arguments();
     test_progress();
     test_preempt_resume();
     test_caller_signals();
+    test_eval_cadence();
     return tap_done();
 }

@@ -84,12 +84,12 @@ for f in sys.argv[1:]:
     x = [e for e in json.load(open(f))["traceEvents"] if e["ph"] == "X"]
     steps = sorted({e["args"]["step"] for e in x if e["name"] == "step"})
     names = {e["name"].split()[0] for e in x}
-    out.append("%s %s" % (steps, all(n in names for n in ["agreement", "optimizer", "forward", "backward", "allreduce"])))
+    out.append("%s %s" % (steps, all(n in names for n in ["data_wait", "agreement", "optimizer", "forward", "backward", "allreduce"])))
 print("; ".join(out))
 PY
 )
     is "$got" "[11, 12, 13, 14] True; [11, 12, 13, 14] True" \
-        "in-situ timeline: each rank's file parses and keeps the last 4 steps with agreement, optimizer, forward, backward and reduction spans"
+        "in-situ timeline: each rank's file parses and keeps the last 4 steps with data wait (the simulation's time), agreement, optimizer, forward, backward and reduction spans"
 else
     skip 2 "no python3 to read the metrics file"
 fi

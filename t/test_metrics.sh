@@ -8,14 +8,15 @@
 #     marker per step record with the recorded loss;
 # (d) a torn last line (a crash mid-write) is skipped by the report, and the next segment
 #     that appends starts on a line of its own;
-# (e) metrics_file = none writes nothing; an unwritable path fails on every rank, naming it.
+# (e) metrics_file = none writes nothing; an unwritable path fails on every rank, naming it;
+# (f) an asynchronous save's seconds end at its commit, not when the training thread sees it.
 . "${top_srcdir:-.}/t/lib/train_lib.sh"
 need_tool
 need_mpi
 command -v python3 >/dev/null 2>&1 || { echo "1..0 # SKIP no python3 (the test reads JSON with it)"; exit 0; }
 make_data
 echo "eval_manifest = $work/data/manifest.txt" >>"$work/train.conf"
-echo "1..18"
+echo "1..19"
 CK="--checkpoint-every-steps 4 --checkpoint-async 1 --eval-every-steps 20"
 
 # check.py FILE: prints facts about a metrics file, one "key value" per line.
@@ -121,3 +122,19 @@ ok $? "(e) metrics_file = none: no metrics file (exit $rc)"
 train 2 "$work/bad" "$work/bad.out" --metrics-file "$work/no/such/dir/m.jsonl"
 [ $rc != 0 ] && grep -q "$work/no/such/dir/m.jsonl" "$work/bad.out"
 ok $? "(e) an unwritable metrics path: exit $rc, the error names it"
+
+# (f) an asynchronous save's "seconds" ends at its commit as the writer timed it, not when the
+# training thread next looks (one 600 ms step later: HPCT_TEST_SLOW_RANK sleeps in each step)
+d="$work/async"
+HPCT_TEST_SLOW_RANK=0,600 train 1 "$d" "$d.out" --global-batch 512 --epochs 2 \
+    --checkpoint-every-steps 2 --checkpoint-async 1
+secs=$(python3 -c '
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1])]
+print(" ".join("%d:%.3f" % (x["step"], x["seconds"]) for x in r if x["type"] == "checkpoint" and x["step"] < 8))
+' "$d/metrics.jsonl" 2>&1)
+[ $rc = 0 ] && [ -n "$secs" ] && python3 -c '
+import sys
+v = [float(p.split(":")[1]) for p in sys.argv[1].split()]
+sys.exit(0 if len(v) == 3 and all(0 < x < 0.6 for x in v) else 1)' "$secs"
+ok $? "(f) 8 steps of 600 ms, async saves after steps 2, 4, 6: each record's seconds < 0.6 (step:seconds $secs; exit $rc)"

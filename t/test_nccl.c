@@ -2,14 +2,17 @@
  * t/test_nccl.sh in several layouts: one node of 2 ranks, 2 virtual nodes of 1, 2 virtual
  * nodes of 2). Every check is agreed over all ranks (t/lib/mpi_prog: PASS/FAIL lines).
  *   test_nccl probe   prints the number of visible CUDA devices, or "none: reason"
+ *   test_nccl badenv  hpct_init must refuse HPCT_CUDA_AWARE_MPI set to neither 0 nor 1
  *   test_nccl run     hpct_init on the cuda backend, then:
  *     - hpct_allreduce_mean on host floats (host memory on a cuda context);
  *     - hpct_allreduce_mean_device on device buffers of 0 .. 2^20 + 3 floats: rank r gives
  *       r + i / 1024, the mean (W - 1) / 2 + i / 1024 is exact in fp32; identical bits;
  *     - registered device buffers (fusion buckets and in-place ones) averaged, broadcast,
  *       hashed and checked (a planted difference is HPCT_ERR_DIVERGED);
- *     - a built-in model's device gradients averaged inside hpct_model_loss_grad equal the
- *       mean of the per-rank gradients, identical on every rank; hpct_comm_stats counts. */
+ *     - a built-in model's device gradients averaged inside hpct_model_loss_grad (overlapped
+ *       with backward when NCCL takes the node phase, on one node or several) equal the mean
+ *       of the per-rank gradients, identical on every rank, and the same bits as
+ *       hpct_params_average_grads after backward; hpct_comm_stats counts. */
 #include "config.h"
 #include "hpctrain.h"
 #include "lib/mpi_prog.h"
@@ -140,6 +143,41 @@ static float *grads_of(hpct_model_t m, size_t *total)
     return h;
 }
 
+/* The gradients averaged during backward (avg [total], overlapped per layer when NCCL takes
+ * the node phase) against the same per-rank gradients averaged afterwards by
+ * hpct_params_average_grads (whole buffers and fusion buckets, not overlapped): every element
+ * goes through the same operations, so with at most 2 ranks a node (NCCL's in-node sum of two
+ * terms does not depend on its order) the bits are the same; with more, within 1e-6. */
+static void same_bits_unoverlapped(hpct_ctx_t ctx, hpct_model_t m, const float *x, const int32_t *y,
+                                   const float *avg, size_t total)
+{
+    hpct_topology_t topo = HPCT_TOPOLOGY_INITIALIZER;
+    hpct_params_t p;
+    float loss;
+    hpct_status_t s = hpct_topology(ctx, &topo);
+    if (!s) s = hpct_model_set_grad_averaging(m, 0);
+    if (!s) s = hpct_model_loss_grad(m, x, y, 32, 0, &loss);
+    if (!s) s = hpct_model_params(m, &p);
+    if (!s) s = hpct_params_average_grads(p);
+    check(!s, "the same gradients averaged after backward (%s)", s ? hpct_last_error(ctx) : "ok");
+    float *late = grads_of(m, &total);
+    size_t differ = 0;
+    double worst = 0;
+    for (size_t i = 0; i < total; i++) {
+        differ += memcmp(&late[i], &avg[i], sizeof *avg) != 0;
+        worst = fmax(worst, fabs(late[i] - avg[i]) / fmax(1.0, fabs(late[i])));
+    }
+    if (topo.local_size <= 2)
+        check(differ == 0,
+              "node of %d: averaged during backward = after it, bit for bit (%zu of "
+              "%zu differ)",
+              topo.local_size, differ, total);
+    else
+        check(worst <= 1e-6, "node of %d: averaged during backward ~ after it (worst %g)",
+              topo.local_size, worst);
+    free(late);
+}
+
 static void model_grads(hpct_ctx_t ctx)
 {
     enum { BATCH = 32 };
@@ -171,6 +209,7 @@ static void model_grads(hpct_ctx_t ctx)
     check(identical(avg, total), "the averaged gradients are bit-identical on every rank");
     check(ops1 == ops0 + 1, "hpct_comm_stats counts the averaging operation (%ld -> %ld)", ops0,
           ops1);
+    same_bits_unoverlapped(ctx, m, x, y, avg, total);
     free(mine), free(avg);
     hpct_model_destroy(m);
 }
@@ -192,6 +231,23 @@ static int run(void)
     return failures ? 1 : 0;
 }
 
+/* hpct_init with a value of HPCT_CUDA_AWARE_MPI that is neither 0 nor 1 must fail with
+ * HPCT_ERR_INVALID_ARG on every rank (the log names the variable: test_nccl.sh checks it). */
+static int bad_env(void)
+{
+    hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
+    cfg.backend = HPCT_BACKEND_CUDA;
+    cfg.collective_timeout_s = 60;
+    cfg.log_level = HPCT_LOG_ERROR;
+    hpct_ctx_t ctx = NULL;
+    hpct_status_t s = hpct_init(&cfg, &ctx);
+    printf("%s hpct_init with HPCT_CUDA_AWARE_MPI=%s: %s\n",
+           s == HPCT_ERR_INVALID_ARG ? "PASS" : "FAIL", getenv("HPCT_CUDA_AWARE_MPI"),
+           hpct_strerror(s));
+    if (!s) hpct_finalize(ctx);
+    return s == HPCT_ERR_INVALID_ARG ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 2 && !strcmp(argv[1], "probe")) {
@@ -204,7 +260,8 @@ int main(int argc, char **argv)
         return 0;
     }
     if (argc == 2 && !strcmp(argv[1], "run")) return run();
-    fprintf(stderr, "usage: test_nccl probe|run\n");
+    if (argc == 2 && !strcmp(argv[1], "badenv")) return bad_env();
+    fprintf(stderr, "usage: test_nccl probe|run|badenv\n");
     return 2;
 }
 #endif

@@ -1,7 +1,8 @@
 #!/bin/sh
 # test_nccl.sh: mirrored GPU replicas (t/test_nccl run) through hpct_init and the public calls,
-# in three layouts: one node of 2 ranks (NCCL only), 2 virtual nodes of 1 rank (device
-# averages staged through host memory), 2 virtual nodes of 2 (NCCL in the node, MPI across).
+# in four layouts: one node of 2 ranks (NCCL only), 2 virtual nodes of 1 rank (device
+# averages staged through host memory), 2 virtual nodes of 2 and of 4 (NCCL in the node, MPI
+# across; the built-in model's averages overlap backward in every layout with NCCL).
 # Skips without --with-nccl, mpirun or a CUDA device; layouts that need 2 GPUs skip with 1.
 . "${top_srcdir:-.}/t/lib/tap.sh"
 builddir=${top_builddir:-.}
@@ -31,8 +32,22 @@ layout() { # DESC NP GPUS-NEEDED ENV...
     ok $? "$desc" || { diag "exit $rc"; grep -v '^PASS' "$tmp/out" | tail -n 20 | sed 's/^/#   /'; }
 }
 
-plan 3
+plan 6
 layout "W=2, one node (NCCL reduce-scatter + all-gather)" 2 2 HPCT_RANKS_PER_NODE=2
 layout "W=2, two virtual nodes of 1 (staged through pinned host memory)" 2 1 HPCT_RANKS_PER_NODE=1
 layout "W=4, two virtual nodes of 2 (NCCL in the node, MPI across)" 4 2 HPCT_RANKS_PER_NODE=2
+layout "W=8, two virtual nodes of 4 (NCCL in the node, MPI across)" 8 4 HPCT_RANKS_PER_NODE=4
+# The same as W=4 with the cross-node phase forced through pinned host memory (where the MPI is
+# CUDA-aware, the layout above passed device pointers: both sides are then covered).
+layout "W=4, two virtual nodes of 2, HPCT_CUDA_AWARE_MPI=0 (staged)" 4 2 HPCT_RANKS_PER_NODE=2 \
+    HPCT_CUDA_AWARE_MPI=0
+if [ "$devices" -lt 2 ]; then
+    skip 1 "HPCT_CUDA_AWARE_MPI=maybe: needs 2 GPUs, $devices visible"
+else
+    env HPCT_RANKS_PER_NODE=2 HPCT_CUDA_AWARE_MPI=maybe timeout -s KILL 300 \
+        "$MPIRUN" $oversub -np 2 "$prog" badenv >"$tmp/out" 2>&1
+    grep -q "HPCT_CUDA_AWARE_MPI is 'maybe'" "$tmp/out" && ! grep -q '^FAIL' "$tmp/out"
+    ok $? "HPCT_CUDA_AWARE_MPI=maybe: hpct_init refuses it, naming the variable" ||
+        sed 's/^/#   /' "$tmp/out" | tail -n 20
+fi
 done_testing

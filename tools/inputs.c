@@ -1,9 +1,11 @@
-/* inputs.c: readers for the converter's input formats. All go through zlib's gzread, which
- * reads gzip-compressed and plain files alike. Whole files are read into memory. */
+/* inputs.c: readers for the converter's input formats, gzip-compressed or plain. Whole files
+ * are read into memory; gzip files are inflated with zlib's z_stream API (not gzread, which
+ * skips junk after the last member without a word). */
 #include "config.h"
 #include "tools.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,33 +23,106 @@ int tool_error(int code, const char *fmt, ...)
     return code;
 }
 
-/* Whole (decompressed) file into a malloc'd buffer; 0 or an exit code. */
-static int slurp(const char *path, unsigned char **out, size_t *len)
+/* Append len bytes to the growing buffer *buf [*n of *cap]; -1 when out of memory. */
+static int append(unsigned char **buf, size_t *n, size_t *cap, const void *src, size_t len)
 {
-    gzFile f = gzopen(path, "rb");
+    if (!len) return 0; /* *buf may still be NULL */
+    if (*n + len > *cap) {
+        size_t want = *cap ? *cap : 1 << 20;
+        while (want < *n + len) want *= 2;
+        unsigned char *grown = realloc(*buf, want);
+        if (!grown) return -1;
+        *buf = grown, *cap = want;
+    }
+    memcpy(*buf + *n, src, len);
+    *n += len;
+    return 0;
+}
+
+/* Whole raw file into *raw [*len]; 0 or an exit code. */
+static int read_raw(const char *path, unsigned char **raw, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
     if (!f) return tool_error(TOOL_DATA, "%s: %s", path, strerror(errno ? errno : EIO));
-    size_t cap = 1 << 20, n = 0;
-    unsigned char *buf = malloc(cap);
-    int got = 0;
-    while (buf && (got = gzread(f, buf + n, (unsigned)(cap - n))) > 0) {
-        n += (size_t)got;
-        if (n == cap) {
-            unsigned char *grown = realloc(buf, cap *= 2);
-            if (!grown) free(buf);
-            buf = grown;
+    unsigned char chunk[1 << 16];
+    size_t got, cap = 0;
+    int rc = TOOL_OK;
+    *raw = NULL, *len = 0;
+    while (!rc && (got = fread(chunk, 1, sizeof chunk, f)) > 0)
+        if (append(raw, len, &cap, chunk, got))
+            rc = tool_error(TOOL_FAILED, "%s: out of memory", path);
+    if (!rc && ferror(f)) rc = tool_error(TOOL_DATA, "%s: %s", path, strerror(errno ? errno : EIO));
+    fclose(f);
+    if (rc) free(*raw), *raw = NULL;
+    return rc;
+}
+
+/* raw [len] (one or more gzip members, back to back, as gzip(1) writes with cat) inflated
+ * into *out [*n]. Anything after the last member that is not another member (junk, zero
+ * padding) is refused with its byte offset: zlib's gzread would skip it silently. */
+static int gunzip(const char *path, const unsigned char *raw, size_t len, unsigned char **out,
+                  size_t *n)
+{
+    z_stream z = {0};
+    if (inflateInit2(&z, 15 + 16) != Z_OK)
+        return tool_error(TOOL_FAILED, "%s: out of memory", path);
+    unsigned char chunk[1 << 16];
+    size_t cap = 0, member = 0; /* member: offset of the member being inflated */
+    int rc = TOOL_OK, zr = Z_OK;
+    *out = NULL, *n = 0;
+    z.next_in = (unsigned char *)raw;
+    z.avail_in = (uInt)(len < UINT_MAX ? len : UINT_MAX);
+    while (!rc) {
+        size_t offset = (size_t)(z.next_in - raw);
+        if (z.avail_in == 0 && offset < len)
+            z.avail_in = (uInt)(len - offset < UINT_MAX ? len - offset : UINT_MAX);
+        z.next_out = chunk, z.avail_out = sizeof chunk;
+        zr = inflate(&z, Z_NO_FLUSH);
+        if (append(out, n, &cap, chunk, sizeof chunk - z.avail_out))
+            rc = tool_error(TOOL_FAILED, "%s: out of memory", path);
+        offset = (size_t)(z.next_in - raw);
+        if (rc) break;
+        if (zr == Z_STREAM_END) {
+            if (offset == len) break; /* the last member ends the file */
+            if (len - offset < 2 || raw[offset] != 0x1f || raw[offset + 1] != 0x8b) {
+                rc = tool_error(TOOL_DATA,
+                                "%s: %zu bytes of junk after the gzip stream at byte offset %zu "
+                                "(not another gzip member)",
+                                path, len - offset, offset);
+                break;
+            }
+            member = offset;
+            inflateReset(&z);
+        } else if (zr == Z_BUF_ERROR && offset == len) { /* needs input the file lacks */
+            rc = tool_error(TOOL_DATA,
+                            "%s: gzip stream truncated at byte offset %zu (the member that "
+                            "starts at byte %zu does not end)",
+                            path, len, member);
+        } else if (zr != Z_OK) {
+            rc = tool_error(TOOL_DATA, "%s: corrupt gzip data near byte offset %zu: %s", path,
+                            offset, z.msg ? z.msg : "inflate failed");
         }
     }
-    int errnum = 0;
-    char why[256] = ""; /* gzerror's string belongs to f: copied before gzclose frees it */
-    if (got < 0) snprintf(why, sizeof why, "%s", gzerror(f, &errnum));
-    gzclose(f);
-    if (!buf) return tool_error(TOOL_FAILED, "%s: out of memory", path);
-    if (got < 0) {
-        free(buf);
-        return tool_error(TOOL_DATA, "%s: %s (corrupt or truncated gzip?)", path, why);
+    inflateEnd(&z);
+    if (rc) free(*out), *out = NULL;
+    return rc;
+}
+
+/* Whole (decompressed) file into a malloc'd buffer; 0 or an exit code. A file that starts
+ * with the gzip magic bytes is inflated; any other is taken as it is. */
+static int slurp(const char *path, unsigned char **out, size_t *len)
+{
+    unsigned char *raw;
+    size_t n;
+    int rc = read_raw(path, &raw, &n);
+    if (rc) return rc;
+    if (n < 2 || raw[0] != 0x1f || raw[1] != 0x8b) {
+        *out = raw, *len = n;
+        return TOOL_OK;
     }
-    *out = buf, *len = n;
-    return TOOL_OK;
+    rc = gunzip(path, raw, n, out, len);
+    free(raw);
+    return rc;
 }
 
 /* Elements of a; UINT64_MAX when the dims overflow (no file can hold that many). */
@@ -253,27 +328,36 @@ static int split_labels(float *v, uint64_t rows, long cols, long lc, tool_array_
 int tool_read_csv(const char *path, int label_column, int skip_header, tool_array_t *inputs,
                   tool_array_t *labels)
 {
-    gzFile f = gzopen(path, "rb");
-    if (!f) return tool_error(TOOL_DATA, "%s: %s", path, strerror(errno ? errno : EIO));
-    enum { LINE = 1 << 20 };
-    char *line = malloc(LINE);
+    unsigned char *text;
+    size_t len;
+    int rc = slurp(path, &text, &len);
+    if (rc) return rc;
+    unsigned char *ended = realloc(text, len + 1); /* room for the last line's NUL */
+    if (!ended) return free(text), tool_error(TOOL_FAILED, "out of memory");
+    text = ended;
+    text[len] = '\0';
     float *v = NULL;
     size_t n = 0, cap = 0;
     long cols = -1, lineno = 0;
     uint64_t rows = 0;
-    int rc = line ? TOOL_OK : tool_error(TOOL_FAILED, "out of memory");
-    while (!rc && gzgets(f, line, LINE)) {
+    for (size_t at = 0; !rc && at < len;) {
+        char *line = (char *)text + at, *nl = memchr(line, '\n', len - at);
+        size_t line_len = nl ? (size_t)(nl - line) : len - at;
+        at += line_len + 1;
         lineno++;
-        if ((lineno == 1 && skip_header) || !line[strspn(line, " \t\r\n")]) continue;
-        long c = parse_row(line, &v, &n, &cap);
-        if (c < 2 || (cols >= 0 && c != cols))
-            rc = tool_error(TOOL_DATA, "%s line %ld: %s", path, lineno,
-                            c < 0 ? "not a comma-separated list of numbers"
-                                  : "column count differs from the first row (need >= 2)");
-        cols = c, rows++;
+        line[line_len] = '\0';
+        if (strlen(line) != line_len) {
+            rc = tool_error(TOOL_DATA, "%s line %ld: a NUL byte (not a text file?)", path, lineno);
+        } else if (!((lineno == 1 && skip_header) || !line[strspn(line, " \t\r")])) {
+            long c = parse_row(line, &v, &n, &cap);
+            if (c < 2 || (cols >= 0 && c != cols))
+                rc = tool_error(TOOL_DATA, "%s line %ld: %s", path, lineno,
+                                c < 0 ? "not a comma-separated list of numbers"
+                                      : "column count differs from the first row (need >= 2)");
+            cols = c, rows++;
+        }
     }
-    gzclose(f);
-    free(line);
+    free(text);
     long lc = label_column < 0 ? cols - 1 : label_column;
     if (!rc && rows == 0) rc = tool_error(TOOL_DATA, "%s: no data rows", path);
     if (!rc && (lc < 0 || lc >= cols))

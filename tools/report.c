@@ -401,7 +401,12 @@ int tool_report_main(int argc, char **argv)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             fputs(usage_text, stdout);
             return TOOL_OK;
-        } else if (!strcmp(argv[i], "-o") && i + 1 < argc)
+        } else if (!strcmp(argv[i], "-o") && i + 1 < argc && tool_is_option_word(argv[i + 1]))
+            return report_error(TOOL_USAGE,
+                                "-o needs a value (the next word, '%s', is an option; write "
+                                "-o ./%s for a file of that name)",
+                                argv[i + 1], argv[i + 1]);
+        else if (!strcmp(argv[i], "-o") && i + 1 < argc)
             out = argv[++i];
         else if (!strcmp(argv[i], "--no-plots"))
             plots = 0;

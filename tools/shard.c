@@ -109,6 +109,11 @@ static int parse_options(int argc, char **argv, shard_opts_t *o, int *first_arg)
     while ((c = getopt_long(argc, argv, "o:n:h", longs, NULL)) != -1) {
         int bad = 0;
         char *end;
+        if (optarg && optarg == argv[optind - 1] && tool_is_option_word(optarg))
+            return tool_error(TOOL_USAGE,
+                              "%s needs a value (the next word, '%s', is an option; write "
+                              "%s=VALUE for a value that starts with --)",
+                              name_of(longs, c), optarg, name_of(longs, c));
         switch (c) {
         case 'o': o->output = optarg; break;
         case 'n': bad = parse_long(optarg, 1, 1000000, &o->shards); break;
@@ -205,13 +210,16 @@ static int write_shard(hpct_ctx_t ctx, const shard_opts_t *o, const char *path,
 {
     const hpct_shard_config_t cfg = {HPCT_SHARD_CONFIG_VERSION, o->chunk, o->deflate};
     hpct_shard_writer_t shard;
+    char why[1024] = ""; /* the first failure's detail (closing clears it) */
     int bad = hpct_shard_create(ctx, path, &cfg, &shard) != HPCT_SUCCESS;
     if (!bad) {
         bad = write_rows(shard, o->inputs_name, in, first, rows) ||
               write_rows(shard, o->targets_name, tg, first, rows);
+        if (bad) snprintf(why, sizeof why, "%s", hpct_last_error(ctx));
         if (hpct_shard_close(shard)) bad = 1;
     }
-    if (bad) return tool_error(TOOL_FAILED, "cannot write shard %s", path);
+    if (bad && !why[0]) snprintf(why, sizeof why, "%s", hpct_last_error(ctx));
+    if (bad) return tool_error(TOOL_FAILED, "%s", why);
     if (hpct_manifest_add_shard(m, path))
         return tool_error(TOOL_FAILED, "%s", hpct_last_error(ctx));
     return TOOL_OK;
@@ -230,8 +238,10 @@ static int write_shards(hpct_ctx_t ctx, const shard_opts_t *o, const tool_array_
     char mpath[4096];
     snprintf(mpath, sizeof mpath, "%s/%s", o->output, o->manifest);
     hpct_manifest_t m;
-    if (hpct_manifest_create(ctx, mpath, o->inputs_name, o->targets_name, &m))
-        return tool_error(TOOL_FAILED, "out of memory");
+    hpct_status_t s = hpct_manifest_create(ctx, mpath, o->inputs_name, o->targets_name, &m);
+    if (s) /* a bad --inputs-name or --targets-name, before any file is written */
+        return tool_error(s == HPCT_ERR_INVALID_ARG ? TOOL_USAGE : TOOL_FAILED, "%s",
+                          hpct_last_error(ctx));
     int rc = TOOL_OK;
     for (long k = 0; !rc && k < o->shards; k++) {
         uint64_t first = n * (uint64_t)k / (uint64_t)o->shards;
@@ -307,8 +317,10 @@ static int index_shards(hpct_ctx_t ctx, const shard_opts_t *o, int argc, char **
 {
     if (argc < 1) return tool_error(TOOL_USAGE, "--index needs at least one shard file");
     hpct_manifest_t m;
-    if (hpct_manifest_create(ctx, o->output, o->inputs_name, o->targets_name, &m))
-        return tool_error(TOOL_FAILED, "out of memory");
+    hpct_status_t made = hpct_manifest_create(ctx, o->output, o->inputs_name, o->targets_name, &m);
+    if (made)
+        return tool_error(made == HPCT_ERR_INVALID_ARG ? TOOL_USAGE : TOOL_FAILED, "%s",
+                          hpct_last_error(ctx));
     char **seen = calloc((size_t)argc, sizeof *seen);
     int rc = seen ? TOOL_OK : tool_error(TOOL_FAILED, "out of memory");
     for (int i = 0; !rc && i < argc; i++) {

@@ -42,6 +42,14 @@ void tool_to_f32(tool_type_t t, const void *src, float *dst, size_t count);
  * value does not fit int32, else 0. */
 int tool_to_i32(tool_type_t t, const void *src, int32_t *dst, size_t count, size_t *bad);
 
+/* Whether a word taken as an option's value is itself an option ("--x"). The rule of every
+ * subcommand: a value given as the next word may not start with "--" (the value was missing
+ * and the next option would be swallowed); write --opt=VALUE for such a value. */
+static inline int tool_is_option_word(const char *word)
+{
+    return word[0] == '-' && word[1] == '-';
+}
+
 /* Print "hpctrain shard: error: ..." on stderr; returns code. */
 int tool_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Readers (gzip or plain): 0 or an exit code after printing why. */

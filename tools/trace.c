@@ -56,6 +56,13 @@ int tool_trace_main(int argc, char **argv)
         return TOOL_USAGE;
     }
     const char *out_path = argv[3];
+    if (tool_is_option_word(out_path)) {
+        fprintf(stderr,
+                "hpctrain trace: error: -o needs a value (the next word, '%s', is an option; "
+                "write -o ./%s for a file of that name)\n",
+                out_path, out_path);
+        return TOOL_USAGE;
+    }
     FILE *out = fopen(out_path, "w");
     if (!out) return trace_error(TOOL_FAILED, "cannot write", out_path);
     fputs("{\"traceEvents\":[\n", out);

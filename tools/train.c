@@ -112,8 +112,13 @@ static int parse_args(struct run *r, int argc, char **argv)
         for (char *p = key; *p; p++) *p = *p == '-' ? '_' : *p;
         if (eq)
             value = eq + 1;
-        else if (i + 1 < argc)
+        else if (i + 1 < argc && !tool_is_option_word(argv[i + 1]))
             value = argv[++i];
+        else if (i + 1 < argc)
+            return conf_error(TOOL_USAGE,
+                              "option '%s' needs a value (the next word, '%s', is an option; "
+                              "write %s=VALUE for a value that starts with --)",
+                              a, argv[i + 1], a);
         else
             return conf_error(TOOL_USAGE, "option '%s' needs a value", a);
         if (!strcmp(key, "config")) continue; /* loaded first, in load_settings */
@@ -134,7 +139,8 @@ static int load_settings(struct run *r, int argc, char **argv)
         const char *file = NULL;
         if (!strncmp(argv[i], "--config=", 9))
             file = argv[i] + 9;
-        else if (!strcmp(argv[i], "--config") && i + 1 < argc)
+        else if (!strcmp(argv[i], "--config") && i + 1 < argc &&
+                 !tool_is_option_word(argv[i + 1])) /* else parse_args says it is missing */
             file = argv[++i];
         if (file && train_config_load_file(&r->c, file, err, sizeof err))
             return conf_error(TOOL_USAGE, "%s", err);

@@ -203,6 +203,16 @@ static void trace_write(hpct_ckpt_t ck, int tid, const double *t, long step)
     hpcti_tl_span(ck->ctx, tid, "ckpt_commit", "checkpoint", t[1], t[2], "\"ckpt_step\":%ld", step);
 }
 
+int hpcti_ckpt_write_done(hpct_ckpt_t ck, long *step, double *committed)
+{
+    if (!ck || !ck->has_thread) return 0;
+    pthread_mutex_lock(&ck->mu);
+    int done = ck->write_t[2] > 0 && !ck->pending;
+    if (done) *step = ck->write_step, *committed = ck->write_t[2];
+    pthread_mutex_unlock(&ck->mu);
+    return done;
+}
+
 void hpcti_ckpt_trace(hpct_ckpt_t ck)
 {
     if (!ck || !ck->has_thread || !ck->ctx->timeline) return;

@@ -146,6 +146,9 @@ int hpcti_ckpt_writer_rank(hpct_ckpt_t ck);
 /* On the training thread: the timeline spans (track 1) of the last background copy, write and
  * commit once the writer has finished them; nothing without a timeline. */
 void hpcti_ckpt_trace(hpct_ckpt_t ck);
+/* The background writer's last completed write: 1 with its step and the monotonic time
+ * (hpcti_now) it was committed; 0 when none completed or the saves are synchronous. */
+int hpcti_ckpt_write_done(hpct_ckpt_t ck, long *step, double *committed);
 /* cfg.config_hash of the handle (the run's training-configuration hash). */
 uint64_t hpcti_ckpt_config_hash(hpct_ckpt_t ck);
 /* A save of step happened on the writer rank: restart this rank's cadence clock too, so

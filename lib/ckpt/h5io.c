@@ -13,46 +13,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* ---- HDF5 error detail ---------------------------------------------------- */
-
-/* Keep the most specific message of the HDF5 error stack. A system error's description
- * ("file write failed: time = ..., errno = 28, error message = 'No space left on device', ...")
- * is shortened to its summary and the strerror text. */
-static herr_t deepest(unsigned n, const H5E_error2_t *e, void *buf)
-{
-    const char *desc = e->desc ? e->desc : "?";
-    const char *sys = strstr(desc, "error message = '");
-    const char *cut = strstr(desc, ": time =");
-    if (sys && cut) {
-        sys += strlen("error message = '");
-        const char *end = strchr(sys, '\'');
-        snprintf(buf, 400, "%.*s: %.*s", (int)(cut - desc), desc,
-                 (int)(end ? end - sys : (long)strlen(sys)), sys);
-    } else {
-        snprintf(buf, 400, "%s: %s", e->func_name ? e->func_name : "?", desc);
-    }
-    return 1; /* the first one walking upward is the most specific */
-}
-
-const char *hpcti_ck_h5_detail(char buf[400])
-{
-    buf[0] = '\0';
-    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, deepest, buf);
-    H5Eclear2(H5E_DEFAULT);
-    return buf[0] ? buf : "no HDF5 detail";
-}
-
 void hpcti_ck_h5_enter(hpcti_h5_quiet_t *q)
 {
-    hpcti_hdf5_lock();
-    H5Eget_auto2(H5E_DEFAULT, &q->func, &q->data);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    (void)q;
+    hpcti_hdf5_lock(); /* which also switches HDF5's printing off */
 }
 
 void hpcti_ck_h5_leave(const hpcti_h5_quiet_t *q)
 {
+    (void)q;
     H5Eclear2(H5E_DEFAULT);
-    H5Eset_auto2(H5E_DEFAULT, q->func, q->data);
     hpcti_hdf5_unlock();
 }
 
@@ -123,7 +93,7 @@ hpcti_read_t hpcti_ck_read_attr(hid_t obj, const char *objname, const char *attr
     hid_t a = H5Aopen(obj, attr, H5P_DEFAULT);
     if (a < 0) {
         hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM, "checkpoint %s: cannot open attribute %s of %s: %s",
-                        file, attr, objname, hpcti_ck_h5_detail(h5));
+                        file, attr, objname, hpcti_h5_detail(h5));
         return HPCTI_READ_CORRUPT;
     }
     hid_t type = H5Aget_type(a), space = H5Aget_space(a);
@@ -134,7 +104,7 @@ hpcti_read_t hpcti_ck_read_attr(hid_t obj, const char *objname, const char *attr
                         objname, bad);
     else if (rc < 0)
         hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM, "checkpoint %s: cannot read attribute %s of %s: %s",
-                        file, attr, objname, hpcti_ck_h5_detail(h5));
+                        file, attr, objname, hpcti_h5_detail(h5));
     if (type >= 0) H5Tclose(type);
     if (space >= 0) H5Sclose(space);
     H5Aclose(a);
@@ -187,7 +157,7 @@ static hpct_status_t write_item(hid_t fid, hid_t lcpl, hid_t dcpl, const hpcti_c
     char h5[400];
     if (rc < 0) /* before any other HDF5 call clears the error stack */
         s = hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot write dataset %s of checkpoint %s: %s",
-                            it->path, path, hpcti_ck_h5_detail(h5));
+                            it->path, path, hpcti_h5_detail(h5));
     if (dset >= 0) H5Dclose(dset);
     if (str) H5Tclose(ft);
     H5Sclose(space);
@@ -203,7 +173,7 @@ static hpct_status_t write_root_attrs(hid_t fid, const char *path, hpcti_ckerr_t
     if (rc >= 0) return HPCT_SUCCESS;
     char h5[400];
     return hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot write the attributes of checkpoint %s: %s",
-                           path, hpcti_ck_h5_detail(h5));
+                           path, hpcti_h5_detail(h5));
 }
 
 /* Flush HDF5's buffers and fsync the file through HDF5's own descriptor. */
@@ -212,11 +182,11 @@ static hpct_status_t flush_and_sync(hid_t fid, const char *path, hpcti_ckerr_t *
     char h5[400];
     if (H5Fflush(fid, H5F_SCOPE_GLOBAL) < 0)
         return hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot flush checkpoint %s: %s", path,
-                               hpcti_ck_h5_detail(h5));
+                               hpcti_h5_detail(h5));
     int *fd = NULL;
     if (H5Fget_vfd_handle(fid, H5P_DEFAULT, (void **)&fd) < 0 || !fd)
         return hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot get the descriptor of checkpoint %s: %s",
-                               path, hpcti_ck_h5_detail(h5));
+                               path, hpcti_h5_detail(h5));
     int rc;
     do rc = fsync(*fd);
     while (rc < 0 && errno == EINTR);
@@ -226,9 +196,26 @@ static hpct_status_t flush_and_sync(hid_t fid, const char *path, hpcti_ckerr_t *
     return HPCT_SUCCESS;
 }
 
+/* Links directly in group (items whose path is group/NAME) and their mean name length, as
+ * HDF5's estimate for sizing the group's object header. */
+static void estimate_links(const hpcti_snapshot_t *snap, const char *group, unsigned *links,
+                           unsigned *name_len)
+{
+    size_t n = 0, chars = 0, g = strlen(group);
+    for (int i = 0; i < snap->num; i++) {
+        const char *p = snap->items[i].path;
+        if (!strncmp(p, group, g) && p[g] == '/' && !strchr(p + g + 1, '/'))
+            n++, chars += strlen(p + g + 1);
+    }
+    *links = (unsigned)(n + 4 < 65535 ? n + 4 : 65535); /* + a few subgroups */
+    *name_len = (unsigned)(n ? chars / n + 1 : 8);
+}
+
 /* Create the groups above every item (params/, meta/, ...) with compact link storage:
  * links then live in the checksummed v2 object header, never in an unchecksummed
- * fractal heap that a damaged file could make HDF5 decode as garbage. */
+ * fractal heap that a damaged file could make HDF5 decode as garbage. The header is sized
+ * for the group's links up front (H5Pset_est_link_info): grown one link at a time, HDF5
+ * took 75 s to insert 4000 links (quadratic), 0.3 s sized. */
 static hpct_status_t make_groups(hid_t fid, const hpcti_snapshot_t *snap, const char *path,
                                  hpcti_ckerr_t *err)
 {
@@ -241,11 +228,14 @@ static hpct_status_t make_groups(hid_t fid, const hpcti_snapshot_t *snap, const 
         for (char *slash = strchr(group, '/'); slash && !s; slash = strchr(slash + 1, '/')) {
             *slash = '\0';
             if (H5Lexists(fid, group, H5P_DEFAULT) <= 0) {
+                unsigned links, name_len;
+                estimate_links(snap, group, &links, &name_len);
+                H5Pset_est_link_info(gcpl, links, name_len);
                 hid_t g = H5Gcreate2(fid, group, H5P_DEFAULT, gcpl, H5P_DEFAULT);
                 if (g < 0)
                     s = hpcti_ckerr_set(err, HPCT_ERR_IO,
                                         "cannot create group %s in checkpoint %s: %s", group, path,
-                                        hpcti_ck_h5_detail(h5));
+                                        hpcti_h5_detail(h5));
                 else
                     H5Gclose(g);
             }
@@ -311,14 +301,14 @@ static hpct_status_t write_file(const hpcti_ckdir_t *d, const hpcti_snapshot_t *
     H5Pclose(fapl);
     if (fid < 0)
         return hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot create checkpoint file %s: %s", path,
-                               hpcti_ck_h5_detail(h5));
+                               hpcti_h5_detail(h5));
     hpcti_ck_stop_if(d, HPCTI_STAGE_CREATED);
     hpct_status_t s = write_root_attrs(fid, path, err);
     if (!s) s = write_items(fid, d, snap, path, err);
     if (!s) s = flush_and_sync(fid, path, err);
     if (close_file(fid, s != HPCT_SUCCESS) != 0 && !s) /* a failed close is a failed write */
         s = hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot close checkpoint %s: %s", path,
-                            hpcti_ck_h5_detail(h5));
+                            hpcti_h5_detail(h5));
     return s;
 }
 
@@ -339,7 +329,7 @@ static hpcti_read_t corrupt(hpcti_ckerr_t *err, const char *file, const char *wh
 {
     char h5[400];
     hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM, "checkpoint %s: %s %s: %s", file, what, path,
-                    hpcti_ck_h5_detail(h5));
+                    hpcti_h5_detail(h5));
     return HPCTI_READ_CORRUPT;
 }
 
@@ -413,21 +403,151 @@ hpcti_read_t hpcti_ck_verify_crc(hid_t dset, const char *dataset, const void *da
     return HPCTI_READ_CORRUPT;
 }
 
-static hpcti_read_t read_item(hid_t fid, const hpcti_ckitem_t *it, const char *file,
-                              hpcti_ckerr_t *err)
+/* ---- the links of a file, listed once ------------------------------------------------- */
+
+/* Every link of a checkpoint by its path ("params/dense0.weight"): its kind and, for a hard
+ * link, the object's address. Looking each item up by name instead scanned its group's
+ * compact link storage three times per item: quadratic (77 s to load 20,000 datasets). */
+typedef struct link_entry {
+    char *path;
+    H5L_type_t type;
+    haddr_t addr;
+    int broken; /* a hard link whose object HDF5 cannot open: what is below it is unknown */
+} link_entry_t;
+
+typedef struct link_index {
+    link_entry_t *e;
+    size_t n, cap;
+    hid_t fid;
+    const char *prefix;
+    int depth, failed; /* failed: 1 a group HDF5 cannot list, 2 out of memory */
+} link_index_t;
+
+static int index_group(link_index_t *x, hid_t group, const char *prefix, int depth);
+
+/* H5Literate's operator: record the link; descend into a hard-linked group. */
+static herr_t index_link(hid_t group, const char *name, const H5L_info_t *info, void *arg)
 {
-    char link[512];
-    int e = hpcti_h5_hard_path(fid, it->path, link, sizeof link);
-    if (e == -2) return refuse_link(err, file, link);
-    if (e < 0) return corrupt(err, file, "cannot look up dataset", it->path);
-    if (e == 0) {
-        hpcti_ckerr_set(err, HPCT_ERR_FORMAT,
-                        "checkpoint %s has no dataset %s (the model, optimizer or extras differ)",
-                        file, it->path);
-        return HPCTI_READ_MISMATCH;
+    (void)group;
+    link_index_t *x = arg;
+    char path[sizeof((hpcti_ckitem_t *)0)->path];
+    if (snprintf(path, sizeof path, "%s%s%s", x->prefix, *x->prefix ? "/" : "", name) >=
+        (int)sizeof path)
+        return 0; /* longer than any item path: never looked up */
+    if (x->n == x->cap) {
+        size_t cap = x->cap ? 2 * x->cap : 64;
+        link_entry_t *grown = realloc(x->e, cap * sizeof *grown);
+        if (!grown) return x->failed = 2, -1;
+        x->e = grown, x->cap = cap;
     }
-    hid_t dset = H5Dopen2(fid, it->path, H5P_DEFAULT);
-    if (dset < 0) return corrupt(err, file, "cannot open dataset", it->path);
+    link_entry_t *e = &x->e[x->n];
+    if (!(e->path = strdup(path))) return x->failed = 2, -1;
+    e->type = info->type;
+    e->addr = info->type == H5L_TYPE_HARD ? info->u.address : HADDR_UNDEF;
+    e->broken = 0;
+    x->n++;
+    if (info->type != H5L_TYPE_HARD || x->depth >= 32) return 0;
+    hid_t obj = H5Oopen_by_addr(x->fid, e->addr);
+    if (obj < 0) {
+        x->e[x->n - 1].broken = 1; /* damaged, not missing: items below it are corrupt */
+        H5Eclear2(H5E_DEFAULT);
+        return 0;
+    }
+    int rc = H5Iget_type(obj) == H5I_GROUP ? index_group(x, obj, path, x->depth + 1) : 0;
+    H5Oclose(obj);
+    return rc;
+}
+
+static int index_group(link_index_t *x, hid_t group, const char *prefix, int depth)
+{
+    const char *outer_prefix = x->prefix;
+    int outer_depth = x->depth;
+    x->prefix = prefix, x->depth = depth;
+    hsize_t next = 0;
+    herr_t rc = H5Literate(group, H5_INDEX_NAME, H5_ITER_INC, &next, index_link, x);
+    x->prefix = outer_prefix, x->depth = outer_depth;
+    if (rc < 0) x->failed = 1;
+    return rc < 0 ? -1 : 0;
+}
+
+static int by_path(const void *a, const void *b)
+{
+    return strcmp(((const link_entry_t *)a)->path, ((const link_entry_t *)b)->path);
+}
+
+static void index_free(link_index_t *x)
+{
+    for (size_t i = 0; i < x->n; i++) free(x->e[i].path);
+    free(x->e);
+    memset(x, 0, sizeof *x);
+}
+
+/* List every link of fid into x, sorted by path; HPCTI_READ_OK, CORRUPT (err says why), or
+ * MISMATCH when out of memory (an error, not the file's fault: it is not set aside). */
+static hpcti_read_t index_file(hid_t fid, link_index_t *x, const char *file, hpcti_ckerr_t *err)
+{
+    char h5[400];
+    memset(x, 0, sizeof *x);
+    x->fid = fid, x->prefix = "";
+    if (index_group(x, fid, "", 0) < 0 || x->failed) {
+        if (x->failed == 2)
+            hpcti_ckerr_set(err, HPCT_ERR_NO_MEMORY,
+                            "checkpoint %s: out of memory listing its links", file);
+        else
+            hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM,
+                            "checkpoint %s: cannot list its groups (damaged?): %s", file,
+                            hpcti_h5_detail(h5));
+        int oom = x->failed == 2;
+        index_free(x);
+        return oom ? HPCTI_READ_MISMATCH : HPCTI_READ_CORRUPT;
+    }
+    if (x->n > 1) qsort(x->e, x->n, sizeof *x->e, by_path);
+    return HPCTI_READ_OK;
+}
+
+static const link_entry_t *index_find(const link_index_t *x, const char *path)
+{
+    const link_entry_t key = {(char *)path, H5L_TYPE_HARD, HADDR_UNDEF, 0};
+    return x->n ? bsearch(&key, x->e, x->n, sizeof *x->e, by_path) : NULL;
+}
+
+/* The item's dataset, opened by the address in its link; refused when the link or a group
+ * above it is soft or external; MISMATCH when the file has no such dataset. */
+static hpcti_read_t open_item(hid_t fid, const link_index_t *x, const char *path, const char *file,
+                              hid_t *dset, hpcti_ckerr_t *err)
+{
+    *dset = -1;
+    char part[sizeof((hpcti_ckitem_t *)0)->path];
+    snprintf(part, sizeof part, "%s", path);
+    for (char *slash = strchr(part, '/');; slash = strchr(slash + 1, '/')) {
+        if (slash) *slash = '\0';
+        const link_entry_t *e = index_find(x, part);
+        if (e && e->type != H5L_TYPE_HARD) return refuse_link(err, file, part);
+        if (e && e->broken && slash) return corrupt(err, file, "cannot open group", part);
+        if (!e) {
+            hpcti_ckerr_set(err, HPCT_ERR_FORMAT,
+                            "checkpoint %s has no dataset %s (the model, optimizer or extras "
+                            "differ)",
+                            file, path);
+            return HPCTI_READ_MISMATCH;
+        }
+        if (!slash) break;
+        *slash = '/';
+    }
+    *dset = H5Oopen_by_addr(fid, index_find(x, path)->addr);
+    if (*dset >= 0 && H5Iget_type(*dset) != H5I_DATASET) {
+        H5Oclose(*dset);
+        *dset = -1;
+    }
+    return *dset < 0 ? corrupt(err, file, "cannot open dataset", path) : HPCTI_READ_OK;
+}
+
+static hpcti_read_t read_item(hid_t fid, const link_index_t *x, const hpcti_ckitem_t *it,
+                              const char *file, hpcti_ckerr_t *err)
+{
+    hid_t dset;
+    hpcti_read_t found = open_item(fid, x, it->path, file, &dset, err);
+    if (found != HPCTI_READ_OK) return found;
     hpcti_read_t r = refuse_foreign(dset, file, it->path, err);
     if (r == HPCTI_READ_OK) r = check_shape(dset, it, file, err);
     if (r == HPCTI_READ_OK) {
@@ -502,6 +622,76 @@ static hpcti_read_t check_schema(hid_t fid, const char *file, hpcti_ckerr_t *err
     return HPCTI_READ_CORRUPT;
 }
 
+/* The first bytes of an HDF5 file written by this library: the signature, then the
+ * superblock version (2 with the 1.8 format bounds of write_file; 3 is the 1.10 format). */
+static const unsigned char h5_signature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+
+/* Signature and superblock version of path, read without HDF5; HPCTI_READ_OK when HDF5 may
+ * parse it. The library writes no user block, so the signature must be at offset 0. */
+static hpcti_read_t precheck_h5(const char *path, hpcti_ckerr_t *err)
+{
+    unsigned char head[9];
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    ssize_t got = fd < 0 ? -1 : pread(fd, head, sizeof head, 0);
+    int saved = errno;
+    struct stat st;
+    long long bytes = fd >= 0 && fstat(fd, &st) == 0 ? (long long)st.st_size : -1;
+    if (fd >= 0) close(fd);
+    if (got < 0) {
+        hpcti_ckerr_set(err, HPCT_ERR_IO, "checkpoint %s cannot be read: %s", path,
+                        strerror(saved));
+    } else if (got < (ssize_t)sizeof head || memcmp(head, h5_signature, 8) != 0) {
+        hpcti_ckerr_set(err, HPCT_ERR_FORMAT,
+                        "checkpoint %s is not a readable HDF5 file (damaged, or not HDF5: no "
+                        "HDF5 signature at its start; %lld bytes)",
+                        path, bytes);
+    } else if (head[8] < 2) {
+        hpcti_ckerr_set(err, HPCT_ERR_FORMAT,
+                        "checkpoint %s is an HDF5 file in the pre-1.8 format (superblock "
+                        "version %d), which libhpctrain never writes, so not one of its "
+                        "checkpoints (written by another program?): refused before HDF5 "
+                        "parses it (that format has no metadata checksums)",
+                        path, head[8]);
+    } else if (head[8] > 3) {
+        hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM,
+                        "checkpoint %s is not a readable HDF5 file (damaged: superblock version "
+                        "%d is not one HDF5 knows)",
+                        path, head[8]);
+    } else {
+        return HPCTI_READ_OK;
+    }
+    return HPCTI_READ_CORRUPT;
+}
+
+hpcti_read_t hpcti_ck_h5_open(const char *path, hid_t *fid, hpcti_ckerr_t *err)
+{
+    char h5[400];
+    *fid = -1;
+    if (precheck_h5(path, err)) return HPCTI_READ_CORRUPT;
+    *fid = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (*fid < 0) {
+        hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM,
+                        "checkpoint %s is not a readable HDF5 file (damaged: HDF5 cannot open "
+                        "it): %s",
+                        path, hpcti_h5_detail(h5));
+        return HPCTI_READ_CORRUPT;
+    }
+    htri_t ours = H5Aexists(*fid, "schema_version");
+    if (ours > 0) return HPCTI_READ_OK;
+    if (ours == 0)
+        hpcti_ckerr_set(err, HPCT_ERR_FORMAT,
+                        "checkpoint %s is a valid HDF5 file but not a libhpctrain checkpoint "
+                        "(no schema_version attribute on /)",
+                        path);
+    else
+        hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM,
+                        "checkpoint %s: HDF5 cannot list the attributes of / (damaged?): %s", path,
+                        hpcti_h5_detail(h5));
+    H5Fclose(*fid);
+    *fid = -1;
+    return HPCTI_READ_CORRUPT;
+}
+
 /* 0 when path is a regular file; else err names it (a FIFO would block H5Fopen forever). */
 static int check_regular(const char *path, hpcti_ckerr_t *err)
 {
@@ -520,19 +710,15 @@ static int check_regular(const char *path, hpcti_ckerr_t *err)
 
 static hpcti_read_t read_file(const char *path, hpcti_snapshot_t *snap, hpcti_ckerr_t *err)
 {
-    char h5[400];
-    if (check_regular(path, err)) return HPCTI_READ_CORRUPT;
-    hid_t fid = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (fid < 0) {
-        hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM,
-                        "checkpoint %s cannot be opened as HDF5 (truncated or corrupt): %s", path,
-                        hpcti_ck_h5_detail(h5));
-        return HPCTI_READ_CORRUPT;
-    }
+    hid_t fid;
+    if (check_regular(path, err) || hpcti_ck_h5_open(path, &fid, err)) return HPCTI_READ_CORRUPT;
     hpcti_read_t r = check_schema(fid, path, err);
     if (r == HPCTI_READ_OK) r = read_model(fid, snap, path, err);
+    link_index_t links = {0};
+    if (r == HPCTI_READ_OK) r = index_file(fid, &links, path, err);
     for (int i = 0; i < snap->num && r == HPCTI_READ_OK; i++)
-        r = read_item(fid, &snap->items[i], path, err);
+        r = read_item(fid, &links, &snap->items[i], path, err);
+    index_free(&links);
     H5Fclose(fid);
     return r;
 }

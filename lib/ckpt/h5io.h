@@ -7,19 +7,18 @@
 
 #include <hdf5.h>
 
-/* HDF5's automatic error printing as it was before hpcti_ck_h5_enter. */
+/* Kept for the callers: hpcti_hdf5_lock itself now saves and restores HDF5's printing. */
 typedef struct hpcti_h5_quiet {
     H5E_auto2_t func;
     void *data;
 } hpcti_h5_quiet_t;
 
-/* Take the process-wide HDF5 lock and switch HDF5's error printing off. */
+/* Take the process-wide HDF5 lock (which switches HDF5's error printing off). */
 void hpcti_ck_h5_enter(hpcti_h5_quiet_t *q);
 /* Clear the error stack, restore the printing and release the lock. */
 void hpcti_ck_h5_leave(const hpcti_h5_quiet_t *q);
 
-/* The most specific message of HDF5's error stack (then cleared), into buf. */
-const char *hpcti_ck_h5_detail(char buf[400]);
+/* hpcti_h5_detail (core/h5safe.h): the most specific message of HDF5's error stack. */
 
 /* What an attribute or dataset must be before the library reads it (class, size, rank). */
 typedef struct hpcti_h5_want {
@@ -38,18 +37,25 @@ const char *hpcti_ck_h5_check(hid_t type, hid_t space, const hpcti_h5_want_t *wa
  * buf; HPCTI_READ_CORRUPT with err naming file, object and attribute when it is missing,
  * unreadable or not what want says. */
 HPCTI_CHECK hpcti_read_t hpcti_ck_read_attr(hid_t obj, const char *objname, const char *attr,
-                                const hpcti_h5_want_t *want, hid_t mtype, void *buf,
-                                const char *file, hpcti_ckerr_t *err);
+                                            const hpcti_h5_want_t *want, hid_t mtype, void *buf,
+                                            const char *file, hpcti_ckerr_t *err);
 
 /* Native memory type of an item type (hpct_ckpt_dtype_t, HPCTI_CK_U64; not HPCTI_CK_STR). */
 hid_t hpcti_ck_mem_type(int dtype);
 
 /* Compare the dataset's crc32c attribute with the CRC32C of bytes at data. On failure err
  * names file and dataset: HPCT_ERR_CHECKSUM for a mismatch or an unreadable attribute. */
-HPCTI_CHECK hpcti_read_t hpcti_ck_verify_crc(hid_t dset, const char *dataset, const void *data, size_t bytes,
-                                 const char *file, hpcti_ckerr_t *err);
+HPCTI_CHECK hpcti_read_t hpcti_ck_verify_crc(hid_t dset, const char *dataset, const void *data,
+                                             size_t bytes, const char *file, hpcti_ckerr_t *err);
 
 /* Root attribute schema_version into *schema; HPCTI_READ_CORRUPT (err set) if unreadable. */
-HPCTI_CHECK hpcti_read_t hpcti_ck_read_schema(hid_t fid, const char *file, int *schema, hpcti_ckerr_t *err);
+/* Open checkpoint path read-only into *fid, or say what it is instead, naming it: not a
+ * readable HDF5 file (no signature at its start: damaged or not HDF5), the pre-1.8 format
+ * (superblock version 0 or 1, which the library never writes: refused before HDF5 parses
+ * it), a damaged HDF5 file (HDF5 cannot open it), or a valid HDF5 file that is not a
+ * libhpctrain checkpoint (no schema_version attribute on /). *fid is closed on failure. */
+HPCTI_CHECK hpcti_read_t hpcti_ck_h5_open(const char *path, hid_t *fid, hpcti_ckerr_t *err);
+HPCTI_CHECK hpcti_read_t hpcti_ck_read_schema(hid_t fid, const char *file, int *schema,
+                                              hpcti_ckerr_t *err);
 
 #endif

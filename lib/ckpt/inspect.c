@@ -71,14 +71,14 @@ static hpcti_read_t fail(hpcti_ckerr_t *err, hpct_status_t s, const char *file, 
                          const char *name)
 {
     char h5[400];
-    hpcti_ckerr_set(err, s, "checkpoint %s: %s %s: %s", file, what, name, hpcti_ck_h5_detail(h5));
+    hpcti_ckerr_set(err, s, "checkpoint %s: %s %s: %s", file, what, name, hpcti_h5_detail(h5));
     return HPCTI_READ_CORRUPT;
 }
 
-/* Read dataset d's raw bytes (native, i.e. little-endian, or the string itself) into a new
- * buffer *buf and check its crc32c. *buf is set whenever the bytes could be read. */
-static hpcti_read_t load_raw(hid_t fid, const struct hpct_ckpt_file *f, const ck_dataset_t *d,
-                             void **buf, hpcti_ckerr_t *err)
+/* Read dataset d (open as dset) raw bytes (native, i.e. little-endian, or the string itself)
+ * into a new buffer *buf and check its crc32c. *buf is set whenever the bytes could be read. */
+static hpcti_read_t load_open(hid_t dset, const struct hpct_ckpt_file *f, const ck_dataset_t *d,
+                              void **buf, hpcti_ckerr_t *err)
 {
     *buf = NULL;
     if (d->dtype == HPCT_CKPT_OTHER) {
@@ -96,11 +96,8 @@ static hpcti_read_t load_raw(hid_t fid, const struct hpct_ckpt_file *f, const ck
                         f->path, d->name, d->count, d->elsize, f->file_bytes);
         return HPCTI_READ_CORRUPT;
     }
-    hid_t dset = H5Dopen2(fid, d->name, H5P_DEFAULT);
-    if (dset < 0) return fail(err, HPCT_ERR_CHECKSUM, f->path, "cannot open dataset", d->name);
     const char *foreign = hpcti_h5_foreign_storage(dset);
     if (foreign) {
-        H5Dclose(dset);
         hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM, "checkpoint %s: dataset %s is %s: refused", f->path,
                         d->name, foreign);
         return HPCTI_READ_CORRUPT;
@@ -134,6 +131,17 @@ static hpcti_read_t load_raw(hid_t fid, const struct hpct_ckpt_file *f, const ck
     if (r == HPCTI_READ_OK) r = hpcti_ck_verify_crc(dset, d->name, data, bytes, f->path, err);
     if (!*buf) free(data);
     if (type >= 0) H5Tclose(type);
+    return r;
+}
+
+/* load_open of dataset d, found by its name in fid (hpct_ckpt_file_read). */
+static hpcti_read_t load_raw(hid_t fid, const struct hpct_ckpt_file *f, const ck_dataset_t *d,
+                             void **buf, hpcti_ckerr_t *err)
+{
+    *buf = NULL;
+    hid_t dset = H5Dopen2(fid, d->name, H5P_DEFAULT);
+    if (dset < 0) return fail(err, HPCT_ERR_CHECKSUM, f->path, "cannot open dataset", d->name);
+    hpcti_read_t r = load_open(dset, f, d, buf, err);
     H5Dclose(dset);
     return r;
 }
@@ -198,7 +206,8 @@ static hpct_status_t examine(struct hpct_ckpt_file *f, hid_t fid, hid_t dset, co
         return set_detail(d, &err);
     }
     void *buf;
-    hpcti_read_t r = load_raw(fid, f, d, &buf, &err);
+    (void)fid;
+    hpcti_read_t r = load_open(dset, f, d, &buf, &err);
     long long k = -1;
     if (r == HPCTI_READ_OK && hpcti_ck_must_be_finite(name, d->dtype) &&
         (k = hpcti_ck_first_nonfinite(buf, d->dtype, d->count)) >= 0) {
@@ -242,46 +251,60 @@ static hpct_status_t refused(struct hpct_ckpt_file *f, const char *name, const c
 static hpct_status_t walk(struct hpct_ckpt_file *f, hid_t fid, hid_t group, const char *prefix,
                           int depth);
 
-/* Link i of group: recurse into a group, examine a dataset, skip anything else. */
-static hpct_status_t visit(struct hpct_ckpt_file *f, hid_t fid, hid_t group, const char *prefix,
-                           hsize_t i, int depth)
+/* State of one group's H5Literate (walk). */
+typedef struct walk_state {
+    struct hpct_ckpt_file *f;
+    hid_t fid;
+    const char *prefix;
+    int depth;
+    hpct_status_t status;
+} walk_state_t;
+
+/* One link of a group (H5Literate's operator): recurse into a group, examine a dataset, skip
+ * anything else. The object is opened by the address in the link, not looked up by name
+ * again (a by-name lookup scans the group's compact link storage: quadratic in total). */
+static herr_t visit(hid_t group, const char *link, const H5L_info_t *info, void *arg)
 {
-    char link[256], name[600];
-    ssize_t len = H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, i, link, sizeof link,
-                                     H5P_DEFAULT);
-    if (len < 0 || len >= (ssize_t)sizeof link) {
-        snprintf(name, sizeof name, "%s%s#%llu", prefix, *prefix ? "/" : "", (unsigned long long)i);
-        return damaged(f, name, "cannot read the name of link");
+    walk_state_t *w = arg;
+    struct hpct_ckpt_file *f = w->f;
+    char name[600];
+    snprintf(name, sizeof name, "%s%s%s", w->prefix, *w->prefix ? "/" : "", link);
+    if (strlen(link) >= 256) {
+        w->status = damaged(f, name, "link name longer than 255 bytes");
+        return w->status ? -1 : 0;
     }
-    snprintf(name, sizeof name, "%s%s%s", prefix, *prefix ? "/" : "", link);
-    H5L_info_t info;
-    if (H5Lget_info(group, link, &info, H5P_DEFAULT) < 0)
-        return damaged(f, name, "cannot read link");
-    if (info.type != H5L_TYPE_HARD)
-        return refused(f, name, "is a soft or external link (a checkpoint holds its data itself)");
-    hid_t obj = H5Oopen(group, link, H5P_DEFAULT);
-    if (obj < 0) return damaged(f, name, "cannot open object");
+    if (info->type != H5L_TYPE_HARD) {
+        w->status =
+            refused(f, name, "is a soft or external link (a checkpoint holds its data itself)");
+        return w->status ? -1 : 0;
+    }
+    hid_t obj = H5Oopen_by_addr(group, info->u.address);
+    if (obj < 0) {
+        w->status = damaged(f, name, "cannot open object");
+        return w->status ? -1 : 0;
+    }
     H5I_type_t kind = H5Iget_type(obj);
-    hpct_status_t s = HPCT_SUCCESS;
     if (kind == H5I_GROUP)
-        s = depth < MAX_DEPTH ? walk(f, fid, obj, name, depth + 1)
-                              : damaged(f, name, "groups nested too deep (a link cycle?) at");
+        w->status = w->depth < MAX_DEPTH
+                        ? walk(f, w->fid, obj, name, w->depth + 1)
+                        : damaged(f, name, "groups nested too deep (a link cycle?) at");
     else if (kind == H5I_DATASET)
-        s = examine(f, fid, obj, name);
+        w->status = examine(f, w->fid, obj, name);
     H5Oclose(obj);
-    return s;
+    return w->status || f->num >= MAX_DATASETS ? 1 : 0;
 }
 
+/* Every link of group once, in name order (one pass: HDF5 sorts a compact group's links
+ * once per iteration, where a lookup by index sorted them again for every link). */
 static hpct_status_t walk(struct hpct_ckpt_file *f, hid_t fid, hid_t group, const char *prefix,
                           int depth)
 {
-    H5G_info_t info;
-    if (H5Gget_info(group, &info) < 0)
-        return damaged(f, *prefix ? prefix : "/", "cannot list group");
-    hpct_status_t s = HPCT_SUCCESS;
-    for (hsize_t i = 0; i < info.nlinks && !s && f->num < MAX_DATASETS; i++)
-        s = visit(f, fid, group, prefix, i, depth);
-    return s;
+    walk_state_t w = {f, fid, prefix, depth, HPCT_SUCCESS};
+    hsize_t next = 0;
+    herr_t rc = H5Literate(group, H5_INDEX_NAME, H5_ITER_INC, &next, visit, &w);
+    if (w.status) return w.status;
+    if (rc < 0) return damaged(f, *prefix ? prefix : "/", "cannot list group");
+    return HPCT_SUCCESS;
 }
 
 static int by_name(const void *a, const void *b)
@@ -310,23 +333,10 @@ static void read_library_version(struct hpct_ckpt_file *f, hid_t fid)
 /* Everything that needs HDF5 while opening: signature, open, schema, listing. */
 static hpct_status_t open_h5(struct hpct_ckpt_file *f, hpcti_ckerr_t *err)
 {
-    char h5[400];
-    if (H5Fis_hdf5(f->path) <= 0)
-        return hpcti_ckerr_set(err, HPCT_ERR_FORMAT,
-                               "checkpoint %s is not an HDF5 file (no HDF5 signature; %lld bytes)",
-                               f->path, f->file_bytes);
-    hid_t fid = H5Fopen(f->path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (fid < 0)
-        return hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM,
-                               "checkpoint %s cannot be opened as HDF5 (truncated or corrupt): %s",
-                               f->path, hpcti_ck_h5_detail(h5));
+    hid_t fid;
+    if (hpcti_ck_h5_open(f->path, &fid, err)) return err->status;
     hpct_status_t s = HPCT_SUCCESS;
-    if (hpcti_ck_read_schema(fid, f->path, &f->schema, err)) {
-        char why[sizeof err->msg];
-        snprintf(why, sizeof why, "%s", err->msg);
-        s = hpcti_ckerr_set(err, HPCT_ERR_FORMAT,
-                            "%.900s (an HDF5 file, but not a libhpctrain checkpoint)", why);
-    }
+    if (hpcti_ck_read_schema(fid, f->path, &f->schema, err)) s = err->status;
     if (!s) read_library_version(f, fid);
     if (!s && (s = walk(f, fid, fid, "", 0)))
         hpcti_ckerr_set(err, s, "checkpoint %s: out of memory listing its datasets", f->path);
@@ -441,12 +451,14 @@ hpct_status_t hpct_ckpt_file_dataset(hpct_ckpt_file_t f, int i, const char **nam
     return HPCT_SUCCESS;
 }
 
+/* Index of dataset name in f->ds (sorted by name when the file was opened), or -1. */
 static int find(hpct_ckpt_file_t f, const char *name)
 {
     while (name && *name == '/') name++;
-    for (int i = 0; name && i < f->num; i++)
-        if (strcmp(f->ds[i].name, name) == 0) return i;
-    return -1;
+    if (!name || f->num == 0) return -1;
+    const ck_dataset_t key = {.name = (char *)name};
+    const ck_dataset_t *hit = bsearch(&key, f->ds, (size_t)f->num, sizeof *f->ds, by_name);
+    return hit ? (int)(hit - f->ds) : -1;
 }
 
 hpct_status_t hpct_ckpt_file_find(hpct_ckpt_file_t f, const char *name, int *index)
@@ -599,7 +611,7 @@ static hpct_status_t read_values(hpct_ckpt_file_t f, const ck_dataset_t *d, hpct
     if (fid < 0)
         return hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM,
                                "checkpoint %s cannot be opened as HDF5 (truncated or corrupt): %s",
-                               f->path, hpcti_ck_h5_detail(h5));
+                               f->path, hpcti_h5_detail(h5));
     void *raw;
     hpcti_read_t r = load_raw(fid, f, d, &raw, err);
     H5Fclose(fid);

@@ -301,16 +301,22 @@ size_t hpcti_algo_scratch(const struct hpcti_dist *d, size_t n)
                                        : n;
 }
 
-/* Average buf [n] through the node window now, with the timeline span that the other paths
- * record in reduce.c. */
+/* The cross-node communicator's size of ctx. */
+static int ctx_cross(hpct_ctx_t ctx)
+{
+    return ((struct hpcti_dist *)ctx->dist)->cross_size;
+}
+
+/* Average buf [n] through the node window now, with the timeline span of
+ * hpcti_host_allreduce_mean's window path (dist.c). */
 static hpct_status_t window_now(hpct_ctx_t ctx, float *buf, size_t n)
 {
     double t0 = hpcti_tl_now(ctx);
     hpct_status_t s = hpcti_node_win_allreduce(ctx, buf, n);
     if (t0 > 0 && !s)
         hpcti_tl_span(ctx, 0, "allreduce", "comm", t0, hpcti_now(),
-                      "\"bytes\":%zu,\"algorithm\":\"node window\",\"transport\":\"fp32\"",
-                      n * sizeof(float));
+                      "\"bytes\":%zu,\"algorithm\":\"window\",\"phases\":%d", n * sizeof(float),
+                      ctx_cross(ctx) > 1 ? 2 : 1);
     return s;
 }
 

@@ -10,17 +10,31 @@
  *        scatter + allgather over the ranks with the same local rank, owner sums in rank
  *        order, times 1/W, cfg.grad_transport on the wire), or times 1/W alone on one node;
  *     3. the shard back to the device and ncclAllGather inside the node.
+ *   Overlap with backward (built-in models, hpcti_device_average_enqueue): each layer's average
+ *   is queued on NCCL's stream as backward produces it (after a CUDA event on the default
+ *   stream). One node: reduce-scatter, scale, all-gather, all on the device. Several nodes:
+ *   reduce-scatter and the shard's copy to its own place in the pinned staging, then a stream
+ *   mark; the host starts the shard's cross-node phases once its mark has fired (checked
+ *   between layers and while waiting), in queue order; once every layer is queued and a
+ *   layer's cross-node phases are done, its copy back and all-gather are queued, in queue
+ *   order (the bookkeeping: kernels/gpu_logic.h, hpcti_dq_*). Each element goes through the
+ *   same operations as on the path that is not overlapped.
  *   Staged path (everything else: cpu-only MPI between single-GPU nodes, unequal nodes, shared
  *   GPUs, no NCCL): the buffer is copied into pinned host memory, averaged by the host engine
  *   (hierarchical or flat, exactly as on the cpu backend: the same bits) and copied back.
  *
  * Every average is part of one collective operation (hpcti_op_begin .. hpcti_op_end): arrival
  * tokens, the deadline (NCCL waits poll it too, then ncclCommAbort), hpct_comm_stats. */
+#include "config.h"
 #include "dist.h"
 #include "../device/ops.h"
 #include "../../kernels/gpu_logic.h"
 
+#include <stdlib.h>
 #include <string.h>
+#ifdef HPCT_HAVE_MPIX_CUDA_QUERY
+#include <mpi-ext.h> /* MPIX_Query_cuda_support */
+#endif
 
 /* Reductions an average of n floats needs inside an operation (chunks of HPCTI_MAX_CHUNK). */
 int hpcti_device_reductions(size_t n)
@@ -88,6 +102,107 @@ static void set_deadline(hpct_ctx_t ctx)
     hpcti_nccl_set_deadline(d->nccl, d->op_start + d->deadline_s);
 }
 
+/* The layers queued in the current overlapped operation across nodes (gpu_logic.h). */
+struct hpcti_dev_queue {
+    struct hpcti_dq_item *items; /* [cap] */
+    float **bufs;                /* [cap] each item's device buffer */
+    int n, cap;
+    int device_mpi; /* 1: every rank's MPI takes device pointers (agreed at hpct_init) */
+    float *slots;   /* [slots_cap] device: blocks received in the CUDA-aware cross phase */
+    size_t slots_cap;
+};
+
+static hpct_status_t queue_room(hpct_ctx_t ctx, int layers)
+{
+    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dev_queue *q = d->dev_queue;
+    if (!q && !(q = d->dev_queue = hpcti_calloc(ctx, 1, sizeof *q, "the device average queue")))
+        return HPCT_ERR_NO_MEMORY;
+    q->n = 0;
+    if (layers <= q->cap) return HPCT_SUCCESS;
+    free(q->items), free(q->bufs);
+    q->items = calloc((size_t)layers, sizeof *q->items);
+    q->bufs = calloc((size_t)layers, sizeof *q->bufs);
+    q->cap = q->items && q->bufs ? layers : 0;
+    return q->cap
+               ? HPCT_SUCCESS
+               : hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "device average queue of %d layers", layers);
+}
+
+/* Tags of the CUDA-aware cross-node phases on the cross communicator (the host engine's tags
+ * start at 1000; an operation uses one kind or the other). */
+enum { TAG_DEVICE_RS = 998, TAG_DEVICE_AG = 999 };
+
+/* Device room for the blocks other nodes send (grows, never shrinks). */
+static hpct_status_t device_slots(hpct_ctx_t ctx, size_t n, float **slots)
+{
+    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dev_queue *q = d->dev_queue;
+    if (n > q->slots_cap) {
+        if (q->slots) ctx->ops->free(q->slots);
+        q->slots = ctx->ops->alloc(ctx, sizeof(float) * n);
+        q->slots_cap = q->slots ? n : 0;
+        if (!q->slots) return HPCT_ERR_NO_MEMORY;
+    }
+    *slots = q->slots;
+    return HPCT_SUCCESS;
+}
+
+/* One exchange of the cross phase with every other node: send [p] of len[p] floats to cross
+ * rank p, receive from p into recv(p); waited for under the operation's deadline. */
+static hpct_status_t device_exchange(hpct_ctx_t ctx, float *shard, size_t n, float *slots,
+                                     int gather)
+{
+    struct hpcti_dist *d = ctx->dist;
+    int cs = d->cross_size, me = 0, nreq = 0, rc = MPI_SUCCESS;
+    MPI_Comm_rank(d->cross, &me);
+    size_t mine = hpcti_block_len(n, cs, me), at = hpcti_block_start(n, cs, me);
+    MPI_Request *reqs = hpcti_calloc(ctx, 2 * (size_t)cs, sizeof *reqs, "cross-node requests");
+    if (!reqs) return HPCT_ERR_NO_MEMORY;
+    int tag = gather ? TAG_DEVICE_AG : TAG_DEVICE_RS;
+    for (int p = 0; p < cs && rc == MPI_SUCCESS; p++) {
+        if (p == me) continue;
+        size_t start = hpcti_block_start(n, cs, p), len = hpcti_block_len(n, cs, p);
+        float *recv = gather ? shard + start : slots + (size_t)(p < me ? p : p - 1) * mine;
+        rc =
+            MPI_Irecv(recv, (int)(gather ? len : mine), MPI_FLOAT, p, tag, d->cross, &reqs[nreq++]);
+        if (rc == MPI_SUCCESS)
+            rc = MPI_Isend(gather ? shard + at : shard + start, (int)(gather ? mine : len),
+                           MPI_FLOAT, p, tag, d->cross, &reqs[nreq++]);
+    }
+    hpct_status_t s = rc == MPI_SUCCESS ? hpcti_wait_reqs(ctx, reqs, nreq)
+                                        : hpcti_mpi_failed(ctx, rc, "a CUDA-aware cross exchange");
+    free(reqs);
+    return s;
+}
+
+/* CUDA-aware MPI: the host engine's cross-node phases on the device shard [n] (nothing
+ * staged): reduce-scatter over the cross communicator (this rank's block summed over the
+ * nodes in rank order, times 1/W: hpcti_nccl_rank_sum, the host's operations), allgather. */
+static hpct_status_t device_cross(hpct_ctx_t ctx, float *shard, size_t n)
+{
+    struct hpcti_dist *d = ctx->dist;
+    int me = 0;
+    MPI_Comm_rank(d->cross, &me);
+    size_t mine = hpcti_block_len(n, d->cross_size, me);
+    float *slots = NULL;
+    hpct_status_t s = device_slots(ctx, (size_t)(d->cross_size - 1) * mine, &slots);
+    if (!s) s = device_exchange(ctx, shard, n, slots, 0);
+    if (!s)
+        s = hpcti_nccl_rank_sum(d->nccl, shard + hpcti_block_start(n, d->cross_size, me), slots,
+                                d->cross_size, me, mine, 1.0f / (float)d->size);
+    if (!s) s = nccl_wait(ctx, "the cross-node sum (rank_sum_kernel)");
+    return s ? s : device_exchange(ctx, shard, n, slots, 1);
+}
+
+/* 1 when the cross-node phase passes device pointers to MPI (fp32 on the wire: the 16-bit
+ * wire formats are converted on the host). */
+static int device_mpi(const struct hpcti_dist *d)
+{
+    const struct hpcti_dev_queue *q = d->dev_queue;
+    return q && q->device_mpi && d->transport == HPCT_TRANSPORT_FP32;
+}
+
 /* NCCL path (see the top of the file). One node: the shard is scaled on the device between
  * the two NCCL halves (times 1/W in fp32, as the host engine scales), no host round trip. */
 static hpct_status_t nccl_average(hpct_ctx_t ctx, float *buf, size_t n)
@@ -101,6 +216,14 @@ static hpct_status_t nccl_average(hpct_ctx_t ctx, float *buf, size_t n)
         return s ? s : nccl_wait(ctx, one_node);
     }
     size_t shard = hpcti_nccl_shard(n, d->local_size);
+    if (device_mpi(d)) { /* the shard stays on the device */
+        hpct_status_t s =
+            enqueued(ctx, hpcti_nccl_reduce_scatter(d->nccl, buf, n, NULL), "ncclReduceScatter");
+        if (!s) s = nccl_wait(ctx, "ncclReduceScatter");
+        if (!s) s = device_cross(ctx, hpcti_nccl_device_shard(d->nccl), shard);
+        if (!s) s = enqueued(ctx, hpcti_nccl_all_gather(d->nccl, buf, n, NULL), "ncclAllGather");
+        return s ? s : nccl_wait(ctx, "ncclAllGather");
+    }
     hpct_status_t s = stage_room(ctx, shard);
     if (!s)
         s = enqueued(ctx, hpcti_nccl_reduce_scatter(d->nccl, buf, n, d->stage),
@@ -113,35 +236,279 @@ static hpct_status_t nccl_average(hpct_ctx_t ctx, float *buf, size_t n)
 }
 #endif
 
+#ifdef HPCT_HAVE_NCCL
+/* Start item i's cross-node phases: one reduction per chunk of its shard in the staging. */
+static hpct_status_t start_cross(hpct_ctx_t ctx, int i)
+{
+    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dq_item *it = &((struct hpcti_dev_queue *)d->dev_queue)->items[i];
+    hpct_status_t s = HPCT_SUCCESS;
+    for (int k = 0; k < it->nred && !s; k++) {
+        size_t off, len = hpcti_dq_chunk_len(it->shard, HPCTI_MAX_CHUNK, k, &off);
+        int id = -1;
+        s = hpcti_red_start_cross(ctx, d->stage + it->host_off + off, len, 0, &id);
+        if (!s && id != it->red0 + k)
+            s = hpcti_error(ctx, HPCT_ERR_INTERNAL, "%s: layer %d's reduction %d is #%d, not #%d",
+                            d->op_name, i, k, id, it->red0 + k);
+    }
+    it->phase = HPCTI_DQ_CROSS;
+    return s;
+}
+
+/* Without waiting: start the cross-node phases of the layers whose shards reached the host (in
+ * queue order), then progress every reduction in flight. */
+static hpct_status_t queue_progress(hpct_ctx_t ctx)
+{
+    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dev_queue *q = d->dev_queue;
+    hpct_status_t s = HPCT_SUCCESS;
+    for (int i; !s && (i = hpcti_dq_next_cross(q->items, q->n)) >= 0;) {
+        int fired = 0;
+        s = hpcti_nccl_marked(d->nccl, i, &fired);
+        if (!fired) break;
+        if (!s) s = start_cross(ctx, i);
+    }
+    return s ? s : hpcti_red_progress(ctx);
+}
+
+/* Queue buf [n]'s reduce-scatter and the copy of its shard into the staging, then a mark. */
+static hpct_status_t queue_layer(hpct_ctx_t ctx, float *buf, size_t n)
+{
+    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dev_queue *q = d->dev_queue;
+    if (q->n >= q->cap)
+        return hpcti_error(ctx, HPCT_ERR_INTERNAL, "%s: more layers than reserved (%d)", d->op_name,
+                           q->cap);
+    size_t need = hpcti_dq_add(q->items, q->n, n, d->local_size, HPCTI_MAX_CHUNK);
+    if (need > d->stage_cap)
+        return hpcti_error(ctx, HPCT_ERR_INTERNAL, "%s: staging of %zu floats, %zu reserved",
+                           d->op_name, need, d->stage_cap);
+    q->bufs[q->n] = buf;
+    float *host = d->stage + q->items[q->n].host_off;
+    hpct_status_t s = enqueued(ctx, hpcti_nccl_reduce_scatter(d->nccl, buf, n, host),
+                               "ncclReduceScatter (per layer)");
+    if (!s) s = hpcti_nccl_mark(d->nccl, q->n);
+    if (!s) q->n++;
+    return s ? s : queue_progress(ctx);
+}
+
+/* Item i's shard on the host (its mark waited for, deadline-bounded), averaged across nodes. */
+static hpct_status_t finish_cross(hpct_ctx_t ctx, int i)
+{
+    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dq_item *it = &((struct hpcti_dev_queue *)d->dev_queue)->items[i];
+    hpct_status_t s = HPCT_SUCCESS;
+    if (it->phase == HPCTI_DQ_QUEUED) {
+        int timed_out = 0;
+        s = hpcti_nccl_wait_mark(d->nccl, i, d->op_start + d->deadline_s, &timed_out);
+        if (timed_out) return hpcti_op_timed_out(ctx, "ncclReduceScatter (per layer)");
+        if (!s) s = start_cross(ctx, i);
+    }
+    for (int k = 0; k < it->nred && !s; k++) s = hpcti_red_wait(ctx, it->red0 + k);
+    return s;
+}
+
+/* After backward: in queue order, each layer's cross-node phases finished (the layers behind
+ * it progressing meanwhile) and its copy back and all-gather queued; then NCCL's stream waited
+ * for. Every reduce-scatter is queued by now, so every rank of the node queues the same NCCL
+ * sequence. */
+static hpct_status_t queue_finish(hpct_ctx_t ctx)
+{
+    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dev_queue *q = d->dev_queue;
+    hpct_status_t s = HPCT_SUCCESS;
+    for (int i = 0; i < q->n && !s; i++) {
+        struct hpcti_dq_item *it = &q->items[i];
+        s = queue_progress(ctx);
+        if (!s) s = finish_cross(ctx, i);
+        if (!s)
+            s = enqueued(
+                ctx, hpcti_nccl_all_gather(d->nccl, q->bufs[i], it->count, d->stage + it->host_off),
+                "ncclAllGather (per layer)");
+        it->phase = HPCTI_DQ_GATHERED;
+    }
+    q->n = 0;
+    return s ? s : nccl_wait(ctx, "ncclAllGather (per layer)");
+}
+#endif
+
+#ifdef HPCT_HAVE_NCCL
+/* Whether this rank's MPI takes device pointers (hpcti_cuda_aware_choice): HPCT_CUDA_AWARE_MPI
+ * decides when set, else Open MPI's MPIX_Query_cuda_support() at run time, else no. *why says
+ * which. */
+static hpct_status_t mpi_takes_device(hpct_ctx_t ctx, int *yes, const char **why)
+{
+    const char *env = getenv("HPCT_CUDA_AWARE_MPI");
+    int query = -1;
+    *why = "this MPI has no MPIX_Query_cuda_support; HPCT_CUDA_AWARE_MPI=1 forces it";
+#ifdef HPCT_HAVE_MPIX_CUDA_QUERY
+    query = MPIX_Query_cuda_support();
+    *why = query == 1 ? "MPIX_Query_cuda_support() = 1" : "MPIX_Query_cuda_support() = 0";
+#endif
+    *yes = hpcti_cuda_aware_choice(env, query);
+    if (env && *env) *why = *yes == 1 ? "HPCT_CUDA_AWARE_MPI=1" : "HPCT_CUDA_AWARE_MPI=0";
+    if (*yes >= 0) return HPCT_SUCCESS;
+    *yes = 0;
+    return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                       "hpct_init: HPCT_CUDA_AWARE_MPI is '%s'; use 0 (stage device averages "
+                       "through host memory) or 1 (pass device pointers to MPI)",
+                       env);
+}
+
+/* In one deadline-bounded operation over all ranks (arrival tokens name a rank that never
+ * came): node rank 0's unique id to the node (MPI_Ibcast), every rank's set-up verdict (the
+ * node's minimum) and whether MPI takes device pointers (every rank's minimum: all or none). */
+static hpct_status_t exchange_id(hpct_ctx_t ctx, unsigned char *id, int ok[2], int all_ok[2])
+{
+    static const char what[] = "hpct_init (NCCL unique id)";
+    struct hpcti_dist *d = ctx->dist;
+    MPI_Request req[3] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    hpct_status_t s = hpcti_op_begin(ctx, what, 0, 0);
+    int rc = MPI_SUCCESS;
+    if (!s) rc = MPI_Iallreduce(&ok[0], &all_ok[0], 1, MPI_INT, MPI_MIN, d->node_rs, &req[0]);
+    if (!s && rc == MPI_SUCCESS)
+        rc = MPI_Iallreduce(&ok[1], &all_ok[1], 1, MPI_INT, MPI_MIN, d->comm, &req[1]);
+    if (!s && rc == MPI_SUCCESS)
+        rc = MPI_Ibcast(id, HPCTI_NCCL_ID_BYTES, MPI_BYTE, 0, d->node_rs, &req[2]);
+    if (!s && rc != MPI_SUCCESS) s = hpcti_mpi_failed(ctx, rc, what);
+    return s ? s : hpcti_op_end(ctx, req, 3);
+}
+
+static void log_cross_path(hpct_ctx_t ctx, int device, const char *why)
+{
+    struct hpcti_dist *d = ctx->dist;
+    if (d->cross_size < 2) return;
+    if (device && d->transport != HPCT_TRANSPORT_FP32)
+        why = "grad_transport 16-bit: converted on the host";
+    hpcti_log(ctx, HPCT_LOG_INFO,
+              "device averages across nodes: %s (%s); averages overlapped with backward are "
+              "staged",
+              device_mpi(d) ? "CUDA-aware MPI, device pointers"
+                            : "staged through pinned host memory",
+              why);
+}
+
+hpct_status_t hpcti_device_nccl_start(hpct_ctx_t ctx, hpcti_nccl_t **out)
+{
+    struct hpcti_dist *d = ctx->dist;
+    unsigned char id[HPCTI_NCCL_ID_BYTES] = {0};
+    hpcti_nccl_t *nc = NULL;
+    const char *why = "";
+    int ok[2] = {0, 0}, all_ok[2] = {0, 0}; /* set up; MPI takes device pointers */
+    *out = NULL;
+    hpct_status_t s = queue_room(ctx, 0);
+    if (!s) s = mpi_takes_device(ctx, &ok[1], &why);
+    if (!s) s = hpcti_nccl_open(ctx, d->local_rank, d->local_size, &nc);
+    if (!s && d->local_rank == 0) s = hpcti_nccl_unique_id(nc, id);
+    ok[0] = !s; /* every rank takes part, so none waits for one that gave up */
+    hpct_status_t t = exchange_id(ctx, id, ok, all_ok);
+    if (!s && !t && !all_ok[0])
+        s = hpcti_error(ctx, HPCT_ERR_DEVICE,
+                        "hpct_init: another rank of the node could not set up NCCL (seen by rank "
+                        "%d, local rank %d)",
+                        d->rank, d->local_rank);
+    if (!s && !t) s = hpcti_nccl_join(nc, id, hpcti_now() + d->deadline_s);
+    if (s || t) {
+        hpcti_nccl_abort(nc);
+        return s ? s : t;
+    }
+    ((struct hpcti_dev_queue *)d->dev_queue)->device_mpi = all_ok[1];
+    if (ok[1] && !all_ok[1]) why = "another rank's MPI does not take device pointers";
+    log_cross_path(ctx, all_ok[1], why);
+    *out = nc;
+    return HPCT_SUCCESS;
+}
+#endif
+
+void hpcti_device_avg_release(hpct_ctx_t ctx)
+{
+#ifdef HPCT_HAVE_NCCL
+    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dev_queue *q = d->dev_queue;
+    if (q && q->slots) ctx->ops->free(q->slots);
+    if (q) free(q->items), free(q->bufs), free(q);
+    d->dev_queue = NULL;
+#else
+    (void)ctx;
+#endif
+}
+
 int hpcti_device_can_overlap(hpct_ctx_t ctx)
 {
 #ifdef HPCT_HAVE_NCCL
     struct hpcti_dist *d = ctx->dist;
-    return d->size > 1 && d->cross_size == 1 && hpcti_nccl_usable(d->nccl);
+    return d->size > 1 && hpcti_nccl_usable(d->nccl);
 #else
+    (void)ctx;
     return 0;
 #endif
 }
+
+hpct_status_t hpcti_device_overlap_begin(hpct_ctx_t ctx, const char *name, int layers, size_t total)
+{
+#ifdef HPCT_HAVE_NCCL
+    struct hpcti_dist *d = ctx->dist;
+    if (d->cross_size > 1) {
+        size_t stage = hpcti_dq_staging_bound(total, layers, d->local_size);
+        hpct_status_t s = queue_room(ctx, layers);
+        if (!s) s = stage_room(ctx, stage); /* before any copy into it is queued */
+        if (!s)
+            s = hpcti_op_begin(
+                ctx, name, hpcti_dq_reductions_bound(total, layers, d->local_size, HPCTI_MAX_CHUNK),
+                stage);
+        if (!s) set_deadline(ctx);
+        return s;
+    }
+#endif
+    (void)layers, (void)total;
+    return hpcti_op_begin(ctx, name, 0, 0);
+}
+
+#ifdef HPCT_HAVE_NCCL
+/* A layer that could not be queued leaves this rank's NCCL sequence short of its peers': the
+ * communicator is aborted (later averages are staged) rather than used for all-gathers that
+ * would pair with the peers' next reduce-scatter. The peers' waits end at the deadline. */
+static hpct_status_t give_up_nccl(hpct_ctx_t ctx, hpct_status_t s)
+{
+    struct hpcti_dist *d = ctx->dist;
+    if (!s || !d->nccl) return s;
+    hpcti_log(ctx, HPCT_LOG_WARN,
+              "device averages: a layer could not be queued (%s); the NCCL "
+              "communicator is aborted and later averages are staged",
+              ctx->last_error);
+    hpcti_nccl_abort(d->nccl);
+    d->nccl = NULL;
+    if (d->dev_queue) ((struct hpcti_dev_queue *)d->dev_queue)->n = 0;
+    return s;
+}
+#endif
 
 hpct_status_t hpcti_device_average_enqueue(hpct_ctx_t ctx, float *buf, size_t n)
 {
 #ifdef HPCT_HAVE_NCCL
     struct hpcti_dist *d = ctx->dist;
+    if (hpcti_device_can_overlap(ctx) && d->cross_size > 1)
+        return give_up_nccl(ctx, queue_layer(ctx, buf, n));
     if (hpcti_device_can_overlap(ctx)) {
         set_deadline(ctx);
-        return enqueued(ctx, hpcti_nccl_node_mean(d->nccl, buf, n, 1.0f / (float)d->size),
-                        "ncclReduceScatter + ncclAllGather (per layer, one node)");
+        return give_up_nccl(
+            ctx, enqueued(ctx, hpcti_nccl_node_mean(d->nccl, buf, n, 1.0f / (float)d->size),
+                          "ncclReduceScatter + ncclAllGather (per layer, one node)"));
     }
 #endif
+    (void)buf, (void)n;
     return hpcti_error(ctx, HPCT_ERR_INTERNAL, "device averages cannot be queued here");
 }
 
 hpct_status_t hpcti_device_average_wait(hpct_ctx_t ctx)
 {
 #ifdef HPCT_HAVE_NCCL
+    struct hpcti_dist *d = ctx->dist;
+    if (hpcti_device_can_overlap(ctx) && d->cross_size > 1) return queue_finish(ctx);
     if (hpcti_device_can_overlap(ctx))
         return nccl_wait(ctx, "ncclReduceScatter + ncclAllGather (per layer, one node)");
 #endif
+    (void)ctx;
     return HPCT_SUCCESS;
 }
 

@@ -215,6 +215,7 @@ static hpct_status_t teardown(hpct_ctx_t ctx)
         hpcti_nccl_abort(d->nccl);
     d->nccl = NULL;
 #endif
+    hpcti_device_avg_release(ctx);
     if (d->stage) ctx->ops->free_host(d->stage);
     if (d->dev_fusion) ctx->ops->free(d->dev_fusion);
     if (!finalized && ok) {
@@ -316,7 +317,7 @@ static hpct_status_t start_nccl(hpct_ctx_t ctx, int shared)
                                           : "unequal nodes");
         return HPCT_SUCCESS;
     }
-    hpct_status_t s = hpcti_nccl_create(ctx, d->node_rs, hpcti_now() + d->deadline_s, &d->nccl);
+    hpct_status_t s = hpcti_device_nccl_start(ctx, &d->nccl);
     int all = 0;
     hpct_status_t t = agree_max(ctx, "hpct_init (NCCL communicator)", s ? 1 : 0, &all);
     if (!s && !t && all)
@@ -519,7 +520,12 @@ hpct_status_t hpcti_host_allreduce_mean(hpct_ctx_t ctx, const char *fn, float *b
         hpct_status_t ws = d->num_nodes == 1 && hpcti_node_win_ready(d, n)
                                ? hpcti_op_begin_window(ctx, fn, chunks, scratch)
                                : hpcti_op_begin(ctx, fn, chunks, scratch);
+        double t0 = hpcti_tl_now(ctx);
         if (!ws) ws = hpcti_node_win_allreduce(ctx, buf, n);
+        if (!ws && t0 > 0) /* the cross-node phase, if any, has its own span inside this one */
+            hpcti_tl_span(ctx, 0, "allreduce", "comm", t0, hpcti_now(),
+                          "\"bytes\":%zu,\"algorithm\":\"window\",\"phases\":%d", n * sizeof *buf,
+                          d->cross_size > 1 ? 2 : 1);
         return ws ? ws : hpcti_op_end(ctx, NULL, 0);
     }
     int chunks = (int)((n + MAX_CHUNK - 1) / MAX_CHUNK);

@@ -2,6 +2,7 @@
 #ifndef HPCTI_DIST_H
 #define HPCTI_DIST_H
 
+#include "config.h" /* HPCT_HAVE_NCCL: every includer must see the same struct hpcti_dist */
 #include "../bootstrap/bootstrap.h"
 #ifdef HPCT_HAVE_NCCL
 #include "nccl_node.h" /* device buffers: NCCL inside the node, MPI across */
@@ -110,6 +111,7 @@ struct hpcti_dist {
     size_t stage_cap;
     float *dev_fusion; /* [dev_fusion_cap] device fusion slot of device gradients (ops->alloc) */
     size_t dev_fusion_cap;
+    void *dev_queue; /* device_avg.c: layers of the overlapped device average across nodes */
 #ifdef HPCT_HAVE_NCCL
     hpcti_nccl_t *nccl; /* node-local NCCL communicator (cuda contexts whose node phase it
                            takes: made by hpct_init, NULL otherwise) */
@@ -224,10 +226,21 @@ HPCTI_CHECK hpct_status_t hpcti_device_allreduce_mean(hpct_ctx_t ctx, const char
 /* The same inside an operation already begun (room reserved: hpcti_device_reductions(n)
  * reductions and n elements); returns when buf holds the mean. */
 HPCTI_CHECK hpct_status_t hpcti_device_average_in_op(hpct_ctx_t ctx, float *buf, size_t n);
-/* 1 when device averages can be queued without waiting (NCCL on one node: nothing crosses
- * the host), so backward overlaps them; then enqueue each inside an operation and wait once
- * (deadline-bounded) before hpcti_op_end. */
+/* 1 when device averages can be queued without waiting (NCCL in the node; across nodes the
+ * host phase is progressed between enqueues), so backward overlaps them: open the operation
+ * with hpcti_device_overlap_begin (room for layers buffers of total floats), enqueue each
+ * buffer, then wait once (deadline-bounded) before hpcti_op_end. */
 int hpcti_device_can_overlap(hpct_ctx_t ctx);
+HPCTI_CHECK hpct_status_t hpcti_device_overlap_begin(hpct_ctx_t ctx, const char *name, int layers,
+                                                     size_t total);
+/* Free device_avg.c's state (hpct_finalize). */
+void hpcti_device_avg_release(hpct_ctx_t ctx);
+#ifdef HPCT_HAVE_NCCL
+/* hpct_init, on every rank: the node's NCCL communicator (hpcti_nccl_open, node rank 0's
+ * unique id and every rank's setup verdict exchanged in one deadline-bounded operation,
+ * hpcti_nccl_join); on error *out is NULL and the detail is recorded. */
+HPCTI_CHECK hpct_status_t hpcti_device_nccl_start(hpct_ctx_t ctx, hpcti_nccl_t **out);
+#endif
 HPCTI_CHECK hpct_status_t hpcti_device_average_enqueue(hpct_ctx_t ctx, float *buf, size_t n);
 HPCTI_CHECK hpct_status_t hpcti_device_average_wait(hpct_ctx_t ctx);
 int hpcti_device_reductions(size_t n);

@@ -1,4 +1,4 @@
-/* nccl_node.c: a non-blocking NCCL communicator over a node's MPI ranks and the node-local
+/* nccl_node.c: a non-blocking NCCL communicator over a node's ranks and the node-local
  * halves of the hierarchical average of device buffers (reduce-scatter into a pinned host
  * shard, all-gather from it), every wait bounded by a deadline. */
 #include "config.h"
@@ -8,6 +8,7 @@
 
 #include <cuda_runtime.h>
 #include <limits.h>
+#include <stddef.h>
 /* The NCCL library's header; it declares f() prototypes. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wstrict-prototypes"
@@ -15,11 +16,11 @@
 #pragma GCC diagnostic pop
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 struct hpcti_nccl {
     hpct_ctx_t ctx;
-    MPI_Comm node; /* private duplicate of the node communicator */
     int node_rank, node_size;
     ncclComm_t comm;     /* non-blocking; NULL once aborted */
     cudaStream_t stream; /* NCCL's stream, ordered after the default stream by ready */
@@ -28,6 +29,8 @@ struct hpcti_nccl {
     float *shard;        /* [shard] device */
     size_t shard_cap;    /* elements shard holds (padded: shard_cap * node_size) */
     double deadline;     /* of the enqueue calls (hpcti_nccl_set_deadline) */
+    cudaEvent_t *marks;  /* [nmarks] hpcti_nccl_mark's events on the stream */
+    int nmarks;
 };
 
 static hpct_status_t nccl_fail(hpcti_nccl_t *nc, const char *what, ncclResult_t r)
@@ -42,16 +45,6 @@ static hpct_status_t cuda_fail(hpcti_nccl_t *nc, const char *what, cudaError_t e
 {
     return hpcti_error(nc->ctx, HPCT_ERR_DEVICE, "nccl: %s on node rank %d of %d failed: %s", what,
                        nc->node_rank, nc->node_size, cudaGetErrorString(e));
-}
-
-static hpct_status_t mpi_fail(hpcti_nccl_t *nc, const char *what, int err)
-{
-    char msg[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    if (MPI_Error_string(err, msg, &len) != MPI_SUCCESS) len = 0;
-    msg[len] = '\0';
-    return hpcti_error(nc->ctx, HPCT_ERR_COMM, "nccl: %s on node rank %d of %d: %s", what,
-                       nc->node_rank, nc->node_size, msg);
 }
 
 /* Polite polling: yield the core for the first 50 ms of a wait, then sleep 50 us. */
@@ -108,88 +101,69 @@ static hpct_status_t settle(hpcti_nccl_t *nc, const char *what, double deadline,
     }
 }
 
-/* Node rank 0 makes the unique id and sends it (with its status) to the node; all join. */
-static hpct_status_t join_node(hpcti_nccl_t *nc, double deadline)
+/* The stream and the ordering event. */
+static hpct_status_t local_setup(hpcti_nccl_t *nc)
 {
-    struct {
-        int ok;
-        ncclUniqueId id;
-    } msg = {1, {{0}}};
-    ncclResult_t r = ncclSuccess;
-    if (nc->node_rank == 0 && (r = ncclGetUniqueId(&msg.id)) != ncclSuccess) msg.ok = 0;
-    int err = MPI_Bcast(&msg, (int)sizeof msg, MPI_BYTE, 0, nc->node);
-    if (err != MPI_SUCCESS) return mpi_fail(nc, "MPI_Bcast of the NCCL unique id", err);
-    if (!msg.ok)
-        return nc->node_rank == 0
-                   ? nccl_fail(nc, "ncclGetUniqueId", r)
-                   : hpcti_error(nc->ctx, HPCT_ERR_DEVICE,
-                                 "nccl: node rank 0 could not make an NCCL unique id "
-                                 "(seen on node rank %d)",
-                                 nc->node_rank);
+    cudaError_t e = cudaStreamCreateWithFlags(&nc->stream, cudaStreamNonBlocking);
+    if (e != cudaSuccess) {
+        nc->stream = NULL;
+        return cuda_fail(nc, "cudaStreamCreateWithFlags", e);
+    }
+    if ((e = cudaEventCreateWithFlags(&nc->ready, cudaEventDisableTiming)) != cudaSuccess) {
+        nc->ready = NULL;
+        return cuda_fail(nc, "cudaEventCreateWithFlags", e);
+    }
+    return HPCT_SUCCESS;
+}
+
+hpct_status_t hpcti_nccl_open(hpct_ctx_t ctx, int node_rank, int node_size, hpcti_nccl_t **out)
+{
+    *out = NULL;
+    if (ctx->ops != &hpcti_cuda_ops)
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                           "hpcti_nccl_open: the context uses the %s backend, NCCL needs cuda",
+                           ctx->ops->name);
+    hpcti_nccl_t *nc = hpcti_calloc(ctx, 1, sizeof *nc, "an NCCL communicator");
+    if (!nc) return HPCT_ERR_NO_MEMORY;
+    nc->ctx = ctx;
+    nc->node_rank = node_rank, nc->node_size = node_size;
+    hpct_status_t s = local_setup(nc);
+    if (s) {
+        hpcti_nccl_abort(nc);
+        return s;
+    }
+    *out = nc;
+    return HPCT_SUCCESS;
+}
+
+hpct_status_t hpcti_nccl_unique_id(hpcti_nccl_t *nc, unsigned char id[HPCTI_NCCL_ID_BYTES])
+{
+    ncclUniqueId uid;
+    ncclResult_t r = ncclGetUniqueId(&uid);
+    if (r != ncclSuccess) return nccl_fail(nc, "ncclGetUniqueId", r);
+    memcpy(id, &uid, sizeof uid);
+    return HPCT_SUCCESS;
+}
+
+hpct_status_t hpcti_nccl_join(hpcti_nccl_t *nc, const unsigned char id[HPCTI_NCCL_ID_BYTES],
+                              double deadline)
+{
+    ncclUniqueId uid;
+    memcpy(&uid, id, sizeof uid);
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0; /* every wait is ours, bounded by the deadline */
-    r = ncclCommInitRankConfig(&nc->comm, nc->node_size, msg.id, nc->node_rank, &config);
+    nc->deadline = deadline;
+    ncclResult_t r = ncclCommInitRankConfig(&nc->comm, nc->node_size, uid, nc->node_rank, &config);
     if (r != ncclSuccess && r != ncclInProgress) {
         nc->comm = NULL;
         return nccl_fail(nc, "ncclCommInitRankConfig", r);
     }
     int timed_out = 0;
-    return settle(nc, "ncclCommInitRankConfig", deadline, &timed_out);
-}
-
-/* The stream and the ordering event, then the node's agreement that every rank has them. */
-static hpct_status_t local_setup(hpcti_nccl_t *nc, MPI_Comm node_comm)
-{
-    hpct_status_t s = HPCT_SUCCESS;
-    int err = MPI_Comm_dup(node_comm, &nc->node);
-    if (err != MPI_SUCCESS) {
-        nc->node = MPI_COMM_NULL;
-        return mpi_fail(nc, "MPI_Comm_dup of the node communicator", err);
-    }
-    MPI_Comm_rank(nc->node, &nc->node_rank);
-    MPI_Comm_size(nc->node, &nc->node_size);
-    cudaError_t e = cudaStreamCreateWithFlags(&nc->stream, cudaStreamNonBlocking);
-    if (e != cudaSuccess) {
-        nc->stream = NULL;
-        s = cuda_fail(nc, "cudaStreamCreateWithFlags", e);
-    }
-    if (!s && (e = cudaEventCreateWithFlags(&nc->ready, cudaEventDisableTiming)) != cudaSuccess) {
-        nc->ready = NULL;
-        s = cuda_fail(nc, "cudaEventCreateWithFlags", e);
-    }
-    /* The node agrees on local success first, so no rank waits for one that gave up. */
-    int ok = !s, all_ok = 0;
-    err = MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, nc->node);
-    if (!s && err != MPI_SUCCESS) s = mpi_fail(nc, "MPI_Allreduce of the setup status", err);
-    if (!s && !all_ok)
-        s = hpcti_error(nc->ctx, HPCT_ERR_DEVICE,
-                        "nccl: another rank of the node failed to set up (seen on node rank %d)",
-                        nc->node_rank);
+    hpct_status_t s = settle(nc, "ncclCommInitRankConfig", deadline, &timed_out);
+    if (!s)
+        hpcti_log(nc->ctx, HPCT_LOG_INFO, "nccl: node rank %d of %d joined", nc->node_rank,
+                  nc->node_size);
     return s;
-}
-
-hpct_status_t hpcti_nccl_create(hpct_ctx_t ctx, MPI_Comm node_comm, double deadline,
-                                hpcti_nccl_t **out)
-{
-    *out = NULL;
-    if (ctx->ops != &hpcti_cuda_ops)
-        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
-                           "hpcti_nccl_create: the context uses the %s backend, NCCL needs cuda",
-                           ctx->ops->name);
-    hpcti_nccl_t *nc = hpcti_calloc(ctx, 1, sizeof *nc, "an NCCL communicator");
-    if (!nc) return HPCT_ERR_NO_MEMORY;
-    nc->ctx = ctx;
-    nc->node = MPI_COMM_NULL;
-    nc->deadline = deadline;
-    hpct_status_t s = local_setup(nc, node_comm);
-    if (!s) s = join_node(nc, deadline);
-    if (s) {
-        hpcti_nccl_abort(nc);
-        return s;
-    }
-    hpcti_log(ctx, HPCT_LOG_INFO, "nccl: node rank %d of %d joined", nc->node_rank, nc->node_size);
-    *out = nc;
-    return HPCT_SUCCESS;
 }
 
 static void free_buffers(hpcti_nccl_t *nc)
@@ -200,14 +174,15 @@ static void free_buffers(hpcti_nccl_t *nc)
     nc->shard_cap = 0;
 }
 
-/* Stream, event, buffers and the communicator duplicate (the NCCL communicator is gone). */
+/* Stream, events and buffers (the NCCL communicator is gone). */
 static void release(hpcti_nccl_t *nc)
 {
     if (nc->stream) cudaStreamSynchronize(nc->stream);
     free_buffers(nc);
     if (nc->ready) cudaEventDestroy(nc->ready);
+    for (int i = 0; i < nc->nmarks; i++) cudaEventDestroy(nc->marks[i]);
+    free(nc->marks);
     if (nc->stream) cudaStreamDestroy(nc->stream);
-    if (nc->node != MPI_COMM_NULL) MPI_Comm_free(&nc->node);
     free(nc);
 }
 
@@ -235,12 +210,16 @@ void hpcti_nccl_destroy(hpcti_nccl_t *nc, double deadline)
     release(nc);
 }
 
-/* Make the device buffers hold shard elements per rank (grows, never shrinks). */
+/* Make the device buffers hold shard elements per rank (grows, never shrinks). The old buffers
+ * are idle once the stream's queued work is done: a wait bounded by the enqueue deadline (the
+ * queued collectives need their peers, so cudaStreamSynchronize could wait for ever). */
 static hpct_status_t ensure_buffers(hpcti_nccl_t *nc, size_t shard)
 {
     if (shard <= nc->shard_cap) return HPCT_SUCCESS;
-    cudaError_t e = cudaStreamSynchronize(nc->stream); /* the old buffers are idle */
-    if (e != cudaSuccess) return cuda_fail(nc, "cudaStreamSynchronize", e);
+    int timed_out = 0;
+    hpct_status_t s = nc->shard_cap ? hpcti_nccl_wait(nc, nc->deadline, &timed_out) : HPCT_SUCCESS;
+    if (s) return s;
+    cudaError_t e;
     free_buffers(nc);
     size_t bytes = sizeof(float) * shard;
     e = cudaMalloc((void **)&nc->padded, bytes * (size_t)nc->node_size);
@@ -323,7 +302,7 @@ hpct_status_t hpcti_nccl_reduce_scatter(hpcti_nccl_t *nc, const float *buf, size
 {
     hpct_status_t s = check_usable(nc, count);
     if (!s && count) s = enqueue_reduce_scatter(nc, buf, count);
-    if (s || count == 0) return s;
+    if (s || count == 0 || !host_shard) return s;
     size_t shard = hpcti_nccl_shard(count, nc->node_size);
     cudaError_t e = cudaMemcpyAsync(host_shard, nc->shard, sizeof(float) * shard,
                                     cudaMemcpyDeviceToHost, nc->stream);
@@ -347,8 +326,9 @@ hpct_status_t hpcti_nccl_all_gather(hpcti_nccl_t *nc, float *buf, size_t count,
     hpct_status_t s = check_usable(nc, count);
     if (s || count == 0) return s;
     size_t shard = hpcti_nccl_shard(count, nc->node_size);
-    cudaError_t e = cudaMemcpyAsync(nc->shard, host_shard, sizeof(float) * shard,
-                                    cudaMemcpyHostToDevice, nc->stream);
+    cudaError_t e = host_shard ? cudaMemcpyAsync(nc->shard, host_shard, sizeof(float) * shard,
+                                                 cudaMemcpyHostToDevice, nc->stream)
+                               : cudaSuccess;
     if (e != cudaSuccess) return cuda_fail(nc, "cudaMemcpyAsync of the averaged shard", e);
     return enqueue_all_gather(nc, buf, count);
 }
@@ -372,4 +352,75 @@ hpct_status_t hpcti_nccl_wait(hpcti_nccl_t *nc, double deadline, int *timed_out)
             backoff(hpcti_now() - t0);
     }
     return s;
+}
+
+/* Event i of the pool (created on first use; handles survive the array's growth). */
+static hpct_status_t mark_event(hpcti_nccl_t *nc, int i, cudaEvent_t *ev)
+{
+    if (i >= nc->nmarks) {
+        cudaEvent_t *m = realloc(nc->marks, sizeof *m * (size_t)(i + 1));
+        if (!m) return hpcti_error(nc->ctx, HPCT_ERR_NO_MEMORY, "nccl: %d stream marks", i + 1);
+        nc->marks = m;
+        for (; nc->nmarks <= i; nc->nmarks++) {
+            cudaError_t e = cudaEventCreateWithFlags(&m[nc->nmarks], cudaEventDisableTiming);
+            if (e != cudaSuccess) return cuda_fail(nc, "cudaEventCreateWithFlags (stream mark)", e);
+        }
+    }
+    *ev = nc->marks[i];
+    return HPCT_SUCCESS;
+}
+
+hpct_status_t hpcti_nccl_mark(hpcti_nccl_t *nc, int i)
+{
+    cudaEvent_t ev = NULL;
+    hpct_status_t s = i < 0 ? HPCT_ERR_INTERNAL : mark_event(nc, i, &ev);
+    if (s) return s;
+    cudaError_t e = cudaEventRecord(ev, nc->stream);
+    return e == cudaSuccess ? HPCT_SUCCESS : cuda_fail(nc, "cudaEventRecord (stream mark)", e);
+}
+
+hpct_status_t hpcti_nccl_marked(hpcti_nccl_t *nc, int i, int *fired)
+{
+    *fired = 0;
+    if (i < 0 || i >= nc->nmarks)
+        return hpcti_error(nc->ctx, HPCT_ERR_INTERNAL, "nccl: stream mark %d was never recorded",
+                           i);
+    cudaError_t e = cudaEventQuery(nc->marks[i]);
+    if (e == cudaSuccess) *fired = 1;
+    return e == cudaSuccess || e == cudaErrorNotReady
+               ? HPCT_SUCCESS
+               : cuda_fail(nc, "cudaEventQuery (stream mark)", e);
+}
+
+hpct_status_t hpcti_nccl_wait_mark(hpcti_nccl_t *nc, int i, double deadline, int *timed_out)
+{
+    *timed_out = 0;
+    if (!nc->comm) return check_usable(nc, 0);
+    double t0 = hpcti_now();
+    for (;;) {
+        int fired = 0;
+        hpct_status_t s = hpcti_nccl_marked(nc, i, &fired);
+        if (s || fired) return s;
+        ncclResult_t state = ncclSuccess, r = ncclCommGetAsyncError(nc->comm, &state);
+        if (r != ncclSuccess || (state != ncclSuccess && state != ncclInProgress))
+            return settle(nc, "an NCCL collective", deadline, timed_out); /* names it, aborts */
+        if (hpcti_now() > deadline) return expire(nc, "an NCCL collective", timed_out);
+        backoff(hpcti_now() - t0);
+    }
+}
+
+/* The unique id travels as HPCTI_NCCL_ID_BYTES opaque bytes. */
+_Static_assert(sizeof(ncclUniqueId) == HPCTI_NCCL_ID_BYTES, "ncclUniqueId is not 128 bytes");
+
+float *hpcti_nccl_device_shard(const hpcti_nccl_t *nc)
+{
+    return nc->shard;
+}
+
+hpct_status_t hpcti_nccl_rank_sum(hpcti_nccl_t *nc, float *own, const float *slots, int nranks,
+                                  int me, size_t n, float inv)
+{
+    int err = hpcti_k_rank_sum_on(own, slots, nranks, me, n, inv, nc->stream);
+    return err == cudaSuccess ? HPCT_SUCCESS
+                              : cuda_fail(nc, "rank_sum_kernel launch", (cudaError_t)err);
 }

@@ -308,7 +308,7 @@ hpct_status_t hpct_params_check_replicas_at(hpct_params_t p, long step)
     return hpct_params_check_replicas(p);
 }
 
-/* Device gradients: on one node with NCCL, each layer's average is queued on NCCL's stream
+/* Device gradients: with NCCL in the node, each layer's average is queued on NCCL's stream
  * (after a CUDA event on the default stream) while backward goes on; elsewhere the model's
  * flat gradient buffer, whose start is layer 0's region, is averaged once layer 0 is done. */
 static hpct_status_t device_layer_ready(hpct_ctx_t ctx, int layer, int num_layers, float *grad,
@@ -317,7 +317,9 @@ static hpct_status_t device_layer_ready(hpct_ctx_t ctx, int layer, int num_layer
     static const char name[] = "hpct_model_loss_grad (gradient averaging)";
     if (!hpcti_device_can_overlap(ctx))
         return layer == 0 ? hpcti_device_allreduce_mean(ctx, name, grad, total) : HPCT_SUCCESS;
-    hpct_status_t s = layer == num_layers - 1 ? hpcti_op_begin(ctx, name, 0, 0) : HPCT_SUCCESS;
+    hpct_status_t s = layer == num_layers - 1
+                          ? hpcti_device_overlap_begin(ctx, name, num_layers, total)
+                          : HPCT_SUCCESS;
     return s ? s : hpcti_device_average_enqueue(ctx, grad, count);
 }
 

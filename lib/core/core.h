@@ -36,16 +36,16 @@ struct hpct_ctx {
     hpcti_rng_t rng;
     void *backend; /* backend-private state (cuda: device, cuBLAS handle); NULL for cpu */
     char last_error[1024];
-    int error_shared; /* 1: last_error was agreed across the ranks (hpcti_mark_error_shared) */
-    void *dist;             /* distributed runtime: typed, made and freed by lib/comm (hpct_init ..
-                               hpct_finalize); NULL for hpct_ctx_create */
-    double created_unix;    /* Unix seconds when the context was made (restart latency) */
+    int error_shared;    /* 1: last_error was agreed across the ranks (hpcti_mark_error_shared) */
+    void *dist;          /* distributed runtime: typed, made and freed by lib/comm (hpct_init ..
+                            hpct_finalize); NULL for hpct_ctx_create */
+    double created_unix; /* Unix seconds when the context was made (restart latency) */
     double comm_ready_unix; /* Unix seconds when hpct_init finished its communicators; 0 */
     void *timeline;         /* lib/obs's per-rank timeline while one is open; NULL: off */
     long step_now;          /* the training step this rank is in (set by lib/train; 0: none): the
                                collectives send it with their arrival tokens for hang reports */
-    int local_rank, local_size; /* this rank on its node, from hpct_init's bootstrap and node
-                                   communicator (local_size 0: unknown, hpct_ctx_create) */
+    int local_rank, local_size;    /* this rank on its node, from hpct_init's bootstrap and node
+                                      communicator (local_size 0: unknown, hpct_ctx_create) */
     hpcti_data_comms_t data_comms; /* for lib/data's sample store; filled by lib/comm */
 };
 
@@ -85,7 +85,9 @@ uint64_t hpcti_seed_mix(uint64_t seed, uint64_t stream);
 double hpcti_now(void);
 
 /* Debian's HDF5 is not thread-safe: every HDF5 call of the library (data, checkpoints) runs
- * between these, so a background checkpoint writer and a dataset open never overlap. */
+ * between these, so a background checkpoint writer and a dataset open never overlap. The
+ * lock also switches HDF5's automatic error printing off on the calling thread (and the
+ * unlock puts the caller's setting back): no HDF5 diagnostics reach stderr. */
 void hpcti_hdf5_lock(void);
 void hpcti_hdf5_unlock(void);
 

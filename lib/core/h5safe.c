@@ -40,3 +40,31 @@ const char *hpcti_h5_foreign_storage(hid_t dset)
     H5Pclose(dcpl);
     return why;
 }
+
+/* Keep the most specific message of the HDF5 error stack. A system error's description
+ * ("file write failed: time = ..., errno = 28, error message = 'No space left on device', ...")
+ * is shortened to its summary and the strerror text. */
+static herr_t deepest(unsigned n, const H5E_error2_t *e, void *buf)
+{
+    const char *desc = e->desc ? e->desc : "?";
+    const char *sys = strstr(desc, "error message = '");
+    const char *cut = strstr(desc, ": time =");
+    if (!cut) cut = strstr(desc, ": name ="); /* "unable to open file: name = '...', errno" */
+    if (sys && cut) {
+        sys += strlen("error message = '");
+        const char *end = strchr(sys, '\'');
+        snprintf(buf, 400, "%.*s: %.*s", (int)(cut - desc), desc,
+                 (int)(end ? end - sys : (long)strlen(sys)), sys);
+    } else {
+        snprintf(buf, 400, "%s: %s", e->func_name ? e->func_name : "?", desc);
+    }
+    return 1; /* the first one walking upward is the most specific */
+}
+
+const char *hpcti_h5_detail(char buf[400])
+{
+    buf[0] = '\0';
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, deepest, buf);
+    H5Eclear2(H5E_DEFAULT);
+    return buf[0] ? buf : "no HDF5 detail";
+}

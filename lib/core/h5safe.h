@@ -16,4 +16,9 @@ int hpcti_h5_hard_path(hid_t loc, const char *path, char *bad, size_t n);
  * external raw files", "a virtual dataset"). */
 const char *hpcti_h5_foreign_storage(hid_t dset);
 
+/* The most specific message of the calling thread's HDF5 error stack (then cleared), into
+ * buf; "no HDF5 detail" when it is empty. Call it under hpcti_hdf5_lock, right after the
+ * call that failed. */
+const char *hpcti_h5_detail(char buf[400]);
+
 #endif

@@ -55,6 +55,11 @@ void hpcti_manifest_free(hpcti_manifest_t *m);
 int hpcti_manifest_write(const hpcti_manifest_t *m, const char *path);
 /* 1 when path is relative, non-empty, printable and without '..' components, else 0. */
 int hpcti_manifest_path_is_safe(const char *path);
+/* NULL when name is a usable HDF5 dataset name for shards (1 to HPCTI_MAX_DATASET_NAME
+ * bytes, components split by single slashes, none empty, "." or "..", no control
+ * characters), else why not. Checked before HDF5 sees the name. */
+#define HPCTI_MAX_DATASET_NAME 255
+const char *hpcti_dataset_name_problem(const char *name);
 /* Element-type names and sizes. */
 const char *hpcti_type_name(hpcti_type_t t);
 size_t hpcti_type_size(hpcti_type_t t);

@@ -2,6 +2,7 @@
  * HDF5 parses a shard, the resident-or-streaming choice, and the skip-policy scan. */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "reader.h"
+#include "mapguard.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -26,6 +27,13 @@ static hpct_status_t check_data_config(hpct_ctx_t ctx, const hpct_data_config_t 
         why = "version is not a known version (start from HPCT_DATA_CONFIG_INITIALIZER)";
     else if (!c->inputs_name || !*c->inputs_name || !c->targets_name || !*c->targets_name)
         why = "inputs_name and targets_name must be non-empty dataset names";
+    else if (hpcti_dataset_name_problem(c->inputs_name) ||
+             hpcti_dataset_name_problem(c->targets_name))
+        why = hpcti_dataset_name_problem(c->inputs_name)
+                  ? "inputs_name is not a usable dataset name (1-255 bytes, components split by "
+                    "single slashes, no '.' or '..', no control characters)"
+                  : "targets_name is not a usable dataset name (1-255 bytes, components split "
+                    "by single slashes, no '.' or '..', no control characters)";
     else if (c->checksum < HPCT_CHECKSUM_FULL || c->checksum > HPCT_CHECKSUM_OFF)
         why = "checksum must be HPCT_CHECKSUM_FULL, _SIZE or _OFF";
     else if (c->nonfinite != HPCT_NONFINITE_ERROR && c->nonfinite != HPCT_NONFINITE_SKIP)
@@ -187,8 +195,8 @@ static hpct_status_t plan_sizes(hpct_dataset_t ds)
     hpcti_log(ds->ctx, HPCT_LOG_INFO, "dataset %s: %llu samples, %.1f MiB as fp32, %s",
               ds->manifest_path, (unsigned long long)ds->n, bytes / 1048576.0,
               ds->resident   ? "loaded into memory"
-              : hold_targets ? "inputs streamed with coalesced preadv, targets held in memory"
-                             : "streamed with coalesced preadv");
+              : hold_targets ? "inputs streamed, targets held in memory"
+                             : "streamed");
     ds->resident_bytes = ds->resident   ? ds->n * (ds->features + ds->twidth) * 4
                          : hold_targets ? ds->n * ds->twidth * 4
                                         : 0;
@@ -269,6 +277,54 @@ static hpct_status_t verify_shards(hpct_dataset_t ds)
     return HPCT_SUCCESS;
 }
 
+/* Map one shard file read-only; 0, or -1 with errno set. Shuffled access gets MADV_RANDOM:
+ * a page fault then reads only the pages of the row, not the read-around window. */
+static int map_shard(hpct_dataset_t ds, hpcti_shard_t *sh)
+{
+    struct stat st;
+    if (fstat(sh->fd, &st)) return -1;
+    if (st.st_size <= 0 || (uint64_t)st.st_size > SIZE_MAX) return errno = EINVAL, -1;
+    void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, sh->fd, 0);
+    if (map == MAP_FAILED) return -1;
+    if (ds->cfg.shuffle) madvise(map, (size_t)st.st_size, MADV_RANDOM); /* advice only */
+    sh->map = map, sh->map_bytes = (size_t)st.st_size;
+    return 0;
+}
+
+/* Streaming: map every shard file, so that a batch copies its rows out of the page cache with
+ * no system call (reader.c); the stores' bulk reads use preadv. All or none: when one shard
+ * cannot be mapped (address space, vm.max_map_count), the others are unmapped again and every
+ * batch is read with sorted, coalesced preadv, as with HPCT_STREAM_MMAP=0. */
+static void map_shards(hpct_dataset_t ds)
+{
+    const char *env = getenv("HPCT_STREAM_MMAP");
+    ds->mapped = !ds->resident && ds->store_mode == HPCT_STORE_OFF && !(env && !strcmp(env, "0"));
+    if (ds->mapped && hpcti_mapguard_acquire()) { /* a shrunk file must not kill the process */
+        hpcti_log(ds->ctx, HPCT_LOG_INFO, "dataset %s: cannot install the SIGBUS guard (%s)",
+                  ds->manifest_path, strerror(errno));
+        ds->mapped = 0;
+    }
+    ds->guarded = ds->mapped;
+    for (int i = 0; ds->mapped && i < ds->man.num_shards; i++)
+        if (map_shard(ds, &ds->shards[i])) {
+            hpcti_log(ds->ctx, HPCT_LOG_INFO, "dataset %s: cannot map shard %s (%s)",
+                      ds->manifest_path, ds->shards[i].path, strerror(errno));
+            ds->mapped = 0;
+        }
+    for (int i = 0; !ds->mapped && i < ds->man.num_shards; i++)
+        if (ds->shards[i].map) {
+            munmap((void *)ds->shards[i].map, ds->shards[i].map_bytes);
+            ds->shards[i].map = NULL, ds->shards[i].map_bytes = 0;
+        }
+    ds->hot = hpcti_mapped_hot(ds); /* checked again at each epoch (reader.c, assign) */
+    ds->hot_epoch = -1;
+    if (!ds->resident && ds->store_mode == HPCT_STORE_OFF)
+        hpcti_log(ds->ctx, HPCT_LOG_INFO, "dataset %s: streaming %s", ds->manifest_path,
+                  ds->mapped ? "from the mapped shard files while they are in the page cache, "
+                               "else (and runs of 64 KiB and more) with preadv"
+                             : "with sorted, coalesced preadv");
+}
+
 /* Open every verified shard with HDF5: check it, load (resident) or locate (streaming) rows. */
 static hpct_status_t inspect_shards(hpct_dataset_t ds)
 {
@@ -294,6 +350,7 @@ static hpct_status_t inspect_shards(hpct_dataset_t ds)
         if (!ds->resident && (sh->fd = open(sh->path, O_RDONLY | O_CLOEXEC)) < 0)
             return hpcti_error(ds->ctx, HPCT_ERR_IO, "shard %s: %s", sh->path, strerror(errno));
     }
+    map_shards(ds);
     return HPCT_SUCCESS;
 }
 
@@ -329,18 +386,23 @@ static hpct_status_t scan_nonfinite(hpct_dataset_t ds)
     return s;
 }
 
+/* With a context from hpct_init at W > 1 the open is collective in every mode: the ranks
+ * agree after checking the manifest and the shard files (so that no rank parses a shard that
+ * another found missing or corrupt, and a rank that failed before choosing the mode meets the
+ * others), then again at the end; a failure on one rank fails the open on all, naming the
+ * rank and its error (the first failing rank's), within the collective deadline. */
 static hpct_status_t open_all(hpct_dataset_t ds)
 {
     hpct_status_t s = load_manifest(ds);
     if (!s) s = plan_sizes(ds);
     int store = ds->store_mode == HPCT_STORE_JOB || ds->store_mode == HPCT_STORE_NODE;
+    int agree = ds->ctx->data_comms.valid && ds->ctx->data_comms.size > 1;
     if (!s) s = verify_shards(ds);
-    /* stores: no rank parses a shard that another rank found corrupt */
-    if (store && (s = hpcti_store_agree(ds, s))) return s; /* failed on every rank alike */
+    if ((store || agree) && (s = hpcti_store_agree(ds, s))) return s; /* on every rank alike */
     if (!s) s = inspect_shards(ds);
     if (!s && !store && ds->cfg.nonfinite == HPCT_NONFINITE_SKIP) s = scan_nonfinite(ds);
-    if (store) s = hpcti_store_open(ds, s); /* collective: agrees even on failure */
-    return s;
+    if (store) return hpcti_store_open(ds, s); /* collective: agrees even on failure */
+    return agree ? hpcti_store_agree(ds, s) : s;
 }
 
 hpct_status_t hpct_dataset_open(hpct_ctx_t ctx, const char *manifest_path,
@@ -398,7 +460,7 @@ hpct_status_t hpct_dataset_open(hpct_ctx_t ctx, const char *manifest_path,
 
 static void free_slots(hpct_dataset_t ds)
 {
-    for (int i = 0; i < ds->num_slots; i++) {
+    for (int i = 0; ds->slots && i <= ds->num_slots; i++) { /* the ring and the spare */
         free(ds->slots[i].inputs);
         free(ds->slots[i].targets);
         free(ds->slots[i].scratch);
@@ -416,6 +478,7 @@ void hpct_dataset_close(hpct_dataset_t ds)
     hpcti_store_free(ds);
     free_slots(ds);
     for (int i = 0; i < ds->num_shards; i++) hpcti_shard_release(&ds->shards[i]);
+    if (ds->guarded) hpcti_mapguard_release();
     free(ds->shards);
     hpcti_manifest_free(&ds->man);
     free(ds->res_inputs), free(ds->res_targets), free(ds->bad), free(ds->perm);
@@ -464,17 +527,18 @@ int hpcti_prefetch_rule(hpct_dataset_t ds)
     return use;
 }
 
-/* Slots for depth batches in flight plus the one the caller holds. */
+/* Slots for depth batches in flight plus the one the caller holds, and with prefetch the spare
+ * one the caller fills when the thread is not running (reader.c, take_slot). */
 static hpct_status_t alloc_slots(hpct_dataset_t ds)
 {
     free_slots(ds);
     int n = ds->cfg.prefetch_depth + 1;
-    ds->slots = hpcti_calloc(ds->ctx, (size_t)n, sizeof *ds->slots, "prefetch slots");
+    ds->slots = hpcti_calloc(ds->ctx, (size_t)n + 1, sizeof *ds->slots, "prefetch slots");
     if (!ds->slots) return HPCT_ERR_NO_MEMORY;
     ds->num_slots = n;
     size_t lb = (size_t)ds->local_batch;
     size_t raw = (ds->features > ds->twidth ? ds->features : ds->twidth) * 8;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n + (ds->cfg.prefetch_depth > 0); i++) {
         hpcti_slot_t *sl = &ds->slots[i];
         sl->inputs = hpcti_calloc(ds->ctx, lb, ds->features * sizeof(float), "batch inputs");
         sl->targets = hpcti_calloc(ds->ctx, lb, ds->twidth * 4, "batch targets");

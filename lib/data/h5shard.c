@@ -11,6 +11,7 @@
 #include <hdf5.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -246,6 +247,7 @@ hpct_status_t hpcti_shard_inspect(hpct_ctx_t ctx, const hpcti_shard_job_t *job, 
 
 void hpcti_shard_release(hpcti_shard_t *sh)
 {
+    if (sh->map) munmap((void *)sh->map, sh->map_bytes);
     if (sh->fd >= 0) close(sh->fd);
     free(sh->in.chunk_addr);
     free(sh->tg.chunk_addr);

@@ -19,10 +19,12 @@ typedef struct hpcti_rows_src {
 
 /* One shard as the reader uses it. */
 typedef struct hpcti_shard {
-    char *path;     /* manifest directory + entry path */
-    uint64_t first; /* global index of its row 0 */
-    uint64_t count; /* rows */
-    int fd;         /* open for streaming; -1 otherwise */
+    char *path;               /* manifest directory + entry path */
+    uint64_t first;           /* global index of its row 0 */
+    uint64_t count;           /* rows */
+    int fd;                   /* open for streaming; -1 otherwise */
+    const unsigned char *map; /* streaming: the file mapped read-only (NULL: preadv only) */
+    size_t map_bytes;         /* its length: the file's size at open */
     hpcti_rows_src_t in, tg;
 } hpcti_shard_t;
 
@@ -40,14 +42,15 @@ typedef struct hpcti_shard_job {
 /* Open sh->path with HDF5, check both datasets against the manifest, then either load the
  * rows (resident) or record their file offsets (streaming). Caller's thread only: this is
  * the one place lib/data calls HDF5. */
-HPCTI_CHECK hpct_status_t hpcti_shard_inspect(hpct_ctx_t ctx, const hpcti_shard_job_t *job, hpcti_shard_t *sh);
+HPCTI_CHECK hpct_status_t hpcti_shard_inspect(hpct_ctx_t ctx, const hpcti_shard_job_t *job,
+                                              hpcti_shard_t *sh);
 void hpcti_shard_release(hpcti_shard_t *sh);
 /* The layouts and sample counts of datasets inputs_name and targets_name of the shard file at
  * path, for a manifest (hpct_manifest_add_shard). Errors name path and dataset. */
-HPCTI_CHECK hpct_status_t hpcti_shard_describe(hpct_ctx_t ctx, const char *path, const char *inputs_name,
-                                   const char *targets_name, hpcti_layout_t *inputs,
-                                   hpcti_layout_t *targets, uint64_t *n_inputs,
-                                   uint64_t *n_targets);
+HPCTI_CHECK hpct_status_t hpcti_shard_describe(hpct_ctx_t ctx, const char *path,
+                                               const char *inputs_name, const char *targets_name,
+                                               hpcti_layout_t *inputs, hpcti_layout_t *targets,
+                                               uint64_t *n_inputs, uint64_t *n_targets);
 /* The shard element type of an HDF5 datatype (hpcti_type_t), or -1 when it is none of ours;
  * *little_endian tells its byte order. */
 int hpcti_h5_shard_type(hid_t type, int *little_endian);

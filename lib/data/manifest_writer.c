@@ -41,6 +41,15 @@ hpct_status_t hpct_manifest_create(hpct_ctx_t ctx, const char *path, const char 
         return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_manifest_create: %s is NULL or empty",
                            out ? "path" : "manifest");
     *out = NULL;
+    const char *names[2] = {inputs_name ? inputs_name : "inputs",
+                            targets_name ? targets_name : "targets"};
+    for (int i = 0; i < 2; i++) {
+        const char *bad = hpcti_dataset_name_problem(names[i]);
+        if (bad)
+            return hpcti_error(
+                ctx, HPCT_ERR_INVALID_ARG, "manifest %s: %s dataset name '%.300s%s': %s", path,
+                i ? "targets" : "inputs", names[i], strlen(names[i]) > 300 ? "..." : "", bad);
+    }
     struct hpct_manifest *mf = hpcti_calloc(ctx, 1, sizeof *mf, "a manifest");
     if (!mf) return HPCT_ERR_NO_MEMORY;
     mf->ctx = ctx;

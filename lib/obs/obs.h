@@ -94,9 +94,13 @@ static inline double hpcti_tl_now(hpct_ctx_t ctx)
 {
     return ctx->timeline ? hpcti_now() : 0.0;
 }
-/* A span [t0, t1] (hpcti_tl_now) named name in category cat on track tid (0: the training
- * thread, 1: the checkpoint writer, whose spans the training thread adds once it sees them
- * complete); fmt (may be NULL) formats the members of its "args" object (e.g. "\"layer\":%d").
+/* A span [t0, t1] (hpcti_tl_now) named name (its first 27 bytes are kept) in category cat on
+ * track tid (0: the training thread, 1: the checkpoint writer, whose spans the training thread
+ * adds once it sees them complete); fmt (may be NULL) formats the members of its "args" object
+ * (e.g. "\"layer\":%d"). Nothing is formatted here: the values are kept and formatted when the
+ * file is written, so cat, fmt and every %s argument must be static (string literals), and fmt
+ * may use at most 6 conversions among %d %i %u %x (with no length, l, ll or z), %s and %g, with
+ * no flags or widths (a span whose fmt has another is kept without those args members).
  * Called by the training thread only; nothing when off. */
 void hpcti_tl_span(hpct_ctx_t ctx, int tid, const char *name, const char *cat, double t0, double t1,
                    const char *fmt, ...) __attribute__((format(printf, 7, 8)));

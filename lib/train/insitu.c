@@ -37,6 +37,8 @@ struct hpct_insitu {
     long test_delay_ms;        /* test hook HPCT_TEST_STEP_DELAY_MS: sleep after each step, ms */
     struct hpcti_observer obs; /* metrics file and step times (observe.h), from start */
     int timeline;              /* 1: this session opened the context's timeline */
+    double last_end;           /* monotonic time the last step call returned; 0: none yet */
+    long evaluated_at;         /* step of the last evaluation; -1: none */
 };
 
 static double comm_wait_s(hpct_insitu_t S)
@@ -82,6 +84,15 @@ static hpct_status_t check_create(hpct_ctx_t ctx, hpct_model_t model, hpct_param
         return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
                            "%s: hpct_insitu_config_t.log_interval is %ld, must be >= 0", fn,
                            cfg->log_interval);
+    if (cfg->version >= 3 && cfg->eval_interval < 0)
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                           "%s: hpct_insitu_config_t.eval_interval is %ld, must be >= 0", fn,
+                           cfg->eval_interval);
+    if (cfg->version >= 3 && cfg->eval_data && !model)
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                           "%s: hpct_insitu_config_t.eval_data needs a model to evaluate (this "
+                           "session brings its own gradients)",
+                           fn);
     return HPCT_SUCCESS;
 }
 
@@ -117,10 +128,12 @@ hpct_status_t hpct_insitu_create(hpct_model_t model, hpct_params_t params, hpct_
     if (!S) return HPCT_ERR_NO_MEMORY;
     *S = (struct hpct_insitu){.ctx = ctx, .model = model, .opt = opt, .ck = ck, .cfg = defaults};
     memcpy(&S->cfg, cfg,
-           cfg->version >= 2 ? sizeof S->cfg : offsetof(hpct_insitu_config_t, metrics_path));
+           cfg->version >= 3   ? sizeof S->cfg
+           : cfg->version == 2 ? offsetof(hpct_insitu_config_t, eval_data)
+                               : offsetof(hpct_insitu_config_t, metrics_path));
     S->params = hpcti_optimizer_params(opt);
     S->dist = hpcti_loop_where(ctx, &S->rank, &S->world);
-    S->last_saved = -1;
+    S->last_saved = -1, S->evaluated_at = -1;
     const char *delay = hpcti_test_hook("HPCT_TEST_STEP_DELAY_MS");
     if (delay) S->test_delay_ms = atol(delay);
     snprintf(S->model_desc, sizeof S->model_desc, "byog");
@@ -204,6 +217,28 @@ static hpct_status_t save_agreed(hpct_insitu_t S, const char *fn, int wait)
     return hpcti_agree_status(S->ctx, fn, s, S->ctx->last_error);
 }
 
+/* Evaluate on cfg.eval_data after the last step (every rank), record and report it. */
+static hpct_status_t evaluate(hpct_insitu_t S)
+{
+    double loss = 0.0, acc = 0.0, t0 = hpcti_now();
+    long n = 0;
+    hpct_status_t s = hpct_evaluate(S->model, S->cfg.eval_data, &loss, &acc, &n);
+    double dt = hpcti_now() - t0;
+    hpcti_obs_wait(&S->obs, dt);
+    if (s) return s;
+    S->evaluated_at = S->step;
+    hpcti_obs_eval(&S->obs, S->step, loss, acc, n, dt);
+    if (S->cfg.evaluated) S->cfg.evaluated(S->step, loss, acc, n, S->cfg.progress_arg);
+    return HPCT_SUCCESS;
+}
+
+/* An evaluation is due after the last step (every eval_interval steps). */
+static int eval_due(const struct hpct_insitu *S)
+{
+    long k = S->cfg.eval_interval;
+    return S->cfg.eval_data && k > 0 && S->step % k == 0 && S->step != S->evaluated_at;
+}
+
 hpct_status_t hpct_insitu_finish(hpct_insitu_t S)
 {
     static const char fn[] = "hpct_insitu_finish";
@@ -217,6 +252,7 @@ hpct_status_t hpct_insitu_finish(hpct_insitu_t S)
         s = S->rank == hpcti_ckpt_writer_rank(S->ck) ? hpct_ckpt_wait(S->ck) : 0;
         s = hpcti_agree_status(S->ctx, fn, s, S->ctx->last_error);
     }
+    if (!s && S->cfg.eval_data && S->step != S->evaluated_at) s = evaluate(S);
     hpcti_obs_poll_ckpt(&S->obs, S->ck);
     hpcti_obs_stop(&S->obs, s ? "error" : "done", S->step, s, s ? S->ctx->last_error : NULL);
     return s;
@@ -386,6 +422,7 @@ static hpct_status_t complete(hpct_insitu_t S, const char *fn, struct local *me,
     if (s) return s;
     if (S->cfg.log_interval > 0 && S->step % S->cfg.log_interval == 0) report(S);
     s = boundary(S, fn, max + 1);
+    if (!s && eval_due(S)) s = evaluate(S);
     return s == HPCT_ERR_TIMEOUT ? emergency(S, s) : s;
 }
 
@@ -405,7 +442,18 @@ static hpct_status_t timed(hpct_insitu_t S, const char *fn, struct local *me, fl
     hpct_status_t s = complete(S, fn, me, loss);
     S->inside_s += hpcti_now() - t0;
     test_delay(S);
+    S->last_end = hpcti_now();
     return s;
+}
+
+/* The timeline at the start of a step call at t0: the simulation's own time since the last
+ * call returned (the in-situ data wait, inside the span of the step before), then the span
+ * of the new step. */
+static void timeline_begin(hpct_insitu_t S, double t0)
+{
+    if (S->ctx->timeline && S->last_end > 0)
+        hpcti_tl_span(S->ctx, 0, "data_wait", "data", S->last_end, t0, NULL);
+    hpcti_tl_step(S->ctx, S->step + 1);
 }
 
 hpct_status_t hpct_insitu_step(hpct_insitu_t S, const float *x, const void *targets,
@@ -414,7 +462,7 @@ hpct_status_t hpct_insitu_step(hpct_insitu_t S, const float *x, const void *targ
     static const char fn[] = "hpct_insitu_step";
     if (!S) return HPCT_ERR_INVALID_ARG;
     double t0 = hpcti_now();
-    hpcti_tl_step(S->ctx, S->step + 1);
+    timeline_begin(S, t0);
     S->ctx->step_now = S->step + 1;
     hpcti_clear_error(S->ctx);
     struct local me = {.batch = local_batch};
@@ -442,7 +490,7 @@ hpct_status_t hpct_insitu_step_grads(hpct_insitu_t S, int local_batch, float loc
     static const char fn[] = "hpct_insitu_step_grads";
     if (!S) return HPCT_ERR_INVALID_ARG;
     double t0 = hpcti_now();
-    hpcti_tl_step(S->ctx, S->step + 1);
+    timeline_begin(S, t0);
     S->ctx->step_now = S->step + 1;
     hpcti_clear_error(S->ctx);
     struct local me = {.batch = local_batch};

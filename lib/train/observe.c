@@ -169,17 +169,23 @@ static void ckpt_file(const char *path, long step, char *out, size_t len)
     if (stat(out, &st)) snprintf(out, len, "%.*sckpt-%012ld-keep.h5", dir, path, step);
 }
 
-static void ckpt_record(struct hpcti_observer *o, const char *path, int i)
+static void ckpt_record(struct hpcti_observer *o, hpct_ckpt_t ck, const char *path, int i)
 {
     char file[1100];
     ckpt_file(path, o->ckpt[i].step, file, sizeof file);
+    /* end: its commit as the background writer timed it, else now (when it is seen) */
+    long wstep;
+    double end = hpcti_now(), committed;
+    if (hpcti_ckpt_write_done(ck, &wstep, &committed) && wstep == o->ckpt[i].step &&
+        committed >= o->ckpt[i].t0)
+        end = committed;
     struct stat st;
     struct hpcti_jline j;
     hpcti_jl_begin(&j, "checkpoint");
     hpcti_jl_long(&j, "step", o->ckpt[i].step);
     hpcti_jl_str(&j, "path", file);
     hpcti_jl_long(&j, "bytes", stat(file, &st) ? -1 : (long)st.st_size);
-    hpcti_jl_num(&j, "seconds", hpcti_now() - o->ckpt[i].t0);
+    hpcti_jl_num(&j, "seconds", end - o->ckpt[i].t0);
     hpcti_jl_num(&j, "blocking_s", o->ckpt[i].block_s);
     emit(o, &j);
 }
@@ -198,7 +204,7 @@ void hpcti_obs_poll_ckpt(struct hpcti_observer *o, hpct_ckpt_t ck)
     long committed = -1;
     sscanf(base ? base + 1 : path, "ckpt-%ld", &committed);
     int n = 0; /* saves up to the committed step are written (writes happen in order) */
-    while (n < o->ckpt_pending && o->ckpt[n].step <= committed) ckpt_record(o, path, n++);
+    while (n < o->ckpt_pending && o->ckpt[n].step <= committed) ckpt_record(o, ck, path, n++);
     for (int i = n; i < o->ckpt_pending; i++) o->ckpt[i - n] = o->ckpt[i];
     o->ckpt_pending -= n;
 }

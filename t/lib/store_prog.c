@@ -1,7 +1,8 @@
 /* store_prog.c: the reader's modes under a real MPI job (run by t/test_data_store.sh).
  *
  * usage: store_prog DIR MODE   MODE: stream | resident | job | env-job | node | corrupt |
- *                                    corrupt-node | memory | mismatch
+ *                                    corrupt-node | memory | mismatch | missing-stream |
+ *                                    missing-job
  * Rank 0 writes 4 shards (1200 samples of 256 float32, row g = g, g+1, ...; target g) and a
  * manifest into DIR; every rank opens it in MODE and checks that its slice of each global
  * batch is the contract's, bit for bit, across an epoch boundary and after a cursor restore;
@@ -11,7 +12,9 @@
  * memory: on a 64 MiB set, each rank's VmRSS grows by about N/W at a job-store open and by
  * N at a resident one.
  * corrupt, corrupt-node: a flipped byte in the last shard must fail the job (node) store open
- * on every rank, naming the file. */
+ * on every rank, naming the file.
+ * missing-stream, missing-job: a shard missing from the last rank's copy of the set only must
+ * fail the streaming (job store) open on every rank, naming the file. */
 #include "config.h"
 #include "../../lib/data/reader.h"
 #include "data_util.h"
@@ -24,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define FEATURES 256
 #define SAMPLES  1200
@@ -241,6 +245,40 @@ static void corrupt(hpct_ctx_t ctx, const char *dir, hpct_store_mode_t mode)
           mode == HPCT_STORE_JOB ? "job" : "node", world_rank, hpct_last_error(ctx));
 }
 
+/* Each rank opens its own copy of the set (hard links in DIR/r<rank>); the last rank's copy
+ * lacks s3.h5, as when staging to node-local storage failed on one node. The open fails on
+ * every rank naming the file: on the others as "rank L of W could not open ..." from the
+ * agreement, not a timeout (mpirun's 120 s limit would end a hang). */
+static void missing_on_one(hpct_ctx_t ctx, const char *dir, hpct_store_mode_t mode)
+{
+    char own[600], from[700], to[700], manifest[700];
+    int last = world_size - 1, bad = 0;
+    snprintf(own, sizeof own, "%s/r%d", dir, world_rank);
+    bad |= mkdir(own, 0777) != 0;
+    const char *files[5] = {"m", "s0.h5", "s1.h5", "s2.h5", "s3.h5"};
+    for (int k = 0; k < (world_rank == last ? 4 : 5); k++) {
+        snprintf(from, sizeof from, "%s/%s", dir, files[k]);
+        snprintf(to, sizeof to, "%s/%s", own, files[k]);
+        bad |= link(from, to) != 0;
+    }
+    check(!bad, "missing: rank %d linked its copy of the set into %s", world_rank, own);
+    snprintf(manifest, sizeof manifest, "%s/m", own);
+    hpct_data_config_t cfg = HPCT_DATA_CONFIG_INITIALIZER;
+    cfg.store = mode;
+    cfg.memory_budget_bytes = 0; /* streaming when off */
+    hpct_dataset_t ds = NULL;
+    hpct_status_t s = hpct_dataset_open(ctx, manifest, &cfg, &ds);
+    const char *err = hpct_last_error(ctx);
+    char from_last[64];
+    snprintf(from_last, sizeof from_last, "rank %d of %d", last, world_size);
+    check(s != HPCT_SUCCESS && s != HPCT_ERR_TIMEOUT && !ds && strstr(err, "s3.h5") &&
+              (world_rank == last || strstr(err, from_last)),
+          "missing, %s: s3.h5 missing on rank %d only fails the open on every rank naming it "
+          "(rank %d: %s)",
+          mode == HPCT_STORE_JOB ? "job store" : "streaming", last, world_rank, err);
+    hpct_dataset_close(ds);
+}
+
 /* Job store, ranks at different cursors (rank 0 at step 5, the others at 3): the exchange
  * fails on every rank naming the batches, within the deadline. */
 static void mismatch(hpct_ctx_t ctx, const char *dir)
@@ -329,6 +367,9 @@ int main(int argc, char **argv)
         memory(ctx, argv[1]);
     else if (!strcmp(argv[2], "mismatch"))
         mismatch(ctx, argv[1]);
+    else if (!strcmp(argv[2], "missing-stream") || !strcmp(argv[2], "missing-job"))
+        missing_on_one(ctx, argv[1],
+                       strcmp(argv[2], "missing-job") ? HPCT_STORE_OFF : HPCT_STORE_JOB);
     else if (!strcmp(argv[2], "corrupt") || !strcmp(argv[2], "corrupt-node"))
         corrupt(ctx, argv[1], strcmp(argv[2], "corrupt") ? HPCT_STORE_NODE : HPCT_STORE_JOB);
     else
