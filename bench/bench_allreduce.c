@@ -1,13 +1,21 @@
 /* bench_allreduce.c: hpct_allreduce_mean against a plain MPI_Allreduce(MPI_SUM) of the same
- * buffer, 4 KiB to 256 MiB, on the path HPCT_NODE_REDUCE selects (auto: the node's shared
- * window where it can be used) and on a second context forced to the point-to-point path
- * (HPCT_NODE_REDUCE=p2p), and 100 tensors totalling 10 MiB averaged fused
- * (hpct_params_average_grads) against one MPI_Allreduce per tensor. Both sides in one run:
- *   HPCT_RANKS_PER_NODE=2 mpirun --oversubscribe -np 4 bench/bench_allreduce [max_mib]
- * Times are the slowest rank's, median of the repetitions. HPCT_FUSION_BYTES=N sets
- * cfg.fusion_bytes for the fused case (default HPCT_CONFIG_INITIALIZER's). */
+ * buffer, 4 KiB to 256 MiB (a factor 4 apart), on the algorithm per size the library chose
+ * (HPCT_ALLREDUCE_ALGO as set, else the timed probe of hpct_init, whose table rank 0 logs),
+ * and on contexts forced to each algorithm (shm: the node window where it is set up, p2p,
+ * mpi: MPI_Iallreduce then times 1/W, allgather up to 1 MiB); then fused averaging
+ * (hpct_params_average_grads) against one MPI_Allreduce per tensor for 100 tensors totalling 10 MiB
+ * and for 1,000 tensors of 1-64 KiB (log-uniform sizes, fixed seed). Both sides in one run, each
+ * size's variants interleaved round by round: mpirun -np 2 bench/bench_allreduce [max_mib]
+ *   HPCT_RANKS_PER_NODE=2 mpirun --oversubscribe -x HPCT_RANKS_PER_NODE -np 4 \
+ *       bench/bench_allreduce
+ *   HPCT_RANKS_PER_NODE=1 mpirun --mca btl self,tcp -x HPCT_RANKS_PER_NODE -np 2 \
+ *       bench/bench_allreduce
+ * The context of the chosen table is created first (a context created after the others
+ * measured slower in every column here). Times are the slowest rank's, median of the
+ * rounds. HPCT_FUSION_BYTES=N sets cfg.fusion_bytes (default HPCT_CONFIG_INITIALIZER's). */
 #include <hpctrain.h>
 
+#include <math.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,20 +31,26 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Median over reps of the slowest rank's time of one call of fn. */
-static double timed(void (*fn)(void *), void *arg, int reps)
+/* Median over reps of the slowest rank's time of one call of each of fn[k](arg[k]), k < nf,
+ * interleaved round by round, the order rotated every round (after one warm-up call each),
+ * into med [nf]. */
+static void timed(void (*const *fn)(void *), void *const *arg, int nf, int reps, double *med)
 {
-    double t[64];
-    fn(arg); /* warm-up */
-    for (int r = 0; r < reps; r++) {
-        MPI_Barrier(MPI_COMM_WORLD);
-        double t0 = now();
-        fn(arg);
-        t[r] = now() - t0;
-        MPI_Allreduce(MPI_IN_PLACE, &t[r], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    double t[8][64];
+    if (reps > 64) reps = 64;
+    for (int k = 0; k < nf; k++) fn[k](arg[k]);
+    for (int r = 0; r < reps; r++)
+        for (int i = 0, k = r % nf; i < nf; i++, k = (k + 1) % nf) { /* each first in turn */
+            MPI_Barrier(MPI_COMM_WORLD);
+            double t0 = now();
+            fn[k](arg[k]);
+            t[k][r] = now() - t0;
+            MPI_Allreduce(MPI_IN_PLACE, &t[k][r], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        }
+    for (int k = 0; k < nf; k++) {
+        qsort(t[k], (size_t)reps, sizeof *t[k], cmp_double);
+        med[k] = t[k][reps / 2];
     }
-    qsort(t, (size_t)reps, sizeof *t, cmp_double);
-    return t[reps / 2];
 }
 
 struct job {
@@ -78,79 +92,142 @@ static void run_fused(void *a)
     if (hpct_params_average_grads(j->params)) MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
-/* Times in us of MPI_Allreduce, hpct on ctx (selected path), hpct on p2p (forced p2p). */
-static void sizes_table(hpct_ctx_t ctx, hpct_ctx_t p2p, size_t max_bytes)
+/* Times in us of MPI_Allreduce, hpct on the chosen table, and hpct forced to each of
+ * forced [4] (shm, p2p, mpi, allgather: up to 1 MiB); ratios MPI time / hpct time. */
+static void sizes_table(hpct_ctx_t ctx, hpct_ctx_t *forced, size_t max_bytes)
 {
     float *buf = malloc(max_bytes);
     for (size_t i = 0; i < max_bytes / 4; i++) buf[i] = 1e-3f * (float)(i % 101);
     if (rank == 0)
-        printf("%10s %14s %12s %12s %9s %9s\n", "bytes", "MPI_Allreduce", "hpct p2p", "hpct auto",
-               "p2p/MPI", "auto/MPI");
+        printf("%10s %13s %11s %9s %9s %9s %9s %11s %9s\n", "bytes", "MPI_Allreduce", "hpct chosen",
+               "shm", "p2p", "mpi", "allgather", "chosen/MPI", "best/MPI");
     for (size_t bytes = 4096; bytes <= max_bytes; bytes *= 4) {
-        struct job j = {.ctx = ctx, .buf = buf, .n = bytes / 4}, jp = j;
-        jp.ctx = p2p;
-        int reps = bytes <= (1 << 20) ? 31 : bytes <= (16 << 20) ? 11 : 5;
-        double tm = timed(run_mpi, &j, reps), tp = timed(run_hpct, &jp, reps);
-        double th = timed(run_hpct, &j, reps);
-        if (rank == 0)
-            printf("%10zu %14.1f %12.1f %12.1f %8.2fx %8.2fx\n", bytes, tm * 1e6, tp * 1e6,
-                   th * 1e6, tm / tp, tm / th);
+        struct job j[6];
+        hpct_ctx_t c[6] = {ctx, ctx, forced[0], forced[1], forced[2], forced[3]};
+        void (*fn[6])(void *) = {run_mpi, run_hpct, run_hpct, run_hpct, run_hpct, run_hpct};
+        void *arg[6];
+        for (int k = 0; k < 6; k++) {
+            j[k] = (struct job){.ctx = c[k], .buf = buf, .n = bytes / 4};
+            arg[k] = &j[k];
+        }
+        int reps = bytes <= (1 << 20) ? 31 : bytes <= (16 << 20) ? 11 : 5, nf = 6;
+        double t[6] = {0, 0, 0, 0, 0, 1e30};
+        if (bytes > (1 << 20)) nf = 5; /* allgather: every peer's whole buffer */
+        timed(fn, arg, nf, reps, t);
+        double best = t[2];
+        for (int k = 3; k < 6; k++) best = t[k] < best ? t[k] : best;
+        if (rank == 0 && nf == 6)
+            printf("%10zu %13.1f %11.1f %9.1f %9.1f %9.1f %9.1f %10.2fx %8.2fx\n", bytes,
+                   t[0] * 1e6, t[1] * 1e6, t[2] * 1e6, t[3] * 1e6, t[4] * 1e6, t[5] * 1e6,
+                   t[0] / t[1], t[0] / best);
+        else if (rank == 0)
+            printf("%10zu %13.1f %11.1f %9.1f %9.1f %9.1f %9s %10.2fx %8.2fx\n", bytes, t[0] * 1e6,
+                   t[1] * 1e6, t[2] * 1e6, t[3] * 1e6, t[4] * 1e6, "-", t[0] / t[1], t[0] / best);
         fflush(stdout);
     }
     free(buf);
 }
 
-/* 100 tensors of uneven sizes (1..10 units) totalling 10 MiB. */
-static void fusion_table(hpct_ctx_t ctx)
+/* Tensors [num] of counts [num] floats registered in a parameter set of ctx. */
+static void make_tensors(struct job *j, hpct_ctx_t ctx, const size_t *counts, int num)
 {
-    enum { NUM = 100 };
-    size_t total = (size_t)10 << 18, units = 0; /* floats */
-    for (int i = 0; i < NUM; i++) units += (size_t)(i % 10 + 1);
-    struct job j = {.ctx = ctx, .num = NUM};
-    j.tensors = calloc(NUM, sizeof *j.tensors);
-    j.counts = calloc(NUM, sizeof *j.counts);
-    hpct_params_create(ctx, &j.params);
-    size_t sum = 0;
-    for (int i = 0; i < NUM; i++) {
-        j.counts[i] = i == NUM - 1 ? total - sum : total / units * (size_t)(i % 10 + 1);
-        sum += j.counts[i];
-        j.tensors[i] = calloc(j.counts[i], sizeof(float));
-        float *param = calloc(j.counts[i], sizeof(float));
+    *j = (struct job){.ctx = ctx, .num = num};
+    j->tensors = calloc((size_t)num, sizeof *j->tensors);
+    j->counts = calloc((size_t)num, sizeof *j->counts);
+    hpct_params_create(ctx, &j->params);
+    for (int i = 0; i < num; i++) {
+        j->counts[i] = counts[i];
+        j->tensors[i] = calloc(counts[i], sizeof(float));
+        float *param = calloc(counts[i], sizeof(float));
         char name[32];
         snprintf(name, sizeof name, "t%d", i);
-        hpct_params_register(j.params, name, param, j.tensors[i], j.counts[i]);
+        hpct_params_register(j->params, name, param, j->tensors[i], counts[i]);
     }
-    double tp = timed(run_per_tensor, &j, 11), tf = timed(run_fused, &j, 11);
+}
+
+/* Fused hpct against one MPI_Allreduce per tensor, interleaved. */
+static void fusion_case(hpct_ctx_t ctx, const char *what, const size_t *counts, int num, int reps)
+{
+    struct job j;
+    size_t sum = 0;
+    for (int i = 0; i < num; i++) sum += counts[i];
+    make_tensors(&j, ctx, counts, num);
+    void (*fn[2])(void *) = {run_per_tensor, run_fused};
+    void *arg[2] = {&j, &j};
+    double t[2];
+    timed(fn, arg, 2, reps, t);
     if (rank == 0)
-        printf("\n100 tensors, %zu bytes in all: per-tensor MPI_Allreduce %.1f us, fused hpct %.1f "
-               "us, speedup %.2fx\n",
-               sum * 4, tp * 1e6, tf * 1e6, tp / tf);
+        printf("%s, %zu bytes in all: per-tensor MPI_Allreduce %.1f us, fused hpct %.1f us, "
+               "speedup %.2fx\n",
+               what, sum * 4, t[0] * 1e6, t[1] * 1e6, t[0] / t[1]);
+    fflush(stdout);
+}
+
+/* 100 tensors of uneven sizes (1..10 units) totalling 10 MiB; 1,000 tensors of 1-64 KiB,
+ * log-uniform (fixed seed). */
+static void fusion_table(hpct_ctx_t ctx)
+{
+    enum { FEW = 100, MANY = 1000 };
+    size_t total = (size_t)10 << 18, units = 0, sum = 0, counts[MANY];
+    for (int i = 0; i < FEW; i++) units += (size_t)(i % 10 + 1);
+    for (int i = 0; i < FEW; i++) {
+        counts[i] = i == FEW - 1 ? total - sum : total / units * (size_t)(i % 10 + 1);
+        sum += counts[i];
+    }
+    printf(rank == 0 ? "\n" : "");
+    fusion_case(ctx, "100 tensors", counts, FEW, 11);
+    unsigned long long st = 12345;
+    for (int i = 0; i < MANY; i++) { /* 2^10 .. 2^16 bytes, uniform in the exponent */
+        st = st * 6364136223846793005ull + 1442695040888963407ull;
+        double u = (double)(st >> 11) * (1.0 / 9007199254740992.0);
+        counts[i] = (size_t)(pow(2.0, 10.0 + 6.0 * u) / 4.0);
+    }
+    fusion_case(ctx, "1000 tensors of 1-64 KiB", counts, MANY, 11);
+}
+
+/* A context with HPCT_ALLREDUCE_ALGO=algo (the variable restored after). */
+static hpct_ctx_t forced_ctx(const hpct_config_t *cfg, const char *algo)
+{
+    const char *was = getenv("HPCT_ALLREDUCE_ALGO");
+    char saved[256];
+    snprintf(saved, sizeof saved, "%s", was ? was : "");
+    setenv("HPCT_ALLREDUCE_ALGO", algo, 1);
+    hpct_ctx_t c;
+    if (hpct_init(cfg, &c)) MPI_Abort(MPI_COMM_WORLD, 1);
+    if (was)
+        setenv("HPCT_ALLREDUCE_ALGO", saved, 1);
+    else
+        unsetenv("HPCT_ALLREDUCE_ALGO");
+    return c;
 }
 
 int main(int argc, char **argv)
 {
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
     hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
     cfg.num_threads = 1;
     if (getenv("HPCT_FUSION_BYTES")) cfg.fusion_bytes = (size_t)atol(getenv("HPCT_FUSION_BYTES"));
-    hpct_ctx_t ctx, p2p;
-    if (hpct_init(&cfg, &ctx)) return 1;
-    const char *mode = getenv("HPCT_NODE_REDUCE");
-    char saved[16];
-    snprintf(saved, sizeof saved, "%s", mode ? mode : "auto");
-    setenv("HPCT_NODE_REDUCE", "p2p", 1);
-    if (hpct_init(&cfg, &p2p)) return 1;
-    setenv("HPCT_NODE_REDUCE", saved, 1);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    hpct_config_t chosen = cfg;
+    if (rank == 0) chosen.log_level = HPCT_LOG_INFO; /* the chosen table, on stderr */
+    hpct_ctx_t ctx;
+    if (hpct_init(&chosen, &ctx)) return 1;
+    fflush(stderr);
+    hpct_ctx_t forced[4] = {forced_ctx(&cfg, "shm"), forced_ctx(&cfg, "p2p"),
+                            forced_ctx(&cfg, "mpi"), forced_ctx(&cfg, "allgather")};
     size_t max_mib = argc > 1 ? (size_t)atol(argv[1]) : 256;
     hpct_topology_t t = HPCT_TOPOLOGY_INITIALIZER;
     hpct_topology(ctx, &t);
     if (rank == 0)
         printf("W=%d, %d node(s) of %d, %s path, fusion buffer %zu bytes, HPCT_NODE_REDUCE=%s\n",
                size, t.num_nodes, t.local_size, t.hierarchical ? "hierarchical" : "flat",
-               cfg.fusion_bytes, saved);
-    sizes_table(ctx, p2p, max_mib << 20);
+               cfg.fusion_bytes, getenv("HPCT_NODE_REDUCE") ? getenv("HPCT_NODE_REDUCE") : "auto");
+    sizes_table(ctx, forced, max_mib << 20);
     fusion_table(ctx);
-    hpct_finalize(p2p);
-    return hpct_finalize(ctx) ? 1 : 0;
+    for (int k = 0; k < 4; k++) hpct_finalize(forced[k]);
+    int bad = hpct_finalize(ctx) != HPCT_SUCCESS;
+    MPI_Finalize();
+    return bad;
 }

@@ -18,11 +18,14 @@ section "sample stores at W=4 on 2 virtual nodes vs raw read(2) (issue 12)" \
     "HPCT_RANKS_PER_NODE=2 mpirun -np 4 bench/bench_reader --store $scratch 0.5 5"
 HPCT_RANKS_PER_NODE=2 mpirun --oversubscribe -x HPCT_RANKS_PER_NODE -np 4 "$build/bench/bench_reader" --store "$scratch" 0.5 5
 
-section "allreduce vs MPI_Allreduce, W=2 (issue 4)" "mpirun -np 2 bench/bench_allreduce 256"
+section "allreduce vs MPI_Allreduce, W=2 (issues 4, 10)" "mpirun -np 2 bench/bench_allreduce 256"
 mpirun --oversubscribe -np 2 "$build/bench/bench_allreduce" 256
-section "allreduce vs MPI_Allreduce, W=4 on 2 virtual nodes (issue 4)" \
+section "allreduce vs MPI_Allreduce, W=4 on 2 virtual nodes (issues 4, 10)" \
     "HPCT_RANKS_PER_NODE=2 mpirun -np 4 bench/bench_allreduce 256"
 HPCT_RANKS_PER_NODE=2 mpirun --oversubscribe -x HPCT_RANKS_PER_NODE -np 4 "$build/bench/bench_allreduce" 256
+section "allreduce vs MPI_Allreduce, W=2 on 2 virtual nodes over TCP; fusion of 1,000 small tensors (issue 10)" \
+    "HPCT_RANKS_PER_NODE=1 mpirun --mca btl self,tcp -np 2 bench/bench_allreduce 256"
+HPCT_RANKS_PER_NODE=1 mpirun --oversubscribe --mca btl self,tcp -x HPCT_RANKS_PER_NODE -np 2 "$build/bench/bench_allreduce" 256
 
 section "Fashion-MNIST training vs PyTorch DDP (issue 4)" "sh bench/run_train_bench.sh"
 sh "$here/run_train_bench.sh" "$build"

@@ -177,6 +177,7 @@ static hpct_status_t setup(hpct_ctx_t ctx, MPI_Comm comm)
     hpct_status_t s = learn_nodes(ctx, keys);
     free(keys);
     if (!s) s = hpcti_node_win_setup(ctx);
+    if (!s) s = hpcti_algo_setup(ctx);
     if (!s) s = share_data_comms(ctx);
     if (s) return s;
     if (d->boot.source == HPCT_TOPO_PMIX && comm == MPI_COMM_WORLD && d->boot.rank != d->rank)
@@ -484,10 +485,36 @@ hpct_status_t hpct_comm_stats(hpct_ctx_t ctx, double *wait_seconds, long *operat
 
 #define MAX_CHUNK HPCTI_MAX_CHUNK
 
+/* One MPI_Iallreduce per chunk of MAX_CHUNK floats, each then times 1/W (HPCTI_ALGO_MPI). */
+static hpct_status_t mpi_allreduce_mean(hpct_ctx_t ctx, const char *fn, float *buf, size_t n)
+{
+    int chunks = (int)((n + MAX_CHUNK - 1) / MAX_CHUNK);
+    hpct_status_t s = hpcti_op_begin(ctx, fn, chunks, 0);
+    for (int c = 0; c < chunks && !s; c++) {
+        size_t off = (size_t)c * MAX_CHUNK, len = n - off < MAX_CHUNK ? n - off : MAX_CHUNK;
+        int id;
+        s = hpcti_red_start_mpi(ctx, buf + off, len, &id);
+    }
+    return s ? s : hpcti_op_end(ctx, NULL, 0);
+}
+
 hpct_status_t hpcti_host_allreduce_mean(hpct_ctx_t ctx, const char *fn, float *buf, size_t n)
 {
     struct hpcti_dist *d = ctx->dist;
-    if (hpcti_node_win_takes(d, n)) { /* the node-local phase through the shared window */
+    int algo = hpcti_algo_for(d, n);
+    if (algo == HPCTI_ALGO_MPI) return mpi_allreduce_mean(ctx, fn, buf, n);
+    if (algo == HPCTI_ALGO_ALLGATHER) {
+        int id;
+        hpct_status_t s = n <= MAX_CHUNK
+                              ? hpcti_op_begin(ctx, fn, 1, hpcti_allgather_scratch(d, n) + n)
+                              : hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                                            "%s: %zu floats is above the allgather "
+                                            "algorithm's %zu (HPCT_ALLREDUCE_ALGO)",
+                                            fn, n, (size_t)MAX_CHUNK);
+        if (!s) s = hpcti_red_start_allgather(ctx, buf, n, &id);
+        return s ? s : hpcti_op_end(ctx, NULL, 0);
+    }
+    if (algo == HPCTI_ALGO_SHM) { /* the node-local phase through the shared window */
         int chunks = hpcti_node_win_chunks(d, n);
         size_t scratch = hpcti_node_win_scratch(d, n);
         hpct_status_t ws = d->num_nodes == 1 && hpcti_node_win_ready(d, n)

@@ -36,6 +36,7 @@ struct hpcti_reduction {
     int nreq;
     struct hpcti_phase phase[4];
     int nphase, cur; /* cur == nphase: done */
+    int mpi;         /* 1: one MPI_Iallreduce (reqs[0]) of the fp32 sum, then times 1/W */
     double t0;       /* timeline: when it started (0: no timeline) */
 };
 
@@ -53,6 +54,17 @@ struct hpcti_node_win {
     int *world;              /* [local_size] world rank of each local rank */
     uint64_t epoch;          /* counter barriers passed on this window */
     int half;                /* half the next chunk uses */
+};
+
+/* Algorithms for averaging a host buffer (algo.c). */
+enum { HPCTI_ALGO_P2P, HPCTI_ALGO_SHM, HPCTI_ALGO_MPI, HPCTI_ALGO_ALLGATHER, HPCTI_ALGO_COUNT };
+#define HPCTI_ALGO_CLASSES 16
+
+/* Size classes: from min_bytes[i] (increasing, the first 0) up, algo[i]. */
+struct hpcti_algo_table {
+    int n;
+    unsigned long min_bytes[HPCTI_ALGO_CLASSES];
+    int algo[HPCTI_ALGO_CLASSES];
 };
 
 /* The distributed runtime of a context: ctx->dist, which core holds as an opaque pointer. */
@@ -74,6 +86,8 @@ struct hpcti_dist {
     struct hpcti_node_win *nwin; /* set: the node-local phase goes through the shared window */
     size_t fusion_floats;        /* fusion slot size in elements */
     int tag_space;               /* tags 1000 .. 1000 + tag_space - 1 carry reductions */
+    /* the algorithm per size class of host averages, the same on every rank (algo.c) */
+    struct hpcti_algo_table algo;
     /* the operation in progress */
     const char *op_name;
     uint64_t op_seq;
@@ -149,6 +163,26 @@ hpct_status_t hpcti_red_progress(hpct_ctx_t ctx);
 /* Wait (deadline-bounded) until reduction id is done. */
 HPCTI_CHECK hpct_status_t hpcti_red_wait(hpct_ctx_t ctx, int id);
 
+/* The same as one MPI_Iallreduce(MPI_SUM) of buf [n] (n <= HPCTI_MAX_CHUNK) on the job's
+ * communicator, then times 1/W when it completes (HPCTI_ALGO_MPI). */
+HPCTI_CHECK hpct_status_t hpcti_red_start_mpi(hpct_ctx_t ctx, float *buf, size_t n, int *id);
+/* Start averaging buf [n] with every rank receiving every peer's whole buffer and summing
+ * all of it in rank order (per level on the hierarchical path): the bits of
+ * hpcti_red_start in one round per level, n times the peers' count of scratch
+ * (hpcti_allgather_scratch) (HPCTI_ALGO_ALLGATHER). */
+HPCTI_CHECK hpct_status_t hpcti_red_start_allgather(hpct_ctx_t ctx, float *buf, size_t n, int *id);
+size_t hpcti_allgather_scratch(const struct hpcti_dist *d, size_t n);
+/* Start averaging buf [n] inside the current op by the algorithm of its size class: mpi and
+ * p2p start a reduction (*id, waited for with hpcti_red_wait or hpcti_op_end); shm
+ * averages through the node window before it returns (*id = -1). The op must have room
+ * for hpcti_algo_reductions(d, n) reductions and hpcti_algo_scratch(d, n) elements. */
+HPCTI_CHECK hpct_status_t hpcti_red_start_sized(hpct_ctx_t ctx, float *buf, size_t n, int *id);
+int hpcti_algo_reductions(const struct hpcti_dist *d, size_t n);
+size_t hpcti_algo_scratch(const struct hpcti_dist *d, size_t n);
+/* Room for hpcti_red_start_sized of up to parts buffers of total floats in all. */
+int hpcti_algo_reductions_bound(const struct hpcti_dist *d, size_t total, int parts);
+size_t hpcti_algo_scratch_bound(const struct hpcti_dist *d, size_t total, int parts);
+
 /* Start averaging buf [n] (one rank's block) over the cross-node communicator only; whole:
  * in one round, every rank receiving every peer's buf and summing all of it (the owner's
  * operations: the same bits; (cross size - 1) n floats of scratch). */
@@ -157,6 +191,13 @@ HPCTI_CHECK hpct_status_t hpcti_red_start_cross(hpct_ctx_t ctx, float *buf, size
  * want; on expiry the ranks world[i] whose counter is behind are named. */
 HPCTI_CHECK hpct_status_t hpcti_wait_flags(hpct_ctx_t ctx, uint64_t *const *flags, const int *world, int n,
                                uint64_t want);
+
+/* Algorithm per size (algo.c): agree on HPCT_ALLREDUCE_ALGO or probe, at start-up (after
+ * hpcti_node_win_setup); the algorithm for an average of n floats on this context; names. */
+HPCTI_CHECK hpct_status_t hpcti_algo_setup(hpct_ctx_t ctx);
+int hpcti_algo_for(const struct hpcti_dist *d, size_t n);
+const char *hpcti_algo_name(int algo);
+void hpcti_algo_format(const struct hpcti_algo_table *t, char *out, size_t cap);
 
 /* Node window (node_win.c): decide at start-up whether the node-local phase uses it. */
 HPCTI_CHECK hpct_status_t hpcti_node_win_setup(hpct_ctx_t ctx);

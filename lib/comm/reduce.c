@@ -169,8 +169,31 @@ static void plan(struct hpcti_dist *d, struct hpcti_reduction *r, void *v, size_
     add_phase(r, d->node_ag, d->local_size, d->local_rank, v, n, 1, 0);
 }
 
+/* The phases of an average of v [n] in which every rank sums every peer's whole vector in
+ * rank order: over all ranks (flat), or inside the node and then across nodes
+ * (hierarchical): the owners' operations of plan(), so the same bits, in one round per
+ * level. */
+static void plan_allgather(struct hpcti_dist *d, struct hpcti_reduction *r, void *v, size_t n)
+{
+    if (d->size == 1) return;
+    if (!d->hier) {
+        add_phase(r, d->comm, d->size, d->rank, v, n, HPCTI_WHOLE, 1);
+        return;
+    }
+    add_phase(r, d->node_rs, d->local_size, d->local_rank, v, n, HPCTI_WHOLE, 0);
+    plan_cross(d, r, v, n, 1);
+}
+
+/* Peers whose whole vectors plan_allgather receives at once. */
+static size_t allgather_peers(const struct hpcti_dist *d)
+{
+    int most = d->hier ? (d->local_size > d->cross_size ? d->local_size : d->cross_size) : d->size;
+    return (size_t)(most - 1);
+}
+
 /* cross_only: 0 the whole average, 1 the cross-node phases of a block, HPCTI_WHOLE the
- * cross-node sum of a whole vector by every rank. */
+ * cross-node sum of a whole vector by every rank, ALLGATHER plan_allgather. */
+#define ALLGATHER 3
 static hpct_status_t red_start(hpct_ctx_t ctx, float *buf, size_t n, int *id, int cross_only)
 {
     struct hpcti_dist *d = ctx->dist;
@@ -184,10 +207,14 @@ static hpct_status_t red_start(hpct_ctx_t ctx, float *buf, size_t n, int *id, in
         r->wire = take(d, 2 * n);
         hpcti_to_wire(d->transport, buf, r->wire, n);
     }
-    size_t room = cross_only == HPCTI_WHOLE ? n * (size_t)(d->cross_size - 1) : n;
+    size_t room = cross_only == HPCTI_WHOLE ? n * (size_t)(d->cross_size - 1)
+                  : cross_only == ALLGATHER ? n * allgather_peers(d)
+                                            : n;
     r->slots = take(d, elem_size(d) * (room + (size_t)d->size));
     r->reqs = take(d, 2 * (size_t)d->size * sizeof *r->reqs);
-    if (cross_only)
+    if (cross_only == ALLGATHER)
+        plan_allgather(d, r, r->wire, n);
+    else if (cross_only)
         plan_cross(d, r, r->wire, n, cross_only == HPCTI_WHOLE);
     else
         plan(d, r, r->wire, n);
@@ -203,9 +230,37 @@ hpct_status_t hpcti_red_start(hpct_ctx_t ctx, float *buf, size_t n, int *id)
     return red_start(ctx, buf, n, id, 0);
 }
 
+hpct_status_t hpcti_red_start_allgather(hpct_ctx_t ctx, float *buf, size_t n, int *id)
+{
+    return red_start(ctx, buf, n, id, ALLGATHER);
+}
+
+size_t hpcti_allgather_scratch(const struct hpcti_dist *d, size_t n)
+{
+    return n * allgather_peers(d);
+}
+
 hpct_status_t hpcti_red_start_cross(hpct_ctx_t ctx, float *buf, size_t n, int whole, int *id)
 {
     return red_start(ctx, buf, n, id, whole ? HPCTI_WHOLE : 1);
+}
+
+hpct_status_t hpcti_red_start_mpi(hpct_ctx_t ctx, float *buf, size_t n, int *id)
+{
+    struct hpcti_dist *d = ctx->dist;
+    if (d->nred >= d->cap_red)
+        return hpcti_error(ctx, HPCT_ERR_INTERNAL, "%s: more reductions than reserved (%d)",
+                           d->op_name, d->cap_red);
+    struct hpcti_reduction *r = &d->red[d->nred];
+    memset(r, 0, sizeof *r);
+    r->buf = buf, r->n = n, r->index = d->nred, r->wire = buf, r->mpi = 1;
+    r->reqs = take(d, 2 * (size_t)d->size * sizeof *r->reqs);
+    *id = d->nred++;
+    r->t0 = hpcti_tl_now(ctx);
+    if (d->size == 1 || !n) return HPCT_SUCCESS;
+    r->nphase = 1, r->nreq = 1;
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, d->comm, &r->reqs[0]);
+    return rc == MPI_SUCCESS ? HPCT_SUCCESS : hpcti_mpi_failed(ctx, rc, "MPI_Iallreduce");
 }
 
 /* The timeline span of r, from its start to now (its completion seen). */
@@ -216,7 +271,10 @@ static void red_span(hpct_ctx_t ctx, const struct hpcti_reduction *r)
     if (r->t0 <= 0) return;
     hpcti_tl_span(ctx, 0, "allreduce", "comm", r->t0, hpcti_now(),
                   "\"bytes\":%zu,\"algorithm\":\"%s\",\"transport\":\"%s\",\"phases\":%d",
-                  r->n * elem_size(d), r->nphase > 2 ? "hierarchical" : "flat",
+                  r->n * elem_size(d),
+                  r->mpi          ? "MPI_Iallreduce"
+                  : r->nphase > 2 ? "hierarchical"
+                                  : "flat",
                   wire[d->transport >= 0 && d->transport <= 2 ? d->transport : 0], r->nphase);
 }
 
@@ -225,7 +283,11 @@ static hpct_status_t next_phase(hpct_ctx_t ctx, struct hpcti_reduction *r)
 {
     struct hpcti_dist *d = ctx->dist;
     struct hpcti_phase *ph = &r->phase[r->cur];
-    if (ph->gather != 1) sum_phase(d, r, ph);
+    float inv = 1.0f / (float)d->size; /* the scale of sum_phase */
+    if (r->mpi)
+        for (size_t j = 0; j < r->n; j++) r->buf[j] *= inv;
+    else if (ph->gather != 1)
+        sum_phase(d, r, ph);
     if (++r->cur < r->nphase) return start_phase(ctx, r);
     if (d->transport) hpcti_from_wire(d->transport, r->wire, r->buf, r->n);
     red_span(ctx, r);

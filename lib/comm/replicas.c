@@ -32,9 +32,11 @@ static hpct_status_t params_dist(hpct_params_t p, const char *fn, struct hpcti_d
     return HPCT_SUCCESS;
 }
 
-/* A fusion slot's contents: gradients of buffers [first, last) packed back to back. */
+/* A fusion slot's contents: gradients of buffers [first, last) packed back to back; red: its
+ * reduction in flight (-1: none, or averaged already through the node window); full: the
+ * slot holds an average still to be unpacked. */
 struct slot_use {
-    int first, last, red;
+    int first, last, red, full;
 };
 
 /* Copy a slot back into the gradients, letting the reductions in flight progress between buffers.
@@ -74,32 +76,35 @@ static hpct_status_t reserve_fusion(hpct_ctx_t ctx, size_t cap)
                                    "cannot allocate the fusion buffer (2 x %zu floats)", cap);
 }
 
-/* Buckets run two at a time: packing one slot while the other's average is in flight. */
+/* Buckets run two at a time: packing one slot while the other's average is in flight. Each
+ * average takes the algorithm of its size class (hpcti_red_start_sized): mpi and p2p stay in
+ * flight, the node window completes before it returns. */
 static hpct_status_t average_buckets(hpct_params_t p, size_t cap)
 {
     hpct_ctx_t ctx = p->ctx;
     struct hpcti_dist *d = ctx->dist;
-    struct slot_use use[2] = {{0, 0, -1}, {0, 0, -1}};
+    struct slot_use use[2] = {{0, 0, -1, 0}, {0, 0, -1, 0}};
     int next = 0, k = 0, id;
     hpct_status_t s = HPCT_SUCCESS;
     while (next < p->num && !s) {
         if (p->bufs[next].count >= cap) { /* big: in place, no copy */
-            s = hpcti_red_start(ctx, p->bufs[next].grad, p->bufs[next].count, &id);
+            s = hpcti_red_start_sized(ctx, p->bufs[next].grad, p->bufs[next].count, &id);
             next++;
         } else {
             float *slot = d->fusion + (size_t)k * cap;
-            if (use[k].red >= 0 && !(s = hpcti_red_wait(ctx, use[k].red))) unpack(p, slot, &use[k]);
+            if (use[k].red >= 0) s = hpcti_red_wait(ctx, use[k].red);
+            if (!s && use[k].full) unpack(p, slot, &use[k]);
             use[k].first = next;
             size_t n = pack(p, slot, cap, &next);
-            use[k].last = next;
-            if (!s) s = hpcti_red_start(ctx, slot, n, &use[k].red);
+            use[k].last = next, use[k].full = 1;
+            if (!s) s = hpcti_red_start_sized(ctx, slot, n, &use[k].red);
             k ^= 1;
         }
         if (!s) s = hpcti_red_progress(ctx);
     }
     if (!s) s = hpcti_op_end(ctx, NULL, 0);
     for (int j = 0; j < 2 && !s; j++)
-        if (use[j].red >= 0) unpack(p, d->fusion + (size_t)j * cap, &use[j]);
+        if (use[j].full) unpack(p, d->fusion + (size_t)j * cap, &use[j]);
     return s;
 }
 
@@ -170,7 +175,9 @@ hpct_status_t hpct_params_average_grads(hpct_params_t p)
     }
     size_t cap = d->fusion_floats < p->total ? d->fusion_floats : p->total;
     s = reserve_fusion(p->ctx, cap ? cap : 1);
-    if (!s) s = hpcti_op_begin(p->ctx, fn, p->num, p->total);
+    if (!s)
+        s = hpcti_op_begin(p->ctx, fn, hpcti_algo_reductions_bound(d, p->total, p->num),
+                           hpcti_algo_scratch_bound(d, p->total, p->num));
     return s ? s : average_buckets(p, cap ? cap : 1);
 }
 
@@ -323,18 +330,21 @@ static hpct_status_t status_before_grads(hpct_ctx_t ctx, hpct_status_t mine, con
     return hpcti_agree_status(ctx, fn, mine, mine ? ctx->last_error : NULL);
 }
 
-/* Overlap hooks: the last layer opens the operation; each layer's region starts at once. */
+/* Overlap hooks: the last layer opens the operation; each layer's region starts at once, by
+ * the algorithm of its size class (the node window averages it before backward goes on). */
 static hpct_status_t layer_ready(hpct_ctx_t ctx, int layer, int num_layers, float *grad,
                                  size_t count, size_t total)
 {
     if (ctx->ops != &hpcti_cpu_ops)
         return device_layer_ready(ctx, layer, num_layers, grad, count, total);
+    struct hpcti_dist *d = ctx->dist;
     hpct_status_t s = HPCT_SUCCESS;
     if (layer == num_layers - 1)
-        s = hpcti_op_begin(ctx, "hpct_model_loss_grad (overlapped gradient averaging)", num_layers,
-                           total);
+        s = hpcti_op_begin(ctx, "hpct_model_loss_grad (overlapped gradient averaging)",
+                           hpcti_algo_reductions_bound(d, total, num_layers),
+                           hpcti_algo_scratch_bound(d, total, num_layers));
     int id;
-    if (!s) s = hpcti_red_start(ctx, grad, count, &id);
+    if (!s) s = hpcti_red_start_sized(ctx, grad, count, &id);
     return s ? s : hpcti_red_progress(ctx);
 }
 

@@ -8,6 +8,8 @@
  *   dist_prog hang SECONDS PIDFILE   the last rank SIGSTOPs itself; the others time out
  *   dist_prog nodewin          the path HPCT_NODE_REDUCE selects against the p2p path: bits
  *   dist_prog nodewin_hang SECONDS PIDFILE   the last rank stops inside the node exchange
+ *   dist_prog algo             each HPCT_ALLREDUCE_ALGO (forced, a table, the probe): exact
+ *                              means, the same bits everywhere; malformed values refused
  *   dist_prog opfail SECONDS   a reduction fails midway on rank 1 (test hook)
  *   dist_prog badstep DIR      one rank's bad batch ends the step on every rank at once */
 #include "hpctrain.h"
@@ -237,9 +239,14 @@ static void check_fused(hpct_model_t m, hpct_params_t p, const float *x, const i
     for (size_t i = 0; i < total; i++) want[i] /= (float)world_size;
     hpct_status_t s = hpct_params_average_grads(p);
     copy_grads(p, got);
-    check(s == HPCT_SUCCESS && max_diff(got, want, total) <= 1e-6,
-          "fused average_grads (128-float buckets) equals MPI_Allreduce / W (max diff %g)",
-          max_diff(got, want, total));
+    unsigned long long h = 1469598103934665603ull; /* the shell compares it across runs */
+    const unsigned char *bytes = (const unsigned char *)got;
+    for (size_t i = 0; i < total * sizeof *got; i++) h = (h ^ bytes[i]) * 1099511628211ull;
+    check(s == HPCT_SUCCESS && max_diff(got, want, total) <= 1e-6 &&
+              identical(got, total, MPI_COMM_WORLD),
+          "fused average_grads (128-float buckets) equals MPI_Allreduce / W (max diff %g), the "
+          "same on every rank (gradient hash %016llx)",
+          max_diff(got, want, total), h);
     free(want), free(got);
 }
 
@@ -565,7 +572,9 @@ static int run_nodewin(void)
     cfg.log_level = HPCT_LOG_NONE;
     cfg.fusion_bytes = fusion;
     setenv("HPCT_NODE_REDUCE", "p2p", 1);
+    setenv("HPCT_ALLREDUCE_ALGO", "p2p", 1);
     hpct_ctx_t ref = mpi_start(&cfg);
+    unsetenv("HPCT_ALLREDUCE_ALGO");
     setenv("HPCT_NODE_REDUCE", saved, 1);
     for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
         nodewin_size(ctx, ref, saved, sizes[k]);
@@ -575,6 +584,107 @@ static int run_nodewin(void)
     ok = hpct_finalize(small) == HPCT_SUCCESS && ok;
     check(ok, "hpct_finalize of the p2p and 4 KiB-fusion contexts");
     return hpct_finalize(ctx) == HPCT_SUCCESS && !failures ? 0 : 1; /* MPI_Finalize */
+}
+
+/* One size through ctx: a mean within fp32 rounding of the fp64 mean (per element: the sum
+ * of W terms, the scale and its product, (W + 2) 2^-24 of the mean magnitude), the same
+ * bits on every rank, and, with ref, the bits of ref's average (a context forced to p2p),
+ * or with mpi, the bits of MPI_Iallreduce(MPI_SUM) times 1/W. */
+static void algo_size(hpct_ctx_t ctx, const char *label, size_t n, hpct_ctx_t ref, int mpi)
+{
+    size_t m = n ? n : 1;
+    float *x = malloc(m * sizeof *x), *y = malloc(m * sizeof *y);
+    double *sum = malloc(2 * m * sizeof *sum), *mag = sum + m, worst = 0;
+    fill_random(x, n, 7u * (unsigned)world_rank + (unsigned)n);
+    for (size_t i = 0; i < n; i++) sum[i] = x[i], mag[i] = fabs(x[i]);
+    MPI_Allreduce(MPI_IN_PLACE, sum, (int)(2 * n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    memcpy(y, x, n * sizeof *x);
+    hpct_status_t s = hpct_allreduce_mean(ctx, n ? x : NULL, n);
+    check(s == HPCT_SUCCESS, "%s: %zu floats: succeeds (%s)", label, n, hpct_last_error(ctx));
+    for (size_t i = 0; i < n; i++) {
+        double tol = (world_size + 2) * ldexp(mag[i] / world_size, -24) + 1e-44;
+        double e = fabs(x[i] - sum[i] / world_size) / tol;
+        worst = e > worst ? e : worst;
+    }
+    check(worst <= 1.0, "%s: %zu floats: within fp32 rounding of the fp64 mean (worst %.2f of it)",
+          label, n, worst);
+    check(identical(x, n, MPI_COMM_WORLD), "%s: %zu floats: bit-identical on every rank", label, n);
+    if (ref) {
+        s = hpct_allreduce_mean(ref, n ? y : NULL, n);
+        check(s == HPCT_SUCCESS && !memcmp(x, y, n * sizeof *x),
+              "%s: %zu floats: the bits of the point-to-point path", label, n);
+    }
+    if (mpi && n) {
+        MPI_Request r;
+        MPI_Iallreduce(MPI_IN_PLACE, y, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &r);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+        float inv = 1.0f / (float)world_size;
+        for (size_t i = 0; i < n; i++) y[i] *= inv;
+        check(!memcmp(x, y, n * sizeof *x), "%s: %zu floats: the bits of MPI_Iallreduce / W", label,
+              n);
+    }
+    free(x), free(y), free(sum);
+}
+
+/* hpct_init with HPCT_ALLREDUCE_ALGO=value (NULL: unset) and cfg; NULL when it failed. */
+static hpct_ctx_t init_algo(const char *value, const hpct_config_t *cfg, hpct_status_t *s)
+{
+    hpct_ctx_t ctx = NULL;
+    if (value)
+        setenv("HPCT_ALLREDUCE_ALGO", value, 1);
+    else
+        unsetenv("HPCT_ALLREDUCE_ALGO");
+    *s = hpct_init(cfg, &ctx);
+    return *s ? NULL : ctx;
+}
+
+/* Every algorithm forced through HPCT_ALLREDUCE_ALGO, a table that mixes them, the timed
+ * probe, each against the fp64 mean (and p2p or MPI_Iallreduce bits where forced: shm, p2p
+ * and allgather sum in rank order); then
+ * malformed values: hpct_init fails on every rank naming the variable. */
+static int run_algo(void)
+{
+    static const size_t sizes[] = {0, 1, 7, 1001, 65537, (size_t)1 << 20, (size_t)8 << 20};
+    static const char *const algos[] = {
+        "mpi", "shm", "p2p", "allgather", "0:allgather,1K:mpi,64K:shm,1M:p2p", NULL};
+    static const char *const bad[] = {"fast",         "16K:mpi", "0:mpi,0:shm",
+                                      "0:mpi,4X:shm", "0:mpi,",  "0:nccl"};
+    hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
+    setenv("HPCT_NODE_REDUCE", "p2p", 1);
+    hpct_status_t s;
+    hpct_ctx_t ref = init_algo("p2p", &cfg, &s);
+    if (!ref) return 2;
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    unsetenv("HPCT_NODE_REDUCE");
+    cfg.log_level = HPCT_LOG_INFO;
+    for (size_t a = 0; a < sizeof algos / sizeof *algos; a++) {
+        const char *label = algos[a] ? algos[a] : "auto (probe)";
+        hpct_ctx_t ctx = init_algo(algos[a], &cfg, &s);
+        check(ctx != NULL, "%s: hpct_init succeeds (%s)", label, hpct_strerror(s));
+        if (!ctx) continue;
+        int same = a == 1 || a == 2 || a == 3, mpi = a == 0;
+        for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++)
+            algo_size(ctx, label, sizes[k], same ? ref : NULL, mpi);
+        check(hpct_finalize(ctx) == HPCT_SUCCESS, "%s: hpct_finalize", label);
+    }
+    cfg.log_level = HPCT_LOG_ERROR; /* the detail, naming the variable, for the shell test */
+    for (size_t b = 0; b < sizeof bad / sizeof *bad; b++) {
+        hpct_ctx_t ctx = init_algo(bad[b], &cfg, &s);
+        check(!ctx && s == HPCT_ERR_INVALID_ARG,
+              "HPCT_ALLREDUCE_ALGO='%s': hpct_init fails with HPCT_ERR_INVALID_ARG (%s)", bad[b],
+              hpct_strerror(s));
+        if (ctx) hpct_finalize(ctx);
+    }
+    if (world_size > 1) { /* rank 0 probes, the others read a table: refused everywhere */
+        hpct_ctx_t ctx = init_algo(world_rank ? "shm" : NULL, &cfg, &s);
+        check(!ctx && s == HPCT_ERR_INVALID_ARG,
+              "HPCT_ALLREDUCE_ALGO unset on rank 0, 'shm' elsewhere: hpct_init fails with "
+              "HPCT_ERR_INVALID_ARG on every rank (%s)",
+              hpct_strerror(s));
+        if (ctx) hpct_finalize(ctx);
+    }
+    return hpct_finalize(ref) == HPCT_SUCCESS && !failures ? 0 : 1; /* MPI_Finalize */
 }
 
 static void stop_self(int sig)
@@ -628,6 +738,7 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "curve") && argc == 3) return run_curve(argv[2]);
     if (!strcmp(argv[1], "hang") && argc == 4) return run_hang(atof(argv[2]), argv[3]);
     if (!strcmp(argv[1], "nodewin")) return run_nodewin();
+    if (!strcmp(argv[1], "algo")) return run_algo();
     if (!strcmp(argv[1], "nodewin_hang") && argc == 4)
         return run_nodewin_hang(atof(argv[2]), argv[3]);
     fprintf(stderr, "usage: see the comment at the top of t/dist_prog.c\n");

@@ -1,0 +1,359 @@
+/* algo.c: which algorithm averages a host buffer of a given size: the node window (shm),
+ * the point-to-point engine (p2p: reduce-scatter + allgather), its one-round form in which
+ * every rank sums every peer's whole buffer (allgather: the same bits, for small buffers)
+ * or one MPI_Iallreduce of the fp32 sum then times 1/W (mpi). A table of size classes, the same on
+ * every rank, from HPCT_ALLREDUCE_ALGO
+ * ("0:shm,256K:mpi,8M:shm": from each size in bytes up, that algorithm) or, when it is unset
+ * or "auto", from a short timed probe at hpct_init: rank 0 times each candidate at a few
+ * sizes (rounds interleaved, the fastest of each) and the decisions reach every rank as
+ * integers (a deadline-bounded SUM with zeros from the other ranks). */
+#include "dist.h"
+#include "agree.h"
+#include "../obs/obs.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const names[] = {"p2p", "shm", "mpi", "allgather"};
+#define ENV "HPCT_ALLREDUCE_ALGO"
+
+/* Probe sizes in bytes (a factor 8 apart), the rounds at each, and the probe's time budget
+ * after which larger sizes keep the last decision. */
+static const size_t probe_bytes[] = {(size_t)4 << 10, (size_t)32 << 10, (size_t)256 << 10,
+                                     (size_t)2 << 20, (size_t)16 << 20};
+static const int probe_rounds[] = {8, 8, 6, 4, 2};
+#define PROBE_BUDGET_S 0.4 /* a class runs only if 8 x the last one's time still fits */
+/* allgather moves (peers) x the buffer: probed up to 256 KiB */
+#define ALLGATHER_MAX_FLOATS ((size_t)64 << 10)
+
+const char *hpcti_algo_name(int algo)
+{
+    return algo >= 0 && algo < HPCTI_ALGO_COUNT ? names[algo] : "?";
+}
+
+/* "16K" style: a multiple of 1 Gi, 1 Mi or 1 Ki bytes with its suffix, else plain bytes. */
+static void format_bytes(unsigned long b, char *out, size_t cap)
+{
+    if (b && b % (1ul << 30) == 0)
+        snprintf(out, cap, "%luG", b >> 30);
+    else if (b && b % (1ul << 20) == 0)
+        snprintf(out, cap, "%luM", b >> 20);
+    else if (b && b % (1ul << 10) == 0)
+        snprintf(out, cap, "%luK", b >> 10);
+    else
+        snprintf(out, cap, "%lu", b);
+}
+
+void hpcti_algo_format(const struct hpcti_algo_table *t, char *out, size_t cap)
+{
+    size_t len = 0;
+    out[0] = 0;
+    for (int i = 0; i < t->n && len + 40 < cap; i++) {
+        char b[32];
+        format_bytes(t->min_bytes[i], b, sizeof b);
+        len += (size_t)snprintf(out + len, cap - len, "%s%s:%s", i ? "," : "", b,
+                                hpcti_algo_name(t->algo[i]));
+    }
+}
+
+static int algo_of_name(const char *s, size_t len)
+{
+    for (int a = 0; a < HPCTI_ALGO_COUNT; a++)
+        if (strlen(names[a]) == len && !strncmp(s, names[a], len)) return a;
+    return -1;
+}
+
+/* One "BYTES:NAME" entry at s (up to len) into *bytes and *algo; 0 when malformed. */
+static int parse_entry(const char *s, size_t len, unsigned long *bytes, int *algo)
+{
+    const char *colon = memchr(s, ':', len);
+    if (!colon || colon == s || !isdigit((unsigned char)s[0])) return 0;
+    char *end;
+    unsigned long v = strtoul(s, &end, 10);
+    int shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
+    if (shift) end++;
+    if (end != colon || (shift && v > (~0ul >> shift))) return 0;
+    *bytes = v << shift;
+    *algo = algo_of_name(colon + 1, len - (size_t)(colon + 1 - s));
+    return *algo >= 0;
+}
+
+/* HPCT_ALLREDUCE_ALGO into t: a name alone ("mpi": every size), or entries from 0 up in
+ * increasing sizes; why [cap] says what is wrong (returns 0). */
+static int parse_table(const char *v, struct hpcti_algo_table *t, char *why, size_t cap)
+{
+    t->n = 0;
+    int one = algo_of_name(v, strlen(v));
+    if (one >= 0) {
+        t->min_bytes[0] = 0, t->algo[0] = one, t->n = 1;
+        return 1;
+    }
+    for (const char *s = v; *s;) {
+        size_t len = strcspn(s, ",");
+        if (s[len] == ',' && !s[len + 1]) {
+            snprintf(why, cap, "it ends with a comma");
+            return 0;
+        }
+        if (t->n == HPCTI_ALGO_CLASSES) {
+            snprintf(why, cap, "more than %d entries", HPCTI_ALGO_CLASSES);
+            return 0;
+        }
+        if (!parse_entry(s, len, &t->min_bytes[t->n], &t->algo[t->n])) {
+            snprintf(why, cap, "entry %d ('%.*s') is not BYTES[K|M|G]:p2p|shm|mpi|allgather",
+                     t->n + 1, (int)(len > 40 ? 40 : len), s);
+            return 0;
+        }
+        if (t->n == 0 ? t->min_bytes[0] != 0 : t->min_bytes[t->n] <= t->min_bytes[t->n - 1]) {
+            snprintf(why, cap, "entry %d ('%.*s') %s", t->n + 1, (int)(len > 40 ? 40 : len), s,
+                     t->n ? "does not start above the one before" : "must start at 0");
+            return 0;
+        }
+        t->n++;
+        s += len + (s[len] == ',');
+    }
+    if (t->n == 0) snprintf(why, cap, "it holds no entry");
+    return t->n > 0;
+}
+
+int hpcti_algo_for(const struct hpcti_dist *d, size_t n)
+{
+    if (d->size == 1 || d->transport) return HPCTI_ALGO_P2P;
+    size_t bytes = n * sizeof(float);
+    int a = d->algo.n ? d->algo.algo[0] : HPCTI_ALGO_P2P;
+    for (int i = 1; i < d->algo.n && d->algo.min_bytes[i] <= bytes; i++) a = d->algo.algo[i];
+    if (a == HPCTI_ALGO_SHM && !hpcti_node_win_takes(d, n)) a = HPCTI_ALGO_P2P;
+    return a;
+}
+
+/* The library's own path for host buffers on this topology (the window where it is set up). */
+static int own_path(const struct hpcti_dist *d)
+{
+    return d->nwin ? HPCTI_ALGO_SHM : HPCTI_ALGO_P2P;
+}
+
+/* One timed average of buf [n] through algo (every rank calls it; rank 0's time counts). */
+static hpct_status_t timed(hpct_ctx_t ctx, int algo, float *buf, size_t n, double *best)
+{
+    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_algo_table saved = d->algo;
+    d->algo.n = 1, d->algo.min_bytes[0] = 0, d->algo.algo[0] = algo;
+    double t0 = hpcti_now();
+    hpct_status_t s = hpcti_host_allreduce_mean(ctx, "hpct_init (algorithm probe)", buf, n);
+    double t = hpcti_now() - t0;
+    d->algo = saved;
+    if (t < *best) *best = t;
+    return s;
+}
+
+/* Rank 0's fastest time of every candidate at one size, rounds interleaved, after one
+ * untimed call each (allocations, connections); the winner (own path on ties) into *win. */
+static hpct_status_t probe_size(hpct_ctx_t ctx, const int *cand, int nc, float *buf, size_t n,
+                                int rounds, double *best, int *win)
+{
+    hpct_status_t s = HPCT_SUCCESS;
+    double ignore = 1e30;
+    for (int c = 0; c < nc; c++) best[c] = 1e30;
+    if (n > ALLGATHER_MAX_FLOATS && cand[nc - 1] == HPCTI_ALGO_ALLGATHER) nc--;
+    for (int c = 0; c < nc && !s; c++) s = timed(ctx, cand[c], buf, n, &ignore);
+    for (int r = 0; r < rounds && !s; r++)
+        for (int c = 0; c < nc && !s; c++) s = timed(ctx, cand[c], buf, n, &best[c]);
+    *win = 0;
+    for (int c = 1; c < nc; c++) /* untimed candidates keep 1e30 */
+        if (best[c] < best[*win]) *win = c;
+    return s;
+}
+
+/* Rank 0's values v [n] reach every rank: SUM with zeros from the other ranks. */
+static hpct_status_t from_rank0(hpct_ctx_t ctx, long *v, int n)
+{
+    struct hpcti_dist *d = ctx->dist;
+    if (d->rank != 0)
+        for (int i = 0; i < n; i++) v[i] = 0;
+    return hpcti_agree(ctx, "hpct_init (allreduce algorithm)", v, n, MPI_SUM);
+}
+
+/* Append algo from bytes up to t (merged with the entry before when the same). */
+static void table_add(struct hpcti_algo_table *t, unsigned long bytes, int algo)
+{
+    if (t->n && t->algo[t->n - 1] == algo) return;
+    t->min_bytes[t->n] = t->n ? bytes : 0;
+    t->algo[t->n++] = algo;
+}
+
+/* The timed probe: candidates own path, p2p (when the window is the own path) and mpi;
+ * the class of probe size b reaches from b / 2 up (the first from 0); sizes above the
+ * largest probed keep its decision. Rank 0's timings into detail [cap]. */
+static hpct_status_t probe(hpct_ctx_t ctx, char *detail, size_t cap)
+{
+    struct hpcti_dist *d = ctx->dist;
+    int cand[4], nc = 0;
+    cand[nc++] = own_path(d);
+    if (cand[0] == HPCTI_ALGO_SHM) cand[nc++] = HPCTI_ALGO_P2P;
+    cand[nc++] = HPCTI_ALGO_MPI;
+    cand[nc++] = HPCTI_ALGO_ALLGATHER; /* probed up to ALLGATHER_MAX_FLOATS */
+    size_t nmax = probe_bytes[sizeof probe_bytes / sizeof *probe_bytes - 1] / sizeof(float);
+    float *buf = hpcti_calloc(ctx, nmax, sizeof *buf, "the algorithm probe's buffer");
+    if (!buf) return HPCT_ERR_NO_MEMORY;
+    struct hpcti_algo_table t = {0};
+    double t0 = hpcti_now(), best[4];
+    size_t len = 0;
+    hpct_status_t s = HPCT_SUCCESS;
+    detail[0] = 0;
+    for (size_t k = 0; k < sizeof probe_bytes / sizeof *probe_bytes && !s; k++) {
+        size_t n = probe_bytes[k] / sizeof(float);
+        int win = 0;
+        double t_class = hpcti_now();
+        s = probe_size(ctx, cand, nc, buf, n, probe_rounds[k], best, &win);
+        double took = hpcti_now() - t_class; /* the next class: 8 times the bytes */
+        long v[2] = {cand[win], hpcti_now() - t0 + 8.0 * took < PROBE_BUDGET_S};
+        if (!s) s = from_rank0(ctx, v, 2);
+        if (s) break;
+        table_add(&t, probe_bytes[k] / 2, (int)v[0]); /* class k: from half its size up */
+        len += (size_t)snprintf(detail + len, cap - len, "%s%zuK:", k ? "; " : "",
+                                probe_bytes[k] >> 10);
+        for (int c = 0; c < nc && len + 64 < cap; c++)
+            if (best[c] < 1e30)
+                len += (size_t)snprintf(detail + len, cap - len, " %s %.0f us",
+                                        hpcti_algo_name(cand[c]), best[c] * 1e6);
+        if (!v[1]) break;
+    }
+    free(buf);
+    if (!s) d->algo = t;
+    if (len + 32 < cap)
+        snprintf(detail + len, cap - len, "; probe %.0f ms", (hpcti_now() - t0) * 1e3);
+    return s;
+}
+
+/* Rank 0's table on every rank (a site's variable may differ between ranks). */
+static hpct_status_t share_table(hpct_ctx_t ctx, struct hpcti_algo_table *t)
+{
+    long v[1 + 2 * HPCTI_ALGO_CLASSES] = {t->n};
+    for (int i = 0; i < t->n; i++) v[1 + 2 * i] = (long)t->min_bytes[i], v[2 + 2 * i] = t->algo[i];
+    hpct_status_t s = from_rank0(ctx, v, 1 + 2 * HPCTI_ALGO_CLASSES);
+    t->n = (int)v[0];
+    for (int i = 0; i < t->n; i++)
+        t->min_bytes[i] = (unsigned long)v[1 + 2 * i], t->algo[i] = (int)v[2 + 2 * i];
+    return s;
+}
+
+hpct_status_t hpcti_algo_setup(hpct_ctx_t ctx)
+{
+    struct hpcti_dist *d = ctx->dist;
+    const char *v = getenv(ENV);
+    int auto_ = !v || !*v || !strcmp(v, "auto");
+    char why[160] = "";
+    struct hpcti_algo_table t = {0};
+    /* {parsed, probing, -probing}: a MIN over ranks gives all parsed, all probe, none probes */
+    long ok[3] = {auto_ || parse_table(v, &t, why, sizeof why), auto_, -auto_};
+    if (!ok[0]) hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_init: %s is '%s': %s", ENV, v, why);
+    hpct_status_t s =
+        d->size > 1 ? hpcti_agree(ctx, "hpct_init (" ENV ")", ok, 3, MPI_MIN) : HPCT_SUCCESS;
+    if (s) return s;
+    if (!ok[0])
+        return why[0] ? HPCT_ERR_INVALID_ARG
+                      : hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                                    "hpct_init: %s is malformed on another rank (see its error; "
+                                    "seen by rank %d)",
+                                    ENV, d->rank);
+    if (ok[1] != -ok[2]) /* some ranks probe, others read a table: they would not match */
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                           "hpct_init: %s is '%s' on rank %d, but some ranks probe (unset or "
+                           "auto) and others read a table: set the same value on every rank",
+                           ENV, v ? v : "", d->rank);
+    d->algo.n = 1, d->algo.min_bytes[0] = 0, d->algo.algo[0] = own_path(d);
+    char table[400], detail[1024] = "";
+    if (d->size == 1 || d->transport) {
+        hpcti_log(ctx, HPCT_LOG_INFO, "allreduce algorithm: %s (%s)", hpcti_algo_name(own_path(d)),
+                  d->size == 1 ? "one rank" : "16-bit transport");
+        return HPCT_SUCCESS;
+    }
+    if (!auto_) {
+        if ((s = share_table(ctx, &t))) return s;
+        d->algo = t;
+        for (int i = 0; i < t.n; i++)
+            if (t.algo[i] == HPCTI_ALGO_SHM && !d->nwin)
+                hpcti_log(ctx, HPCT_LOG_INFO,
+                          "allreduce algorithm: %s names shm, but the node reduction is "
+                          "point-to-point (see above): p2p instead",
+                          ENV);
+    } else if ((s = probe(ctx, detail, sizeof detail)))
+        return s;
+    hpcti_algo_format(&d->algo, table, sizeof table);
+    hpcti_log(ctx, HPCT_LOG_INFO, "allreduce algorithm per size: %s=%s (%s%s%s)", ENV, table,
+              auto_ ? "timed probe on rank 0" : "from " ENV, auto_ && d->rank == 0 ? ": " : "",
+              auto_ && d->rank == 0 ? detail : "");
+    return HPCT_SUCCESS;
+}
+
+int hpcti_algo_reductions(const struct hpcti_dist *d, size_t n)
+{
+    return hpcti_algo_for(d, n) == HPCTI_ALGO_SHM ? hpcti_node_win_chunks(d, n) : 1;
+}
+
+size_t hpcti_algo_scratch(const struct hpcti_dist *d, size_t n)
+{
+    int a = hpcti_algo_for(d, n);
+    return a == HPCTI_ALGO_SHM         ? hpcti_node_win_scratch(d, n)
+           : a == HPCTI_ALGO_MPI       ? 0
+           : a == HPCTI_ALGO_ALLGATHER ? hpcti_allgather_scratch(d, n)
+                                       : n;
+}
+
+/* The cross-node communicator's size of ctx. */
+static int ctx_cross(hpct_ctx_t ctx)
+{
+    return ((struct hpcti_dist *)ctx->dist)->cross_size;
+}
+
+/* Average buf [n] through the node window now, with the timeline span of
+ * hpcti_host_allreduce_mean's window path (dist.c). */
+static hpct_status_t window_now(hpct_ctx_t ctx, float *buf, size_t n)
+{
+    double t0 = hpcti_tl_now(ctx);
+    hpct_status_t s = hpcti_node_win_allreduce(ctx, buf, n);
+    if (t0 > 0 && !s)
+        hpcti_tl_span(ctx, 0, "allreduce", "comm", t0, hpcti_now(),
+                      "\"bytes\":%zu,\"algorithm\":\"window\",\"phases\":%d", n * sizeof(float),
+                      ctx_cross(ctx) > 1 ? 2 : 1);
+    return s;
+}
+
+hpct_status_t hpcti_red_start_sized(hpct_ctx_t ctx, float *buf, size_t n, int *id)
+{
+    struct hpcti_dist *d = ctx->dist;
+    int algo = hpcti_algo_for(d, n);
+    *id = -1;
+    if (algo == HPCTI_ALGO_SHM) return window_now(ctx, buf, n);
+    if (algo == HPCTI_ALGO_MPI) return hpcti_red_start_mpi(ctx, buf, n, id);
+    if (algo == HPCTI_ALGO_ALLGATHER) return hpcti_red_start_allgather(ctx, buf, n, id);
+    return hpcti_red_start(ctx, buf, n, id);
+}
+
+int hpcti_algo_reductions_bound(const struct hpcti_dist *d, size_t total, int parts)
+{
+    /* window: ceil(n / chunk) per part, at most parts + total / chunk over all */
+    return parts + (d->nwin && total ? (int)(total / d->nwin->chunk) + 1 : 0);
+}
+
+/* The largest buffer (floats) the table sends through allgather (0: none). */
+static size_t allgather_limit(const struct hpcti_dist *d)
+{
+    size_t most = 0;
+    for (int i = 0; i < d->algo.n; i++)
+        if (d->algo.algo[i] == HPCTI_ALGO_ALLGATHER)
+            most = i + 1 < d->algo.n ? d->algo.min_bytes[i + 1] / sizeof(float) : (size_t)-1;
+    return most;
+}
+
+size_t hpcti_algo_scratch_bound(const struct hpcti_dist *d, size_t total, int parts)
+{
+    /* allgather: n x peers per part (hpcti_allgather_scratch); window: n + (cross size)
+     * min(n, small) per part (hpcti_node_win_scratch) */
+    size_t ag = allgather_limit(d), room = total;
+    if (ag) room += (size_t)parts * hpcti_allgather_scratch(d, total < ag ? total : ag);
+    if (!d->nwin) return room;
+    size_t small = total < d->nwin->small ? total : d->nwin->small;
+    return room + (size_t)parts * small * (size_t)d->cross_size;
+}

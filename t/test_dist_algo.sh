@@ -1,0 +1,41 @@
+#!/bin/sh
+# The algorithm per size class (lib/comm/algo.c): HPCT_ALLREDUCE_ALGO forcing mpi, shm, p2p
+# and allgather, a table mixing them, and the timed probe (variable unset), at W = 1..4 with and
+# without virtual nodes and with uneven nodes: every average within fp32 rounding of the
+# fp64 mean and bit-identical on every rank; forced shm, p2p and allgather give the point-to-point
+# path's bits, forced mpi the bits of MPI_Iallreduce / W; the probe's table is logged at
+# info level; malformed values fail hpct_init on every rank with the variable named.
+. "${top_srcdir:-.}/t/lib/dist_lib.sh"
+need_mpi
+plan 20
+
+# logged: the probe's or the table's decision, and the malformed values named.
+logged() {
+    grep -q "allreduce algorithm per size: HPCT_ALLREDUCE_ALGO=0:[a-z0-9]*.*(timed probe on rank 0: 4K:" "$tmpdir/out" &&
+        grep -q "allreduce algorithm per size: HPCT_ALLREDUCE_ALGO=0:allgather,1K:mpi,64K:shm,1M:p2p (from HPCT_ALLREDUCE_ALGO)" "$tmpdir/out" &&
+        grep -q "hpct_init: HPCT_ALLREDUCE_ALGO is '0:mpi,4X:shm': entry 2 ('4X:shm') is not BYTES\[K|M|G\]:p2p|shm|mpi" "$tmpdir/out" &&
+        grep -q "hpct_init: HPCT_ALLREDUCE_ALGO is '16K:mpi': entry 1 ('16K:mpi') must start at 0" "$tmpdir/out"
+}
+
+case_ok "W=1" mpi 1 -- algo
+grep -q "allreduce algorithm: shm (one rank)\|allreduce algorithm: p2p (one rank)" "$tmpdir/out"
+ok $? "W=1: logged: one rank"
+for c in "2:one node" "2 HPCT_RANKS_PER_NODE=1:two virtual nodes of 1" "3:one node" \
+    "3 HPCT_RANKS_PER_NODE=2:uneven virtual nodes (2+1)" "4:one node" \
+    "4 HPCT_RANKS_PER_NODE=2:two virtual nodes of 2 (hierarchical)"; do
+    args=${c%%:*} what=${c#*:}
+    np=${args%% *}
+    envs=
+    [ "$args" != "$np" ] && envs=${args#* }
+    case_ok "W=$np, $what: every algorithm correct" mpi $np $envs -- algo
+    logged; ok $? "W=$np, $what: probe and table logged, malformed values named"
+    case $what in
+    uneven*) grep -q "names shm, but the node reduction is point-to-point" "$tmpdir/out"
+        ok $? "W=$np, $what: shm falls back to p2p (logged)" ;;
+    *two\ virtual\ nodes\ of\ 1*) grep -q "names shm, but the node reduction is point-to-point" "$tmpdir/out"
+        ok $? "W=$np, $what: shm falls back to p2p (logged)" ;;
+    *) grep -q "names shm, but" "$tmpdir/out"; [ $? -ne 0 ]
+        ok $? "W=$np, $what: shm not refused" ;;
+    esac
+done
+done_testing
