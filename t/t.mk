@@ -4,15 +4,11 @@
 LOG_DRIVER = env AM_TAP_AWK='$(AWK)' $(SHELL) $(top_srcdir)/build-aux/tap-driver.sh
 SH_LOG_DRIVER = $(LOG_DRIVER)
 TEST_EXTENSIONS = .sh
-# HPCT_ALLREDUCE_ALGO=shm: the library's own rank-order path at every size, so runs that
-# are compared bit for bit (resumed against uninterrupted) cannot differ by the timed
-# probe's choice; t/test_dist_algo.sh sets its own values and runs the probe.
 AM_TESTS_ENVIRONMENT = OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 	OPENBLAS_NUM_THREADS=1 MPIRUN='$(MPIRUN)' top_srcdir='$(top_srcdir)' \
-	top_builddir='$(top_builddir)' HPCT_FORTRAN='$(HPCT_FORTRAN_BUILT)' HPCT_TEST_HOOKS=1 \
-	HPCT_ALLREDUCE_ALGO=shm; \
+	top_builddir='$(top_builddir)' HPCT_FORTRAN='$(HPCT_FORTRAN_BUILT)' HPCT_TEST_HOOKS=1; \
 	export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM OPENBLAS_NUM_THREADS MPIRUN \
-	top_srcdir top_builddir HPCT_FORTRAN HPCT_TEST_HOOKS HPCT_ALLREDUCE_ALGO;
+	top_srcdir top_builddir HPCT_FORTRAN HPCT_TEST_HOOKS;
 
 # ---- helpers -------------------------------------------------------------------
 check_LIBRARIES += t/lib/libtap.a t/lib/libdatatest.a t/lib/libmpiprog.a

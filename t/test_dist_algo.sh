@@ -4,10 +4,11 @@
 # without virtual nodes and with uneven nodes: every average within fp32 rounding of the
 # fp64 mean and bit-identical on every rank; forced shm, p2p and allgather give the point-to-point
 # path's bits, forced mpi the bits of MPI_Iallreduce / W; the probe's table is logged at
-# info level; malformed values fail hpct_init on every rank with the variable named.
+# info level; malformed values fail hpct_init on every rank with the variable named; from
+# W = 3 the probe neither times nor picks mpi (its bits differ from the rank-order paths').
 . "${top_srcdir:-.}/t/lib/dist_lib.sh"
 need_mpi
-plan 20
+plan 24
 
 # logged: the probe's or the table's decision, and the malformed values named.
 logged() {
@@ -29,6 +30,14 @@ for c in "2:one node" "2 HPCT_RANKS_PER_NODE=1:two virtual nodes of 1" "3:one no
     [ "$args" != "$np" ] && envs=${args#* }
     case_ok "W=$np, $what: every algorithm correct" mpi $np $envs -- algo
     logged; ok $? "W=$np, $what: probe and table logged, malformed values named"
+    if [ "$np" -ge 3 ]; then
+        probed=$(sed -n 's/.*HPCT_ALLREDUCE_ALGO=\([^ ]*\) (timed probe on rank 0: \(.*\)/\1 \2/p' "$tmpdir/out" | head -n 1)
+        case $probed in
+        "") ok 1 "W=$np, $what: the probe's line is logged" ;;
+        *mpi*) ok 1 "W=$np, $what: the probe left mpi out: $probed" ;;
+        *) ok 0 "W=$np, $what: the probe left mpi out (W >= 3)" ;;
+        esac
+    fi
     case $what in
     uneven*) grep -q "names shm, but the node reduction is point-to-point" "$tmpdir/out"
         ok $? "W=$np, $what: shm falls back to p2p (logged)" ;;

@@ -182,7 +182,10 @@ static void table_add(struct hpcti_algo_table *t, unsigned long bytes, int algo)
     t->algo[t->n++] = algo;
 }
 
-/* The timed probe: candidates own path, p2p (when the window is the own path) and mpi;
+/* The timed probe: candidates own path, p2p (when the window is the own path), allgather,
+ * and mpi at W <= 2 only: from W = 3 MPI's summation order differs from the rank order of
+ * the others, and a choice made by timing must not change a run's bits (a requeued job
+ * probes again and must resume bit-identically); a site table may still name mpi;
  * the class of probe size b reaches from b / 2 up (the first from 0); sizes above the
  * largest probed keep its decision. Rank 0's timings into detail [cap]. */
 static hpct_status_t probe(hpct_ctx_t ctx, char *detail, size_t cap)
@@ -191,8 +194,8 @@ static hpct_status_t probe(hpct_ctx_t ctx, char *detail, size_t cap)
     int cand[4], nc = 0;
     cand[nc++] = own_path(d);
     if (cand[0] == HPCTI_ALGO_SHM) cand[nc++] = HPCTI_ALGO_P2P;
-    cand[nc++] = HPCTI_ALGO_MPI;
-    cand[nc++] = HPCTI_ALGO_ALLGATHER; /* probed up to ALLGATHER_MAX_FLOATS */
+    if (d->size <= 2) cand[nc++] = HPCTI_ALGO_MPI; /* a + b: the same bits as rank order */
+    cand[nc++] = HPCTI_ALGO_ALLGATHER;             /* probed up to ALLGATHER_MAX_FLOATS */
     size_t nmax = probe_bytes[sizeof probe_bytes / sizeof *probe_bytes - 1] / sizeof(float);
     float *buf = hpcti_calloc(ctx, nmax, sizeof *buf, "the algorithm probe's buffer");
     if (!buf) return HPCT_ERR_NO_MEMORY;
