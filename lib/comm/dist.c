@@ -216,8 +216,8 @@ static hpct_status_t teardown(hpct_ctx_t ctx)
     d->nccl = NULL;
 #endif
     hpcti_device_avg_release(ctx);
-    if (d->stage) ctx->ops->free_host(d->stage);
-    if (d->dev_fusion) ctx->ops->free(d->dev_fusion);
+    if (d->stage && ok) ctx->ops->free_host(d->stage);
+    if (d->dev_fusion && ok) ctx->ops->free(d->dev_fusion);
     if (!finalized && ok) {
         hpcti_node_win_free(d, 1);
         free_comm(&d->cross), free_comm(&d->node_ag), free_comm(&d->node_rs);
@@ -226,9 +226,11 @@ static hpct_status_t teardown(hpct_ctx_t ctx)
     }
     hpcti_node_win_free(d, 0);
     hpcti_bootstrap_release(&d->boot);
-    free(d->tok_req), free(d->tok_in), free(d->tok_last), free(d->red), free(d->scratch),
-        free(d->fusion);
-    free(d);
+    /* A broken runtime keeps the buffers that requests of an abandoned operation may still
+     * use (receives into them, token sends from d->tok_out; MPI cannot cancel them): left
+     * allocated until the process ends. */
+    free(d->tok_req), free(d->tok_last);
+    if (ok) free(d->tok_in), free(d->red), free(d->scratch), free(d->fusion), free(d);
     return ok ? HPCT_SUCCESS : HPCT_ERR_STATE;
 }
 
