@@ -281,6 +281,10 @@ static long train(state_t *st, long from, hpct_ckpt_t ck, int report_fd, long re
         hpct_optimizer_step(st->opt);
         long done = step + 1;
         if (done == report_at && write(report_fd, "k", 1) != 1) _exit(7);
+        /* wait (at most 30 s) for the parent's SIGTERM, so that a busy machine cannot let this
+         * child run to the end before the signal comes (a flake seen under load) */
+        for (int ms = 0; done == report_at && !hpct_signals_pending(NULL, NULL) && ms < 30000; ms++)
+            usleep(1000);
         int due = 0;
         if (!ck || hpct_ckpt_due(ck, done, &due) || !due) continue;
         hpct_ckpt_meta_t m = HPCT_CKPT_META_INITIALIZER;
