@@ -8,7 +8,7 @@
 . "${top_srcdir:-.}/t/lib/train_lib.sh"
 need_tool
 make_data
-echo "1..21"
+echo "1..22"
 
 cp "$work/train.conf" "$work/typo.conf"
 echo "hiden = 32" >>"$work/typo.conf"
@@ -116,8 +116,14 @@ if command -v "$MPIRUN" >/dev/null 2>&1; then
     [ $rc = 2 ] && [ "$n" = 1 ] && grep -q "rank 0: training failed: .*rank 0 of 2 failed" "$work/out"
     ok $? "W=2, a checkpoint of other settings: the agreed error is printed once, by rank 0 (got $n), exit $rc"
     show "$work/out" 4
+    train 4 "$work/x4m" "$work/out" --train-manifest "$work/none/manifest.txt"
+    n=$(grep -c "opening the training data failed" "$work/out")
+    [ $rc = 3 ] && [ "$n" = 1 ] && ! grep -q MPI_ABORT "$work/out" &&
+        grep -q "rank 0: opening the training data failed: .*rank 0 of 4 could not open the dataset: .*$work/none/manifest.txt" "$work/out"
+    ok $? "W=4, a missing manifest: the dataset open's agreed error is printed once, exit $rc"
+    show "$work/out" 4
 else
-    skip 2 "no mpirun (configure found none)"
+    skip 3 "no mpirun (configure found none)"
 fi
 
 # The divergence guard (issue 14 item 6): a run resumed from a good checkpoint with a learning

@@ -115,14 +115,19 @@ static hpct_status_t load_block(hpct_dataset_t ds, struct hpcti_store *st)
     return s;
 }
 
-/* Agree at open: every rank learns the lowest failing rank and its error, and that all chose
- * the same mode. want: this rank's status (its detail in ctx). */
+/* Agree at open: every rank learns the lowest failing rank, its status and its error, and
+ * that all chose the same mode. A failure ends the open on every rank with that status and
+ * one detail naming the rank, marked as shared (printed once). want: this rank's status (its
+ * detail in ctx). */
 static hpct_status_t agree_open(hpct_dataset_t ds, MPI_Comm comm, int rank, int size,
                                 double deadline_s, hpct_status_t want)
 {
     int mine[3] = {want ? rank : size, ds->store_mode, -ds->store_mode}, all[3];
-    char msg[1024];
-    snprintf(msg, sizeof msg, "%s", want ? hpct_last_error(ds->ctx) : "");
+    struct {
+        int status;     /* the failing rank's hpct_status_t */
+        char msg[1020]; /* its detail */
+    } failed = {(int)want, ""};
+    snprintf(failed.msg, sizeof failed.msg, "%s", want ? hpct_last_error(ds->ctx) : "");
     MPI_Request req;
     if (MPI_Iallreduce(mine, all, 3, MPI_INT, MPI_MIN, comm, &req) != MPI_SUCCESS)
         return hpcti_error(ds->ctx, HPCT_ERR_COMM, "dataset %s: store open agreement failed",
@@ -137,16 +142,18 @@ static hpct_status_t agree_open(hpct_dataset_t ds, MPI_Comm comm, int rank, int 
                            "the same on every rank)",
                            ds->manifest_path);
     if (all[0] == size) return HPCT_SUCCESS;
-    if (MPI_Ibcast(msg, sizeof msg, MPI_CHAR, all[0], comm, &req) != MPI_SUCCESS)
+    if (MPI_Ibcast(&failed, sizeof failed, MPI_BYTE, all[0], comm, &req) != MPI_SUCCESS)
         return hpcti_error(ds->ctx, HPCT_ERR_COMM, "dataset %s: store error broadcast failed",
                            ds->manifest_path);
     s = wait_bounded(ds->ctx, &req, deadline_s, "the store's error broadcast", ds->manifest_path);
     if (s) return s;
-    msg[sizeof msg - 1] = '\0';
-    if (all[0] == rank) return want;
+    failed.msg[sizeof failed.msg - 1] = '\0';
     int store = ds->store_mode == HPCT_STORE_JOB || ds->store_mode == HPCT_STORE_NODE;
-    return hpcti_error(ds->ctx, HPCT_ERR_IO, "rank %d of %d could not open %s: %s", all[0], size,
-                       store ? "its part of the store" : "the dataset", msg);
+    s = hpcti_error(ds->ctx, failed.status < 0 ? (hpct_status_t)failed.status : HPCT_ERR_IO,
+                    "rank %d of %d could not open %s: %s", all[0], size,
+                    store ? "its part of the store" : "the dataset", failed.msg);
+    hpcti_mark_error_shared(ds->ctx);
+    return s;
 }
 
 /* HPCT_NONFINITE_SKIP: mark the non-finite samples of this block, then OR the maps of all
