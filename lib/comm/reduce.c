@@ -191,18 +191,30 @@ static size_t allgather_peers(const struct hpcti_dist *d)
     return (size_t)(most - 1);
 }
 
+/* The next reserved reduction slot, cleared, for n floats at buf (sent as they are unless a
+ * 16-bit transport sets wire); NULL with the error set when every slot is taken. */
+static struct hpcti_reduction *new_reduction(hpct_ctx_t ctx, float *buf, size_t n)
+{
+    struct hpcti_dist *d = ctx->dist;
+    if (d->nred >= d->cap_red) {
+        hpcti_error(ctx, HPCT_ERR_INTERNAL, "%s: more reductions than reserved (%d)", d->op_name,
+                    d->cap_red);
+        return NULL;
+    }
+    struct hpcti_reduction *r = &d->red[d->nred];
+    memset(r, 0, sizeof *r);
+    r->buf = buf, r->n = n, r->index = d->nred, r->wire = buf;
+    return r;
+}
+
 /* cross_only: 0 the whole average, 1 the cross-node phases of a block, HPCTI_WHOLE the
  * cross-node sum of a whole vector by every rank, ALLGATHER plan_allgather. */
 #define ALLGATHER 3
 static hpct_status_t red_start(hpct_ctx_t ctx, float *buf, size_t n, int *id, int cross_only)
 {
     struct hpcti_dist *d = ctx->dist;
-    if (d->nred >= d->cap_red)
-        return hpcti_error(ctx, HPCT_ERR_INTERNAL, "%s: more reductions than reserved (%d)",
-                           d->op_name, d->cap_red);
-    struct hpcti_reduction *r = &d->red[d->nred];
-    memset(r, 0, sizeof *r);
-    r->buf = buf, r->n = n, r->index = d->nred, r->wire = buf;
+    struct hpcti_reduction *r = new_reduction(ctx, buf, n);
+    if (!r) return HPCT_ERR_INTERNAL;
     if (d->transport) {
         r->wire = take(d, 2 * n);
         hpcti_to_wire(d->transport, buf, r->wire, n);
@@ -248,12 +260,9 @@ hpct_status_t hpcti_red_start_cross(hpct_ctx_t ctx, float *buf, size_t n, int wh
 hpct_status_t hpcti_red_start_mpi(hpct_ctx_t ctx, float *buf, size_t n, int *id)
 {
     struct hpcti_dist *d = ctx->dist;
-    if (d->nred >= d->cap_red)
-        return hpcti_error(ctx, HPCT_ERR_INTERNAL, "%s: more reductions than reserved (%d)",
-                           d->op_name, d->cap_red);
-    struct hpcti_reduction *r = &d->red[d->nred];
-    memset(r, 0, sizeof *r);
-    r->buf = buf, r->n = n, r->index = d->nred, r->wire = buf, r->mpi = 1;
+    struct hpcti_reduction *r = new_reduction(ctx, buf, n);
+    if (!r) return HPCT_ERR_INTERNAL;
+    r->mpi = 1;
     r->reqs = take(d, 2 * (size_t)d->size * sizeof *r->reqs);
     *id = d->nred++;
     r->t0 = hpcti_tl_now(ctx);
