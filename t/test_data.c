@@ -318,7 +318,10 @@ static void test_shrunk_shard(const char *dir, int depth)
     for (int st = 0; ok && s == HPCT_SUCCESS && st < 12; st++)
         s = hpct_dataset_next(ds, NULL, NULL);
     const char *msg = hpct_last_error(ctx);
-    tap_ok(ok && s == HPCT_ERR_IO && strstr(msg, path) && strstr(msg, "shrank"),
+    /* with the thread, the caller may build a batch itself after the thread's fault turned
+     * the mapped copies off: then preadv reports the short file */
+    int named = strstr(msg, "shrank") || (depth && strstr(msg, "end of file"));
+    tap_ok(ok && s == HPCT_ERR_IO && strstr(msg, path) && named,
            "a shard truncated under its mapping (prefetch depth %d): %s: %s", depth,
            hpct_strerror(s), msg);
     hpct_dataset_close(ds);

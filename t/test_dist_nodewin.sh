@@ -8,6 +8,10 @@
 . "${top_srcdir:-.}/t/lib/dist_lib.sh"
 need_mpi
 plan 21
+# Every size through the window where it is set up (HPCT_ALLREDUCE_ALGO=shm), not what the
+# timed probe in hpct_init would pick: these cases test the window path itself.
+HPCT_ALLREDUCE_ALGO=shm
+export HPCT_ALLREDUCE_ALGO
 
 # path WANT: the library logged the node reduction WANT ("shm" or the p2p reason) in the
 # last case's output.
