@@ -4,7 +4,9 @@ noinst_PROGRAMS += bench/bench_step bench/bench_reader bench/bench_allreduce ben
 	bench/bench_ckpt bench/bench_insitu bench/bench_obs bench/bench_ckpt_many
 bench_bench_step_LDADD = $(HPCT_LIBS)
 bench_bench_reader_LDADD = $(HPCT_LIBS)
+bench_bench_allreduce_SOURCES = bench/bench_allreduce.c bench/floor.c bench/floor.h
 bench_bench_allreduce_LDADD = $(HPCT_LIBS)
+bench_bench_train_SOURCES = bench/bench_train.c bench/floor.c bench/floor.h
 bench_bench_train_LDADD = $(HPCT_LIBS)
 bench_bench_ckpt_LDADD = $(HPCT_LIBS)
 bench_bench_insitu_LDADD = $(HPCT_LIBS)

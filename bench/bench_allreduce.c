@@ -4,7 +4,11 @@
  * and on contexts forced to each algorithm (shm: the node window where it is set up, p2p,
  * mpi: MPI_Iallreduce then times 1/W, allgather up to 1 MiB); then fused averaging
  * (hpct_params_average_grads) against one MPI_Allreduce per tensor for 100 tensors totalling 10 MiB
- * and for 1,000 tensors of 1-64 KiB (log-uniform sizes, fixed seed). Both sides in one run, each
+ * and for 1,000 tensors of 1-64 KiB (log-uniform sizes, fixed seed). Beside them the floors of
+ * floor.h, measured in the same rounds: the shared-memory floor (the least memory work of an
+ * average when one node holds every rank) and the wire floor (the least data any allreduce
+ * moves, in one MPI_Sendrecv); MPI time / floor is the most any path could reach against
+ * MPI_Allreduce here. Both sides in one run, each
  * size's variants interleaved round by round: mpirun -np 2 bench/bench_allreduce [max_mib]
  *   HPCT_RANKS_PER_NODE=2 mpirun --oversubscribe -x HPCT_RANKS_PER_NODE -np 4 \
  *       bench/bench_allreduce
@@ -22,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 #include "bench_util.h"
+#include "floor.h"
 
 static int rank, size;
 
@@ -61,6 +66,8 @@ struct job {
     float **tensors;
     size_t *counts;
     int num;
+    struct shm_floor *floor; /* the shared-memory floor's window (floor.h), or NULL */
+    float *scratch;          /* the wire floor's buffers */
 };
 
 static void run_mpi(void *a)
@@ -92,39 +99,79 @@ static void run_fused(void *a)
     if (hpct_params_average_grads(j->params)) MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
-/* Times in us of MPI_Allreduce, hpct on the chosen table, and hpct forced to each of
- * forced [4] (shm, p2p, mpi, allgather: up to 1 MiB); ratios MPI time / hpct time. */
-static void sizes_table(hpct_ctx_t ctx, hpct_ctx_t *forced, size_t max_bytes)
+static void run_shm_floor(void *a)
+{
+    struct job *j = a;
+    shm_floor_average(j->floor, j->n);
+}
+
+static void run_wire_floor(void *a)
+{
+    struct job *j = a;
+    wire_floor_exchange(MPI_COMM_WORLD, j->scratch, j->n);
+}
+
+/* One row of the sizes table: the times in us of the first nf of fn (the others "-"), then
+ * MPI time / chosen, / the best forced path, / the floor (shared-memory floor where the world
+ * shares memory, else the wire floor): the last is the most any path could reach. */
+static void print_row(size_t bytes, const double *t, const int *on)
+{
+    if (rank != 0) return;
+    printf("%10zu", bytes);
+    for (int k = 0; k < 8; k++) {
+        if (on[k])
+            printf(" %*.1f", k == 0 ? 13 : k == 1 ? 11 : 9, t[k] * 1e6);
+        else
+            printf(" %*s", k == 0 ? 13 : k == 1 ? 11 : 9, "-");
+    }
+    double best = 1e30, floor = on[6] ? t[6] : t[7];
+    for (int k = 2; k < 6; k++)
+        if (on[k] && t[k] < best) best = t[k];
+    printf(" %10.2fx %8.2fx %9.2fx\n", t[0] / t[1], t[0] / best, t[0] / floor);
+    fflush(stdout);
+}
+
+/* Times in us of MPI_Allreduce, hpct on the chosen table, hpct forced to each of forced [4]
+ * (shm, p2p, mpi, allgather: up to 1 MiB), the shared-memory floor (when one node holds
+ * every rank) and the wire floor (floor.h); ratios as print_row. */
+static void sizes_table(hpct_ctx_t ctx, hpct_ctx_t *forced, size_t max_bytes, int one_node)
 {
     float *buf = malloc(max_bytes);
     for (size_t i = 0; i < max_bytes / 4; i++) buf[i] = 1e-3f * (float)(i % 101);
-    if (rank == 0)
-        printf("%10s %13s %11s %9s %9s %9s %9s %11s %9s\n", "bytes", "MPI_Allreduce", "hpct chosen",
-               "shm", "p2p", "mpi", "allgather", "chosen/MPI", "best/MPI");
-    for (size_t bytes = 4096; bytes <= max_bytes; bytes *= 4) {
-        struct job j[6];
-        hpct_ctx_t c[6] = {ctx, ctx, forced[0], forced[1], forced[2], forced[3]};
-        void (*fn[6])(void *) = {run_mpi, run_hpct, run_hpct, run_hpct, run_hpct, run_hpct};
-        void *arg[6];
-        for (int k = 0; k < 6; k++) {
-            j[k] = (struct job){.ctx = c[k], .buf = buf, .n = bytes / 4};
-            arg[k] = &j[k];
-        }
-        int reps = bytes <= (1 << 20) ? 31 : bytes <= (16 << 20) ? 11 : 5, nf = 6;
-        double t[6] = {0, 0, 0, 0, 0, 1e30};
-        if (bytes > (1 << 20)) nf = 5; /* allgather: every peer's whole buffer */
-        timed(fn, arg, nf, reps, t);
-        double best = t[2];
-        for (int k = 3; k < 6; k++) best = t[k] < best ? t[k] : best;
-        if (rank == 0 && nf == 6)
-            printf("%10zu %13.1f %11.1f %9.1f %9.1f %9.1f %9.1f %10.2fx %8.2fx\n", bytes,
-                   t[0] * 1e6, t[1] * 1e6, t[2] * 1e6, t[3] * 1e6, t[4] * 1e6, t[5] * 1e6,
-                   t[0] / t[1], t[0] / best);
-        else if (rank == 0)
-            printf("%10zu %13.1f %11.1f %9.1f %9.1f %9.1f %9s %10.2fx %8.2fx\n", bytes, t[0] * 1e6,
-                   t[1] * 1e6, t[2] * 1e6, t[3] * 1e6, t[4] * 1e6, "-", t[0] / t[1], t[0] / best);
-        fflush(stdout);
+    float *scratch = malloc(wire_floor_scratch(MPI_COMM_WORLD, max_bytes / 4) * sizeof *scratch +
+                            sizeof *scratch);
+    struct shm_floor *fl = one_node ? shm_floor_create(MPI_COMM_WORLD, max_bytes / 4) : NULL;
+    if (fl && !shm_floor_correct(fl)) {
+        if (rank == 0) fprintf(stderr, "bench_allreduce: the shared-memory floor is wrong\n");
+        MPI_Abort(MPI_COMM_WORLD, 3);
     }
+    if (rank == 0)
+        printf("%10s %13s %11s %9s %9s %9s %9s %9s %9s %11s %9s %10s\n", "bytes", "MPI_Allreduce",
+               "hpct chosen", "shm", "p2p", "mpi", "allgather", "shm floor", "wire", "chosen/MPI",
+               "best/MPI", "floor/MPI");
+    for (size_t bytes = 4096; bytes <= max_bytes; bytes *= 4) {
+        struct job j[8];
+        hpct_ctx_t c[8] = {ctx, ctx, forced[0], forced[1], forced[2], forced[3], NULL, NULL};
+        void (*all[8])(void *) = {run_mpi,  run_hpct, run_hpct,      run_hpct,
+                                  run_hpct, run_hpct, run_shm_floor, run_wire_floor};
+        /* allgather (every peer's whole buffer) up to 1 MiB; the floor on one node */
+        int on[8] = {1, 1, 1, 1, 1, bytes <= (1 << 20), fl != NULL, 1};
+        void (*fn[8])(void *);
+        void *arg[8];
+        int idx[8], nf = 0;
+        for (int k = 0; k < 8; k++) {
+            j[k] = (struct job){.ctx = c[k], .buf = buf, .n = bytes / 4, .floor = fl,
+                                .scratch = scratch};
+            if (on[k]) idx[nf] = k, fn[nf] = all[k], arg[nf] = &j[k], nf++;
+        }
+        int reps = bytes <= (1 << 20) ? 31 : bytes <= (16 << 20) ? 11 : 5;
+        double got[8], t[8] = {0};
+        timed(fn, arg, nf, reps, got);
+        for (int i = 0; i < nf; i++) t[idx[i]] = got[i];
+        print_row(bytes, t, on);
+    }
+    shm_floor_free(fl);
+    free(scratch);
     free(buf);
 }
 
@@ -145,27 +192,37 @@ static void make_tensors(struct job *j, hpct_ctx_t ctx, const size_t *counts, in
     }
 }
 
-/* Fused hpct against one MPI_Allreduce per tensor, interleaved. */
-static void fusion_case(hpct_ctx_t ctx, const char *what, const size_t *counts, int num, int reps)
+/* Fused hpct against one MPI_Allreduce per tensor, interleaved with the floor of any average
+ * of the same total (the shared-memory floor when one node holds every rank, else the wire
+ * floor; floor.h): per-tensor time / floor is the most any fusion could reach. */
+static void fusion_case(hpct_ctx_t ctx, const char *what, const size_t *counts, int num, int reps,
+                        int one_node)
 {
-    struct job j;
+    struct job j, whole;
     size_t sum = 0;
     for (int i = 0; i < num; i++) sum += counts[i];
     make_tensors(&j, ctx, counts, num);
-    void (*fn[2])(void *) = {run_per_tensor, run_fused};
-    void *arg[2] = {&j, &j};
-    double t[2];
-    timed(fn, arg, 2, reps, t);
+    whole = (struct job){.ctx = ctx, .n = sum, .buf = calloc(sum, sizeof(float))};
+    whole.floor = one_node ? shm_floor_create(MPI_COMM_WORLD, sum) : NULL;
+    whole.scratch = calloc(wire_floor_scratch(MPI_COMM_WORLD, sum) + 1, sizeof(float));
+    void (*fn[3])(void *) = {run_per_tensor, run_fused,
+                             whole.floor ? run_shm_floor : run_wire_floor};
+    void *arg[3] = {&j, &j, &whole};
+    double t[3];
+    timed(fn, arg, 3, reps, t);
     if (rank == 0)
         printf("%s, %zu bytes in all: per-tensor MPI_Allreduce %.1f us, fused hpct %.1f us, "
-               "speedup %.2fx\n",
-               what, sum * 4, t[0] * 1e6, t[1] * 1e6, t[0] / t[1]);
+               "speedup %.2fx; %s floor of the total %.1f us: at most %.2fx\n",
+               what, sum * 4, t[0] * 1e6, t[1] * 1e6, t[0] / t[1],
+               whole.floor ? "shared-memory" : "wire", t[2] * 1e6, t[0] / t[2]);
     fflush(stdout);
+    shm_floor_free(whole.floor);
+    free(whole.scratch), free(whole.buf);
 }
 
 /* 100 tensors of uneven sizes (1..10 units) totalling 10 MiB; 1,000 tensors of 1-64 KiB,
  * log-uniform (fixed seed). */
-static void fusion_table(hpct_ctx_t ctx)
+static void fusion_table(hpct_ctx_t ctx, int one_node)
 {
     enum { FEW = 100, MANY = 1000 };
     size_t total = (size_t)10 << 18, units = 0, sum = 0, counts[MANY];
@@ -175,14 +232,14 @@ static void fusion_table(hpct_ctx_t ctx)
         sum += counts[i];
     }
     printf(rank == 0 ? "\n" : "");
-    fusion_case(ctx, "100 tensors", counts, FEW, 11);
+    fusion_case(ctx, "100 tensors", counts, FEW, 11, one_node);
     unsigned long long st = 12345;
     for (int i = 0; i < MANY; i++) { /* 2^10 .. 2^16 bytes, uniform in the exponent */
         st = st * 6364136223846793005ull + 1442695040888963407ull;
         double u = (double)(st >> 11) * (1.0 / 9007199254740992.0);
         counts[i] = (size_t)(pow(2.0, 10.0 + 6.0 * u) / 4.0);
     }
-    fusion_case(ctx, "1000 tensors of 1-64 KiB", counts, MANY, 11);
+    fusion_case(ctx, "1000 tensors of 1-64 KiB", counts, MANY, 11, one_node);
 }
 
 /* A context with HPCT_ALLREDUCE_ALGO=algo (the variable restored after). */
@@ -224,8 +281,8 @@ int main(int argc, char **argv)
         printf("W=%d, %d node(s) of %d, %s path, fusion buffer %zu bytes, HPCT_NODE_REDUCE=%s\n",
                size, t.num_nodes, t.local_size, t.hierarchical ? "hierarchical" : "flat",
                cfg.fusion_bytes, getenv("HPCT_NODE_REDUCE") ? getenv("HPCT_NODE_REDUCE") : "auto");
-    sizes_table(ctx, forced, max_mib << 20);
-    fusion_table(ctx);
+    sizes_table(ctx, forced, max_mib << 20, t.num_nodes == 1);
+    fusion_table(ctx, t.num_nodes == 1);
     for (int k = 0; k < 4; k++) hpct_finalize(forced[k]);
     int bad = hpct_finalize(ctx) != HPCT_SUCCESS;
     MPI_Finalize();

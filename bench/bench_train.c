@@ -7,7 +7,11 @@
  *   overlap   averaging started per layer inside backward (hpct_model_set_grad_averaging)
  *   blocking  hpct_params_average_grads after backward (no overlap)
  *   none      no averaging (replicas drift; only to time the compute)
- * Prints samples/s, the test accuracy and the time spent waiting for communication.
+ * Prints samples/s, the test accuracy, the time spent waiting for communication and the share
+ * of the epoch rank 0 spent on a CPU (getrusage: near 100 % means its core was never idle).
+ * At W > 1 on one node it then times the shared-memory floor (floor.h) on the model's
+ * gradient size: the least memory work any average needs per step, which, with every core
+ * busy computing, no overlap can hide.
  * HPCT_FUSION_BYTES=N sets cfg.fusion_bytes (blocking mode). */
 #include <hpctrain.h>
 
@@ -17,6 +21,9 @@
 #include <string.h>
 #include <time.h>
 #include "bench_util.h"
+#include "floor.h"
+
+#include <sys/resource.h>
 
 #define GLOBAL_BATCH 256
 
@@ -83,9 +90,59 @@ struct data {
     int n, tn;
 };
 
-/* One epoch in mode; returns seconds of training (eval excluded). */
+/* CPU seconds (user + system) of this process so far. */
+static double cpu_s(void)
+{
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return (double)u.ru_utime.tv_sec + 1e-6 * (double)u.ru_utime.tv_usec +
+           (double)u.ru_stime.tv_sec + 1e-6 * (double)u.ru_stime.tv_usec;
+}
+
+/* Model gradient floats of the benchmark's MLP. */
+static size_t grad_count(hpct_ctx_t ctx)
+{
+    hpct_model_t m;
+    hpct_params_t p;
+    size_t n = 0;
+    hpct_model_create(ctx, 784, &m);
+    hpct_model_add_dense(m, 512, HPCT_ACT_RELU, HPCT_INIT_AUTO);
+    hpct_model_add_dense(m, 512, HPCT_ACT_RELU, HPCT_INIT_AUTO);
+    hpct_model_add_dense(m, 10, HPCT_ACT_IDENTITY, HPCT_INIT_AUTO);
+    hpct_model_build(m, 1);
+    hpct_model_params(m, &p);
+    hpct_params_size(p, NULL, &n);
+    hpct_model_destroy(m);
+    return n;
+}
+
+/* Median seconds of the shared-memory floor's average of n floats (slowest rank), or -1
+ * when the ranks do not all share memory. */
+static double floor_per_step(size_t n)
+{
+    struct shm_floor *f = shm_floor_create(MPI_COMM_WORLD, n);
+    if (!f) return -1.0;
+    if (!shm_floor_correct(f)) MPI_Abort(MPI_COMM_WORLD, 3);
+    enum { REPS = 101 };
+    double t[REPS];
+    for (int r = 0; r < REPS; r++) {
+        double t0 = now();
+        shm_floor_average(f, n);
+        t[r] = now() - t0;
+        MPI_Allreduce(MPI_IN_PLACE, &t[r], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    }
+    shm_floor_free(f);
+    for (int i = 1; i < REPS; i++) /* insertion sort, then the median */
+        for (int k = i; k > 0 && t[k] < t[k - 1]; k--) {
+            double x = t[k];
+            t[k] = t[k - 1], t[k - 1] = x;
+        }
+    return t[REPS / 2];
+}
+
+/* One epoch in mode; returns seconds of training (eval excluded); *cpu: rank 0's CPU seconds. */
 static double epoch(hpct_ctx_t ctx, const struct data *d, const char *mode, double *acc,
-                    double *wait)
+                    double *wait, double *cpu)
 {
     int local, off;
     if (hpct_batch_split(ctx, GLOBAL_BATCH, &local, &off)) return -1;
@@ -111,7 +168,7 @@ static double epoch(hpct_ctx_t ctx, const struct data *d, const char *mode, doub
     double w0;
     hpct_comm_stats(ctx, &w0, NULL);
     MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = now();
+    double t0 = now(), c0 = cpu_s();
     int steps = d->n / GLOBAL_BATCH;
     for (int s = 0; s < steps; s++) {
         for (int i = 0; i < local; i++) {
@@ -128,6 +185,7 @@ static double epoch(hpct_ctx_t ctx, const struct data *d, const char *mode, doub
         }
     }
     double t = now() - t0;
+    *cpu = cpu_s() - c0;
     MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     hpct_comm_stats(ctx, wait, NULL);
     *wait -= w0;
@@ -154,15 +212,27 @@ int main(int argc, char **argv)
     d.n = load(dir, "train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", &d.x, &d.y);
     d.tn = load(dir, "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz", &d.tx, &d.ty);
     if (!d.n || !d.tn) MPI_Abort(MPI_COMM_WORLD, 2);
+    double none_s = -1.0;
     for (char *mode = strtok(modes, ","); mode; mode = strtok(NULL, ",")) {
-        double acc, wait;
-        double t = epoch(ctx, &d, mode, &acc, &wait);
+        double acc = 0, wait = 0, cpu = 0;
+        double t = epoch(ctx, &d, mode, &acc, &wait, &cpu);
         int samples = d.n / GLOBAL_BATCH * GLOBAL_BATCH;
+        if (!strcmp(mode, "none")) none_s = t;
         if (rank == 0)
             printf("hpctrain W=%d mode=%-8s samples/s %8.0f  epoch %.2f s  test accuracy %.4f  "
-                   "comm wait %.3f s\n",
-                   size, mode, samples / t, t, acc, wait);
+                   "comm wait %.3f s  cpu %.0f%%\n",
+                   size, mode, samples / t, t, acc, wait, 100.0 * cpu / t);
         fflush(stdout);
     }
+    size_t grads = grad_count(ctx);
+    double fl = size > 1 ? floor_per_step(grads) : -1.0;
+    int steps = d.n / GLOBAL_BATCH;
+    if (rank == 0 && fl > 0)
+        printf("hpctrain W=%d shared-memory floor of one average of %zu gradient bytes: %.1f us; "
+               "x %d steps = %.3f s per epoch%s",
+               size, grads * 4, fl * 1e6, steps, fl * steps, none_s > 0 ? "" : "\n");
+    if (rank == 0 && fl > 0 && none_s > 0)
+        printf(" = %.1f%% of the no-averaging epoch\n", 100.0 * fl * steps / none_s);
+    fflush(stdout);
     return hpct_finalize(ctx) ? 1 : 0;
 }

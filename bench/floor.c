@@ -1,0 +1,172 @@
+/* floor.c: the shared-memory and wire floors of floor.h. */
+#include "floor.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SUM_FLOATS 2048 /* floats summed at a time in a stack accumulator (8 KiB, stays in L1) */
+#define CHUNK_BYTES ((size_t)1 << 20) /* of each buffer averaged at a time (the library's) */
+
+struct shm_floor {
+    MPI_Comm comm; /* dup of the caller's */
+    MPI_Win win;
+    int locked; /* inside MPI_Win_lock_all */
+    int rank, size;
+    size_t n, chunk; /* floats per buffer; per chunk averaged at a time (0: all at once) */
+    float **buf; /* [size]: every rank's buffer [n], mapped here */
+};
+
+static int all_share_memory(MPI_Comm comm)
+{
+    MPI_Comm shared;
+    int size, local, ok;
+    MPI_Comm_size(comm, &size);
+    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared);
+    MPI_Comm_size(shared, &local);
+    MPI_Comm_free(&shared);
+    ok = local == size;
+    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm);
+    return ok;
+}
+
+struct shm_floor *shm_floor_create(MPI_Comm comm, size_t n)
+{
+    if (!all_share_memory(comm)) return NULL;
+    struct shm_floor *f = calloc(1, sizeof *f);
+    int ok = f != NULL;
+    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm);
+    if (!ok) return free(f), NULL;
+    f->win = MPI_WIN_NULL;
+    MPI_Comm_dup(comm, &f->comm);
+    MPI_Comm_rank(f->comm, &f->rank);
+    MPI_Comm_size(f->comm, &f->size);
+    f->n = n;
+    const char *c = getenv("HPCT_BENCH_FLOOR_CHUNK");
+    f->chunk = (c ? (size_t)atol(c) : CHUNK_BYTES) / sizeof(float);
+    float *mine;
+    MPI_Aint bytes = (MPI_Aint)((n ? n : 1) * sizeof(float));
+    ok = MPI_Win_allocate_shared(bytes, sizeof(float), MPI_INFO_NULL, f->comm, &mine, &f->win) ==
+         MPI_SUCCESS;
+    f->buf = calloc((size_t)f->size, sizeof *f->buf);
+    for (int p = 0; ok && f->buf && p < f->size; p++) {
+        MPI_Aint got;
+        int unit;
+        ok = MPI_Win_shared_query(f->win, p, &got, &unit, &f->buf[p]) == MPI_SUCCESS;
+    }
+    ok = ok && f->buf;
+    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, f->comm);
+    if (!ok) {
+        shm_floor_free(f);
+        return NULL;
+    }
+    MPI_Win_lock_all(MPI_MODE_NOCHECK, f->win);
+    f->locked = 1;
+    memset(mine, 0, (size_t)bytes);
+    return f;
+}
+
+float *shm_floor_buf(struct shm_floor *f)
+{
+    return f->buf[f->rank];
+}
+
+/* Window memory barrier, then a barrier of the ranks, then the barrier again: every write
+ * before it on any rank is seen by every read after it on any rank. */
+static void sync_all(struct shm_floor *f)
+{
+    MPI_Win_sync(f->win);
+    MPI_Barrier(f->comm);
+    MPI_Win_sync(f->win);
+}
+
+/* First float of block b and its length when n floats are cut into size blocks. */
+static void block(const struct shm_floor *f, size_t n, int b, size_t *start, size_t *len)
+{
+    size_t q = n / (size_t)f->size, r = n % (size_t)f->size, ub = (size_t)b;
+    *start = ub * q + (ub < r ? ub : r);
+    *len = q + (ub < r);
+}
+
+/* Own block = (sum over ranks 0..W-1 of their block) / W, written in place. */
+static void sum_own_block(struct shm_floor *f, size_t off, size_t n)
+{
+    size_t start, len;
+    block(f, n, f->rank, &start, &len);
+    start += off;
+    float acc[SUM_FLOATS], inv = 1.0f / (float)f->size;
+    for (size_t i = start; i < start + len; i += SUM_FLOATS) {
+        size_t c = start + len - i < SUM_FLOATS ? start + len - i : SUM_FLOATS;
+        memcpy(acc, f->buf[0] + i, c * sizeof *acc);
+        for (int p = 1; p < f->size; p++) {
+            const float *x = f->buf[p] + i;
+            for (size_t j = 0; j < c; j++) acc[j] += x[j];
+        }
+        for (size_t j = 0; j < c; j++) f->buf[f->rank][i + j] = acc[j] * inv;
+    }
+}
+
+/* Average floats [off, off + n) of every buffer: sum this rank's block of that range, then
+ * copy the others' summed blocks. */
+static void average_range(struct shm_floor *f, size_t off, size_t n)
+{
+    sync_all(f); /* every input written; every peer done copying from the last average */
+    sum_own_block(f, off, n);
+    sync_all(f); /* every block summed */
+    for (int b = 0; b < f->size; b++) {
+        size_t start, len;
+        block(f, n, b, &start, &len);
+        if (b != f->rank)
+            memcpy(f->buf[f->rank] + off + start, f->buf[b] + off + start, len * sizeof(float));
+    }
+}
+
+void shm_floor_average(struct shm_floor *f, size_t n)
+{
+    if (n > f->n) n = f->n;
+    size_t step = f->chunk ? f->chunk : n;
+    for (size_t off = 0; off < n; off += step) average_range(f, off, n - off < step ? n - off : step);
+}
+
+int shm_floor_correct(struct shm_floor *f)
+{
+    float *mine = shm_floor_buf(f);
+    for (size_t i = 0; i < f->n; i++) mine[i] = (float)((i * 7 + (size_t)f->rank * 13) % 101);
+    shm_floor_average(f, f->n);
+    int ok = 1;
+    for (size_t i = 0; i < f->n && ok; i++) {
+        double mean = 0.0;
+        for (int p = 0; p < f->size; p++) mean += (double)((i * 7 + (size_t)p * 13) % 101);
+        mean /= f->size;
+        ok = fabs(mine[i] - mean) <= 1e-5 * (1.0 + fabs(mean));
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, f->comm);
+    return ok;
+}
+
+void shm_floor_free(struct shm_floor *f)
+{
+    if (!f) return;
+    if (f->locked) MPI_Win_unlock_all(f->win);
+    if (f->win != MPI_WIN_NULL) MPI_Win_free(&f->win);
+    MPI_Comm_free(&f->comm);
+    free(f->buf);
+    free(f);
+}
+
+size_t wire_floor_scratch(MPI_Comm comm, size_t n)
+{
+    int size;
+    MPI_Comm_size(comm, &size);
+    return 2 * (2 * (size_t)(size - 1) * n / (size_t)size);
+}
+
+void wire_floor_exchange(MPI_Comm comm, float *scratch, size_t n)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    size_t m = wire_floor_scratch(comm, n) / 2;
+    MPI_Sendrecv(scratch, (int)m, MPI_FLOAT, (rank + 1) % size, 0, scratch + m, (int)m,
+                 MPI_FLOAT, (rank + size - 1) % size, 0, comm, MPI_STATUS_IGNORE);
+}

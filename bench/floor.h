@@ -1,0 +1,41 @@
+/* floor.h: yardsticks for the averaging benchmarks, measured on the machine they run on.
+ * Neither is one of the library's paths; they bound what any path could reach.
+ * - shared-memory floor: the least memory work of averaging n floats over ranks that share
+ *   memory. Each rank's buffer lives in one MPI-3 shared window; rank l sums block l of every
+ *   rank's buffer in place into its own (no copy in, no staging), then copies the others'
+ *   summed blocks out of their owners' buffers; two barriers per chunk of 1 MiB of the buffer
+ *   (the library's window chunk: the summed blocks are still in cache when copied out;
+ *   HPCT_BENCH_FLOOR_CHUNK=bytes changes it, 0 = the whole buffer at once).
+ * - wire floor: the least data any allreduce of n floats moves per rank, 2 (W - 1) / W * n
+ *   floats out and as many in, sent in one MPI_Sendrecv round with the ring neighbours. */
+#ifndef HPCT_BENCH_FLOOR_H
+#define HPCT_BENCH_FLOOR_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+struct shm_floor;
+
+/* A window of n floats per rank of comm, or NULL (collectively) when the ranks of comm do
+ * not all share memory or the window cannot be allocated. */
+struct shm_floor *shm_floor_create(MPI_Comm comm, size_t n);
+
+/* This rank's buffer [n] (in the window). */
+float *shm_floor_buf(struct shm_floor *f);
+
+/* Average the first n floats (at most the window's) of every rank's buffer in place
+ * (collective over comm). */
+void shm_floor_average(struct shm_floor *f, size_t n);
+
+/* 1 when an average of rank-dependent values gives every rank the mean within fp32
+ * rounding (collective; the buffers are overwritten). */
+int shm_floor_correct(struct shm_floor *f);
+
+void shm_floor_free(struct shm_floor *f);
+
+/* One exchange of the wire floor's volume for n floats with the ring neighbours in comm;
+ * scratch holds 2 * 2 (W - 1) / W * n floats (wire_floor_scratch). */
+void wire_floor_exchange(MPI_Comm comm, float *scratch, size_t n);
+size_t wire_floor_scratch(MPI_Comm comm, size_t n);
+
+#endif
