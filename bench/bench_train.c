@@ -7,11 +7,16 @@
  *   overlap   averaging started per layer inside backward (hpct_model_set_grad_averaging)
  *   blocking  hpct_params_average_grads after backward (no overlap)
  *   none      no averaging (replicas drift; only to time the compute)
+ *   floor     none plus the shared-memory floor's average per step (below)
+ *   wire      none plus the wire floor's exchange per step (below)
  * Prints samples/s, the test accuracy, the time spent waiting for communication and the share
  * of the epoch rank 0 spent on a CPU (getrusage: near 100 % means its core was never idle).
- * At W > 1 on one node it then times the shared-memory floor (floor.h) on the model's
- * gradient size: the least memory work any average needs per step, which, with every core
- * busy computing, no overlap can hide.
+ * Mode floor (W > 1, every rank on one node) is none plus, after every backward, one
+ * average of the model's gradient size through the shared-memory floor (floor.h, on a
+ * buffer of its own): the least memory work any average needs per step, which no overlap
+ * can hide when every core is computing; floor - none is what averaging must cost here.
+ * Mode wire is none plus, every step, one exchange of the wire floor (floor.h) for the
+ * gradient size: the least data any allreduce moves, by MPI's point-to-point path, no sums.
  * HPCT_FUSION_BYTES=N sets cfg.fusion_bytes (blocking mode). */
 #include <hpctrain.h>
 
@@ -116,33 +121,9 @@ static size_t grad_count(hpct_ctx_t ctx)
     return n;
 }
 
-/* Median seconds of the shared-memory floor's average of n floats (slowest rank), or -1
- * when the ranks do not all share memory. */
-static double floor_per_step(size_t n)
-{
-    struct shm_floor *f = shm_floor_create(MPI_COMM_WORLD, n);
-    if (!f) return -1.0;
-    if (!shm_floor_correct(f)) MPI_Abort(MPI_COMM_WORLD, 3);
-    enum { REPS = 101 };
-    double t[REPS];
-    for (int r = 0; r < REPS; r++) {
-        double t0 = now();
-        shm_floor_average(f, n);
-        t[r] = now() - t0;
-        MPI_Allreduce(MPI_IN_PLACE, &t[r], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    }
-    shm_floor_free(f);
-    for (int i = 1; i < REPS; i++) /* insertion sort, then the median */
-        for (int k = i; k > 0 && t[k] < t[k - 1]; k--) {
-            double x = t[k];
-            t[k] = t[k - 1], t[k - 1] = x;
-        }
-    return t[REPS / 2];
-}
-
 /* One epoch in mode; returns seconds of training (eval excluded); *cpu: rank 0's CPU seconds. */
 static double epoch(hpct_ctx_t ctx, const struct data *d, const char *mode, double *acc,
-                    double *wait, double *cpu)
+                    double *wait, double *cpu, struct shm_floor *fl, float *wire)
 {
     int local, off;
     if (hpct_batch_split(ctx, GLOBAL_BATCH, &local, &off)) return -1;
@@ -160,6 +141,8 @@ static double epoch(hpct_ctx_t ctx, const struct data *d, const char *mode, doub
     hpct_params_broadcast(p, 0);
     hpct_optimizer_create(p, &oc, &opt);
     int overlap = !strcmp(mode, "overlap"), blocking = !strcmp(mode, "blocking");
+    size_t grads = 0;
+    hpct_params_size(p, NULL, &grads);
     hpct_model_set_grad_averaging(m, overlap);
     int *perm = malloc(sizeof *perm * (size_t)d->n);
     shuffle(perm, d->n, 2024);
@@ -178,6 +161,8 @@ static double epoch(hpct_ctx_t ctx, const struct data *d, const char *mode, doub
         }
         hpct_status_t st = hpct_model_loss_grad(m, xb, yb, local, 0, NULL);
         if (!st && blocking) st = hpct_params_average_grads(p);
+        if (!st && fl) shm_floor_average(fl, grads);
+        if (!st && wire) wire_floor_exchange(MPI_COMM_WORLD, wire, grads);
         if (!st) st = hpct_optimizer_step(opt);
         if (st) {
             fprintf(stderr, "rank %d: step %d: %s\n", rank, s, hpct_last_error(ctx));
@@ -212,27 +197,26 @@ int main(int argc, char **argv)
     d.n = load(dir, "train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", &d.x, &d.y);
     d.tn = load(dir, "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz", &d.tx, &d.ty);
     if (!d.n || !d.tn) MPI_Abort(MPI_COMM_WORLD, 2);
-    double none_s = -1.0;
     for (char *mode = strtok(modes, ","); mode; mode = strtok(NULL, ",")) {
         double acc = 0, wait = 0, cpu = 0;
-        double t = epoch(ctx, &d, mode, &acc, &wait, &cpu);
+        struct shm_floor *fl = NULL;
+        if (!strcmp(mode, "floor") && !(fl = shm_floor_create(MPI_COMM_WORLD, grad_count(ctx)))) {
+            if (rank == 0) printf("hpctrain W=%d mode=floor: the ranks do not share memory\n", size);
+            continue;
+        }
+        if (fl && !shm_floor_correct(fl)) MPI_Abort(MPI_COMM_WORLD, 3);
+        float *wire = NULL;
+        if (!strcmp(mode, "wire"))
+            wire = calloc(wire_floor_scratch(MPI_COMM_WORLD, grad_count(ctx)) + 1, sizeof *wire);
+        double t = epoch(ctx, &d, mode, &acc, &wait, &cpu, fl, wire);
+        shm_floor_free(fl);
+        free(wire);
         int samples = d.n / GLOBAL_BATCH * GLOBAL_BATCH;
-        if (!strcmp(mode, "none")) none_s = t;
         if (rank == 0)
-            printf("hpctrain W=%d mode=%-8s samples/s %8.0f  epoch %.2f s  test accuracy %.4f  "
+            printf("hpctrain W=%d mode=%-8s samples/s %8.0f  epoch %.3f s  test accuracy %.4f  "
                    "comm wait %.3f s  cpu %.0f%%\n",
                    size, mode, samples / t, t, acc, wait, 100.0 * cpu / t);
         fflush(stdout);
     }
-    size_t grads = grad_count(ctx);
-    double fl = size > 1 ? floor_per_step(grads) : -1.0;
-    int steps = d.n / GLOBAL_BATCH;
-    if (rank == 0 && fl > 0)
-        printf("hpctrain W=%d shared-memory floor of one average of %zu gradient bytes: %.1f us; "
-               "x %d steps = %.3f s per epoch%s",
-               size, grads * 4, fl * 1e6, steps, fl * steps, none_s > 0 ? "" : "\n");
-    if (rank == 0 && fl > 0 && none_s > 0)
-        printf(" = %.1f%% of the no-averaging epoch\n", 100.0 * fl * steps / none_s);
-    fflush(stdout);
     return hpct_finalize(ctx) ? 1 : 0;
 }
