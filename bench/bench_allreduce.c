@@ -36,16 +36,41 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+struct job {
+    hpct_ctx_t ctx;
+    hpct_params_t params;
+    float *buf;
+    size_t n;
+    float **tensors;
+    size_t *counts;
+    int num;
+    struct shm_floor *floor; /* the shared-memory floor's window (floor.h), or NULL */
+    float *scratch;          /* the wire floor's buffers */
+};
+
+/* Write the inputs of job j on this rank (untimed), as backward writes gradients just before
+ * their average: every variant starts from inputs hot in this rank's cache, whatever ran
+ * before it (a variant timed right after MPI_Allreduce measured up to 2x slower without). */
+static void refill(struct job *j)
+{
+    float *in = j->floor ? shm_floor_buf(j->floor) : j->buf;
+    for (size_t i = 0; in && i < j->n; i++) in[i] = 1e-3f * (float)(i % 101);
+    for (int t = 0; t < j->num; t++)
+        for (size_t i = 0; i < j->counts[t]; i++) j->tensors[t][i] = 1e-3f * (float)(i % 101);
+}
+
 /* Median over reps of the slowest rank's time of one call of each of fn[k](arg[k]), k < nf,
  * interleaved round by round, the order rotated every round (after one warm-up call each),
- * into med [nf]. */
-static void timed(void (*const *fn)(void *), void *const *arg, int nf, int reps, double *med)
+ * into med [nf]; each call's inputs rewritten just before it (refill). */
+static void timed(void (*const *fn)(void *), struct job *const *arg, int nf, int reps,
+                  double *med)
 {
     double t[8][64];
     if (reps > 64) reps = 64;
     for (int k = 0; k < nf; k++) fn[k](arg[k]);
     for (int r = 0; r < reps; r++)
         for (int i = 0, k = r % nf; i < nf; i++, k = (k + 1) % nf) { /* each first in turn */
+            refill(arg[k]);
             MPI_Barrier(MPI_COMM_WORLD);
             double t0 = now();
             fn[k](arg[k]);
@@ -58,17 +83,6 @@ static void timed(void (*const *fn)(void *), void *const *arg, int nf, int reps,
     }
 }
 
-struct job {
-    hpct_ctx_t ctx;
-    hpct_params_t params;
-    float *buf;
-    size_t n;
-    float **tensors;
-    size_t *counts;
-    int num;
-    struct shm_floor *floor; /* the shared-memory floor's window (floor.h), or NULL */
-    float *scratch;          /* the wire floor's buffers */
-};
 
 static void run_mpi(void *a)
 {
@@ -157,11 +171,11 @@ static void sizes_table(hpct_ctx_t ctx, hpct_ctx_t *forced, size_t max_bytes, in
         /* allgather (every peer's whole buffer) up to 1 MiB; the floor on one node */
         int on[8] = {1, 1, 1, 1, 1, bytes <= (1 << 20), fl != NULL, 1};
         void (*fn[8])(void *);
-        void *arg[8];
+        struct job *arg[8];
         int idx[8], nf = 0;
         for (int k = 0; k < 8; k++) {
-            j[k] = (struct job){.ctx = c[k], .buf = buf, .n = bytes / 4, .floor = fl,
-                                .scratch = scratch};
+            j[k] = (struct job){.ctx = c[k], .buf = buf, .n = bytes / 4,
+                                .floor = k == 6 ? fl : NULL, .scratch = scratch};
             if (on[k]) idx[nf] = k, fn[nf] = all[k], arg[nf] = &j[k], nf++;
         }
         int reps = bytes <= (1 << 20) ? 31 : bytes <= (16 << 20) ? 11 : 5;
@@ -207,7 +221,7 @@ static void fusion_case(hpct_ctx_t ctx, const char *what, const size_t *counts, 
     whole.scratch = calloc(wire_floor_scratch(MPI_COMM_WORLD, sum) + 1, sizeof(float));
     void (*fn[3])(void *) = {run_per_tensor, run_fused,
                              whole.floor ? run_shm_floor : run_wire_floor};
-    void *arg[3] = {&j, &j, &whole};
+    struct job *arg[3] = {&j, &j, &whole};
     double t[3];
     timed(fn, arg, 3, reps, t);
     if (rank == 0)
