@@ -104,17 +104,24 @@ static double cpu_s(void)
            (double)u.ru_stime.tv_sec + 1e-6 * (double)u.ru_stime.tv_usec;
 }
 
-/* Model gradient floats of the benchmark's MLP. */
-static size_t grad_count(hpct_ctx_t ctx)
+/* The benchmark's MLP (784-512-512-10), built for batches of up to max_batch. */
+static hpct_model_t mlp(hpct_ctx_t ctx, int max_batch)
 {
     hpct_model_t m;
-    hpct_params_t p;
-    size_t n = 0;
     hpct_model_create(ctx, 784, &m);
     hpct_model_add_dense(m, 512, HPCT_ACT_RELU, HPCT_INIT_AUTO);
     hpct_model_add_dense(m, 512, HPCT_ACT_RELU, HPCT_INIT_AUTO);
     hpct_model_add_dense(m, 10, HPCT_ACT_IDENTITY, HPCT_INIT_AUTO);
-    hpct_model_build(m, 1);
+    hpct_model_build(m, max_batch);
+    return m;
+}
+
+/* Model gradient floats of the benchmark's MLP. */
+static size_t grad_count(hpct_ctx_t ctx)
+{
+    hpct_model_t m = mlp(ctx, 1);
+    hpct_params_t p;
+    size_t n = 0;
     hpct_model_params(m, &p);
     hpct_params_size(p, NULL, &n);
     hpct_model_destroy(m);
@@ -132,11 +139,7 @@ static double epoch(hpct_ctx_t ctx, const struct data *d, const char *mode, doub
     hpct_optimizer_t opt;
     hpct_optim_config_t oc = HPCT_OPTIM_CONFIG_INITIALIZER;
     oc.lr = 0.05f, oc.momentum = 0.9f;
-    hpct_model_create(ctx, 784, &m);
-    hpct_model_add_dense(m, 512, HPCT_ACT_RELU, HPCT_INIT_AUTO);
-    hpct_model_add_dense(m, 512, HPCT_ACT_RELU, HPCT_INIT_AUTO);
-    hpct_model_add_dense(m, 10, HPCT_ACT_IDENTITY, HPCT_INIT_AUTO);
-    hpct_model_build(m, 1000);
+    m = mlp(ctx, 1000);
     hpct_model_params(m, &p);
     hpct_params_broadcast(p, 0);
     hpct_optimizer_create(p, &oc, &opt);
