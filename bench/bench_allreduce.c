@@ -216,7 +216,7 @@ static void fusion_case(hpct_ctx_t ctx, const char *what, const size_t *counts, 
     size_t sum = 0;
     for (int i = 0; i < num; i++) sum += counts[i];
     make_tensors(&j, ctx, counts, num);
-    whole = (struct job){.ctx = ctx, .n = sum, .buf = calloc(sum, sizeof(float))};
+    whole = (struct job){.ctx = ctx, .n = sum}; /* the floor's own buffers, no input of its own */
     whole.floor = one_node ? shm_floor_create(MPI_COMM_WORLD, sum) : NULL;
     whole.scratch = calloc(wire_floor_scratch(MPI_COMM_WORLD, sum) + 1, sizeof(float));
     void (*fn[3])(void *) = {run_per_tensor, run_fused,
@@ -231,7 +231,7 @@ static void fusion_case(hpct_ctx_t ctx, const char *what, const size_t *counts, 
                whole.floor ? "shared-memory" : "wire", t[2] * 1e6, t[0] / t[2]);
     fflush(stdout);
     shm_floor_free(whole.floor);
-    free(whole.scratch), free(whole.buf);
+    free(whole.scratch);
 }
 
 /* 100 tensors of uneven sizes (1..10 units) totalling 10 MiB; 1,000 tensors of 1-64 KiB,

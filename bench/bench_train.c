@@ -200,17 +200,18 @@ int main(int argc, char **argv)
     d.n = load(dir, "train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", &d.x, &d.y);
     d.tn = load(dir, "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz", &d.tx, &d.ty);
     if (!d.n || !d.tn) MPI_Abort(MPI_COMM_WORLD, 2);
+    size_t grads = grad_count(ctx);
     for (char *mode = strtok(modes, ","); mode; mode = strtok(NULL, ",")) {
         double acc = 0, wait = 0, cpu = 0;
         struct shm_floor *fl = NULL;
-        if (!strcmp(mode, "floor") && !(fl = shm_floor_create(MPI_COMM_WORLD, grad_count(ctx)))) {
+        if (!strcmp(mode, "floor") && !(fl = shm_floor_create(MPI_COMM_WORLD, grads))) {
             if (rank == 0) printf("hpctrain W=%d mode=floor: the ranks do not share memory\n", size);
             continue;
         }
         if (fl && !shm_floor_correct(fl)) MPI_Abort(MPI_COMM_WORLD, 3);
         float *wire = NULL;
         if (!strcmp(mode, "wire"))
-            wire = calloc(wire_floor_scratch(MPI_COMM_WORLD, grad_count(ctx)) + 1, sizeof *wire);
+            wire = calloc(wire_floor_scratch(MPI_COMM_WORLD, grads) + 1, sizeof *wire);
         double t = epoch(ctx, &d, mode, &acc, &wait, &cpu, fl, wire);
         shm_floor_free(fl);
         free(wire);
