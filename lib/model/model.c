@@ -1,5 +1,6 @@
 /* model.c: sequential dense models: build, forward, backward, evaluation. */
 #include "model.h"
+#include "params.h"
 #include "../obs/obs.h"
 #include "../device/ops.h"
 
@@ -32,6 +33,7 @@ struct hpct_model {
     hpcti_grad_ready_fn grad_ready; /* averaging hooks (lib/comm); NULL when off */
     hpcti_grads_done_fn grads_done;
     hpcti_grads_agree_fn grads_agree;
+    hpcti_grads_release_fn grads_release; /* set: flat_grads came from lib/comm (move_grads) */
     int agreed; /* the agreement before backward ran in this step (hpcti_model_step_begins) */
     hpct_status_t hook_status; /* first error a ready hook returned during backward */
 };
@@ -77,7 +79,10 @@ void hpct_model_destroy(hpct_model_t m)
         if (m->layers[l].y != m->layers[l].z) ops->free(m->layers[l].y);
     }
     ops->free(m->flat_params);
-    ops->free(m->flat_grads);
+    if (m->grads_release)
+        m->grads_release(m->ctx, m->flat_grads);
+    else
+        ops->free(m->flat_grads);
     ops->free(m->x_dev);
     ops->free(m->targets_dev);
     ops->free(m->grad_a[0]);
@@ -85,6 +90,31 @@ void hpct_model_destroy(hpct_model_t m)
     hpct_params_destroy(m->params);
     free(m->layers);
     free(m);
+}
+
+float *hpcti_model_flat_grads(hpct_model_t m, size_t *count)
+{
+    *count = m->max_batch ? m->num_params : 0;
+    return m->max_batch ? m->flat_grads : NULL;
+}
+
+void hpcti_model_move_grads(hpct_model_t m, float *flat, hpcti_grads_release_fn release)
+{
+    float *old = m->flat_grads;
+    memcpy(flat, old, m->num_params * sizeof *flat);
+    for (int l = 0; l < m->num; l++) {
+        struct dense *d = &m->layers[l];
+        d->dw = flat + (d->dw - old), d->db = flat + (d->db - old);
+    }
+    for (int i = 0; i < m->params->num; i++) {
+        struct hpcti_param_buf *b = &m->params->bufs[i];
+        if (b->grad >= old && b->grad < old + m->num_params) b->grad = flat + (b->grad - old);
+    }
+    if (m->grads_release)
+        m->grads_release(m->ctx, old);
+    else
+        m->ctx->ops->free(old);
+    m->flat_grads = flat, m->grads_release = release;
 }
 
 hpct_status_t hpct_model_add_dense(hpct_model_t m, int out_features, hpct_activation_t act,

@@ -15,6 +15,14 @@ typedef hpct_status_t (*hpcti_grads_done_fn)(hpct_ctx_t ctx);
  * forward, loss) is agreed: a failure on one rank becomes every rank's, naming it, instead
  * of leaving the others waiting in the averaging until the deadline. Collective. */
 typedef hpct_status_t (*hpcti_grads_agree_fn)(hpct_ctx_t ctx, hpct_status_t mine, const char *fn);
+/* Gives back gradient memory that lib/comm lent a model (hpcti_model_move_grads). */
+typedef void (*hpcti_grads_release_fn)(hpct_ctx_t ctx, float *flat);
+/* A built model's gradients, all layers back to back [*count] (NULL, 0 before build). */
+float *hpcti_model_flat_grads(hpct_model_t m, size_t *count);
+/* Move a built model's gradients (host memory) to flat [count of hpcti_model_flat_grads],
+ * values copied, every layer's and the parameter set's pointers updated; the old memory is
+ * freed (or released); release gives flat back when the model is destroyed. */
+void hpcti_model_move_grads(hpct_model_t m, float *flat, hpcti_grads_release_fn release);
 /* Install the hooks (NULL, NULL, NULL removes them). */
 void hpcti_model_set_grad_hooks(hpct_model_t m, hpcti_grad_ready_fn ready,
                                 hpcti_grads_done_fn done, hpcti_grads_agree_fn agree);
