@@ -539,6 +539,17 @@ hpct_status_t hpct_allreduce_mean(hpct_ctx_t ctx, float *buf, size_t n);
 /* The same for buf [n] in the BACKEND's memory: a device pointer (cudaMalloc) on the cuda
  * backend (NCCL inside the node, MPI across), host memory on the cpu backend. */
 hpct_status_t hpct_allreduce_mean_device(hpct_ctx_t ctx, float *buf, size_t n);
+/* A zeroed gradient buffer of count floats that the ranks of a node share (an MPI-3
+ * shared-memory window) where averages go through the node window: an average of the
+ * buffer, or of a part of it, then reads the peers' values in place instead of copying them
+ * in first (the same bits). Elsewhere it is ordinary memory. Collective over the context's
+ * ranks, called in the same order on every rank. A node where the ranks average different
+ * parts (or some ordinary memory) averages by copying, with a warning once. Kept until
+ * hpct_finalize. */
+hpct_status_t hpct_alloc_grads(hpct_ctx_t ctx, size_t count, float **grads);
+/* Give back a buffer of hpct_alloc_grads (local): the next hpct_alloc_grads of the same
+ * count hands it out again. NULL is ignored. */
+hpct_status_t hpct_free_grads(hpct_ctx_t ctx, float *grads);
 /* Average every registered gradient over ranks (bring-your-own-gradients), fused into
  * buckets of cfg.fusion_bytes; buffers larger than a bucket are reduced in place. */
 hpct_status_t hpct_params_average_grads(hpct_params_t params);
@@ -552,7 +563,10 @@ hpct_status_t hpct_params_check_replicas_at(hpct_params_t params, long step);
 /* 64-bit hash of the parameter values (FNV-1a over 32-bit words, in registration order). */
 hpct_status_t hpct_params_hash(hpct_params_t params, uint64_t *hash);
 /* Average a built-in model's gradients inside hpct_model_loss_grad, layer by layer while
- * backward runs (overlap). Like DDP's no_sync: turn it off for all but the last micro-batch. */
+ * backward runs (overlap). Like DDP's no_sync: turn it off for all but the last micro-batch.
+ * Collective the first time it enables averaging on a cpu context with the node window: the
+ * model's gradients move into a buffer of hpct_alloc_grads (pointers from hpct_params_get
+ * taken before then are stale). */
 hpct_status_t hpct_model_set_grad_averaging(hpct_model_t model, int enable);
 /* Split a global batch over the ranks: local = global / size, offset = rank * local.
  * HPCT_ERR_INVALID_ARG when global % size != 0. */

@@ -219,18 +219,21 @@ static hpct_status_t teardown(hpct_ctx_t ctx)
     if (d->stage && ok) ctx->ops->free_host(d->stage);
     if (d->dev_fusion && ok) ctx->ops->free(d->dev_fusion);
     if (!finalized && ok) {
+        hpcti_grads_free_all(d, 1);
         hpcti_node_win_free(d, 1);
         free_comm(&d->cross), free_comm(&d->node_ag), free_comm(&d->node_rs);
         free_comm(&d->ctl), free_comm(&d->comm);
         if (d->owns_mpi) MPI_Finalize();
     }
+    hpcti_grads_free_all(d, 0);
     hpcti_node_win_free(d, 0);
     hpcti_bootstrap_release(&d->boot);
     /* A broken runtime keeps the buffers that requests of an abandoned operation may still
      * use (receives into them, token sends from d->tok_out; MPI cannot cancel them): left
      * allocated until the process ends. */
     free(d->tok_req), free(d->tok_last);
-    if (ok) free(d->tok_in), free(d->red), free(d->scratch), free(d->fusion), free(d);
+    if (ok && !d->fusion_shared) free(d->fusion); /* else a gradient buffer (freed above) */
+    if (ok) free(d->tok_in), free(d->red), free(d->scratch), free(d);
     return ok ? HPCT_SUCCESS : HPCT_ERR_STATE;
 }
 

@@ -54,6 +54,27 @@ struct hpcti_node_win {
     int *world;              /* [local_size] world rank of each local rank */
     uint64_t epoch;          /* counter barriers passed on this window */
     int half;                /* half the next chunk uses */
+    uint64_t calls;          /* averages through the window so far (their mode slots) */
+    int check_mode;          /* 1: the next counter barrier is an average's first */
+    int mixed;               /* 1: this average's modes differ on the node (copy) */
+    int warned_mixed;        /* mixed averages so far (the warning is given once) */
+    int told_in_place;       /* in-place averages so far (logged once) */
+    int in_place;            /* 0: HPCT_NODE_IN_PLACE=0 on some rank, always copy */
+    const float **src;       /* [local_size] scratch: the sources of a block sum */
+};
+
+/* A gradient buffer of hpct_alloc_grads or of a built-in model (grads.c): in a shared
+ * window of its own where the node window is set up (averages of it read the peers' values
+ * in place: node_win.c), else ordinary memory. Kept until hpct_finalize; a buffer given
+ * back is handed out again for the next request of the same count. */
+struct hpcti_grads {
+    float *buf;   /* [count] this rank's, zeroed when handed out */
+    size_t count; /* floats */
+    uint64_t id;  /* 1, 2, ... in allocation order: the same on every rank of a node */
+    int in_use;   /* handed out */
+    MPI_Win win;  /* MPI_WIN_NULL: ordinary memory */
+    float **seg;  /* [local_size] every local rank's buffer (window only) */
+    struct hpcti_grads *next;
 };
 
 /* Algorithms for averaging a host buffer (algo.c). */
@@ -84,6 +105,8 @@ struct hpcti_dist {
     double deadline_s;
     int transport;               /* HPCT_TRANSPORT_* */
     struct hpcti_node_win *nwin; /* set: the node-local phase goes through the shared window */
+    struct hpcti_grads *grads;   /* gradient buffers handed out (grads.c) */
+    uint64_t grads_made;         /* gradient buffers allocated so far */
     size_t fusion_floats;        /* fusion slot size in elements */
     int tag_space;               /* tags 1000 .. 1000 + tag_space - 1 carry reductions */
     /* the algorithm per size class of host averages, the same on every rank (algo.c) */
@@ -103,8 +126,10 @@ struct hpcti_dist {
     int nred, cap_red;
     char *scratch; /* shards, counts, wire copies of the current operation */
     size_t scratch_cap, scratch_used;
-    float *fusion; /* [2 fusion_floats]: two fusion slots */
+    float *fusion; /* [fusion_cap]: two fusion slots */
     size_t fusion_cap;
+    int fusion_shared; /* 1: fusion is a buffer of hpcti_grads_alloc (averaged in place) */
+
     double wait_s; /* seconds spent waiting for collectives */
     long ops;      /* averaging operations */
     float *stage;  /* [stage_cap] pinned host staging of device averages (ops->alloc_host) */
@@ -216,6 +241,20 @@ int hpcti_node_win_ready(const struct hpcti_dist *d, size_t n);
 /* Free the window state; with collective, also the window and its communicator (MPI calls
  * collective over the node: only while MPI runs and no collective timed out). */
 void hpcti_node_win_free(struct hpcti_dist *d, int collective);
+/* Give g a shared window of g->count floats per local rank (collective over the node, inside
+ * an operation: deadline-bounded barriers around MPI_Win_allocate_shared); g->buf is this
+ * rank's part, zeroed. */
+HPCTI_CHECK hpct_status_t hpcti_node_win_grads(hpct_ctx_t ctx, struct hpcti_grads *g);
+/* Free g's window (collective: MPI_Win_free over the node) or only the local state. */
+void hpcti_node_win_grads_free(struct hpcti_grads *g, int collective);
+
+/* Gradient buffers (grads.c): a zeroed buffer of count floats, in a shared window where the
+ * node window is set up (collective over the context's ranks, an operation named fn); give
+ * it back (local); free them all at teardown (collective as hpcti_node_win_free). */
+HPCTI_CHECK hpct_status_t hpcti_grads_alloc(hpct_ctx_t ctx, const char *fn, size_t count,
+                                            float **out);
+void hpcti_grads_release(hpct_ctx_t ctx, float *buf);
+void hpcti_grads_free_all(struct hpcti_dist *d, int collective);
 
 /* Average host buf [n] over all ranks as one operation named fn (hpct_allreduce_mean). */
 HPCTI_CHECK hpct_status_t hpcti_host_allreduce_mean(hpct_ctx_t ctx, const char *fn, float *buf, size_t n);

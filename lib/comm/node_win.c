@@ -32,8 +32,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HEADER    128  /* bytes before a segment's data: the counter, padded */
-#define SUM_CHUNK 2048 /* floats summed at a time: of 512 .. 8192, 2048 fastest at 1-4 MiB */
+#define HEADER 128 /* bytes before a segment's data: the counter, padded */
+/* 64-bit slots at the start of a segment: [0] arrival counter, [1] operation number,
+ * [2], [3] the mode of the averages with even and odd numbers (mode_of) */
+#define FLAG_SLOTS 4
+#define SUM_CHUNK  2048 /* floats summed at a time: of 512 .. 8192, 2048 fastest at 1-4 MiB */
 /* default chunk per rank on one node: measured best of 128 KiB .. 8 MiB for 1-16 MiB
  * buffers at W = 2 (bench_allreduce, HPCT_NODE_CHUNK_BYTES; doc/distributed.md) */
 #define CHUNK_BYTES ((size_t)1 << 20)
@@ -131,15 +134,23 @@ static const char *unusable(const struct hpcti_dist *d, int mode, int shares)
 }
 
 /* Every rank learns whether all ranks can use the window and the smallest of every rank's
- * settings v [4] (usable, chunk floats, small floats, largest bytes): deadline-bounded MIN. */
+ * settings v [5] (usable, chunk floats, small floats, largest bytes, in place allowed):
+ * deadline-bounded MIN. */
 static hpct_status_t agree_all(hpct_ctx_t ctx, unsigned long *v)
 {
     struct hpcti_dist *d = ctx->dist;
     hpct_status_t s = hpcti_op_begin(ctx, "hpct_init (node window agreement)", 0, 0);
     if (s) return s;
     MPI_Request req;
-    MPI_Iallreduce(MPI_IN_PLACE, v, 4, MPI_UNSIGNED_LONG, MPI_MIN, d->comm, &req);
+    MPI_Iallreduce(MPI_IN_PLACE, v, 5, MPI_UNSIGNED_LONG, MPI_MIN, d->comm, &req);
     return hpcti_op_end(ctx, &req, 1);
+}
+
+/* HPCT_NODE_IN_PLACE: 0 turns in-place averages of gradient buffers off (1, unset: on). */
+static unsigned long in_place_allowed(void)
+{
+    const char *v = getenv("HPCT_NODE_IN_PLACE");
+    return !(v && !strcmp(v, "0"));
 }
 
 /* HPCT_NODE_SHM_MAX_BYTES: larger averages take the point-to-point path (0, unset: none). */
@@ -160,9 +171,10 @@ static hpct_status_t make_win_state(hpct_ctx_t ctx, const unsigned long *v)
         w->seg = calloc(L, sizeof *w->seg);
         w->flag = calloc(L, sizeof *w->flag);
         w->world = calloc(L, sizeof *w->world);
+        w->src = calloc(L, sizeof *w->src);
     }
     d->nwin = w;
-    if (!w || !w->seg || !w->flag || !w->world || !local) {
+    if (!w || !w->seg || !w->flag || !w->world || !w->src || !local) {
         free(local);
         return hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "hpct_init: cannot allocate the node window");
     }
@@ -170,7 +182,7 @@ static hpct_status_t make_win_state(hpct_ctx_t ctx, const unsigned long *v)
         return hpcti_error(ctx, HPCT_ERR_COMM,
                            "hpct_init: MPI_Comm_dup of the node communicator failed on rank %d",
                            d->rank);
-    w->chunk = v[1], w->small = v[2], w->max_bytes = v[3];
+    w->chunk = v[1], w->small = v[2], w->max_bytes = v[3], w->in_place = (int)v[4];
     MPI_Group node, world;
     MPI_Comm_group(w->comm, &node);
     MPI_Comm_group(d->comm, &world);
@@ -191,7 +203,8 @@ hpct_status_t hpcti_node_win_setup(hpct_ctx_t ctx)
                            getenv("HPCT_NODE_REDUCE"));
     int shares = d->local_size > 1 ? node_shares_memory(d) : 0;
     const char *why = unusable(d, mode, shares);
-    unsigned long v[4] = {why == NULL, chunk_floats(d), small_floats(), max_bytes()};
+    unsigned long v[5] = {why == NULL, chunk_floats(d), small_floats(), max_bytes(),
+                          in_place_allowed()};
     hpct_status_t s = d->size > 1 ? agree_all(ctx, v) : HPCT_SUCCESS;
     if (s) return s;
     if (!v[0]) {
@@ -203,8 +216,9 @@ hpct_status_t hpcti_node_win_setup(hpct_ctx_t ctx)
     if (!s)
         hpcti_log(ctx, HPCT_LOG_INFO,
                   "node reduction: MPI-3 shared-memory window over %d local ranks (chunks of %zu "
-                  "floats, one barrier up to %zu, point-to-point above %lu bytes)",
-                  d->local_size, d->nwin->chunk, d->nwin->small, v[3]);
+                  "floats, one barrier up to %zu, point-to-point above %lu bytes, gradient "
+                  "buffers averaged in place: %s)",
+                  d->local_size, d->nwin->chunk, d->nwin->small, v[3], v[4] ? "yes" : "no");
     return s;
 }
 
@@ -256,8 +270,10 @@ static hpct_status_t allocate(hpct_ctx_t ctx, size_t cap)
         w->flag[p] = (uint64_t *)w->seg[p];
     }
     atomic_store_explicit((_Atomic uint64_t *)&w->flag[d->local_rank][0], 0, memory_order_relaxed);
-    atomic_store_explicit((_Atomic uint64_t *)&w->flag[d->local_rank][1], 0, memory_order_relaxed);
-    w->epoch = 0, w->half = 0;
+    for (int i = 1; i < FLAG_SLOTS; i++)
+        atomic_store_explicit((_Atomic uint64_t *)&w->flag[d->local_rank][i], 0,
+                              memory_order_relaxed);
+    w->epoch = 0, w->half = 0, w->calls = 0;
     MPI_Win_sync(w->win);
     s = node_barrier(ctx);
     MPI_Win_sync(w->win);
@@ -286,6 +302,39 @@ static hpct_status_t same_operation(hpct_ctx_t ctx)
     return HPCT_SUCCESS;
 }
 
+/* The mode slot of this rank's latest average: a peer that has finished that average and
+ * started the next writes the other slot, so after the average's first barrier every
+ * peer's value in this slot is the one it published for the same average. */
+static uint64_t *mode_slot(const struct hpcti_node_win *w, int p)
+{
+    return &w->flag[p][2 + (w->calls - 1) % 2];
+}
+
+/* After an average's first counter barrier: w->mixed = 1 unless every local rank averages
+ * in the same mode (ordinary memory on all, or the same part of the same gradient buffer on
+ * all). Every rank reads every mode, so all of the node reach the same answer; a mixed node
+ * averages by copying on every rank (correct for any buffer), and says so once. */
+static void same_mode(hpct_ctx_t ctx)
+{
+    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_node_win *w = d->nwin;
+    uint64_t mine = *mode_slot(w, d->local_rank);
+    w->check_mode = 0, w->mixed = 0;
+    for (int p = 0; p < d->local_size && !w->mixed; p++) {
+        uint64_t at =
+            atomic_load_explicit((_Atomic uint64_t *)mode_slot(w, p), memory_order_relaxed);
+        if (at == mine) continue;
+        w->mixed = 1;
+        if (w->warned_mixed++) break;
+        hpcti_log(ctx, HPCT_LOG_WARN,
+                  "%s: rank %d averages %s while rank %d of the same node averages %s: this "
+                  "node averages by copying (pass the same part of the same hpct_alloc_grads "
+                  "buffer on every rank to average in place); said once",
+                  d->op_name, w->world[p], at ? "a part of a gradient buffer" : "ordinary memory",
+                  d->rank, mine ? "a part of a gradient buffer" : "ordinary memory");
+    }
+}
+
 /* Counter barrier of the node: publish my writes, wait until every peer has published. */
 static hpct_status_t counter_barrier(hpct_ctx_t ctx)
 {
@@ -297,23 +346,24 @@ static hpct_status_t counter_barrier(hpct_ctx_t ctx)
     atomic_store_explicit((_Atomic uint64_t *)&mine[0], w->epoch, memory_order_release);
     hpct_status_t s = hpcti_wait_flags(ctx, w->flag, w->world, d->local_size, w->epoch);
     MPI_Win_sync(w->win);
-    return s ? s : same_operation(ctx);
+    if (!s) s = same_operation(ctx);
+    if (!s && w->check_mode) same_mode(ctx);
+    return s;
 }
 
-/* Own block of half h = sum over local ranks 0..L-1 of their block (this rank's from its
- * own buffer buf [m], the others' from the window), scaled by 1/W when no cross-node step
- * follows; written to the window and, then, to buf too. Same fp32 operations as reduce.c. */
-static void sum_block(const struct hpcti_dist *d, int h, float *buf, size_t m)
+/* out1 [len] (and out2 [len], unless NULL) = sum over local ranks p = 0..L-1 of
+ * w->src[p] [len], in rank order, times 1/W when no cross-node step follows. Sums SUM_CHUNK
+ * floats at a time in a stack accumulator, so an output may be one of the sources. Same
+ * fp32 operations as reduce.c's owner sum. */
+static void sum_sources(const struct hpcti_dist *d, size_t len, float *out1, float *out2)
 {
     const struct hpcti_node_win *w = d->nwin;
-    int L = d->local_size, me = d->local_rank, last = d->cross_size == 1;
-    size_t start = hpcti_block_start(m, L, me), len = hpcti_block_len(m, L, me);
-    float *own = half_of(w, me, h) + start, inv = 1.0f / (float)d->size;
-    float acc[SUM_CHUNK];
+    int L = d->local_size, last = d->cross_size == 1;
+    float acc[SUM_CHUNK], inv = 1.0f / (float)d->size;
     for (size_t i = 0; i < len; i += SUM_CHUNK) {
         size_t c = len - i < SUM_CHUNK ? len - i : SUM_CHUNK;
         for (int p = 0; p < L; p++) {
-            const float *x = (p == me ? buf : half_of(w, p, h)) + start + i;
+            const float *x = w->src[p] + i;
             if (p == 0)
                 memcpy(acc, x, c * sizeof *acc);
             else
@@ -321,9 +371,21 @@ static void sum_block(const struct hpcti_dist *d, int h, float *buf, size_t m)
         }
         if (last)
             for (size_t j = 0; j < c; j++) acc[j] *= inv;
-        memcpy(own + i, acc, c * sizeof *acc);
-        if (last) memcpy(buf + start + i, acc, c * sizeof *acc);
+        memcpy(out1 + i, acc, c * sizeof *acc);
+        if (out2) memcpy(out2 + i, acc, c * sizeof *acc);
     }
+}
+
+/* Own block of half h = sum over local ranks 0..L-1 of their block (this rank's from its
+ * own buffer buf [m], the others' from the window), scaled by 1/W when no cross-node step
+ * follows; written to the window and, then, to buf too. */
+static void sum_block(const struct hpcti_dist *d, int h, float *buf, size_t m)
+{
+    const struct hpcti_node_win *w = d->nwin;
+    int L = d->local_size, me = d->local_rank, last = d->cross_size == 1;
+    size_t start = hpcti_block_start(m, L, me), len = hpcti_block_len(m, L, me);
+    for (int p = 0; p < L; p++) w->src[p] = (p == me ? buf : half_of(w, p, h)) + start;
+    sum_sources(d, len, half_of(w, me, h) + start, last ? buf + start : NULL);
 }
 
 /* Copy every block of buf [m] but this rank's own: into its own half h (to_win), or out of
@@ -341,18 +403,14 @@ static void copy_blocks(const struct hpcti_dist *d, int h, float *buf, size_t m,
     }
 }
 
-/* Average one chunk buf [m] (m <= cap) through half w->half. This rank's own block never
- * goes into the window on the way in (only its owner reads it), and comes back to buf from
- * the sum itself (or from the cross-node step), not through the copy out. */
-static hpct_status_t chunk(hpct_ctx_t ctx, float *buf, size_t m)
+/* The rest of chunk, after every rank's copy in and a counter barrier. */
+static hpct_status_t chunk_sum_and_copy_out(hpct_ctx_t ctx, float *buf, size_t m)
 {
     struct hpcti_dist *d = ctx->dist;
     struct hpcti_node_win *w = d->nwin;
     int L = d->local_size, me = d->local_rank, h = w->half, id;
     size_t start = hpcti_block_start(m, L, me), len = hpcti_block_len(m, L, me);
-    copy_blocks(d, h, buf, m, 1);
-    hpct_status_t s = counter_barrier(ctx);
-    if (s) return s;
+    hpct_status_t s = HPCT_SUCCESS;
     sum_block(d, h, buf, m);
     if (d->cross_size > 1) {
         float *own = half_of(w, me, h) + start;
@@ -367,27 +425,29 @@ static hpct_status_t chunk(hpct_ctx_t ctx, float *buf, size_t m)
     return HPCT_SUCCESS;
 }
 
+/* Average one chunk buf [m] (m <= cap) through half w->half. This rank's own block never
+ * goes into the window on the way in (only its owner reads it), and comes back to buf from
+ * the sum itself (or from the cross-node step), not through the copy out. On a mixed node
+ * (same_mode) the ranks that meant to average in place copy in after the first barrier, so
+ * every rank waits at one more barrier before any reads the window. */
+static hpct_status_t chunk(hpct_ctx_t ctx, float *buf, size_t m)
+{
+    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_node_win *w = d->nwin;
+    copy_blocks(d, w->half, buf, m, 1);
+    hpct_status_t s = counter_barrier(ctx);
+    if (!s && w->mixed) s = counter_barrier(ctx), w->mixed = 0;
+    return s ? s : chunk_sum_and_copy_out(ctx, buf, m);
+}
+
 /* The whole chunk buf [m] = sum over local ranks 0..L-1 (its own from buf, the others from
  * their half h), scaled by 1/W on one node: every rank computes every element itself, in
  * rank order (the owner's operations, so every rank gets the owner's bits). */
 static void sum_all(const struct hpcti_dist *d, int h, float *buf, size_t m)
 {
     const struct hpcti_node_win *w = d->nwin;
-    int L = d->local_size, me = d->local_rank;
-    float acc[SUM_CHUNK], inv = 1.0f / (float)d->size;
-    for (size_t i = 0; i < m; i += SUM_CHUNK) {
-        size_t c = m - i < SUM_CHUNK ? m - i : SUM_CHUNK;
-        for (int p = 0; p < L; p++) {
-            const float *x = (p == me ? buf : half_of(w, p, h)) + i;
-            if (p == 0)
-                memcpy(acc, x, c * sizeof *acc);
-            else
-                for (size_t j = 0; j < c; j++) acc[j] += x[j];
-        }
-        if (d->cross_size == 1)
-            for (size_t j = 0; j < c; j++) acc[j] *= inv;
-        memcpy(buf + i, acc, c * sizeof *acc);
-    }
+    for (int p = 0; p < d->local_size; p++) w->src[p] = p == d->local_rank ? buf : half_of(w, p, h);
+    sum_sources(d, m, buf, NULL);
 }
 
 /* A small chunk: copy in, one counter barrier, every rank sums all of it (and, with several
@@ -413,24 +473,164 @@ static hpct_status_t chunk_replicated(hpct_ctx_t ctx, float *buf, size_t m)
     return s;
 }
 
+/* The gradient buffer whose window holds all of buf [n] here, and where (*off floats in). */
+static const struct hpcti_grads *grads_holding(const struct hpcti_dist *d, const float *buf,
+                                               size_t n, size_t *off)
+{
+    for (const struct hpcti_grads *g = d->grads; g; g = g->next)
+        if (g->win != MPI_WIN_NULL && buf >= g->buf && n <= g->count &&
+            (size_t)(buf - g->buf) <= g->count - n) {
+            *off = (size_t)(buf - g->buf);
+            return g;
+        }
+    return NULL;
+}
+
+/* Average floats [off, off + m) of g's buffers in place: local rank l sums its block of
+ * every local rank's buffer into its own (and, with several nodes, runs the cross-node
+ * reduce-scatter and allgather of that block, as chunk does); counter barrier; every rank
+ * copies the other blocks from their owners' buffers. */
+static hpct_status_t chunk_in_place(hpct_ctx_t ctx, const struct hpcti_grads *g, size_t off,
+                                    size_t m)
+{
+    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_node_win *w = d->nwin;
+    int L = d->local_size, me = d->local_rank, id;
+    size_t start = hpcti_block_start(m, L, me), len = hpcti_block_len(m, L, me);
+    float *own = g->buf + off + start;
+    for (int p = 0; p < L; p++) w->src[p] = g->seg[p] + off + start;
+    sum_sources(d, len, own, NULL);
+    hpct_status_t s = HPCT_SUCCESS;
+    if (d->cross_size > 1) {
+        s = hpcti_red_start_cross(ctx, own, len, 0, &id);
+        if (!s) s = hpcti_red_wait(ctx, id);
+    }
+    if (!s) s = counter_barrier(ctx);
+    for (int b = 0; b < L && !s; b++)
+        if (b != me) {
+            size_t at = off + hpcti_block_start(m, L, b);
+            memcpy(g->buf + at, g->seg[b] + at, hpcti_block_len(m, L, b) * sizeof(float));
+        }
+    return s;
+}
+
+/* On a mixed node, a rank that meant to average buf [n] in place and has passed the first
+ * barrier: the copying path, its first chunk copied in late (chunk's second barrier), the
+ * small remainder as chunk_replicated (as the ranks that copy from the start do). */
+static hpct_status_t average_copied_late(hpct_ctx_t ctx, float *buf, size_t n)
+{
+    struct hpcti_node_win *w = ((struct hpcti_dist *)ctx->dist)->nwin;
+    size_t m = n < w->cap ? n : w->cap;
+    w->mixed = 0;
+    copy_blocks(ctx->dist, w->half, buf, m, 1);
+    hpct_status_t s = counter_barrier(ctx);
+    if (!s) s = chunk_sum_and_copy_out(ctx, buf, m);
+    for (size_t at = m; at < n && !s; at += w->cap) {
+        m = n - at < w->cap ? n - at : w->cap;
+        s = m <= w->small ? chunk_replicated(ctx, buf + at, m) : chunk(ctx, buf + at, m);
+    }
+    return s;
+}
+
+/* Average g's floats [off, off + n) with no copy in: a counter barrier (every rank's input
+ * written), then chunk_in_place per chunk, then a last barrier, so that no rank returns (and
+ * overwrites its buffer) while a peer still reads it. The sums are sum_block's, so the bits
+ * are those of the copying path. */
+static hpct_status_t average_in_place(hpct_ctx_t ctx, const struct hpcti_grads *g, size_t off,
+                                      size_t n)
+{
+    struct hpcti_node_win *w = ((struct hpcti_dist *)ctx->dist)->nwin;
+    hpct_status_t s = counter_barrier(ctx);
+    if (!s && w->mixed) return average_copied_late(ctx, g->buf + off, n);
+    if (!s && !w->told_in_place++)
+        hpcti_log(ctx, HPCT_LOG_INFO,
+                  "node reduction: averaging in place in a gradient buffer's shared window "
+                  "(no copy into the window); said once");
+    for (size_t c = 0; c < n && !s; c += w->cap)
+        s = chunk_in_place(ctx, g, off + c, n - c < w->cap ? n - c : w->cap);
+    return s ? s : counter_barrier(ctx);
+}
+
+/* The mode of an average, published beside the counter: 0 ordinary memory, else the
+ * gradient buffer's id (bits 40..63) and the offset + 1 (bits 0..39). */
+static uint64_t mode_of(const struct hpcti_grads *g, size_t off)
+{
+    return g ? g->id << 40 | (uint64_t)(off + 1) : 0;
+}
+
 hpct_status_t hpcti_node_win_allreduce(hpct_ctx_t ctx, float *buf, size_t n)
 {
     struct hpcti_dist *d = ctx->dist;
     struct hpcti_node_win *w = d->nwin;
-    size_t need = n < half_max(d) ? n : half_max(d);
+    size_t need = n < half_max(d) ? n : half_max(d), off = 0;
     hpct_status_t s = w->cap >= need ? HPCT_SUCCESS : allocate(ctx, need);
+    /* in place when buf lies in a gradient buffer's window (when its first chunk is above
+     * the one-barrier size, where the copy costs less than two more barriers, and where a
+     * mixed node's copying ranks take chunk's path, see average_copied_late) */
+    const struct hpcti_grads *g =
+        w->in_place && need > w->small ? grads_holding(d, buf, n, &off) : NULL;
+    if (g && (off >> 40 || g->id >> 24)) g = NULL;
     /* the operation this rank is in, beside its counter: who arrived (for a timeout) and
-     * whether all are at the same operation (same_operation) */
+     * whether all are at the same operation (same_operation); the average's mode (same_mode) */
     atomic_store_explicit((_Atomic uint64_t *)&w->flag[d->local_rank][1], d->op_seq,
                           memory_order_relaxed);
-    for (size_t off = 0; off < n && !s; off += w->cap) {
-        size_t m = n - off < w->cap ? n - off : w->cap;
+    w->calls++;
+    atomic_store_explicit((_Atomic uint64_t *)mode_slot(w, d->local_rank), mode_of(g, off),
+                          memory_order_relaxed);
+    w->check_mode = 1;
+    if (!s && g) return average_in_place(ctx, g, off, n);
+    for (size_t at = 0; at < n && !s; at += w->cap) {
+        size_t m = n - at < w->cap ? n - at : w->cap;
         if (m <= w->small)
-            s = chunk_replicated(ctx, buf + off, m);
+            s = chunk_replicated(ctx, buf + at, m);
         else
-            s = chunk(ctx, buf + off, m);
+            s = chunk(ctx, buf + at, m);
     }
     return s;
+}
+
+hpct_status_t hpcti_node_win_grads(hpct_ctx_t ctx, struct hpcti_grads *g)
+{
+    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_node_win *w = d->nwin;
+    g->seg = calloc((size_t)d->local_size, sizeof *g->seg);
+    if (!g->seg) return hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "%s: out of memory", d->op_name);
+    hpct_status_t s = node_barrier(ctx); /* every local rank is inside the call */
+    if (s) return s;
+    MPI_Info info;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "alloc_shared_noncontig", "true");
+    int rc = MPI_Win_allocate_shared((MPI_Aint)((g->count ? g->count : 1) * sizeof(float)),
+                                     sizeof(float), info, w->comm, &g->buf, &g->win);
+    MPI_Info_free(&info);
+    if (rc != MPI_SUCCESS) {
+        g->win = MPI_WIN_NULL, g->buf = NULL;
+        return hpcti_error(ctx, HPCT_ERR_NO_MEMORY,
+                           "%s: MPI_Win_allocate_shared of %zu floats failed on rank %d",
+                           d->op_name, g->count, d->rank);
+    }
+    MPI_Win_set_errhandler(g->win, MPI_ERRORS_RETURN);
+    MPI_Win_lock_all(MPI_MODE_NOCHECK, g->win);
+    for (int p = 0; p < d->local_size; p++) {
+        MPI_Aint bytes;
+        int unit;
+        MPI_Win_shared_query(g->win, p, &bytes, &unit, &g->seg[p]);
+    }
+    memset(g->buf, 0, g->count * sizeof(float));
+    MPI_Win_sync(g->win);
+    s = node_barrier(ctx);
+    MPI_Win_sync(g->win);
+    return s;
+}
+
+void hpcti_node_win_grads_free(struct hpcti_grads *g, int collective)
+{
+    if (collective && g->win != MPI_WIN_NULL) {
+        MPI_Win_unlock_all(g->win);
+        MPI_Win_free(&g->win);
+    }
+    free(g->seg);
+    g->seg = NULL;
 }
 
 void hpcti_node_win_free(struct hpcti_dist *d, int collective)
@@ -441,6 +641,6 @@ void hpcti_node_win_free(struct hpcti_dist *d, int collective)
         drop_window(w);
         if (w->comm != MPI_COMM_NULL) MPI_Comm_free(&w->comm);
     }
-    free(w->seg), free(w->flag), free(w->world), free(w);
+    free(w->seg), free(w->flag), free(w->world), free(w->src), free(w);
     d->nwin = NULL;
 }

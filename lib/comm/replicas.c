@@ -64,16 +64,29 @@ static size_t pack(hpct_params_t p, float *slot, size_t cap, int *next)
     return used;
 }
 
-static hpct_status_t reserve_fusion(hpct_ctx_t ctx, size_t cap)
+/* Two fusion slots of cap floats (grows, never shrinks). Where the node window averages in
+ * place they are a gradient buffer of hpcti_grads_alloc, so a slot's average reads the peers'
+ * slots in place (no copy into the window): collective, as is the call (every rank registers
+ * the same sizes, so every rank grows at the same call). */
+static hpct_status_t reserve_fusion(hpct_ctx_t ctx, size_t cap, const char *fn)
 {
     struct hpcti_dist *d = ctx->dist;
     if (d->fusion_cap >= 2 * cap) return HPCT_SUCCESS;
-    free(d->fusion);
-    d->fusion = malloc(sizeof(float) * 2 * cap);
-    d->fusion_cap = d->fusion ? 2 * cap : 0;
-    return d->fusion ? HPCT_SUCCESS
-                     : hpcti_error(ctx, HPCT_ERR_NO_MEMORY,
-                                   "cannot allocate the fusion buffer (2 x %zu floats)", cap);
+    if (d->fusion_shared)
+        hpcti_grads_release(ctx, d->fusion);
+    else
+        free(d->fusion);
+    d->fusion = NULL, d->fusion_cap = 0, d->fusion_shared = 0;
+    if (d->nwin && d->nwin->in_place) {
+        hpct_status_t s = hpcti_grads_alloc(ctx, fn, 2 * cap, &d->fusion);
+        if (s) return s;
+        d->fusion_shared = 1;
+    } else if (!(d->fusion = malloc(sizeof(float) * 2 * cap))) {
+        return hpcti_error(ctx, HPCT_ERR_NO_MEMORY,
+                           "%s: cannot allocate the fusion buffer (2 x %zu floats)", fn, cap);
+    }
+    d->fusion_cap = 2 * cap;
+    return HPCT_SUCCESS;
 }
 
 /* Buckets run two at a time: packing one slot while the other's average is in flight. Each
@@ -174,7 +187,7 @@ hpct_status_t hpct_params_average_grads(hpct_params_t p)
         return s ? s : average_device_buckets(p, cap);
     }
     size_t cap = d->fusion_floats < p->total ? d->fusion_floats : p->total;
-    s = reserve_fusion(p->ctx, cap ? cap : 1);
+    s = reserve_fusion(p->ctx, cap ? cap : 1, fn);
     if (!s)
         s = hpcti_op_begin(p->ctx, fn, hpcti_algo_reductions_bound(d, p->total, p->num),
                            hpcti_algo_scratch_bound(d, p->total, p->num));
@@ -356,6 +369,22 @@ static hpct_status_t layers_done(hpct_ctx_t ctx)
     return s ? s : hpcti_op_end(ctx, NULL, 0);
 }
 
+/* The model's gradients in a buffer of hpcti_grads_alloc (a shared window where the node
+ * window is set up, so the per-layer averages read the peers' gradients in place), once:
+ * collective the first time. Host gradients of a built model only. */
+static hpct_status_t grads_to_window(hpct_ctx_t ctx, hpct_model_t model, const char *fn)
+{
+    struct hpcti_dist *d = ctx->dist;
+    size_t n;
+    float *flat = hpcti_model_flat_grads(model, &n);
+    if (!flat || !d->nwin || !d->nwin->in_place || ctx->ops != &hpcti_cpu_ops) return HPCT_SUCCESS;
+    for (const struct hpcti_grads *g = d->grads; g; g = g->next)
+        if (g->buf == flat) return HPCT_SUCCESS;
+    hpct_status_t s = hpcti_grads_alloc(ctx, fn, n, &flat);
+    if (!s) hpcti_model_move_grads(model, flat, hpcti_grads_release);
+    return s;
+}
+
 hpct_status_t hpct_model_set_grad_averaging(hpct_model_t model, int enable)
 {
     static const char fn[] = "hpct_model_set_grad_averaging";
@@ -365,6 +394,7 @@ hpct_status_t hpct_model_set_grad_averaging(hpct_model_t model, int enable)
     if (s) return s;
     struct hpcti_dist *d;
     if (enable && (s = params_dist(p, fn, &d))) return s;
+    if (enable && (s = grads_to_window(p->ctx, model, fn))) return s;
     if (enable)
         hpcti_model_set_grad_hooks(model, layer_ready, layers_done, status_before_grads);
     else

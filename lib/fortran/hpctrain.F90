@@ -312,7 +312,7 @@ module hpctrain
         c_hpct_dataset_get_cursor, c_hpct_dataset_set_cursor, c_hpct_dataset_skipped, &
         c_hpct_dataset_stats, c_hpct_data_permutation, c_hpct_init, c_hpct_init_comm, c_hpct_finalize, c_hpct_topology, &
         c_hpct_abort_job, c_hpct_allreduce_mean, c_hpct_allreduce_mean_device, &
-        c_hpct_params_average_grads, &
+        c_hpct_alloc_grads, c_hpct_free_grads, c_hpct_params_average_grads, &
         c_hpct_params_broadcast, c_hpct_params_check_replicas, c_hpct_params_check_replicas_at, &
         c_hpct_params_hash, c_hpct_model_set_grad_averaging, c_hpct_batch_split, c_hpct_comm_stats, &
         c_hpct_ckpt_open, c_hpct_ckpt_close, c_hpct_ckpt_add_array, c_hpct_ckpt_add_scalar, &
@@ -727,6 +727,18 @@ module hpctrain
             integer(c_size_t), value :: n
             integer(c_int) :: s
         end function
+        function c_hpct_alloc_grads(ctx, count, grads) bind(C, name="hpct_alloc_grads") result(s)
+            import :: c_int, c_ptr, c_size_t
+            type(c_ptr), value :: ctx
+            integer(c_size_t), value :: count
+            type(c_ptr) :: grads
+            integer(c_int) :: s
+        end function
+        function c_hpct_free_grads(ctx, grads) bind(C, name="hpct_free_grads") result(s)
+            import :: c_int, c_ptr
+            type(c_ptr), value :: ctx, grads
+            integer(c_int) :: s
+        end function
         function c_hpct_params_average_grads(params) bind(C, name="hpct_params_average_grads") result(s)
             import :: c_int, c_ptr
             type(c_ptr), value :: params
@@ -1087,7 +1099,8 @@ module hpctrain
     public :: hpct_shard_create, hpct_shard_write, hpct_shard_close, hpct_manifest_create, &
         hpct_manifest_add_shard, hpct_manifest_write, hpct_manifest_destroy, hpct_manifest_check_path
     public :: hpct_init, hpct_init_comm, hpct_finalize, hpct_topology, hpct_abort_job, &
-        hpct_allreduce_mean, hpct_allreduce_mean_device, hpct_params_average_grads, &
+        hpct_allreduce_mean, hpct_allreduce_mean_device, hpct_alloc_grads, hpct_free_grads, &
+        hpct_params_average_grads, &
         hpct_params_broadcast, &
         hpct_params_check_replicas, hpct_params_check_replicas_at, hpct_params_hash, &
         hpct_model_set_grad_averaging, hpct_batch_split, hpct_comm_stats
@@ -2388,6 +2401,35 @@ contains
         integer, intent(out), optional :: ierr
         call finish(c_hpct_allreduce_mean_device(ctx%ptr, buf, n), ctx%ptr, &
             "hpct_allreduce_mean_device", ierr)
+    end subroutine
+
+    !> grads => a zeroed buffer of count floats that the ranks of a node share where averages
+    !> go through the node window (collective, in the same order on every rank): its
+    !> averages read the peers' values in place. Null on error.
+    subroutine hpct_alloc_grads(ctx, count, grads, ierr)
+        type(hpct_ctx_t), intent(in) :: ctx
+        integer(c_size_t), intent(in) :: count
+        real(c_float), pointer, intent(out) :: grads(:)
+        integer, intent(out), optional :: ierr
+        type(c_ptr) :: p
+        integer(c_int) :: s
+        p = c_null_ptr
+        nullify(grads)
+        s = c_hpct_alloc_grads(ctx%ptr, count, p)
+        if (s == 0) call c_f_pointer(p, grads, [count])
+        call finish(s, ctx%ptr, "hpct_alloc_grads", ierr)
+    end subroutine
+
+    !> Give back a buffer of hpct_alloc_grads; grads is nullified.
+    subroutine hpct_free_grads(ctx, grads, ierr)
+        type(hpct_ctx_t), intent(in) :: ctx
+        real(c_float), pointer, intent(inout) :: grads(:)
+        integer, intent(out), optional :: ierr
+        type(c_ptr) :: p
+        p = c_null_ptr
+        if (associated(grads)) p = c_loc(grads)
+        call finish(c_hpct_free_grads(ctx%ptr, p), ctx%ptr, "hpct_free_grads", ierr)
+        nullify(grads)
     end subroutine
 
     !> Average every registered gradient over ranks.

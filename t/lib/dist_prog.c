@@ -11,7 +11,10 @@
  *   dist_prog algo             each HPCT_ALLREDUCE_ALGO (forced, a table, the probe): exact
  *                              means, the same bits everywhere; malformed values refused
  *   dist_prog opfail SECONDS   a reduction fails midway on rank 1 (test hook)
- *   dist_prog badstep DIR      one rank's bad batch ends the step on every rank at once */
+ *   dist_prog badstep DIR      one rank's bad batch ends the step on every rank at once
+ *   dist_prog grads WINDOW     hpct_alloc_grads buffers averaged in place (WINDOW 1: the node
+ *                              window is set up, so mixing them with ordinary memory fails)
+ *   dist_prog grads_hang SECONDS PIDFILE   the last rank stops inside an in-place average */
 #include "hpctrain.h"
 #include "mpi_prog.h"
 #include "data_util.h"
@@ -19,6 +22,7 @@
 #include <math.h>
 #include <mpi.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -687,6 +691,86 @@ static int run_algo(void)
     return hpct_finalize(ref) == HPCT_SUCCESS && !failures ? 0 : 1; /* MPI_Finalize */
 }
 
+/* buf [n] of an hpct_alloc_grads buffer through ctx (the window where it is set up) against
+ * a copy through ref (forced p2p): the same bits on every rank and the bits of the
+ * point-to-point path (whose means algo_size checks against fp64 in test_dist_algo.sh). */
+static void grads_size(hpct_ctx_t ctx, hpct_ctx_t ref, const char *label, float *buf, size_t n)
+{
+    size_t m = n ? n : 1;
+    float *x = malloc(m * sizeof *x);
+    fill_random(x, n, 11u * (unsigned)world_rank + (unsigned)n);
+    memcpy(buf, x, n * sizeof *x);
+    hpct_status_t s = hpct_allreduce_mean(ctx, buf, n);
+    check(s == HPCT_SUCCESS, "%s: %zu floats in place: succeeds (%s)", label, n,
+          hpct_last_error(ctx));
+    fill_random(x, n, 11u * (unsigned)world_rank + (unsigned)n);
+    s = hpct_allreduce_mean(ref, x, n);
+    check(s == HPCT_SUCCESS && !memcmp(x, buf, n * sizeof *x),
+          "%s: %zu floats in place: the bits of the point-to-point path", label, n);
+    check(identical(buf, n, MPI_COMM_WORLD), "%s: %zu floats in place: bit-identical on every rank",
+          label, n);
+    free(x);
+}
+
+/* hpct_alloc_grads buffers averaged in place through a context forced to the window:
+ * whole buffers and a part, the bits of p2p; a buffer given back is handed out again
+ * zeroed; bad arguments refused; with the window (window = 1), a rank passing ordinary
+ * memory while the others pass the buffer: its node averages by copying, the same bits. */
+static int run_grads(int window)
+{
+    static const size_t sizes[] = {1, 7, 65537, (size_t)1 << 20, (size_t)8 << 20};
+    hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
+    setenv("HPCT_NODE_REDUCE", "p2p", 1);
+    hpct_status_t s;
+    hpct_ctx_t ref = init_algo("p2p", &cfg, &s);
+    if (!ref) return 2;
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    unsetenv("HPCT_NODE_REDUCE");
+    cfg.log_level = HPCT_LOG_INFO;
+    hpct_ctx_t ctx = init_algo("shm", &cfg, &s);
+    check(ctx != NULL, "hpct_init with HPCT_ALLREDUCE_ALGO=shm (%s)", hpct_strerror(s));
+    if (!ctx) return 1;
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        float *g = NULL;
+        s = hpct_alloc_grads(ctx, sizes[k], &g);
+        check(s == HPCT_SUCCESS && g, "hpct_alloc_grads of %zu floats (%s)", sizes[k],
+              hpct_last_error(ctx));
+        if (!g) continue;
+        grads_size(ctx, ref, "whole buffer", g, sizes[k]);
+        if (sizes[k] > 1000) grads_size(ctx, ref, "a part at float 3", g + 3, sizes[k] - 1000);
+        check(hpct_free_grads(ctx, g) == HPCT_SUCCESS, "hpct_free_grads");
+        float *again = NULL;
+        s = hpct_alloc_grads(ctx, sizes[k], &again);
+        int zero = again != NULL;
+        for (size_t i = 0; zero && i < sizes[k]; i++) zero = again[i] == 0.0f;
+        check(s == HPCT_SUCCESS && again == g && zero,
+              "%zu floats given back: handed out again, zeroed", sizes[k]);
+        hpct_free_grads(ctx, again);
+    }
+    float *none = NULL, x = 0;
+    check(hpct_alloc_grads(ctx, 0, &none) == HPCT_ERR_INVALID_ARG && !none &&
+              strstr(hpct_last_error(ctx), "count is 0"),
+          "hpct_alloc_grads of 0 floats: HPCT_ERR_INVALID_ARG naming count (%s)",
+          hpct_last_error(ctx));
+    check(hpct_free_grads(ctx, &x) == HPCT_ERR_INVALID_ARG,
+          "hpct_free_grads of ordinary memory: HPCT_ERR_INVALID_ARG (%s)", hpct_last_error(ctx));
+    if (window) { /* rank 0 averages ordinary memory, the others the shared buffer */
+        size_t n = 65537;
+        float *g = NULL, *plain = calloc(n, sizeof *plain);
+        s = hpct_alloc_grads(ctx, n, &g);
+        check(s == HPCT_SUCCESS && g && plain, "hpct_alloc_grads of %zu floats (%s)", n,
+              hpct_last_error(ctx));
+        for (int k = 0; g && plain && k < 2; k++) /* twice: the node goes on copying */
+            grads_size(ctx, ref, "ordinary memory on rank 0, the buffer elsewhere",
+                       world_rank ? g : plain, n);
+        if (g) hpct_free_grads(ctx, g);
+        free(plain);
+    }
+    check(hpct_finalize(ctx) == HPCT_SUCCESS, "hpct_finalize");
+    return hpct_finalize(ref) == HPCT_SUCCESS && !failures ? 0 : 1; /* MPI_Finalize */
+}
+
 static void stop_self(int sig)
 {
     (void)sig;
@@ -727,6 +811,41 @@ static int run_nodewin_hang(double seconds, const char *pidfile)
     return 4;
 }
 
+/* The last rank stops inside an in-place average: its own segment of the gradient buffer
+ * is made unreadable in its own mapping, so its block sum (after the first barrier) stops
+ * it. The others must get HPCT_ERR_TIMEOUT naming it, then end the job. */
+static int run_grads_hang(double seconds, const char *pidfile)
+{
+    hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
+    cfg.collective_timeout_s = seconds;
+    hpct_ctx_t ctx = mpi_start(&cfg);
+    MPI_Comm alive;
+    int last = world_rank == world_size - 1;
+    MPI_Comm_split(MPI_COMM_WORLD, last ? MPI_UNDEFINED : 0, world_rank, &alive);
+    char name[512];
+    snprintf(name, sizeof name, "%s.%d", pidfile, world_rank);
+    FILE *f = fopen(name, "w");
+    if (f) fprintf(f, "%ld\n", (long)getpid()), fclose(f);
+    size_t n = (size_t)1 << 18, page = (size_t)sysconf(_SC_PAGESIZE);
+    float *g = NULL;
+    if (hpct_alloc_grads(ctx, n, &g)) return 7;
+    fill(g, n, world_rank);
+    if (hpct_allreduce_mean(ctx, g, n)) return 5;
+    if (last) {
+        uintptr_t lo = ((uintptr_t)g + page - 1) / page * page;
+        signal(SIGSEGV, stop_self);
+        mprotect((void *)lo, n * sizeof *g - page, PROT_NONE);
+        hpct_allreduce_mean(ctx, g, n);
+        return 6; /* only if someone continues us */
+    }
+    hpct_status_t s = hpct_allreduce_mean(ctx, g, n);
+    fprintf(stderr, "rank %d: status %d (%s): %s\n", world_rank, s, hpct_strerror(s),
+            hpct_last_error(ctx));
+    MPI_Barrier(alive);
+    if (s == HPCT_ERR_TIMEOUT) hpct_abort_job(ctx, HPCT_EXIT_HANG);
+    return 4;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) return 2;
@@ -739,6 +858,8 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "hang") && argc == 4) return run_hang(atof(argv[2]), argv[3]);
     if (!strcmp(argv[1], "nodewin")) return run_nodewin();
     if (!strcmp(argv[1], "algo")) return run_algo();
+    if (!strcmp(argv[1], "grads") && argc == 3) return run_grads(atoi(argv[2]));
+    if (!strcmp(argv[1], "grads_hang") && argc == 4) return run_grads_hang(atof(argv[2]), argv[3]);
     if (!strcmp(argv[1], "nodewin_hang") && argc == 4)
         return run_nodewin_hang(atof(argv[2]), argv[3]);
     fprintf(stderr, "usage: see the comment at the top of t/dist_prog.c\n");

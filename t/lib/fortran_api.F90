@@ -706,6 +706,7 @@ contains
         type(hpct_params_t) :: set
         type(hpct_config_t) :: cfg
         real(c_float), target :: buf(4, 3), p(5), g(5)
+        real(c_float), pointer :: gb(:)
         real(c_double) :: wait_s
         integer(c_long) :: ops
         integer :: local, offset, ierr
@@ -726,6 +727,16 @@ contains
         call hpct_allreduce_mean_device(ctx, c_loc(buf), int(size(buf), c_size_t), ierr)
         call tap_ok(all(buf == 3) .and. ierr == HPCT_SUCCESS, &
             "hpct_allreduce_mean_device on the cpu backend (host memory via c_loc)")
+        call hpct_alloc_grads(ctx, 6_c_size_t, gb, ierr)
+        call tap_ok(ierr == HPCT_SUCCESS .and. associated(gb), "hpct_alloc_grads: a buffer")
+        if (associated(gb)) then
+            call tap_ok(size(gb) == 6 .and. all(gb == 0), "hpct_alloc_grads: 6 zeroed floats")
+            gb = 5
+            call hpct_allreduce_mean(ctx, gb)
+            call tap_ok(all(gb == 5), "hpct_allreduce_mean of an hpct_alloc_grads buffer")
+        end if
+        call hpct_free_grads(ctx, gb, ierr)
+        call tap_ok(ierr == HPCT_SUCCESS .and. .not. associated(gb), "hpct_free_grads nullifies it")
         call hpct_params_create(ctx, set)
         p = 1
         g = 2

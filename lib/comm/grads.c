@@ -1,0 +1,112 @@
+/* grads.c: gradient buffers that the ranks of a node share (hpct_alloc_grads, and the
+ * gradients of built-in models that average through the node window). Where the node window
+ * is set up each buffer is a shared window of its own (node_win.c), so an average of it
+ * reads the peers' values in place instead of copying them into the window first; elsewhere
+ * it is ordinary memory and averages as any buffer does. */
+#include "dist.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A buffer given back with this count, handed out again (zeroed), or NULL. */
+static struct hpcti_grads *reuse(struct hpcti_dist *d, size_t count)
+{
+    for (struct hpcti_grads *g = d->grads; g; g = g->next)
+        if (!g->in_use && g->count == count) {
+            memset(g->buf, 0, count * sizeof(float));
+            g->in_use = 1;
+            return g;
+        }
+    return NULL;
+}
+
+/* A new buffer of count floats: a shared window with the node window, else calloc. */
+static hpct_status_t make(hpct_ctx_t ctx, size_t count, struct hpcti_grads **out)
+{
+    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_grads *g = calloc(1, sizeof *g);
+    if (!g) return hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "%s: out of memory", d->op_name);
+    g->count = count, g->win = MPI_WIN_NULL, g->id = ++d->grads_made, g->in_use = 1;
+    hpct_status_t s = HPCT_SUCCESS;
+    if (d->nwin)
+        s = hpcti_node_win_grads(ctx, g);
+    else if (!(g->buf = calloc(count ? count : 1, sizeof(float))))
+        s = hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "%s: cannot allocate %zu floats", d->op_name,
+                        count);
+    if (s) { /* the operation failed: its window (if any) is left to the process's end */
+        hpcti_node_win_grads_free(g, 0);
+        free(g);
+        return s;
+    }
+    g->next = d->grads, d->grads = g;
+    *out = g;
+    return HPCT_SUCCESS;
+}
+
+hpct_status_t hpcti_grads_alloc(hpct_ctx_t ctx, const char *fn, size_t count, float **out)
+{
+    struct hpcti_dist *d = ctx->dist;
+    *out = NULL;
+    /* one operation over every rank: arrival tokens bound it by the deadline and name a
+     * rank that does not call (the window's own barriers are node-wide) */
+    hpct_status_t s = hpcti_op_begin(ctx, fn, 0, 0);
+    if (s) return s;
+    struct hpcti_grads *g = reuse(d, count);
+    if (!g) s = make(ctx, count, &g);
+    if (!s) s = hpcti_op_end(ctx, NULL, 0);
+    if (!s)
+        *out = g->buf;
+    else if (g)
+        g->in_use = 0;
+    return s;
+}
+
+void hpcti_grads_release(hpct_ctx_t ctx, float *buf)
+{
+    struct hpcti_dist *d = ctx->dist;
+    for (struct hpcti_grads *g = d ? d->grads : NULL; g; g = g->next)
+        if (g->buf == buf) g->in_use = 0;
+}
+
+void hpcti_grads_free_all(struct hpcti_dist *d, int collective)
+{
+    while (d->grads) {
+        struct hpcti_grads *g = d->grads;
+        d->grads = g->next;
+        if (g->win == MPI_WIN_NULL) free(g->buf);
+        hpcti_node_win_grads_free(g, collective);
+        free(g);
+    }
+}
+
+hpct_status_t hpct_alloc_grads(hpct_ctx_t ctx, size_t count, float **grads)
+{
+    static const char fn[] = "hpct_alloc_grads";
+    if (!ctx) return HPCT_ERR_INVALID_ARG;
+    hpcti_clear_error(ctx);
+    if (!grads) return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "%s: grads (the result) is NULL", fn);
+    *grads = NULL;
+    if (!count || count > HPCTI_MAX_CHUNK * 64)
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "%s: count is %zu, must be 1..%zu", fn, count,
+                           HPCTI_MAX_CHUNK * 64);
+    if (!hpcti_dist_of(ctx, fn)) return HPCT_ERR_STATE;
+    return hpcti_grads_alloc(ctx, fn, count, grads);
+}
+
+hpct_status_t hpct_free_grads(hpct_ctx_t ctx, float *grads)
+{
+    static const char fn[] = "hpct_free_grads";
+    if (!ctx) return HPCT_ERR_INVALID_ARG;
+    hpcti_clear_error(ctx);
+    if (!grads) return HPCT_SUCCESS;
+    struct hpcti_dist *d = hpcti_dist_of(ctx, fn);
+    if (!d) return HPCT_ERR_STATE;
+    for (struct hpcti_grads *g = d->grads; g; g = g->next)
+        if (g->buf == grads && g->in_use) {
+            g->in_use = 0;
+            return HPCT_SUCCESS;
+        }
+    return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                       "%s: %p is not a buffer of hpct_alloc_grads in use on this context", fn,
+                       (void *)grads);
+}

@@ -1,0 +1,49 @@
+#!/bin/sh
+# Gradient buffers that the ranks of a node share (hpct_alloc_grads): averaged in place
+# through the node window (no copy into the window), whole and in part, sizes 1 to 8 Mi
+# floats, they give the point-to-point path's bits on every rank at W = 1..4 with and
+# without virtual nodes; where the window is not set up (one rank per node, uneven nodes)
+# they are ordinary memory; a buffer given back is handed out again zeroed; where rank 0
+# passes ordinary memory and the others the buffer, its node averages by copying (the same
+# bits, a warning once); HPCT_NODE_IN_PLACE=0 on one rank turns in place off on all; a rank
+# that stops inside an in-place average is named in HPCT_ERR_TIMEOUT.
+. "${top_srcdir:-.}/t/lib/dist_lib.sh"
+need_mpi
+plan 13
+
+case_ok "W=1: ordinary memory, averages are copies" mpi 1 -- grads 0
+case_ok "W=2, one node: in place = p2p bit for bit" mpi 2 -- grads 1
+case_ok "W=3, one node: in place = p2p bit for bit" mpi 3 -- grads 1
+case_ok "W=4, two virtual nodes of 2 (hierarchical): in place = p2p bit for bit" \
+    mpi 4 HPCT_RANKS_PER_NODE=2 -- grads 1
+n=$(grep -c "averaging in place in a gradient buffer's shared window" "$tmpdir/out")
+[ "$n" = 4 ]
+ok $? "W=4: every rank logs that it averaged in place (4 ranks, got $n)"
+n=$(grep -c "this node averages by copying" "$tmpdir/out")
+grep -q "rank 0 averages ordinary memory while rank 1 of the same node averages a part of a gradient buffer: this node averages by copying" "$tmpdir/out" &&
+    [ "$n" = 2 ]
+ok $? "W=4: ordinary memory on rank 0 warns once on each rank of its node only (2 warnings, got $n)"
+case_ok "W=3, uneven virtual nodes (2+1): ordinary memory, = p2p" \
+    mpi 3 HPCT_RANKS_PER_NODE=2 -- grads 0
+case_ok "W=2, virtual nodes of 1: ordinary memory, = p2p" mpi 2 HPCT_RANKS_PER_NODE=1 -- grads 0
+! grep -q "averaging in place" "$tmpdir/out"
+ok $? "W=2, virtual nodes of 1: no rank logs an in-place average"
+case_ok "W=2, HPCT_NODE_IN_PLACE=0 on rank 1 only: every average copies, = p2p" \
+    timeout -s KILL 120 "$MPIRUN" --oversubscribe -np 2 \
+    sh -c '[ "$OMPI_COMM_WORLD_RANK" = 1 ] && export HPCT_NODE_IN_PLACE=0; exec "$0" "$@"' "$PROG" grads 1
+grep -q "gradient buffers averaged in place: no" "$tmpdir/out" && ! grep -q "averaging in place\|averages by copying" "$tmpdir/out"
+ok $? "W=2, HPCT_NODE_IN_PLACE=0 on one rank: agreed off (logged), no in-place average, no mixed node"
+
+# A rank stops (SIGSTOP) inside an in-place average; deadline 5 s, outer bound 90 s.
+pids="$tmpdir/pid"
+HPCT_ALLREDUCE_ALGO=shm timeout -s KILL 90 "$MPIRUN" --oversubscribe -np 3 -x HPCT_ALLREDUCE_ALGO \
+    "$PROG" grads_hang 5 "$pids" >"$tmpdir/out" 2>&1
+rc=$?
+sed 's/^/# /' "$tmpdir/out" | grep -v '^# *$' | head -n 4
+reap "$pids"
+[ $rc -eq 124 ] && grep -q "rank 0: status -11 .*rank 2 of 3 stopped inside the node's shared-window exchange" "$tmpdir/out" &&
+    grep -q "rank 1: status -11 .*rank 2 of 3 stopped inside the node's shared-window exchange" "$tmpdir/out"
+ok $? "a rank stopped inside an in-place average: HPCT_ERR_TIMEOUT names rank 2 on ranks 0 and 1, exit 124 (got $rc)"
+none_alive "$pids"
+ok $? "no rank process is left behind"
+done_testing
