@@ -1,15 +1,16 @@
 /* bench_allreduce.c: hpct_allreduce_mean against a plain MPI_Allreduce(MPI_SUM) of the same
  * buffer, 4 KiB to 256 MiB (a factor 4 apart), on the algorithm per size the library chose
  * (HPCT_ALLREDUCE_ALGO as set, else the timed probe of hpct_init, whose table rank 0 logs),
- * and on contexts forced to each algorithm (shm: the node window where it is set up, p2p,
- * mpi: MPI_Iallreduce then times 1/W, allgather up to 1 MiB); then fused averaging
- * (hpct_params_average_grads) against one MPI_Allreduce per tensor for 100 tensors totalling 10 MiB
- * and for 1,000 tensors of 1-64 KiB (log-uniform sizes, fixed seed). Beside them the floors of
- * floor.h, measured in the same rounds: the shared-memory floor (the least memory work of an
- * average when one node holds every rank) and the wire floor (the least data any allreduce
- * moves, in one MPI_Sendrecv); MPI time / floor is the most any path could reach against
- * MPI_Allreduce here. Both sides in one run, each
- * size's variants interleaved round by round: mpirun -np 2 bench/bench_allreduce [max_mib]
+ * on an ordinary buffer and in place on an hpct_alloc_grads buffer, and on contexts forced
+ * to each algorithm (shm: the node window where it is set up, p2p, mpi: MPI_Iallreduce then
+ * times 1/W, allgather up to 1 MiB); then fused averaging (hpct_params_average_grads) against
+ * one MPI_Allreduce per tensor for 100 tensors totalling 10 MiB and for 1,000 tensors of
+ * 1-64 KiB (log-uniform sizes, fixed seed). Beside them the floors of floor.h, measured in
+ * the same rounds: the shared-memory floor (the least memory work of an average when one
+ * node holds every rank) and the wire floor (the least data any allreduce moves, in one
+ * MPI_Sendrecv); MPI time / floor is the most any path could reach against MPI_Allreduce
+ * here. Both sides in one run, each size's variants interleaved round by round:
+ *   mpirun -np 2 bench/bench_allreduce [max_mib]
  *   HPCT_RANKS_PER_NODE=2 mpirun --oversubscribe -x HPCT_RANKS_PER_NODE -np 4 \
  *       bench/bench_allreduce
  *   HPCT_RANKS_PER_NODE=1 mpirun --mca btl self,tcp -x HPCT_RANKS_PER_NODE -np 2 \
@@ -62,10 +63,9 @@ static void refill(struct job *j)
 /* Median over reps of the slowest rank's time of one call of each of fn[k](arg[k]), k < nf,
  * interleaved round by round, the order rotated every round (after one warm-up call each),
  * into med [nf]; each call's inputs rewritten just before it (refill). */
-static void timed(void (*const *fn)(void *), struct job *const *arg, int nf, int reps,
-                  double *med)
+static void timed(void (*const *fn)(void *), struct job *const *arg, int nf, int reps, double *med)
 {
-    double t[8][64];
+    double t[16][64];
     if (reps > 64) reps = 64;
     for (int k = 0; k < nf; k++) fn[k](arg[k]);
     for (int r = 0; r < reps; r++)
@@ -82,7 +82,6 @@ static void timed(void (*const *fn)(void *), struct job *const *arg, int nf, int
         med[k] = t[k][reps / 2];
     }
 }
-
 
 static void run_mpi(void *a)
 {
@@ -125,33 +124,40 @@ static void run_wire_floor(void *a)
     wire_floor_exchange(MPI_COMM_WORLD, j->scratch, j->n);
 }
 
-/* One row of the sizes table: the times in us of the first nf of fn (the others "-"), then
- * MPI time / chosen, / the best forced path, / the floor (shared-memory floor where the world
- * shares memory, else the wire floor): the last is the most any path could reach. */
+enum { MPI_V, CHOSEN_V, IN_PLACE_V, SHM_V, P2P_V, MPI_ALGO_V, ALLGATHER_V, FLOOR_V, WIRE_V, NV };
+
+/* One row of the sizes table: the times in us of the variants that ran (on), the others
+ * "-", then MPI time / chosen, / in place, / the best forced path, / the floor (the
+ * shared-memory floor where the world shares memory, else the wire floor): the last is the
+ * most any path could reach. */
 static void print_row(size_t bytes, const double *t, const int *on)
 {
     if (rank != 0) return;
     printf("%10zu", bytes);
-    for (int k = 0; k < 8; k++) {
+    for (int k = 0; k < NV; k++) {
+        int w = k == MPI_V ? 13 : k == CHOSEN_V ? 11 : 9;
         if (on[k])
-            printf(" %*.1f", k == 0 ? 13 : k == 1 ? 11 : 9, t[k] * 1e6);
+            printf(" %*.1f", w, t[k] * 1e6);
         else
-            printf(" %*s", k == 0 ? 13 : k == 1 ? 11 : 9, "-");
+            printf(" %*s", w, "-");
     }
-    double best = 1e30, floor = on[6] ? t[6] : t[7];
-    for (int k = 2; k < 6; k++)
+    double best = 1e30, floor = on[FLOOR_V] ? t[FLOOR_V] : t[WIRE_V];
+    for (int k = SHM_V; k <= ALLGATHER_V; k++)
         if (on[k] && t[k] < best) best = t[k];
-    printf(" %10.2fx %8.2fx %9.2fx\n", t[0] / t[1], t[0] / best, t[0] / floor);
+    printf(" %10.2fx %11.2fx %8.2fx %9.2fx\n", t[0] / t[CHOSEN_V], t[0] / t[IN_PLACE_V],
+           t[0] / best, t[0] / floor);
     fflush(stdout);
 }
 
-/* Times in us of MPI_Allreduce, hpct on the chosen table, hpct forced to each of forced [4]
- * (shm, p2p, mpi, allgather: up to 1 MiB), the shared-memory floor (when one node holds
- * every rank) and the wire floor (floor.h); ratios as print_row. */
+/* Times in us of MPI_Allreduce, hpct on the chosen table (on an ordinary buffer and in
+ * place on an hpct_alloc_grads buffer), hpct forced to each of forced [4] (shm, p2p, mpi,
+ * allgather: up to 1 MiB), the shared-memory floor (when one node holds every rank) and the
+ * wire floor (floor.h); ratios as print_row. */
 static void sizes_table(hpct_ctx_t ctx, hpct_ctx_t *forced, size_t max_bytes, int one_node)
 {
-    float *buf = malloc(max_bytes);
+    float *buf = malloc(max_bytes), *grads = NULL;
     for (size_t i = 0; i < max_bytes / 4; i++) buf[i] = 1e-3f * (float)(i % 101);
+    if (hpct_alloc_grads(ctx, max_bytes / 4, &grads)) MPI_Abort(MPI_COMM_WORLD, 3);
     float *scratch = malloc(wire_floor_scratch(MPI_COMM_WORLD, max_bytes / 4) * sizeof *scratch +
                             sizeof *scratch);
     struct shm_floor *fl = one_node ? shm_floor_create(MPI_COMM_WORLD, max_bytes / 4) : NULL;
@@ -160,31 +166,35 @@ static void sizes_table(hpct_ctx_t ctx, hpct_ctx_t *forced, size_t max_bytes, in
         MPI_Abort(MPI_COMM_WORLD, 3);
     }
     if (rank == 0)
-        printf("%10s %13s %11s %9s %9s %9s %9s %9s %9s %11s %9s %10s\n", "bytes", "MPI_Allreduce",
-               "hpct chosen", "shm", "p2p", "mpi", "allgather", "shm floor", "wire", "chosen/MPI",
-               "best/MPI", "floor/MPI");
+        printf("%10s %13s %11s %9s %9s %9s %9s %9s %9s %9s %11s %12s %9s %10s\n", "bytes",
+               "MPI_Allreduce", "hpct chosen", "in place", "shm", "p2p", "mpi", "allgather",
+               "shm floor", "wire", "chosen/MPI", "in place/MPI", "best/MPI", "floor/MPI");
     for (size_t bytes = 4096; bytes <= max_bytes; bytes *= 4) {
-        struct job j[8];
-        hpct_ctx_t c[8] = {ctx, ctx, forced[0], forced[1], forced[2], forced[3], NULL, NULL};
-        void (*all[8])(void *) = {run_mpi,  run_hpct, run_hpct,      run_hpct,
-                                  run_hpct, run_hpct, run_shm_floor, run_wire_floor};
+        struct job j[NV];
+        hpct_ctx_t c[NV] = {ctx, ctx, ctx, forced[0], forced[1], forced[2], forced[3], NULL, NULL};
+        void (*all[NV])(void *) = {run_mpi,  run_hpct, run_hpct,      run_hpct,      run_hpct,
+                                   run_hpct, run_hpct, run_shm_floor, run_wire_floor};
         /* allgather (every peer's whole buffer) up to 1 MiB; the floor on one node */
-        int on[8] = {1, 1, 1, 1, 1, bytes <= (1 << 20), fl != NULL, 1};
-        void (*fn[8])(void *);
-        struct job *arg[8];
-        int idx[8], nf = 0;
-        for (int k = 0; k < 8; k++) {
-            j[k] = (struct job){.ctx = c[k], .buf = buf, .n = bytes / 4,
-                                .floor = k == 6 ? fl : NULL, .scratch = scratch};
+        int on[NV] = {1, 1, 1, 1, 1, 1, bytes <= (1 << 20), fl != NULL, 1};
+        void (*fn[NV])(void *);
+        struct job *arg[NV];
+        int idx[NV], nf = 0;
+        for (int k = 0; k < NV; k++) {
+            j[k] = (struct job){.ctx = c[k],
+                                .buf = k == IN_PLACE_V ? grads : buf,
+                                .n = bytes / 4,
+                                .floor = k == FLOOR_V ? fl : NULL,
+                                .scratch = scratch};
             if (on[k]) idx[nf] = k, fn[nf] = all[k], arg[nf] = &j[k], nf++;
         }
         int reps = bytes <= (1 << 20) ? 31 : bytes <= (16 << 20) ? 11 : 5;
-        double got[8], t[8] = {0};
+        double got[NV], t[NV] = {0};
         timed(fn, arg, nf, reps, got);
         for (int i = 0; i < nf; i++) t[idx[i]] = got[i];
         print_row(bytes, t, on);
     }
     shm_floor_free(fl);
+    hpct_free_grads(ctx, grads);
     free(scratch);
     free(buf);
 }

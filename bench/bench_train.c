@@ -4,7 +4,11 @@
  *   mpirun -np W bench/bench_train [DIR] [MODES]
  * DIR defaults to /usr/share/datasets/fashion-mnist (IDX .gz files, read through gzip -dc).
  * MODES is a comma list, each mode a fresh model from the same seed trained 1 epoch:
- *   overlap   averaging started per layer inside backward (hpct_model_set_grad_averaging)
+ *   overlap   averaging started per layer inside backward (hpct_model_set_grad_averaging;
+ *             where the node window is set up, the model's gradients move into a shared
+ *             window and the per-layer averages run in place)
+ *   copy      overlap on a second context made with HPCT_NODE_IN_PLACE=0 (the per-layer
+ *             averages copy the gradients into the node window, as before in-place averages)
  *   blocking  hpct_params_average_grads after backward (no overlap)
  *   none      no averaging (replicas drift; only to time the compute)
  *   floor     none plus the shared-memory floor's average per step (below)
@@ -143,7 +147,8 @@ static double epoch(hpct_ctx_t ctx, const struct data *d, const char *mode, doub
     hpct_model_params(m, &p);
     hpct_params_broadcast(p, 0);
     hpct_optimizer_create(p, &oc, &opt);
-    int overlap = !strcmp(mode, "overlap"), blocking = !strcmp(mode, "blocking");
+    int overlap = !strcmp(mode, "overlap") || !strcmp(mode, "copy");
+    int blocking = !strcmp(mode, "blocking");
     size_t grads = 0;
     hpct_params_size(p, NULL, &grads);
     hpct_model_set_grad_averaging(m, overlap);
@@ -184,6 +189,16 @@ static double epoch(hpct_ctx_t ctx, const struct data *d, const char *mode, doub
     return t;
 }
 
+/* A second context whose node window never averages in place (mode copy). */
+static hpct_ctx_t copying_context(const hpct_config_t *cfg)
+{
+    hpct_ctx_t c = NULL;
+    setenv("HPCT_NODE_IN_PLACE", "0", 1);
+    if (hpct_init(cfg, &c)) c = NULL;
+    unsetenv("HPCT_NODE_IN_PLACE");
+    return c;
+}
+
 int main(int argc, char **argv)
 {
     const char *dir = argc > 1 ? argv[1] : "/usr/share/datasets/fashion-mnist";
@@ -201,6 +216,8 @@ int main(int argc, char **argv)
     d.tn = load(dir, "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz", &d.tx, &d.ty);
     if (!d.n || !d.tn) MPI_Abort(MPI_COMM_WORLD, 2);
     size_t grads = grad_count(ctx);
+    hpct_ctx_t copying = strstr(modes, "copy") ? copying_context(&cfg) : NULL;
+    if (strstr(modes, "copy") && !copying) MPI_Abort(MPI_COMM_WORLD, 4);
     for (char *mode = strtok(modes, ","); mode; mode = strtok(NULL, ",")) {
         double acc = 0, wait = 0, cpu = 0;
         struct shm_floor *fl = NULL;
@@ -212,7 +229,8 @@ int main(int argc, char **argv)
         float *wire = NULL;
         if (!strcmp(mode, "wire"))
             wire = calloc(wire_floor_scratch(MPI_COMM_WORLD, grads) + 1, sizeof *wire);
-        double t = epoch(ctx, &d, mode, &acc, &wait, &cpu, fl, wire);
+        hpct_ctx_t c = strcmp(mode, "copy") ? ctx : copying;
+        double t = epoch(c, &d, mode, &acc, &wait, &cpu, fl, wire);
         shm_floor_free(fl);
         free(wire);
         int samples = d.n / GLOBAL_BATCH * GLOBAL_BATCH;
@@ -222,5 +240,6 @@ int main(int argc, char **argv)
                    size, mode, samples / t, t, acc, wait, 100.0 * cpu / t);
         fflush(stdout);
     }
+    if (copying && hpct_finalize(copying)) return 1;
     return hpct_finalize(ctx) ? 1 : 0;
 }
