@@ -533,7 +533,8 @@ static hpct_status_t average_copied_late(hpct_ctx_t ctx, float *buf, size_t n)
 }
 
 /* Average g's floats [off, off + n) with no copy in: a counter barrier (every rank's input
- * written), then chunk_in_place per chunk, then a last barrier, so that no rank returns (and
+ * written), then chunk_in_place per chunk (a small last chunk copied, chunk_replicated), then
+ * a last barrier, so that no rank returns (and
  * overwrites its buffer) while a peer still reads it. The sums are sum_block's, so the bits
  * are those of the copying path. */
 static hpct_status_t average_in_place(hpct_ctx_t ctx, const struct hpcti_grads *g, size_t off,
@@ -546,8 +547,13 @@ static hpct_status_t average_in_place(hpct_ctx_t ctx, const struct hpcti_grads *
         hpcti_log(ctx, HPCT_LOG_INFO,
                   "node reduction: averaging in place in a gradient buffer's shared window "
                   "(no copy into the window); said once");
-    for (size_t c = 0; c < n && !s; c += w->cap)
-        s = chunk_in_place(ctx, g, off + c, n - c < w->cap ? n - c : w->cap);
+    for (size_t c = 0; c < n && !s; c += w->cap) {
+        size_t m = n - c < w->cap ? n - c : w->cap;
+        /* a small last chunk as the copying path does it: the same cross-node exchange as a
+         * node that copies (a mixed node, see average_copied_late) */
+        s = m <= w->small ? chunk_replicated(ctx, g->buf + off + c, m)
+                          : chunk_in_place(ctx, g, off + c, m);
+    }
     return s ? s : counter_barrier(ctx);
 }
 
