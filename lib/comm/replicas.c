@@ -68,6 +68,22 @@ static size_t pack(hpct_params_t p, float *slot, size_t cap, int *next)
  * place they are a gradient buffer of hpcti_grads_alloc, so a slot's average reads the peers'
  * slots in place (no copy into the window): collective, as is the call (every rank registers
  * the same sizes, so every rank grows at the same call). */
+/* Buffers from *next whose gradients lie back to back in memory (each right after the one
+ * before, as a built-in model's do, or parts of one hpct_alloc_grads buffer) and fit in one
+ * slot of cap floats, when there are at least two: their count of floats, *next moved past
+ * them; else 0. Such a bucket is averaged where it lies (no packing, no unpacking). */
+static size_t adjacent(hpct_params_t p, size_t cap, int *next)
+{
+    int i = *next;
+    size_t used = p->bufs[i].count;
+    while (i + 1 < p->num && p->bufs[i + 1].grad == p->bufs[i].grad + p->bufs[i].count &&
+           used + p->bufs[i + 1].count <= cap)
+        used += p->bufs[++i].count;
+    if (i == *next) return 0;
+    *next = i + 1;
+    return used;
+}
+
 static hpct_status_t reserve_fusion(hpct_ctx_t ctx, size_t cap, const char *fn)
 {
     struct hpcti_dist *d = ctx->dist;
@@ -89,7 +105,8 @@ static hpct_status_t reserve_fusion(hpct_ctx_t ctx, size_t cap, const char *fn)
     return HPCT_SUCCESS;
 }
 
-/* Buckets run two at a time: packing one slot while the other's average is in flight. Each
+/* Buckets run two at a time: packing one slot while the other's average is in flight (a
+ * bucket of adjacent gradients is averaged where it lies, with no slot). Each
  * average takes the algorithm of its size class (hpcti_red_start_sized): mpi and p2p stay in
  * flight, the node window completes before it returns. */
 static hpct_status_t average_buckets(hpct_params_t p, size_t cap)
@@ -100,15 +117,19 @@ static hpct_status_t average_buckets(hpct_params_t p, size_t cap)
     int next = 0, k = 0, id;
     hpct_status_t s = HPCT_SUCCESS;
     while (next < p->num && !s) {
+        float *at = p->bufs[next].grad;
+        size_t n;
         if (p->bufs[next].count >= cap) { /* big: in place, no copy */
-            s = hpcti_red_start_sized(ctx, p->bufs[next].grad, p->bufs[next].count, &id);
+            s = hpcti_red_start_sized(ctx, at, p->bufs[next].count, &id);
             next++;
+        } else if ((n = adjacent(p, cap, &next))) { /* a bucket where it lies */
+            s = hpcti_red_start_sized(ctx, at, n, &id);
         } else {
             float *slot = d->fusion + (size_t)k * cap;
             if (use[k].red >= 0) s = hpcti_red_wait(ctx, use[k].red);
             if (!s && use[k].full) unpack(p, slot, &use[k]);
             use[k].first = next;
-            size_t n = pack(p, slot, cap, &next);
+            n = pack(p, slot, cap, &next);
             use[k].last = next, use[k].full = 1;
             if (!s) s = hpcti_red_start_sized(ctx, slot, n, &use[k].red);
             k ^= 1;

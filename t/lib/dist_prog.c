@@ -712,6 +712,59 @@ static void grads_size(hpct_ctx_t ctx, hpct_ctx_t ref, const char *label, float 
     free(x);
 }
 
+/* A set of K tensors of 1..2000 floats carved back to back from one hpct_alloc_grads buffer
+ * (a gap of one float after every 100th, so the adjacent runs end there and at each
+ * bucket's end: fusion_bytes 64 KiB), averaged by hpct_params_average_grads where they lie,
+ * against the same values in K separate allocations (packed into the fusion slots): the same
+ * bits, on every rank, and the mean within a few ulps of MPI_Allreduce / W. */
+static void fused_adjacent(hpct_ctx_t ctx)
+{
+    enum { K = 300 };
+    size_t count[K], total = 0, off = 0;
+    for (int i = 0; i < K; i++) count[i] = 1 + (size_t)(i * 7919) % 2000, total += count[i] + 1;
+    float *shared = NULL, *sep[K], *params = calloc(total, sizeof *params);
+    float *want = malloc(total * sizeof *want), *got = malloc(total * sizeof *got);
+    hpct_params_t a = NULL, b = NULL;
+    hpct_status_t s = hpct_alloc_grads(ctx, total, &shared);
+    if (!s) s = hpct_params_create(ctx, &a);
+    if (!s) s = hpct_params_create(ctx, &b);
+    for (int i = 0; i < K && !s; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "t%d", i);
+        sep[i] = malloc(count[i] * sizeof(float));
+        fill_random(shared + off, count[i], 97u * (unsigned)world_rank + (unsigned)i);
+        memcpy(sep[i], shared + off, count[i] * sizeof(float));
+        s = hpct_params_register(a, name, params + off, shared + off, count[i]);
+        if (!s) s = hpct_params_register(b, name, params + off, sep[i], count[i]);
+        off += count[i] + (i % 100 == 99);
+    }
+    check(s == HPCT_SUCCESS, "fused: %d tensors registered twice (%s)", K, hpct_last_error(ctx));
+    if (s) return;
+    copy_grads(b, want);
+    size_t n;
+    hpct_params_size(b, NULL, &n);
+    MPI_Allreduce(MPI_IN_PLACE, want, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    for (size_t i = 0; i < n; i++) want[i] /= (float)world_size;
+    s = hpct_params_average_grads(a);
+    hpct_status_t s2 = hpct_params_average_grads(b);
+    copy_grads(a, got);
+    float *packed = malloc(n * sizeof *packed);
+    copy_grads(b, packed);
+    check(s == HPCT_SUCCESS && s2 == HPCT_SUCCESS && !memcmp(got, packed, n * sizeof *got),
+          "fused: %zu floats in %d adjacent tensors averaged where they lie = the same tensors "
+          "packed, bit for bit (%s)",
+          n, K, hpct_last_error(ctx));
+    /* values up to 128 in magnitude: 1e-4 is a few fp32 ulps of the largest */
+    check(max_diff(got, want, n) <= 1e-4 && identical(got, n, MPI_COMM_WORLD),
+          "fused adjacent tensors: within 1e-4 of MPI_Allreduce / W (max diff %g), bit-identical "
+          "on every rank",
+          max_diff(got, want, n));
+    for (int i = 0; i < K; i++) free(sep[i]);
+    hpct_params_destroy(a), hpct_params_destroy(b);
+    hpct_free_grads(ctx, shared);
+    free(params), free(want), free(got), free(packed);
+}
+
 /* hpct_alloc_grads buffers averaged in place through a context forced to the window:
  * whole buffers and a part, the bits of p2p; a buffer given back is handed out again
  * zeroed; bad arguments refused; with the window (window = 1), a rank passing ordinary
@@ -728,9 +781,11 @@ static int run_grads(int window)
     MPI_Comm_size(MPI_COMM_WORLD, &world_size);
     unsetenv("HPCT_NODE_REDUCE");
     cfg.log_level = HPCT_LOG_INFO;
+    cfg.fusion_bytes = 64 << 10;
     hpct_ctx_t ctx = init_algo("shm", &cfg, &s);
     check(ctx != NULL, "hpct_init with HPCT_ALLREDUCE_ALGO=shm (%s)", hpct_strerror(s));
     if (!ctx) return 1;
+    fused_adjacent(ctx);
     for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
         float *g = NULL;
         s = hpct_alloc_grads(ctx, sizes[k], &g);
