@@ -5,11 +5,12 @@
  * to each algorithm (shm: the node window where it is set up, p2p, mpi: MPI_Iallreduce then
  * times 1/W, allgather up to 1 MiB); then fused averaging (hpct_params_average_grads) against
  * one MPI_Allreduce per tensor for 100 tensors totalling 10 MiB and for 1,000 tensors of
- * 1-64 KiB (log-uniform sizes, fixed seed). Beside them the floors of floor.h, measured in
- * the same rounds: the shared-memory floor (the least memory work of an average when one
- * node holds every rank) and the wire floor (the least data any allreduce moves, in one
- * MPI_Sendrecv); MPI time / floor is the most any path could reach against MPI_Allreduce
- * here. Both sides in one run, each size's variants interleaved round by round:
+ * 1-64 KiB (log-uniform sizes, fixed seed), each tensor its own allocation and, again, the
+ * tensors carved back to back from one hpct_alloc_grads buffer (averaged where they lie). Beside
+ * them the floors of floor.h, measured in the same rounds: the shared-memory floor (the least
+ * memory work of an average when one node holds every rank) and the wire floor (the least data any
+ * allreduce moves, in one MPI_Sendrecv); MPI time / floor is the most any path could reach against
+ * MPI_Allreduce here. Both sides in one run, each size's variants interleaved round by round:
  *   mpirun -np 2 bench/bench_allreduce [max_mib]
  *   HPCT_RANKS_PER_NODE=2 mpirun --oversubscribe -x HPCT_RANKS_PER_NODE -np 4 \
  *       bench/bench_allreduce
@@ -199,16 +200,19 @@ static void sizes_table(hpct_ctx_t ctx, hpct_ctx_t *forced, size_t max_bytes, in
     free(buf);
 }
 
-/* Tensors [num] of counts [num] floats registered in a parameter set of ctx. */
-static void make_tensors(struct job *j, hpct_ctx_t ctx, const size_t *counts, int num)
+/* Tensors [num] of counts [num] floats registered in a parameter set of ctx: each its own
+ * allocation, or (base) back to back in base [sum of counts]. */
+static void make_tensors(struct job *j, hpct_ctx_t ctx, const size_t *counts, int num, float *base)
 {
+    size_t off = 0;
     *j = (struct job){.ctx = ctx, .num = num};
     j->tensors = calloc((size_t)num, sizeof *j->tensors);
     j->counts = calloc((size_t)num, sizeof *j->counts);
     hpct_params_create(ctx, &j->params);
     for (int i = 0; i < num; i++) {
         j->counts[i] = counts[i];
-        j->tensors[i] = calloc(counts[i], sizeof(float));
+        j->tensors[i] = base ? base + off : calloc(counts[i], sizeof(float));
+        off += counts[i];
         float *param = calloc(counts[i], sizeof(float));
         char name[32];
         snprintf(name, sizeof name, "t%d", i);
@@ -222,23 +226,27 @@ static void make_tensors(struct job *j, hpct_ctx_t ctx, const size_t *counts, in
 static void fusion_case(hpct_ctx_t ctx, const char *what, const size_t *counts, int num, int reps,
                         int one_node)
 {
-    struct job j, whole;
+    struct job j, carved, whole;
     size_t sum = 0;
     for (int i = 0; i < num; i++) sum += counts[i];
-    make_tensors(&j, ctx, counts, num);
+    float *grads = NULL;
+    if (hpct_alloc_grads(ctx, sum, &grads)) MPI_Abort(MPI_COMM_WORLD, 5);
+    make_tensors(&j, ctx, counts, num, NULL);
+    make_tensors(&carved, ctx, counts, num, grads);
     whole = (struct job){.ctx = ctx, .n = sum}; /* the floor's own buffers, no input of its own */
     whole.floor = one_node ? shm_floor_create(MPI_COMM_WORLD, sum) : NULL;
     whole.scratch = calloc(wire_floor_scratch(MPI_COMM_WORLD, sum) + 1, sizeof(float));
-    void (*fn[3])(void *) = {run_per_tensor, run_fused,
+    void (*fn[4])(void *) = {run_per_tensor, run_fused, run_fused,
                              whole.floor ? run_shm_floor : run_wire_floor};
-    struct job *arg[3] = {&j, &j, &whole};
-    double t[3];
-    timed(fn, arg, 3, reps, t);
+    struct job *arg[4] = {&j, &j, &carved, &whole};
+    double t[4];
+    timed(fn, arg, 4, reps, t);
     if (rank == 0)
         printf("%s, %zu bytes in all: per-tensor MPI_Allreduce %.1f us, fused hpct %.1f us, "
-               "speedup %.2fx; %s floor of the total %.1f us: at most %.2fx\n",
-               what, sum * 4, t[0] * 1e6, t[1] * 1e6, t[0] / t[1],
-               whole.floor ? "shared-memory" : "wire", t[2] * 1e6, t[0] / t[2]);
+               "speedup %.2fx; carved from one hpct_alloc_grads buffer %.1f us, %.2fx; %s floor "
+               "of the total %.1f us: at most %.2fx\n",
+               what, sum * 4, t[0] * 1e6, t[1] * 1e6, t[0] / t[1], t[2] * 1e6, t[0] / t[2],
+               whole.floor ? "shared-memory" : "wire", t[3] * 1e6, t[0] / t[3]);
     fflush(stdout);
     shm_floor_free(whole.floor);
     free(whole.scratch);

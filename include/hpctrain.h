@@ -551,7 +551,9 @@ hpct_status_t hpct_alloc_grads(hpct_ctx_t ctx, size_t count, float **grads);
  * count hands it out again. NULL is ignored. */
 hpct_status_t hpct_free_grads(hpct_ctx_t ctx, float *grads);
 /* Average every registered gradient over ranks (bring-your-own-gradients), fused into
- * buckets of cfg.fusion_bytes; buffers larger than a bucket are reduced in place. */
+ * buckets of cfg.fusion_bytes; buffers larger than a bucket, and buckets of gradients that
+ * lie back to back in memory (registered in order from one array, e.g. one buffer of
+ * hpct_alloc_grads), are averaged where they lie, the others packed into a fusion slot. */
 hpct_status_t hpct_params_average_grads(hpct_params_t params);
 /* Copy root's parameters into every rank's (call once after build: identical replicas). */
 hpct_status_t hpct_params_broadcast(hpct_params_t params, int root);
