@@ -34,16 +34,5 @@ case_ok "W=2, HPCT_NODE_IN_PLACE=0 on rank 1 only: every average copies, = p2p" 
 grep -q "gradient buffers averaged in place: no" "$tmpdir/out" && ! grep -q "averaging in place\|averages by copying" "$tmpdir/out"
 ok $? "W=2, HPCT_NODE_IN_PLACE=0 on one rank: agreed off (logged), no in-place average, no mixed node"
 
-# A rank stops (SIGSTOP) inside an in-place average; deadline 5 s, outer bound 90 s.
-pids="$tmpdir/pid"
-HPCT_ALLREDUCE_ALGO=shm timeout -s KILL 90 "$MPIRUN" --oversubscribe -np 3 -x HPCT_ALLREDUCE_ALGO \
-    "$PROG" grads_hang 5 "$pids" >"$tmpdir/out" 2>&1
-rc=$?
-sed 's/^/# /' "$tmpdir/out" | grep -v '^# *$' | head -n 4
-reap "$pids"
-[ $rc -eq 124 ] && grep -q "rank 0: status -11 .*rank 2 of 3 stopped inside the node's shared-window exchange" "$tmpdir/out" &&
-    grep -q "rank 1: status -11 .*rank 2 of 3 stopped inside the node's shared-window exchange" "$tmpdir/out"
-ok $? "a rank stopped inside an in-place average: HPCT_ERR_TIMEOUT names rank 2 on ranks 0 and 1, exit 124 (got $rc)"
-none_alive "$pids"
-ok $? "no rank process is left behind"
+stop_case HPCT_ALLREDUCE_ALGO=shm "an in-place average" grads_hang
 done_testing

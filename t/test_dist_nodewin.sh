@@ -50,16 +50,5 @@ case_ok "W=2, virtual nodes of 1: falls back" \
     mpi 2 HPCT_RANKS_PER_NODE=1 HPCT_NODE_REDUCE=shm -- nodewin
 path "one rank per node"; ok $? "W=2, 1+1: logged: point-to-point (one rank per node)"
 
-# A rank stops (SIGSTOP) inside the window exchange; deadline 5 s, outer bound 90 s.
-pids="$tmpdir/pid"
-HPCT_NODE_REDUCE=shm timeout -s KILL 90 "$MPIRUN" --oversubscribe -np 3 "$PROG" nodewin_hang 5 \
-    "$pids" >"$tmpdir/out" 2>&1
-rc=$?
-sed 's/^/# /' "$tmpdir/out" | grep -v '^# *$' | head -n 4
-reap "$pids"
-[ $rc -eq 124 ] && grep -q "rank 0: status -11 .*rank 2 of 3 stopped inside the node's shared-window exchange" "$tmpdir/out" &&
-    grep -q "rank 1: status -11 .*rank 2 of 3 stopped inside the node's shared-window exchange" "$tmpdir/out"
-ok $? "a rank stopped inside the window exchange: HPCT_ERR_TIMEOUT names rank 2 on ranks 0 and 1, exit 124 (got $rc)"
-none_alive "$pids"
-ok $? "no rank process is left behind"
+stop_case HPCT_NODE_REDUCE=shm "the window exchange" nodewin_hang
 done_testing

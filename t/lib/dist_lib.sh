@@ -52,3 +52,23 @@ none_alive() {
     for f in "$1".*; do [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && return 1; done
     return 0
 }
+
+# stop_case VAR=VALUE WHAT DIST_PROG_MODE: the last of 3 ranks stops (SIGSTOP) inside an
+# average through the node window (VAR=VALUE exported to the job; deadline 5 s, outer bound
+# 90 s). Two points: ranks 0 and 1 get HPCT_ERR_TIMEOUT naming rank 2 and the job exits 124;
+# no rank process is left behind.
+stop_case() {
+    setting=$1 what=$2 mode=$3
+    pids="$tmpdir/pid"
+    env "$setting" timeout -s KILL 90 "$MPIRUN" --oversubscribe -np 3 -x "${setting%%=*}" \
+        "$PROG" "$mode" 5 "$pids" >"$tmpdir/out" 2>&1
+    rc=$?
+    sed 's/^/# /' "$tmpdir/out" | grep -v '^# *$' | head -n 4
+    reap "$pids"
+    named="rank 2 of 3 stopped inside the node's shared-window exchange"
+    [ $rc -eq 124 ] && grep -q "rank 0: status -11 .*$named" "$tmpdir/out" &&
+        grep -q "rank 1: status -11 .*$named" "$tmpdir/out"
+    ok $? "a rank stopped inside $what: HPCT_ERR_TIMEOUT names rank 2 on ranks 0 and 1, exit 124 (got $rc)"
+    none_alive "$pids"
+    ok $? "no rank process is left behind"
+}

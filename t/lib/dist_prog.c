@@ -832,10 +832,13 @@ static void stop_self(int sig)
     raise(SIGSTOP);
 }
 
-/* The last rank stops inside the node-window exchange: its buffer cannot be read, and the
- * SIGSEGV of the library's copy into the window stops it (after its arrival token is sent).
- * The others must get HPCT_ERR_TIMEOUT naming it, then end the job with HPCT_EXIT_HANG. */
-static int run_nodewin_hang(double seconds, const char *pidfile)
+/* The last rank stops inside an average through the node window, whose deadline is
+ * seconds; the others must get HPCT_ERR_TIMEOUT naming it, then end the job with
+ * HPCT_EXIT_HANG. grads 0: ordinary memory, made unreadable, so the library's copy into the
+ * window stops it (after its arrival token is sent); grads 1: an hpct_alloc_grads buffer
+ * averaged in place, its own segment made unreadable in its own mapping, so its block sum
+ * (after the first barrier) stops it. */
+static int run_stop_inside(double seconds, const char *pidfile, int grads)
 {
     hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
     cfg.collective_timeout_s = seconds;
@@ -847,53 +850,23 @@ static int run_nodewin_hang(double seconds, const char *pidfile)
     snprintf(name, sizeof name, "%s.%d", pidfile, world_rank);
     FILE *f = fopen(name, "w");
     if (f) fprintf(f, "%ld\n", (long)getpid()), fclose(f);
-    size_t bytes = 1 << 16;
-    float *v = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (v == MAP_FAILED) return 7;
-    fill(v, bytes / sizeof *v, world_rank);
-    if (hpct_allreduce_mean(ctx, v, bytes / sizeof *v)) return 5;
+    size_t n = grads ? (size_t)1 << 18 : (size_t)1 << 14, page = (size_t)sysconf(_SC_PAGESIZE);
+    float *v = NULL;
+    if (grads && hpct_alloc_grads(ctx, n, &v)) return 7;
+    if (!grads) {
+        v = mmap(NULL, n * sizeof *v, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (v == MAP_FAILED) return 7;
+    }
+    fill(v, n, world_rank);
+    if (hpct_allreduce_mean(ctx, v, n)) return 5;
     if (last) {
+        uintptr_t lo = grads ? ((uintptr_t)v + page - 1) / page * page : (uintptr_t)v;
         signal(SIGSEGV, stop_self);
-        mprotect(v, bytes, PROT_NONE);
-        hpct_allreduce_mean(ctx, v, bytes / sizeof *v);
+        mprotect((void *)lo, n * sizeof *v - (grads ? page : 0), PROT_NONE);
+        hpct_allreduce_mean(ctx, v, n);
         return 6; /* only if someone continues us */
     }
-    hpct_status_t s = hpct_allreduce_mean(ctx, v, bytes / sizeof *v);
-    fprintf(stderr, "rank %d: status %d (%s): %s\n", world_rank, s, hpct_strerror(s),
-            hpct_last_error(ctx));
-    MPI_Barrier(alive);
-    if (s == HPCT_ERR_TIMEOUT) hpct_abort_job(ctx, HPCT_EXIT_HANG);
-    return 4;
-}
-
-/* The last rank stops inside an in-place average: its own segment of the gradient buffer
- * is made unreadable in its own mapping, so its block sum (after the first barrier) stops
- * it. The others must get HPCT_ERR_TIMEOUT naming it, then end the job. */
-static int run_grads_hang(double seconds, const char *pidfile)
-{
-    hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
-    cfg.collective_timeout_s = seconds;
-    hpct_ctx_t ctx = mpi_start(&cfg);
-    MPI_Comm alive;
-    int last = world_rank == world_size - 1;
-    MPI_Comm_split(MPI_COMM_WORLD, last ? MPI_UNDEFINED : 0, world_rank, &alive);
-    char name[512];
-    snprintf(name, sizeof name, "%s.%d", pidfile, world_rank);
-    FILE *f = fopen(name, "w");
-    if (f) fprintf(f, "%ld\n", (long)getpid()), fclose(f);
-    size_t n = (size_t)1 << 18, page = (size_t)sysconf(_SC_PAGESIZE);
-    float *g = NULL;
-    if (hpct_alloc_grads(ctx, n, &g)) return 7;
-    fill(g, n, world_rank);
-    if (hpct_allreduce_mean(ctx, g, n)) return 5;
-    if (last) {
-        uintptr_t lo = ((uintptr_t)g + page - 1) / page * page;
-        signal(SIGSEGV, stop_self);
-        mprotect((void *)lo, n * sizeof *g - page, PROT_NONE);
-        hpct_allreduce_mean(ctx, g, n);
-        return 6; /* only if someone continues us */
-    }
-    hpct_status_t s = hpct_allreduce_mean(ctx, g, n);
+    hpct_status_t s = hpct_allreduce_mean(ctx, v, n);
     fprintf(stderr, "rank %d: status %d (%s): %s\n", world_rank, s, hpct_strerror(s),
             hpct_last_error(ctx));
     MPI_Barrier(alive);
@@ -914,9 +887,10 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "nodewin")) return run_nodewin();
     if (!strcmp(argv[1], "algo")) return run_algo();
     if (!strcmp(argv[1], "grads") && argc == 3) return run_grads(atoi(argv[2]));
-    if (!strcmp(argv[1], "grads_hang") && argc == 4) return run_grads_hang(atof(argv[2]), argv[3]);
+    if (!strcmp(argv[1], "grads_hang") && argc == 4)
+        return run_stop_inside(atof(argv[2]), argv[3], 1);
     if (!strcmp(argv[1], "nodewin_hang") && argc == 4)
-        return run_nodewin_hang(atof(argv[2]), argv[3]);
+        return run_stop_inside(atof(argv[2]), argv[3], 0);
     fprintf(stderr, "usage: see the comment at the top of t/dist_prog.c\n");
     return 2;
 }
