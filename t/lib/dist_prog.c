@@ -642,6 +642,20 @@ static hpct_ctx_t init_algo(const char *value, const hpct_config_t *cfg, hpct_st
     return *s ? NULL : ctx;
 }
 
+/* The reference context: point-to-point inside the node and across (the first context, so
+ * it initialises MPI); sets world_rank and world_size. */
+static hpct_ctx_t reference_ctx(const hpct_config_t *cfg)
+{
+    hpct_status_t s;
+    setenv("HPCT_NODE_REDUCE", "p2p", 1);
+    hpct_ctx_t ref = init_algo("p2p", cfg, &s);
+    unsetenv("HPCT_NODE_REDUCE");
+    if (!ref) return NULL;
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    return ref;
+}
+
 /* Every algorithm forced through HPCT_ALLREDUCE_ALGO, a table that mixes them, the timed
  * probe, each against the fp64 mean (and p2p or MPI_Iallreduce bits where forced: shm, p2p
  * and allgather sum in rank order); then
@@ -654,13 +668,9 @@ static int run_algo(void)
     static const char *const bad[] = {"fast",         "16K:mpi", "0:mpi,0:shm",
                                       "0:mpi,4X:shm", "0:mpi,",  "0:nccl"};
     hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
-    setenv("HPCT_NODE_REDUCE", "p2p", 1);
     hpct_status_t s;
-    hpct_ctx_t ref = init_algo("p2p", &cfg, &s);
+    hpct_ctx_t ref = reference_ctx(&cfg);
     if (!ref) return 2;
-    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
-    unsetenv("HPCT_NODE_REDUCE");
     cfg.log_level = HPCT_LOG_INFO;
     for (size_t a = 0; a < sizeof algos / sizeof *algos; a++) {
         const char *label = algos[a] ? algos[a] : "auto (probe)";
@@ -773,13 +783,9 @@ static int run_grads(int window)
 {
     static const size_t sizes[] = {1, 7, 65537, (size_t)1 << 20, (size_t)8 << 20};
     hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
-    setenv("HPCT_NODE_REDUCE", "p2p", 1);
     hpct_status_t s;
-    hpct_ctx_t ref = init_algo("p2p", &cfg, &s);
+    hpct_ctx_t ref = reference_ctx(&cfg);
     if (!ref) return 2;
-    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
-    unsetenv("HPCT_NODE_REDUCE");
     cfg.log_level = HPCT_LOG_INFO;
     cfg.fusion_bytes = 64 << 10;
     hpct_ctx_t ctx = init_algo("shm", &cfg, &s);
