@@ -486,6 +486,17 @@ static const struct hpcti_grads *grads_holding(const struct hpcti_dist *d, const
     return NULL;
 }
 
+/* A counter barrier inside an in-place average: MPI_Win_sync of g's window too (the MPI
+ * memory barrier of that window; counter_barrier syncs the node window), before the
+ * counter is raised and after the peers' are seen. */
+static hpct_status_t grads_barrier(hpct_ctx_t ctx, const struct hpcti_grads *g)
+{
+    MPI_Win_sync(g->win);
+    hpct_status_t s = counter_barrier(ctx);
+    MPI_Win_sync(g->win);
+    return s;
+}
+
 /* Average floats [off, off + m) of g's buffers in place: local rank l sums its block of
  * every local rank's buffer into its own (and, with several nodes, runs the cross-node
  * reduce-scatter and allgather of that block, as chunk does); counter barrier; every rank
@@ -505,7 +516,7 @@ static hpct_status_t chunk_in_place(hpct_ctx_t ctx, const struct hpcti_grads *g,
         s = hpcti_red_start_cross(ctx, own, len, 0, &id);
         if (!s) s = hpcti_red_wait(ctx, id);
     }
-    if (!s) s = counter_barrier(ctx);
+    if (!s) s = grads_barrier(ctx, g);
     for (int b = 0; b < L && !s; b++)
         if (b != me) {
             size_t at = off + hpcti_block_start(m, L, b);
@@ -534,14 +545,13 @@ static hpct_status_t average_copied_late(hpct_ctx_t ctx, float *buf, size_t n)
 
 /* Average g's floats [off, off + n) with no copy in: a counter barrier (every rank's input
  * written), then chunk_in_place per chunk (a small last chunk copied, chunk_replicated), then
- * a last barrier, so that no rank returns (and
- * overwrites its buffer) while a peer still reads it. The sums are sum_block's, so the bits
- * are those of the copying path. */
+ * a last barrier, so that no rank returns (and overwrites its buffer) while a peer still
+ * reads it. The sums are sum_block's, so the bits are those of the copying path. */
 static hpct_status_t average_in_place(hpct_ctx_t ctx, const struct hpcti_grads *g, size_t off,
                                       size_t n)
 {
     struct hpcti_node_win *w = ((struct hpcti_dist *)ctx->dist)->nwin;
-    hpct_status_t s = counter_barrier(ctx);
+    hpct_status_t s = grads_barrier(ctx, g);
     if (!s && w->mixed) return average_copied_late(ctx, g->buf + off, n);
     if (!s && !w->told_in_place++)
         hpcti_log(ctx, HPCT_LOG_INFO,
@@ -554,7 +564,7 @@ static hpct_status_t average_in_place(hpct_ctx_t ctx, const struct hpcti_grads *
         s = m <= w->small ? chunk_replicated(ctx, g->buf + off + c, m)
                           : chunk_in_place(ctx, g, off + c, m);
     }
-    return s ? s : counter_barrier(ctx);
+    return s ? s : grads_barrier(ctx, g);
 }
 
 /* The mode of an average, published beside the counter: 0 ordinary memory, else the
