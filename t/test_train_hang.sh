@@ -40,9 +40,12 @@ ok $? "W=3: resumed from the emergency checkpoint of step 30, exit $rc, params h
 [ $rc = 0 ] || show "$work/resume.out"
 
 HPCT_TEST_STOP_AT_STEP=30,0 train 3 "$work/hang0" "$work/hang0.out" --collective-timeout 5
-[ $rc = 124 ] && grep -q "rank 1: training (a rank hung) failed: .*rank 0 of 3 did not arrive" "$work/hang0.out" &&
+# Ranks 1 and 2 each time out and print, then give rank 0 one more deadline and abort; on a
+# loaded machine the first to abort can end the job before the other has printed, so either
+# naming rank 0 is enough.
+[ $rc = 124 ] && grep -q "rank [12]: training (a rank hung) failed: .*rank 0 of 3 did not arrive" "$work/hang0.out" &&
     [ -z "$(ls "$work/hang0" 2>/dev/null | grep '^ckpt-')" ]
-ok $? "W=3: rank 0 stopped after step 30: exit 124 (got $rc), rank 1 names rank 0, no checkpoint" ||
+ok $? "W=3: rank 0 stopped after step 30: exit 124 (got $rc), rank 1 or 2 names rank 0, no checkpoint" ||
     { show "$work/hang0.out" 12; ls "$work/hang0" 2>/dev/null | sed 's/^/# in the checkpoint directory: /'; }
 alive=0
 for f in "$work/hang0.out".pid.*; do [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && alive=1; done
