@@ -543,12 +543,14 @@ hpct_status_t hpct_allreduce_mean_device(hpct_ctx_t ctx, float *buf, size_t n);
  * shared-memory window) where averages go through the node window: an average of the
  * buffer, or of a part of it, then reads the peers' values in place instead of copying them
  * in first (the same bits). Elsewhere it is ordinary memory. Collective over the context's
- * ranks, called in the same order on every rank. A node where the ranks average different
+ * ranks, called in the same order and with the same count on every rank (agreed:
+ * HPCT_ERR_INVALID_ARG on every rank otherwise). A node where the ranks average different
  * parts (or some ordinary memory) averages by copying, with a warning once. Kept until
  * hpct_finalize. */
 hpct_status_t hpct_alloc_grads(hpct_ctx_t ctx, size_t count, float **grads);
 /* Give back a buffer of hpct_alloc_grads (local): the next hpct_alloc_grads of the same
- * count hands it out again. NULL is ignored. */
+ * count hands it out again where every rank gave one back (agreed; else it makes a new
+ * one). NULL is ignored. */
 hpct_status_t hpct_free_grads(hpct_ctx_t ctx, float *grads);
 /* Average every registered gradient over ranks (bring-your-own-gradients), fused into
  * buckets of cfg.fusion_bytes; buffers larger than a bucket, and buckets of gradients that

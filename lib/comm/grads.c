@@ -4,20 +4,35 @@
  * reads the peers' values in place instead of copying them into the window first; elsewhere
  * it is ordinary memory and averages as any buffer does. */
 #include "dist.h"
+#include "agree.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* A buffer given back with this count, handed out again (zeroed), or NULL. */
-static struct hpcti_grads *reuse(struct hpcti_dist *d, size_t count)
+/* A buffer given back with this count, or NULL. */
+static struct hpcti_grads *given_back(struct hpcti_dist *d, size_t count)
 {
     for (struct hpcti_grads *g = d->grads; g; g = g->next)
-        if (!g->in_use && g->count == count) {
-            memset(g->buf, 0, count * sizeof(float));
-            g->in_use = 1;
-            return g;
-        }
+        if (!g->in_use && g->count == count) return g;
     return NULL;
+}
+
+/* Every rank asks for the same count, and *reuse = 1 when every rank holds a buffer of that
+ * count given back (the new window is collective, so all reuse or none does): one
+ * deadline-bounded MIN agreement of {reusable, count, -count}. */
+static hpct_status_t agree_reuse(hpct_ctx_t ctx, const char *fn, size_t count, int *reuse)
+{
+    struct hpcti_dist *d = ctx->dist;
+    long v[3] = {given_back(d, count) != NULL, (long)count, -(long)count};
+    hpct_status_t s = hpcti_agree(ctx, fn, v, 3, MPI_MIN);
+    if (s) return s;
+    if (v[1] != -v[2])
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                           "%s: the ranks ask for different counts (%ld to %ld floats; rank %d: "
+                           "%zu); every rank must ask for the same",
+                           fn, v[1], -v[2], d->rank, count);
+    *reuse = (int)v[0];
+    return HPCT_SUCCESS;
 }
 
 /* A new buffer of count floats: a shared window with the node window, else calloc. */
@@ -46,13 +61,22 @@ static hpct_status_t make(hpct_ctx_t ctx, size_t count, struct hpcti_grads **out
 hpct_status_t hpcti_grads_alloc(hpct_ctx_t ctx, const char *fn, size_t count, float **out)
 {
     struct hpcti_dist *d = ctx->dist;
+    struct hpcti_grads *g = NULL;
+    int reuse = 0;
     *out = NULL;
+    hpct_status_t s = agree_reuse(ctx, fn, count, &reuse);
+    if (s) return s;
     /* one operation over every rank: arrival tokens bound it by the deadline and name a
      * rank that does not call (the window's own barriers are node-wide) */
-    hpct_status_t s = hpcti_op_begin(ctx, fn, 0, 0);
+    s = hpcti_op_begin(ctx, fn, 0, 0);
     if (s) return s;
-    struct hpcti_grads *g = reuse(d, count);
-    if (!g) s = make(ctx, count, &g);
+    if (reuse) {
+        g = given_back(d, count);
+        memset(g->buf, 0, count * sizeof(float));
+        g->in_use = 1;
+    } else {
+        s = make(ctx, count, &g);
+    }
     if (!s) s = hpcti_op_end(ctx, NULL, 0);
     if (!s)
         *out = g->buf;

@@ -775,6 +775,27 @@ static void fused_adjacent(hpct_ctx_t ctx)
     free(params), free(want), free(got), free(packed);
 }
 
+/* hpct_alloc_grads is agreed: different counts on different ranks are refused on every rank
+ * (the context stays usable); a buffer given back on rank 0 alone is not handed out again
+ * (the next buffer of that count is new on every rank, as its window is collective). */
+static void grads_agreement(hpct_ctx_t ctx)
+{
+    float *x = NULL, *k = NULL, *again = NULL;
+    hpct_status_t s = hpct_alloc_grads(ctx, 100 + (size_t)world_rank, &x);
+    check(world_size == 1 ? s == HPCT_SUCCESS
+                          : s == HPCT_ERR_INVALID_ARG && !x &&
+                                strstr(hpct_last_error(ctx), "ask for different counts"),
+          "hpct_alloc_grads of 100 + rank floats: %s on every rank (%s)",
+          world_size == 1 ? "succeeds" : "HPCT_ERR_INVALID_ARG", hpct_last_error(ctx));
+    hpct_free_grads(ctx, x);
+    s = hpct_alloc_grads(ctx, 4096, &k);
+    if (world_rank == 0) hpct_free_grads(ctx, k);
+    if (!s) s = hpct_alloc_grads(ctx, 4096, &again);
+    check(s == HPCT_SUCCESS && again && (world_size == 1) == (again == k),
+          "a buffer given back on rank 0 only: the next one is %s (%s)",
+          world_size == 1 ? "the same" : "new on every rank", hpct_last_error(ctx));
+}
+
 /* hpct_alloc_grads buffers averaged in place through a context forced to the window:
  * whole buffers and a part, the bits of p2p; a buffer given back is handed out again
  * zeroed; bad arguments refused; with the window (window = 1), a rank passing ordinary
@@ -828,6 +849,7 @@ static int run_grads(int window)
         if (g) hpct_free_grads(ctx, g);
         free(plain);
     }
+    grads_agreement(ctx);
     check(hpct_finalize(ctx) == HPCT_SUCCESS, "hpct_finalize");
     return hpct_finalize(ref) == HPCT_SUCCESS && !failures ? 0 : 1; /* MPI_Finalize */
 }
