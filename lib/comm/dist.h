@@ -254,6 +254,8 @@ void hpcti_node_win_grads_free(struct hpcti_grads *g, int collective);
 HPCTI_CHECK hpct_status_t hpcti_grads_alloc(hpct_ctx_t ctx, const char *fn, size_t count,
                                             float **out);
 void hpcti_grads_release(hpct_ctx_t ctx, float *buf);
+/* The gradient buffer in use whose memory starts at buf, or NULL. */
+struct hpcti_grads *hpcti_grads_lent(const struct hpcti_dist *d, const float *buf);
 void hpcti_grads_free_all(struct hpcti_dist *d, int collective);
 
 /* Average host buf [n] over all ranks as one operation named fn (hpct_allreduce_mean). */

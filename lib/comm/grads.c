@@ -85,11 +85,17 @@ hpct_status_t hpcti_grads_alloc(hpct_ctx_t ctx, const char *fn, size_t count, fl
     return s;
 }
 
+struct hpcti_grads *hpcti_grads_lent(const struct hpcti_dist *d, const float *buf)
+{
+    for (struct hpcti_grads *g = d ? d->grads : NULL; g; g = g->next)
+        if (g->buf == buf && g->in_use) return g;
+    return NULL;
+}
+
 void hpcti_grads_release(hpct_ctx_t ctx, float *buf)
 {
-    struct hpcti_dist *d = ctx->dist;
-    for (struct hpcti_grads *g = d ? d->grads : NULL; g; g = g->next)
-        if (g->buf == buf) g->in_use = 0;
+    struct hpcti_grads *g = hpcti_grads_lent(ctx->dist, buf);
+    if (g) g->in_use = 0;
 }
 
 void hpcti_grads_free_all(struct hpcti_dist *d, int collective)
@@ -125,11 +131,11 @@ hpct_status_t hpct_free_grads(hpct_ctx_t ctx, float *grads)
     if (!grads) return HPCT_SUCCESS;
     struct hpcti_dist *d = hpcti_dist_of(ctx, fn);
     if (!d) return HPCT_ERR_STATE;
-    for (struct hpcti_grads *g = d->grads; g; g = g->next)
-        if (g->buf == grads && g->in_use) {
-            g->in_use = 0;
-            return HPCT_SUCCESS;
-        }
+    struct hpcti_grads *g = hpcti_grads_lent(d, grads);
+    if (g) {
+        g->in_use = 0;
+        return HPCT_SUCCESS;
+    }
     return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
                        "%s: %p is not a buffer of hpct_alloc_grads in use on this context", fn,
                        (void *)grads);

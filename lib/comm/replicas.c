@@ -64,10 +64,6 @@ static size_t pack(hpct_params_t p, float *slot, size_t cap, int *next)
     return used;
 }
 
-/* Two fusion slots of cap floats (grows, never shrinks). Where the node window averages in
- * place they are a gradient buffer of hpcti_grads_alloc, so a slot's average reads the peers'
- * slots in place (no copy into the window): collective, as is the call (every rank registers
- * the same sizes, so every rank grows at the same call). */
 /* Buffers from *next whose gradients lie back to back in memory (each right after the one
  * before, as a built-in model's do, or parts of one hpct_alloc_grads buffer) and fit in one
  * slot of cap floats, when there are at least two: their count of floats, *next moved past
@@ -84,6 +80,10 @@ static size_t adjacent(hpct_params_t p, size_t cap, int *next)
     return used;
 }
 
+/* Two fusion slots of cap floats (grows, never shrinks). Where the node window averages in
+ * place they are a gradient buffer of hpcti_grads_alloc, so a slot's average reads the peers'
+ * slots in place (no copy into the window): collective, as is the call (every rank registers
+ * the same sizes, so every rank grows at the same call). */
 static hpct_status_t reserve_fusion(hpct_ctx_t ctx, size_t cap, const char *fn)
 {
     struct hpcti_dist *d = ctx->dist;
@@ -399,8 +399,7 @@ static hpct_status_t grads_to_window(hpct_ctx_t ctx, hpct_model_t model, const c
     size_t n;
     float *flat = hpcti_model_flat_grads(model, &n);
     if (!flat || !d->nwin || !d->nwin->in_place || ctx->ops != &hpcti_cpu_ops) return HPCT_SUCCESS;
-    for (const struct hpcti_grads *g = d->grads; g; g = g->next)
-        if (g->buf == flat) return HPCT_SUCCESS;
+    if (hpcti_grads_lent(d, flat)) return HPCT_SUCCESS;
     hpct_status_t s = hpcti_grads_alloc(ctx, fn, n, &flat);
     if (!s) hpcti_model_move_grads(model, flat, hpcti_grads_release);
     return s;
