@@ -525,9 +525,21 @@ static hpct_status_t chunk_in_place(hpct_ctx_t ctx, const struct hpcti_grads *g,
     return s;
 }
 
+/* The copying path for floats [from, n) of buf, chunk by chunk (from: a multiple of cap). */
+static hpct_status_t average_copied(hpct_ctx_t ctx, float *buf, size_t n, size_t from)
+{
+    struct hpcti_node_win *w = ((struct hpcti_dist *)ctx->dist)->nwin;
+    hpct_status_t s = HPCT_SUCCESS;
+    for (size_t at = from; at < n && !s; at += w->cap) {
+        size_t m = n - at < w->cap ? n - at : w->cap;
+        s = m <= w->small ? chunk_replicated(ctx, buf + at, m) : chunk(ctx, buf + at, m);
+    }
+    return s;
+}
+
 /* On a mixed node, a rank that meant to average buf [n] in place and has passed the first
  * barrier: the copying path, its first chunk copied in late (chunk's second barrier), the
- * small remainder as chunk_replicated (as the ranks that copy from the start do). */
+ * rest as the ranks that copy from the start do. */
 static hpct_status_t average_copied_late(hpct_ctx_t ctx, float *buf, size_t n)
 {
     struct hpcti_node_win *w = ((struct hpcti_dist *)ctx->dist)->nwin;
@@ -536,11 +548,7 @@ static hpct_status_t average_copied_late(hpct_ctx_t ctx, float *buf, size_t n)
     copy_blocks(ctx->dist, w->half, buf, m, 1);
     hpct_status_t s = counter_barrier(ctx);
     if (!s) s = chunk_sum_and_copy_out(ctx, buf, m);
-    for (size_t at = m; at < n && !s; at += w->cap) {
-        m = n - at < w->cap ? n - at : w->cap;
-        s = m <= w->small ? chunk_replicated(ctx, buf + at, m) : chunk(ctx, buf + at, m);
-    }
-    return s;
+    return s ? s : average_copied(ctx, buf, n, m);
 }
 
 /* Average g's floats [off, off + n) with no copy in: a counter barrier (every rank's input
@@ -595,14 +603,7 @@ hpct_status_t hpcti_node_win_allreduce(hpct_ctx_t ctx, float *buf, size_t n)
                           memory_order_relaxed);
     w->check_mode = 1;
     if (!s && g) return average_in_place(ctx, g, off, n);
-    for (size_t at = 0; at < n && !s; at += w->cap) {
-        size_t m = n - at < w->cap ? n - at : w->cap;
-        if (m <= w->small)
-            s = chunk_replicated(ctx, buf + at, m);
-        else
-            s = chunk(ctx, buf + at, m);
-    }
-    return s;
+    return s ? s : average_copied(ctx, buf, n, 0);
 }
 
 hpct_status_t hpcti_node_win_grads(hpct_ctx_t ctx, struct hpcti_grads *g)
