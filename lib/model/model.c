@@ -70,6 +70,15 @@ hpct_status_t hpct_model_create(hpct_ctx_t ctx, int input_features, hpct_model_t
     return HPCT_SUCCESS;
 }
 
+/* Free the model's gradient memory flat: released to lib/comm if it lent it, else ops->free. */
+static void give_back_grads(hpct_model_t m, float *flat)
+{
+    if (m->grads_release)
+        m->grads_release(m->ctx, flat);
+    else
+        m->ctx->ops->free(flat);
+}
+
 void hpct_model_destroy(hpct_model_t m)
 {
     if (!m) return;
@@ -79,10 +88,7 @@ void hpct_model_destroy(hpct_model_t m)
         if (m->layers[l].y != m->layers[l].z) ops->free(m->layers[l].y);
     }
     ops->free(m->flat_params);
-    if (m->grads_release)
-        m->grads_release(m->ctx, m->flat_grads);
-    else
-        ops->free(m->flat_grads);
+    give_back_grads(m, m->flat_grads);
     ops->free(m->x_dev);
     ops->free(m->targets_dev);
     ops->free(m->grad_a[0]);
@@ -110,10 +116,7 @@ void hpcti_model_move_grads(hpct_model_t m, float *flat, hpcti_grads_release_fn 
         struct hpcti_param_buf *b = &m->params->bufs[i];
         if (b->grad >= old && b->grad < old + m->num_params) b->grad = flat + (b->grad - old);
     }
-    if (m->grads_release)
-        m->grads_release(m->ctx, old);
-    else
-        m->ctx->ops->free(old);
+    give_back_grads(m, old);
     m->flat_grads = flat, m->grads_release = release;
 }
 
