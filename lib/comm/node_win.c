@@ -40,9 +40,14 @@
 /* default chunk per rank on one node: measured best of 128 KiB .. 8 MiB for 1-16 MiB
  * buffers at W = 2 (bench_allreduce, HPCT_NODE_CHUNK_BYTES; doc/distributed.md) */
 #define CHUNK_BYTES ((size_t)1 << 20)
-#define SMALL_BYTES ((size_t)64 << 10) /* default of HPCT_NODE_SMALL_BYTES */
-#define MIN_HALF    ((size_t)1 << 16)  /* floats: smallest cap a fusion size can give */
-#define MAX_HALF    ((size_t)1 << 28)  /* floats: MPI counts are int */
+/* defaults of HPCT_NODE_SMALL_BYTES, measured with bench_allreduce (contexts forced to 16, 32
+ * and 64 KiB in one run, both creation orders): on one node the two-barrier block path beat
+ * one barrier from 32 KiB per rank; across nodes one barrier and one cross-node round still
+ * won at 32 KiB and lost at 64 KiB (doc/distributed.md) */
+#define SMALL_BYTES_ONE_NODE ((size_t)16 << 10)
+#define SMALL_BYTES_NODES    ((size_t)32 << 10)
+#define MIN_HALF             ((size_t)1 << 16) /* floats: smallest cap a fusion size can give */
+#define MAX_HALF             ((size_t)1 << 28) /* floats: MPI counts are int */
 
 /* Floats per chunk: HPCT_NODE_CHUNK_BYTES, else half the fusion buffer, on one node at
  * most CHUNK_BYTES; within [MIN_HALF, MAX_HALF]. With several nodes every chunk costs two
@@ -56,12 +61,13 @@ static size_t chunk_floats(const struct hpcti_dist *d)
     return h < MIN_HALF ? MIN_HALF : h > MAX_HALF ? MAX_HALF : h;
 }
 
-/* Chunks of at most this many floats are summed whole by every rank on one node:
- * HPCT_NODE_SMALL_BYTES, default SMALL_BYTES. */
-static size_t small_floats(void)
+/* Chunks of at most this many floats are summed whole by every rank of the node:
+ * HPCT_NODE_SMALL_BYTES, by default SMALL_BYTES_ONE_NODE on one node, else SMALL_BYTES_NODES. */
+static size_t small_floats(const struct hpcti_dist *d)
 {
     const char *v = getenv("HPCT_NODE_SMALL_BYTES");
-    return (v ? (size_t)atol(v) : SMALL_BYTES) / sizeof(float);
+    size_t fallback = d->cross_size == 1 ? SMALL_BYTES_ONE_NODE : SMALL_BYTES_NODES;
+    return (v ? (size_t)atol(v) : fallback) / sizeof(float);
 }
 
 static size_t half_max(const struct hpcti_dist *d)
@@ -203,7 +209,7 @@ hpct_status_t hpcti_node_win_setup(hpct_ctx_t ctx)
                            getenv("HPCT_NODE_REDUCE"));
     int shares = d->local_size > 1 ? node_shares_memory(d) : 0;
     const char *why = unusable(d, mode, shares);
-    unsigned long v[5] = {why == NULL, chunk_floats(d), small_floats(), max_bytes(),
+    unsigned long v[5] = {why == NULL, chunk_floats(d), small_floats(d), max_bytes(),
                           in_place_allowed()};
     hpct_status_t s = d->size > 1 ? agree_all(ctx, v) : HPCT_SUCCESS;
     if (s) return s;
