@@ -360,7 +360,10 @@ static hpct_status_t counter_barrier(hpct_ctx_t ctx)
 /* out1 [len] (and out2 [len], unless NULL) = sum over local ranks p = 0..L-1 of
  * w->src[p] [len], in rank order, times 1/W when no cross-node step follows. Sums SUM_CHUNK
  * floats at a time in a stack accumulator, so an output may be one of the sources. Same
- * fp32 operations as reduce.c's owner sum. */
+ * fp32 operations as reduce.c's owner sum. Keep the copies out of the accumulator: GCC makes
+ * them rep movs, which writes whole lines of the window without first reading them from the
+ * peer core that last read them; one loop that adds and stores straight into the window
+ * measured 2.3 times slower at 16 MiB (W = 2; doc/distributed.md). */
 static void sum_sources(const struct hpcti_dist *d, size_t len, float *out1, float *out2)
 {
     const struct hpcti_node_win *w = d->nwin;
