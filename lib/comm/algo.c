@@ -19,12 +19,15 @@
 static const char *const names[] = {"p2p", "shm", "mpi", "allgather"};
 #define ENV "HPCT_ALLREDUCE_ALGO"
 
-/* Probe sizes in bytes (a factor 8 apart), the rounds at each, and the probe's time budget
- * after which larger sizes keep the last decision. */
-static const size_t probe_bytes[] = {(size_t)4 << 10, (size_t)32 << 10, (size_t)256 << 10,
-                                     (size_t)2 << 20, (size_t)16 << 20};
-static const int probe_rounds[] = {8, 8, 6, 4, 2};
-#define PROBE_BUDGET_S 0.4 /* a class runs only if 8 x the last one's time still fits */
+/* Probe sizes in bytes (a factor 4 apart: with 8, 64 KiB was decided by 32 KiB's timings,
+ * and over TCP the path that won at 32 KiB was the slowest at 64 KiB), the rounds at each,
+ * and the probe's time budget after which larger sizes keep the last decision. */
+static const size_t probe_bytes[] = {(size_t)4 << 10,   (size_t)16 << 10, (size_t)64 << 10,
+                                     (size_t)256 << 10, (size_t)1 << 20,  (size_t)4 << 20,
+                                     (size_t)16 << 20};
+static const int probe_rounds[] = {8, 8, 8, 6, 4, 3, 2};
+#define PROBE_GROWTH   4.0 /* bytes of a class / bytes of the one before */
+#define PROBE_BUDGET_S 0.4 /* a class runs only if PROBE_GROWTH x the last one's time fits */
 /* allgather moves (peers) x the buffer: probed up to 256 KiB */
 #define ALLGATHER_MAX_FLOATS ((size_t)64 << 10)
 
@@ -209,8 +212,8 @@ static hpct_status_t probe(hpct_ctx_t ctx, char *detail, size_t cap)
         int win = 0;
         double t_class = hpcti_now();
         s = probe_size(ctx, cand, nc, buf, n, probe_rounds[k], best, &win);
-        double took = hpcti_now() - t_class; /* the next class: 8 times the bytes */
-        long v[2] = {cand[win], hpcti_now() - t0 + 8.0 * took < PROBE_BUDGET_S};
+        double took = hpcti_now() - t_class; /* the next class: PROBE_GROWTH times the bytes */
+        long v[2] = {cand[win], hpcti_now() - t0 + PROBE_GROWTH * took < PROBE_BUDGET_S};
         if (!s) s = from_rank0(ctx, v, 2);
         if (s) break;
         table_add(&t, probe_bytes[k] / 2, (int)v[0]); /* class k: from half its size up */
