@@ -7,7 +7,7 @@
 # (logged); a rank that stops inside the window exchange is named in HPCT_ERR_TIMEOUT.
 . "${top_srcdir:-.}/t/lib/dist_lib.sh"
 need_mpi
-plan 21
+plan 23
 # Every size through the window where it is set up (HPCT_ALLREDUCE_ALGO=shm), not what the
 # timed probe in hpct_init would pick: these cases test the window path itself.
 HPCT_ALLREDUCE_ALGO=shm
@@ -27,6 +27,8 @@ case_ok "W=1: shm requested" mpi 1 HPCT_NODE_REDUCE=shm -- nodewin
 path "one rank per node"; ok $? "W=1: logged: point-to-point (one rank per node)"
 case_ok "W=2, one node: shm = p2p bit for bit" mpi 2 HPCT_NODE_REDUCE=shm -- nodewin
 path shm; ok $? "W=2: the shared window was used (logged)"
+grep -q 'one barrier up to 4096,' "$tmpdir/out"
+ok $? "W=2, one node: one barrier up to 16 KiB per rank by default (4096 floats, logged)"
 case_ok "W=3, one node: shm = p2p bit for bit" mpi 3 HPCT_NODE_REDUCE=shm -- nodewin
 path shm; ok $? "W=3: the shared window was used (logged)"
 case_ok "W=4, one node, auto: = p2p bit for bit" mpi 4 -- nodewin
@@ -34,6 +36,8 @@ path shm; ok $? "W=4, auto: the shared window was used (logged)"
 case_ok "W=4, two virtual nodes of 2 (hierarchical): shm = p2p bit for bit" \
     mpi 4 HPCT_RANKS_PER_NODE=2 HPCT_NODE_REDUCE=shm -- nodewin
 path shm; ok $? "W=4, 2x2: the shared window was used (logged)"
+grep -q 'one barrier up to 8192,' "$tmpdir/out"
+ok $? "W=4, 2x2: one barrier up to 32 KiB per rank by default with several nodes (logged)"
 case_ok "W=4, 2x2, every chunk small (one barrier, whole-vector cross step), 64 KiB chunks" \
     mpi 4 HPCT_RANKS_PER_NODE=2 HPCT_NODE_SMALL_BYTES=1048576 HPCT_NODE_CHUNK_BYTES=262144 -- nodewin
 path shm; ok $? "W=4, 2x2, small chunks: the shared window was used (logged)"
