@@ -26,8 +26,8 @@ static const size_t probe_bytes[] = {(size_t)4 << 10,   (size_t)16 << 10, (size_
                                      (size_t)256 << 10, (size_t)1 << 20,  (size_t)4 << 20,
                                      (size_t)16 << 20};
 static const int probe_rounds[] = {8, 8, 8, 6, 4, 3, 2};
-#define PROBE_GROWTH   4.0 /* bytes of a class / bytes of the one before */
-#define PROBE_BUDGET_S 0.4 /* a class runs only if PROBE_GROWTH x the last one's time fits */
+#define PROBE_CLASSES  (sizeof probe_bytes / sizeof *probe_bytes)
+#define PROBE_BUDGET_S 0.4 /* a class runs only if its bytes / the last one's x that time fits */
 /* allgather moves (peers) x the buffer: probed up to 256 KiB */
 #define ALLGATHER_MAX_FLOATS ((size_t)64 << 10)
 
@@ -199,7 +199,7 @@ static hpct_status_t probe(hpct_ctx_t ctx, char *detail, size_t cap)
     if (cand[0] == HPCTI_ALGO_SHM) cand[nc++] = HPCTI_ALGO_P2P;
     if (d->size <= 2) cand[nc++] = HPCTI_ALGO_MPI; /* a + b: the same bits as rank order */
     cand[nc++] = HPCTI_ALGO_ALLGATHER;             /* probed up to ALLGATHER_MAX_FLOATS */
-    size_t nmax = probe_bytes[sizeof probe_bytes / sizeof *probe_bytes - 1] / sizeof(float);
+    size_t nmax = probe_bytes[PROBE_CLASSES - 1] / sizeof(float);
     float *buf = hpcti_calloc(ctx, nmax, sizeof *buf, "the algorithm probe's buffer");
     if (!buf) return HPCT_ERR_NO_MEMORY;
     struct hpcti_algo_table t = {0};
@@ -207,13 +207,15 @@ static hpct_status_t probe(hpct_ctx_t ctx, char *detail, size_t cap)
     size_t len = 0;
     hpct_status_t s = HPCT_SUCCESS;
     detail[0] = 0;
-    for (size_t k = 0; k < sizeof probe_bytes / sizeof *probe_bytes && !s; k++) {
+    for (size_t k = 0; k < PROBE_CLASSES && !s; k++) {
         size_t n = probe_bytes[k] / sizeof(float);
         int win = 0;
         double t_class = hpcti_now();
         s = probe_size(ctx, cand, nc, buf, n, probe_rounds[k], best, &win);
-        double took = hpcti_now() - t_class; /* the next class: PROBE_GROWTH times the bytes */
-        long v[2] = {cand[win], hpcti_now() - t0 + PROBE_GROWTH * took < PROBE_BUDGET_S};
+        double took = hpcti_now() - t_class,
+               growth = k + 1 < PROBE_CLASSES ? (double)probe_bytes[k + 1] / probe_bytes[k]
+                                              : 0.0; /* the next class's bytes / these */
+        long v[2] = {cand[win], hpcti_now() - t0 + growth * took < PROBE_BUDGET_S};
         if (!s) s = from_rank0(ctx, v, 2);
         if (s) break;
         table_add(&t, probe_bytes[k] / 2, (int)v[0]); /* class k: from half its size up */
