@@ -232,6 +232,9 @@ HPCTI_CHECK hpct_status_t hpcti_node_win_allreduce(hpct_ctx_t ctx, float *buf, s
  * elements of scratch to reserve for them. */
 int hpcti_node_win_chunks(const struct hpcti_dist *d, size_t n);
 size_t hpcti_node_win_scratch(const struct hpcti_dist *d, size_t n);
+/* Receive room (floats) beyond one block per chunk that the whole cross-node steps of an
+ * average of n floats through the window take (0 with one or two nodes). */
+size_t hpcti_node_win_whole_room(const struct hpcti_dist *d, size_t n);
 /* 1 when an average of n floats goes through the window (set up, n > 0, not above
  * HPCT_NODE_SHM_MAX_BYTES). */
 int hpcti_node_win_takes(const struct hpcti_dist *d, size_t n);

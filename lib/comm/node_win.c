@@ -75,9 +75,30 @@ static size_t half_max(const struct hpcti_dist *d)
     return d->nwin->chunk;
 }
 
+/* Whether the cross-node step of a chunk of m floats on the block path sends this rank's
+ * whole block to every cross-node peer in one round (every rank sums all of it: the owners'
+ * operations, the same bits) rather than a reduce-scatter and an allgather of it: when the
+ * blocks all peers send add up to at most the one-barrier size (latency, not bandwidth). */
+static int cross_whole(const struct hpcti_dist *d, size_t m)
+{
+    size_t len = hpcti_block_len(m, d->local_size, 0);
+    return d->cross_size > 1 && len * (size_t)(d->cross_size - 1) <= d->nwin->small;
+}
+
 int hpcti_node_win_chunks(const struct hpcti_dist *d, size_t n)
 {
     return (int)((n + half_max(d) - 1) / half_max(d));
+}
+
+size_t hpcti_node_win_whole_room(const struct hpcti_dist *d, size_t n)
+{
+    /* a whole step receives (cross size - 1) blocks, the reduce-scatter one */
+    size_t cap = half_max(d), more = d->cross_size > 2 ? (size_t)d->cross_size - 2 : 0, x = 0;
+    if (more && n >= cap && cross_whole(d, cap))
+        x += n / cap * more * hpcti_block_len(cap, d->local_size, 0);
+    if (more && n % cap && cross_whole(d, n % cap))
+        x += more * hpcti_block_len(n % cap, d->local_size, 0);
+    return x;
 }
 
 size_t hpcti_node_win_scratch(const struct hpcti_dist *d, size_t n)
@@ -85,7 +106,7 @@ size_t hpcti_node_win_scratch(const struct hpcti_dist *d, size_t n)
     /* small chunks take (cross size - 1) times their size: all chunks, or at most one */
     const struct hpcti_node_win *w = d->nwin;
     size_t small = w->small >= w->chunk ? n : n < w->small ? n : w->small;
-    return n + small * (size_t)d->cross_size;
+    return n + small * (size_t)d->cross_size + hpcti_node_win_whole_room(d, n);
 }
 
 int hpcti_node_win_takes(const struct hpcti_dist *d, size_t n)
@@ -423,7 +444,7 @@ static hpct_status_t chunk_sum_and_copy_out(hpct_ctx_t ctx, float *buf, size_t m
     sum_block(d, h, buf, m);
     if (d->cross_size > 1) {
         float *own = half_of(w, me, h) + start;
-        s = hpcti_red_start_cross(ctx, own, len, 0, &id);
+        s = hpcti_red_start_cross(ctx, own, len, cross_whole(d, m), &id);
         if (!s) s = hpcti_red_wait(ctx, id);
         if (!s) memcpy(buf + start, own, len * sizeof *buf);
     }
@@ -522,7 +543,7 @@ static hpct_status_t chunk_in_place(hpct_ctx_t ctx, const struct hpcti_grads *g,
     sum_sources(d, len, own, NULL);
     hpct_status_t s = HPCT_SUCCESS;
     if (d->cross_size > 1) {
-        s = hpcti_red_start_cross(ctx, own, len, 0, &id);
+        s = hpcti_red_start_cross(ctx, own, len, cross_whole(d, m), &id);
         if (!s) s = hpcti_red_wait(ctx, id);
     }
     if (!s) s = grads_barrier(ctx, g);

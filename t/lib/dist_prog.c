@@ -563,7 +563,7 @@ static void nodewin_size(hpct_ctx_t ctx, hpct_ctx_t ref, const char *label, size
  * grows its window and splits 65537 floats and more into chunks. */
 static int run_nodewin(void)
 {
-    static const size_t sizes[] = {0, 1, 7, 65537, (size_t)8 << 20, 7, 1001};
+    static const size_t sizes[] = {0, 1, 7, 12289, 65537, (size_t)8 << 20, 7, 1001};
     const char *mode = getenv("HPCT_NODE_REDUCE");
     char saved[16];
     snprintf(saved, sizeof saved, "%s", mode ? mode : "auto");
