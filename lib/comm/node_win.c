@@ -199,9 +199,10 @@ static hpct_status_t make_win_state(hpct_ctx_t ctx, const unsigned long *v)
         w->flag = calloc(L, sizeof *w->flag);
         w->world = calloc(L, sizeof *w->world);
         w->src = calloc(L, sizeof *w->src);
+        w->dst = calloc(L, sizeof *w->dst);
     }
     d->nwin = w;
-    if (!w || !w->seg || !w->flag || !w->world || !w->src || !local) {
+    if (!w || !w->seg || !w->flag || !w->world || !w->src || !w->dst || !local) {
         free(local);
         return hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "hpct_init: cannot allocate the node window");
     }
@@ -378,14 +379,14 @@ static hpct_status_t counter_barrier(hpct_ctx_t ctx)
     return s;
 }
 
-/* out1 [len] (and out2 [len], unless NULL) = sum over local ranks p = 0..L-1 of
+/* Every out [k] [len] (k < nout) = sum over local ranks p = 0..L-1 of
  * w->src[p] [len], in rank order, times 1/W when no cross-node step follows. Sums SUM_CHUNK
  * floats at a time in a stack accumulator, so an output may be one of the sources. Same
  * fp32 operations as reduce.c's owner sum. Keep the copies out of the accumulator: GCC makes
  * them rep movs, which writes whole lines of the window without first reading them from the
  * peer core that last read them; one loop that adds and stores straight into the window
  * measured 2.3 times slower at 16 MiB (W = 2; doc/distributed.md). */
-static void sum_sources(const struct hpcti_dist *d, size_t len, float *out1, float *out2)
+static void sum_to(const struct hpcti_dist *d, size_t len, float *const *out, int nout)
 {
     const struct hpcti_node_win *w = d->nwin;
     int L = d->local_size, last = d->cross_size == 1;
@@ -401,9 +402,15 @@ static void sum_sources(const struct hpcti_dist *d, size_t len, float *out1, flo
         }
         if (last)
             for (size_t j = 0; j < c; j++) acc[j] *= inv;
-        memcpy(out1 + i, acc, c * sizeof *acc);
-        if (out2) memcpy(out2 + i, acc, c * sizeof *acc);
+        for (int k = 0; k < nout; k++) memcpy(out[k] + i, acc, c * sizeof *acc);
     }
+}
+
+/* sum_to out1 [len] and out2 [len] (unless NULL). */
+static void sum_sources(const struct hpcti_dist *d, size_t len, float *out1, float *out2)
+{
+    float *out[2] = {out1, out2};
+    sum_to(d, len, out, out2 ? 2 : 1);
 }
 
 /* Own block of half h = sum over local ranks 0..L-1 of their block (this rank's from its
@@ -528,9 +535,10 @@ static hpct_status_t grads_barrier(hpct_ctx_t ctx, const struct hpcti_grads *g)
 }
 
 /* Average floats [off, off + m) of g's buffers in place: local rank l sums its block of
- * every local rank's buffer into its own (and, with several nodes, runs the cross-node
- * reduce-scatter and allgather of that block, as chunk does); counter barrier; every rank
- * copies the other blocks from their owners' buffers. */
+ * every local rank's buffer and writes the sum into every local rank's buffer (with several
+ * nodes: into its own, runs the cross-node step of that block as chunk does, then copies it
+ * into the others'). Block l is read and written by rank l alone, so no barrier is needed
+ * until the last chunk's (average_in_place). */
 static hpct_status_t chunk_in_place(hpct_ctx_t ctx, const struct hpcti_grads *g, size_t off,
                                     size_t m)
 {
@@ -540,18 +548,16 @@ static hpct_status_t chunk_in_place(hpct_ctx_t ctx, const struct hpcti_grads *g,
     size_t start = hpcti_block_start(m, L, me), len = hpcti_block_len(m, L, me);
     float *own = g->buf + off + start;
     for (int p = 0; p < L; p++) w->src[p] = g->seg[p] + off + start;
-    sum_sources(d, len, own, NULL);
-    hpct_status_t s = HPCT_SUCCESS;
-    if (d->cross_size > 1) {
-        s = hpcti_red_start_cross(ctx, own, len, cross_whole(d, m), &id);
-        if (!s) s = hpcti_red_wait(ctx, id);
+    if (d->cross_size == 1) {
+        for (int p = 0; p < L; p++) w->dst[p] = g->seg[p] + off + start;
+        sum_to(d, len, w->dst, L);
+        return HPCT_SUCCESS;
     }
-    if (!s) s = grads_barrier(ctx, g);
-    for (int b = 0; b < L && !s; b++)
-        if (b != me) {
-            size_t at = off + hpcti_block_start(m, L, b);
-            memcpy(g->buf + at, g->seg[b] + at, hpcti_block_len(m, L, b) * sizeof(float));
-        }
+    sum_sources(d, len, own, NULL);
+    hpct_status_t s = hpcti_red_start_cross(ctx, own, len, cross_whole(d, m), &id);
+    if (!s) s = hpcti_red_wait(ctx, id);
+    for (int p = 0; p < L && !s; p++)
+        if (p != me) memcpy(g->seg[p] + off + start, own, len * sizeof *own);
     return s;
 }
 
@@ -583,8 +589,9 @@ static hpct_status_t average_copied_late(hpct_ctx_t ctx, float *buf, size_t n)
 
 /* Average g's floats [off, off + n) with no copy in: a counter barrier (every rank's input
  * written), then chunk_in_place per chunk (a small last chunk copied, chunk_replicated), then
- * a last barrier, so that no rank returns (and overwrites its buffer) while a peer still
- * reads it. The sums are sum_block's, so the bits are those of the copying path. */
+ * a last barrier, so that no rank returns (and overwrites its buffer or reads its result)
+ * while a peer still reads or writes it. The sums are sum_block's, so the bits are those of
+ * the copying path. */
 static hpct_status_t average_in_place(hpct_ctx_t ctx, const struct hpcti_grads *g, size_t off,
                                       size_t n)
 {
@@ -688,6 +695,6 @@ void hpcti_node_win_free(struct hpcti_dist *d, int collective)
         drop_window(w);
         if (w->comm != MPI_COMM_NULL) MPI_Comm_free(&w->comm);
     }
-    free(w->seg), free(w->flag), free(w->world), free(w->src), free(w);
+    free(w->seg), free(w->flag), free(w->world), free(w->src), free(w->dst), free(w);
     d->nwin = NULL;
 }
