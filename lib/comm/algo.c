@@ -5,8 +5,9 @@
  * every rank, from HPCT_ALLREDUCE_ALGO
  * ("0:shm,256K:mpi,8M:shm": from each size in bytes up, that algorithm) or, when it is unset
  * or "auto", from a short timed probe at hpct_init: rank 0 times each candidate at a few
- * sizes (rounds interleaved, the fastest of each) and the decisions reach every rank as
- * integers (a deadline-bounded SUM with zeros from the other ranks). */
+ * sizes (rounds interleaved, each call after a barrier, the fastest of each) and the
+ * decisions reach every rank as integers (a deadline-bounded SUM with zeros from the other
+ * ranks). */
 #include "dist.h"
 #include "agree.h"
 #include "../obs/obs.h"
@@ -136,12 +137,18 @@ static int own_path(const struct hpcti_dist *d)
     return d->nwin ? HPCTI_ALGO_SHM : HPCTI_ALGO_P2P;
 }
 
-/* One timed average of buf [n] through algo (every rank calls it; rank 0's time counts). */
+/* One timed average of buf [n] through algo (every rank calls it; rank 0's time counts),
+ * after a deadline-bounded barrier: without it rank 0's time depended on how far behind
+ * the previous call left the peers, and over TCP the probe chose p2p for 8-32 KiB in 3 of 7
+ * runs, where allgather was 1.4x faster (doc/distributed.md). */
 static hpct_status_t timed(hpct_ctx_t ctx, int algo, float *buf, size_t n, double *best)
 {
     struct hpcti_dist *d = ctx->dist;
     struct hpcti_algo_table saved = d->algo;
     d->algo.n = 1, d->algo.min_bytes[0] = 0, d->algo.algo[0] = algo;
+    long start = 0; /* every rank starts together (a deadline-bounded barrier) */
+    hpct_status_t b = hpcti_agree(ctx, "hpct_init (algorithm probe)", &start, 1, MPI_MAX);
+    if (b) return d->algo = saved, b;
     double t0 = hpcti_now();
     hpct_status_t s = hpcti_host_allreduce_mean(ctx, "hpct_init (algorithm probe)", buf, n);
     double t = hpcti_now() - t0;
