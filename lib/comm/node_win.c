@@ -90,15 +90,18 @@ int hpcti_node_win_chunks(const struct hpcti_dist *d, size_t n)
     return (int)((n + half_max(d) - 1) / half_max(d));
 }
 
+/* Receive room (floats) beyond one block that the cross-node step of a chunk of m floats
+ * takes: a whole step receives (cross size - 1) blocks, the reduce-scatter one. */
+static size_t whole_extra(const struct hpcti_dist *d, size_t m)
+{
+    if (d->cross_size < 3 || !cross_whole(d, m)) return 0;
+    return (size_t)(d->cross_size - 2) * hpcti_block_len(m, d->local_size, 0);
+}
+
 size_t hpcti_node_win_whole_room(const struct hpcti_dist *d, size_t n)
 {
-    /* a whole step receives (cross size - 1) blocks, the reduce-scatter one */
-    size_t cap = half_max(d), more = d->cross_size > 2 ? (size_t)d->cross_size - 2 : 0, x = 0;
-    if (more && n >= cap && cross_whole(d, cap))
-        x += n / cap * more * hpcti_block_len(cap, d->local_size, 0);
-    if (more && n % cap && cross_whole(d, n % cap))
-        x += more * hpcti_block_len(n % cap, d->local_size, 0);
-    return x;
+    size_t cap = half_max(d); /* n / cap full chunks, then the rest */
+    return n / cap * whole_extra(d, cap) + whole_extra(d, n % cap);
 }
 
 size_t hpcti_node_win_scratch(const struct hpcti_dist *d, size_t n)
