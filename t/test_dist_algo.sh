@@ -5,10 +5,11 @@
 # fp64 mean and bit-identical on every rank; forced shm, p2p and allgather give the point-to-point
 # path's bits, forced mpi the bits of MPI_Iallreduce / W; the probe's table is logged at
 # info level; malformed values fail hpct_init on every rank with the variable named; from
-# W = 3 the probe neither times nor picks mpi (its bits differ from the rank-order paths').
+# W = 3 the probe neither times nor picks mpi (its bits differ from the rank-order paths');
+# shm/p2p sends ordinary memory point-to-point on one node (logged), is shm across nodes.
 . "${top_srcdir:-.}/t/lib/dist_lib.sh"
 need_mpi
-plan 24
+plan 30
 
 # logged: the probe's or the table's decision, and the malformed values named.
 logged() {
@@ -38,6 +39,13 @@ for c in "2:one node" "2 HPCT_RANKS_PER_NODE=1:two virtual nodes of 1" "3:one no
         *) ok 0 "W=$np, $what: the probe left mpi out (W >= 3)" ;;
         esac
     fi
+    told=$(grep -c "every local rank averages ordinary memory: point-to-point" "$tmpdir/out")
+    case $what in
+    one\ node) [ "$told" -ge "$np" ]
+        ok $? "W=$np, $what: shm/p2p sends ordinary memory point-to-point (logged by $told ranks)" ;;
+    *) [ "$told" = 0 ]
+        ok $? "W=$np, $what: shm/p2p is shm across nodes (no rank logs point-to-point)" ;;
+    esac
     case $what in
     uneven*) grep -q "names shm, but the node reduction is point-to-point" "$tmpdir/out"
         ok $? "W=$np, $what: shm falls back to p2p (logged)" ;;

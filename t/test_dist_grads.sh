@@ -6,10 +6,12 @@
 # they are ordinary memory; a buffer given back is handed out again zeroed; where rank 0
 # passes ordinary memory and the others the buffer, its node averages by copying (the same
 # bits, a warning once); HPCT_NODE_IN_PLACE=0 on one rank turns in place off on all; a rank
-# that stops inside an in-place average is named in HPCT_ERR_TIMEOUT.
+# that stops inside an in-place average is named in HPCT_ERR_TIMEOUT. With shm/p2p in the
+# table (ordinary memory point-to-point on one node) the same holds: gradient buffers are
+# still averaged in place, a mixed node still copies.
 . "${top_srcdir:-.}/t/lib/dist_lib.sh"
 need_mpi
-plan 13
+plan 16
 
 case_ok "W=1: ordinary memory, averages are copies" mpi 1 -- grads 0
 case_ok "W=2, one node: in place = p2p bit for bit" mpi 2 -- grads 1
@@ -23,6 +25,13 @@ n=$(grep -c "this node averages by copying" "$tmpdir/out")
 grep -q "rank 0 averages ordinary memory while rank 1 of the same node averages a part of a gradient buffer: this node averages by copying" "$tmpdir/out" &&
     [ "$n" = 2 ]
 ok $? "W=4: ordinary memory on rank 0 warns once on each rank of its node only (2 warnings, got $n)"
+case_ok "W=2, one node, HPCT_ALLREDUCE_ALGO=shm/p2p: in place = p2p bit for bit" \
+    mpi 2 -- grads 1 shm/p2p
+grep -q "averaging in place in a gradient buffer's shared window" "$tmpdir/out" &&
+    grep -q "rank 0 averages ordinary memory while rank 1 of the same node averages a part of a gradient buffer: this node averages by copying" "$tmpdir/out"
+ok $? "W=2, shm/p2p: gradient buffers averaged in place, the mixed node copies (both logged)"
+case_ok "W=4, two virtual nodes of 2, HPCT_ALLREDUCE_ALGO=shm/p2p: in place = p2p bit for bit" \
+    mpi 4 HPCT_RANKS_PER_NODE=2 -- grads 1 shm/p2p
 case_ok "W=3, uneven virtual nodes (2+1): ordinary memory, = p2p" \
     mpi 3 HPCT_RANKS_PER_NODE=2 -- grads 0
 case_ok "W=2, virtual nodes of 1: ordinary memory, = p2p" mpi 2 HPCT_RANKS_PER_NODE=1 -- grads 0

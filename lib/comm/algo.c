@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const names[] = {"p2p", "shm", "mpi", "allgather"};
+static const char *const names[] = {"p2p", "shm", "mpi", "allgather", "shm/p2p"};
 #define ENV "HPCT_ALLREDUCE_ALGO"
 
 /* Probe sizes in bytes (a factor 4 apart: with 8, 64 KiB was decided by 32 KiB's timings,
@@ -105,7 +105,8 @@ static int parse_table(const char *v, struct hpcti_algo_table *t, char *why, siz
             return 0;
         }
         if (!parse_entry(s, len, &t->min_bytes[t->n], &t->algo[t->n])) {
-            snprintf(why, cap, "entry %d ('%.*s') is not BYTES[K|M|G]:p2p|shm|mpi|allgather",
+            snprintf(why, cap,
+                     "entry %d ('%.*s') is not BYTES[K|M|G]:p2p|shm|mpi|allgather|shm/p2p",
                      t->n + 1, (int)(len > 40 ? 40 : len), s);
             return 0;
         }
@@ -121,13 +122,19 @@ static int parse_table(const char *v, struct hpcti_algo_table *t, char *why, siz
     return t->n > 0;
 }
 
+/* 1 for the algorithms that go through the node window. */
+static int windowed(int algo)
+{
+    return algo == HPCTI_ALGO_SHM || algo == HPCTI_ALGO_SHM_P2P;
+}
+
 int hpcti_algo_for(const struct hpcti_dist *d, size_t n)
 {
     if (d->size == 1 || d->transport) return HPCTI_ALGO_P2P;
     size_t bytes = n * sizeof(float);
     int a = d->algo.n ? d->algo.algo[0] : HPCTI_ALGO_P2P;
     for (int i = 1; i < d->algo.n && d->algo.min_bytes[i] <= bytes; i++) a = d->algo.algo[i];
-    if (a == HPCTI_ALGO_SHM && !hpcti_node_win_takes(d, n)) a = HPCTI_ALGO_P2P;
+    if (windowed(a) && !hpcti_node_win_takes(d, n)) a = HPCTI_ALGO_P2P;
     return a;
 }
 
@@ -173,6 +180,16 @@ static hpct_status_t probe_size(hpct_ctx_t ctx, const int *cand, int nc, float *
     for (int c = 1; c < nc; c++) /* untimed candidates keep 1e30 */
         if (best[c] < best[*win]) *win = c;
     return s;
+}
+
+/* The table's entry for a class whose timed winner is algo: on one node where gradient
+ * buffers can be averaged in place, p2p becomes shm/p2p (the probe times ordinary memory
+ * only; in place measured 1.9-2.7x MPI_Allreduce from 4 KiB to 1 MiB at W = 2, where p2p
+ * is about 1.0x: doc/distributed.md). */
+static int in_window(const struct hpcti_dist *d, int algo)
+{
+    int one_node = d->nwin && d->cross_size == 1 && d->nwin->in_place;
+    return algo == HPCTI_ALGO_P2P && one_node ? HPCTI_ALGO_SHM_P2P : algo;
 }
 
 /* Rank 0's values v [n] reach every rank: SUM with zeros from the other ranks. */
@@ -222,7 +239,7 @@ static hpct_status_t probe(hpct_ctx_t ctx, char *detail, size_t cap)
         double took = hpcti_now() - t_class,
                growth = k + 1 < PROBE_CLASSES ? (double)probe_bytes[k + 1] / probe_bytes[k]
                                               : 0.0; /* the next class's bytes / these */
-        long v[2] = {cand[win], hpcti_now() - t0 + growth * took < PROBE_BUDGET_S};
+        long v[2] = {in_window(d, cand[win]), hpcti_now() - t0 + growth * took < PROBE_BUDGET_S};
         if (!s) s = from_rank0(ctx, v, 2);
         if (s) break;
         table_add(&t, probe_bytes[k] / 2, (int)v[0]); /* class k: from half its size up */
@@ -288,7 +305,7 @@ hpct_status_t hpcti_algo_setup(hpct_ctx_t ctx)
         if ((s = share_table(ctx, &t))) return s;
         d->algo = t;
         for (int i = 0; i < t.n; i++)
-            if (t.algo[i] == HPCTI_ALGO_SHM && !d->nwin)
+            if (windowed(t.algo[i]) && !d->nwin)
                 hpcti_log(ctx, HPCT_LOG_INFO,
                           "allreduce algorithm: %s names shm, but the node reduction is "
                           "point-to-point (see above): p2p instead",
@@ -304,13 +321,13 @@ hpct_status_t hpcti_algo_setup(hpct_ctx_t ctx)
 
 int hpcti_algo_reductions(const struct hpcti_dist *d, size_t n)
 {
-    return hpcti_algo_for(d, n) == HPCTI_ALGO_SHM ? hpcti_node_win_chunks(d, n) : 1;
+    return windowed(hpcti_algo_for(d, n)) ? hpcti_node_win_chunks(d, n) : 1;
 }
 
 size_t hpcti_algo_scratch(const struct hpcti_dist *d, size_t n)
 {
     int a = hpcti_algo_for(d, n);
-    return a == HPCTI_ALGO_SHM         ? hpcti_node_win_scratch(d, n)
+    return windowed(a)                 ? hpcti_node_win_scratch(d, n)
            : a == HPCTI_ALGO_MPI       ? 0
            : a == HPCTI_ALGO_ALLGATHER ? hpcti_allgather_scratch(d, n)
                                        : n;
@@ -323,11 +340,14 @@ static int ctx_cross(hpct_ctx_t ctx)
 }
 
 /* Average buf [n] through the node window now, with the timeline span of
- * hpcti_host_allreduce_mean's window path (dist.c). */
-static hpct_status_t window_now(hpct_ctx_t ctx, float *buf, size_t n)
+ * hpcti_host_allreduce_mean's window path (dist.c); with shm/p2p, ordinary memory on every
+ * local rank of one node starts a point-to-point reduction instead (*id). */
+static hpct_status_t window_now(hpct_ctx_t ctx, float *buf, size_t n, int algo, int *id)
 {
     double t0 = hpcti_tl_now(ctx);
-    hpct_status_t s = hpcti_node_win_allreduce(ctx, buf, n);
+    int ordinary = 0;
+    hpct_status_t s = hpcti_node_win_allreduce(ctx, buf, n, algo == HPCTI_ALGO_SHM_P2P, &ordinary);
+    if (!s && ordinary) return hpcti_red_start(ctx, buf, n, id);
     if (t0 > 0 && !s)
         hpcti_tl_span(ctx, 0, "allreduce", "comm", t0, hpcti_now(),
                       "\"bytes\":%zu,\"algorithm\":\"window\",\"phases\":%d", n * sizeof(float),
@@ -340,7 +360,7 @@ hpct_status_t hpcti_red_start_sized(hpct_ctx_t ctx, float *buf, size_t n, int *i
     struct hpcti_dist *d = ctx->dist;
     int algo = hpcti_algo_for(d, n);
     *id = -1;
-    if (algo == HPCTI_ALGO_SHM) return window_now(ctx, buf, n);
+    if (windowed(algo)) return window_now(ctx, buf, n, algo, id);
     if (algo == HPCTI_ALGO_MPI) return hpcti_red_start_mpi(ctx, buf, n, id);
     if (algo == HPCTI_ALGO_ALLGATHER) return hpcti_red_start_allgather(ctx, buf, n, id);
     return hpcti_red_start(ctx, buf, n, id);

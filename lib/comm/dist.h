@@ -59,6 +59,7 @@ struct hpcti_node_win {
     int mixed;               /* 1: this average's modes differ on the node (copy) */
     int warned_mixed;        /* mixed averages so far (the warning is given once) */
     int told_in_place;       /* in-place averages so far (logged once) */
+    int told_ordinary;       /* ordinary-memory averages sent point-to-point (logged once) */
     int in_place;            /* 0: HPCT_NODE_IN_PLACE=0 on some rank, always copy */
     const float **src;       /* [local_size] scratch: the sources of a block sum */
     float **dst;             /* [local_size] scratch: where an in-place block sum goes */
@@ -78,8 +79,16 @@ struct hpcti_grads {
     struct hpcti_grads *next;
 };
 
-/* Algorithms for averaging a host buffer (algo.c). */
-enum { HPCTI_ALGO_P2P, HPCTI_ALGO_SHM, HPCTI_ALGO_MPI, HPCTI_ALGO_ALLGATHER, HPCTI_ALGO_COUNT };
+/* Algorithms for averaging a host buffer (algo.c). SHM_P2P: the node window, except that on
+ * one node an average of ordinary memory on every local rank goes point-to-point. */
+enum {
+    HPCTI_ALGO_P2P,
+    HPCTI_ALGO_SHM,
+    HPCTI_ALGO_MPI,
+    HPCTI_ALGO_ALLGATHER,
+    HPCTI_ALGO_SHM_P2P,
+    HPCTI_ALGO_COUNT
+};
 #define HPCTI_ALGO_CLASSES 16
 
 /* Size classes: from min_bytes[i] (increasing, the first 0) up, algo[i]. */
@@ -227,8 +236,11 @@ void hpcti_algo_format(const struct hpcti_algo_table *t, char *out, size_t cap);
 
 /* Node window (node_win.c): decide at start-up whether the node-local phase uses it. */
 HPCTI_CHECK hpct_status_t hpcti_node_win_setup(hpct_ctx_t ctx);
-/* Average host buf [n] through the node window (inside hpcti_op_begin / hpcti_op_end). */
-HPCTI_CHECK hpct_status_t hpcti_node_win_allreduce(hpct_ctx_t ctx, float *buf, size_t n);
+/* Average host buf [n] through the node window (inside hpcti_op_begin / hpcti_op_end). With
+ * ordinary_p2p on one node, after a first counter barrier: when every local rank averages
+ * ordinary memory, nothing is averaged and *ordinary = 1 (the caller goes point-to-point). */
+HPCTI_CHECK hpct_status_t hpcti_node_win_allreduce(hpct_ctx_t ctx, float *buf, size_t n,
+                                                   int ordinary_p2p, int *ordinary);
 /* Chunks hpcti_node_win_allreduce will need for n floats (reductions to reserve), and the
  * elements of scratch to reserve for them. */
 int hpcti_node_win_chunks(const struct hpcti_dist *d, size_t n);

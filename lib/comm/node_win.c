@@ -622,7 +622,26 @@ static uint64_t mode_of(const struct hpcti_grads *g, size_t off)
     return g ? g->id << 40 | (uint64_t)(off + 1) : 0;
 }
 
-hpct_status_t hpcti_node_win_allreduce(hpct_ctx_t ctx, float *buf, size_t n)
+/* With HPCT_ALLREDUCE_ALGO's shm/p2p on one node: a counter barrier at which every local
+ * rank sees every mode (same_mode); 1 when all average ordinary memory (no rank in place:
+ * the probe timed p2p faster than copying through the window), else 0 and the average goes
+ * on through the window, the modes known (a mixed node copies, as after chunk's barrier). */
+static int all_ordinary(hpct_ctx_t ctx, const struct hpcti_grads *g, hpct_status_t *s)
+{
+    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_node_win *w = d->nwin;
+    *s = counter_barrier(ctx);
+    if (*s || w->mixed || g) return 0;
+    if (!w->told_ordinary++)
+        hpcti_log(ctx, HPCT_LOG_INFO,
+                  "node reduction: every local rank averages ordinary memory: point-to-point "
+                  "(shm/p2p in the algorithm table); gradient buffers stay in the window; said "
+                  "once");
+    return 1;
+}
+
+hpct_status_t hpcti_node_win_allreduce(hpct_ctx_t ctx, float *buf, size_t n, int ordinary_p2p,
+                                       int *ordinary)
 {
     struct hpcti_dist *d = ctx->dist;
     struct hpcti_node_win *w = d->nwin;
@@ -643,6 +662,9 @@ hpct_status_t hpcti_node_win_allreduce(hpct_ctx_t ctx, float *buf, size_t n)
     atomic_store_explicit((_Atomic uint64_t *)mode_slot(w, d->local_rank), mode_of(g, off),
                           memory_order_relaxed);
     w->check_mode = 1;
+    *ordinary = 0;
+    if (!s && ordinary_p2p && d->cross_size == 1 && (*ordinary = all_ordinary(ctx, g, &s)))
+        return HPCT_SUCCESS;
     if (!s && g) return average_in_place(ctx, g, off, n);
     return s ? s : average_copied(ctx, buf, n, 0);
 }

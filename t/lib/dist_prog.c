@@ -12,8 +12,8 @@
  *                              means, the same bits everywhere; malformed values refused
  *   dist_prog opfail SECONDS   a reduction fails midway on rank 1 (test hook)
  *   dist_prog badstep DIR      one rank's bad batch ends the step on every rank at once
- *   dist_prog grads WINDOW     hpct_alloc_grads buffers averaged in place (WINDOW 1: the node
- *                              window is set up, so mixing them with ordinary memory fails)
+ *   dist_prog grads WINDOW [ALGO]   hpct_alloc_grads buffers averaged in place (WINDOW 1: the
+ *                              node window is set up; ALGO: HPCT_ALLREDUCE_ALGO, shm unless set)
  *   dist_prog grads_hang SECONDS PIDFILE   the last rank stops inside an in-place average */
 #include "hpctrain.h"
 #include "mpi_prog.h"
@@ -657,14 +657,22 @@ static hpct_ctx_t reference_ctx(const hpct_config_t *cfg)
 }
 
 /* Every algorithm forced through HPCT_ALLREDUCE_ALGO, a table that mixes them, the timed
- * probe, each against the fp64 mean (and p2p or MPI_Iallreduce bits where forced: shm, p2p
- * and allgather sum in rank order); then
+ * probe, each against the fp64 mean (and p2p or MPI_Iallreduce bits where forced: shm, p2p,
+ * allgather and shm/p2p sum in rank order); then
  * malformed values: hpct_init fails on every rank naming the variable. */
 static int run_algo(void)
 {
     static const size_t sizes[] = {0, 1, 7, 1001, 65537, (size_t)1 << 20, (size_t)8 << 20};
-    static const char *const algos[] = {
-        "mpi", "shm", "p2p", "allgather", "0:allgather,1K:mpi,64K:shm,1M:p2p", NULL};
+    static const char *const algos[] = {"mpi",
+                                        "shm",
+                                        "p2p",
+                                        "allgather",
+                                        "shm/p2p",
+                                        "0:allgather,1K:mpi,64K:shm,1M:p2p",
+                                        "0:shm,64K:shm/p2p",
+                                        NULL};
+    /* the bits each must give: m MPI_Iallreduce / W, p the point-to-point path, - unchecked */
+    static const char bits[] = "mpppp-p-";
     static const char *const bad[] = {"fast",         "16K:mpi", "0:mpi,0:shm",
                                       "0:mpi,4X:shm", "0:mpi,",  "0:nccl"};
     hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
@@ -677,7 +685,7 @@ static int run_algo(void)
         hpct_ctx_t ctx = init_algo(algos[a], &cfg, &s);
         check(ctx != NULL, "%s: hpct_init succeeds (%s)", label, hpct_strerror(s));
         if (!ctx) continue;
-        int same = a == 1 || a == 2 || a == 3, mpi = a == 0;
+        int same = bits[a] == 'p', mpi = bits[a] == 'm';
         for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++)
             algo_size(ctx, label, sizes[k], same ? ref : NULL, mpi);
         check(hpct_finalize(ctx) == HPCT_SUCCESS, "%s: hpct_finalize", label);
@@ -796,11 +804,12 @@ static void grads_agreement(hpct_ctx_t ctx)
           world_size == 1 ? "the same" : "new on every rank", hpct_last_error(ctx));
 }
 
-/* hpct_alloc_grads buffers averaged in place through a context forced to the window:
- * whole buffers and a part, the bits of p2p; a buffer given back is handed out again
- * zeroed; bad arguments refused; with the window (window = 1), a rank passing ordinary
- * memory while the others pass the buffer: its node averages by copying, the same bits. */
-static int run_grads(int window)
+/* hpct_alloc_grads buffers averaged in place through a context forced to algo (shm or
+ * shm/p2p: the window): whole buffers and a part, the bits of p2p; a buffer given back is
+ * handed out again zeroed; bad arguments refused; with the window (window = 1), a rank
+ * passing ordinary memory while the others pass the buffer: its node averages by copying,
+ * the same bits. */
+static int run_grads(int window, const char *algo)
 {
     static const size_t sizes[] = {1, 7, 65537, (size_t)1 << 20, (size_t)8 << 20};
     hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
@@ -809,8 +818,8 @@ static int run_grads(int window)
     if (!ref) return 2;
     cfg.log_level = HPCT_LOG_INFO;
     cfg.fusion_bytes = 64 << 10;
-    hpct_ctx_t ctx = init_algo("shm", &cfg, &s);
-    check(ctx != NULL, "hpct_init with HPCT_ALLREDUCE_ALGO=shm (%s)", hpct_strerror(s));
+    hpct_ctx_t ctx = init_algo(algo, &cfg, &s);
+    check(ctx != NULL, "hpct_init with HPCT_ALLREDUCE_ALGO=%s (%s)", algo, hpct_strerror(s));
     if (!ctx) return 1;
     fused_adjacent(ctx);
     for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
@@ -914,7 +923,8 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "hang") && argc == 4) return run_hang(atof(argv[2]), argv[3]);
     if (!strcmp(argv[1], "nodewin")) return run_nodewin();
     if (!strcmp(argv[1], "algo")) return run_algo();
-    if (!strcmp(argv[1], "grads") && argc == 3) return run_grads(atoi(argv[2]));
+    if (!strcmp(argv[1], "grads") && (argc == 3 || argc == 4))
+        return run_grads(atoi(argv[2]), argc == 4 ? argv[3] : "shm");
     if (!strcmp(argv[1], "grads_hang") && argc == 4)
         return run_stop_inside(atof(argv[2]), argv[3], 1);
     if (!strcmp(argv[1], "nodewin_hang") && argc == 4)
