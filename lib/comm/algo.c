@@ -384,12 +384,15 @@ static size_t allgather_limit(const struct hpcti_dist *d)
 
 size_t hpcti_algo_scratch_bound(const struct hpcti_dist *d, size_t total, int parts)
 {
-    /* allgather: n x peers per part (hpcti_allgather_scratch); window: n + (cross size)
+    /* allgather: n x peers per part (hpcti_allgather_scratch), parts of at most the
+     * table's allgather limit and of total in all; window: n + (cross size)
      * min(n, small) per part (hpcti_node_win_scratch), which also holds a part's last chunk's
      * whole cross-node step (a part has a small chunk or that, never both), and the whole
      * steps of the full chunks, which are at most those of total's */
     size_t ag = allgather_limit(d), room = total;
-    if (ag) room += (size_t)parts * hpcti_allgather_scratch(d, total < ag ? total : ag);
+    size_t part = total < ag ? total : ag, all = (size_t)parts * part;
+    if (all > total) all = total;
+    if (ag) room += hpcti_allgather_scratch(d, all);
     if (!d->nwin) return room;
     size_t small = total < d->nwin->small ? total : d->nwin->small;
     return room + (size_t)parts * small * (size_t)d->cross_size +

@@ -656,6 +656,8 @@ static hpct_ctx_t reference_ctx(const hpct_config_t *cfg)
     return ref;
 }
 
+static void fused_adjacent(hpct_ctx_t ctx);
+
 /* Every algorithm forced through HPCT_ALLREDUCE_ALGO, a table that mixes them, the timed
  * probe, each against the fp64 mean (and p2p or MPI_Iallreduce bits where forced: shm, p2p,
  * allgather and shm/p2p sum in rank order); then
@@ -688,6 +690,7 @@ static int run_algo(void)
         int same = bits[a] == 'p', mpi = bits[a] == 'm';
         for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++)
             algo_size(ctx, label, sizes[k], same ? ref : NULL, mpi);
+        if (same) fused_adjacent(ctx); /* default fusion: 1 MiB buckets where they stay in flight */
         check(hpct_finalize(ctx) == HPCT_SUCCESS, "%s: hpct_finalize", label);
     }
     cfg.log_level = HPCT_LOG_ERROR; /* the detail, naming the variable, for the shell test */
