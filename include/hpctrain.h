@@ -553,9 +553,11 @@ hpct_status_t hpct_alloc_grads(hpct_ctx_t ctx, size_t count, float **grads);
  * one). NULL is ignored. */
 hpct_status_t hpct_free_grads(hpct_ctx_t ctx, float *grads);
 /* Average every registered gradient over ranks (bring-your-own-gradients), fused into
- * buckets of cfg.fusion_bytes; buffers larger than a bucket, and buckets of gradients that
- * lie back to back in memory (registered in order from one array, e.g. one buffer of
- * hpct_alloc_grads), are averaged where they lie, the others packed into a fusion slot. */
+ * buckets of cfg.fusion_bytes (at most 1 MiB where the average goes point-to-point or
+ * through MPI, so that several are in flight); buffers larger than a bucket, and buckets
+ * of gradients that lie back to back in memory (registered in order from one array, e.g.
+ * one buffer of hpct_alloc_grads), are averaged where they lie, the others packed into a
+ * fusion slot. */
 hpct_status_t hpct_params_average_grads(hpct_params_t params);
 /* Copy root's parameters into every rank's (call once after build: identical replicas). */
 hpct_status_t hpct_params_broadcast(hpct_params_t params, int root);
