@@ -390,8 +390,8 @@ size_t hpcti_algo_scratch_bound(const struct hpcti_dist *d, size_t total, int pa
      * whole cross-node step (a part has a small chunk or that, never both), and the whole
      * steps of the full chunks, which are at most those of total's */
     size_t ag = allgather_limit(d), room = total;
-    size_t part = total < ag ? total : ag, all = (size_t)parts * part;
-    if (all > total) all = total;
+    size_t part = total < ag ? total : ag; /* all = min(parts x part, total), no overflow */
+    size_t all = part && (size_t)parts > total / part ? total : (size_t)parts * part;
     if (ag) room += hpcti_allgather_scratch(d, all);
     if (!d->nwin) return room;
     size_t small = total < d->nwin->small ? total : d->nwin->small;
