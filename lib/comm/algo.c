@@ -122,8 +122,7 @@ static int parse_table(const char *v, struct hpcti_algo_table *t, char *why, siz
     return t->n > 0;
 }
 
-/* 1 for the algorithms that go through the node window. */
-static int windowed(int algo)
+int hpcti_algo_windowed(int algo)
 {
     return algo == HPCTI_ALGO_SHM || algo == HPCTI_ALGO_SHM_P2P;
 }
@@ -134,7 +133,7 @@ int hpcti_algo_for(const struct hpcti_dist *d, size_t n)
     size_t bytes = n * sizeof(float);
     int a = d->algo.n ? d->algo.algo[0] : HPCTI_ALGO_P2P;
     for (int i = 1; i < d->algo.n && d->algo.min_bytes[i] <= bytes; i++) a = d->algo.algo[i];
-    if (windowed(a) && !hpcti_node_win_takes(d, n)) a = HPCTI_ALGO_P2P;
+    if (hpcti_algo_windowed(a) && !hpcti_node_win_takes(d, n)) a = HPCTI_ALGO_P2P;
     return a;
 }
 
@@ -305,7 +304,7 @@ hpct_status_t hpcti_algo_setup(hpct_ctx_t ctx)
         if ((s = share_table(ctx, &t))) return s;
         d->algo = t;
         for (int i = 0; i < t.n; i++)
-            if (windowed(t.algo[i]) && !d->nwin)
+            if (hpcti_algo_windowed(t.algo[i]) && !d->nwin)
                 hpcti_log(ctx, HPCT_LOG_INFO,
                           "allreduce algorithm: %s names shm, but the node reduction is "
                           "point-to-point (see above): p2p instead",
@@ -321,13 +320,13 @@ hpct_status_t hpcti_algo_setup(hpct_ctx_t ctx)
 
 int hpcti_algo_reductions(const struct hpcti_dist *d, size_t n)
 {
-    return windowed(hpcti_algo_for(d, n)) ? hpcti_node_win_chunks(d, n) : 1;
+    return hpcti_algo_windowed(hpcti_algo_for(d, n)) ? hpcti_node_win_chunks(d, n) : 1;
 }
 
 size_t hpcti_algo_scratch(const struct hpcti_dist *d, size_t n)
 {
     int a = hpcti_algo_for(d, n);
-    return windowed(a)                 ? hpcti_node_win_scratch(d, n)
+    return hpcti_algo_windowed(a)      ? hpcti_node_win_scratch(d, n)
            : a == HPCTI_ALGO_MPI       ? 0
            : a == HPCTI_ALGO_ALLGATHER ? hpcti_allgather_scratch(d, n)
                                        : n;
@@ -339,15 +338,21 @@ static int ctx_cross(hpct_ctx_t ctx)
     return ((struct hpcti_dist *)ctx->dist)->cross_size;
 }
 
-/* Average buf [n] through the node window now, with the timeline span of
- * hpcti_host_allreduce_mean's window path (dist.c); with shm/p2p, ordinary memory on every
- * local rank of one node starts a point-to-point reduction instead (*id). */
-static hpct_status_t window_now(hpct_ctx_t ctx, float *buf, size_t n, int algo, int *id)
+hpct_status_t hpcti_red_start_chunks(hpct_ctx_t ctx, float *buf, size_t n, int *id)
+{
+    hpct_status_t s = HPCT_SUCCESS;
+    for (size_t off = 0; off < n && !s; off += HPCTI_MAX_CHUNK)
+        s = hpcti_red_start(ctx, buf + off, n - off < HPCTI_MAX_CHUNK ? n - off : HPCTI_MAX_CHUNK,
+                            id);
+    return s;
+}
+
+hpct_status_t hpcti_window_now(hpct_ctx_t ctx, float *buf, size_t n, int algo, int *id)
 {
     double t0 = hpcti_tl_now(ctx);
     int ordinary = 0;
     hpct_status_t s = hpcti_node_win_allreduce(ctx, buf, n, algo == HPCTI_ALGO_SHM_P2P, &ordinary);
-    if (!s && ordinary) return hpcti_red_start(ctx, buf, n, id);
+    if (!s && ordinary) return hpcti_red_start_chunks(ctx, buf, n, id);
     if (t0 > 0 && !s)
         hpcti_tl_span(ctx, 0, "allreduce", "comm", t0, hpcti_now(),
                       "\"bytes\":%zu,\"algorithm\":\"window\",\"phases\":%d", n * sizeof(float),
@@ -360,7 +365,7 @@ hpct_status_t hpcti_red_start_sized(hpct_ctx_t ctx, float *buf, size_t n, int *i
     struct hpcti_dist *d = ctx->dist;
     int algo = hpcti_algo_for(d, n);
     *id = -1;
-    if (windowed(algo)) return window_now(ctx, buf, n, algo, id);
+    if (hpcti_algo_windowed(algo)) return hpcti_window_now(ctx, buf, n, algo, id);
     if (algo == HPCTI_ALGO_MPI) return hpcti_red_start_mpi(ctx, buf, n, id);
     if (algo == HPCTI_ALGO_ALLGATHER) return hpcti_red_start_allgather(ctx, buf, n, id);
     return hpcti_red_start(ctx, buf, n, id);

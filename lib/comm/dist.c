@@ -503,17 +503,6 @@ static hpct_status_t mpi_allreduce_mean(hpct_ctx_t ctx, const char *fn, float *b
     return s ? s : hpcti_op_end(ctx, NULL, 0);
 }
 
-/* Start the point-to-point reductions of buf [n], one per chunk of MAX_CHUNK floats. */
-static hpct_status_t start_p2p(hpct_ctx_t ctx, float *buf, size_t n)
-{
-    hpct_status_t s = HPCT_SUCCESS;
-    for (size_t off = 0; off < n && !s; off += MAX_CHUNK) {
-        int id;
-        s = hpcti_red_start(ctx, buf + off, n - off < MAX_CHUNK ? n - off : MAX_CHUNK, &id);
-    }
-    return s;
-}
-
 hpct_status_t hpcti_host_allreduce_mean(hpct_ctx_t ctx, const char *fn, float *buf, size_t n)
 {
     struct hpcti_dist *d = ctx->dist;
@@ -530,25 +519,19 @@ hpct_status_t hpcti_host_allreduce_mean(hpct_ctx_t ctx, const char *fn, float *b
         if (!s) s = hpcti_red_start_allgather(ctx, buf, n, &id);
         return s ? s : hpcti_op_end(ctx, NULL, 0);
     }
-    if (algo == HPCTI_ALGO_SHM || algo == HPCTI_ALGO_SHM_P2P) { /* the shared window */
-        int chunks = hpcti_node_win_chunks(d, n), ordinary = 0;
+    int id;
+    if (hpcti_algo_windowed(algo)) { /* the shared window (shm/p2p: maybe point-to-point) */
+        int chunks = hpcti_node_win_chunks(d, n);
         size_t scratch = hpcti_node_win_scratch(d, n); /* >= n: room for p2p too */
         hpct_status_t ws = d->num_nodes == 1 && hpcti_node_win_ready(d, n)
                                ? hpcti_op_begin_window(ctx, fn, chunks, scratch)
                                : hpcti_op_begin(ctx, fn, chunks, scratch);
-        double t0 = hpcti_tl_now(ctx);
-        if (!ws) ws = hpcti_node_win_allreduce(ctx, buf, n, algo == HPCTI_ALGO_SHM_P2P, &ordinary);
-        if (!ws && ordinary) /* shm/p2p: every local rank passed ordinary memory */
-            ws = start_p2p(ctx, buf, n);
-        else if (!ws && t0 > 0) /* the cross-node phase, if any, has its own span inside */
-            hpcti_tl_span(ctx, 0, "allreduce", "comm", t0, hpcti_now(),
-                          "\"bytes\":%zu,\"algorithm\":\"window\",\"phases\":%d", n * sizeof *buf,
-                          d->cross_size > 1 ? 2 : 1);
+        if (!ws) ws = hpcti_window_now(ctx, buf, n, algo, &id);
         return ws ? ws : hpcti_op_end(ctx, NULL, 0);
     }
     int chunks = (int)((n + MAX_CHUNK - 1) / MAX_CHUNK);
     hpct_status_t s = hpcti_op_begin(ctx, fn, chunks, n);
-    if (!s) s = start_p2p(ctx, buf, n);
+    if (!s) s = hpcti_red_start_chunks(ctx, buf, n, &id);
     return s ? s : hpcti_op_end(ctx, NULL, 0);
 }
 

@@ -212,6 +212,15 @@ size_t hpcti_allgather_scratch(const struct hpcti_dist *d, size_t n);
  * averages through the node window before it returns (*id = -1). The op must have room
  * for hpcti_algo_reductions(d, n) reductions and hpcti_algo_scratch(d, n) elements. */
 HPCTI_CHECK hpct_status_t hpcti_red_start_sized(hpct_ctx_t ctx, float *buf, size_t n, int *id);
+/* Start the point-to-point reductions of buf [n], one per HPCTI_MAX_CHUNK floats (*id: the
+ * last one's). */
+HPCTI_CHECK hpct_status_t hpcti_red_start_chunks(hpct_ctx_t ctx, float *buf, size_t n, int *id);
+/* Average buf [n] through the node window now (algo shm or shm/p2p), with its timeline span;
+ * under shm/p2p, ordinary memory on every local rank of one node starts point-to-point
+ * reductions instead (hpcti_red_start_chunks). */
+HPCTI_CHECK hpct_status_t hpcti_window_now(hpct_ctx_t ctx, float *buf, size_t n, int algo, int *id);
+/* 1 for the algorithms that go through the node window (shm, shm/p2p). */
+int hpcti_algo_windowed(int algo);
 int hpcti_algo_reductions(const struct hpcti_dist *d, size_t n);
 size_t hpcti_algo_scratch(const struct hpcti_dist *d, size_t n);
 /* Room for hpcti_red_start_sized of up to parts buffers of total floats in all. */

@@ -215,8 +215,7 @@ hpct_status_t hpct_params_average_grads(hpct_params_t p)
     }
     size_t cap = d->fusion_floats < p->total ? d->fusion_floats : p->total;
     int algo = hpcti_algo_for(d, cap); /* the window completes each average before it returns */
-    if (cap > PIPE_FLOATS && algo != HPCTI_ALGO_SHM && algo != HPCTI_ALGO_SHM_P2P)
-        cap = PIPE_FLOATS;
+    if (cap > PIPE_FLOATS && !hpcti_algo_windowed(algo)) cap = PIPE_FLOATS;
     s = reserve_fusion(p->ctx, cap ? cap : 1, fn);
     if (!s)
         s = hpcti_op_begin(p->ctx, fn, hpcti_algo_reductions_bound(d, p->total, p->num),
