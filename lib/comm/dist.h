@@ -209,7 +209,8 @@ HPCTI_CHECK hpct_status_t hpcti_red_start_allgather(hpct_ctx_t ctx, float *buf, 
 size_t hpcti_allgather_scratch(const struct hpcti_dist *d, size_t n);
 /* Start averaging buf [n] inside the current op by the algorithm of its size class: mpi and
  * p2p start a reduction (*id, waited for with hpcti_red_wait or hpcti_op_end); shm
- * averages through the node window before it returns (*id = -1). The op must have room
+ * averages through the node window before it returns (*id = -1), and so does shm/p2p
+ * unless every local rank passed ordinary memory (then p2p, *id). The op must have room
  * for hpcti_algo_reductions(d, n) reductions and hpcti_algo_scratch(d, n) elements. */
 HPCTI_CHECK hpct_status_t hpcti_red_start_sized(hpct_ctx_t ctx, float *buf, size_t n, int *id);
 /* Start the point-to-point reductions of buf [n], one per HPCTI_MAX_CHUNK floats (*id: the
