@@ -318,20 +318,6 @@ hpct_status_t hpcti_algo_setup(hpct_ctx_t ctx)
     return HPCT_SUCCESS;
 }
 
-int hpcti_algo_reductions(const struct hpcti_dist *d, size_t n)
-{
-    return hpcti_algo_windowed(hpcti_algo_for(d, n)) ? hpcti_node_win_chunks(d, n) : 1;
-}
-
-size_t hpcti_algo_scratch(const struct hpcti_dist *d, size_t n)
-{
-    int a = hpcti_algo_for(d, n);
-    return hpcti_algo_windowed(a)      ? hpcti_node_win_scratch(d, n)
-           : a == HPCTI_ALGO_MPI       ? 0
-           : a == HPCTI_ALGO_ALLGATHER ? hpcti_allgather_scratch(d, n)
-                                       : n;
-}
-
 /* The cross-node communicator's size of ctx. */
 static int ctx_cross(hpct_ctx_t ctx)
 {

@@ -211,7 +211,7 @@ size_t hpcti_allgather_scratch(const struct hpcti_dist *d, size_t n);
  * p2p start a reduction (*id, waited for with hpcti_red_wait or hpcti_op_end); shm
  * averages through the node window before it returns (*id = -1), and so does shm/p2p
  * unless every local rank passed ordinary memory (then p2p, *id). The op must have room
- * for hpcti_algo_reductions(d, n) reductions and hpcti_algo_scratch(d, n) elements. */
+ * for it: hpcti_algo_reductions_bound and hpcti_algo_scratch_bound of n in one part. */
 HPCTI_CHECK hpct_status_t hpcti_red_start_sized(hpct_ctx_t ctx, float *buf, size_t n, int *id);
 /* Start the point-to-point reductions of buf [n], one per HPCTI_MAX_CHUNK floats (*id: the
  * last one's). */
@@ -222,8 +222,6 @@ HPCTI_CHECK hpct_status_t hpcti_red_start_chunks(hpct_ctx_t ctx, float *buf, siz
 HPCTI_CHECK hpct_status_t hpcti_window_now(hpct_ctx_t ctx, float *buf, size_t n, int algo, int *id);
 /* 1 for the algorithms that go through the node window (shm, shm/p2p). */
 int hpcti_algo_windowed(int algo);
-int hpcti_algo_reductions(const struct hpcti_dist *d, size_t n);
-size_t hpcti_algo_scratch(const struct hpcti_dist *d, size_t n);
 /* Room for hpcti_red_start_sized of up to parts buffers of total floats in all. */
 int hpcti_algo_reductions_bound(const struct hpcti_dist *d, size_t total, int parts);
 size_t hpcti_algo_scratch_bound(const struct hpcti_dist *d, size_t total, int parts);
