@@ -8,12 +8,47 @@
 #include <float.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+
+#if defined(HAVE_OPENBLAS_GET_CORENAME) && defined(__x86_64__)
+/* OpenBLAS cores whose kernels use no AVX2: on a CPU that has it, OpenBLAS did not know the
+ * model (Debian 12's 0.3.21 runs Prescott's SSE3 sgemm on Emerald Rapids: the training
+ * benchmark's epoch 3.5 times longer than with OPENBLAS_CORETYPE=SkylakeX). */
+static const char *const pre_avx2[] = {
+    "prescott", "core2",      "penryn",    "dunnington", "nehalem", "sandybridge", "atom",
+    "katmai",   "coppermine", "northwood", "banias",     "generic", "unknown"};
+
+/* Log OpenBLAS's kernels; warn when they are older than the CPU, naming the fix. */
+static void check_blas_kernels(hpct_ctx_t ctx)
+{
+    const char *core = openblas_get_corename(), *forced = getenv("OPENBLAS_CORETYPE");
+    if (!core) return;
+    hpcti_log(ctx, HPCT_LOG_INFO, "cpu backend: OpenBLAS runs its %s kernels", core);
+    if (!__builtin_cpu_supports("avx2")) return;
+    int avx512 = __builtin_cpu_supports("avx512f");
+    for (size_t i = 0; i < sizeof pre_avx2 / sizeof *pre_avx2; i++)
+        if (!strcasecmp(core, pre_avx2[i])) {
+            int set = forced && *forced;
+            hpcti_log(ctx, HPCT_LOG_WARN,
+                      "cpu backend: OpenBLAS runs its %s kernels, which leave this CPU's %s "
+                      "unused (%s%s): matrix products run several times slower; export "
+                      "OPENBLAS_CORETYPE=%s before the program starts",
+                      core, avx512 ? "AVX-512" : "AVX2",
+                      set ? "chosen by OPENBLAS_CORETYPE=" : "OpenBLAS does not know this CPU",
+                      set ? forced : "", avx512 ? "SkylakeX" : "Haswell");
+            return;
+        }
+}
+#else
+static void check_blas_kernels(hpct_ctx_t ctx) {}
+#endif
 
 static hpct_status_t cpu_init(hpct_ctx_t ctx)
 {
 #ifdef HAVE_OPENBLAS_SET_NUM_THREADS
     if (ctx->cfg.num_threads > 0) openblas_set_num_threads(ctx->cfg.num_threads);
 #endif
+    check_blas_kernels(ctx);
     return HPCT_SUCCESS;
 }
 
