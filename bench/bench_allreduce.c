@@ -8,10 +8,11 @@
  * 1-64 KiB (log-uniform sizes, fixed seed), each tensor its own allocation and, again, the
  * tensors carved back to back from one hpct_alloc_grads buffer (averaged where they lie). Beside
  * them the floors of floor.h, measured in the same rounds: the shared-memory floor (the least
- * memory work of an average when one node holds every rank) and the wire floor (the least data any
- * allreduce moves, in one MPI_Sendrecv); MPI time / floor is the most any path could reach against
- * MPI_Allreduce here. Both sides in one run, each size's variants interleaved round by round:
- *   mpirun -np 2 bench/bench_allreduce [max_mib]
+ * memory work of an average when one node holds every rank), the read floor (only the reads
+ * from the peers' memory that an average in place needs) and the wire floor (the least data
+ * any allreduce moves, in one MPI_Sendrecv); MPI time / floor is the most any path could reach
+ * against MPI_Allreduce here. Both sides in one run, each size's variants interleaved round by
+ * round: mpirun -np 2 bench/bench_allreduce [max_mib]
  *   HPCT_RANKS_PER_NODE=2 mpirun --oversubscribe -x HPCT_RANKS_PER_NODE -np 4 \
  *       bench/bench_allreduce
  *   HPCT_RANKS_PER_NODE=1 mpirun --mca btl self,tcp -x HPCT_RANKS_PER_NODE -np 2 \
@@ -119,18 +120,37 @@ static void run_shm_floor(void *a)
     shm_floor_average(j->floor, j->n);
 }
 
+static void run_read_floor(void *a)
+{
+    struct job *j = a;
+    shm_floor_read(j->floor, j->n);
+}
+
 static void run_wire_floor(void *a)
 {
     struct job *j = a;
     wire_floor_exchange(MPI_COMM_WORLD, j->scratch, j->n);
 }
 
-enum { MPI_V, CHOSEN_V, IN_PLACE_V, SHM_V, P2P_V, MPI_ALGO_V, ALLGATHER_V, FLOOR_V, WIRE_V, NV };
+enum {
+    MPI_V,
+    CHOSEN_V,
+    IN_PLACE_V,
+    SHM_V,
+    P2P_V,
+    MPI_ALGO_V,
+    ALLGATHER_V,
+    FLOOR_V,
+    READ_V,
+    WIRE_V,
+    NV
+};
 
 /* One row of the sizes table: the times in us of the variants that ran (on), the others
  * "-", then MPI time / chosen, / in place, / the best forced path, / the floor (the
- * shared-memory floor where the world shares memory, else the wire floor): the last is the
- * most any path could reach. */
+ * shared-memory floor where the world shares memory, else the wire floor): the most any path
+ * could reach, and / the read floor (where the world shares memory): the most an average in
+ * place could reach. */
 static void print_row(size_t bytes, const double *t, const int *on)
 {
     if (rank != 0) return;
@@ -145,15 +165,19 @@ static void print_row(size_t bytes, const double *t, const int *on)
     double best = 1e30, floor = on[FLOOR_V] ? t[FLOOR_V] : t[WIRE_V];
     for (int k = SHM_V; k <= ALLGATHER_V; k++)
         if (on[k] && t[k] < best) best = t[k];
-    printf(" %10.2fx %11.2fx %8.2fx %9.2fx\n", t[0] / t[CHOSEN_V], t[0] / t[IN_PLACE_V],
-           t[0] / best, t[0] / floor);
+    printf(" %10.2fx %11.2fx %8.2fx %9.2fx", t[0] / t[CHOSEN_V], t[0] / t[IN_PLACE_V], t[0] / best,
+           t[0] / floor);
+    if (on[READ_V])
+        printf(" %8.2fx\n", t[0] / t[READ_V]);
+    else
+        printf(" %9s\n", "-");
     fflush(stdout);
 }
 
 /* Times in us of MPI_Allreduce, hpct on the chosen table (on an ordinary buffer and in
  * place on an hpct_alloc_grads buffer), hpct forced to each of forced [4] (shm, p2p, mpi,
- * allgather: up to 1 MiB), the shared-memory floor (when one node holds every rank) and the
- * wire floor (floor.h); ratios as print_row. */
+ * allgather: up to 1 MiB), the shared-memory and read floors (when one node holds every
+ * rank) and the wire floor (floor.h); ratios as print_row. */
 static void sizes_table(hpct_ctx_t ctx, hpct_ctx_t *forced, size_t max_bytes, int one_node)
 {
     float *buf = malloc(max_bytes), *grads = NULL;
@@ -167,16 +191,19 @@ static void sizes_table(hpct_ctx_t ctx, hpct_ctx_t *forced, size_t max_bytes, in
         MPI_Abort(MPI_COMM_WORLD, 3);
     }
     if (rank == 0)
-        printf("%10s %13s %11s %9s %9s %9s %9s %9s %9s %9s %11s %12s %9s %10s\n", "bytes",
+        printf("%10s %13s %11s %9s %9s %9s %9s %9s %9s %9s %9s %11s %12s %9s %10s %9s\n", "bytes",
                "MPI_Allreduce", "hpct chosen", "in place", "shm", "p2p", "mpi", "allgather",
-               "shm floor", "wire", "chosen/MPI", "in place/MPI", "best/MPI", "floor/MPI");
+               "shm floor", "read", "wire", "chosen/MPI", "in place/MPI", "best/MPI", "floor/MPI",
+               "read/MPI");
     for (size_t bytes = 4096; bytes <= max_bytes; bytes *= 4) {
         struct job j[NV];
-        hpct_ctx_t c[NV] = {ctx, ctx, ctx, forced[0], forced[1], forced[2], forced[3], NULL, NULL};
-        void (*all[NV])(void *) = {run_mpi,  run_hpct, run_hpct,      run_hpct,      run_hpct,
-                                   run_hpct, run_hpct, run_shm_floor, run_wire_floor};
-        /* allgather (every peer's whole buffer) up to 1 MiB; the floor on one node */
-        int on[NV] = {1, 1, 1, 1, 1, 1, bytes <= (1 << 20), fl != NULL, 1};
+        hpct_ctx_t c[NV] = {ctx,       ctx,       ctx,  forced[0], forced[1],
+                            forced[2], forced[3], NULL, NULL,      NULL};
+        void (*all[NV])(void *) = {run_mpi,        run_hpct,      run_hpct, run_hpct,
+                                   run_hpct,       run_hpct,      run_hpct, run_shm_floor,
+                                   run_read_floor, run_wire_floor};
+        /* allgather (every peer's whole buffer) up to 1 MiB; the memory floors on one node */
+        int on[NV] = {1, 1, 1, 1, 1, 1, bytes <= (1 << 20), fl != NULL, fl != NULL, 1};
         void (*fn[NV])(void *);
         struct job *arg[NV];
         int idx[NV], nf = 0;
@@ -184,7 +211,7 @@ static void sizes_table(hpct_ctx_t ctx, hpct_ctx_t *forced, size_t max_bytes, in
             j[k] = (struct job){.ctx = c[k],
                                 .buf = k == IN_PLACE_V ? grads : buf,
                                 .n = bytes / 4,
-                                .floor = k == FLOOR_V ? fl : NULL,
+                                .floor = k == FLOOR_V || k == READ_V ? fl : NULL,
                                 .scratch = scratch};
             if (on[k]) idx[nf] = k, fn[nf] = all[k], arg[nf] = &j[k], nf++;
         }

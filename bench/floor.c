@@ -2,10 +2,11 @@
 #include "floor.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define SUM_FLOATS 2048 /* floats summed at a time in a stack accumulator (8 KiB, stays in L1) */
+#define SUM_FLOATS  2048 /* floats summed at a time in a stack accumulator (8 KiB, stays in L1) */
 #define CHUNK_BYTES ((size_t)1 << 20) /* of each buffer averaged at a time (the library's) */
 
 struct shm_floor {
@@ -14,7 +15,8 @@ struct shm_floor {
     int locked; /* inside MPI_Win_lock_all */
     int rank, size;
     size_t n, chunk; /* floats per buffer; per chunk averaged at a time (0: all at once) */
-    float **buf; /* [size]: every rank's buffer [n], mapped here */
+    float **buf;     /* [size]: every rank's buffer [n], mapped here */
+    uint64_t sink;   /* the read floor's fold of what it read (kept: the reads stay) */
 };
 
 static int all_share_memory(MPI_Comm comm)
@@ -125,7 +127,31 @@ void shm_floor_average(struct shm_floor *f, size_t n)
 {
     if (n > f->n) n = f->n;
     size_t step = f->chunk ? f->chunk : n;
-    for (size_t off = 0; off < n; off += step) average_range(f, off, n - off < step ? n - off : step);
+    for (size_t off = 0; off < n; off += step)
+        average_range(f, off, n - off < step ? n - off : step);
+}
+
+/* XOR of the 64-bit words of x [len floats] (the odd last float left out): reads, no writes. */
+static uint64_t fold(const float *x, size_t len)
+{
+    const uint64_t *w = (const uint64_t *)x;
+    uint64_t acc = 0;
+    for (size_t i = 0; i < len / 2; i++) acc ^= w[i];
+    return acc;
+}
+
+void shm_floor_read(struct shm_floor *f, size_t n)
+{
+    if (n > f->n) n = f->n;
+    uint64_t acc = 0;
+    for (int p = 0; p < f->size; p++) {
+        size_t a, alen, b, blen; /* block me (the sum reads it) and block p (the copy out) */
+        if (p == f->rank) continue;
+        block(f, n, f->rank, &a, &alen);
+        block(f, n, p, &b, &blen);
+        acc ^= fold(f->buf[p] + a, alen) ^ fold(f->buf[p] + b, blen);
+    }
+    f->sink ^= acc;
 }
 
 int shm_floor_correct(struct shm_floor *f)
@@ -167,6 +193,6 @@ void wire_floor_exchange(MPI_Comm comm, float *scratch, size_t n)
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
     size_t m = wire_floor_scratch(comm, n) / 2;
-    MPI_Sendrecv(scratch, (int)m, MPI_FLOAT, (rank + 1) % size, 0, scratch + m, (int)m,
-                 MPI_FLOAT, (rank + size - 1) % size, 0, comm, MPI_STATUS_IGNORE);
+    MPI_Sendrecv(scratch, (int)m, MPI_FLOAT, (rank + 1) % size, 0, scratch + m, (int)m, MPI_FLOAT,
+                 (rank + size - 1) % size, 0, comm, MPI_STATUS_IGNORE);
 }

@@ -6,6 +6,11 @@
  *   summed blocks out of their owners' buffers; two barriers per chunk of 1 MiB of the buffer
  *   (the library's window chunk: the summed blocks are still in cache when copied out;
  *   HPCT_BENCH_FLOOR_CHUNK=bytes changes it, 0 = the whole buffer at once).
+ * - read floor: the reads from the peers' memory that any average in place needs, and only
+ *   them: rank r reads blocks r and p of every peer p's buffer (the sum of its own block reads
+ *   the first, the copy out of the result the second: 2 (W - 1) / W * n floats in all, the
+ *   wire floor's volume), folding them with XOR (no writes, no sums, no barrier); MPI time /
+ *   read floor is the most any average in place could reach against MPI_Allreduce here.
  * - wire floor: the least data any allreduce of n floats moves per rank, 2 (W - 1) / W * n
  *   floats out and as many in, sent in one MPI_Sendrecv round with the ring neighbours. */
 #ifndef HPCT_BENCH_FLOOR_H
@@ -26,6 +31,9 @@ float *shm_floor_buf(struct shm_floor *f);
 /* Average the first n floats (at most the window's) of every rank's buffer in place
  * (collective over comm). */
 void shm_floor_average(struct shm_floor *f, size_t n);
+
+/* The read floor of the first n floats (no synchronisation; the buffers are only read). */
+void shm_floor_read(struct shm_floor *f, size_t n);
 
 /* 1 when an average of rank-dependent values gives every rank the mean within fp32
  * rounding (collective; the buffers are overwritten). */
