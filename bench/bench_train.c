@@ -13,6 +13,9 @@
  *   none      no averaging (replicas drift; only to time the compute)
  *   floor     none plus the shared-memory floor's average per step (below)
  *   wire      none plus the wire floor's exchange per step (below)
+ *   alone     none plus, after every backward, one hpct_allreduce_mean in place of an
+ *             hpct_alloc_grads buffer of the gradient size (not the model's gradients): what
+ *             the library's in-place average costs a step whose cores all compute
  * Prints samples/s, the test accuracy, the time spent waiting for communication and the share
  * of the epoch rank 0 spent on a CPU (getrusage: near 100 % means its core was never idle).
  * Mode floor (W > 1, every rank on one node) is none plus, after every backward, one
@@ -134,7 +137,7 @@ static size_t grad_count(hpct_ctx_t ctx)
 
 /* One epoch in mode; returns seconds of training (eval excluded); *cpu: rank 0's CPU seconds. */
 static double epoch(hpct_ctx_t ctx, const struct data *d, const char *mode, double *acc,
-                    double *wait, double *cpu, struct shm_floor *fl, float *wire)
+                    double *wait, double *cpu, struct shm_floor *fl, float *wire, float *alone)
 {
     int local, off;
     if (hpct_batch_split(ctx, GLOBAL_BATCH, &local, &off)) return -1;
@@ -171,6 +174,7 @@ static double epoch(hpct_ctx_t ctx, const struct data *d, const char *mode, doub
         if (!st && blocking) st = hpct_params_average_grads(p);
         if (!st && fl) shm_floor_average(fl, grads);
         if (!st && wire) wire_floor_exchange(MPI_COMM_WORLD, wire, grads);
+        if (!st && alone) st = hpct_allreduce_mean(ctx, alone, grads);
         if (!st) st = hpct_optimizer_step(opt);
         if (st) {
             fprintf(stderr, "rank %d: step %d: %s\n", rank, s, hpct_last_error(ctx));
@@ -222,15 +226,20 @@ int main(int argc, char **argv)
         double acc = 0, wait = 0, cpu = 0;
         struct shm_floor *fl = NULL;
         if (!strcmp(mode, "floor") && !(fl = shm_floor_create(MPI_COMM_WORLD, grads))) {
-            if (rank == 0) printf("hpctrain W=%d mode=floor: the ranks do not share memory\n", size);
+            if (rank == 0)
+                printf("hpctrain W=%d mode=floor: the ranks do not share memory\n", size);
             continue;
         }
         if (fl && !shm_floor_correct(fl)) MPI_Abort(MPI_COMM_WORLD, 3);
         float *wire = NULL;
         if (!strcmp(mode, "wire"))
             wire = calloc(wire_floor_scratch(MPI_COMM_WORLD, grads) + 1, sizeof *wire);
+        float *alone = NULL;
+        if (!strcmp(mode, "alone") && hpct_alloc_grads(ctx, grads, &alone))
+            MPI_Abort(MPI_COMM_WORLD, 5);
         hpct_ctx_t c = strcmp(mode, "copy") ? ctx : copying;
-        double t = epoch(c, &d, mode, &acc, &wait, &cpu, fl, wire);
+        double t = epoch(c, &d, mode, &acc, &wait, &cpu, fl, wire, alone);
+        if (alone) hpct_free_grads(ctx, alone);
         shm_floor_free(fl);
         free(wire);
         int samples = d.n / GLOBAL_BATCH * GLOBAL_BATCH;
