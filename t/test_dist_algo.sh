@@ -6,7 +6,9 @@
 # path's bits, forced mpi the bits of MPI_Iallreduce / W; the probe's table is logged at
 # info level; malformed values fail hpct_init on every rank with the variable named; from
 # W = 3 the probe neither times nor picks mpi (its bits differ from the rank-order paths');
-# shm/p2p sends ordinary memory point-to-point on one node (logged), is shm across nodes.
+# shm/p2p sends ordinary memory point-to-point on one node (logged), is shm across nodes;
+# ranks summing with different instruction sets (HPCT_VECTOR_ISA) give the same bits, and
+# an unknown set on one rank fails hpct_init on every rank, named in its log.
 . "${top_srcdir:-.}/t/lib/dist_lib.sh"
 need_mpi
 plan 30
@@ -16,7 +18,8 @@ logged() {
     grep -q "allreduce algorithm per size: HPCT_ALLREDUCE_ALGO=0:[a-z0-9]*.*(timed probe on rank 0: 4K:" "$tmpdir/out" &&
         grep -q "allreduce algorithm per size: HPCT_ALLREDUCE_ALGO=0:allgather,1K:mpi,64K:shm,1M:p2p (from HPCT_ALLREDUCE_ALGO)" "$tmpdir/out" &&
         grep -q "hpct_init: HPCT_ALLREDUCE_ALGO is '0:mpi,4X:shm': entry 2 ('4X:shm') is not BYTES\[K|M|G\]:p2p|shm|mpi" "$tmpdir/out" &&
-        grep -q "hpct_init: HPCT_ALLREDUCE_ALGO is '16K:mpi': entry 1 ('16K:mpi') must start at 0" "$tmpdir/out"
+        grep -q "hpct_init: HPCT_ALLREDUCE_ALGO is '16K:mpi': entry 1 ('16K:mpi') must start at 0" "$tmpdir/out" &&
+        grep -q "hpct_init: HPCT_VECTOR_ISA is 'sse9': use auto, avx512f, avx2 or baseline\|hpct_init: HPCT_VECTOR_ISA is 'sse9': use auto or baseline" "$tmpdir/out"
 }
 
 case_ok "W=1" mpi 1 -- algo

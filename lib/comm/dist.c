@@ -2,6 +2,8 @@
  * batch split, and the generic averaging call. */
 #include "config.h"
 #include "dist.h"
+#include "agree.h"
+#include "vsum.h"
 #include "../device/ops.h"
 #include "../../kernels/gpu_logic.h"
 #include "../obs/obs.h"
@@ -148,6 +150,25 @@ static hpct_status_t share_data_comms(hpct_ctx_t ctx)
     return HPCT_SUCCESS;
 }
 
+/* HPCT_VECTOR_ISA (unset: auto): the instruction set of the averages' sums (vsum.h). A set
+ * this rank cannot use fails hpct_init on every rank, naming this one; every set gives the
+ * same bits, so ranks need not use the same. */
+static hpct_status_t vector_setup(hpct_ctx_t ctx)
+{
+    const char *v = getenv("HPCT_VECTOR_ISA");
+    v = v && *v ? v : "auto";
+    const char *why = hpcti_vec_use(v);
+    if (why)
+        hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_init: HPCT_VECTOR_ISA is '%s': %s", v, why);
+    hpct_status_t s =
+        hpcti_agree_status(ctx, "hpct_init (HPCT_VECTOR_ISA)",
+                           why ? HPCT_ERR_INVALID_ARG : HPCT_SUCCESS, why ? ctx->last_error : NULL);
+    if (!s)
+        hpcti_log(ctx, HPCT_LOG_INFO, "averaging sums: %s kernels (HPCT_VECTOR_ISA=%s)",
+                  hpcti_vec_name(), v);
+    return s;
+}
+
 static hpct_status_t setup(hpct_ctx_t ctx, MPI_Comm comm)
 {
     struct hpcti_dist *d = ctx->dist;
@@ -176,6 +197,7 @@ static hpct_status_t setup(hpct_ctx_t ctx, MPI_Comm comm)
     d->tag_space = (flag ? *tag_ub : 32767) - 1000;
     hpct_status_t s = learn_nodes(ctx, keys);
     free(keys);
+    if (!s) s = vector_setup(ctx);
     if (!s) s = hpcti_node_win_setup(ctx);
     if (!s) s = hpcti_algo_setup(ctx);
     if (!s) s = share_data_comms(ctx);

@@ -26,6 +26,7 @@
  * write-after-read (nobody overwrites a half a peer still reads). Counters only grow and a
  * rank can be at most one barrier ahead of any peer, so ">= epoch" is exact. */
 #include "dist.h"
+#include "vsum.h"
 
 #include <limits.h>
 #include <stdatomic.h>
@@ -396,15 +397,12 @@ static void sum_to(const struct hpcti_dist *d, size_t len, float *const *out, in
     float acc[SUM_CHUNK], inv = 1.0f / (float)d->size;
     for (size_t i = 0; i < len; i += SUM_CHUNK) {
         size_t c = len - i < SUM_CHUNK ? len - i : SUM_CHUNK;
-        for (int p = 0; p < L; p++) {
-            const float *x = w->src[p] + i;
-            if (p == 0)
-                memcpy(acc, x, c * sizeof *acc);
-            else
-                for (size_t j = 0; j < c; j++) acc[j] += x[j];
-        }
+        memcpy(acc, w->src[0] + i, c * sizeof *acc);
+        for (int p = 1; p < L - 1; p++) hpcti_vadd(acc, w->src[p] + i, c);
         if (last)
-            for (size_t j = 0; j < c; j++) acc[j] *= inv;
+            hpcti_vadd_scale(acc, w->src[L - 1] + i, c, inv);
+        else
+            hpcti_vadd(acc, w->src[L - 1] + i, c);
         for (int k = 0; k < nout; k++) memcpy(out[k] + i, acc, c * sizeof *acc);
     }
 }

@@ -8,6 +8,7 @@
  * only the owner of a block sums it, in rank order, so all ranks get identical bits and
  * the result does not depend on message arrival order. */
 #include "dist.h"
+#include "vsum.h"
 #include "../obs/obs.h"
 
 #include <stdlib.h>
@@ -101,7 +102,7 @@ static void accumulate(const struct hpcti_dist *d, const void *src, float *acc, 
     if (first)
         memcpy(acc, f, m * sizeof *acc);
     else
-        for (size_t j = 0; j < m; j++) acc[j] += f[j];
+        hpcti_vadd(acc, f, m);
 }
 
 /* Two fp32 ranks: own [m] = x0 + x1 in rank order (one is own, the other the received x),
@@ -110,9 +111,9 @@ static void accumulate(const struct hpcti_dist *d, const void *src, float *acc, 
 static void sum_two(float *own, const float *x, size_t m, int scale, float inv)
 {
     if (scale)
-        for (size_t j = 0; j < m; j++) own[j] = (own[j] + x[j]) * inv;
+        hpcti_vadd_scale(own, x, m, inv);
     else
-        for (size_t j = 0; j < m; j++) own[j] = own[j] + x[j];
+        hpcti_vadd(own, x, m);
 }
 
 /* Own part = sum over ranks 0..size-1 (own data or received slots), optionally scaled. */
@@ -133,8 +134,7 @@ static void sum_phase(const struct hpcti_dist *d, struct hpcti_reduction *r,
                 p == ph->me ? at(d, own, i) : at(d, at(d, r->slots, (size_t)k++ * slot), i);
             accumulate(d, src, acc, m, p == 0);
         }
-        if (ph->scale)
-            for (size_t j = 0; j < m; j++) acc[j] *= inv;
+        if (ph->scale) hpcti_vscale(acc, m, inv);
         if (d->transport)
             hpcti_to_wire(d->transport, acc, (uint16_t *)at(d, own, i), m);
         else
@@ -309,7 +309,7 @@ static hpct_status_t next_phase(hpct_ctx_t ctx, struct hpcti_reduction *r)
     struct hpcti_phase *ph = &r->phase[r->cur];
     float inv = 1.0f / (float)d->size; /* the scale of sum_phase */
     if (r->mpi)
-        for (size_t j = 0; j < r->n; j++) r->buf[j] *= inv;
+        hpcti_vscale(r->buf, r->n, inv);
     else if (ph->gather != 1)
         sum_phase(d, r, ph);
     if (++r->cur < r->nphase) return start_phase(ctx, r);

@@ -9,7 +9,8 @@
  *   dist_prog nodewin          the path HPCT_NODE_REDUCE selects against the p2p path: bits
  *   dist_prog nodewin_hang SECONDS PIDFILE   the last rank stops inside the node exchange
  *   dist_prog algo             each HPCT_ALLREDUCE_ALGO (forced, a table, the probe): exact
- *                              means, the same bits everywhere; malformed values refused
+ *                              means, the same bits everywhere; malformed values refused;
+ *                              HPCT_VECTOR_ISA differing between ranks: the same bits
  *   dist_prog opfail SECONDS   a reduction fails midway on rank 1 (test hook)
  *   dist_prog badstep DIR      one rank's bad batch ends the step on every rank at once
  *   dist_prog grads WINDOW [ALGO]   hpct_alloc_grads buffers averaged in place (WINDOW 1: the
@@ -658,6 +659,52 @@ static hpct_ctx_t reference_ctx(const hpct_config_t *cfg)
 
 static void fused_adjacent(hpct_ctx_t ctx);
 
+/* x [n] averaged through a new context forced to shm whose rank 0 sums with the baseline
+ * kernels and the others with isa ("auto": the widest), then the context is finalized. */
+static void average_with_sets(const hpct_config_t *cfg, const char *isa, float *x, size_t n)
+{
+    hpct_status_t s;
+    setenv("HPCT_VECTOR_ISA", world_rank ? isa : "baseline", 1);
+    hpct_ctx_t ctx = init_algo("shm", cfg, &s);
+    unsetenv("HPCT_VECTOR_ISA");
+    check(ctx != NULL, "HPCT_VECTOR_ISA=baseline on rank 0, %s elsewhere: hpct_init (%s)", isa,
+          hpct_strerror(s));
+    if (!ctx) return;
+    s = hpct_allreduce_mean(ctx, x, n);
+    check(s == HPCT_SUCCESS, "baseline sums on rank 0, %s elsewhere: average (%s)", isa,
+          hpct_last_error(ctx));
+    hpct_finalize(ctx);
+}
+
+/* HPCT_VECTOR_ISA (lib/comm/vsum.h): ranks summing with different instruction sets give
+ * every rank the bits of the widest set on all ranks; a set unknown on the last rank fails
+ * hpct_init on every rank. */
+static void vector_sets(const hpct_config_t *cfg)
+{
+    size_t n = 65537;
+    float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+    fill_random(x, n, 11u * (unsigned)world_rank + 5u);
+    memcpy(y, x, n * sizeof *x);
+    average_with_sets(cfg, "auto", x, n);
+    check(identical(x, n, MPI_COMM_WORLD),
+          "baseline sums on rank 0, the widest elsewhere: bit-identical on every rank");
+    hpct_status_t s;
+    hpct_ctx_t ctx = init_algo("shm", cfg, &s);
+    s = ctx ? hpct_allreduce_mean(ctx, y, n) : s;
+    check(s == HPCT_SUCCESS && !memcmp(x, y, n * sizeof *x),
+          "baseline sums on rank 0: the bits of the widest set on every rank");
+    if (ctx) hpct_finalize(ctx);
+    if (world_rank == world_size - 1) setenv("HPCT_VECTOR_ISA", "sse9", 1);
+    ctx = init_algo("shm", cfg, &s);
+    unsetenv("HPCT_VECTOR_ISA");
+    check(!ctx && s == HPCT_ERR_INVALID_ARG,
+          "HPCT_VECTOR_ISA=sse9 on the last rank: hpct_init fails with HPCT_ERR_INVALID_ARG on "
+          "every rank (%s)",
+          hpct_strerror(s));
+    if (ctx) hpct_finalize(ctx);
+    free(x), free(y);
+}
+
 /* Every algorithm forced through HPCT_ALLREDUCE_ALGO, a table that mixes them, the timed
  * probe, each against the fp64 mean (and p2p or MPI_Iallreduce bits where forced: shm, p2p,
  * allgather and shm/p2p sum in rank order); then
@@ -694,6 +741,7 @@ static int run_algo(void)
         check(hpct_finalize(ctx) == HPCT_SUCCESS, "%s: hpct_finalize", label);
     }
     cfg.log_level = HPCT_LOG_ERROR; /* the detail, naming the variable, for the shell test */
+    if (world_size > 1) vector_sets(&cfg);
     for (size_t b = 0; b < sizeof bad / sizeof *bad; b++) {
         hpct_ctx_t ctx = init_algo(bad[b], &cfg, &s);
         check(!ctx && s == HPCT_ERR_INVALID_ARG,
