@@ -131,8 +131,19 @@ void shm_floor_average(struct shm_floor *f, size_t n)
         average_range(f, off, n - off < step ? n - off : step);
 }
 
+/* The read floor reads with the widest vectors the CPU has, as the library's sums do
+ * (lib/comm/vsum.c), so that it stays a lower bound. */
+#if defined(__x86_64__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define WIDEST_VECTORS __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+#endif
+#ifndef WIDEST_VECTORS
+#define WIDEST_VECTORS
+#endif
+
 /* XOR of the 64-bit words of x [len floats] (the odd last float left out): reads, no writes. */
-static uint64_t fold(const float *x, size_t len)
+WIDEST_VECTORS static uint64_t fold(const float *x, size_t len)
 {
     const uint64_t *w = (const uint64_t *)x;
     uint64_t acc = 0;
