@@ -16,6 +16,9 @@
  *   alone     none plus, after every backward, one hpct_allreduce_mean in place of an
  *             hpct_alloc_grads buffer of the gradient size (not the model's gradients): what
  *             the library's in-place average costs a step whose cores all compute
+ *   sync      none plus, after every backward, one MPI_Barrier: what keeping the ranks in
+ *             step costs (each step waits for the slowest rank), the least synchronisation
+ *             any synchronous average needs
  * Prints samples/s, the test accuracy, the time spent waiting for communication and the share
  * of the epoch rank 0 spent on a CPU (getrusage: near 100 % means its core was never idle).
  * Mode floor (W > 1, every rank on one node) is none plus, after every backward, one
@@ -151,7 +154,7 @@ static double epoch(hpct_ctx_t ctx, const struct data *d, const char *mode, doub
     hpct_params_broadcast(p, 0);
     hpct_optimizer_create(p, &oc, &opt);
     int overlap = !strcmp(mode, "overlap") || !strcmp(mode, "copy");
-    int blocking = !strcmp(mode, "blocking");
+    int blocking = !strcmp(mode, "blocking"), sync = !strcmp(mode, "sync");
     size_t grads = 0;
     hpct_params_size(p, NULL, &grads);
     hpct_model_set_grad_averaging(m, overlap);
@@ -175,6 +178,7 @@ static double epoch(hpct_ctx_t ctx, const struct data *d, const char *mode, doub
         if (!st && fl) shm_floor_average(fl, grads);
         if (!st && wire) wire_floor_exchange(MPI_COMM_WORLD, wire, grads);
         if (!st && alone) st = hpct_allreduce_mean(ctx, alone, grads);
+        if (!st && sync) MPI_Barrier(MPI_COMM_WORLD);
         if (!st) st = hpct_optimizer_step(opt);
         if (st) {
             fprintf(stderr, "rank %d: step %d: %s\n", rank, s, hpct_last_error(ctx));

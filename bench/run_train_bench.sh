@@ -2,10 +2,11 @@
 # run_train_bench.sh: both sides of the Fashion-MNIST training benchmark in one run.
 #   sh bench/run_train_bench.sh [BUILDDIR] [DATADIR]
 # libhpctrain (bench/bench_train under mpirun, W = 1 and 2; at W = 2 also the copying
-# overlap (copy), blocking, no-averaging, floor modes (floor, wire) and the library's
-# in-place average alone after each backward (alone: bench_train.c), to measure how much
-# communication the overlap hides, what in-place averages save, and what averaging costs
-# cores that all compute) against PyTorch DDP with gloo
+# overlap (copy), blocking, no-averaging, floor modes (floor, wire), the library's
+# in-place average alone after each backward (alone) and one barrier per step (sync:
+# bench_train.c), to measure how much communication the overlap hides, what in-place
+# averages save, and what averaging and synchrony cost cores that all compute) against
+# PyTorch DDP with gloo
 # (bench/ddp_baseline.py, /usr/bin/python3, W = 1 and 2), then the ratios. libhpctrain's
 # epochs run twice (the W = 2 modes in opposite orders); each mode's faster epoch counts.
 # Both sides multiply through the same OpenBLAS. Where it would run kernels that leave the
@@ -42,7 +43,7 @@ trap 'rm -f "$out"' EXIT
 run() { echo "\$ $*" >&2; timeout -s KILL 900 "$@" | tee -a "$out"; }
 run mpirun --oversubscribe -np 1 "$build/bench/bench_train" "$data" overlap,overlap,overlap
 run mpirun --oversubscribe -np 2 "$build/bench/bench_train" "$data" \
-    overlap,copy,blocking,none,floor,wire,alone,alone,wire,floor,none,blocking,copy,overlap,none,alone,wire,overlap,copy,floor,blocking
+    overlap,copy,blocking,none,floor,wire,alone,sync,sync,alone,wire,floor,none,blocking,copy,overlap,none,alone,sync,wire,overlap,copy,floor,blocking
 run /usr/bin/python3 "$here/ddp_baseline.py" 1 "$data"
 run /usr/bin/python3 "$here/ddp_baseline.py" 2 "$data"
 awk '
@@ -54,6 +55,7 @@ awk '
 /^hpctrain W=2 mode=floor/ { if (!tfl || $7 < tfl) tfl = $7 }
 /^hpctrain W=2 mode=wire/ { if (!twi || $7 < twi) twi = $7 }
 /^hpctrain W=2 mode=alone/ { if (!tal || $7 < tal) tal = $7 }
+/^hpctrain W=2 mode=sync/ { if (!tsy || $7 < tsy) tsy = $7 }
 /^pytorch-ddp W=1/ { p1 = $5 }
 /^pytorch-ddp W=2/ { p2 = $5; pa = $11 }
 END {
@@ -62,6 +64,7 @@ END {
     printf "test accuracy after 1 epoch at W=2: hpctrain %.4f, PyTorch %.4f (difference %.2f points, target <= 1)\n", ha, pa, 100 * (ha - pa)
     if (tno > 0) printf "averaging cost at W=2 (epoch against no averaging %.3f s): overlap +%.1f%% (target <= 5%%), blocking +%.1f%%; floors: shared-memory +%.1f%%, wire +%.1f%%\n", tno, 100 * (tov - tno) / tno, 100 * (tbl - tno) / tno, tfl ? 100 * (tfl - tno) / tno : -1, twi ? 100 * (twi - tno) / tno : -1
     if (tno > 0 && tal > 0) printf "one in-place average of the gradient size alone after each backward (mode alone: no overlap, not the model gradients) +%.1f%%\n", 100 * (tal - tno) / tno
+    if (tno > 0 && tsy > 0) printf "one MPI_Barrier after each backward (mode sync: keeping the ranks in step, no data) %+.1f%%\n", 100 * (tsy - tno) / tno
     if (tno > 0 && tcp > 0) printf "overlap with in-place averages +%.1f%%, with copying averages (HPCT_NODE_IN_PLACE=0) +%.1f%%\n", 100 * (tov - tno) / tno, 100 * (tcp - tno) / tno
     if (tbl > tno) printf "communication hidden by overlap: %.0f%% (epoch: blocking %.2f s, overlap %.2f s, no averaging %.2f s)\n", 100 * (tbl - tov) / (tbl - tno), tbl, tov, tno
 }' "$out"
