@@ -306,9 +306,9 @@ hpct_status_t hpcti_algo_setup(hpct_ctx_t ctx)
         for (int i = 0; i < t.n; i++)
             if (hpcti_algo_windowed(t.algo[i]) && !d->nwin)
                 hpcti_log(ctx, HPCT_LOG_INFO,
-                          "allreduce algorithm: %s names shm, but the node reduction is "
+                          "allreduce algorithm: %s names %s, but the node reduction is "
                           "point-to-point (see above): p2p instead",
-                          ENV);
+                          ENV, hpcti_algo_name(t.algo[i]));
     } else if ((s = probe(ctx, detail, sizeof detail)))
         return s;
     hpcti_algo_format(&d->algo, table, sizeof table);
