@@ -324,12 +324,14 @@ static int ctx_cross(hpct_ctx_t ctx)
     return ((struct hpcti_dist *)ctx->dist)->cross_size;
 }
 
-hpct_status_t hpcti_red_start_chunks(hpct_ctx_t ctx, float *buf, size_t n, int *id)
+hpct_status_t hpcti_red_start_chunks(hpct_ctx_t ctx, float *buf, size_t n, int mpi, int *id)
 {
     hpct_status_t s = HPCT_SUCCESS;
-    for (size_t off = 0; off < n && !s; off += HPCTI_MAX_CHUNK)
-        s = hpcti_red_start(ctx, buf + off, n - off < HPCTI_MAX_CHUNK ? n - off : HPCTI_MAX_CHUNK,
-                            id);
+    for (size_t off = 0; off < n && !s; off += HPCTI_MAX_CHUNK) {
+        size_t len = n - off < HPCTI_MAX_CHUNK ? n - off : HPCTI_MAX_CHUNK;
+        s = mpi ? hpcti_red_start_mpi(ctx, buf + off, len, id)
+                : hpcti_red_start(ctx, buf + off, len, id);
+    }
     return s;
 }
 
@@ -338,7 +340,7 @@ hpct_status_t hpcti_window_now(hpct_ctx_t ctx, float *buf, size_t n, int algo, i
     double t0 = hpcti_tl_now(ctx);
     int ordinary = 0;
     hpct_status_t s = hpcti_node_win_allreduce(ctx, buf, n, algo == HPCTI_ALGO_SHM_P2P, &ordinary);
-    if (!s && ordinary) return hpcti_red_start_chunks(ctx, buf, n, id);
+    if (!s && ordinary) return hpcti_red_start_chunks(ctx, buf, n, 0, id);
     if (t0 > 0 && !s)
         hpcti_tl_span(ctx, 0, "allreduce", "comm", t0, hpcti_now(),
                       "\"bytes\":%zu,\"algorithm\":\"window\",\"phases\":%d", n * sizeof(float),

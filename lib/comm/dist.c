@@ -512,24 +512,10 @@ hpct_status_t hpct_comm_stats(hpct_ctx_t ctx, double *wait_seconds, long *operat
 
 #define MAX_CHUNK HPCTI_MAX_CHUNK
 
-/* One MPI_Iallreduce per chunk of MAX_CHUNK floats, each then times 1/W (HPCTI_ALGO_MPI). */
-static hpct_status_t mpi_allreduce_mean(hpct_ctx_t ctx, const char *fn, float *buf, size_t n)
-{
-    int chunks = (int)((n + MAX_CHUNK - 1) / MAX_CHUNK);
-    hpct_status_t s = hpcti_op_begin(ctx, fn, chunks, 0);
-    for (int c = 0; c < chunks && !s; c++) {
-        size_t off = (size_t)c * MAX_CHUNK, len = n - off < MAX_CHUNK ? n - off : MAX_CHUNK;
-        int id;
-        s = hpcti_red_start_mpi(ctx, buf + off, len, &id);
-    }
-    return s ? s : hpcti_op_end(ctx, NULL, 0);
-}
-
 hpct_status_t hpcti_host_allreduce_mean(hpct_ctx_t ctx, const char *fn, float *buf, size_t n)
 {
     struct hpcti_dist *d = ctx->dist;
     int algo = hpcti_algo_for(d, n);
-    if (algo == HPCTI_ALGO_MPI) return mpi_allreduce_mean(ctx, fn, buf, n);
     if (algo == HPCTI_ALGO_ALLGATHER) {
         int id;
         hpct_status_t s = n <= MAX_CHUNK
@@ -551,9 +537,10 @@ hpct_status_t hpcti_host_allreduce_mean(hpct_ctx_t ctx, const char *fn, float *b
         if (!ws) ws = hpcti_window_now(ctx, buf, n, algo, &id);
         return ws ? ws : hpcti_op_end(ctx, NULL, 0);
     }
-    int chunks = (int)((n + MAX_CHUNK - 1) / MAX_CHUNK);
-    hpct_status_t s = hpcti_op_begin(ctx, fn, chunks, n);
-    if (!s) s = hpcti_red_start_chunks(ctx, buf, n, &id);
+    /* p2p, or mpi: one MPI_Iallreduce per chunk, each then times 1/W (no scratch) */
+    int chunks = (int)((n + MAX_CHUNK - 1) / MAX_CHUNK), mpi = algo == HPCTI_ALGO_MPI;
+    hpct_status_t s = hpcti_op_begin(ctx, fn, chunks, mpi ? 0 : n);
+    if (!s) s = hpcti_red_start_chunks(ctx, buf, n, mpi, &id);
     return s ? s : hpcti_op_end(ctx, NULL, 0);
 }
 

@@ -176,11 +176,13 @@ struct hpcti_dist *hpcti_dist_of(hpct_ctx_t ctx, const char *fn);
 /* Record MPI error rc of `what` in the operation in progress as HPCT_ERR_COMM (the MPI error
  * string, the rank); the context is then broken: later collectives fail saying why. */
 HPCTI_CHECK hpct_status_t hpcti_mpi_failed(hpct_ctx_t ctx, int rc, const char *what);
-HPCTI_CHECK hpct_status_t hpcti_op_begin(hpct_ctx_t ctx, const char *name, int max_red, size_t total);
+HPCTI_CHECK hpct_status_t hpcti_op_begin(hpct_ctx_t ctx, const char *name, int max_red,
+                                         size_t total);
 /* The same without arrival tokens, for an operation of one node whose first step is a node
  * window counter barrier: the counters show who arrived, and the operation number each
  * rank stores beside its counter catches ranks at different operations. */
-HPCTI_CHECK hpct_status_t hpcti_op_begin_window(hpct_ctx_t ctx, const char *name, int max_red, size_t total);
+HPCTI_CHECK hpct_status_t hpcti_op_begin_window(hpct_ctx_t ctx, const char *name, int max_red,
+                                                size_t total);
 /* Wait (deadline-bounded) for reqs [n] (may be 0) and the arrival tokens, then end the op. */
 HPCTI_CHECK hpct_status_t hpcti_op_end(hpct_ctx_t ctx, MPI_Request *reqs, int n);
 /* The current operation's deadline has passed outside MPI (an NCCL wait): mark the runtime
@@ -213,9 +215,10 @@ size_t hpcti_allgather_scratch(const struct hpcti_dist *d, size_t n);
  * unless every local rank passed ordinary memory (then p2p, *id). The op must have room
  * for it: hpcti_algo_reductions_bound and hpcti_algo_scratch_bound of n in one part. */
 HPCTI_CHECK hpct_status_t hpcti_red_start_sized(hpct_ctx_t ctx, float *buf, size_t n, int *id);
-/* Start the point-to-point reductions of buf [n], one per HPCTI_MAX_CHUNK floats (*id: the
- * last one's). */
-HPCTI_CHECK hpct_status_t hpcti_red_start_chunks(hpct_ctx_t ctx, float *buf, size_t n, int *id);
+/* Start the reductions of buf [n], one per HPCTI_MAX_CHUNK floats (MPI counts are int):
+ * point-to-point, or with mpi one MPI_Iallreduce each (*id: the last one's). */
+HPCTI_CHECK hpct_status_t hpcti_red_start_chunks(hpct_ctx_t ctx, float *buf, size_t n, int mpi,
+                                                 int *id);
 /* Average buf [n] through the node window now (algo shm or shm/p2p), with its timeline span;
  * under shm/p2p, ordinary memory on every local rank of one node starts point-to-point
  * reductions instead (hpcti_red_start_chunks). */
@@ -229,11 +232,12 @@ size_t hpcti_algo_scratch_bound(const struct hpcti_dist *d, size_t total, int pa
 /* Start averaging buf [n] (one rank's block) over the cross-node communicator only; whole:
  * in one round, every rank receiving every peer's buf and summing all of it (the owner's
  * operations: the same bits; (cross size - 1) n floats of scratch). */
-HPCTI_CHECK hpct_status_t hpcti_red_start_cross(hpct_ctx_t ctx, float *buf, size_t n, int whole, int *id);
+HPCTI_CHECK hpct_status_t hpcti_red_start_cross(hpct_ctx_t ctx, float *buf, size_t n, int whole,
+                                                int *id);
 /* Wait (deadline-bounded) until every counter *flags[i] (i < n, in the node window) reaches
  * want; on expiry the ranks world[i] whose counter is behind are named. */
-HPCTI_CHECK hpct_status_t hpcti_wait_flags(hpct_ctx_t ctx, uint64_t *const *flags, const int *world, int n,
-                               uint64_t want);
+HPCTI_CHECK hpct_status_t hpcti_wait_flags(hpct_ctx_t ctx, uint64_t *const *flags, const int *world,
+                                           int n, uint64_t want);
 
 /* Algorithm per size (algo.c): agree on HPCT_ALLREDUCE_ALGO or probe, at start-up (after
  * hpcti_node_win_setup); the algorithm for an average of n floats on this context; names. */
@@ -283,11 +287,13 @@ struct hpcti_grads *hpcti_grads_lent(const struct hpcti_dist *d, const float *bu
 void hpcti_grads_free_all(struct hpcti_dist *d, int collective);
 
 /* Average host buf [n] over all ranks as one operation named fn (hpct_allreduce_mean). */
-HPCTI_CHECK hpct_status_t hpcti_host_allreduce_mean(hpct_ctx_t ctx, const char *fn, float *buf, size_t n);
+HPCTI_CHECK hpct_status_t hpcti_host_allreduce_mean(hpct_ctx_t ctx, const char *fn, float *buf,
+                                                    size_t n);
 /* Average buf [n] in the backend's memory as one operation named fn (device_avg.c): on cuda,
  * NCCL inside the node and MPI across (hierarchical), else staged through pinned host memory
  * and the host engine; on cpu, hpcti_host_allreduce_mean. */
-HPCTI_CHECK hpct_status_t hpcti_device_allreduce_mean(hpct_ctx_t ctx, const char *fn, float *buf, size_t n);
+HPCTI_CHECK hpct_status_t hpcti_device_allreduce_mean(hpct_ctx_t ctx, const char *fn, float *buf,
+                                                      size_t n);
 /* The same inside an operation already begun (room reserved: hpcti_device_reductions(n)
  * reductions and n elements); returns when buf holds the mean. */
 HPCTI_CHECK hpct_status_t hpcti_device_average_in_op(hpct_ctx_t ctx, float *buf, size_t n);
