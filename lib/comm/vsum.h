@@ -2,7 +2,9 @@
  * 1/W scale), compiled for the baseline instruction set, AVX2 and AVX-512F and picked once
  * by what the CPU has (HPCT_VECTOR_ISA pins a set). Each element is one IEEE add, then at most
  * one multiply: no reassociation and no fused multiply-add, so every set gives the same bits
- * and ranks on different CPUs still agree. */
+ * and ranks on different CPUs still agree; the one exception is the payload of the NaN that
+ * adding two NaNs gives (x86 returns the first operand's, and compilers order an add's
+ * operands as they like): a NaN in every set. */
 #ifndef HPCTI_VSUM_H
 #define HPCTI_VSUM_H
 
