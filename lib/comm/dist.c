@@ -537,7 +537,7 @@ hpct_status_t hpcti_host_allreduce_mean(hpct_ctx_t ctx, const char *fn, float *b
         if (!ws) ws = hpcti_window_now(ctx, buf, n, algo, &id);
         return ws ? ws : hpcti_op_end(ctx, NULL, 0);
     }
-    /* p2p, or mpi: one MPI_Iallreduce per chunk, each then times 1/W (no scratch) */
+    /* p2p (n floats of scratch), or mpi: one MPI_Iallreduce per chunk, then times 1/W */
     int chunks = (int)((n + MAX_CHUNK - 1) / MAX_CHUNK), mpi = algo == HPCTI_ALGO_MPI;
     hpct_status_t s = hpcti_op_begin(ctx, fn, chunks, mpi ? 0 : n);
     if (!s) s = hpcti_red_start_chunks(ctx, buf, n, mpi, &id);

@@ -389,7 +389,8 @@ static hpct_status_t counter_barrier(hpct_ctx_t ctx)
  * fp32 operations as reduce.c's owner sum. Keep the copies out of the accumulator: GCC makes
  * them rep movs, which writes whole lines of the window without first reading them from the
  * peer core that last read them; one loop that adds and stores straight into the window
- * measured 2.3 times slower at 16 MiB (W = 2; doc/distributed.md). */
+ * measured 2.3 times slower at 16 MiB (W = 2; doc/distributed.md). L >= 2: the window is
+ * set up only with several ranks per node (unusable). */
 static void sum_to(const struct hpcti_dist *d, size_t len, float *const *out, int nout)
 {
     const struct hpcti_node_win *w = d->nwin;

@@ -659,43 +659,49 @@ static hpct_ctx_t reference_ctx(const hpct_config_t *cfg)
 
 static void fused_adjacent(hpct_ctx_t ctx);
 
-/* x [n] averaged through a new context forced to shm whose rank 0 sums with the baseline
- * kernels and the others with isa ("auto": the widest), then the context is finalized. */
-static void average_with_sets(const hpct_config_t *cfg, const char *isa, float *x, size_t n)
+/* x [n] averaged through a new context forced to algo, rank 0 summing with the baseline
+ * kernels and the others with isa ("auto": the widest); the context is then finalized. */
+static void average_with_sets(const hpct_config_t *cfg, const char *algo, const char *isa, float *x,
+                              size_t n)
 {
     hpct_status_t s;
     setenv("HPCT_VECTOR_ISA", world_rank ? isa : "baseline", 1);
-    hpct_ctx_t ctx = init_algo("shm", cfg, &s);
+    hpct_ctx_t ctx = init_algo(algo, cfg, &s);
     unsetenv("HPCT_VECTOR_ISA");
-    check(ctx != NULL, "HPCT_VECTOR_ISA=baseline on rank 0, %s elsewhere: hpct_init (%s)", isa,
-          hpct_strerror(s));
+    check(ctx != NULL, "%s, HPCT_VECTOR_ISA=baseline on rank 0, %s elsewhere: hpct_init (%s)", algo,
+          isa, hpct_strerror(s));
     if (!ctx) return;
     s = hpct_allreduce_mean(ctx, x, n);
-    check(s == HPCT_SUCCESS, "baseline sums on rank 0, %s elsewhere: average (%s)", isa,
+    check(s == HPCT_SUCCESS, "%s, baseline sums on rank 0, %s elsewhere: average (%s)", algo, isa,
           hpct_last_error(ctx));
     hpct_finalize(ctx);
 }
 
 /* HPCT_VECTOR_ISA (lib/comm/vsum.h): ranks summing with different instruction sets give
- * every rank the bits of the widest set on all ranks; a set unknown on the last rank fails
- * hpct_init on every rank. */
+ * every rank the bits of the widest set on all ranks, through the window (one rank sums each
+ * block) and through allgather (every rank sums everything itself); a set unknown on the
+ * last rank fails hpct_init on every rank. */
 static void vector_sets(const hpct_config_t *cfg)
 {
+    static const char *const algos[] = {"shm", "allgather"};
     size_t n = 65537;
     float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
-    fill_random(x, n, 11u * (unsigned)world_rank + 5u);
-    memcpy(y, x, n * sizeof *x);
-    average_with_sets(cfg, "auto", x, n);
-    check(identical(x, n, MPI_COMM_WORLD),
-          "baseline sums on rank 0, the widest elsewhere: bit-identical on every rank");
     hpct_status_t s;
-    hpct_ctx_t ctx = init_algo("shm", cfg, &s);
-    s = ctx ? hpct_allreduce_mean(ctx, y, n) : s;
-    check(s == HPCT_SUCCESS && !memcmp(x, y, n * sizeof *x),
-          "baseline sums on rank 0: the bits of the widest set on every rank");
-    if (ctx) hpct_finalize(ctx);
+    for (int a = 0; a < 2; a++) {
+        fill_random(x, n, 11u * (unsigned)world_rank + 5u);
+        memcpy(y, x, n * sizeof *x);
+        average_with_sets(cfg, algos[a], "auto", x, n);
+        check(identical(x, n, MPI_COMM_WORLD),
+              "%s, baseline sums on rank 0, the widest elsewhere: bit-identical on every rank",
+              algos[a]);
+        hpct_ctx_t ctx = init_algo(algos[a], cfg, &s);
+        s = ctx ? hpct_allreduce_mean(ctx, y, n) : s;
+        check(s == HPCT_SUCCESS && !memcmp(x, y, n * sizeof *x),
+              "%s, baseline sums on rank 0: the bits of the widest set on every rank", algos[a]);
+        if (ctx) hpct_finalize(ctx);
+    }
     if (world_rank == world_size - 1) setenv("HPCT_VECTOR_ISA", "sse9", 1);
-    ctx = init_algo("shm", cfg, &s);
+    hpct_ctx_t ctx = init_algo("shm", cfg, &s);
     unsetenv("HPCT_VECTOR_ISA");
     check(!ctx && s == HPCT_ERR_INVALID_ARG,
           "HPCT_VECTOR_ISA=sse9 on the last rank: hpct_init fails with HPCT_ERR_INVALID_ARG on "
