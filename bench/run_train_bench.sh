@@ -33,7 +33,8 @@ if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
     grep -qw avx512f /proc/cpuinfo 2>/dev/null && fits=SkylakeX
     case $(echo "$core" | tr A-Z a-z) in # pre-AVX2 cores: the list of lib/device/cpu.c
     prescott | core2 | penryn | dunnington | nehalem | sandybridge | atom | athlon | opteron | \
-        opteron_sse3 | barcelona | bobcat | bulldozer | piledriver | steamroller | nano | generic | unknown)
+        opteron_sse3 | barcelona | bobcat | bulldozer | piledriver | steamroller | excavator | nano | \
+        generic | unknown)
         [ -n "$fits" ] && export OPENBLAS_CORETYPE=$fits &&
             echo "OpenBLAS would run its $core kernels on this $fits-class CPU: OPENBLAS_CORETYPE=$fits for both sides" ;;
     esac

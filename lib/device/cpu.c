@@ -11,14 +11,16 @@
 #include <strings.h>
 
 #if defined(HAVE_OPENBLAS_GET_CORENAME) && defined(__x86_64__)
-/* OpenBLAS x86_64 cores whose kernels use no AVX2 (Intel to Sandy Bridge, AMD to Steamroller,
- * VIA Nano): on a CPU that has it, OpenBLAS did not know the model (Debian 12's 0.3.21 runs
- * Prescott's SSE3 sgemm on Emerald Rapids: the training benchmark's epoch 3.5 times longer
- * than with OPENBLAS_CORETYPE=SkylakeX). The same list is in bench/run_train_bench.sh. */
-static const char *const pre_avx2[] = {
-    "prescott",  "core2",      "penryn",      "dunnington",   "nehalem",   "sandybridge",
-    "atom",      "athlon",     "opteron",     "opteron_sse3", "barcelona", "bobcat",
-    "bulldozer", "piledriver", "steamroller", "nano",         "generic",   "unknown"};
+/* OpenBLAS x86_64 cores whose kernels use no AVX2 (Intel to Sandy Bridge, AMD to Excavator,
+ * whose sgemm is Piledriver's, VIA Nano): on a CPU that has it, OpenBLAS did not know the model
+ * (Debian 12's 0.3.21 runs Prescott's SSE3 sgemm on Emerald Rapids: the training benchmark's
+ * epoch 3.5 times longer than with OPENBLAS_CORETYPE=SkylakeX). The same list is in
+ * bench/run_train_bench.sh. */
+static const char *const pre_avx2[] = {"prescott",  "core2",        "penryn",      "dunnington",
+                                       "nehalem",   "sandybridge",  "atom",        "athlon",
+                                       "opteron",   "opteron_sse3", "barcelona",   "bobcat",
+                                       "bulldozer", "piledriver",   "steamroller", "excavator",
+                                       "nano",      "generic",      "unknown"};
 
 /* Log OpenBLAS's kernels; warn when they are older than the CPU, naming the fix. */
 static void check_blas_kernels(hpct_ctx_t ctx)
