@@ -12,18 +12,20 @@
 #define HPCTI_X86_SETS 1
 #endif
 
-/* 16 floats: one AVX-512 register, two AVX2 or four SSE2 ones. GCC/Clang's vector extension
+/* One register of each set: SSE2 4 floats, AVX2 8, AVX-512 16. GCC/Clang's vector extension
  * makes the loops vector code at every optimisation level (GCC 12 does not vectorise the
- * plain loops at -O2); the scalar tail does the last m % 16. */
+ * plain loops at -O2); a type wider than the set's registers went through the stack. */
+typedef float v4 __attribute__((vector_size(16)));
+typedef float v8 __attribute__((vector_size(32)));
 typedef float v16 __attribute__((vector_size(64)));
-#define V 16
 
-/* The three kernels of one instruction set; attr: its target attribute (empty: baseline). */
-#define KERNELS(set, attr)                                                                         \
+/* The three kernels of one instruction set; attr: its target attribute (empty: baseline);
+ * vec: its register of V floats (the scalar tail does the last m % V). */
+#define KERNELS(set, attr, vec, V)                                                                 \
     attr static void add_##set(float *restrict acc, const float *restrict x, size_t m)             \
     {                                                                                              \
         size_t j = 0;                                                                              \
-        for (v16 a, b; j + V <= m; j += V) {                                                       \
+        for (vec a, b; j + V <= m; j += V) {                                                       \
             memcpy(&a, acc + j, sizeof a), memcpy(&b, x + j, sizeof b);                            \
             a += b;                                                                                \
             memcpy(acc + j, &a, sizeof a);                                                         \
@@ -34,7 +36,7 @@ typedef float v16 __attribute__((vector_size(64)));
                                      float s)                                                      \
     {                                                                                              \
         size_t j = 0;                                                                              \
-        for (v16 a, b; j + V <= m; j += V) {                                                       \
+        for (vec a, b; j + V <= m; j += V) {                                                       \
             memcpy(&a, acc + j, sizeof a), memcpy(&b, x + j, sizeof b);                            \
             a = (a + b) * s;                                                                       \
             memcpy(acc + j, &a, sizeof a);                                                         \
@@ -44,7 +46,7 @@ typedef float v16 __attribute__((vector_size(64)));
     attr static void scale_##set(float *x, size_t m, float s)                                      \
     {                                                                                              \
         size_t j = 0;                                                                              \
-        for (v16 a; j + V <= m; j += V) {                                                          \
+        for (vec a; j + V <= m; j += V) {                                                          \
             memcpy(&a, x + j, sizeof a);                                                           \
             a *= s;                                                                                \
             memcpy(x + j, &a, sizeof a);                                                           \
@@ -59,10 +61,10 @@ struct kernels {
     void (*scale)(float *, size_t, float);
 };
 
-KERNELS(baseline, )
+KERNELS(baseline, , v4, 4)
 #ifdef HPCTI_X86_SETS
-KERNELS(avx2, __attribute__((target("avx2"))))
-KERNELS(avx512f, __attribute__((target("avx512f"))))
+KERNELS(avx2, __attribute__((target("avx2"))), v8, 8)
+KERNELS(avx512f, __attribute__((target("avx512f"))), v16, 16)
 #endif
 
 /* widest first */
