@@ -208,7 +208,8 @@ static void table_add(struct hpcti_algo_table *t, unsigned long bytes, int algo)
     t->algo[t->n++] = algo;
 }
 
-/* The timed probe: candidates own path, p2p (when the window is the own path), allgather,
+/* The timed probe: candidates own path, p2p (when the window is the own path; on one node
+ * timed as the shm/p2p it becomes in the table: a counter barrier, no arrival tokens), allgather,
  * and mpi at W <= 2 only: from W = 3 MPI's summation order differs from the rank order of
  * the others, and a choice made by timing must not change a run's bits (a requeued job
  * probes again and must resume bit-identically); a site table may still name mpi;
@@ -219,7 +220,7 @@ static hpct_status_t probe(hpct_ctx_t ctx, char *detail, size_t cap)
     struct hpcti_dist *d = ctx->dist;
     int cand[4], nc = 0;
     cand[nc++] = own_path(d);
-    if (cand[0] == HPCTI_ALGO_SHM) cand[nc++] = HPCTI_ALGO_P2P;
+    if (cand[0] == HPCTI_ALGO_SHM) cand[nc++] = in_window(d, HPCTI_ALGO_P2P); /* as it runs */
     if (d->size <= 2) cand[nc++] = HPCTI_ALGO_MPI; /* a + b: the same bits as rank order */
     cand[nc++] = HPCTI_ALGO_ALLGATHER;             /* probed up to ALLGATHER_MAX_FLOATS */
     size_t nmax = probe_bytes[PROBE_CLASSES - 1] / sizeof(float);
