@@ -2,7 +2,8 @@
  * AVX2, AVX-512F) through GCC/Clang target attributes, picked at run time with
  * __builtin_cpu_supports, so one build runs on every x86-64 CPU and uses the widest vectors
  * it has. The in-place window average of 1 MiB at W = 2 (AVX-512 VM, fastest of 80 calls):
- * 52-53 us with AVX-512F, 55-56 with AVX2, 57-58 with the baseline's SSE2 (doc/distributed.md). */
+ * 53-54 us with AVX-512F, 60-61 with AVX2 or SSE2, 68 us before these kernels
+ * (doc/distributed.md). */
 #include "vsum.h"
 
 #include <stdatomic.h>
