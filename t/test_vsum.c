@@ -97,7 +97,7 @@ static int check_set(float *acc, float *x, float *want)
 
 int main(void)
 {
-    tap_plan(8);
+    tap_plan(9);
     float *acc = malloc((MAXN + SHIFT) * sizeof *acc), *x = malloc((MAXN + SHIFT) * sizeof *x);
     float *want = malloc(MAXN * sizeof *want);
     if (!acc || !x || !want) tap_bail("out of memory");
@@ -114,7 +114,10 @@ int main(void)
                    "set %s: add, add_scale, scale give scalar C's bits at %zu sizes, %d starts",
                    sets[i], NSIZES, SHIFT + 1);
     }
-    const char *why = hpcti_vec_use("auto");
+    const char *why = hpcti_vec_use("BASELINE");
+    tap_ok(!why && !strcmp(hpcti_vec_name(), "baseline"), "names in any case (BASELINE: %s)",
+           hpcti_vec_name());
+    why = hpcti_vec_use("auto");
     tap_ok(!why, "auto takes a set (%s)", hpcti_vec_name());
     const char *bad = hpcti_vec_use("sse9");
     tap_ok(bad && strstr(bad, "auto"), "an unknown set is refused, naming the choices (%s)",

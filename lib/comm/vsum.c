@@ -8,6 +8,7 @@
 
 #include <stdatomic.h>
 #include <string.h>
+#include <strings.h>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define HPCTI_X86_SETS 1
@@ -113,9 +114,9 @@ static int cpu_runs(size_t k)
 
 const char *hpcti_vec_use(const char *name)
 {
-    int any = !strcmp(name, "auto");
+    int any = !strcasecmp(name, "auto");
     for (size_t k = 0; k < NSETS; k++) {
-        if (!any && strcmp(name, sets[k].name)) continue;
+        if (!any && strcasecmp(name, sets[k].name)) continue;
         if (!cpu_runs(k)) {
             if (any) continue;
             return "this CPU does not run those instructions";

@@ -17,8 +17,9 @@ void hpcti_vadd_scale(float *acc, const float *x, size_t m, float s);
 /* x [m] *= s */
 void hpcti_vscale(float *x, size_t m, float s);
 
-/* Use the kernels of set name ("auto": the widest this CPU runs; "avx512f", "avx2",
- * "baseline"); NULL when done, else why not (an unknown name, a set this CPU lacks). */
+/* Use the kernels of set name, in any case ("auto": the widest this CPU runs; "avx512f",
+ * "avx2", "baseline"), in the whole process; NULL when done, else why not (an unknown name,
+ * a set this CPU lacks). */
 const char *hpcti_vec_use(const char *name);
 /* The set in use, as hpcti_vec_use names it. */
 const char *hpcti_vec_name(void);
