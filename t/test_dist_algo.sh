@@ -50,11 +50,9 @@ for c in "2:one node" "2 HPCT_RANKS_PER_NODE=1:two virtual nodes of 1" "3:one no
         ok $? "W=$np, $what: shm/p2p is shm across nodes (no rank logs point-to-point)" ;;
     esac
     case $what in
-    uneven*) grep -q "names shm, but the node reduction is point-to-point" "$tmpdir/out" &&
-        grep -q "names shm/p2p, but the node reduction is point-to-point" "$tmpdir/out"
-        ok $? "W=$np, $what: shm and shm/p2p fall back to p2p (logged, named)" ;;
-    *two\ virtual\ nodes\ of\ 1*) grep -q "names shm, but the node reduction is point-to-point" "$tmpdir/out" &&
-        grep -q "names shm/p2p, but the node reduction is point-to-point" "$tmpdir/out"
+    uneven* | *two\ virtual\ nodes\ of\ 1*)
+        grep -q "names shm, but the node reduction is point-to-point" "$tmpdir/out" &&
+            grep -q "names shm/p2p, but the node reduction is point-to-point" "$tmpdir/out"
         ok $? "W=$np, $what: shm and shm/p2p fall back to p2p (logged, named)" ;;
     *) grep -q "but the node reduction is point-to-point" "$tmpdir/out"; [ $? -ne 0 ]
         ok $? "W=$np, $what: shm not refused" ;;
