@@ -12,6 +12,11 @@
 # summary.txt, the one file to read: one line per check, PASS/FAIL/SKIP/MISS, figures with
 # their targets (doc/gpu.md says what each means).
 #
+# HPCT_GPU_BUILD=DIR skips step 1 and validates a tree already built elsewhere (configured
+# --with-cuda --with-nccl, then "make check TESTS="), e.g. on a login node when the GPU nodes
+# have no compilers or development packages: the tests run as programs, not through make.
+# HPCT_GPU_STEP_TIMEOUT (seconds, default 900) bounds every test, sanitizer and training run.
+#
 # Steps: 1. build the committed tree with --with-cuda --with-nccl (architectures
 # HPCT_CUDA_ARCH, default "80;90"; "native" for this GPU), nvcc and compiler warnings as errors;
 # 2. the GPU tests: t/test_cuda (every kernel and a full training step against the cpu
@@ -55,35 +60,59 @@ say "# nvcc: $(nvcc --version 2>/dev/null | tail -1)"
 say "# MPI: $(mpirun --version 2>&1 | head -1)"
 
 # ---- 1. build -----------------------------------------------------------------------------
-src=$out/src
-rm -rf "$src" && mkdir -p "$src"
-if git -C "$top" rev-parse HEAD >/dev/null 2>&1; then
-    git -C "$top" archive --format=tar HEAD | tar -xf - -C "$src"
-else
-    (cd "$top" && tar --exclude='./_build*' -cf - .) | tar -xf - -C "$src"
-fi
-strict_c="-g -O2 -Werror -Wno-error=deprecated-declarations"
-strict_nv="-O3 -std=c++17 -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror"
-(cd "$src" && ./autogen.sh && ./configure --with-cuda="$cuda" --with-nccl \
-    --with-cuda-arch="$arch" && make -j"$jobs" CFLAGS="$strict_c" NVCCFLAGS="$strict_nv" &&
-    make -j"$jobs" CFLAGS="$strict_c" NVCCFLAGS="$strict_nv" check TESTS=) \
-    >"$out/build.log" 2>&1
-if [ $? -ne 0 ]; then
-    result FAIL "build --with-cuda --with-nccl --with-cuda-arch=$arch" "see $out/build.log"
-    exit 1
-fi
-result PASS "build --with-cuda --with-nccl --with-cuda-arch=$arch, warnings as errors" \
-    "$(grep 'CUDA archs' "$out/build.log" | sed 's/^ *//')"
-b=$src
+step_timeout=${HPCT_GPU_STEP_TIMEOUT:-900}
+
+# The committed tree into $out/src, built with warnings as errors; b is the tree.
+build_here() {
+    src=$out/src
+    rm -rf "$src" && mkdir -p "$src"
+    if git -C "$top" rev-parse HEAD >/dev/null 2>&1; then
+        git -C "$top" archive --format=tar HEAD | tar -xf - -C "$src"
+    else
+        (cd "$top" && tar --exclude='./_build*' -cf - .) | tar -xf - -C "$src"
+    fi
+    strict_c="-g -O2 -Werror -Wno-error=deprecated-declarations"
+    strict_nv="-O3 -std=c++17 -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror"
+    (cd "$src" && ./autogen.sh && ./configure --with-cuda="$cuda" --with-nccl \
+        --with-cuda-arch="$arch" && make -j"$jobs" CFLAGS="$strict_c" NVCCFLAGS="$strict_nv" &&
+        make -j"$jobs" CFLAGS="$strict_c" NVCCFLAGS="$strict_nv" check TESTS=) \
+        >"$out/build.log" 2>&1
+    if [ $? -ne 0 ]; then
+        result FAIL "build --with-cuda --with-nccl --with-cuda-arch=$arch" "see $out/build.log"
+        exit 1
+    fi
+    result PASS "build --with-cuda --with-nccl --with-cuda-arch=$arch, warnings as errors" \
+        "$(grep 'CUDA archs' "$out/build.log" | sed 's/^ *//')"
+    b=$src
+}
+
+# HPCT_GPU_BUILD: a tree built elsewhere, used as it is; b is the tree.
+use_prebuilt() {
+    b=$(cd "$HPCT_GPU_BUILD" && pwd) || exit 2
+    if ! grep -q '^#define HPCT_HAVE_CUDA 1' "$b/config.h" 2>/dev/null ||
+        [ ! -x "$b/t/test_cuda" ]; then
+        result FAIL "HPCT_GPU_BUILD=$b" "not a tree built --with-cuda, then make check TESTS="
+        exit 1
+    fi
+    result PASS "prebuilt tree $b (HPCT_GPU_BUILD; not rebuilt here)" \
+        "CUDA archs: $(sed -n 's/^NVCC_ARCH_FLAGS = //p' "$b/Makefile")"
+}
+
+if [ -n "${HPCT_GPU_BUILD:-}" ]; then use_prebuilt; else build_here; fi
+mpirun=$(sed -n 's/^MPIRUN = //p' "$b/Makefile" 2>/dev/null)
+mpirun=${MPIRUN:-${mpirun:-mpirun}}
 
 # ---- 2. GPU tests ---------------------------------------------------------------------------
 for t in t/test_gpu_logic t/test_cuda t/test_nccl.sh; do
-    (cd "$b" && make CFLAGS="$strict_c" check TESTS="$t") >"$out/$(basename "$t").make.log" 2>&1
-    log=$b/${t%.sh}.log
+    # As make check runs them (t/t.mk's AM_TESTS_ENVIRONMENT), without make: a prebuilt
+    # tree's dependency files name headers that the GPU node may not have.
+    log=$out/$(basename "${t%.sh}").log
+    (cd "$b" && env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+        OPENBLAS_NUM_THREADS=1 MPIRUN="$mpirun" top_srcdir=. top_builddir=. HPCT_TEST_HOOKS=1 \
+        timeout -s KILL "$step_timeout" "./$t") >"$log" 2>&1
     pass=$(grep -c '^ok' "$log" 2>/dev/null)
     notok=$(grep -c '^not ok' "$log" 2>/dev/null)
     skip=$(grep -c '# SKIP' "$log" 2>/dev/null)
-    cp "$log" "$out/" 2>/dev/null
     if [ "${notok:-1}" -ne 0 ] || ! grep -q '^1\.\.' "$log" 2>/dev/null; then
         result FAIL "$t" "$notok failed; see $out/$(basename "$log")"
     elif grep -q '^1\.\.0' "$log"; then
@@ -100,8 +129,8 @@ if grep -q '^1\.\.0' "$out/test_cuda.log" 2>/dev/null; then
     result SKIP "compute-sanitizer" "t/test_cuda skipped: $(grep '^1\.\.0' "$out/test_cuda.log")"
 elif command -v compute-sanitizer >/dev/null 2>&1; then
     for tool in memcheck racecheck; do
-        HPCT_TEST_NO_FAULT=1 compute-sanitizer --tool $tool --error-exitcode 99 \
-            "$b/t/test_cuda" >"$out/sanitizer-$tool.log" 2>&1
+        HPCT_TEST_NO_FAULT=1 timeout -s KILL "$step_timeout" compute-sanitizer --tool $tool \
+            --error-exitcode 99 "$b/t/test_cuda" >"$out/sanitizer-$tool.log" 2>&1
         rc=$?
         errs=$(grep -h 'ERROR SUMMARY' "$out/sanitizer-$tool.log" | tail -1)
         if [ $rc -eq 0 ]; then
@@ -145,8 +174,8 @@ layout=HPCT_RANKS_PER_NODE=2
 [ "${gpus:-0}" -ge 2 ] || layout=HPCT_RANKS_PER_NODE=1
 for be in cpu cuda; do
     conf $be >"$work/$be.conf"
-    env $layout timeout 600 mpirun -np 2 "$b/tools/hpctrain" train --config "$work/$be.conf" \
-        --checkpoint-dir "$work/ck-$be" >"$work/$be.log" 2>&1
+    env $layout timeout "$step_timeout" "$mpirun" -np 2 "$b/tools/hpctrain" train \
+        --config "$work/$be.conf" --checkpoint-dir "$work/ck-$be" >"$work/$be.log" 2>&1
     echo $? >"$work/$be.rc"
 done
 if [ "$(cat "$work/cuda.rc")" != 0 ]; then
@@ -171,10 +200,13 @@ fi
 
 # ---- 5. timings ------------------------------------------------------------------------------
 say "# timings (targets in doc/gpu.md; each pair measured in one run)"
-"$b/bench/bench_gpu" step 200 >"$out/bench-step.log" 2>&1 || result FAIL "bench_gpu step" "see $out/bench-step.log"
-"$b/bench/bench_gpu" kernels >"$out/bench-kernels.log" 2>&1 || result FAIL "bench_gpu kernels" "see $out/bench-kernels.log"
+timeout "$step_timeout" "$b/bench/bench_gpu" step 200 >"$out/bench-step.log" 2>&1 ||
+    result FAIL "bench_gpu step" "see $out/bench-step.log"
+timeout "$step_timeout" "$b/bench/bench_gpu" kernels >"$out/bench-kernels.log" 2>&1 ||
+    result FAIL "bench_gpu kernels" "see $out/bench-kernels.log"
 if [ "${gpus:-0}" -ge 2 ]; then
-    timeout 600 mpirun -np 2 "$b/bench/bench_gpu" allreduce 20 >"$out/bench-allreduce.log" 2>&1 ||
+    timeout "$step_timeout" "$mpirun" -np 2 "$b/bench/bench_gpu" allreduce 20 \
+        >"$out/bench-allreduce.log" 2>&1 ||
         result FAIL "bench_gpu allreduce" "see $out/bench-allreduce.log"
 else
     result SKIP "bench_gpu allreduce" "needs 2 GPUs, $gpus found"
