@@ -578,7 +578,9 @@ hpct_status_t hpct_model_set_grad_averaging(hpct_model_t model, int enable);
  * HPCT_ERR_INVALID_ARG when global % size != 0. */
 hpct_status_t hpct_batch_split(hpct_ctx_t ctx, int global_batch, int *local_batch, int *offset);
 /* Communication timers since init: seconds spent waiting for collectives to complete
- * (exposed, not hidden by overlap), and the number of averaging operations. */
+ * (exposed, not hidden by overlap), and the number of collective operations completed:
+ * averages, and the integer agreements, broadcasts and hash exchanges (a training step with
+ * gradient averaging counts two: the agreement on every rank's status, then the average). */
 hpct_status_t hpct_comm_stats(hpct_ctx_t ctx, double *wait_seconds, long *operations);
 
 /* ---- Checkpoints and preemption (lib/ckpt) ------------------------------ */

@@ -2494,7 +2494,8 @@ contains
         if (present(offset)) offset = off
     end subroutine
 
-    !> Seconds spent waiting for collectives and the number of averaging operations.
+    !> Seconds spent waiting for collectives and the number of collective operations completed
+    !> (averages, agreements, broadcasts, hash exchanges), as hpct_comm_stats in hpctrain.h.
     subroutine hpct_comm_stats(ctx, wait_seconds, operations, ierr)
         type(hpct_ctx_t), intent(in) :: ctx
         real(c_double), intent(out), optional :: wait_seconds
