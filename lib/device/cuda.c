@@ -309,8 +309,8 @@ static hpct_status_t cuda_sumsq(hpct_ctx_t ctx, const float *x, size_t n, double
 {
     hpct_status_t s = bind_thread(ctx);
     if (s) return s;
-    return fetch_result(ctx, hpcti_k_sumsq(x, n, state_of(ctx)->scratch), "sumsq_kernel launch",
-                        sum);
+    return fetch_result(ctx, hpcti_k_sumsq(x, n, state_of(ctx)->scratch),
+                        "sum-of-squares kernel launch", sum);
 }
 
 static hpct_status_t cuda_scale(hpct_ctx_t ctx, float *x, float alpha, size_t n)
@@ -328,7 +328,7 @@ static hpct_status_t cuda_all_finite(hpct_ctx_t ctx, const float *x, size_t n, i
     if (s) return s;
     double bad;
     s = fetch_result(ctx, hpcti_k_count_nonfinite(x, n, state_of(ctx)->scratch),
-                     "nonfinite_kernel launch", &bad);
+                     "non-finite count kernel launch", &bad);
     *finite = !s && bad == 0.0;
     return s;
 }
