@@ -34,8 +34,12 @@ static const int probe_rounds[] = {8, 8, 8, 6, 4, 3, 2};
  * which the probe finds in cache and a caller's own work between averages evicts. At 1 MiB
  * (W = 2) the probe timed the two within 20 % either way, and bench_allreduce, whose paths
  * run on buffers and contexts of their own, timed the copying path 3-27 % slower than p2p
- * in 50 of 50 runs (at 256 KiB faster in 48 of 50, where the probe had it 10-50 % ahead) */
-#define COPY_MARGIN 1.1
+ * in 50 of 50 runs (at 256 KiB faster in 48 of 50, where the probe had it 10-50 % ahead).
+ * From 1 MiB only: below, the halves stay in cache and a tie is a tie (at W = 16 on 16 cores
+ * the margin gave 16 KiB to shm/p2p on a tied probe, 52 us a call where the copying path
+ * took 34, 0.68x MPI_Allreduce) */
+#define COPY_MARGIN            1.1
+#define COPY_MARGIN_MIN_FLOATS ((size_t)256 << 10)
 /* allgather moves (peers) x the buffer: probed up to 256 KiB */
 #define ALLGATHER_MAX_FLOATS ((size_t)64 << 10)
 
@@ -183,8 +187,9 @@ static hpct_status_t probe_size(hpct_ctx_t ctx, const int *cand, int nc, float *
     for (int r = 0; r < rounds && !s; r++)
         for (int c = 0; c < nc && !s; c++) s = timed(ctx, cand[c], buf, n, &best[c]);
     *win = 0;
+    double margin = n >= COPY_MARGIN_MIN_FLOATS ? COPY_MARGIN : 1.0;
     for (int c = 1; c < nc; c++) /* untimed candidates keep 1e30 */
-        if (best[c] < best[*win] * (cand[c] == HPCTI_ALGO_SHM_P2P ? COPY_MARGIN : 1.0)) *win = c;
+        if (best[c] < best[*win] * (cand[c] == HPCTI_ALGO_SHM_P2P ? margin : 1.0)) *win = c;
     return s;
 }
 
