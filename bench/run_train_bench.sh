@@ -1,14 +1,15 @@
 #!/bin/sh
 # run_train_bench.sh: both sides of the Fashion-MNIST training benchmark in one run.
-#   sh bench/run_train_bench.sh [BUILDDIR] [DATADIR]
-# libhpctrain (bench/bench_train under mpirun, W = 1 and 2; at W = 2 also the copying
+#   sh bench/run_train_bench.sh [BUILDDIR] [DATADIR] [W]
+# libhpctrain (bench/bench_train under mpirun, W = 1 and W (default 2); at W also the copying
 # overlap (copy), blocking, no-averaging, floor modes (floor, wire), the library's
 # in-place average alone after each backward (alone) and one barrier per step (sync:
 # bench_train.c), to measure how much communication the overlap hides, what in-place
 # averages save, and what averaging and synchrony cost cores that all compute) against
 # PyTorch DDP with gloo
-# (bench/ddp_baseline.py, /usr/bin/python3, W = 1 and 2), then the ratios. libhpctrain's
-# epochs run twice (the W = 2 modes in opposite orders); each mode's faster epoch counts.
+# (bench/ddp_baseline.py, W = 1 and W; $PYTHON, default /usr/bin/python3), then the ratios.
+# libhpctrain's epochs run twice (the modes at W in opposite orders); each mode's faster
+# epoch counts.
 # Both sides multiply through the same OpenBLAS. Where it would run kernels that leave the
 # CPU's AVX2 or AVX-512 unused (OpenBLAS does not know the model: Debian 12's 0.3.21 on
 # Emerald Rapids runs Prescott's, 3.5 times slower), the script sets OPENBLAS_CORETYPE to
@@ -17,11 +18,13 @@
 set -u
 build=${1:-.}
 data=${2:-/usr/share/datasets/fashion-mnist}
+w=${3:-2}
+python=${PYTHON:-/usr/bin/python3}
 here=$(cd "$(dirname "$0")" && pwd)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 # OpenBLAS's kernels, as the library picks them at load ("" where python3 cannot tell).
 blas_core() {
-    /usr/bin/python3 -c 'import ctypes
+    $python -c 'import ctypes
 f = ctypes.CDLL("libopenblas.so.0").openblas_get_corename
 f.restype = ctypes.c_char_p
 print(f().decode())' 2>/dev/null
@@ -44,27 +47,29 @@ out=$(mktemp /tmp/hpct-train-bench.XXXXXX)
 trap 'rm -f "$out"' EXIT
 run() { echo "\$ $*" >&2; timeout -s KILL 900 "$@" | tee -a "$out"; }
 run mpirun --oversubscribe -np 1 "$build/bench/bench_train" "$data" overlap,overlap,overlap
-run mpirun --oversubscribe -np 2 "$build/bench/bench_train" "$data" \
+run mpirun --oversubscribe -np "$w" "$build/bench/bench_train" "$data" \
     overlap,copy,blocking,none,floor,wire,alone,sync,sync,alone,wire,floor,none,blocking,copy,overlap,none,alone,sync,wire,overlap,copy,floor,blocking
-run /usr/bin/python3 "$here/ddp_baseline.py" 1 "$data"
-run /usr/bin/python3 "$here/ddp_baseline.py" 2 "$data"
-awk '
-/^hpctrain W=1 mode=overlap/ { if ($5 > h1) h1 = $5 }
-/^hpctrain W=2 mode=overlap/ { if ($5 > h2) { h2 = $5; tov = $7 }; ha = $11 }
-/^hpctrain W=2 mode=blocking/ { if (!tbl || $7 < tbl) tbl = $7 }
-/^hpctrain W=2 mode=copy/ { if (!tcp || $7 < tcp) tcp = $7 }
-/^hpctrain W=2 mode=none/ { if (!tno || $7 < tno) tno = $7 }
-/^hpctrain W=2 mode=floor/ { if (!tfl || $7 < tfl) tfl = $7 }
-/^hpctrain W=2 mode=wire/ { if (!twi || $7 < twi) twi = $7 }
-/^hpctrain W=2 mode=alone/ { if (!tal || $7 < tal) tal = $7 }
-/^hpctrain W=2 mode=sync/ { if (!tsy || $7 < tsy) tsy = $7 }
-/^pytorch-ddp W=1/ { p1 = $5 }
-/^pytorch-ddp W=2/ { p2 = $5; pa = $11 }
+run $python "$here/ddp_baseline.py" 1 "$data"
+run $python "$here/ddp_baseline.py" "$w" "$data"
+awk -v w="$w" '
+function at(n, mode) { return $1 == "hpctrain" && $2 == "W=" n && $3 == "mode=" mode }
+function ddp(n) { return $1 == "pytorch-ddp" && $2 == "W=" n }
+at(1, "overlap") { if ($5 > h1) h1 = $5 }
+at(w, "overlap") { if ($5 > h2) { h2 = $5; tov = $7 }; ha = $11 }
+at(w, "blocking") { if (!tbl || $7 < tbl) tbl = $7 }
+at(w, "copy") { if (!tcp || $7 < tcp) tcp = $7 }
+at(w, "none") { if (!tno || $7 < tno) tno = $7 }
+at(w, "floor") { if (!tfl || $7 < tfl) tfl = $7 }
+at(w, "wire") { if (!twi || $7 < twi) twi = $7 }
+at(w, "alone") { if (!tal || $7 < tal) tal = $7 }
+at(w, "sync") { if (!tsy || $7 < tsy) tsy = $7 }
+ddp(1) { p1 = $5 }
+ddp(w) { p2 = $5; pa = $11 }
 END {
-    printf "\nW=2 hpctrain / PyTorch DDP samples/s: %.2fx (target >= 2.0x)\n", h2 / p2
-    printf "scaling efficiency W=1 -> W=2: hpctrain %.0f%%, PyTorch %.0f%% (target >= 85%%)\n", 100 * h2 / (2 * h1), 100 * p2 / (2 * p1)
-    printf "test accuracy after 1 epoch at W=2: hpctrain %.4f, PyTorch %.4f (difference %.2f points, target <= 1)\n", ha, pa, 100 * (ha - pa)
-    if (tno > 0) printf "averaging cost at W=2 (epoch against no averaging %.3f s): overlap +%.1f%% (target <= 5%%), blocking +%.1f%%; floors: shared-memory +%.1f%%, wire +%.1f%%\n", tno, 100 * (tov - tno) / tno, 100 * (tbl - tno) / tno, tfl ? 100 * (tfl - tno) / tno : -1, twi ? 100 * (twi - tno) / tno : -1
+    printf "\nW=%d hpctrain / PyTorch DDP samples/s: %.2fx (target >= 2.0x)\n", w, h2 / p2
+    printf "scaling efficiency W=1 -> W=%d: hpctrain %.0f%%, PyTorch %.0f%% (target >= 85%%)\n", w, 100 * h2 / (w * h1), 100 * p2 / (w * p1)
+    printf "test accuracy after 1 epoch at W=%d: hpctrain %.4f, PyTorch %.4f (difference %.2f points, target <= 1)\n", w, ha, pa, 100 * (ha - pa)
+    if (tno > 0) printf "averaging cost at W=%d (epoch against no averaging %.3f s): overlap +%.1f%% (target <= 5%%), blocking +%.1f%%; floors: shared-memory +%.1f%%, wire +%.1f%%\n", w, tno, 100 * (tov - tno) / tno, 100 * (tbl - tno) / tno, tfl ? 100 * (tfl - tno) / tno : -1, twi ? 100 * (twi - tno) / tno : -1
     if (tno > 0 && tal > 0) printf "one in-place average of the gradient size alone after each backward (mode alone: no overlap, not the model gradients) +%.1f%%\n", 100 * (tal - tno) / tno
     if (tno > 0 && tsy > 0) printf "one MPI_Barrier after each backward (mode sync: keeping the ranks in step, no data) %+.1f%%\n", 100 * (tsy - tno) / tno
     if (tno > 0 && tcp > 0) printf "overlap with in-place averages +%.1f%%, with copying averages (HPCT_NODE_IN_PLACE=0) +%.1f%%\n", 100 * (tov - tno) / tno, 100 * (tcp - tno) / tno
