@@ -174,8 +174,17 @@ static hpct_status_t timed(hpct_ctx_t ctx, int algo, float *buf, size_t n, doubl
     return s;
 }
 
+int hpcti_algo_pick(const int *cand, const double *best, int nc, size_t n)
+{
+    int win = 0;
+    double margin = n >= COPY_MARGIN_MIN_FLOATS ? COPY_MARGIN : 1.0;
+    for (int c = 1; c < nc; c++) /* untimed candidates keep 1e30 */
+        if (best[c] < best[win] * (cand[c] == HPCTI_ALGO_SHM_P2P ? margin : 1.0)) win = c;
+    return win;
+}
+
 /* Rank 0's fastest time of every candidate at one size, rounds interleaved, after one
- * untimed call each (allocations, connections); the winner (own path on ties) into *win. */
+ * untimed call each (allocations, connections); the winner (hpcti_algo_pick) into *win. */
 static hpct_status_t probe_size(hpct_ctx_t ctx, const int *cand, int nc, float *buf, size_t n,
                                 int rounds, double *best, int *win)
 {
@@ -186,10 +195,7 @@ static hpct_status_t probe_size(hpct_ctx_t ctx, const int *cand, int nc, float *
     for (int c = 0; c < nc && !s; c++) s = timed(ctx, cand[c], buf, n, &ignore);
     for (int r = 0; r < rounds && !s; r++)
         for (int c = 0; c < nc && !s; c++) s = timed(ctx, cand[c], buf, n, &best[c]);
-    *win = 0;
-    double margin = n >= COPY_MARGIN_MIN_FLOATS ? COPY_MARGIN : 1.0;
-    for (int c = 1; c < nc; c++) /* untimed candidates keep 1e30 */
-        if (best[c] < best[*win] * (cand[c] == HPCTI_ALGO_SHM_P2P ? margin : 1.0)) *win = c;
+    *win = hpcti_algo_pick(cand, best, nc, n);
     return s;
 }
 

@@ -243,6 +243,10 @@ HPCTI_CHECK hpct_status_t hpcti_wait_flags(hpct_ctx_t ctx, uint64_t *const *flag
  * hpcti_node_win_setup); the algorithm for an average of n floats on this context; names. */
 HPCTI_CHECK hpct_status_t hpcti_algo_setup(hpct_ctx_t ctx);
 int hpcti_algo_for(const struct hpcti_dist *d, size_t n);
+/* The probe's winner at a class of n floats: the index into cand [nc] of the fastest time in
+ * best [nc] (seconds; 1e30: not timed), the first candidate (the library's own path) on a
+ * tie; shm/p2p keeps a class of 1 MiB or more unless another is over 10 % faster. */
+int hpcti_algo_pick(const int *cand, const double *best, int nc, size_t n);
 const char *hpcti_algo_name(int algo);
 void hpcti_algo_format(const struct hpcti_algo_table *t, char *out, size_t cap);
 
