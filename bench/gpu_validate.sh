@@ -57,7 +57,6 @@ else
 fi
 say "# driver: $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)"
 say "# nvcc: $(nvcc --version 2>/dev/null | tail -1)"
-say "# MPI: $(mpirun --version 2>&1 | head -1)"
 
 # ---- 1. build -----------------------------------------------------------------------------
 step_timeout=${HPCT_GPU_STEP_TIMEOUT:-900}
@@ -101,6 +100,7 @@ use_prebuilt() {
 if [ -n "${HPCT_GPU_BUILD:-}" ]; then use_prebuilt; else build_here; fi
 mpirun=$(sed -n 's/^MPIRUN = //p' "$b/Makefile" 2>/dev/null)
 mpirun=${MPIRUN:-${mpirun:-mpirun}}
+say "# MPI: $mpirun ($("$mpirun" --version 2>&1 | head -1))"
 
 # ---- 2. GPU tests ---------------------------------------------------------------------------
 for t in t/test_gpu_logic t/test_cuda t/test_nccl.sh; do
