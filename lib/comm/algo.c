@@ -157,7 +157,7 @@ static int own_path(const struct hpcti_dist *d)
 /* One timed average of buf [n] through algo (every rank calls it; rank 0's time counts),
  * after a deadline-bounded barrier: without it rank 0's time depended on how far behind
  * the previous call left the peers, and over TCP the probe chose p2p for 8-32 KiB in 3 of 7
- * runs, where allgather was 1.4x faster (doc/distributed.md). */
+ * runs, where allgather was 1.4x faster (doc/averaging-measured.md). */
 static hpct_status_t timed(hpct_ctx_t ctx, int algo, float *buf, size_t n, double *best)
 {
     struct hpcti_dist *d = ctx->dist;
@@ -202,7 +202,7 @@ static hpct_status_t probe_size(hpct_ctx_t ctx, const int *cand, int nc, float *
 /* The table's entry for a class whose timed winner is algo: on one node where gradient
  * buffers can be averaged in place, p2p becomes shm/p2p (the probe times ordinary memory
  * only; in place measured 1.9-2.7x MPI_Allreduce from 4 KiB to 1 MiB at W = 2, where p2p
- * is about 1.0x: doc/distributed.md). */
+ * is about 1.0x: doc/averaging-measured.md). */
 static int in_window(const struct hpcti_dist *d, int algo)
 {
     int one_node = d->nwin && d->cross_size == 1 && d->nwin->in_place;

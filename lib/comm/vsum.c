@@ -3,7 +3,7 @@
  * __builtin_cpu_supports, so one build runs on every x86-64 CPU and uses the widest vectors
  * it has. The in-place window average of 1 MiB at W = 2 (AVX-512 VM, fastest of 80 calls):
  * 53-54 us with AVX-512F, 60-61 with AVX2 or SSE2, 68 us before these kernels
- * (doc/distributed.md). */
+ * (doc/averaging-measured.md). */
 #include "vsum.h"
 
 #include <stdatomic.h>
