@@ -10,9 +10,10 @@
  * them the floors of floor.h, measured in the same rounds: the shared-memory floor (the least
  * memory work of an average when one node holds every rank), the read floor (only the reads
  * from the peers' memory that an average in place needs) and the wire floor (the least data
- * any allreduce moves, in one MPI_Sendrecv); MPI time / floor is the most any path could reach
- * against MPI_Allreduce here. Both sides in one run, each size's variants interleaved round by
- * round: mpirun -np 2 bench/bench_allreduce [max_mib]
+ * any allreduce moves, in 1 MiB messages, two at a time); MPI time / floor is about the most
+ * a path could reach against MPI_Allreduce here (over loopback TCP the wire floor is a
+ * yardstick, not a bound: pipelined averages have beaten it). Both sides in one run, each
+ * size's variants interleaved round by round: mpirun -np 2 bench/bench_allreduce [max_mib]
  *   HPCT_RANKS_PER_NODE=2 mpirun --oversubscribe -x HPCT_RANKS_PER_NODE -np 4 \
  *       bench/bench_allreduce
  *   HPCT_RANKS_PER_NODE=1 mpirun --mca btl self,tcp -x HPCT_RANKS_PER_NODE -np 2 \

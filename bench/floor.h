@@ -12,7 +12,8 @@
  *   wire floor's volume), folding them with XOR (no writes, no sums, no barrier); MPI time /
  *   read floor is the most any average in place could reach against MPI_Allreduce here.
  * - wire floor: the least data any allreduce of n floats moves per rank, 2 (W - 1) / W * n
- *   floats out and as many in, sent in one MPI_Sendrecv round with the ring neighbours. */
+ *   floats out and as many in, exchanged with the ring neighbours in messages of 1 MiB, two
+ *   each way at a time (over loopback TCP faster than one message or many at once). */
 #ifndef HPCT_BENCH_FLOOR_H
 #define HPCT_BENCH_FLOOR_H
 
