@@ -19,6 +19,7 @@
  *   sync      none plus, after every backward, one MPI_Barrier: what keeping the ranks in
  *             step costs (each step waits for the slowest rank), the least synchronisation
  *             any synchronous average needs
+ *   read      sync plus the read floor of the gradient size (below)
  * Prints samples/s, the test accuracy, the time spent waiting for communication and the share
  * of the epoch rank 0 spent on a CPU (getrusage: near 100 % means its core was never idle).
  * Mode floor (W > 1, every rank on one node) is none plus, after every backward, one
@@ -27,6 +28,11 @@
  * can hide when every core is computing; floor - none is what averaging must cost here.
  * Mode wire is none plus, every step, one exchange of the wire floor (floor.h) for the
  * gradient size: the least data any allreduce moves, by MPI's point-to-point path, no sums.
+ * Mode read (one node) is sync plus, after the barrier, the read floor (floor.h) of the
+ * gradient size: only the reads of the peers' memory that any average in place needs, of
+ * buffers the peers did not write since (their lines may be in the shared cache, not dirty
+ * in the peer's core as fresh gradients are): less than any synchronous in-place average
+ * can cost a step whose cores all compute.
  * HPCT_FUSION_BYTES=N sets cfg.fusion_bytes (blocking mode). */
 #include <hpctrain.h>
 
@@ -155,6 +161,7 @@ static double epoch(hpct_ctx_t ctx, const struct data *d, const char *mode, doub
     hpct_optimizer_create(p, &oc, &opt);
     int overlap = !strcmp(mode, "overlap") || !strcmp(mode, "copy");
     int blocking = !strcmp(mode, "blocking"), sync = !strcmp(mode, "sync");
+    int reading = fl && !strcmp(mode, "read");
     size_t grads = 0;
     hpct_params_size(p, NULL, &grads);
     hpct_model_set_grad_averaging(m, overlap);
@@ -175,10 +182,11 @@ static double epoch(hpct_ctx_t ctx, const struct data *d, const char *mode, doub
         }
         hpct_status_t st = hpct_model_loss_grad(m, xb, yb, local, 0, NULL);
         if (!st && blocking) st = hpct_params_average_grads(p);
-        if (!st && fl) shm_floor_average(fl, grads);
+        if (!st && fl && !reading) shm_floor_average(fl, grads);
         if (!st && wire) wire_floor_exchange(MPI_COMM_WORLD, wire, grads);
         if (!st && alone) st = hpct_allreduce_mean(ctx, alone, grads);
-        if (!st && sync) MPI_Barrier(MPI_COMM_WORLD);
+        if (!st && (sync || reading)) MPI_Barrier(MPI_COMM_WORLD);
+        if (!st && reading) shm_floor_read(fl, grads);
         if (!st) st = hpct_optimizer_step(opt);
         if (st) {
             fprintf(stderr, "rank %d: step %d: %s\n", rank, s, hpct_last_error(ctx));
@@ -229,9 +237,10 @@ int main(int argc, char **argv)
     for (char *mode = strtok(modes, ","); mode; mode = strtok(NULL, ",")) {
         double acc = 0, wait = 0, cpu = 0;
         struct shm_floor *fl = NULL;
-        if (!strcmp(mode, "floor") && !(fl = shm_floor_create(MPI_COMM_WORLD, grads))) {
+        int on_window = !strcmp(mode, "floor") || !strcmp(mode, "read");
+        if (on_window && !(fl = shm_floor_create(MPI_COMM_WORLD, grads))) {
             if (rank == 0)
-                printf("hpctrain W=%d mode=floor: the ranks do not share memory\n", size);
+                printf("hpctrain W=%d mode=%s: the ranks do not share memory\n", size, mode);
             continue;
         }
         if (fl && !shm_floor_correct(fl)) MPI_Abort(MPI_COMM_WORLD, 3);
