@@ -456,17 +456,26 @@ static void timeline_begin(hpct_insitu_t S, double t0)
     hpcti_tl_step(S->ctx, S->step + 1);
 }
 
+/* What every step call does first: the timeline, the step number, a clean error, *me for
+ * local_batch with check_step's status; returns the call's start time. */
+static double begin_step(hpct_insitu_t S, const char *fn, int local_batch, struct local *me)
+{
+    double t0 = hpcti_now();
+    timeline_begin(S, t0);
+    S->ctx->step_now = S->step + 1;
+    hpcti_clear_error(S->ctx);
+    *me = (struct local){.batch = local_batch};
+    me->status = check_step(S, fn, local_batch);
+    return t0;
+}
+
 hpct_status_t hpct_insitu_step(hpct_insitu_t S, const float *x, const void *targets,
                                int local_batch, float *loss)
 {
     static const char fn[] = "hpct_insitu_step";
     if (!S) return HPCT_ERR_INVALID_ARG;
-    double t0 = hpcti_now();
-    timeline_begin(S, t0);
-    S->ctx->step_now = S->step + 1;
-    hpcti_clear_error(S->ctx);
-    struct local me = {.batch = local_batch};
-    me.status = check_step(S, fn, local_batch);
+    struct local me;
+    double t0 = begin_step(S, fn, local_batch, &me);
     if (!me.status && !S->model)
         me.status = hpcti_error(S->ctx, HPCT_ERR_STATE,
                                 "%s: the session has no model (bring-your-own gradients: call "
@@ -489,12 +498,8 @@ hpct_status_t hpct_insitu_step_grads(hpct_insitu_t S, int local_batch, float loc
 {
     static const char fn[] = "hpct_insitu_step_grads";
     if (!S) return HPCT_ERR_INVALID_ARG;
-    double t0 = hpcti_now();
-    timeline_begin(S, t0);
-    S->ctx->step_now = S->step + 1;
-    hpcti_clear_error(S->ctx);
-    struct local me = {.batch = local_batch};
-    me.status = check_step(S, fn, local_batch);
+    struct local me;
+    double t0 = begin_step(S, fn, local_batch, &me);
     if (!me.status && local_batch > 0 && !isfinite(local_loss))
         me.status = hpcti_error(S->ctx, HPCT_ERR_NONFINITE,
                                 "%s: local_loss is %g over %d samples; gradients were not averaged",
