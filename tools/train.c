@@ -365,26 +365,24 @@ static void print_params_hash(const struct run *r)
     printf("hpctrain: params hash 0x%016llx\n", (unsigned long long)h);
 }
 
-static int train_and_report(struct run *r)
+/* Rank 0: the job's layout and model, once before training. */
+static void print_layout(const struct run *r, long steps_per_epoch)
 {
-    /* floor(N / global batch), the data contract's steps per epoch; hpct_train partitions
-     * the data itself (and refuses a global batch larger than N). */
-    size_t samples;
-    hpct_status_t s = hpct_dataset_info(r->train, &samples, NULL, NULL, NULL);
-    if (s) return fail(r, "sizing the epochs", s);
-    long steps_per_epoch = (long)(samples / (size_t)r->c.global_batch);
-    int code = make_optimizer(r, steps_per_epoch);
-    if (code || (code = open_checkpoints(r))) return code;
+    if (r->topo.rank != 0) return;
     char desc[256];
     hpct_model_describe(r->model, desc, sizeof desc);
-    if (r->topo.rank == 0)
-        printf("hpctrain: %d rank(s) on %d node(s) (topology from %s); node comm %d, cross-node "
-               "comm %d, hierarchical %s; model %s; %ld steps per epoch\n",
-               r->topo.size, r->topo.num_nodes,
-               (const char *[]){"single", "pmix", "openmpi-env", "slurm-env",
-                                "override"}[r->topo.source],
-               r->topo.node_comm_size, r->topo.cross_comm_size, r->topo.hierarchical ? "on" : "off",
-               desc, steps_per_epoch);
+    printf(
+        "hpctrain: %d rank(s) on %d node(s) (topology from %s); node comm %d, cross-node "
+        "comm %d, hierarchical %s; model %s; %ld steps per epoch\n",
+        r->topo.size, r->topo.num_nodes,
+        (const char *[]){"single", "pmix", "openmpi-env", "slurm-env", "override"}[r->topo.source],
+        r->topo.node_comm_size, r->topo.cross_comm_size, r->topo.hierarchical ? "on" : "off", desc,
+        steps_per_epoch);
+}
+
+/* hpct_train's settings from the run's configuration. */
+static hpct_train_config_t train_config(struct run *r, long steps_per_epoch)
+{
     hpct_train_config_t tc = HPCT_TRAIN_CONFIG_INITIALIZER;
     tc.global_batch = (int)r->c.global_batch, tc.micro_batches = (int)r->c.micro_batches;
     tc.epochs = r->c.epochs, tc.log_interval = r->c.log_interval;
@@ -399,25 +397,50 @@ static int train_and_report(struct run *r)
     tc.divergence_reports = r->c.divergence_reports;
     tc.timeline_path = timeline_prefix(r);
     tc.timeline_steps = r->c.timeline_steps, tc.timeline_first = r->c.timeline_first;
-    hpct_train_result_t res;
-    s = hpct_train(r->model, r->opt, r->train, r->ck, &tc, &res);
+    return tc;
+}
+
+/* Rank 0: what a run that ended well did (or that the checkpoint already held it all). */
+static void print_done(const struct run *r, const hpct_train_result_t *res)
+{
+    if (r->topo.rank != 0) return;
+    const char *path = "";
+    hpct_ckpt_last_path(r->ck, &path);
+    if (res->resumed_from >= 0 && res->resumed_from == res->steps)
+        printf("hpctrain: nothing to train: the checkpoint of step %ld already completes the run\n",
+               res->steps);
+    else
+        printf("hpctrain: done: %ld steps, final training loss %.4f, %.1f s, data wait %.1f%%, "
+               "comm wait %.1f%%, checkpoint wait %.2f%%, checkpoint %s\n",
+               res->steps, res->final_loss, res->wall_s, 100.0 * res->data_wait_s / res->wall_s,
+               100.0 * res->comm_wait_s / res->wall_s, 100.0 * res->ckpt_wait_s / res->wall_s,
+               path && *path ? path : "(none)");
+    if (r->eval)
+        printf("hpctrain: test loss %.4f accuracy %.4f (%ld samples)\n", r->eval_loss, r->eval_acc,
+               r->eval_n);
+    print_params_hash(r);
+}
+
+/* The exit code of hpct_train's status s, after its messages. */
+static int report(struct run *r, hpct_status_t s, const hpct_train_result_t *res)
+{
     const char *why = "";
-    if (r->topo.rank == 0 && res.rejected_checkpoints > 0) {
+    if (r->topo.rank == 0 && res->rejected_checkpoints > 0) {
         if (r->ck) hpct_ckpt_rejected(r->ck, &why);
-        printf("hpctrain: skipped %d corrupt or torn checkpoint(s): %s\n", res.rejected_checkpoints,
-               why);
+        printf("hpctrain: skipped %d corrupt or torn checkpoint(s): %s\n",
+               res->rejected_checkpoints, why);
     }
-    if (r->topo.rank == 0 && res.resumed_from >= 0)
-        printf("hpctrain: resumed from the checkpoint of step %ld\n", res.resumed_from);
+    if (r->topo.rank == 0 && res->resumed_from >= 0)
+        printf("hpctrain: resumed from the checkpoint of step %ld\n", res->resumed_from);
     if (s == HPCT_PREEMPTED) {
-        if (r->topo.rank == 0 && res.stop_signal)
+        if (r->topo.rank == 0 && res->stop_signal)
             printf("hpctrain: stopped by signal %d after step %ld; checkpoint written; exit %d "
                    "(requeue)\n",
-                   res.stop_signal, res.steps, TRAIN_PREEMPTED);
+                   res->stop_signal, res->steps, TRAIN_PREEMPTED);
         else if (r->topo.rank == 0)
             printf("hpctrain: stopped after step %ld: the job's time limit is within "
                    "walltime_margin; checkpoint written; exit %d (requeue)\n",
-                   res.steps, TRAIN_PREEMPTED);
+                   res->steps, TRAIN_PREEMPTED);
         return TRAIN_PREEMPTED;
     }
     if (s == HPCT_ERR_TIMEOUT) {
@@ -429,25 +452,25 @@ static int train_and_report(struct run *r)
         return HPCT_EXIT_HANG;
     }
     if (s) return fail(r, "training", s);
-    const char *path = "";
-    hpct_ckpt_last_path(r->ck, &path);
-    if (r->topo.rank == 0 && res.resumed_from >= 0 && res.resumed_from == res.steps)
-        printf("hpctrain: nothing to train: the checkpoint of step %ld already completes the run\n",
-               res.steps);
-    else if (r->topo.rank == 0) {
-        printf("hpctrain: done: %ld steps, final training loss %.4f, %.1f s, data wait %.1f%%, "
-               "comm wait %.1f%%, checkpoint wait %.2f%%, checkpoint %s\n",
-               res.steps, res.final_loss, res.wall_s, 100.0 * res.data_wait_s / res.wall_s,
-               100.0 * res.comm_wait_s / res.wall_s, 100.0 * res.ckpt_wait_s / res.wall_s,
-               path && *path ? path : "(none)");
-    }
-    if (r->topo.rank == 0) {
-        if (r->eval)
-            printf("hpctrain: test loss %.4f accuracy %.4f (%ld samples)\n", r->eval_loss,
-                   r->eval_acc, r->eval_n);
-        print_params_hash(r);
-    }
+    print_done(r, res);
     return TOOL_OK;
+}
+
+static int train_and_report(struct run *r)
+{
+    /* floor(N / global batch), the data contract's steps per epoch; hpct_train partitions
+     * the data itself (and refuses a global batch larger than N). */
+    size_t samples;
+    hpct_status_t s = hpct_dataset_info(r->train, &samples, NULL, NULL, NULL);
+    if (s) return fail(r, "sizing the epochs", s);
+    long steps_per_epoch = (long)(samples / (size_t)r->c.global_batch);
+    int code = make_optimizer(r, steps_per_epoch);
+    if (code || (code = open_checkpoints(r))) return code;
+    print_layout(r, steps_per_epoch);
+    hpct_train_config_t tc = train_config(r, steps_per_epoch);
+    hpct_train_result_t res;
+    s = hpct_train(r->model, r->opt, r->train, r->ck, &tc, &res);
+    return report(r, s, &res);
 }
 
 static void cleanup(struct run *r)
