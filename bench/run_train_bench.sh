@@ -10,6 +10,8 @@
 # (bench/ddp_baseline.py, W = 1 and W; $PYTHON, default /usr/bin/python3), then the ratios.
 # libhpctrain's epochs run three times (the modes at W in rotated orders); each mode's fastest
 # epoch counts.
+# RUNS=N (default 1) repeats the whole comparison N times and ends with each figure's median
+# and range over the runs (the figures of one run move by several points on a shared VM).
 # Both sides multiply through the same OpenBLAS. Where it would run kernels that leave the
 # CPU's AVX2 or AVX-512 unused (OpenBLAS does not know the model: Debian 12's 0.3.21 on
 # Emerald Rapids runs Prescott's, 3.5 times slower), the script sets OPENBLAS_CORETYPE to
@@ -21,6 +23,26 @@ data=${2:-/usr/share/datasets/fashion-mnist}
 w=${3:-2}
 python=${PYTHON:-/usr/bin/python3}
 here=$(cd "$(dirname "$0")" && pwd)
+runs=${RUNS:-1}
+if [ "$runs" -gt 1 ]; then
+    all=$(mktemp /tmp/hpct-train-bench-runs.XXXXXX)
+    trap 'rm -f "$all"' EXIT
+    i=1
+    while [ $i -le "$runs" ]; do
+        echo "==== run $i of $runs"
+        RUNS=1 sh "$here/run_train_bench.sh" "$build" "$data" "$w" | tee -a "$all"
+        i=$((i + 1))
+    done
+    echo
+    echo "medians over $runs runs (min .. max):"
+    for key in ddp scaling overlap blocking copy alone sync read floor wire; do
+        sed -n "s/^figures:.* $key \(-\{0,1\}[0-9][0-9.]*\)\( .*\)\{0,1\}$/\1/p" "$all" | sort -n |
+            awk -v key="$key" '{ v[NR] = $1 } END { if (NR) printf "  %-8s %s (%s .. %s)\n", key,
+                NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2, v[1], v[NR] }'
+    done
+    echo "  (ddp: W=$w / PyTorch DDP samples/s, x; scaling W=1 -> W=$w, %; the others: epoch against no averaging, %)"
+    exit 0
+fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 # OpenBLAS's kernels, as the library picks them at load ("" where python3 cannot tell).
 blas_core() {
@@ -54,6 +76,7 @@ run $python "$here/ddp_baseline.py" "$w" "$data"
 awk -v w="$w" '
 function at(n, mode) { return $1 == "hpctrain" && $2 == "W=" n && $3 == "mode=" mode }
 function ddp(n) { return $1 == "pytorch-ddp" && $2 == "W=" n }
+function pct(t) { return t > 0 ? sprintf("%.1f", 100 * (t - tno) / tno) : "-" }
 at(1, "overlap") { if ($5 > h1) h1 = $5 }
 at(w, "overlap") { if ($5 > h2) { h2 = $5; tov = $7 }; ha = $11 }
 at(w, "blocking") { if (!tbl || $7 < tbl) tbl = $7 }
@@ -76,4 +99,5 @@ END {
     if (tno > 0 && trd > 0) printf "that barrier and the read floor of the gradients (mode read: less than any in-place average costs) %+.1f%%\n", 100 * (trd - tno) / tno
     if (tno > 0 && tcp > 0) printf "overlap with in-place averages +%.1f%%, with copying averages (HPCT_NODE_IN_PLACE=0) +%.1f%%\n", 100 * (tov - tno) / tno, 100 * (tcp - tno) / tno
     if (tbl > tno) printf "communication hidden by overlap: %.0f%% (epoch: blocking %.2f s, overlap %.2f s, no averaging %.2f s)\n", 100 * (tbl - tov) / (tbl - tno), tbl, tov, tno
+    if (tno > 0) printf "figures: ddp %.2f scaling %.0f overlap %s blocking %s copy %s alone %s sync %s read %s floor %s wire %s\n", h2 / p2, 100 * h2 / (w * h1), pct(tov), pct(tbl), pct(tcp), pct(tal), pct(tsy), pct(trd), pct(tfl), pct(twi)
 }' "$out"
