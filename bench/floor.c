@@ -12,8 +12,9 @@
  * between 2 ranks over loopback TCP took 4.7-4.8 ms against 6.4-6.7 ms in one message,
  * and 7.6 ms with 16 pieces at once; over shared memory the same as one message (1.6 ms;
  * doc/averaging-measured.md, sixth session). */
-#define WIRE_PIECE     ((size_t)1 << 18) /* floats */
-#define WIRE_IN_FLIGHT 2
+#define WIRE_PIECE_BYTES   ((size_t)1 << 20)
+#define WIRE_IN_FLIGHT     2
+#define WIRE_MAX_IN_FLIGHT 64
 
 struct shm_floor {
     MPI_Comm comm; /* dup of the caller's */
@@ -204,21 +205,32 @@ size_t wire_floor_scratch(MPI_Comm comm, size_t n)
     return 2 * (2 * (size_t)(size - 1) * n / (size_t)size);
 }
 
-/* One exchange of the wire floor's m floats each way, in pieces of WIRE_PIECE with at most
- * WIRE_IN_FLIGHT each way on the wire at once (the same tag: MPI keeps their order). */
+/* The wire floor's pattern: floats per piece and pieces in flight each way (floor.h). */
+static void wire_pattern(size_t *piece, int *in_flight)
+{
+    const char *p = getenv("HPCT_BENCH_WIRE_PIECE"), *k = getenv("HPCT_BENCH_WIRE_IN_FLIGHT");
+    *piece = (p && atol(p) >= 4 ? (size_t)atol(p) : WIRE_PIECE_BYTES) / sizeof(float);
+    *in_flight = k && atoi(k) >= 1 ? atoi(k) : WIRE_IN_FLIGHT;
+    if (*in_flight > WIRE_MAX_IN_FLIGHT) *in_flight = WIRE_MAX_IN_FLIGHT;
+}
+
+/* One exchange of the wire floor's m floats each way, in pieces with at most in_flight each
+ * way on the wire at once (the same tag: MPI keeps their order). */
 void wire_floor_exchange(MPI_Comm comm, float *scratch, size_t n)
 {
-    int rank, size;
+    int rank, size, in_flight;
+    size_t piece;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
-    size_t m = wire_floor_scratch(comm, n) / 2, pieces = (m + WIRE_PIECE - 1) / WIRE_PIECE;
+    wire_pattern(&piece, &in_flight);
+    size_t m = wire_floor_scratch(comm, n) / 2, pieces = (m + piece - 1) / piece;
     int to = (rank + 1) % size, from = (rank + size - 1) % size;
-    MPI_Request req[2 * WIRE_IN_FLIGHT]; /* [2 slot]: receive, [2 slot + 1]: send */
-    for (size_t i = 0; i < pieces + WIRE_IN_FLIGHT; i++) {
-        int slot = (int)(i % WIRE_IN_FLIGHT);
-        if (i >= WIRE_IN_FLIGHT) MPI_Waitall(2, req + 2 * slot, MPI_STATUSES_IGNORE);
+    MPI_Request req[2 * WIRE_MAX_IN_FLIGHT]; /* [2 slot]: receive, [2 slot + 1]: send */
+    for (size_t i = 0; i < pieces + (size_t)in_flight; i++) {
+        int slot = (int)(i % (size_t)in_flight);
+        if (i >= (size_t)in_flight) MPI_Waitall(2, req + 2 * slot, MPI_STATUSES_IGNORE);
         if (i >= pieces) continue;
-        size_t at = i * WIRE_PIECE, len = m - at < WIRE_PIECE ? m - at : WIRE_PIECE;
+        size_t at = i * piece, len = m - at < piece ? m - at : piece;
         MPI_Irecv(scratch + m + at, (int)len, MPI_FLOAT, from, 0, comm, req + 2 * slot);
         MPI_Isend(scratch + at, (int)len, MPI_FLOAT, to, 0, comm, req + 2 * slot + 1);
     }

@@ -13,7 +13,8 @@
  *   read floor is the most any average in place could reach against MPI_Allreduce here.
  * - wire floor: the least data any allreduce of n floats moves per rank, 2 (W - 1) / W * n
  *   floats out and as many in, exchanged with the ring neighbours in messages of 1 MiB, two
- *   each way at a time (over loopback TCP faster than one message or many at once). */
+ *   each way at a time (over loopback TCP faster than one message or many at once;
+ *   HPCT_BENCH_WIRE_PIECE=bytes and HPCT_BENCH_WIRE_IN_FLIGHT=1..64 change them). */
 #ifndef HPCT_BENCH_FLOOR_H
 #define HPCT_BENCH_FLOOR_H
 
