@@ -5,7 +5,7 @@
  * t/fuzz/corpus-ckpt). Any status is fine, but no HDF5 object may stay open; ASan/UBSan
  * catch memory errors and UB in the library. Run by t/test_fuzz_ckpt.sh, built from lib/ckpt and
  * lib/core with clang. */
-#include "hpctrain.h"
+#include "../lib/ckpt_util.h"
 
 #include <dirent.h>
 #include <hdf5.h>
@@ -70,29 +70,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     return 0;
 }
 
-/* Every dataset of the file verified and read as f64; any status is fine. */
-static void inspect(void)
-{
-    hpct_ckpt_file_t f = NULL;
-    if (hpct_ckpt_file_open(ctx, file, &f)) return;
-    int n = 0, schema;
-    const char *lib;
-    hpct_ckpt_meta_t m = HPCT_CKPT_META_INITIALIZER;
-    hpct_ckpt_file_versions(f, &schema, &lib);
-    hpct_ckpt_file_meta(f, &m);
-    hpct_ckpt_file_num_datasets(f, &n);
-    for (int i = 0; i < n; i++) {
-        const char *name;
-        size_t count;
-        hpct_ckpt_file_verify(f, i);
-        if (hpct_ckpt_file_dataset(f, i, &name, NULL, &count, NULL) || count > (1u << 16)) continue;
-        double *buf = malloc((count ? count : 1) * sizeof *buf);
-        if (buf) hpct_ckpt_file_read(f, name, HPCT_CKPT_F64, buf, count);
-        free(buf);
-    }
-    hpct_ckpt_file_close(f);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     /* the directory holds the lock file and this input only (a rejected file may be moved) */
@@ -107,7 +84,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (d) closedir(d);
     FILE *f = fopen(file, "wb");
     if (!f || (size && fwrite(data, 1, size, f) != size) || fclose(f)) abort();
-    inspect();
+    ckpt_read_file(ctx, file, 1u << 16); /* every dataset verified and read; any status is fine */
     hpct_ckpt_meta_t m = HPCT_CKPT_META_INITIALIZER;
     hpct_ckpt_load_latest(ck, params, opt, &m);
     /* every HDF5 file, group, dataset and attribute opened on the way is closed again */

@@ -1,6 +1,7 @@
 /* ckpt_util.h: a small bring-your-own-gradients training state for the checkpoint tests:
  * named parameter buffers, an AdamW or SGD optimizer over them, and helpers to fill,
- * compare and clean up. Header-only (static functions) so each test stays one program. */
+ * compare, read a whole checkpoint file and clean up. Header-only (static functions) so each
+ * test stays one program (t/fuzz/ckpt_fuzz.c uses it too). */
 #ifndef HPCT_CKPT_UTIL_H
 #define HPCT_CKPT_UTIL_H
 
@@ -152,6 +153,29 @@ static inline void remove_tree(const char *dir)
     }
     closedir(d);
     rmdir(dir);
+}
+
+/* Open a checkpoint file: versions, meta, each dataset verified and (up to max_count) read. */
+static inline void ckpt_read_file(hpct_ctx_t ctx, const char *path, size_t max_count)
+{
+    hpct_ckpt_file_t f = NULL;
+    if (hpct_ckpt_file_open(ctx, path, &f)) return;
+    int n = 0, schema;
+    const char *lib;
+    hpct_ckpt_meta_t m = HPCT_CKPT_META_INITIALIZER;
+    hpct_ckpt_file_versions(f, &schema, &lib);
+    hpct_ckpt_file_meta(f, &m);
+    hpct_ckpt_file_num_datasets(f, &n);
+    for (int i = 0; i < n; i++) {
+        const char *name;
+        size_t count;
+        hpct_ckpt_file_verify(f, i);
+        if (hpct_ckpt_file_dataset(f, i, &name, NULL, &count, NULL) || count > max_count) continue;
+        double *buf = malloc((count ? count : 1) * sizeof *buf);
+        if (buf) hpct_ckpt_file_read(f, name, HPCT_CKPT_F64, buf, count);
+        free(buf);
+    }
+    hpct_ckpt_file_close(f);
 }
 
 /* Number of entries in dir whose name contains needle. */
