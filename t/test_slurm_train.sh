@@ -23,29 +23,15 @@ plan 16
 cluster_start
 need_pmix
 
-# The data and settings of t/lib/train_lib.sh: 2048 samples x 16 features, 4 classes, global
-# batch 48 (12 per rank): 42 steps an epoch, 84 in all; a checkpoint every 10 steps.
+# The data and settings of t/lib/train_data.sh: 2048 samples x 16 features, 4 classes, global
+# batch 48 (12 per rank): 42 steps an epoch, 84 in all; here also a checkpoint every 10 steps.
 TOTAL=84
 . "${top_srcdir:-.}/t/lib/train_data.sh"
 train_csv "$work/data.csv"
 "$tool" shard -o "$work/data" "$work/data.csv" >"$work/shard.out" 2>&1 ||
     { diag "hpctrain shard failed:"; sed 's/^/# /' "$work/shard.out"; }
-cat >"$work/train.conf" <<EOF
-train_manifest = $work/data/manifest.txt
-hidden = 32
-activation = tanh
-outputs = 4
-lr = 0.1
-momentum = 0.9
-schedule = cosine
-global_batch = 48
-epochs = 2
-log_interval = 1
-checkpoint_every_steps = 10
-checkpoint_every_seconds = 0
-walltime_margin = 0
-collective_timeout = 60
-EOF
+train_conf "$work/train.conf" "$work/data/manifest.txt"
+echo "checkpoint_every_steps = 10" >>"$work/train.conf"
 
 # What the template reads, and what reaches the ranks (sbatch exports the environment).
 unset HPCT_TEST_RAISE_AT_STEP HPCT_TEST_STOP_AT_STEP HPCT_TEST_STEP_DELAY_MS HPCT_LOG_LEVEL \

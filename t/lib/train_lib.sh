@@ -23,21 +23,7 @@ need_mpi() { command -v "$MPIRUN" >/dev/null 2>&1 || { echo "1..0 # SKIP no mpir
 make_data() {
     train_csv "$work/data.csv" &&
         "$TOOL" shard -o "$work/data" "$work/data.csv" >/dev/null || { echo "1..0 # SKIP hpctrain shard failed"; exit 0; }
-    cat >"$work/train.conf" <<EOF
-train_manifest = $work/data/manifest.txt
-hidden = 32
-activation = tanh
-outputs = 4
-lr = 0.1
-momentum = 0.9
-schedule = cosine
-global_batch = 48
-epochs = 2
-log_interval = 1
-checkpoint_every_seconds = 0
-walltime_margin = 0
-collective_timeout = 60
-EOF
+    train_conf "$work/train.conf" "$work/data/manifest.txt"
 }
 
 # train W DIR OUT [ARGS...]: hpctrain train at W ranks (W = 1: no mpirun) with checkpoints in
