@@ -55,6 +55,15 @@ static hpct_optimizer_t new_opt(hpct_params_t p)
     return o;
 }
 
+/* A model on ctx, its parameter set in *p and an optimizer over it in *o. */
+static hpct_model_t new_trainable(hpct_ctx_t ctx, hpct_params_t *p, hpct_optimizer_t *o)
+{
+    hpct_model_t m = new_model(ctx);
+    hpct_model_params(m, p);
+    *o = new_opt(*p);
+    return m;
+}
+
 /* 1 when both sets hold the same parameter bits. */
 static int same_params(hpct_params_t a, hpct_params_t b)
 {
@@ -85,11 +94,9 @@ static hpct_insitu_t new_session(hpct_model_t m, hpct_optimizer_t o, hpct_ckpt_t
 static void test_same_bits(void)
 {
     hpct_ctx_t ca = new_ctx(), cb = new_ctx();
-    hpct_model_t ma = new_model(ca), mb = new_model(cb);
     hpct_params_t pa, pb;
-    hpct_model_params(ma, &pa);
-    hpct_model_params(mb, &pb);
-    hpct_optimizer_t oa = new_opt(pa), ob = new_opt(pb);
+    hpct_optimizer_t oa, ob;
+    hpct_model_t ma = new_trainable(ca, &pa, &oa), mb = new_trainable(cb, &pb, &ob);
     hpct_insitu_t s = new_session(ma, oa, NULL, 0);
     long step = -1;
     tap_ok(hpct_insitu_start(s, &step) == HPCT_SUCCESS && step == 0,
@@ -178,11 +185,9 @@ static void expect_error(hpct_status_t got, hpct_status_t want, hpct_ctx_t ctx, 
 static void test_arguments(void)
 {
     hpct_ctx_t ctx = new_ctx(), other = new_ctx();
-    hpct_model_t m = new_model(ctx), m2 = new_model(other);
     hpct_params_t p, p2;
-    hpct_model_params(m, &p);
-    hpct_model_params(m2, &p2);
-    hpct_optimizer_t o = new_opt(p), o2 = new_opt(p2);
+    hpct_optimizer_t o, o2;
+    hpct_model_t m = new_trainable(ctx, &p, &o), m2 = new_trainable(other, &p2, &o2);
     hpct_insitu_t s = NULL;
     hpct_insitu_config_t c = HPCT_INSITU_CONFIG_INITIALIZER;
     tap_is_int(hpct_insitu_create(NULL, NULL, NULL, NULL, &c, &s), HPCT_ERR_INVALID_ARG,
@@ -272,10 +277,9 @@ static void on_progress(const hpct_progress_t *p, void *arg)
 static void test_progress(void)
 {
     hpct_ctx_t ctx = new_ctx();
-    hpct_model_t m = new_model(ctx);
     hpct_params_t p;
-    hpct_model_params(m, &p);
-    hpct_optimizer_t o = new_opt(p);
+    hpct_optimizer_t o;
+    hpct_model_t m = new_trainable(ctx, &p, &o);
     struct seen seen = {0, 0, 0};
     hpct_insitu_config_t c = HPCT_INSITU_CONFIG_INITIALIZER;
     c.catch_signals = 0, c.log_interval = 5, c.progress = on_progress, c.progress_arg = &seen;
@@ -316,10 +320,9 @@ static long run_sim(const char *dir, int steps, int stop_at, double *field, int 
                     hpct_optimizer_t *out_o, hpct_status_t *last)
 {
     hpct_ctx_t ctx = new_ctx();
-    hpct_model_t m = new_model(ctx);
     hpct_params_t p;
-    hpct_model_params(m, &p);
-    hpct_optimizer_t o = new_opt(p);
+    hpct_optimizer_t o;
+    hpct_model_t m = new_trainable(ctx, &p, &o);
     hpct_ckpt_config_t cc = HPCT_CKPT_CONFIG_INITIALIZER;
     cc.directory = dir;
     cc.every_steps = 4;
@@ -402,10 +405,9 @@ static void test_caller_signals(void)
     hpct_ctx_t ctx = new_ctx();
     hpct_signals_t mine;
     hpct_signals_install(ctx, NULL, 0, &mine);
-    hpct_model_t m = new_model(ctx);
     hpct_params_t p;
-    hpct_model_params(m, &p);
-    hpct_optimizer_t o = new_opt(p);
+    hpct_optimizer_t o;
+    hpct_model_t m = new_trainable(ctx, &p, &o);
     hpct_insitu_t s;
     tap_is_int(hpct_insitu_create(m, NULL, o, NULL, NULL, &s), HPCT_SUCCESS,
                "catch_signals with handlers already installed by the caller: accepted");
@@ -491,10 +493,9 @@ static void test_eval_cadence(void)
     make_tmpdir(dir, sizeof dir, "insitu-eval");
     snprintf(metrics, sizeof metrics, "%s/metrics.jsonl", dir);
     hpct_ctx_t ctx = new_ctx();
-    hpct_model_t m = new_model(ctx);
     hpct_params_t p;
-    hpct_model_params(m, &p);
-    hpct_optimizer_t o = new_opt(p);
+    hpct_optimizer_t o;
+    hpct_model_t m = new_trainable(ctx, &p, &o);
     hpct_dataset_t ds = eval_set(ctx, dir, 40);
     struct evals seen = {0, {0}, 0.0};
     hpct_insitu_config_t c = HPCT_INSITU_CONFIG_INITIALIZER;

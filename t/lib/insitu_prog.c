@@ -141,6 +141,15 @@ static int run_same(int steps)
     return finish(ctx);
 }
 
+/* Buffer i of set a in *pa and of set b in *pb; returns its length. */
+static size_t buffer_pair(hpct_params_t a, hpct_params_t b, int i, float **pa, float **pb)
+{
+    size_t c;
+    hpct_params_get(a, i, NULL, pa, NULL, &c);
+    hpct_params_get(b, i, NULL, pb, NULL, NULL);
+    return c;
+}
+
 /* Normwise relative difference max|a - b| / max|b| over every parameter. */
 static double rel_diff(hpct_params_t a, hpct_params_t b)
 {
@@ -149,9 +158,7 @@ static double rel_diff(hpct_params_t a, hpct_params_t b)
     hpct_params_size(a, &n, NULL);
     for (int i = 0; i < n; i++) {
         float *pa, *pb;
-        size_t c;
-        hpct_params_get(a, i, NULL, &pa, NULL, &c);
-        hpct_params_get(b, i, NULL, &pb, NULL, NULL);
+        size_t c = buffer_pair(a, b, i, &pa, &pb);
         for (size_t j = 0; j < c; j++) {
             num = fmax(num, fabs((double)pa[j] - pb[j]));
             den = fmax(den, fabs((double)pb[j]));
@@ -166,9 +173,7 @@ static void copy_params(hpct_params_t from, hpct_params_t to)
     hpct_params_size(from, &n, NULL);
     for (int i = 0; i < n; i++) {
         float *a, *b;
-        size_t c;
-        hpct_params_get(from, i, NULL, &a, NULL, &c);
-        hpct_params_get(to, i, NULL, &b, NULL, NULL);
+        size_t c = buffer_pair(from, to, i, &a, &b);
         memcpy(b, a, c * sizeof *a);
     }
 }
