@@ -110,12 +110,16 @@ for t in t/test_gpu_logic t/test_cuda t/test_nccl.sh; do
     (cd "$b" && env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
         OPENBLAS_NUM_THREADS=1 MPIRUN="$mpirun" top_srcdir=. top_builddir=. HPCT_TEST_HOOKS=1 \
         timeout -s KILL "$step_timeout" "./$t") >"$log" 2>&1
+    rc=$?
     pass=$(grep -c '^ok' "$log" 2>/dev/null)
     notok=$(grep -c '^not ok' "$log" 2>/dev/null)
     skip=$(grep -c '# SKIP' "$log" 2>/dev/null)
-    if [ "${notok:-1}" -ne 0 ] || ! grep -q '^1\.\.' "$log" 2>/dev/null; then
-        result FAIL "$t" "$notok failed; see $out/$(basename "$log")"
-    elif grep -q '^1\.\.0' "$log"; then
+    plan=$(sed -n 's/^1\.\.\([0-9][0-9]*\).*/\1/p' "$log" 2>/dev/null | head -1)
+    # A crash, a kill or a bail-out after the plan is a failure, as make check's TAP driver says.
+    if [ "$rc" -ne 0 ] || grep -q '^Bail out!' "$log" 2>/dev/null || [ -z "$plan" ] ||
+        [ "$((pass + notok))" -ne "$plan" ]; then
+        result FAIL "$t" "exit $rc, $notok failed, $((pass + notok)) of ${plan:-no plan} run; see $out/$(basename "$log")"
+    elif [ "$plan" -eq 0 ]; then
         result SKIP "$t" "$(grep '^1\.\.0' "$log")"
     else
         result PASS "$t" "$pass points, $skip skipped"
@@ -191,7 +195,10 @@ else
                    for (i = 1; i <= n && i <= m; i++) { d = c[i] - g[i]; if (d < 0) d = -d
                        d /= (c[i] > 1e-6 ? c[i] : 1e-6); if (d > w) w = d }
                    printf "%.3g", w }' "$work/cpu.log" "$work/cuda.log")
-    if awk "BEGIN { exit !($worst <= 2e-3) }"; then
+    if [ "$(cat "$work/cpu.rc")" != 0 ]; then
+        result FAIL "GPU loss curve follows the cpu run" \
+            "the cpu reference run failed: exit $(cat "$work/cpu.rc"); see $work/cpu.log"
+    elif awk "BEGIN { exit !($worst <= 2e-3) }"; then
         result PASS "GPU loss curve follows the cpu run" "worst relative difference $worst <= 2e-3"
     else
         result FAIL "GPU loss curve follows the cpu run" "worst relative difference $worst > 2e-3"
