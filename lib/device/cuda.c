@@ -138,21 +138,35 @@ static void cuda_finalize(hpct_ctx_t ctx)
     ctx->backend = NULL;
 }
 
+/* The failing CUDA call, named, as the context's error. */
+static hpct_status_t cuda_fail(hpct_ctx_t ctx, const char *call, cudaError_t e)
+{
+    return hpcti_error(ctx, HPCT_ERR_DEVICE, "cuda backend: %s on CUDA device %d failed: %s (%s)",
+                       call, state_of(ctx)->device, cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+/* Zeroed device memory. cudaMemset returns before the fill is done, and neither a stream
+ * of NCCL's nor a CUDA-aware MPI receive is ordered after it, so the fill is waited for. Only
+ * an allocation failure is HPCT_ERR_NO_MEMORY; another error (an earlier kernel's fault
+ * surfacing here) is HPCT_ERR_DEVICE. */
 static void *cuda_alloc(hpct_ctx_t ctx, size_t bytes)
 {
     void *p = NULL;
     size_t rounded = bytes ? bytes : 1;
+    const char *call = "cudaSetDevice";
     cudaError_t e = cudaSetDevice(state_of(ctx)->device); /* any library thread */
-    if (e == cudaSuccess) e = cudaMalloc(&p, rounded);
-    if (e == cudaSuccess) e = cudaMemset(p, 0, rounded);
-    if (e != cudaSuccess) {
-        cudaFree(p);
+    if (e == cudaSuccess) call = "cudaMalloc", e = cudaMalloc(&p, rounded);
+    if (e == cudaSuccess) call = "cudaMemset", e = cudaMemset(p, 0, rounded);
+    if (e == cudaSuccess) call = "cudaStreamSynchronize", e = cudaStreamSynchronize(0);
+    if (e == cudaSuccess) return p;
+    cudaFree(p);
+    if (e == cudaErrorMemoryAllocation)
         hpcti_error(ctx, HPCT_ERR_NO_MEMORY,
                     "cuda backend: cannot allocate %zu bytes on CUDA device %d: %s", bytes,
                     state_of(ctx)->device, cudaGetErrorString(e));
-        return NULL;
-    }
-    return p;
+    else
+        cuda_fail(ctx, call, e);
+    return NULL;
 }
 
 static void cuda_free(void *dev)
@@ -179,13 +193,6 @@ static void *cuda_alloc_host(hpct_ctx_t ctx, size_t bytes)
 static void cuda_free_host(void *host)
 {
     cudaFreeHost(host);
-}
-
-/* The failing CUDA call, named, as the context's error. */
-static hpct_status_t cuda_fail(hpct_ctx_t ctx, const char *call, cudaError_t e)
-{
-    return hpcti_error(ctx, HPCT_ERR_DEVICE, "cuda backend: %s on CUDA device %d failed: %s (%s)",
-                       call, state_of(ctx)->device, cudaGetErrorString(e), cudaGetErrorName(e));
 }
 
 /* Make the context's device current on the calling thread (any library thread may call). */

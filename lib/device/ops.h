@@ -11,7 +11,8 @@ struct hpcti_ops {
     const char *name;
     hpct_status_t (*init)(hpct_ctx_t ctx);
     void (*finalize)(hpct_ctx_t ctx);
-    /* Zero-filled device memory; NULL on failure (error recorded on ctx). */
+    /* Zero-filled device memory, zero when it returns (no later stream or MPI transfer can
+     * see it earlier); NULL on failure (error recorded on ctx). */
     void *(*alloc)(hpct_ctx_t ctx, size_t bytes);
     void (*free)(void *dev);
     /* Host memory the device copies to and from at full speed (cuda: pinned), zero-filled;
