@@ -485,6 +485,24 @@ static hpct_status_t finish_cross(hpct_ctx_t ctx, int i)
     return s;
 }
 
+/* A layer that could not be queued leaves this rank's NCCL sequence short of its peers': the
+ * communicator is aborted (later averages are staged) rather than used for all-gathers that
+ * would pair with the peers' next reduce-scatter. The peers' waits end at the deadline. */
+static hpct_status_t give_up_nccl(hpct_ctx_t ctx, hpct_status_t s)
+{
+    struct hpcti_dist *d = ctx->dist;
+    if (!s || !d->nccl) return s;
+    hpcti_log(ctx, HPCT_LOG_WARN,
+              "device averages: a layer could not be queued (%s); the NCCL "
+              "communicator is aborted and later averages are staged",
+              ctx->last_error);
+    hpcti_nccl_abort(d->nccl);
+    d->nccl = NULL;
+    s = abandon_exchanges(ctx, s);
+    if (d->dev_queue) ((struct hpcti_dev_queue *)d->dev_queue)->n = 0;
+    return s;
+}
+
 /* After backward: in queue order, each layer's cross-node phases finished (the layers behind
  * it progressing meanwhile) and its copy back and all-gather queued; then NCCL's stream waited
  * for. Every reduce-scatter is queued by now, so every rank of the node queues the same NCCL
@@ -505,9 +523,9 @@ static hpct_status_t queue_finish(hpct_ctx_t ctx)
                          "ncclAllGather (per layer)");
         if (!s) it->phase = HPCTI_DQ_GATHERED;
     }
-    s = abandon_exchanges(ctx, s);
+    if (s) return give_up_nccl(ctx, s); /* later all-gathers would pair with other calls */
     q->n = 0;
-    return s ? s : nccl_wait(ctx, "ncclAllGather (per layer)");
+    return nccl_wait(ctx, "ncclAllGather (per layer)");
 }
 #endif
 
@@ -682,26 +700,6 @@ hpct_status_t hpcti_device_overlap_begin(hpct_ctx_t ctx, const char *name, int l
     return hpcti_op_begin(ctx, name, 0, 0);
 }
 
-#ifdef HPCT_HAVE_NCCL
-/* A layer that could not be queued leaves this rank's NCCL sequence short of its peers': the
- * communicator is aborted (later averages are staged) rather than used for all-gathers that
- * would pair with the peers' next reduce-scatter. The peers' waits end at the deadline. */
-static hpct_status_t give_up_nccl(hpct_ctx_t ctx, hpct_status_t s)
-{
-    struct hpcti_dist *d = ctx->dist;
-    if (!s || !d->nccl) return s;
-    hpcti_log(ctx, HPCT_LOG_WARN,
-              "device averages: a layer could not be queued (%s); the NCCL "
-              "communicator is aborted and later averages are staged",
-              ctx->last_error);
-    hpcti_nccl_abort(d->nccl);
-    d->nccl = NULL;
-    s = abandon_exchanges(ctx, s);
-    if (d->dev_queue) ((struct hpcti_dev_queue *)d->dev_queue)->n = 0;
-    return s;
-}
-#endif
-
 hpct_status_t hpcti_device_average_enqueue(hpct_ctx_t ctx, float *buf, size_t n)
 {
 #ifdef HPCT_HAVE_NCCL
@@ -729,6 +727,15 @@ hpct_status_t hpcti_device_average_wait(hpct_ctx_t ctx)
 #endif
     (void)ctx;
     return HPCT_SUCCESS;
+}
+
+hpct_status_t hpcti_device_average_abandon(hpct_ctx_t ctx, hpct_status_t s)
+{
+#ifdef HPCT_HAVE_NCCL
+    if (hpcti_device_can_overlap(ctx)) return give_up_nccl(ctx, s);
+#endif
+    (void)ctx;
+    return s;
 }
 
 hpct_status_t hpcti_device_average_in_op(hpct_ctx_t ctx, float *buf, size_t n)

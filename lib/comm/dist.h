@@ -318,6 +318,10 @@ HPCTI_CHECK hpct_status_t hpcti_device_nccl_start(hpct_ctx_t ctx, hpcti_nccl_t *
 #endif
 HPCTI_CHECK hpct_status_t hpcti_device_average_enqueue(hpct_ctx_t ctx, float *buf, size_t n);
 HPCTI_CHECK hpct_status_t hpcti_device_average_wait(hpct_ctx_t ctx);
+/* Instead of the wait, where this rank stopped enqueueing early (backward failed with s): the
+ * NCCL communicator, whose sequence is now short of the peers', is aborted (later averages
+ * are staged); returns s. */
+HPCTI_CHECK hpct_status_t hpcti_device_average_abandon(hpct_ctx_t ctx, hpct_status_t s);
 int hpcti_device_reductions(size_t n);
 
 /* fp32 <-> 16-bit wire formats (HPCT_TRANSPORT_BF16 / _FP16). */

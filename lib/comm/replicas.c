@@ -390,11 +390,16 @@ static hpct_status_t layer_ready(hpct_ctx_t ctx, int layer, int num_layers, floa
     return s ? s : hpcti_red_progress(ctx);
 }
 
-static hpct_status_t layers_done(hpct_ctx_t ctx)
+/* After backward: wait for the averages it started. Where backward failed midway, the device
+ * averages queued are fewer than the node peers', and are abandoned instead (the peers' wait
+ * ends at the deadline, naming this rank). */
+static hpct_status_t layers_done(hpct_ctx_t ctx, hpct_status_t backward)
 {
     struct hpcti_dist *d = ctx->dist;
     if (!d->in_op) return HPCT_SUCCESS;
-    hpct_status_t s = ctx->ops != &hpcti_cpu_ops ? hpcti_device_average_wait(ctx) : HPCT_SUCCESS;
+    int device = ctx->ops != &hpcti_cpu_ops;
+    if (device && backward) return hpcti_device_average_abandon(ctx, backward);
+    hpct_status_t s = device ? hpcti_device_average_wait(ctx) : HPCT_SUCCESS;
     return s ? s : hpcti_op_end(ctx, NULL, 0);
 }
 

@@ -511,7 +511,7 @@ hpct_status_t hpct_model_loss_grad(hpct_model_t m, const float *x, const void *t
     if (m->grad_ready) { /* finish the averaging that backward started (or end its op) */
         hpct_status_t hook = m->hook_status;
         m->hook_status = HPCT_SUCCESS;
-        hpct_status_t done = m->grads_done(m->ctx);
+        hpct_status_t done = m->grads_done(m->ctx, s);
         if (!s) s = hook ? hook : done;
     }
     if (!s) s = m->ctx->ops->sync(m->ctx); /* the gradients are final when this returns */

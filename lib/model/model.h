@@ -7,10 +7,12 @@
 
 /* Gradient-averaging hooks of built-in models (installed by lib/comm): backward() calls
  * ready once a layer's gradients grad [count] are final (last layer first; total is the
- * model's parameter count), and hpct_model_loss_grad calls done after backward. */
+ * model's parameter count), and hpct_model_loss_grad calls done after backward, with its
+ * status. */
 typedef hpct_status_t (*hpcti_grad_ready_fn)(hpct_ctx_t ctx, int layer, int num_layers, float *grad,
                                              size_t count, size_t total);
-typedef hpct_status_t (*hpcti_grads_done_fn)(hpct_ctx_t ctx);
+/* backward: its status; on an error, ready was not called for the layers below the failed one. */
+typedef hpct_status_t (*hpcti_grads_done_fn)(hpct_ctx_t ctx, hpct_status_t backward);
 /* Before backward starts the averaging, every rank's status so far (argument checks,
  * forward, loss) is agreed: a failure on one rank becomes every rank's, naming it, instead
  * of leaving the others waiting in the averaging until the deadline. Collective. */
@@ -24,8 +26,8 @@ float *hpcti_model_flat_grads(hpct_model_t m, size_t *count);
  * freed (or released); release gives flat back when the model is destroyed. */
 void hpcti_model_move_grads(hpct_model_t m, float *flat, hpcti_grads_release_fn release);
 /* Install the hooks (NULL, NULL, NULL removes them). */
-void hpcti_model_set_grad_hooks(hpct_model_t m, hpcti_grad_ready_fn ready,
-                                hpcti_grads_done_fn done, hpcti_grads_agree_fn agree);
+void hpcti_model_set_grad_hooks(hpct_model_t m, hpcti_grad_ready_fn ready, hpcti_grads_done_fn done,
+                                hpcti_grads_agree_fn agree);
 /* A loop whose rank failed with s in a step that averages, before it reached the agreement
  * of hpct_model_loss_grad (its batch could not be read, an earlier micro-batch failed):
  * takes part in that agreement with s, so the other ranks stop at once. Returns the agreed
