@@ -27,9 +27,10 @@ struct hpcti_nccl {
     cudaStream_t stream; /* NCCL's stream, ordered after the default stream by ready */
     cudaStream_t side;  /* the overlapped CUDA-aware cross-node sums (hpcti_nccl_rank_sum_marked) */
     cudaEvent_t ready;  /* recorded on the default stream before each reduce-scatter */
-    float *padded;      /* [shard * node_size] device, used when count is not a multiple */
-    float *shard;       /* [shard] device */
-    size_t shard_cap;   /* elements shard holds (padded: shard_cap * node_size) */
+    float *padded;      /* [padded_cap * node_size] device, made when count is not a multiple */
+    float *shard;       /* [shard_cap] device */
+    size_t shard_cap;   /* elements shard holds */
+    size_t padded_cap;  /* shard elements padded holds per node rank (0: none yet) */
     double deadline;    /* of the enqueue calls (hpcti_nccl_set_deadline) */
     cudaEvent_t *marks; /* [nmarks] hpcti_nccl_mark's events on the stream */
     int nmarks;
@@ -146,6 +147,7 @@ hpct_status_t hpcti_nccl_open(hpct_ctx_t ctx, int node_rank, int node_size, hpct
     if (!nc) return HPCT_ERR_NO_MEMORY;
     nc->ctx = ctx;
     nc->node_rank = node_rank, nc->node_size = node_size;
+    nc->device = -1; /* until local_setup learns it */
     hpct_status_t s = local_setup(nc);
     if (s) {
         hpcti_nccl_abort(nc);
@@ -187,18 +189,25 @@ hpct_status_t hpcti_nccl_join(hpcti_nccl_t *nc, const unsigned char id[HPCTI_NCC
     return s;
 }
 
+/* The communicator's device made current for teardown, whatever cudaSetDevice says; none
+ * where local_setup failed before it learnt the device. */
+static void bind_for_teardown(hpcti_nccl_t *nc)
+{
+    if (nc->device >= 0) (void)cudaSetDevice(nc->device);
+}
+
 static void free_buffers(hpcti_nccl_t *nc)
 {
     cudaFree(nc->padded);
     cudaFree(nc->shard);
     nc->padded = nc->shard = NULL;
-    nc->shard_cap = 0;
+    nc->shard_cap = nc->padded_cap = 0;
 }
 
 /* Stream, events and buffers (the NCCL communicator is gone). */
 static void release(hpcti_nccl_t *nc)
 {
-    (void)cudaSetDevice(nc->device); /* teardown goes on whatever it says */
+    bind_for_teardown(nc);
     if (nc->stream) cudaStreamSynchronize(nc->stream);
     if (nc->side) cudaStreamSynchronize(nc->side);
     free_buffers(nc);
@@ -213,7 +222,7 @@ static void release(hpcti_nccl_t *nc)
 void hpcti_nccl_abort(hpcti_nccl_t *nc)
 {
     if (!nc) return;
-    (void)cudaSetDevice(nc->device); /* quiet: teardown goes on whatever it says */
+    bind_for_teardown(nc);
     if (nc->comm) ncclCommAbort(nc->comm);
     nc->comm = NULL;
     release(nc); /* synchronises the stream: the aborted kernels return */
@@ -222,7 +231,7 @@ void hpcti_nccl_abort(hpcti_nccl_t *nc)
 void hpcti_nccl_destroy(hpcti_nccl_t *nc, double deadline)
 {
     if (!nc) return;
-    (void)cudaSetDevice(nc->device); /* quiet: teardown goes on whatever it says */
+    bind_for_teardown(nc);
     if (nc->comm) { /* flush, bounded; a peer that never finalizes gets the abort */
         int timed_out = 0;
         ncclResult_t r = ncclCommFinalize(nc->comm);
@@ -236,28 +245,31 @@ void hpcti_nccl_destroy(hpcti_nccl_t *nc, double deadline)
     release(nc);
 }
 
-/* Make the device buffers hold shard elements per rank (grows, never shrinks). The old buffers
- * are idle once the stream's queued work is done: a wait bounded by the enqueue deadline (the
- * queued collectives need their peers, so cudaStreamSynchronize could wait for ever). */
-static hpct_status_t ensure_buffers(hpcti_nccl_t *nc, size_t shard)
+/* Make the device buffers hold shard elements per rank, and the padded copy too when padded
+ * (grows, never shrinks; a buffer whose count is a multiple of the node size needs none). The
+ * old buffers are idle once the stream's queued work is done: a wait bounded by the enqueue
+ * deadline (the queued collectives need their peers, so cudaStreamSynchronize could wait for
+ * ever). */
+static hpct_status_t ensure_buffers(hpcti_nccl_t *nc, size_t shard, int padded)
 {
-    if (shard <= nc->shard_cap) return HPCT_SUCCESS;
+    size_t want_shard = shard > nc->shard_cap ? shard : nc->shard_cap;
+    size_t want_padded = padded && shard > nc->padded_cap ? shard : nc->padded_cap;
+    if (want_shard == nc->shard_cap && want_padded == nc->padded_cap) return HPCT_SUCCESS;
     int timed_out = 0;
     hpct_status_t s = nc->shard_cap ? hpcti_nccl_wait(nc, nc->deadline, &timed_out) : HPCT_SUCCESS;
     if (s) return s;
-    cudaError_t e;
     free_buffers(nc);
-    size_t bytes = sizeof(float) * shard;
-    e = cudaMalloc((void **)&nc->padded, bytes * (size_t)nc->node_size);
-    if (e == cudaSuccess) e = cudaMalloc((void **)&nc->shard, bytes);
+    cudaError_t e = cudaMalloc((void **)&nc->shard, sizeof(float) * want_shard);
+    if (e == cudaSuccess && want_padded)
+        e = cudaMalloc((void **)&nc->padded, sizeof(float) * want_padded * (size_t)nc->node_size);
     if (e != cudaSuccess) {
         free_buffers(nc);
         return hpcti_error(
             nc->ctx, HPCT_ERR_NO_MEMORY,
             "nccl: cannot allocate device staging for %zu floats per shard on node rank %d: %s",
-            shard, nc->node_rank, cudaGetErrorString(e));
+            want_shard, nc->node_rank, cudaGetErrorString(e));
     }
-    nc->shard_cap = shard;
+    nc->shard_cap = want_shard, nc->padded_cap = want_padded;
     return HPCT_SUCCESS;
 }
 
@@ -283,7 +295,8 @@ static hpct_status_t check_usable(hpcti_nccl_t *nc, size_t count)
         return hpcti_error(nc->ctx, HPCT_ERR_INVALID_ARG,
                            "nccl: %zu floats / node size %d exceeds INT_MAX per shard", count,
                            nc->node_size);
-    return ensure_buffers(nc, hpcti_nccl_shard(count, nc->node_size));
+    return ensure_buffers(nc, hpcti_nccl_shard(count, nc->node_size),
+                          hpcti_nccl_padding(count, nc->node_size) != 0);
 }
 
 /* Enqueue: NCCL's stream after the default stream's kernels (a CUDA event), the padded copy
