@@ -197,6 +197,7 @@ static hpct_status_t setup(hpct_ctx_t ctx, MPI_Comm comm)
     d->tag_space = (flag ? *tag_ub : 32767) - 1000;
     hpct_status_t s = learn_nodes(ctx, keys);
     free(keys);
+    if (!s) hpcti_wait_setup(ctx);
     if (!s) s = vector_setup(ctx);
     if (!s) s = hpcti_node_win_setup(ctx);
     if (!s) s = hpcti_algo_setup(ctx);
@@ -524,6 +525,7 @@ hpct_status_t hpcti_host_allreduce_mean(hpct_ctx_t ctx, const char *fn, float *b
                                             "%s: %zu floats is above the allgather "
                                             "algorithm's %zu (HPCT_ALLREDUCE_ALGO)",
                                             fn, n, (size_t)MAX_CHUNK);
+        if (!s) hpcti_op_averages(ctx, n);
         if (!s) s = hpcti_red_start_allgather(ctx, buf, n, &id);
         return s ? s : hpcti_op_end(ctx, NULL, 0);
     }
@@ -534,12 +536,14 @@ hpct_status_t hpcti_host_allreduce_mean(hpct_ctx_t ctx, const char *fn, float *b
         hpct_status_t ws = d->num_nodes == 1 && hpcti_node_win_ready(d, n)
                                ? hpcti_op_begin_window(ctx, fn, chunks, scratch)
                                : hpcti_op_begin(ctx, fn, chunks, scratch);
+        if (!ws) hpcti_op_averages(ctx, n);
         if (!ws) ws = hpcti_window_now(ctx, buf, n, algo, &id);
         return ws ? ws : hpcti_op_end(ctx, NULL, 0);
     }
     /* p2p (n floats of scratch), or mpi: one MPI_Iallreduce per chunk, then times 1/W */
     int chunks = (int)((n + MAX_CHUNK - 1) / MAX_CHUNK), mpi = algo == HPCTI_ALGO_MPI;
     hpct_status_t s = hpcti_op_begin(ctx, fn, chunks, mpi ? 0 : n);
+    if (!s) hpcti_op_averages(ctx, n);
     if (!s) s = hpcti_red_start_chunks(ctx, buf, n, mpi, &id);
     return s ? s : hpcti_op_end(ctx, NULL, 0);
 }

@@ -126,6 +126,8 @@ struct hpcti_dist {
     uint64_t op_seq;
     uint64_t tok_out[2]; /* this rank's arrival token: operation number, ctx->step_now */
     double op_start;
+    double spin_s; /* of each wait spent spinning before it yields (hpcti_op_averages) */
+    int crowded;   /* 1: this host's ranks outnumber its CPUs (hpcti_wait_setup) */
     int in_op;
     int op_tokens;        /* 0: arrivals through the node window's counters (one node), no tokens */
     MPI_Request *tok_req; /* [2 size]: receives from, then sends to, every rank */
@@ -183,6 +185,11 @@ HPCTI_CHECK hpct_status_t hpcti_op_begin(hpct_ctx_t ctx, const char *name, int m
  * rank stores beside its counter catches ranks at different operations. */
 HPCTI_CHECK hpct_status_t hpcti_op_begin_window(hpct_ctx_t ctx, const char *name, int max_red,
                                                 size_t total);
+/* hpct_init: whether this host's ranks outnumber its CPUs (d->crowded; logged when they do). */
+void hpcti_wait_setup(hpct_ctx_t ctx);
+/* The operation in progress averages floats elements in all: where ranks outnumber CPUs and
+ * that is above 32 KiB, its waits yield the CPU at once instead of spinning first. */
+void hpcti_op_averages(hpct_ctx_t ctx, size_t floats);
 /* Wait (deadline-bounded) for reqs [n] (may be 0) and the arrival tokens, then end the op. */
 HPCTI_CHECK hpct_status_t hpcti_op_end(hpct_ctx_t ctx, MPI_Request *reqs, int n);
 /* The current operation's deadline has passed outside MPI (an NCCL wait): mark the runtime

@@ -220,6 +220,7 @@ hpct_status_t hpct_params_average_grads(hpct_params_t p)
     if (!s)
         s = hpcti_op_begin(p->ctx, fn, hpcti_algo_reductions_bound(d, p->total, p->num),
                            hpcti_algo_scratch_bound(d, p->total, p->num));
+    if (!s) hpcti_op_averages(p->ctx, p->total);
     return s ? s : average_buckets(p, cap ? cap : 1);
 }
 
@@ -381,10 +382,12 @@ static hpct_status_t layer_ready(hpct_ctx_t ctx, int layer, int num_layers, floa
         return device_layer_ready(ctx, layer, num_layers, grad, count, total);
     struct hpcti_dist *d = ctx->dist;
     hpct_status_t s = HPCT_SUCCESS;
-    if (layer == num_layers - 1)
+    if (layer == num_layers - 1) {
         s = hpcti_op_begin(ctx, "hpct_model_loss_grad (overlapped gradient averaging)",
                            hpcti_algo_reductions_bound(d, total, num_layers),
                            hpcti_algo_scratch_bound(d, total, num_layers));
+        if (!s) hpcti_op_averages(ctx, total);
+    }
     int id;
     if (!s) s = hpcti_red_start_sized(ctx, grad, count, &id);
     return s ? s : hpcti_red_progress(ctx);
