@@ -4,10 +4,10 @@
  * or one MPI_Iallreduce of the fp32 sum then times 1/W (mpi). A table of size classes, the same on
  * every rank, from HPCT_ALLREDUCE_ALGO
  * ("0:shm,256K:mpi,8M:shm": from each size in bytes up, that algorithm) or, when it is unset
- * or "auto", from a short timed probe at hpct_init: rank 0 times each candidate at a few
- * sizes (rounds interleaved, each call after a barrier, the fastest of each) and the
- * decisions reach every rank as integers (a deadline-bounded SUM with zeros from the other
- * ranks). */
+ * or "auto", from a short timed probe at hpct_init: each candidate is timed at a few sizes
+ * (rounds interleaved, each call after a barrier, its time the slowest rank's, the fastest
+ * of each), rank 0 decides and the decisions reach every rank as integers (a
+ * deadline-bounded SUM with zeros from the other ranks). */
 #include "dist.h"
 #include "agree.h"
 #include "../obs/obs.h"
@@ -154,10 +154,13 @@ static int own_path(const struct hpcti_dist *d)
     return d->nwin ? HPCTI_ALGO_SHM : HPCTI_ALGO_P2P;
 }
 
-/* One timed average of buf [n] through algo (every rank calls it; rank 0's time counts),
- * after a deadline-bounded barrier: without it rank 0's time depended on how far behind
+/* One timed average of buf [n] through algo (every rank calls it), after a deadline-bounded
+ * barrier: without it rank 0's time depended on how far behind
  * the previous call left the peers, and over TCP the probe chose p2p for 8-32 KiB in 3 of 7
- * runs, where allgather was 1.4x faster (doc/averaging-measured.md). */
+ * runs, where allgather was 1.4x faster (doc/averaging-measured.md). A call's time is the
+ * slowest rank's (a MAX agreement, in nanoseconds), as bench_allreduce times it: rank 0's own
+ * time favoured allgather at W = 4 on 2x2 virtual nodes (2 CPUs), where rank 0 could finish
+ * early, and the class it won ran at 0.66-0.86x MPI_Allreduce. */
 static hpct_status_t timed(hpct_ctx_t ctx, int algo, float *buf, size_t n, double *best)
 {
     struct hpcti_dist *d = ctx->dist;
@@ -168,9 +171,10 @@ static hpct_status_t timed(hpct_ctx_t ctx, int algo, float *buf, size_t n, doubl
     if (b) return d->algo = saved, b;
     double t0 = hpcti_now();
     hpct_status_t s = hpcti_host_allreduce_mean(ctx, "hpct_init (algorithm probe)", buf, n);
-    double t = hpcti_now() - t0;
+    long ns = (long)((hpcti_now() - t0) * 1e9);
     d->algo = saved;
-    if (t < *best) *best = t;
+    if (!s) s = hpcti_agree(ctx, "hpct_init (algorithm probe)", &ns, 1, MPI_MAX);
+    if (!s && ns * 1e-9 < *best) *best = ns * 1e-9;
     return s;
 }
 
@@ -183,8 +187,9 @@ int hpcti_algo_pick(const int *cand, const double *best, int nc, size_t n)
     return win;
 }
 
-/* Rank 0's fastest time of every candidate at one size, rounds interleaved, after one
- * untimed call each (allocations, connections); the winner (hpcti_algo_pick) into *win. */
+/* The fastest time (the slowest rank's) of every candidate at one size, rounds interleaved,
+ * after one untimed call each (allocations, connections); the winner (hpcti_algo_pick) into
+ * *win. */
 static hpct_status_t probe_size(hpct_ctx_t ctx, const int *cand, int nc, float *buf, size_t n,
                                 int rounds, double *best, int *win)
 {
@@ -332,8 +337,8 @@ hpct_status_t hpcti_algo_setup(hpct_ctx_t ctx)
         return s;
     hpcti_algo_format(&d->algo, table, sizeof table);
     hpcti_log(ctx, HPCT_LOG_INFO, "allreduce algorithm per size: %s=%s (%s%s%s)", ENV, table,
-              auto_ ? "timed probe on rank 0" : "from " ENV, auto_ && d->rank == 0 ? ": " : "",
-              auto_ && d->rank == 0 ? detail : "");
+              auto_ ? "timed probe, the slowest rank's times" : "from " ENV,
+              auto_ && d->rank == 0 ? ": " : "", auto_ && d->rank == 0 ? detail : "");
     return HPCT_SUCCESS;
 }
 
