@@ -170,7 +170,7 @@ void hpcti_wait_setup(hpct_ctx_t ctx)
 
 /* Where ranks outnumber CPUs, an average of more than SPIN_MAX_BYTES waits for its peers'
  * copies and sums, which need a CPU that a spinning rank holds (64 KiB at W = 4 on 2x2
- * virtual nodes, 2 CPUs: 0.78x -> 1.11x MPI_Allreduce, medians of 8 alternated runs), so
+ * virtual nodes, 2 CPUs: 0.81x -> 1.10x MPI_Allreduce, medians of 5 alternated runs), so
  * its waits yield at once. Shorter averages (4-16 KiB were faster spinning there too),
  * agreements, and every wait where each rank has a CPU (W = 2 on 2 CPUs: yielding at
  * once cost 64 KiB averages in place 7 %) keep SPIN_S. */
