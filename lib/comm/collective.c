@@ -160,7 +160,7 @@ void hpcti_wait_setup(hpct_ctx_t ctx)
     cpu_set_t set;
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     int cpus = sched_getaffinity(0, sizeof set, &set) ? (int)online : CPU_COUNT(&set);
-    d->crowded = d->boot.local_size > cpus && cpus >= online;
+    d->crowded = online > 0 && d->boot.local_size > cpus && cpus >= online;
     if (d->crowded)
         hpcti_log(ctx, HPCT_LOG_INFO,
                   "waits: %d ranks share this host's %d CPUs: averages of more than %zu KiB "

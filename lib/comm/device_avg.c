@@ -485,16 +485,17 @@ static hpct_status_t finish_cross(hpct_ctx_t ctx, int i)
     return s;
 }
 
-/* A layer that could not be queued leaves this rank's NCCL sequence short of its peers': the
- * communicator is aborted (later averages are staged) rather than used for all-gathers that
- * would pair with the peers' next reduce-scatter. The peers' waits end at the deadline. */
+/* A layer that could not be queued, a backward that failed midway or a failed wait leaves this
+ * rank's NCCL sequence short of its peers': the communicator is aborted (later averages are
+ * staged) rather than used for all-gathers that would pair with the peers' next
+ * reduce-scatter. The peers' waits end at the deadline. */
 static hpct_status_t give_up_nccl(hpct_ctx_t ctx, hpct_status_t s)
 {
     struct hpcti_dist *d = ctx->dist;
     if (!s || !d->nccl) return s;
     hpcti_log(ctx, HPCT_LOG_WARN,
-              "device averages: a layer could not be queued (%s); the NCCL "
-              "communicator is aborted and later averages are staged",
+              "device averages: this rank's NCCL calls stopped short of its node peers' (%s); "
+              "the NCCL communicator is aborted and later averages are staged",
               ctx->last_error);
     hpcti_nccl_abort(d->nccl);
     d->nccl = NULL;
