@@ -11,7 +11,10 @@
 # an unknown set on one rank fails hpct_init on every rank, named in its log.
 . "${top_srcdir:-.}/t/lib/dist_lib.sh"
 need_mpi
-plan 30
+plan 36
+# The CPUs the ranks see (unbound under --oversubscribe when they outnumber them).
+cpus=$(nproc 2>/dev/null || echo 0)
+online=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 0)
 
 # logged: the probe's or the table's decision, and the malformed values named.
 logged() {
@@ -42,6 +45,13 @@ for c in "2:one node" "2 HPCT_RANKS_PER_NODE=1:two virtual nodes of 1" "3:one no
         *) ok 0 "W=$np, $what: the probe left mpi out (W >= 3)" ;;
         esac
     fi
+    # lib/comm/collective.c: the waits rule is logged exactly where the ranks outnumber the CPUs
+    if [ "$cpus" = "$online" ] && [ "$np" -gt "$cpus" ]; then
+        grep -q "waits: $np ranks share this host's $cpus CPUs: averages of more than 32 KiB yield" "$tmpdir/out"
+    else
+        ! grep -q "waits:" "$tmpdir/out"
+    fi
+    ok $? "W=$np, $what: the waits rule is logged if and only if $np ranks outnumber $cpus CPUs"
     told=$(grep -c "every local rank averages ordinary memory: point-to-point" "$tmpdir/out")
     case $what in
     one\ node) [ "$told" -ge "$np" ]
