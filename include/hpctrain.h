@@ -782,10 +782,11 @@ typedef struct hpct_signals *hpct_signals_t;
 hpct_status_t hpct_signals_install(hpct_ctx_t ctx, const int *signals, int n,
                                    hpct_signals_t *handle);
 /* Restore the handlers that were in place before install; NULL is accepted. When a caught
- * signal is still pending (not cleared), the process is ending for that preemption: the
- * signals are set to SIG_IGN instead, so a second SIGTERM during the rest of the shutdown
- * (MPI_Finalize, closing files) cannot kill it and turn exit 75 into 143. Call
- * hpct_signals_clear first to get the old handlers back in that case. */
+ * signal is still pending (not cleared), or hpct_train or the in-situ session stopped for one
+ * that another rank caught, the process is ending for that preemption: the signals are set
+ * to SIG_IGN instead, so a SIGTERM during the rest of the shutdown (MPI_Finalize, closing
+ * files) cannot kill it and turn exit 75 into 143. Call hpct_signals_clear first to get the
+ * old handlers back in that case. */
 void hpct_signals_uninstall(hpct_signals_t handle);
 /* 1 when a caught signal is pending, else 0; signo receives the first one's number (0 if
  * none), count how many arrived (either may be NULL). Async-signal-safe; callable anytime. */

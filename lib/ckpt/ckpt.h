@@ -155,6 +155,11 @@ uint64_t hpcti_ckpt_config_hash(hpct_ckpt_t ck);
  * every rank agrees when the next time-based save is due. */
 void hpcti_ckpt_note_save(hpct_ckpt_t ck, long step);
 
+/* The training loop stops for a preemption signal that another rank caught: this rank's
+ * hpct_signals_uninstall then ignores the signals (as with one caught here) until
+ * hpct_signals_clear, so its own SIGTERM arriving late cannot kill its shutdown. */
+void hpcti_signals_stopping(void);
+
 /* Job end time as Unix seconds; HPCT_ERR_NOT_FOUND when unknown. */
 HPCTI_CHECK hpct_status_t hpcti_walltime_end(hpct_ctx_t ctx, double *end);
 

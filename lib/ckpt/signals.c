@@ -1,6 +1,7 @@
 /* signals.c: preemption signals set an async-signal-safe flag that the training loop polls
  * at step boundaries. These sig_atomic_t flags are the library's only global state. */
 #include "../core/core.h"
+#include "ckpt.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -12,6 +13,7 @@
 static volatile sig_atomic_t caught_signo; /* first signal caught, 0 if none */
 static volatile sig_atomic_t caught_count; /* signals caught since the last clear */
 static volatile sig_atomic_t installed;    /* 1 while a handle is installed */
+static volatile sig_atomic_t stopping;     /* 1: stopping for a signal another rank caught */
 
 struct hpct_signals {
     hpct_ctx_t ctx;
@@ -99,8 +101,9 @@ static void ignore(struct hpct_signals *h)
 void hpct_signals_uninstall(hpct_signals_t h)
 {
     if (!h) return;
-    /* a caught preemption is still being acted on: a late second signal must not kill */
-    if (caught_count > 0)
+    /* a preemption caught here or on another rank is still being acted on: a late signal
+     * must not kill */
+    if (caught_count > 0 || stopping)
         ignore(h);
     else
         restore(h, h->n);
@@ -120,6 +123,12 @@ void hpct_signals_clear(void)
 {
     caught_signo = 0;
     caught_count = 0;
+    stopping = 0;
+}
+
+void hpcti_signals_stopping(void)
+{
+    stopping = 1;
 }
 
 /* ---- deprecated names (0.1) ---------------------------------------------------------- */

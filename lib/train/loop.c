@@ -48,7 +48,7 @@ int hpcti_loop_stop(hpct_ctx_t ctx, const long *flags, long done, int *signo)
     if (!flags[HPCTI_DUE_WALLTIME] && !flags[HPCTI_DUE_SIGNAL]) return 0;
     if (flags[HPCTI_DUE_SIGNAL]) {
         hpct_signals_pending(signo, NULL);
-        if (!*signo) *signo = SIGTERM; /* caught on another rank */
+        if (!*signo) *signo = SIGTERM, hpcti_signals_stopping(); /* caught on another rank */
     }
     hpcti_log(ctx, HPCT_LOG_INFO, "stopping after step %ld: %s", done,
               flags[HPCTI_DUE_SIGNAL] ? "preemption signal" : "walltime margin reached");

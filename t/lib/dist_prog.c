@@ -13,6 +13,8 @@
  *                              HPCT_VECTOR_ISA differing between ranks: the same bits
  *   dist_prog opfail SECONDS   a reduction fails midway on rank 1 (test hook)
  *   dist_prog badstep DIR      one rank's bad batch ends the step on every rank at once
+ *   dist_prog lateterm DIR     a signal caught on the last rank stops hpct_train everywhere;
+ *                              a late SIGTERM after hpct_signals_uninstall is ignored
  *   dist_prog grads WINDOW [ALGO]   hpct_alloc_grads buffers averaged in place (WINDOW 1: the
  *                              node window is set up; ALGO: HPCT_ALLREDUCE_ALGO, shm unless set)
  *   dist_prog grads_hang SECONDS PIDFILE   the last rank stops inside an in-place average */
@@ -463,18 +465,48 @@ static double slowest_since(double t0, hpct_status_t s, int *same)
  * with a NaN input on the last rank only; (b) hpct_train where one rank's batch holds a NaN
  * sample (nonfinite = error). Every rank must return the same status within 2 s, naming
  * the failing rank, the error marked shared. */
+/* A 5-16-64 classifier on ctx, its parameters broadcast from rank 0 (into *p); NULL on error. */
+static hpct_model_t small_model(hpct_ctx_t ctx, hpct_params_t *p)
+{
+    hpct_model_t m;
+    if (hpct_model_create(ctx, 5, &m)) return NULL;
+    hpct_model_add_dense(m, 16, HPCT_ACT_TANH, HPCT_INIT_AUTO);
+    hpct_model_add_dense(m, 64, HPCT_ACT_IDENTITY, HPCT_INIT_AUTO);
+    if (hpct_model_build(m, 64) || hpct_model_params(m, p) || hpct_params_broadcast(*p, 0)) {
+        hpct_model_destroy(m);
+        return NULL;
+    }
+    return m;
+}
+
+/* 64 samples of 5 features in DIR/s.h5 (row nan_row's first feature NaN; -1: none), written
+ * by rank 0, and the dataset of their manifest DIR/m.txt opened on every rank (*ds). */
+static hpct_status_t small_data(hpct_ctx_t ctx, const char *dir, long nan_row, hpct_dataset_t *ds)
+{
+    if (world_rank == 0) {
+        tdu_shard_t sh = tdu_shard(64, 0, 5, 0);
+        sh.nan_row = nan_row;
+        char shard[600];
+        snprintf(shard, sizeof shard, "%s/s.h5", dir);
+        const char *files[1] = {"s.h5"};
+        if (tdu_write_shard(shard, &sh) || tdu_write_manifest(dir, "m.txt", 1, files, "float32", 5))
+            return HPCT_ERR_IO;
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    char manifest[600];
+    snprintf(manifest, sizeof manifest, "%s/m.txt", dir);
+    hpct_data_config_t dc = HPCT_DATA_CONFIG_INITIALIZER;
+    return hpct_dataset_open(ctx, manifest, &dc, ds);
+}
+
 static int run_badstep(const char *dir)
 {
     hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
     cfg.collective_timeout_s = 60;
     hpct_ctx_t ctx = mpi_start(&cfg);
-    hpct_model_t m;
     hpct_params_t p;
-    hpct_model_create(ctx, 5, &m);
-    hpct_model_add_dense(m, 16, HPCT_ACT_TANH, HPCT_INIT_AUTO);
-    hpct_model_add_dense(m, 64, HPCT_ACT_IDENTITY, HPCT_INIT_AUTO);
-    if (hpct_model_build(m, 64) || hpct_model_params(m, &p) || hpct_params_broadcast(p, 0))
-        return 2;
+    hpct_model_t m = small_model(ctx, &p);
+    if (!m) return 2;
     float x[8 * 5];
     int32_t y[8];
     for (int i = 0; i < 40; i++) x[i] = (float)(i % 7) * 0.1f;
@@ -495,23 +527,10 @@ static int run_badstep(const char *dir)
           world_size - 1, took, hpct_last_error(ctx));
     hpct_model_set_grad_averaging(m, 0);
 
-    char manifest[600];
-    snprintf(manifest, sizeof manifest, "%s/m.txt", dir);
-    if (world_rank == 0) {
-        tdu_shard_t sh = tdu_shard(64, 0, 5, 0);
-        sh.nan_row = 37;
-        char shard[600];
-        snprintf(shard, sizeof shard, "%s/s.h5", dir);
-        const char *files[1] = {"s.h5"};
-        if (tdu_write_shard(shard, &sh) || tdu_write_manifest(dir, "m.txt", 1, files, "float32", 5))
-            return 2;
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
-    hpct_data_config_t dc = HPCT_DATA_CONFIG_INITIALIZER;
     hpct_dataset_t ds;
     hpct_optim_config_t oc = HPCT_OPTIM_CONFIG_INITIALIZER;
     hpct_optimizer_t opt;
-    if (hpct_dataset_open(ctx, manifest, &dc, &ds) || hpct_optimizer_create(p, &oc, &opt)) return 2;
+    if (small_data(ctx, dir, 37, &ds) || hpct_optimizer_create(p, &oc, &opt)) return 2;
     hpct_train_config_t tc = HPCT_TRAIN_CONFIG_INITIALIZER;
     tc.global_batch = 4 * world_size; /* splits at any W */
     tc.epochs = 1;
@@ -525,6 +544,54 @@ static int run_badstep(const char *dir)
           "hpct_train, a NaN sample in one rank's batch: every rank returns HPCT_ERR_NONFINITE "
           "within %.3f s, the failing rank named (\"%s\")",
           took, hpct_last_error(ctx));
+    hpct_optimizer_destroy(opt);
+    hpct_dataset_close(ds);
+    hpct_model_destroy(m);
+    return hpct_finalize(ctx) == HPCT_SUCCESS && !failures ? 0 : 1;
+}
+
+/* hpct_train's progress callback: the last rank raises SIGTERM at step 2. */
+static void raise_on_last(const hpct_progress_t *pr, void *arg)
+{
+    (void)arg;
+    if (pr->step == 2 && world_rank == world_size - 1) raise(SIGTERM);
+}
+
+/* A preemption signal caught on the last rank only stops hpct_train on every rank (its
+ * step-boundary agreement). Then every rank uninstalls the handlers and gets a late SIGTERM
+ * of the same preemption: ignored (SIG_IGN), not the default action, on the ranks that caught
+ * nothing too, so their shutdown is not killed (exit 143 instead of 75). */
+static int run_lateterm(const char *dir)
+{
+    hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
+    cfg.collective_timeout_s = 60;
+    hpct_ctx_t ctx = mpi_start(&cfg);
+    hpct_signals_t sig;
+    hpct_params_t p;
+    hpct_model_t m = small_model(ctx, &p);
+    hpct_dataset_t ds;
+    hpct_optim_config_t oc = HPCT_OPTIM_CONFIG_INITIALIZER;
+    hpct_optimizer_t opt;
+    if (!m || hpct_signals_install(ctx, NULL, 0, &sig) || small_data(ctx, dir, -1, &ds) ||
+        hpct_optimizer_create(p, &oc, &opt))
+        return 2;
+    hpct_train_config_t tc = HPCT_TRAIN_CONFIG_INITIALIZER;
+    tc.global_batch = 4 * world_size;
+    tc.epochs = 1;
+    tc.log_interval = 1;
+    tc.progress = raise_on_last;
+    hpct_train_result_t res;
+    hpct_status_t s = hpct_train(m, opt, ds, NULL, &tc, &res);
+    check(s == HPCT_PREEMPTED && res.stop_signal == SIGTERM,
+          "a SIGTERM caught on rank %d only stops hpct_train on every rank (status %d, signal %d)",
+          world_size - 1, s, res.stop_signal);
+    hpct_signals_uninstall(sig);
+    struct sigaction now;
+    sigaction(SIGTERM, NULL, &now);
+    check(now.sa_handler == SIG_IGN,
+          "after hpct_signals_uninstall SIGTERM is ignored on every rank, also where none was "
+          "caught");
+    raise(SIGTERM); /* the late signal: a rank it killed would end the job with a signal */
     hpct_optimizer_destroy(opt);
     hpct_dataset_close(ds);
     hpct_model_destroy(m);
@@ -976,6 +1043,7 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "replicas")) return run_replicas();
     if (!strcmp(argv[1], "opfail") && argc == 3) return run_opfail(atof(argv[2]));
     if (!strcmp(argv[1], "badstep") && argc == 3) return run_badstep(argv[2]);
+    if (!strcmp(argv[1], "lateterm") && argc == 3) return run_lateterm(argv[2]);
     if (!strcmp(argv[1], "curve") && argc == 3) return run_curve(argv[2]);
     if (!strcmp(argv[1], "hang") && argc == 4) return run_hang(atof(argv[2]), argv[3]);
     if (!strcmp(argv[1], "nodewin")) return run_nodewin();
