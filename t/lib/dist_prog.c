@@ -461,10 +461,6 @@ static double slowest_since(double t0, hpct_status_t s, int *same)
     return took;
 }
 
-/* A rank-local failure in a step with averaging, deadline 60 s: (a) hpct_model_loss_grad
- * with a NaN input on the last rank only; (b) hpct_train where one rank's batch holds a NaN
- * sample (nonfinite = error). Every rank must return the same status within 2 s, naming
- * the failing rank, the error marked shared. */
 /* A 5-16-64 classifier on ctx, its parameters broadcast from rank 0 (into *p); NULL on error. */
 static hpct_model_t small_model(hpct_ctx_t ctx, hpct_params_t *p)
 {
@@ -499,6 +495,10 @@ static hpct_status_t small_data(hpct_ctx_t ctx, const char *dir, long nan_row, h
     return hpct_dataset_open(ctx, manifest, &dc, ds);
 }
 
+/* A rank-local failure in a step with averaging, deadline 60 s: (a) hpct_model_loss_grad
+ * with a NaN input on the last rank only; (b) hpct_train where one rank's batch holds a NaN
+ * sample (nonfinite = error). Every rank must return the same status within 2 s, naming
+ * the failing rank, the error marked shared. */
 static int run_badstep(const char *dir)
 {
     hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
