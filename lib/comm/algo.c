@@ -156,21 +156,20 @@ static int own_path(const struct hpcti_dist *d)
     return d->nwin ? HPCTI_ALGO_SHM : HPCTI_ALGO_P2P;
 }
 
-/* One timed average of buf [n] through algo (every rank calls it), after a deadline-bounded
- * barrier: without it rank 0's time depended on how far behind
- * the previous call left the peers, and over TCP the probe chose p2p for 8-32 KiB in 3 of 7
- * runs, where allgather was 1.4x faster (doc/averaging-measured.md). A call's time is the
+/* One timed average of buf [n] through algo (every rank calls it). A call's time is the
  * slowest rank's (a MAX agreement, in nanoseconds), as bench_allreduce times it: rank 0's own
  * time favoured allgather at W = 4 on 2x2 virtual nodes (2 CPUs), where rank 0 could finish
- * early, and the class it won ran at 0.66-0.86x MPI_Allreduce. */
+ * early, and the class it won ran at 0.66-0.86x MPI_Allreduce. That agreement is also the
+ * barrier the next call starts after (a class's first call, untimed, follows the agreement
+ * on the last class's decision, or hpct_init's on how the table is chosen): without one rank
+ * 0's time depended on how far behind the previous call left the peers, and over TCP the
+ * probe chose p2p for 8-32 KiB in 3 of 7 runs, where allgather was 1.4x faster
+ * (doc/averaging-measured.md). */
 static hpct_status_t timed(hpct_ctx_t ctx, int algo, float *buf, size_t n, double *best)
 {
     struct hpcti_dist *d = ctx->dist;
     struct hpcti_algo_table saved = d->algo;
     d->algo.n = 1, d->algo.min_bytes[0] = 0, d->algo.algo[0] = algo;
-    long start = 0; /* every rank starts together (a deadline-bounded barrier) */
-    hpct_status_t b = hpcti_agree(ctx, "hpct_init (algorithm probe)", &start, 1, MPI_MAX);
-    if (b) return d->algo = saved, b;
     double t0 = hpcti_now();
     hpct_status_t s = hpcti_host_allreduce_mean(ctx, "hpct_init (algorithm probe)", buf, n);
     long ns = (long)((hpcti_now() - t0) * 1e9);
