@@ -126,8 +126,9 @@ struct hpcti_dist {
     uint64_t op_seq;
     uint64_t tok_out[2]; /* this rank's arrival token: operation number, ctx->step_now */
     double op_start;
-    double spin_s; /* of each wait spent spinning before it yields (hpcti_op_averages) */
-    int crowded;   /* 1: this host's ranks outnumber its CPUs (hpcti_wait_setup) */
+    double spin_s;       /* of each wait spent spinning before it yields (hpcti_op_averages) */
+    int crowded;         /* 1: this host's ranks outnumber its CPUs (hpcti_wait_setup) */
+    unsigned long moves; /* requests completed and phases finished so far (waits back off idle) */
     int in_op;
     int op_tokens;        /* 0: arrivals through the node window's counters (one node), no tokens */
     MPI_Request *tok_req; /* [2 size]: receives from, then sends to, every rank */

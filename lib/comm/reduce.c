@@ -328,6 +328,7 @@ hpct_status_t hpcti_red_progress(hpct_ctx_t ctx)
             if (rc != MPI_SUCCESS)
                 return hpcti_mpi_failed(ctx, rc, "testing a reduction's exchanges");
             if (!flag) break;
+            d->moves++;
             hpct_status_t s = next_phase(ctx, r);
             if (s) return s;
         }
