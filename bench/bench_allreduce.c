@@ -18,6 +18,8 @@
  *       bench/bench_allreduce
  *   HPCT_RANKS_PER_NODE=1 mpirun --mca btl self,tcp -x HPCT_RANKS_PER_NODE -np 2 \
  *       bench/bench_allreduce
+ *   HPCT_RANKS_PER_NODE=1 mpirun --mca btl_vader_single_copy_mechanism none \
+ *       -x HPCT_RANKS_PER_NODE -np 2 bench/bench_allreduce    (shared memory in fragments)
  * The context of the chosen table is created first (a context created after the others
  * measured slower in every column here). Times are the slowest rank's, median of the
  * rounds. HPCT_FUSION_BYTES=N sets cfg.fusion_bytes (default HPCT_CONFIG_INITIALIZER's). */

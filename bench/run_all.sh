@@ -26,6 +26,9 @@ HPCT_RANKS_PER_NODE=2 mpirun --oversubscribe -x HPCT_RANKS_PER_NODE -np 4 "$buil
 section "allreduce vs MPI_Allreduce, W=2 on 2 virtual nodes over TCP; fusion of 1,000 small tensors (issue 10)" \
     "HPCT_RANKS_PER_NODE=1 mpirun --mca btl self,tcp -np 2 bench/bench_allreduce 256"
 HPCT_RANKS_PER_NODE=1 mpirun --oversubscribe --mca btl self,tcp -x HPCT_RANKS_PER_NODE -np 2 "$build/bench/bench_allreduce" 256
+section "allreduce vs MPI_Allreduce, W=2 on 2 virtual nodes, shared memory without single-copy (issue 10)" \
+    "HPCT_RANKS_PER_NODE=1 mpirun --mca btl_vader_single_copy_mechanism none -np 2 bench/bench_allreduce 256"
+HPCT_RANKS_PER_NODE=1 mpirun --oversubscribe --mca btl_vader_single_copy_mechanism none -x HPCT_RANKS_PER_NODE -np 2 "$build/bench/bench_allreduce" 256
 
 section "Fashion-MNIST training vs PyTorch DDP (issue 4)" "sh bench/run_train_bench.sh"
 sh "$here/run_train_bench.sh" "$build"
