@@ -8,7 +8,6 @@
  * (MPI_Test, then yields and short sleeps) against cfg.collective_timeout_s, counted from
  * the start of the operation. On expiry, the ranks whose token has not arrived are the
  * missing ones; every waiting rank can name them without asking anyone. */
-#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "dist.h"
 
 #include <sched.h>
@@ -17,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #define TOKEN_TAG      7301
 #define SPIN_S         20e-6 /* seconds of a wait spent spinning (of 0, 5 and 20 us, best at 4 KiB) */
@@ -163,9 +161,8 @@ hpct_status_t hpcti_op_begin(hpct_ctx_t ctx, const char *name, int max_red, size
 void hpcti_wait_setup(hpct_ctx_t ctx)
 {
     struct hpcti_dist *d = ctx->dist;
-    cpu_set_t set;
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    int cpus = sched_getaffinity(0, sizeof set, &set) ? (int)online : CPU_COUNT(&set);
+    long online;
+    int cpus = hpcti_cpus_usable(&online);
     d->crowded = online > 0 && d->boot.local_size > cpus && cpus >= online;
     if (d->crowded)
         hpcti_log(ctx, HPCT_LOG_INFO,

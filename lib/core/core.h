@@ -84,6 +84,11 @@ uint64_t hpcti_seed_mix(uint64_t seed, uint64_t stream);
 /* Monotonic wall clock in seconds (deadlines, cadence, timers). */
 double hpcti_now(void);
 
+/* CPUs in this process's affinity mask (the online ones where it cannot be read); *online,
+ * when not NULL: the online CPUs (sysconf, -1 if unknown). A mask with every online CPU
+ * means the launcher did not bind the process. */
+int hpcti_cpus_usable(long *online);
+
 /* Debian's HDF5 is not thread-safe: every HDF5 call of the library (data, checkpoints) runs
  * between these, so a background checkpoint writer and a dataset open never overlap. The
  * lock also switches HDF5's automatic error printing off on the calling thread (and the

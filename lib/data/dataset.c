@@ -1,12 +1,10 @@
 /* dataset.c: hpct_dataset_open/close/partition/cursor: manifest checks, checksums before
  * HDF5 parses a shard, the resident-or-streaming choice, and the skip-policy scan. */
-#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "reader.h"
 #include "mapguard.h"
 
 #include <errno.h>
 #include <limits.h>
-#include <sched.h>
 #include <stddef.h>
 #include <fcntl.h>
 #include <math.h>
@@ -503,9 +501,8 @@ hpct_status_t hpct_dataset_info(hpct_dataset_t ds, size_t *num_samples, int *inp
  * mask is the whole machine (ranks not bound). */
 static double cpus_per_rank(hpct_dataset_t ds)
 {
-    cpu_set_t set;
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    double mine = sched_getaffinity(0, sizeof set, &set) ? (double)online : (double)CPU_COUNT(&set);
+    long online;
+    double mine = hpcti_cpus_usable(&online);
     const hpcti_data_comms_t *c = &ds->ctx->data_comms;
     if (c->valid && c->local_size > 1 && mine >= (double)online) mine /= c->local_size;
     return mine;
