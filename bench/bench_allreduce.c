@@ -328,7 +328,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
     cfg.num_threads = 1;
-    if (getenv("HPCT_FUSION_BYTES")) cfg.fusion_bytes = (size_t)atol(getenv("HPCT_FUSION_BYTES"));
+    cfg.fusion_bytes = (size_t)env_long("HPCT_FUSION_BYTES", (long)cfg.fusion_bytes, 0, 1L << 40);
     hpct_config_t chosen = cfg;
     if (rank == 0) chosen.log_level = HPCT_LOG_INFO; /* the chosen table, on stderr */
     hpct_ctx_t ctx;

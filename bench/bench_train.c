@@ -222,7 +222,7 @@ int main(int argc, char **argv)
     snprintf(modes, sizeof modes, "%s", argc > 2 ? argv[2] : "overlap");
     hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
     cfg.num_threads = 1;
-    if (getenv("HPCT_FUSION_BYTES")) cfg.fusion_bytes = (size_t)atol(getenv("HPCT_FUSION_BYTES"));
+    cfg.fusion_bytes = (size_t)env_long("HPCT_FUSION_BYTES", (long)cfg.fusion_bytes, 0, 1L << 40);
     hpct_ctx_t ctx;
     if (hpct_init(&cfg, &ctx)) return 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -1,5 +1,6 @@
 /* floor.c: the shared-memory and wire floors of floor.h. */
 #include "floor.h"
+#include "bench_util.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -51,8 +52,8 @@ struct shm_floor *shm_floor_create(MPI_Comm comm, size_t n)
     MPI_Comm_rank(f->comm, &f->rank);
     MPI_Comm_size(f->comm, &f->size);
     f->n = n;
-    const char *c = getenv("HPCT_BENCH_FLOOR_CHUNK");
-    f->chunk = (c ? (size_t)atol(c) : CHUNK_BYTES) / sizeof(float);
+    f->chunk =
+        (size_t)env_long("HPCT_BENCH_FLOOR_CHUNK", (long)CHUNK_BYTES, 0, 1L << 30) / sizeof(float);
     float *mine;
     MPI_Aint bytes = (MPI_Aint)((n ? n : 1) * sizeof(float));
     ok = MPI_Win_allocate_shared(bytes, sizeof(float), MPI_INFO_NULL, f->comm, &mine, &f->win) ==
@@ -208,10 +209,9 @@ size_t wire_floor_scratch(MPI_Comm comm, size_t n)
 /* The wire floor's pattern: floats per piece and pieces in flight each way (floor.h). */
 static void wire_pattern(size_t *piece, int *in_flight)
 {
-    const char *p = getenv("HPCT_BENCH_WIRE_PIECE"), *k = getenv("HPCT_BENCH_WIRE_IN_FLIGHT");
-    *piece = (p && atol(p) >= 4 ? (size_t)atol(p) : WIRE_PIECE_BYTES) / sizeof(float);
-    *in_flight = k && atoi(k) >= 1 ? atoi(k) : WIRE_IN_FLIGHT;
-    if (*in_flight > WIRE_MAX_IN_FLIGHT) *in_flight = WIRE_MAX_IN_FLIGHT;
+    *piece = (size_t)env_long("HPCT_BENCH_WIRE_PIECE", (long)WIRE_PIECE_BYTES, 4, 1L << 30) /
+             sizeof(float);
+    *in_flight = (int)env_long("HPCT_BENCH_WIRE_IN_FLIGHT", WIRE_IN_FLIGHT, 1, WIRE_MAX_IN_FLIGHT);
 }
 
 /* One exchange of the wire floor's m floats each way, in pieces with at most in_flight each
