@@ -77,6 +77,7 @@ awk -v w="$w" '
 function at(n, mode) { return $1 == "hpctrain" && $2 == "W=" n && $3 == "mode=" mode }
 function ddp(n) { return $1 == "pytorch-ddp" && $2 == "W=" n }
 function pct(t) { return t > 0 ? sprintf("%.1f", 100 * (t - tno) / tno) : "-" }
+function signed(t) { return t > 0 ? sprintf("%+.1f%%", 100 * (t - tno) / tno) : "-" }
 at(1, "overlap") { if ($5 > h1) h1 = $5 }
 at(w, "overlap") { if ($5 > h2) { h2 = $5; tov = $7 }; ha = $11 }
 at(w, "blocking") { if (!tbl || $7 < tbl) tbl = $7 }
@@ -93,11 +94,11 @@ END {
     printf "\nW=%d hpctrain / PyTorch DDP samples/s: %.2fx (target >= 2.0x)\n", w, h2 / p2
     printf "scaling efficiency W=1 -> W=%d: hpctrain %.0f%%, PyTorch %.0f%% (target >= 85%%)\n", w, 100 * h2 / (w * h1), 100 * p2 / (w * p1)
     printf "test accuracy after 1 epoch at W=%d: hpctrain %.4f, PyTorch %.4f (difference %.2f points, target <= 1)\n", w, ha, pa, 100 * (ha - pa)
-    if (tno > 0) printf "averaging cost at W=%d (epoch against no averaging %.3f s): overlap +%.1f%% (target <= 5%%), blocking +%.1f%%; floors: shared-memory +%.1f%%, wire +%.1f%%\n", w, tno, 100 * (tov - tno) / tno, 100 * (tbl - tno) / tno, tfl ? 100 * (tfl - tno) / tno : -1, twi ? 100 * (twi - tno) / tno : -1
-    if (tno > 0 && tal > 0) printf "one in-place average of the gradient size alone after each backward (mode alone: no overlap, not the model gradients) +%.1f%%\n", 100 * (tal - tno) / tno
-    if (tno > 0 && tsy > 0) printf "one MPI_Barrier after each backward (mode sync: keeping the ranks in step, no data) %+.1f%%\n", 100 * (tsy - tno) / tno
-    if (tno > 0 && trd > 0) printf "that barrier and the read floor of the gradients (mode read: less than any in-place average costs) %+.1f%%\n", 100 * (trd - tno) / tno
-    if (tno > 0 && tcp > 0) printf "overlap with in-place averages +%.1f%%, with copying averages (HPCT_NODE_IN_PLACE=0) +%.1f%%\n", 100 * (tov - tno) / tno, 100 * (tcp - tno) / tno
+    if (tno > 0) printf "averaging cost at W=%d (epoch against no averaging %.3f s): overlap %s (target <= 5%%), blocking %s; floors: shared-memory %s, wire %s\n", w, tno, signed(tov), signed(tbl), signed(tfl), signed(twi)
+    if (tno > 0 && tal > 0) printf "one in-place average of the gradient size alone after each backward (mode alone: no overlap, not the model gradients) %s\n", signed(tal)
+    if (tno > 0 && tsy > 0) printf "one MPI_Barrier after each backward (mode sync: keeping the ranks in step, no data) %s\n", signed(tsy)
+    if (tno > 0 && trd > 0) printf "that barrier and the read floor of the gradients (mode read: less than any in-place average costs) %s\n", signed(trd)
+    if (tno > 0 && tcp > 0) printf "overlap with in-place averages %s, with copying averages (HPCT_NODE_IN_PLACE=0) %s\n", signed(tov), signed(tcp)
     if (tbl > tno) printf "communication hidden by overlap: %.0f%% (epoch: blocking %.2f s, overlap %.2f s, no averaging %.2f s)\n", 100 * (tbl - tov) / (tbl - tno), tbl, tov, tno
     if (tno > 0) printf "figures: ddp %.2f scaling %.0f overlap %s blocking %s copy %s alone %s sync %s read %s floor %s wire %s\n", h2 / p2, 100 * h2 / (w * h1), pct(tov), pct(tbl), pct(tcp), pct(tal), pct(tsy), pct(trd), pct(tfl), pct(twi)
 }' "$out"
