@@ -10,12 +10,10 @@
  * missing ones; every waiting rank can name them without asking anyone. */
 #include "dist.h"
 
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define TOKEN_TAG      7301
 #define SPIN_S         20e-6 /* seconds of a wait spent spinning (of 0, 5 and 20 us, best at 4 KiB) */
@@ -68,29 +66,6 @@ hpct_status_t hpcti_mpi_failed(hpct_ctx_t ctx, int rc, const char *what)
     hpcti_error(ctx, HPCT_ERR_COMM, "%s: %s failed on rank %d of %d: MPI error %d (%s)",
                 d->op_name ? d->op_name : "collective", what, d->rank, d->size, rc, msg);
     return d->in_op ? op_failed(ctx, HPCT_ERR_COMM, ctx->last_error) : HPCT_ERR_COMM;
-}
-
-/* Polite polling between MPI_Test calls (non-blocking collectives progress only inside
- * them), by how long nothing has moved (no request completed, no phase finished): spin for the
- * first spin seconds (a peer in the node window arrives within microseconds, and sched_yield
- * alone costs about 0.6 us in a VM), then yield the core up to 1 s, then sleep 50 us, after
- * 10 s 1 ms. A large message between ranks of a node moves in fragments only while both poll
- * where Open MPI has no single-copy mechanism, so a sleep stalls it: 256 MiB on 2x2 virtual
- * nodes of 16 cores took 450 ms, with sleeps after 50 ms of a wait, against 190 ms. */
-static void backoff(double idle, double spin)
-{
-    if (idle < spin) {
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
-        return;
-    }
-    if (idle < 1.0) {
-        sched_yield();
-        return;
-    }
-    struct timespec ts = {0, idle < 10.0 ? 50000 : 1000000};
-    nanosleep(&ts, NULL);
 }
 
 static hpct_status_t grow(hpct_ctx_t ctx, void **p, size_t *cap, size_t need, const char *what)
@@ -317,7 +292,7 @@ static hpct_status_t wait_for(hpct_ctx_t ctx, struct goal *g)
         double t = hpcti_now();
         if (t - d->op_start > d->deadline_s) return timed_out(ctx, g);
         if (d->moves != seen) seen = d->moves, idle0 = t;
-        backoff(t - idle0, d->spin_s);
+        hpcti_backoff(t - idle0, d->spin_s); /* lib/core/poll.c */
     }
     d->wait_s += hpcti_now() - t0;
     return HPCT_SUCCESS;

@@ -89,6 +89,11 @@ double hpcti_now(void);
  * means the launcher did not bind the process. */
 int hpcti_cpus_usable(long *online);
 
+/* One pause of a polling wait after idle seconds in which nothing it waits for has moved:
+ * a spin-loop hint while idle < spin, then sched_yield up to 1 s, then a 50 us sleep, after
+ * 10 s a 1 ms sleep (poll.c). */
+void hpcti_backoff(double idle, double spin);
+
 /* Debian's HDF5 is not thread-safe: every HDF5 call of the library (data, checkpoints) runs
  * between these, so a background checkpoint writer and a dataset open never overlap. The
  * lock also switches HDF5's automatic error printing off on the calling thread (and the
