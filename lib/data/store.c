@@ -67,9 +67,31 @@ void hpcti_store_block(uint64_t n, int p, int b, uint64_t *lo, uint64_t *hi)
     *hi = *lo + q + ((uint64_t)b < r);
 }
 
+/* Who waits: at open, the caller's thread, with nothing else to do; a batch's exchange, maybe
+ * the prefetch thread, beside the caller's compute. */
+enum waiter { AT_OPEN, PER_BATCH };
+
+/* One pause between polls. At open, hpcti_backoff (yield up to 1 s): without single-copy a
+ * node store's gather moves only while both ranks poll (W = 2 on two virtual nodes, 0.5 GiB:
+ * open 0.62-0.68 s with 20 us sleeps after 2 ms, 0.40-0.42 s). Per batch, as before, sleep
+ * 20 us after SPIN_S: the prefetch thread's waits would otherwise yield for up to 1 s on a
+ * CPU that may be the computing thread's SMT sibling (on 2 cores without SMT, yielding there
+ * too measured the same). */
+static void pause_wait(enum waiter who, double waited, long spins)
+{
+    if (who == AT_OPEN) {
+        hpcti_backoff(waited, SPIN_S);
+    } else if (waited > SPIN_S) {
+        struct timespec ts = {0, 20000}; /* 20 us */
+        nanosleep(&ts, NULL);
+    } else if (spins % 64 == 63) {
+        sched_yield();
+    }
+}
+
 /* Poll req until it completes or deadline_s passes since start. */
 static hpct_status_t wait_bounded(hpct_ctx_t ctx, MPI_Request *req, double deadline_s,
-                                  const char *what, const char *manifest)
+                                  const char *what, const char *manifest, enum waiter who)
 {
     double start = hpcti_now();
     for (long spins = 0;; spins++) {
@@ -77,17 +99,13 @@ static hpct_status_t wait_bounded(hpct_ctx_t ctx, MPI_Request *req, double deadl
         if (MPI_Test(req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
             return hpcti_error(ctx, HPCT_ERR_COMM, "dataset %s: %s failed in MPI", manifest, what);
         if (done) return HPCT_SUCCESS;
-        if (hpcti_now() - start > deadline_s)
+        double waited = hpcti_now() - start;
+        if (waited > deadline_s)
             return hpcti_error(ctx, HPCT_ERR_TIMEOUT,
                                "dataset %s: %s missed the collective deadline of %.1f s (a rank "
                                "did not arrive)",
                                manifest, what, deadline_s);
-        if (hpcti_now() - start > SPIN_S) {  /* a peer is late: stop burning its CPU */
-            struct timespec ts = {0, 20000}; /* 20 us */
-            nanosleep(&ts, NULL);
-        } else if (spins % 64 == 63) {
-            sched_yield();
-        }
+        pause_wait(who, waited, spins);
     }
 }
 
@@ -132,8 +150,8 @@ static hpct_status_t agree_open(hpct_dataset_t ds, MPI_Comm comm, int rank, int 
     if (MPI_Iallreduce(mine, all, 3, MPI_INT, MPI_MIN, comm, &req) != MPI_SUCCESS)
         return hpcti_error(ds->ctx, HPCT_ERR_COMM, "dataset %s: store open agreement failed",
                            ds->manifest_path);
-    hpct_status_t s =
-        wait_bounded(ds->ctx, &req, deadline_s, "the store's open agreement", ds->manifest_path);
+    hpct_status_t s = wait_bounded(ds->ctx, &req, deadline_s, "the store's open agreement",
+                                   ds->manifest_path, AT_OPEN);
     if (s) return s;
     /* a rank that failed before the mode was chosen holds the mode asked for: errors first */
     if (all[0] == size && all[1] != -all[2])
@@ -145,7 +163,8 @@ static hpct_status_t agree_open(hpct_dataset_t ds, MPI_Comm comm, int rank, int 
     if (MPI_Ibcast(&failed, sizeof failed, MPI_BYTE, all[0], comm, &req) != MPI_SUCCESS)
         return hpcti_error(ds->ctx, HPCT_ERR_COMM, "dataset %s: store error broadcast failed",
                            ds->manifest_path);
-    s = wait_bounded(ds->ctx, &req, deadline_s, "the store's error broadcast", ds->manifest_path);
+    s = wait_bounded(ds->ctx, &req, deadline_s, "the store's error broadcast", ds->manifest_path,
+                     AT_OPEN);
     if (s) return s;
     failed.msg[sizeof failed.msg - 1] = '\0';
     int store = ds->store_mode == HPCT_STORE_JOB || ds->store_mode == HPCT_STORE_NODE;
@@ -179,7 +198,7 @@ static hpct_status_t scan_block(hpct_dataset_t ds, struct hpcti_store *st)
         return hpcti_error(ds->ctx, HPCT_ERR_COMM, "dataset %s: store non-finite map failed",
                            ds->manifest_path);
     return wait_bounded(ds->ctx, &req, st->deadline_s, "the store's non-finite map",
-                        ds->manifest_path);
+                        ds->manifest_path, AT_OPEN);
 }
 
 /* Sum of v over the ranks of this rank's node (deadline-bounded). */
@@ -191,7 +210,8 @@ static hpct_status_t node_total(hpct_dataset_t ds, const hpcti_data_comms_t *c, 
         MPI_SUCCESS)
         return hpcti_error(ds->ctx, HPCT_ERR_COMM, "dataset %s: store node total failed",
                            ds->manifest_path);
-    return wait_bounded(ds->ctx, &req, c->deadline_s, "the store's node total", ds->manifest_path);
+    return wait_bounded(ds->ctx, &req, c->deadline_s, "the store's node total", ds->manifest_path,
+                        AT_OPEN);
 }
 
 /* The node store's window: the set [n] laid out as inputs [n, features] fp32 then targets
@@ -245,7 +265,7 @@ static hpct_status_t share_across_nodes(hpct_dataset_t ds, struct hpcti_store *s
         s = HPCT_ERR_COMM;
     if (!s)
         s = wait_bounded(ds->ctx, &req, st->deadline_s, "the node store's member list",
-                         ds->manifest_path);
+                         ds->manifest_path, AT_OPEN);
     if (!s) {
         count = world_of + members, displ = count + members;
         for (int m = 0; m < members; m++) {
@@ -266,7 +286,7 @@ static hpct_status_t share_across_nodes(hpct_dataset_t ds, struct hpcti_store *s
                             ds->manifest_path);
         else
             s = wait_bounded(ds->ctx, &req, st->deadline_s, "the node store's gather across nodes",
-                             ds->manifest_path);
+                             ds->manifest_path, AT_OPEN);
     }
     MPI_Type_free(&row[0]), MPI_Type_free(&row[1]);
     free(world_of);
@@ -293,7 +313,8 @@ static hpct_status_t node_open(hpct_dataset_t ds, struct hpcti_store *st,
     if (MPI_Ibarrier(MPI_Comm_f2c(c->node), &req) != MPI_SUCCESS)
         return hpcti_error(ds->ctx, HPCT_ERR_COMM, "dataset %s: node store barrier failed",
                            ds->manifest_path);
-    s = wait_bounded(ds->ctx, &req, st->deadline_s, "the node store's barrier", ds->manifest_path);
+    s = wait_bounded(ds->ctx, &req, st->deadline_s, "the node store's barrier", ds->manifest_path,
+                     AT_OPEN);
     if (s) return s;
     MPI_Win_sync(st->win);
     ds->res_inputs = st->set_inputs;
@@ -389,7 +410,7 @@ static hpct_status_t check_heads(hpct_dataset_t ds, struct hpcti_store *st)
         return hpcti_error(ds->ctx, HPCT_ERR_COMM, "dataset %s: the store exchange failed to start",
                            ds->manifest_path);
     hpct_status_t s = wait_bounded(ds->ctx, &req, st->deadline_s, "the store exchange's heads",
-                                   ds->manifest_path);
+                                   ds->manifest_path, PER_BATCH);
     for (int p = 0; !s && p < st->size; p++) {
         if (in[p].epoch != st->epoch || in[p].step != st->step)
             return hpcti_error(ds->ctx, HPCT_ERR_STATE,
@@ -460,8 +481,8 @@ static hpct_status_t post(hpct_dataset_t ds)
 static hpct_status_t complete(hpct_dataset_t ds, hpcti_slot_t *slot)
 {
     struct hpcti_store *st = ds->store;
-    hpct_status_t s =
-        wait_bounded(ds->ctx, &st->req, st->deadline_s, "the store exchange", ds->manifest_path);
+    hpct_status_t s = wait_bounded(ds->ctx, &st->req, st->deadline_s, "the store exchange",
+                                   ds->manifest_path, PER_BATCH);
     st->posted = 0;
     if (s) return s;
     size_t row = st->in_row + st->tg_row, lb = (size_t)ds->local_batch;
@@ -499,7 +520,8 @@ hpct_status_t hpcti_store_drain(hpct_dataset_t ds)
     if (!st || !st->posted) return HPCT_SUCCESS;
     st->posted = 0;
     if (st->failed) return HPCT_SUCCESS; /* a timed-out request cannot be waited for again */
-    return wait_bounded(ds->ctx, &st->req, st->deadline_s, "the store exchange", ds->manifest_path);
+    return wait_bounded(ds->ctx, &st->req, st->deadline_s, "the store exchange", ds->manifest_path,
+                        PER_BATCH);
 }
 
 void hpcti_store_reset(hpct_dataset_t ds)
