@@ -167,7 +167,10 @@ hpct_status_t hpct_params_register(hpct_params_t params, const char *name, float
                                    float *grad, size_t count);
 /* Number of registered buffers and their total element count. */
 hpct_status_t hpct_params_size(hpct_params_t params, int *num_buffers, size_t *total_count);
-/* Look up buffer i: its name, parameter and gradient pointers and element count. */
+/* Look up buffer i: its name, parameter and gradient pointers and element count. A built-in
+ * model's gradients move once, on a cpu context whose node window averages in place, at the
+ * first hpct_params_broadcast, hpct_params_average_grads or hpct_model_set_grad_averaging
+ * (model, 1): take gradient pointers after it (the ones taken before are stale). */
 hpct_status_t hpct_params_get(hpct_params_t params, int i, const char **name, float **param,
                               float **grad, size_t *count);
 /* Set every gradient to zero. */
@@ -557,9 +560,12 @@ hpct_status_t hpct_free_grads(hpct_ctx_t ctx, float *grads);
  * through MPI, so that several are in flight); buffers larger than a bucket, and buckets
  * of gradients that lie back to back in memory (registered in order from one array, e.g.
  * one buffer of hpct_alloc_grads), are averaged where they lie, the others packed into a
- * fusion slot. */
+ * fusion slot. A built-in model's gradients are moved into a buffer of hpct_alloc_grads
+ * first (once, where the node window averages in place; see hpct_params_get). */
 hpct_status_t hpct_params_average_grads(hpct_params_t params);
-/* Copy root's parameters into every rank's (call once after build: identical replicas). */
+/* Copy root's parameters into every rank's (call once after build: identical replicas).
+ * A built-in model's gradients move into a buffer of hpct_alloc_grads here (once, where the
+ * node window averages in place), so that every average of them runs in place. */
 hpct_status_t hpct_params_broadcast(hpct_params_t params, int root);
 /* Compare a 64-bit hash of the parameters across ranks; HPCT_ERR_DIVERGED names the first
  * rank that differs from rank 0 (every rank gets the same answer). */

@@ -6,7 +6,9 @@
 # they are ordinary memory; a buffer given back is handed out again zeroed; where rank 0
 # passes ordinary memory and the others the buffer, its node averages by copying (the same
 # bits, a warning once); HPCT_NODE_IN_PLACE=0 on one rank turns in place off on all; a rank
-# that stops inside an in-place average is named in HPCT_ERR_TIMEOUT. With shm/p2p in the
+# that stops inside an in-place average is named in HPCT_ERR_TIMEOUT. A built-in model's
+# gradients move into the window at the first broadcast or average of its set where the
+# window averages in place (and only there), and average to the mean there. With shm/p2p in the
 # table (ordinary memory point-to-point on one node) the same holds: gradient buffers are
 # still averaged in place, a mixed node still copies.
 . "${top_srcdir:-.}/t/lib/dist_lib.sh"
@@ -39,7 +41,7 @@ case_ok "W=2, virtual nodes of 1: ordinary memory, = p2p" mpi 2 HPCT_RANKS_PER_N
 ok $? "W=2, virtual nodes of 1: no rank logs an in-place average"
 case_ok "W=2, HPCT_NODE_IN_PLACE=0 on rank 1 only: every average copies, = p2p" \
     timeout -s KILL 120 "$MPIRUN" --oversubscribe -np 2 \
-    sh -c '[ "$OMPI_COMM_WORLD_RANK" = 1 ] && export HPCT_NODE_IN_PLACE=0; exec "$0" "$@"' "$PROG" grads 1
+    sh -c '[ "$OMPI_COMM_WORLD_RANK" = 1 ] && export HPCT_NODE_IN_PLACE=0; exec "$0" "$@"' "$PROG" grads 2
 grep -q "gradient buffers averaged in place: no" "$tmpdir/out" && ! grep -q "averaging in place\|averages by copying" "$tmpdir/out"
 ok $? "W=2, HPCT_NODE_IN_PLACE=0 on one rank: agreed off (logged), no in-place average, no mixed node"
 

@@ -193,6 +193,27 @@ static hpct_status_t average_device_buckets(hpct_params_t p, size_t cap)
     return s ? s : hpcti_op_end(ctx, NULL, 0);
 }
 
+/* A built-in model's gradients moved, once, into a buffer of hpcti_grads_alloc: a shared
+ * window where the node window averages in place, so every average of them (per layer
+ * inside backward, or the whole set after it) reads the peers' gradients where they lie
+ * instead of copying them in and out. Collective the first time: the first
+ * hpct_params_broadcast, hpct_params_average_grads or hpct_model_set_grad_averaging (model,
+ * 1) on the set (the node window's settings are agreed, so every rank of a node decides
+ * alike). Nothing to do for bring-your-own sets, device gradients, models not built, or
+ * contexts without in-place averages. */
+static hpct_status_t model_grads_to_window(hpct_params_t p, const char *fn)
+{
+    hpct_ctx_t ctx = p->ctx;
+    struct hpcti_dist *d = ctx->dist;
+    size_t n;
+    float *flat = p->model ? hpcti_model_flat_grads(p->model, &n) : NULL;
+    if (!flat || !d->nwin || !d->nwin->in_place || !on_host(p)) return HPCT_SUCCESS;
+    if (hpcti_grads_lent(d, flat)) return HPCT_SUCCESS;
+    hpct_status_t s = hpcti_grads_alloc(ctx, fn, n, &flat);
+    if (!s) hpcti_model_move_grads(p->model, flat, hpcti_grads_release);
+    return s;
+}
+
 /* Reductions an operation over the set's device buckets may need (every buffer its own). */
 static int device_reductions(hpct_params_t p)
 {
@@ -213,6 +234,7 @@ hpct_status_t hpct_params_average_grads(hpct_params_t p)
         s = hpcti_op_begin(p->ctx, fn, device_reductions(p), p->total);
         return s ? s : average_device_buckets(p, cap);
     }
+    if ((s = model_grads_to_window(p, fn))) return s;
     size_t cap = d->fusion_floats < p->total ? d->fusion_floats : p->total;
     int algo = hpcti_algo_for(d, cap); /* the window completes each average before it returns */
     if (cap > PIPE_FLOATS && !hpcti_algo_windowed(algo)) cap = PIPE_FLOATS;
@@ -270,7 +292,10 @@ hpct_status_t hpct_params_broadcast(hpct_params_t p, int root)
     if (root < 0 || root >= d->size)
         return hpcti_error(p->ctx, HPCT_ERR_INVALID_ARG, "%s: root %d is outside [0, %d)", fn, root,
                            d->size);
-    if (on_host(p)) return broadcast_host(p, root, NULL, fn);
+    if (on_host(p)) {
+        s = model_grads_to_window(p, fn);
+        return s ? s : broadcast_host(p, root, NULL, fn);
+    }
     float *host = hpcti_calloc(p->ctx, p->total ? p->total : 1, sizeof *host, "broadcast staging");
     if (!host) return HPCT_ERR_NO_MEMORY;
     s = broadcast_host(p, root, host, fn);
@@ -406,21 +431,6 @@ static hpct_status_t layers_done(hpct_ctx_t ctx, hpct_status_t backward)
     return s ? s : hpcti_op_end(ctx, NULL, 0);
 }
 
-/* The model's gradients in a buffer of hpcti_grads_alloc (a shared window where the node
- * window is set up, so the per-layer averages read the peers' gradients in place), once:
- * collective the first time. Host gradients of a built model only. */
-static hpct_status_t grads_to_window(hpct_ctx_t ctx, hpct_model_t model, const char *fn)
-{
-    struct hpcti_dist *d = ctx->dist;
-    size_t n;
-    float *flat = hpcti_model_flat_grads(model, &n);
-    if (!flat || !d->nwin || !d->nwin->in_place || ctx->ops != &hpcti_cpu_ops) return HPCT_SUCCESS;
-    if (hpcti_grads_lent(d, flat)) return HPCT_SUCCESS;
-    hpct_status_t s = hpcti_grads_alloc(ctx, fn, n, &flat);
-    if (!s) hpcti_model_move_grads(model, flat, hpcti_grads_release);
-    return s;
-}
-
 hpct_status_t hpct_model_set_grad_averaging(hpct_model_t model, int enable)
 {
     static const char fn[] = "hpct_model_set_grad_averaging";
@@ -430,7 +440,7 @@ hpct_status_t hpct_model_set_grad_averaging(hpct_model_t model, int enable)
     if (s) return s;
     struct hpcti_dist *d;
     if (enable && (s = params_dist(p, fn, &d))) return s;
-    if (enable && (s = grads_to_window(p->ctx, model, fn))) return s;
+    if (enable && (s = model_grads_to_window(p, fn))) return s;
     if (enable)
         hpcti_model_set_grad_hooks(model, layer_ready, layers_done, status_before_grads);
     else

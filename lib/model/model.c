@@ -199,6 +199,7 @@ static hpct_status_t place_params(hpct_model_t m)
 {
     hpct_status_t s = hpct_params_create(m->ctx, &m->params);
     if (s) return s;
+    m->params->model = m;
     size_t off = 0;
     for (int l = 0; l < m->num; l++) {
         struct dense *d = &m->layers[l];

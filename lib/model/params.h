@@ -17,8 +17,9 @@ struct hpct_params {
     hpct_ctx_t ctx;
     struct hpcti_param_buf *bufs;
     int num, cap;
-    size_t total; /* sum of counts */
-    int users;    /* optimizers over this set: registering then would outgrow their state */
+    size_t total;       /* sum of counts */
+    int users;          /* optimizers over this set: registering then would outgrow their state */
+    hpct_model_t model; /* the built-in model whose set this is (its gradients), or NULL */
 };
 
 /* The parameter set an optimizer updates (NULL for NULL). */

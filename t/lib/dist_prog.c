@@ -933,6 +933,47 @@ static void grads_agreement(hpct_ctx_t ctx)
  * handed out again zeroed; bad arguments refused; with the window (window = 1), a rank
  * passing ordinary memory while the others pass the buffer: its node averages by copying,
  * the same bits. */
+/* A built-in model's gradients move into the node window (the gradient pointer of
+ * hpct_params_get changes) at its set's first hpct_params_broadcast or, without one, its
+ * first hpct_params_average_grads, where the window averages in place, and only there; the
+ * averages through the pointers taken after the move give the mean, bit-identical on every
+ * rank. */
+static void model_grads_move(hpct_ctx_t ctx, int in_place)
+{
+    static const char *const first_call[] = {"hpct_params_broadcast", "hpct_params_average_grads"};
+    for (int k = 0; k < 2; k++) {
+        hpct_params_t p;
+        hpct_model_t m = make_model(ctx, 4, &p);
+        float *before, *moved, *g;
+        size_t n;
+        int nb, same = 1;
+        hpct_params_get(p, 0, NULL, NULL, &before, NULL);
+        hpct_status_t s = k ? hpct_params_average_grads(p) : hpct_params_broadcast(p, 0);
+        hpct_params_get(p, 0, NULL, NULL, &moved, NULL);
+        check(s == HPCT_SUCCESS && (moved != before) == in_place,
+              "a built-in model's first call, %s: its gradients %s the node window (%s)",
+              first_call[k], in_place ? "move into" : "stay out of", hpct_last_error(ctx));
+        hpct_params_size(p, &nb, NULL);
+        for (int i = 0; i < nb; i++)
+            hpct_params_get(p, i, NULL, NULL, &g, &n), fill(g, n, world_rank);
+        s = hpct_params_average_grads(p);
+        double worst = 0;
+        for (int i = 0; i < nb; i++) {
+            hpct_params_get(p, i, NULL, NULL, &g, &n);
+            worst = fmax(worst, max_rel_error(g, n, world_size));
+            same &= identical(g, n, MPI_COMM_WORLD);
+        }
+        hpct_params_get(p, 0, NULL, NULL, &g, NULL);
+        check(s == HPCT_SUCCESS && g == moved && worst <= 1e-6 && same,
+              "after %s: the gradients stay put, their average is the mean (max relative error "
+              "%g), bit-identical on every rank",
+              first_call[k], worst);
+        hpct_model_destroy(m);
+    }
+}
+
+/* window: 0 where the node window is not set up, 1 where it averages in place, 2 where it
+ * is set up with in-place averages off (HPCT_NODE_IN_PLACE=0). */
 static int run_grads(int window, const char *algo)
 {
     static const size_t sizes[] = {1, 7, 65537, (size_t)1 << 20, (size_t)8 << 20};
@@ -946,6 +987,7 @@ static int run_grads(int window, const char *algo)
     check(ctx != NULL, "hpct_init with HPCT_ALLREDUCE_ALGO=%s (%s)", algo, hpct_strerror(s));
     if (!ctx) return 1;
     fused_adjacent(ctx);
+    model_grads_move(ctx, window == 1);
     for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
         float *g = NULL;
         s = hpct_alloc_grads(ctx, sizes[k], &g);
