@@ -9,7 +9,8 @@
  *             window and the per-layer averages run in place)
  *   copy      overlap on a second context made with HPCT_NODE_IN_PLACE=0 (the per-layer
  *             averages copy the gradients into the node window, as before in-place averages)
- *   blocking  hpct_params_average_grads after backward (no overlap)
+ *   blocking  hpct_params_average_grads after backward (no overlap; the model's gradients
+ *             move into the node window at hpct_params_broadcast, as in overlap mode)
  *   none      no averaging (replicas drift; only to time the compute)
  *   floor     none plus the shared-memory floor's average per step (below)
  *   wire      none plus the wire floor's exchange per step (below)
