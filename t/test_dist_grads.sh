@@ -10,10 +10,12 @@
 # gradients move into the window at the first broadcast or average of its set where the
 # window averages in place (and only there), and average to the mean there. With shm/p2p in the
 # table (ordinary memory point-to-point on one node) the same holds: gradient buffers are
-# still averaged in place, a mixed node still copies.
+# still averaged in place, a mixed node still copies. Gradient buffers (whole, or a set
+# carved from one) go through the window in place across nodes where the table says p2p, if
+# every rank's do.
 . "${top_srcdir:-.}/t/lib/dist_lib.sh"
 need_mpi
-plan 16
+plan 26
 
 case_ok "W=1: ordinary memory, averages are copies" mpi 1 -- grads 0
 case_ok "W=2, one node: in place = p2p bit for bit" mpi 2 -- grads 1
@@ -44,6 +46,36 @@ case_ok "W=2, HPCT_NODE_IN_PLACE=0 on rank 1 only: every average copies, = p2p" 
     sh -c '[ "$OMPI_COMM_WORLD_RANK" = 1 ] && export HPCT_NODE_IN_PLACE=0; exec "$0" "$@"' "$PROG" grads 2
 grep -q "gradient buffers averaged in place: no" "$tmpdir/out" && ! grep -q "averaging in place\|averages by copying" "$tmpdir/out"
 ok $? "W=2, HPCT_NODE_IN_PLACE=0 on one rank: agreed off (logged), no in-place average, no mixed node"
+
+# A set carved from one gradient buffer (hpct_params_average_grads), and a whole gradient
+# buffer (hpct_allreduce_mean): across nodes, where the table sends its size point-to-point,
+# it goes through the window in place when every rank's lies in gradient buffers, and
+# point-to-point otherwise; the bits never change.
+in_place_logs() { grep -c "averaging in place in a gradient buffer's shared window" "$tmpdir/out"; }
+case_ok "W=4 on 2x2, HPCT_ALLREDUCE_ALGO=p2p: a gradient-buffer set = p2p bit for bit" \
+    mpi 4 HPCT_RANKS_PER_NODE=2 -- gradset p2p
+n=$(in_place_logs)
+[ "$n" = 4 ]
+ok $? "W=4 on 2x2, p2p in the table: the gradient-buffer set went through the window in place (4 ranks, got $n)"
+case_ok "W=4 on 2x2, p2p, ordinary memory on rank 0: = p2p bit for bit" \
+    mpi 4 HPCT_RANKS_PER_NODE=2 -- gradset p2p mixed
+n=$(in_place_logs)
+[ "$n" = 0 ]
+ok $? "W=4 on 2x2, one rank's set in ordinary memory: every rank stays point-to-point (got $n in-place logs)"
+case_ok "W=4 on 2x2, p2p: a whole gradient buffer (hpct_allreduce_mean) = p2p bit for bit" \
+    mpi 4 HPCT_RANKS_PER_NODE=2 -- gradbuf p2p
+n=$(in_place_logs)
+[ "$n" = 4 ]
+ok $? "W=4 on 2x2, p2p in the table: the whole gradient buffer went through the window in place (4 ranks, got $n)"
+case_ok "W=4 on 2x2, p2p, rank 0's buffer ordinary: = p2p bit for bit" \
+    mpi 4 HPCT_RANKS_PER_NODE=2 -- gradbuf p2p mixed
+n=$(in_place_logs)
+[ "$n" = 0 ]
+ok $? "W=4 on 2x2, one rank's buffer ordinary: every rank stays point-to-point (got $n in-place logs)"
+case_ok "W=2, one node, p2p: = p2p bit for bit" mpi 2 -- gradset p2p
+n=$(in_place_logs)
+[ "$n" = 0 ]
+ok $? "W=2, one node, p2p in the table: followed as it is (got $n in-place logs)"
 
 stop_case HPCT_ALLREDUCE_ALGO=shm "an in-place average" grads_hang
 done_testing

@@ -516,7 +516,16 @@ hpct_status_t hpct_comm_stats(hpct_ctx_t ctx, double *wait_seconds, long *operat
 hpct_status_t hpcti_host_allreduce_mean(hpct_ctx_t ctx, const char *fn, float *buf, size_t n)
 {
     struct hpcti_dist *d = ctx->dist;
-    int algo = hpcti_algo_for(d, n);
+    int all = 0;
+    hpct_status_t s = hpcti_algo_grads_window(d, n)
+                          ? hpcti_agree_in_window(ctx, fn, hpcti_node_win_holds(d, buf, n), &all)
+                          : HPCT_SUCCESS;
+    return s ? s : hpcti_host_average(ctx, fn, buf, n, all ? HPCTI_ALGO_SHM : hpcti_algo_for(d, n));
+}
+
+hpct_status_t hpcti_host_average(hpct_ctx_t ctx, const char *fn, float *buf, size_t n, int algo)
+{
+    struct hpcti_dist *d = ctx->dist;
     if (algo == HPCTI_ALGO_ALLGATHER) {
         int id;
         hpct_status_t s = n <= MAX_CHUNK

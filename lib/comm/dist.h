@@ -231,6 +231,18 @@ HPCTI_CHECK hpct_status_t hpcti_red_start_chunks(hpct_ctx_t ctx, float *buf, siz
  * under shm/p2p, ordinary memory on every local rank of one node starts point-to-point
  * reductions instead (hpcti_red_start_chunks). */
 HPCTI_CHECK hpct_status_t hpcti_window_now(hpct_ctx_t ctx, float *buf, size_t n, int algo, int *id);
+/* hpcti_red_start_sized for a buffer that every rank averages in a gradient buffer (the
+ * caller knows it of every rank, or agreed it): where several nodes share the window, in
+ * place applies (above the one-barrier size) and the table sends the class point-to-point
+ * (p2p, allgather), through the node window in place instead. The same bits. */
+HPCTI_CHECK hpct_status_t hpcti_red_start_grads(hpct_ctx_t ctx, float *buf, size_t n, int *id);
+/* 1 when hpcti_red_start_grads of n floats goes through the window where the table does not;
+ * hpcti_algo_grads_upto: of some size up to n floats. */
+int hpcti_algo_grads_window(const struct hpcti_dist *d, size_t n);
+int hpcti_algo_grads_upto(const struct hpcti_dist *d, size_t n);
+/* *all = 1 when held (this rank's buffers lie in gradient buffers) holds on every rank: an
+ * integer MIN agreement, an operation named fn. */
+HPCTI_CHECK hpct_status_t hpcti_agree_in_window(hpct_ctx_t ctx, const char *fn, int held, int *all);
 /* 1 for the algorithms that go through the node window (shm, shm/p2p). */
 int hpcti_algo_windowed(int algo);
 /* Room for hpcti_red_start_sized of up to parts buffers of total floats in all. */
@@ -294,13 +306,20 @@ void hpcti_node_win_grads_free(struct hpcti_grads *g, int collective);
 HPCTI_CHECK hpct_status_t hpcti_grads_alloc(hpct_ctx_t ctx, const char *fn, size_t count,
                                             float **out);
 void hpcti_grads_release(hpct_ctx_t ctx, float *buf);
+/* 1 when a gradient buffer's shared window holds all of buf [n] (node_win.c). */
+int hpcti_node_win_holds(const struct hpcti_dist *d, const float *buf, size_t n);
 /* The gradient buffer in use whose memory starts at buf, or NULL. */
 struct hpcti_grads *hpcti_grads_lent(const struct hpcti_dist *d, const float *buf);
 void hpcti_grads_free_all(struct hpcti_dist *d, int collective);
 
-/* Average host buf [n] over all ranks as one operation named fn (hpct_allreduce_mean). */
+/* Average host buf [n] over all ranks as one operation named fn (hpct_allreduce_mean): by
+ * the algorithm of its size class, or through the window in place where every rank's buf
+ * lies in a gradient buffer and hpcti_algo_grads_window holds (agreed first). */
 HPCTI_CHECK hpct_status_t hpcti_host_allreduce_mean(hpct_ctx_t ctx, const char *fn, float *buf,
                                                     size_t n);
+/* The same by algorithm algo, with no agreement (the probe's timed calls). */
+HPCTI_CHECK hpct_status_t hpcti_host_average(hpct_ctx_t ctx, const char *fn, float *buf, size_t n,
+                                             int algo);
 /* Average buf [n] in the backend's memory as one operation named fn (device_avg.c): on cuda,
  * NCCL inside the node and MPI across (hierarchical), else staged through pinned host memory
  * and the host engine; on cpu, hpcti_host_allreduce_mean. */

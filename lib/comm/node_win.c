@@ -525,6 +525,12 @@ static const struct hpcti_grads *grads_holding(const struct hpcti_dist *d, const
     return NULL;
 }
 
+int hpcti_node_win_holds(const struct hpcti_dist *d, const float *buf, size_t n)
+{
+    size_t off;
+    return d->nwin && grads_holding(d, buf, n, &off) != NULL;
+}
+
 /* A counter barrier inside an in-place average: MPI_Win_sync of g's window too (the MPI
  * memory barrier of that window; counter_barrier syncs the node window), before the
  * counter is raised and after the peers' are seen. */

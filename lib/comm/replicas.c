@@ -115,7 +115,7 @@ static hpct_status_t reserve_fusion(hpct_ctx_t ctx, size_t cap, const char *fn)
  * bucket of adjacent gradients is averaged where it lies, with no slot). Each
  * average takes the algorithm of its size class (hpcti_red_start_sized): mpi and p2p stay in
  * flight, the node window completes before it returns. */
-static hpct_status_t average_buckets(hpct_params_t p, size_t cap)
+static hpct_status_t average_buckets(hpct_params_t p, size_t cap, int in_window)
 {
     hpct_ctx_t ctx = p->ctx;
     struct hpcti_dist *d = ctx->dist;
@@ -126,10 +126,12 @@ static hpct_status_t average_buckets(hpct_params_t p, size_t cap)
         float *at = p->bufs[next].grad;
         size_t n;
         if (p->bufs[next].count >= cap) { /* big: in place, no copy */
-            s = hpcti_red_start_sized(ctx, at, p->bufs[next].count, &id);
-            next++;
+            n = p->bufs[next++].count;
+            s = in_window ? hpcti_red_start_grads(ctx, at, n, &id)
+                          : hpcti_red_start_sized(ctx, at, n, &id);
         } else if ((n = adjacent(p, cap, &next))) { /* a bucket where it lies */
-            s = hpcti_red_start_sized(ctx, at, n, &id);
+            s = in_window ? hpcti_red_start_grads(ctx, at, n, &id)
+                          : hpcti_red_start_sized(ctx, at, n, &id);
         } else {
             float *slot = d->fusion + (size_t)k * cap;
             if (use[k].red >= 0) s = hpcti_red_wait(ctx, use[k].red);
@@ -137,7 +139,9 @@ static hpct_status_t average_buckets(hpct_params_t p, size_t cap)
             use[k].first = next;
             n = pack(p, slot, cap, &next);
             use[k].last = next, use[k].full = 1;
-            if (!s) s = hpcti_red_start_sized(ctx, slot, n, &use[k].red);
+            if (!s) /* the slots are gradient buffers on every rank or on none */
+                s = d->fusion_shared ? hpcti_red_start_grads(ctx, slot, n, &use[k].red)
+                                     : hpcti_red_start_sized(ctx, slot, n, &use[k].red);
             k ^= 1;
         }
         if (!s) s = hpcti_red_progress(ctx);
@@ -214,6 +218,21 @@ static hpct_status_t model_grads_to_window(hpct_params_t p, const char *fn)
     return s;
 }
 
+/* *in_window = 1 when every rank's gradients of the set all lie in gradient buffers (an
+ * integer MIN agreement), so that its buckets may go through the node window in place
+ * where the table sends their class point-to-point (hpcti_red_start_grads); agreed only
+ * where that can happen (several nodes, a class of the set's sizes), else 0. */
+static hpct_status_t set_in_window(hpct_params_t p, const char *fn, int *in_window)
+{
+    struct hpcti_dist *d = p->ctx->dist;
+    *in_window = 0;
+    if (!hpcti_algo_grads_upto(d, p->total)) return HPCT_SUCCESS;
+    int held = 1;
+    for (int i = 0; i < p->num && held; i++)
+        held = hpcti_node_win_holds(d, p->bufs[i].grad, p->bufs[i].count);
+    return hpcti_agree_in_window(p->ctx, fn, held, in_window);
+}
+
 /* Reductions an operation over the set's device buckets may need (every buffer its own). */
 static int device_reductions(hpct_params_t p)
 {
@@ -234,16 +253,18 @@ hpct_status_t hpct_params_average_grads(hpct_params_t p)
         s = hpcti_op_begin(p->ctx, fn, device_reductions(p), p->total);
         return s ? s : average_device_buckets(p, cap);
     }
-    if ((s = model_grads_to_window(p, fn))) return s;
+    int in_window = 0;
+    if ((s = model_grads_to_window(p, fn)) || (s = set_in_window(p, fn, &in_window))) return s;
     size_t cap = d->fusion_floats < p->total ? d->fusion_floats : p->total;
     int algo = hpcti_algo_for(d, cap); /* the window completes each average before it returns */
-    if (cap > PIPE_FLOATS && !hpcti_algo_windowed(algo)) cap = PIPE_FLOATS;
+    int windowed = hpcti_algo_windowed(algo) || (in_window && hpcti_algo_grads_window(d, cap));
+    if (cap > PIPE_FLOATS && !windowed) cap = PIPE_FLOATS;
     s = reserve_fusion(p->ctx, cap ? cap : 1, fn);
     if (!s)
         s = hpcti_op_begin(p->ctx, fn, hpcti_algo_reductions_bound(d, p->total, p->num),
                            hpcti_algo_scratch_bound(d, p->total, p->num));
     if (!s) hpcti_op_averages(p->ctx, p->total);
-    return s ? s : average_buckets(p, cap ? cap : 1);
+    return s ? s : average_buckets(p, cap ? cap : 1, in_window);
 }
 
 /* Host copies of the set's parameters: the buffers themselves on the cpu backend, else

@@ -1029,6 +1029,53 @@ static int run_grads(int window, const char *algo)
     return hpct_finalize(ref) == HPCT_SUCCESS && !failures ? 0 : 1; /* MPI_Finalize */
 }
 
+/* 100,001 floats in one hpct_alloc_grads buffer (rank 0: ordinary memory when mixed),
+ * averaged on a context with HPCT_ALLREDUCE_ALGO=algo by hpct_allreduce_mean (direct) or as a
+ * set of three gradients carved back to back from it (hpct_params_average_grads): the
+ * reference context's bits (point-to-point on an ordinary copy), the same on every rank. The
+ * shell reads the log to tell which path it took (through the window in place or not). */
+static int run_gradset(const char *algo, int mixed, int direct)
+{
+    static const size_t counts[] = {40000, 30000, 30001};
+    const size_t total = 100001;
+    hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
+    hpct_status_t s;
+    hpct_ctx_t ref = reference_ctx(&cfg);
+    if (!ref) return 2;
+    cfg.log_level = HPCT_LOG_INFO;
+    hpct_ctx_t ctx = init_algo(algo, &cfg, &s);
+    check(ctx != NULL, "hpct_init with HPCT_ALLREDUCE_ALGO=%s (%s)", algo, hpct_strerror(s));
+    if (!ctx) return 1;
+    float *g = NULL, *plain = calloc(total, sizeof *plain), *want = malloc(total * sizeof *want);
+    float *w = calloc(total, sizeof *w);
+    check(hpct_alloc_grads(ctx, total, &g) == HPCT_SUCCESS && plain && want && w,
+          "hpct_alloc_grads of %zu floats (%s)", total, hpct_last_error(ctx));
+    float *grads = mixed && world_rank == 0 ? plain : g;
+    hpct_params_t p;
+    hpct_params_create(ctx, &p);
+    size_t off = 0;
+    for (int i = 0; i < 3; off += counts[i++]) {
+        char name[16];
+        snprintf(name, sizeof name, "t%d", i);
+        hpct_params_register(p, name, w + off, grads + off, counts[i]);
+    }
+    fill_random(grads, total, 7u * (unsigned)world_rank + 3u);
+    memcpy(want, grads, total * sizeof *want);
+    s = direct ? hpct_allreduce_mean(ctx, grads, total) : hpct_params_average_grads(p);
+    hpct_status_t r = hpct_allreduce_mean(ref, want, total);
+    check(s == HPCT_SUCCESS && r == HPCT_SUCCESS && !memcmp(grads, want, total * sizeof *want) &&
+              identical(grads, total, MPI_COMM_WORLD),
+          "a gradient buffer%s averaged %s: the point-to-point path's bits, the same on every "
+          "rank (%s)",
+          mixed ? " (ordinary memory on rank 0)" : "",
+          direct ? "whole" : "as a set of three carved from it", hpct_last_error(ctx));
+    hpct_params_destroy(p);
+    hpct_free_grads(ctx, g);
+    free(plain), free(want), free(w);
+    check(hpct_finalize(ctx) == HPCT_SUCCESS, "hpct_finalize");
+    return hpct_finalize(ref) == HPCT_SUCCESS && !failures ? 0 : 1; /* MPI_Finalize */
+}
+
 static void stop_self(int sig)
 {
     (void)sig;
@@ -1092,6 +1139,9 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "algo")) return run_algo();
     if (!strcmp(argv[1], "grads") && (argc == 3 || argc == 4))
         return run_grads(atoi(argv[2]), argc == 4 ? argv[3] : "shm");
+    if ((!strcmp(argv[1], "gradset") || !strcmp(argv[1], "gradbuf")) && (argc == 3 || argc == 4))
+        return run_gradset(argv[2], argc == 4 && !strcmp(argv[3], "mixed"),
+                           !strcmp(argv[1], "gradbuf"));
     if (!strcmp(argv[1], "grads_hang") && argc == 4)
         return run_stop_inside(atof(argv[2]), argv[3], 1);
     if (!strcmp(argv[1], "nodewin_hang") && argc == 4)
