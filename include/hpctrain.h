@@ -548,7 +548,9 @@ hpct_status_t hpct_allreduce_mean_device(hpct_ctx_t ctx, float *buf, size_t n);
  * in first (the same bits). Elsewhere it is ordinary memory. Collective over the context's
  * ranks, called in the same order and with the same count on every rank (agreed:
  * HPCT_ERR_INVALID_ARG on every rank otherwise). A node where the ranks average different
- * parts (or some ordinary memory) averages by copying, with a warning once. Kept until
+ * parts (or some ordinary memory) averages by copying, with a warning once. Across nodes,
+ * where the algorithm table sends a size point-to-point, an average of such buffers on every
+ * rank still goes through the window in place (one integer agreement decides). Kept until
  * hpct_finalize. */
 hpct_status_t hpct_alloc_grads(hpct_ctx_t ctx, size_t count, float **grads);
 /* Give back a buffer of hpct_alloc_grads (local): the next hpct_alloc_grads of the same
