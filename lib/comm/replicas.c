@@ -111,10 +111,19 @@ static hpct_status_t reserve_fusion(hpct_ctx_t ctx, size_t cap, const char *fn)
     return HPCT_SUCCESS;
 }
 
+/* Start averaging a bucket buf [n]: in_window, it lies in gradient buffers on every rank
+ * (hpcti_red_start_grads), else by its size class. */
+static hpct_status_t start_bucket(hpct_ctx_t ctx, float *buf, size_t n, int in_window, int *id)
+{
+    return in_window ? hpcti_red_start_grads(ctx, buf, n, id)
+                     : hpcti_red_start_sized(ctx, buf, n, id);
+}
+
 /* Buckets run two at a time: packing one slot while the other's average is in flight (a
  * bucket of adjacent gradients is averaged where it lies, with no slot). Each
  * average takes the algorithm of its size class (hpcti_red_start_sized): mpi and p2p stay in
- * flight, the node window completes before it returns. */
+ * flight, the node window completes before it returns. in_window: the set's gradients lie
+ * in gradient buffers on every rank (set_in_window). */
 static hpct_status_t average_buckets(hpct_params_t p, size_t cap, int in_window)
 {
     hpct_ctx_t ctx = p->ctx;
@@ -127,11 +136,9 @@ static hpct_status_t average_buckets(hpct_params_t p, size_t cap, int in_window)
         size_t n;
         if (p->bufs[next].count >= cap) { /* big: in place, no copy */
             n = p->bufs[next++].count;
-            s = in_window ? hpcti_red_start_grads(ctx, at, n, &id)
-                          : hpcti_red_start_sized(ctx, at, n, &id);
+            s = start_bucket(ctx, at, n, in_window, &id);
         } else if ((n = adjacent(p, cap, &next))) { /* a bucket where it lies */
-            s = in_window ? hpcti_red_start_grads(ctx, at, n, &id)
-                          : hpcti_red_start_sized(ctx, at, n, &id);
+            s = start_bucket(ctx, at, n, in_window, &id);
         } else {
             float *slot = d->fusion + (size_t)k * cap;
             if (use[k].red >= 0) s = hpcti_red_wait(ctx, use[k].red);
@@ -140,8 +147,7 @@ static hpct_status_t average_buckets(hpct_params_t p, size_t cap, int in_window)
             n = pack(p, slot, cap, &next);
             use[k].last = next, use[k].full = 1;
             if (!s) /* the slots are gradient buffers on every rank or on none */
-                s = d->fusion_shared ? hpcti_red_start_grads(ctx, slot, n, &use[k].red)
-                                     : hpcti_red_start_sized(ctx, slot, n, &use[k].red);
+                s = start_bucket(ctx, slot, n, d->fusion_shared, &use[k].red);
             k ^= 1;
         }
         if (!s) s = hpcti_red_progress(ctx);
