@@ -52,26 +52,19 @@ ok $? "W=2, HPCT_NODE_IN_PLACE=0 on one rank: agreed off (logged), no in-place a
 # it goes through the window in place when every rank's lies in gradient buffers, and
 # point-to-point otherwise; the bits never change.
 in_place_logs() { grep -c "averaging in place in a gradient buffer's shared window" "$tmpdir/out"; }
-case_ok "W=4 on 2x2, HPCT_ALLREDUCE_ALGO=p2p: a gradient-buffer set = p2p bit for bit" \
-    mpi 4 HPCT_RANKS_PER_NODE=2 -- gradset p2p
-n=$(in_place_logs)
-[ "$n" = 4 ]
-ok $? "W=4 on 2x2, p2p in the table: the gradient-buffer set went through the window in place (4 ranks, got $n)"
-case_ok "W=4 on 2x2, p2p, ordinary memory on rank 0: = p2p bit for bit" \
-    mpi 4 HPCT_RANKS_PER_NODE=2 -- gradset p2p mixed
-n=$(in_place_logs)
-[ "$n" = 0 ]
-ok $? "W=4 on 2x2, one rank's set in ordinary memory: every rank stays point-to-point (got $n in-place logs)"
-case_ok "W=4 on 2x2, p2p: a whole gradient buffer (hpct_allreduce_mean) = p2p bit for bit" \
-    mpi 4 HPCT_RANKS_PER_NODE=2 -- gradbuf p2p
-n=$(in_place_logs)
-[ "$n" = 4 ]
-ok $? "W=4 on 2x2, p2p in the table: the whole gradient buffer went through the window in place (4 ranks, got $n)"
-case_ok "W=4 on 2x2, p2p, rank 0's buffer ordinary: = p2p bit for bit" \
-    mpi 4 HPCT_RANKS_PER_NODE=2 -- gradbuf p2p mixed
-n=$(in_place_logs)
-[ "$n" = 0 ]
-ok $? "W=4 on 2x2, one rank's buffer ordinary: every rank stays point-to-point (got $n in-place logs)"
+for c in "gradset:a gradient-buffer set" "gradbuf:a whole gradient buffer"; do
+    mode=${c%%:*} what=${c#*:}
+    case_ok "W=4 on 2x2, HPCT_ALLREDUCE_ALGO=p2p: $what = p2p bit for bit" \
+        mpi 4 HPCT_RANKS_PER_NODE=2 -- $mode p2p
+    n=$(in_place_logs)
+    [ "$n" = 4 ]
+    ok $? "W=4 on 2x2, p2p in the table: $what went through the window in place (4 ranks, got $n)"
+    case_ok "W=4 on 2x2, p2p, $what, ordinary memory on rank 0: = p2p bit for bit" \
+        mpi 4 HPCT_RANKS_PER_NODE=2 -- $mode p2p mixed
+    n=$(in_place_logs)
+    [ "$n" = 0 ]
+    ok $? "W=4 on 2x2, $what, ordinary on one rank: every rank stays point-to-point (got $n in-place logs)"
+done
 case_ok "W=2, one node, p2p: = p2p bit for bit" mpi 2 -- gradset p2p
 n=$(in_place_logs)
 [ "$n" = 0 ]
