@@ -21,6 +21,12 @@
  *             step costs (each step waits for the slowest rank), the least synchronisation
  *             any synchronous average needs
  *   read      sync plus the read floor of the gradient size (below)
+ *   touch     none plus, after every backward, hpct_params_scale_grads(params, 1): one pass
+ *             that reads and rewrites every gradient in place, with no peer and no barrier
+ *   least     read plus touch: the least work of any average that hands the mean back in the
+ *             gradient buffers (the peers' gradients read, every own gradient rewritten, the
+ *             ranks kept in step), without its sums, its second barrier or the writes into
+ *             the peers' lines
  * Prints samples/s, the test accuracy, the time spent waiting for communication and the share
  * of the epoch rank 0 spent on a CPU (getrusage: near 100 % means its core was never idle).
  * Mode floor (W > 1, every rank on one node) is none plus, after every backward, one
@@ -162,7 +168,8 @@ static double epoch(hpct_ctx_t ctx, const struct data *d, const char *mode, doub
     hpct_optimizer_create(p, &oc, &opt);
     int overlap = !strcmp(mode, "overlap") || !strcmp(mode, "copy");
     int blocking = !strcmp(mode, "blocking"), sync = !strcmp(mode, "sync");
-    int reading = fl && !strcmp(mode, "read");
+    int touch = !strcmp(mode, "touch") || !strcmp(mode, "least");
+    int reading = fl && (!strcmp(mode, "read") || !strcmp(mode, "least"));
     size_t grads = 0;
     hpct_params_size(p, NULL, &grads);
     hpct_model_set_grad_averaging(m, overlap);
@@ -183,6 +190,7 @@ static double epoch(hpct_ctx_t ctx, const struct data *d, const char *mode, doub
         }
         hpct_status_t st = hpct_model_loss_grad(m, xb, yb, local, 0, NULL);
         if (!st && blocking) st = hpct_params_average_grads(p);
+        if (!st && touch) st = hpct_params_scale_grads(p, 1.0f);
         if (!st && fl && !reading) shm_floor_average(fl, grads);
         if (!st && wire) wire_floor_exchange(MPI_COMM_WORLD, wire, grads);
         if (!st && alone) st = hpct_allreduce_mean(ctx, alone, grads);
@@ -238,7 +246,7 @@ int main(int argc, char **argv)
     for (char *mode = strtok(modes, ","); mode; mode = strtok(NULL, ",")) {
         double acc = 0, wait = 0, cpu = 0;
         struct shm_floor *fl = NULL;
-        int on_window = !strcmp(mode, "floor") || !strcmp(mode, "read");
+        int on_window = !strcmp(mode, "floor") || !strcmp(mode, "read") || !strcmp(mode, "least");
         if (on_window && !(fl = shm_floor_create(MPI_COMM_WORLD, grads))) {
             if (rank == 0)
                 printf("hpctrain W=%d mode=%s: the ranks do not share memory\n", size, mode);

@@ -3,10 +3,10 @@
 #   sh bench/run_train_bench.sh [BUILDDIR] [DATADIR] [W]
 # libhpctrain (bench/bench_train under mpirun, W = 1 and W (default 2); at W also the copying
 # overlap (copy), blocking, no-averaging, floor modes (floor, wire, read), the library's
-# in-place average alone after each backward (alone) and one barrier per step (sync:
-# bench_train.c), to measure how much communication the overlap hides, what in-place
-# averages save, and what averaging and synchrony cost cores that all compute) against
-# PyTorch DDP with gloo
+# in-place average alone after each backward (alone), one barrier per step (sync), one pass
+# rewriting the gradients (touch), and sync, read and touch together (least: bench_train.c),
+# to measure how much communication the overlap hides, what in-place averages save, and what
+# averaging and synchrony cost cores that all compute) against PyTorch DDP with gloo
 # (bench/ddp_baseline.py, W = 1 and W; $PYTHON, default /usr/bin/python3), then the ratios.
 # libhpctrain's epochs run three times (the modes at W in rotated orders); each mode's fastest
 # epoch counts.
@@ -35,7 +35,7 @@ if [ "$runs" -gt 1 ]; then
     done
     echo
     echo "medians over $runs runs (min .. max):"
-    for key in ddp scaling overlap blocking copy alone sync read floor wire; do
+    for key in ddp scaling overlap blocking copy alone sync read touch least floor wire; do
         sed -n "s/^figures:.* $key \(-\{0,1\}[0-9][0-9.]*\)\( .*\)\{0,1\}$/\1/p" "$all" | sort -n |
             awk -v key="$key" '{ v[NR] = $1 } END { if (NR) printf "  %-8s %s (%s .. %s)\n", key,
                 NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2, v[1], v[NR] }'
@@ -70,7 +70,7 @@ trap 'rm -f "$out"' EXIT
 run() { echo "\$ $*" >&2; timeout -s KILL 900 "$@" | tee -a "$out"; }
 run mpirun --oversubscribe -np 1 "$build/bench/bench_train" "$data" overlap,overlap,overlap
 run mpirun --oversubscribe -np "$w" "$build/bench/bench_train" "$data" \
-    overlap,copy,blocking,none,floor,wire,alone,sync,read,read,sync,alone,wire,floor,none,blocking,copy,overlap,none,alone,read,sync,wire,overlap,copy,floor,blocking
+    overlap,copy,blocking,none,floor,wire,alone,sync,read,touch,least,least,touch,read,sync,alone,wire,floor,none,blocking,copy,overlap,none,least,alone,read,touch,sync,wire,overlap,copy,floor,blocking
 run $python "$here/ddp_baseline.py" 1 "$data"
 run $python "$here/ddp_baseline.py" "$w" "$data"
 awk -v w="$w" '
@@ -88,6 +88,8 @@ at(w, "wire") { if (!twi || $7 < twi) twi = $7 }
 at(w, "alone") { if (!tal || $7 < tal) tal = $7 }
 at(w, "sync") { if (!tsy || $7 < tsy) tsy = $7 }
 at(w, "read") { if (!trd || $7 < trd) trd = $7 }
+at(w, "touch") { if (!tto || $7 < tto) tto = $7 }
+at(w, "least") { if (!tle || $7 < tle) tle = $7 }
 ddp(1) { p1 = $5 }
 ddp(w) { p2 = $5; pa = $11 }
 END {
@@ -98,7 +100,9 @@ END {
     if (tno > 0 && tal > 0) printf "one in-place average of the gradient size alone after each backward (mode alone: no overlap, not the model gradients) %s\n", signed(tal)
     if (tno > 0 && tsy > 0) printf "one MPI_Barrier after each backward (mode sync: keeping the ranks in step, no data) %s\n", signed(tsy)
     if (tno > 0 && trd > 0) printf "that barrier and the read floor of the gradients (mode read: less than any in-place average costs) %s\n", signed(trd)
+    if (tno > 0 && tto > 0) printf "one pass rewriting every gradient in place (mode touch: no peers, no barrier) %s\n", signed(tto)
+    if (tno > 0 && tle > 0) printf "the barrier, the read floor and that pass (mode least: the least work of an average that hands the mean back in the gradients) %s\n", signed(tle)
     if (tno > 0 && tcp > 0) printf "overlap with in-place averages %s, with copying averages (HPCT_NODE_IN_PLACE=0) %s\n", signed(tov), signed(tcp)
     if (tbl > tno) printf "communication hidden by overlap: %.0f%% (epoch: blocking %.2f s, overlap %.2f s, no averaging %.2f s)\n", 100 * (tbl - tov) / (tbl - tno), tbl, tov, tno
-    if (tno > 0) printf "figures: ddp %.2f scaling %.0f overlap %s blocking %s copy %s alone %s sync %s read %s floor %s wire %s\n", h2 / p2, 100 * h2 / (w * h1), pct(tov), pct(tbl), pct(tcp), pct(tal), pct(tsy), pct(trd), pct(tfl), pct(twi)
+    if (tno > 0) printf "figures: ddp %.2f scaling %.0f overlap %s blocking %s copy %s alone %s sync %s read %s touch %s least %s floor %s wire %s\n", h2 / p2, 100 * h2 / (w * h1), pct(tov), pct(tbl), pct(tcp), pct(tal), pct(tsy), pct(trd), pct(tto), pct(tle), pct(tfl), pct(twi)
 }' "$out"

@@ -2,9 +2,10 @@
 # The averaging benchmarks and their yardsticks (bench/bench_allreduce, bench/bench_train,
 # bench/floor.c) run to the end: bench_allreduce up to 1 MiB at W = 2 on one node, W = 3
 # (uneven blocks) and W = 2 on two virtual nodes over TCP, each printing a row per size and
-# both fusion lines with the floor of their layout; bench_train's floor, read and wire modes
-# at W = 2 (no averaging plus a yardstick per step) train the same bits, so they print the
-# same test accuracy. Timings are not checked (doc/averaging-measured.md has the figures).
+# both fusion lines with the floor of their layout; bench_train's floor, read, least and wire
+# modes at W = 2 (no averaging plus a yardstick per step; least rewrites every gradient with
+# itself times 1) train the same bits, so they print the same test accuracy. Timings are not
+# checked (doc/averaging-measured.md has the figures).
 . "${top_srcdir:-.}/t/lib/tap.sh"
 : "${top_builddir:=.}"
 : "${MPIRUN:=mpirun}"
@@ -40,12 +41,12 @@ allreduce "bench_allreduce, W = 2, two virtual nodes over TCP" wire 2 \
 data=/usr/share/datasets/fashion-mnist
 if [ -r "$data/train-images-idx3-ubyte.gz" ]; then
     out="$work/train.out"
-    timeout -s KILL 300 "$MPIRUN" --oversubscribe -np 2 "$train" "$data" floor,read,wire >"$out" 2>&1
+    timeout -s KILL 300 "$MPIRUN" --oversubscribe -np 2 "$train" "$data" floor,read,least,wire >"$out" 2>&1
     rc=$?
-    modes=$(grep -c '^hpctrain W=2 mode=\(floor\|read\|wire\) ' "$out")
+    modes=$(grep -c '^hpctrain W=2 mode=\(floor\|read\|least\|wire\) ' "$out")
     accs=$(sed -n 's/^hpctrain W=2 mode=.*test accuracy \([0-9.]*\).*/\1/p' "$out" | sort -u | wc -l)
-    [ $rc = 0 ] && [ "$modes" = 3 ] && [ "$accs" = 1 ]
-    ok $? "bench_train floor, read and wire at W = 2: exit $rc, $modes of 3 modes, $accs test accuracy (want 1)" ||
+    [ $rc = 0 ] && [ "$modes" = 4 ] && [ "$accs" = 1 ]
+    ok $? "bench_train floor, read, least and wire at W = 2: exit $rc, $modes of 4 modes, $accs test accuracy (want 1)" ||
         tail -n 20 "$out" | sed 's/^/#   /'
 else
     skip 1 "no Fashion-MNIST in $data (Debian package dataset-fashion-mnist)"
