@@ -1053,19 +1053,21 @@ static int run_gradset(const char *algo, int mixed, int direct)
     check(hpct_alloc_grads(ctx, total, &g) == HPCT_SUCCESS && plain && w,
           "hpct_alloc_grads of %zu floats (%s)", total, hpct_last_error(ctx));
     float *grads = mixed && world_rank == 0 ? plain : g;
-    hpct_params_t p;
-    hpct_params_create(ctx, &p);
+    hpct_params_t p = NULL;
+    s = hpct_params_create(ctx, &p);
     size_t off = 0;
-    for (int i = 0; i < 3; off += counts[i++]) {
+    for (int i = 0; i < 3 && !s; off += counts[i++]) {
         char name[16];
         snprintf(name, sizeof name, "t%d", i);
-        hpct_params_register(p, name, w + off, grads + off, counts[i]);
+        s = hpct_params_register(p, name, w + off, grads + off, counts[i]);
     }
+    check(s == HPCT_SUCCESS, "a set of three gradients carved from one buffer (%s)",
+          hpct_last_error(ctx));
     char label[96];
     snprintf(label, sizeof label, "a gradient buffer%s averaged %s",
              mixed ? " (ordinary memory on rank 0)" : "",
              direct ? "whole" : "as a set of three carved from it");
-    if (g && plain && w) grads_size(ctx, ref, label, grads, total, direct ? NULL : p);
+    if (g && plain && w && !s) grads_size(ctx, ref, label, grads, total, direct ? NULL : p);
     hpct_params_destroy(p);
     hpct_free_grads(ctx, g);
     free(plain), free(w);
