@@ -223,6 +223,7 @@ static int run(void)
     cfg.backend = HPCT_BACKEND_CUDA;
     cfg.collective_timeout_s = 60;
     cfg.fusion_bytes = 4096;
+    cfg.log_level = HPCT_LOG_INFO; /* test_nccl.sh reads which averaging path was set up */
     hpct_ctx_t ctx = mpi_start(&cfg);
     float v = (float)world_rank; /* host memory on a cuda context: the train loop's figures */
     hpct_status_t s = hpct_allreduce_mean(ctx, &v, 1);

@@ -18,9 +18,14 @@ oversub=
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/hpct-nccl.XXXXXX") || skip_all "mktemp failed"
 trap 'rm -rf "$tmp"' EXIT
 
-layout() { # DESC NP GPUS-NEEDED ENV...
-    desc=$1 np=$2 need=$3
-    shift 3
+# The library's info log says which path hpct_init set up: NCCL's communicator joined ("nccl:
+# node rank 0 of N joined") or device averages staged through host memory.
+nccl_seen='nccl: node rank 0 of [0-9]* joined'
+staged_seen='device averages: staged through host memory'
+
+layout() { # DESC NP GPUS-NEEDED PATH-SEEN ENV...
+    desc=$1 np=$2 need=$3 seen=$4
+    shift 4
     if [ "$devices" -lt "$need" ]; then
         skip 1 "$desc: needs $need GPUs, $devices visible"
         return
@@ -28,20 +33,35 @@ layout() { # DESC NP GPUS-NEEDED ENV...
     env "$@" timeout -s KILL 300 "$MPIRUN" $oversub -np "$np" "$prog" run >"$tmp/out" 2>&1
     rc=$?
     sed -n 's/^\(PASS\|FAIL\)/# &/p' "$tmp/out"
-    [ $rc -eq 0 ] && ! grep -q '^FAIL' "$tmp/out"
-    ok $? "$desc" || { diag "exit $rc"; grep -v '^PASS' "$tmp/out" | tail -n 20 | sed 's/^/#   /'; }
+    path=0
+    grep -q "$seen" "$tmp/out" || path=1
+    [ $rc -eq 0 ] && ! grep -q '^FAIL' "$tmp/out" && [ $path -eq 0 ]
+    ok $? "$desc" || {
+        diag "exit $rc"
+        [ $path -eq 0 ] || diag "the log does not say '$seen': another path ran"
+        grep -v '^PASS' "$tmp/out" | tail -n 20 | sed 's/^/#   /'
+    }
 }
 
-plan 6
-layout "W=2, one node (NCCL reduce-scatter + all-gather)" 2 2 HPCT_RANKS_PER_NODE=2
-layout "W=2, two virtual nodes of 1 (staged through pinned host memory)" 2 1 HPCT_RANKS_PER_NODE=1
-layout "W=4, two virtual nodes of 2 (NCCL in the node, MPI across)" 4 2 HPCT_RANKS_PER_NODE=2
-layout "W=8, two virtual nodes of 4 (NCCL in the node, MPI across)" 8 4 HPCT_RANKS_PER_NODE=4
+plan 9
+layout "W=2, one node (NCCL reduce-scatter + all-gather)" 2 2 "$nccl_seen" HPCT_RANKS_PER_NODE=2
+layout "W=2, two virtual nodes of 1 (staged through pinned host memory)" 2 1 "$staged_seen" \
+    HPCT_RANKS_PER_NODE=1
+# HPCT_NCCL_SOLO=1: every virtual node of one rank makes an NCCL communicator of one rank, so
+# one GPU runs NCCL's set-up, stream marks, the overlapped cross-node queue and teardown.
+layout "W=2, two virtual nodes of 1, HPCT_NCCL_SOLO=1 (NCCL nranks=1, MPI across)" 2 1 \
+    "$nccl_seen" HPCT_RANKS_PER_NODE=1 HPCT_NCCL_SOLO=1
+layout "W=3, three virtual nodes of 1, HPCT_NCCL_SOLO=1, HPCT_CUDA_AWARE_MPI=0" 3 1 \
+    "$nccl_seen" HPCT_RANKS_PER_NODE=1 HPCT_NCCL_SOLO=1 HPCT_CUDA_AWARE_MPI=0
+layout "W=4, two virtual nodes of 2 (NCCL in the node, MPI across)" 4 2 "$nccl_seen" \
+    HPCT_RANKS_PER_NODE=2
+layout "W=8, two virtual nodes of 4 (NCCL in the node, MPI across)" 8 4 "$nccl_seen" \
+    HPCT_RANKS_PER_NODE=4
 # The same as W=4 with the cross-node phase forced through pinned host memory (where the MPI is
 # CUDA-aware, the layout above passed device pointers, in the averages overlapped with backward
 # and in the whole-buffer ones: both sides are then covered).
-layout "W=4, two virtual nodes of 2, HPCT_CUDA_AWARE_MPI=0 (staged)" 4 2 HPCT_RANKS_PER_NODE=2 \
-    HPCT_CUDA_AWARE_MPI=0
+layout "W=4, two virtual nodes of 2, HPCT_CUDA_AWARE_MPI=0 (staged)" 4 2 "$nccl_seen" \
+    HPCT_RANKS_PER_NODE=2 HPCT_CUDA_AWARE_MPI=0
 if [ "$devices" -lt 2 ]; then
     skip 1 "HPCT_CUDA_AWARE_MPI=maybe: needs 2 GPUs, $devices visible"
 else
@@ -51,4 +71,11 @@ else
     ok $? "HPCT_CUDA_AWARE_MPI=maybe: hpct_init refuses it, naming the variable" ||
         sed 's/^/#   /' "$tmp/out" | tail -n 20
 fi
+# A value of HPCT_NCCL_SOLO other than 0 or 1 is refused by name (one GPU is enough).
+env HPCT_RANKS_PER_NODE=1 HPCT_NCCL_SOLO=yes timeout -s KILL 120 \
+    "$MPIRUN" $oversub -np 2 "$prog" run >"$tmp/out" 2>&1
+rc=$?
+[ $rc -ne 0 ] && grep -q "HPCT_NCCL_SOLO is 'yes'" "$tmp/out"
+ok $? "HPCT_NCCL_SOLO=yes: hpct_init refuses it, naming the variable (exit $rc)" ||
+    tail -n 20 "$tmp/out" | sed 's/^/#   /'
 done_testing

@@ -331,13 +331,32 @@ static hpct_status_t bind_backend(hpct_ctx_t ctx, int *shared)
 }
 
 #ifdef HPCT_HAVE_NCCL
-/* The node's NCCL communicator when NCCL takes the node phase: cuda, several ranks per node,
- * equal nodes, no shared GPU. Failure anywhere fails hpct_init everywhere. */
+/* HPCT_NCCL_SOLO: 1 makes nodes of one rank create their NCCL communicator too (nranks = 1),
+ * so one GPU runs NCCL's paths; 0 or unset: they stage through host memory. */
+static hpct_status_t nccl_solo(hpct_ctx_t ctx, int *solo)
+{
+    const char *v = getenv("HPCT_NCCL_SOLO");
+    *solo = v && !strcmp(v, "1");
+    if (!v || !*v || !strcmp(v, "0") || *solo) return HPCT_SUCCESS;
+    return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                       "hpct_init: HPCT_NCCL_SOLO is '%s'; use 1 (NCCL also on nodes of one "
+                       "rank) or 0 (the default: those stage through host memory)",
+                       v);
+}
+
+/* The node's NCCL communicator when NCCL takes the node phase: cuda, several ranks per node
+ * (or one on every node with HPCT_NCCL_SOLO=1), equal nodes, no shared GPU. Failure anywhere
+ * fails hpct_init everywhere. */
 static hpct_status_t start_nccl(hpct_ctx_t ctx, int shared)
 {
     struct hpcti_dist *d = ctx->dist;
-    int equal_nodes = d->hier || d->num_nodes == 1;
-    if (ctx->ops == &hpcti_cpu_ops || d->local_size < 2 || !equal_nodes || shared) {
+    int solo = 0;
+    hpct_status_t s = nccl_solo(ctx, &solo);
+    if (s) return s;
+    int one_each = d->local_size == 1 && d->cross_size == d->size; /* every node one rank */
+    int equal_nodes = d->hier || d->num_nodes == 1 || one_each;
+    int small = d->local_size < 2 && !(solo && one_each);
+    if (ctx->ops == &hpcti_cpu_ops || small || !equal_nodes || shared) {
         if (ctx->ops != &hpcti_cpu_ops)
             hpcti_log(ctx, HPCT_LOG_INFO, "device averages: staged through host memory (%s)",
                       shared              ? "GPUs shared"
@@ -345,7 +364,9 @@ static hpct_status_t start_nccl(hpct_ctx_t ctx, int shared)
                                           : "unequal nodes");
         return HPCT_SUCCESS;
     }
-    hpct_status_t s = hpcti_device_nccl_start(ctx, &d->nccl);
+    if (d->local_size == 1)
+        hpcti_log(ctx, HPCT_LOG_INFO, "HPCT_NCCL_SOLO=1: NCCL communicator of one rank per node");
+    s = hpcti_device_nccl_start(ctx, &d->nccl);
     int all = 0;
     hpct_status_t t = agree_max(ctx, "hpct_init (NCCL communicator)", s ? 1 : 0, &all);
     if (!s && !t && all)
