@@ -15,18 +15,24 @@
 # HPCT_GPU_BUILD=DIR skips step 1 and validates a tree already built elsewhere (configured
 # --with-cuda --with-nccl, then "make check TESTS="), e.g. on a login node when the GPU nodes
 # have no compilers or development packages: the tests run as programs, not through make.
-# HPCT_GPU_STEP_TIMEOUT (seconds, default 900) bounds every test, sanitizer and training run.
+# bench/gpu_bundle.sh makes such a tree with the MPI and libraries it needs, for a GPU machine
+# that has none of them; its run.sh caps this script at 8 minutes.
+# HPCT_GPU_STEP_TIMEOUT (seconds, default 90) bounds every test, sanitizer and training run;
+# each is killed (SIGKILL) at that bound and reported as failed.
 #
 # Steps: 1. build the committed tree with --with-cuda --with-nccl (architectures
 # HPCT_CUDA_ARCH, default "80;90"; "native" for this GPU), nvcc and compiler warnings as errors;
 # 2. the GPU tests: t/test_cuda (every kernel and a full training step against the cpu
 # backend, stated tolerances per op), t/test_nccl.sh (1 node of 2 ranks with NCCL, 2 nodes of
-# 1 staged, 2 nodes of 2 and of 4 with the average overlapping backward, CUDA-aware MPI on and
-# forced off), t/test_gpu_logic; 3. compute-sanitizer memcheck and racecheck on
-# t/test_cuda; 4. hpctrain train at 2 ranks on the GPU (replica hashes compared every step)
-# whose loss curve follows the same run on the cpu backend; 5. bench/bench_gpu step, kernels,
-# allreduce. Exit status 0 when every correctness check passed (a MISS of a performance target
-# is reported in the summary but does not fail the run).
+# 1 staged, nodes of 1 with NCCL of one rank (HPCT_NCCL_SOLO=1), 2 nodes of 2 and of 4 with
+# the average overlapping backward, CUDA-aware MPI on and forced off), t/test_gpu_logic;
+# 3. compute-sanitizer memcheck and racecheck on t/test_cuda; 4. hpctrain train at 2 ranks on
+# the GPU (replica hashes compared every step) whose loss curve follows the same run on the cpu
+# backend, staged and with HPCT_NCCL_SOLO=1; 5. bench/bench_gpu step, kernels, allreduce.
+# summary.txt ends with a coverage table: each device path RAN-PASS, RAN-FAIL or NOT RUN with
+# the reason; logs.tar.gz holds every log. Exit status 0 when every correctness check that ran
+# passed (a MISS of a performance target is reported but does not fail the run); the last
+# line says how many paths did not run.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$PWD/gpu-validate-$(date +%Y%m%d-%H%M%S)}
@@ -38,10 +44,19 @@ out=$(cd "$out" && pwd)
 summary=$out/summary.txt
 : >"$summary"
 failed=0
+cov=$out/.coverage
+: >"$cov"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1
 export PATH="$cuda/bin:$PATH"
 
 say() { echo "$*" | tee -a "$summary"; }
+# covered KEY STATUS DETAIL: the coverage table's row KEY (RAN-PASS, RAN-FAIL, NOT RUN); the
+# first verdict of a row stays unless a later one is a failure.
+covered() {
+    if grep -q "^$1|" "$cov" && [ "$2" != RAN-FAIL ]; then return 0; fi
+    grep -v "^$1|" "$cov" >"$cov.new"; mv "$cov.new" "$cov"
+    echo "$1|$2|$3" >>"$cov"
+}
 result() { # STATUS WHAT [DETAIL]
     say "$1 $2${3:+ ($3)}"
     [ "$1" = FAIL ] && failed=1
@@ -59,7 +74,7 @@ say "# driver: $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/
 say "# nvcc: $(nvcc --version 2>/dev/null | tail -1)"
 
 # ---- 1. build -----------------------------------------------------------------------------
-step_timeout=${HPCT_GPU_STEP_TIMEOUT:-900}
+step_timeout=${HPCT_GPU_STEP_TIMEOUT:-90}
 
 # The committed tree into $out/src, built with warnings as errors; b is the tree.
 build_here() {
@@ -125,12 +140,50 @@ for t in t/test_gpu_logic t/test_cuda t/test_nccl.sh; do
         result PASS "$t" "$pass points, $skip skipped"
     fi
 done
+# The coverage rows a TAP log decides: PATTERN (unique in the log) -> KEY.
+tap_cover() { # LOG KEY PATTERN
+    if grep -q "^not ok [0-9]* - .*$3" "$1" 2>/dev/null; then
+        covered "$2" RAN-FAIL "$(grep -m1 "^not ok [0-9]* - .*$3" "$1" | sed 's/^not ok [0-9]* - //')"
+    elif grep -q "^ok [0-9]* - .*$3" "$1" 2>/dev/null; then
+        covered "$2" RAN-PASS "$(grep -m1 "^ok [0-9]* - .*$3" "$1" | sed 's/^ok [0-9]* - //')"
+    elif grep -q "^ok [0-9]* # SKIP .*$3" "$1" 2>/dev/null; then
+        covered "$2" "NOT RUN" "$(grep -m1 "^ok [0-9]* # SKIP .*$3" "$1" | sed 's/^ok [0-9]* # SKIP //')"
+    elif grep -q '^1\.\.0' "$1" 2>/dev/null; then
+        covered "$2" "NOT RUN" "$(grep -m1 '^1\.\.0' "$1")"
+    else
+        covered "$2" "NOT RUN" "no point of $(basename "$1") names it (crashed or killed first?)"
+    fi
+}
+if grep -q '^1\.\.[1-9]' "$out/test_cuda.log" 2>/dev/null; then
+    if grep -q '^not ok' "$out/test_cuda.log" || ! grep -q '^PASS t/test_cuda' "$summary"; then
+        covered kernels RAN-FAIL "t/test_cuda: see test_cuda.log"
+    else
+        covered kernels RAN-PASS "t/test_cuda: $(grep -c '^ok' "$out/test_cuda.log") points"
+    fi
+else
+    tap_cover "$out/test_cuda.log" kernels 'no such point'
+fi
+tap_cover "$out/test_nccl.log" staged 'two virtual nodes of 1 (staged'
+tap_cover "$out/test_nccl.log" nccl_node 'W=2, one node (NCCL'
+tap_cover "$out/test_nccl.log" nccl_solo 'HPCT_NCCL_SOLO=1 (NCCL nranks=1'
+tap_cover "$out/test_nccl.log" overlap_cross 'HPCT_NCCL_SOLO=1 (NCCL nranks=1'
+tap_cover "$out/test_nccl.log" overlap_cross 'W=4, two virtual nodes of 2 (NCCL'
+# The CUDA-aware phase ran only where the log says MPI took device pointers.
+if grep -q 'CUDA-aware MPI, device pointers' "$out/test_nccl.log" 2>/dev/null; then
+    tap_cover "$out/test_nccl.log" cuda_aware 'W=4, two virtual nodes of 2 (NCCL'
+else
+    covered cuda_aware "NOT RUN" "$(sed -n 's/.*staged through pinned host memory (\(.*\))$/MPI not CUDA-aware: \1/p' \
+        "$out/test_nccl.log" 2>/dev/null | head -1)"
+fi
+covered second_thread "NOT RUN" "no test uses a context's device averages from a second thread yet"
 grep -h '^ok.*\(gemm\|softmax\|sumsq\|mse\|losses agree\|parameters agree\)' \
     "$out/test_cuda.log" 2>/dev/null | sed 's/^/#   /' >>"$summary"
 
 # ---- 3. compute-sanitizer -------------------------------------------------------------------
 if grep -q '^1\.\.0' "$out/test_cuda.log" 2>/dev/null; then
     result SKIP "compute-sanitizer" "t/test_cuda skipped: $(grep '^1\.\.0' "$out/test_cuda.log")"
+    covered sanitizer_memcheck "NOT RUN" "t/test_cuda skipped"
+    covered sanitizer_racecheck "NOT RUN" "t/test_cuda skipped"
 elif command -v compute-sanitizer >/dev/null 2>&1; then
     for tool in memcheck racecheck; do
         HPCT_TEST_NO_FAULT=1 timeout -s KILL "$step_timeout" compute-sanitizer --tool $tool \
@@ -139,12 +192,19 @@ elif command -v compute-sanitizer >/dev/null 2>&1; then
         errs=$(grep -h 'ERROR SUMMARY' "$out/sanitizer-$tool.log" | tail -1)
         if [ $rc -eq 0 ]; then
             result PASS "compute-sanitizer $tool t/test_cuda" "$errs"
+            covered "sanitizer_$tool" RAN-PASS "$errs"
+        elif grep -q 'Device not supported\|not supported on this' "$out/sanitizer-$tool.log"; then
+            result SKIP "compute-sanitizer $tool t/test_cuda" "cannot attach to this device"
+            covered "sanitizer_$tool" "NOT RUN" "compute-sanitizer cannot attach to this device"
         else
+            covered "sanitizer_$tool" RAN-FAIL "exit $rc, $errs"
             result FAIL "compute-sanitizer $tool t/test_cuda" "exit $rc, $errs"
         fi
     done
 else
     result SKIP "compute-sanitizer" "not found in PATH ($cuda/bin)"
+    covered sanitizer_memcheck "NOT RUN" "compute-sanitizer not found"
+    covered sanitizer_racecheck "NOT RUN" "compute-sanitizer not found"
 fi
 
 # ---- 4. hpctrain train on the GPU against the cpu backend -----------------------------------
@@ -152,8 +212,9 @@ gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 work=$out/train
 mkdir -p "$work"
 . "$b/t/lib/train_data.sh"
-train_csv "$work/data.csv" && "$b/tools/hpctrain" shard -o "$work/data" "$work/data.csv" \
-    >"$work/shard.log" 2>&1
+train_csv "$work/data.csv" && timeout -s KILL "$step_timeout" "$b/tools/hpctrain" shard \
+    -o "$work/data" "$work/data.csv" >"$work/shard.log" 2>&1
+shard_rc=$?
 conf() { # BACKEND
     cat <<EOF
 train_manifest = $work/data/manifest.txt
@@ -167,52 +228,84 @@ epochs = 3
 log_interval = 1
 checkpoint_every_seconds = 0
 walltime_margin = 0
-collective_timeout = 120
+collective_timeout = 60
 consistency_interval = 1
 resume = never
 backend = $1
 EOF
 }
-# 2 ranks on one node share NCCL only with 2 GPUs; with 1 GPU, two virtual nodes of 1 rank.
-layout=HPCT_RANKS_PER_NODE=2
-[ "${gpus:-0}" -ge 2 ] || layout=HPCT_RANKS_PER_NODE=1
-for be in cpu cuda; do
-    conf $be >"$work/$be.conf"
-    env $layout timeout "$step_timeout" "$mpirun" -np 2 "$b/tools/hpctrain" train \
-        --config "$work/$be.conf" --checkpoint-dir "$work/ck-$be" >"$work/$be.log" 2>&1
-    echo $? >"$work/$be.rc"
-done
-if [ "$(cat "$work/cuda.rc")" != 0 ]; then
-    result FAIL "hpctrain train, 2 ranks on the GPU ($layout, replica hash every step)" \
-        "exit $(cat "$work/cuda.rc"); see $work/cuda.log"
-else
-    result PASS "hpctrain train, 2 ranks on the GPU ($layout): replicas identical at every step"
-    # Loss curves: relative difference per logged step (tolerance 2e-3: fp32 sums in another
-    # order on each backend, compounded over 96 steps of SGD).
-    worst=$(awk '/^epoch .* loss / { for (i = 1; i < NF; i++) if ($i == "loss") v = $(i + 1);
-                 if (FILENAME ~ /cpu.log$/) c[++n] = v; else g[++m] = v }
-             END { w = (n == m && n > 0) ? 0 : 1e9
-                   for (i = 1; i <= n && i <= m; i++) { d = c[i] - g[i]; if (d < 0) d = -d
-                       d /= (c[i] > 1e-6 ? c[i] : 1e-6); if (d > w) w = d }
-                   printf "%.3g", w }' "$work/cpu.log" "$work/cuda.log")
-    if [ "$(cat "$work/cpu.rc")" != 0 ]; then
-        result FAIL "GPU loss curve follows the cpu run" \
-            "the cpu reference run failed: exit $(cat "$work/cpu.rc"); see $work/cpu.log"
-    elif awk "BEGIN { exit !($worst <= 2e-3) }"; then
-        result PASS "GPU loss curve follows the cpu run" "worst relative difference $worst <= 2e-3"
+# train NAME BACKEND ENV...: 2 ranks of hpctrain train; NAME.log, NAME.rc.
+train() {
+    name=$1 be=$2
+    shift 2
+    conf "$be" >"$work/$name.conf"
+    env "$@" timeout -s KILL "$step_timeout" "$mpirun" -np 2 "$b/tools/hpctrain" train \
+        --config "$work/$name.conf" --checkpoint-dir "$work/ck-$name" >"$work/$name.log" 2>&1
+    echo $? >"$work/$name.rc"
+}
+# Worst relative difference of the logged losses of two runs' logs (1e9: not the same steps).
+worst_loss() {
+    awk '/^epoch .* loss / { for (i = 1; i < NF; i++) if ($i == "loss") v = $(i + 1);
+             if (FILENAME == ARGV[1]) c[++n] = v; else g[++m] = v }
+         END { w = (n == m && n > 0) ? 0 : 1e9
+               for (i = 1; i <= n && i <= m; i++) { d = c[i] - g[i]; if (d < 0) d = -d
+                   d /= (c[i] > 1e-6 ? c[i] : 1e-6); if (d > w) w = d }
+               printf "%.3g", w }' "$1" "$2"
+}
+# check_train NAME KEY DESC: the GPU run NAME against the cpu run. Replicas: consistency_interval
+# = 1 makes the library compare every rank's parameter hash after every step and stop the run
+# on a difference, so a run that logged every step and exited 0 compared them all.
+check_train() {
+    name=$1 key=$2 desc=$3
+    rc=$(cat "$work/$name.rc")
+    steps=$(grep -c '^epoch .* loss ' "$work/$name.log")
+    want=$(grep -c '^epoch .* loss ' "$work/cpu.log")
+    if [ "$rc" != 0 ] || [ "$steps" -eq 0 ] || [ "$steps" -ne "$want" ]; then
+        result FAIL "hpctrain train, $desc" "exit $rc, $steps of $want steps logged; see $work/$name.log"
+        covered "$key" RAN-FAIL "hpctrain train: exit $rc"
+        return
+    fi
+    result PASS "hpctrain train, $desc: replica hashes compared and equal at all $steps steps"
+    worst=$(worst_loss "$work/cpu.log" "$work/$name.log")
+    if awk "BEGIN { exit !($worst <= 2e-3) }"; then
+        result PASS "$desc: loss curve follows the cpu run" "worst relative difference $worst <= 2e-3"
+        covered "$key" RAN-PASS "replicas equal every step, loss within $worst of the cpu run"
     else
-        result FAIL "GPU loss curve follows the cpu run" "worst relative difference $worst > 2e-3"
+        result FAIL "$desc: loss curve follows the cpu run" "worst relative difference $worst > 2e-3"
+        covered "$key" RAN-FAIL "loss $worst from the cpu run"
+    fi
+}
+if [ $shard_rc -ne 0 ]; then
+    result FAIL "hpctrain shard (the training runs' data)" "exit $shard_rc; see $work/shard.log"
+    covered train_gpu RAN-FAIL "no data: hpctrain shard exit $shard_rc"
+else
+    train cpu cpu HPCT_RANKS_PER_NODE=1
+    if [ "$(cat "$work/cpu.rc")" != 0 ]; then
+        result FAIL "hpctrain train on the cpu backend (the reference)" \
+            "exit $(cat "$work/cpu.rc"); see $work/cpu.log"
+        covered train_gpu RAN-FAIL "the cpu reference run failed"
+    else
+        # 2 ranks on one node share NCCL only with 2 GPUs; with 1 GPU, two virtual nodes of 1
+        # rank, staged, and again with NCCL of one rank per node.
+        layout=HPCT_RANKS_PER_NODE=2
+        [ "${gpus:-0}" -ge 2 ] || layout=HPCT_RANKS_PER_NODE=1
+        train cuda cuda $layout
+        check_train cuda train_gpu "2 ranks on the GPU ($layout)"
+        if [ "${gpus:-0}" -lt 2 ]; then
+            train solo cuda HPCT_RANKS_PER_NODE=1 HPCT_NCCL_SOLO=1
+            check_train solo train_solo "2 ranks on the GPU (nodes of 1, HPCT_NCCL_SOLO=1)"
+        fi
     fi
 fi
 
 # ---- 5. timings ------------------------------------------------------------------------------
 say "# timings (targets in doc/gpu.md; each pair measured in one run)"
-timeout "$step_timeout" "$b/bench/bench_gpu" step 200 >"$out/bench-step.log" 2>&1 ||
+timeout -s KILL "$step_timeout" "$b/bench/bench_gpu" step 200 >"$out/bench-step.log" 2>&1 ||
     result FAIL "bench_gpu step" "see $out/bench-step.log"
-timeout "$step_timeout" "$b/bench/bench_gpu" kernels >"$out/bench-kernels.log" 2>&1 ||
+timeout -s KILL "$step_timeout" "$b/bench/bench_gpu" kernels >"$out/bench-kernels.log" 2>&1 ||
     result FAIL "bench_gpu kernels" "see $out/bench-kernels.log"
 if [ "${gpus:-0}" -ge 2 ]; then
-    timeout "$step_timeout" "$mpirun" -np 2 "$b/bench/bench_gpu" allreduce 20 \
+    timeout -s KILL "$step_timeout" "$mpirun" -np 2 "$b/bench/bench_gpu" allreduce 20 \
         >"$out/bench-allreduce.log" 2>&1 ||
         result FAIL "bench_gpu allreduce" "see $out/bench-allreduce.log"
 else
@@ -223,6 +316,37 @@ cat "$out"/bench-*.log 2>/dev/null | grep '^FIGURE' | sed 's/^FIGURE //' |
     awk '{ st = $NF; if (st != "PASS" && st != "MISS") st = "INFO"; $NF = ($NF == st) ? "" : $NF;
            print st " " $0 }' >>"$summary"
 
-say "# result: $([ $failed -eq 0 ] && echo 'every correctness check passed' || echo 'FAILURES above')"
+# ---- coverage: every device path, and whether it ran --------------------------------------
+say ""
+say "# coverage (RAN-PASS, RAN-FAIL, NOT RUN: reason)"
+notrun=0
+for row in "kernels|single-GPU kernels and cuBLAS against the cpu backend" \
+    "staged|staged device average through pinned host memory, W=2" \
+    "nccl_node|NCCL inside one node, W >= 2 (needs 2 GPUs)" \
+    "nccl_solo|NCCL with nranks = 1 per node (HPCT_NCCL_SOLO=1), W >= 2" \
+    "overlap_cross|average overlapped with backward, across nodes" \
+    "cuda_aware|CUDA-aware cross-node phase (device pointers to MPI)" \
+    "second_thread|device averages from a second thread" \
+    "sanitizer_memcheck|compute-sanitizer memcheck on t/test_cuda" \
+    "sanitizer_racecheck|compute-sanitizer racecheck on t/test_cuda" \
+    "train_gpu|hpctrain train W=2 on the GPU against the cpu run" \
+    "train_solo|hpctrain train W=2 on the GPU, HPCT_NCCL_SOLO=1"; do
+    key=${row%%|*} what=${row#*|}
+    line=$(grep "^$key|" "$cov" | head -1)
+    st=${line#*|}; st=${st%%|*}; why=${line##*|}
+    [ -n "$line" ] || { st="NOT RUN"; why="no step of this run checks it"; }
+    [ "$st" = RAN-PASS ] || [ "$st" = RAN-FAIL ] || notrun=$((notrun + 1))
+    [ "$st" = RAN-FAIL ] && failed=1
+    say "$(printf '%-9s %s' "$st" "$what")${why:+ ($why)}"
+done
+(cd "$out" && find . -name '*.log' -o -name '*.conf' -o -name summary.txt |
+    tar -czf logs.tar.gz -T -)
+if [ $failed -ne 0 ]; then
+    say "# result: FAILURES above"
+elif [ $notrun -gt 0 ]; then
+    say "# result: every check that ran passed; $notrun device path(s) NOT RUN (table above)"
+else
+    say "# result: every check passed and every device path ran"
+fi
 echo "summary: $summary"
 exit $failed
