@@ -120,7 +120,7 @@ static void test_memory(void)
     float *h = rand_host(n, -1, 1);
     gpu->to_device(gctx, d, h, n * sizeof(float));
     tap_ok(max_rel_diff(d, h, n) == 0, "to_device then to_host round-trips exactly");
-    gpu->free(d);
+    gpu->free(gctx, d);
     free(zeros);
     free(h);
 }
@@ -137,7 +137,7 @@ static void check_gemm(int ta, int tb, int m, int n, int k, float beta, double t
     double d = max_rel_diff(dc, c, (size_t)m * n);
     tap_ok(d <= tol, "gemm ta=%d tb=%d [%d x %d x %d] beta=%g: max diff %.2e <= %.0e", ta, tb, m, n,
            k, beta, d, tol);
-    gpu->free(da), gpu->free(db), gpu->free(dc);
+    gpu->free(gctx, da), gpu->free(gctx, db), gpu->free(gctx, dc);
     free(a), free(b), free(c);
 }
 
@@ -173,7 +173,7 @@ static void test_activations(void)
         gpu->act_backward(gctx, act, dz, gy, dup, dup, n); /* in place, as the model calls it */
         d = max_rel_diff(dup, out, n);
         tap_ok(d <= 2e-6, "act_backward %s (dz aliases dy): max diff %.2e", names[act], d);
-        gpu->free(dz), gpu->free(db), gpu->free(dy), gpu->free(dup);
+        gpu->free(gctx, dz), gpu->free(gctx, db), gpu->free(gctx, dy), gpu->free(gctx, dup);
         free(z), free(bias), free(y), free(up), free(out);
     }
 }
@@ -190,7 +190,7 @@ static void test_bias_grad(void)
         double d = max_rel_diff(dbias, b, (size_t)cols);
         tap_ok(d <= 1e-6, "bias_grad accumulate=%d [%d, %d]: max diff %.2e", acc, rows, cols, d);
     }
-    gpu->free(dg), gpu->free(dbias);
+    gpu->free(gctx, dg), gpu->free(gctx, dbias);
     free(g), free(b);
 }
 
@@ -215,7 +215,7 @@ static void check_softmax(int rows, int cols, float spread)
     long cw = correct(cpu, cctx, x, lab, rows, cols);
     tap_is_int(correct(gpu, gctx, gx, glab, rows, cols), cw, "count_correct [%d, %d] with ties",
                rows, cols);
-    gpu->free(gx), gpu->free(gdx), gpu->free(glab);
+    gpu->free(gctx, gx), gpu->free(gctx, gdx), gpu->free(gctx, glab);
     free(x), free(dx), free(lab);
 }
 
@@ -256,7 +256,7 @@ static void test_reductions(void)
     gpu->scale(gctx, go, 0.0f, n);
     memset(o, 0, n * 4);
     tap_ok(max_rel_diff(go, o, n) == 0, "scale by 0 clears everything, NaN included");
-    gpu->free(go), gpu->free(gt), gpu->free(gd);
+    gpu->free(gctx, go), gpu->free(gctx, gt), gpu->free(gctx, gd);
     free(o), free(t), free(d);
 }
 
@@ -284,7 +284,7 @@ static void test_optimizers(void)
     }
     d = fmax(max_rel_diff(gp, p, n), fmax(max_rel_diff(gm, m, n), max_rel_diff(gv, v, n)));
     tap_ok(d <= 2e-6, "adamw, 3 steps (p, m, v): max diff %.2e", d);
-    gpu->free(gp), gpu->free(gg), gpu->free(gv), gpu->free(gm);
+    gpu->free(gctx, gp), gpu->free(gctx, gg), gpu->free(gctx, gv), gpu->free(gctx, gm);
     free(p), free(g), free(v), free(m);
 }
 
@@ -306,7 +306,7 @@ static void test_large(void)
         gpu->to_device(gctx, gx + n - 1, &nan, 4);
         tap_is_int(finite_on(gpu, gctx, gx, n), 0, "all_finite sees a NaN at element %zu of %zu",
                    n - 1, n);
-        gpu->free(gx), gpu->free(gt), gpu->free(gd);
+        gpu->free(gctx, gx), gpu->free(gctx, gt), gpu->free(gctx, gd);
         free(x), free(t), free(d);
     }
     check_softmax(100003, 10, 8); /* 100,003 rows: 8 warps x 1024 blocks, then strided */
@@ -333,7 +333,7 @@ static void test_rank_sum(void)
     tap_ok(!err && !memcmp(own, want, n * 4),
            "rank_sum_kernel (3 nodes, n = 100,003) = the host engine's rank-order sum, bit for "
            "bit");
-    gpu->free(gown), gpu->free(gslots);
+    gpu->free(gctx, gown), gpu->free(gctx, gslots);
     free(own), free(slots), free(want);
 }
 

@@ -53,7 +53,7 @@ static hpct_status_t stage_room(hpct_ctx_t ctx, size_t n)
 {
     struct hpcti_dist *d = ctx->dist;
     if (n <= d->stage_cap) return HPCT_SUCCESS;
-    ctx->ops->free_host(d->stage);
+    ctx->ops->free_host(ctx, d->stage);
     d->stage = ctx->ops->alloc_host(ctx, (n ? n : 1) * sizeof(float));
     d->stage_cap = d->stage ? n : 0;
     return d->stage ? HPCT_SUCCESS : HPCT_ERR_NO_MEMORY;
@@ -163,7 +163,7 @@ static hpct_status_t device_slots(hpct_ctx_t ctx, size_t n, float **slots)
     struct hpcti_dist *d = ctx->dist;
     struct hpcti_dev_queue *q = d->dev_queue;
     if (n > q->slots_cap) {
-        if (q->slots) ctx->ops->free(q->slots);
+        if (q->slots) ctx->ops->free(ctx, q->slots);
         q->slots = ctx->ops->alloc(ctx, sizeof(float) * n);
         q->slots_cap = q->slots ? n : 0;
         if (!q->slots) return HPCT_ERR_NO_MEMORY;
@@ -544,6 +544,13 @@ static hpct_status_t mpi_takes_device(hpct_ctx_t ctx, int *yes, const char **why
     *why = query == 1 ? "MPIX_Query_cuda_support() = 1" : "MPIX_Query_cuda_support() = 0";
 #endif
     *yes = hpcti_cuda_aware_choice(env, query);
+    if (*yes == 1 && query == 0) { /* device pointers would crash inside this MPI */
+        *yes = 0;
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                           "hpct_init: HPCT_CUDA_AWARE_MPI=1, but this MPI answers "
+                           "MPIX_Query_cuda_support() = 0 (not CUDA-aware): passing it device "
+                           "pointers would crash inside MPI; unset it or use 0");
+    }
     if (env && *env) *why = *yes == 1 ? "HPCT_CUDA_AWARE_MPI=1" : "HPCT_CUDA_AWARE_MPI=0";
     if (*yes >= 0) return HPCT_SUCCESS;
     *yes = 0;
@@ -625,8 +632,8 @@ void hpcti_device_avg_release(hpct_ctx_t ctx)
     /* A broken runtime may still have CUDA-aware receives posted into the device slots and
      * staging (abandon_exchanges; MPI is left alone then): those stay allocated to the end of
      * the process rather than be written after cudaFree. */
-    if (q && q->slots && !d->broken) ctx->ops->free(q->slots);
-    if (q && q->dstage && !d->broken) ctx->ops->free(q->dstage);
+    if (q && q->slots && !d->broken) ctx->ops->free(ctx, q->slots);
+    if (q && q->dstage && !d->broken) ctx->ops->free(ctx, q->dstage);
     if (q) free(q->items), free(q->bufs), free(q->reqs), free(q);
     d->dev_queue = NULL;
 #else
@@ -656,7 +663,7 @@ static hpct_status_t device_room(hpct_ctx_t ctx, int layers, size_t stage, size_
     float *unused = NULL;
     size_t nreq = (size_t)layers * 2 * (size_t)(d->cross_size - 1);
     if (stage > q->dstage_cap) {
-        if (q->dstage) ctx->ops->free(q->dstage);
+        if (q->dstage) ctx->ops->free(ctx, q->dstage);
         q->dstage = ctx->ops->alloc(ctx, sizeof(float) * (stage ? stage : 1));
         q->dstage_cap = q->dstage ? stage : 0;
         if (!q->dstage) return HPCT_ERR_NO_MEMORY;

@@ -239,8 +239,8 @@ static hpct_status_t teardown(hpct_ctx_t ctx)
     d->nccl = NULL;
 #endif
     hpcti_device_avg_release(ctx);
-    if (d->stage && ok) ctx->ops->free_host(d->stage);
-    if (d->dev_fusion && ok) ctx->ops->free(d->dev_fusion);
+    if (d->stage && ok) ctx->ops->free_host(ctx, d->stage);
+    if (d->dev_fusion && ok) ctx->ops->free(ctx, d->dev_fusion);
     if (!finalized && ok) {
         hpcti_grads_free_all(d, 1);
         hpcti_node_win_free(d, 1);

@@ -163,7 +163,7 @@ static hpct_status_t device_slot(hpct_params_t p, size_t cap, float **slot)
 {
     struct hpcti_dist *d = p->ctx->dist;
     if (!d->dev_fusion || d->dev_fusion_cap < cap) {
-        if (d->dev_fusion) p->ctx->ops->free(d->dev_fusion);
+        if (d->dev_fusion) p->ctx->ops->free(p->ctx, d->dev_fusion);
         d->dev_fusion = p->ctx->ops->alloc(p->ctx, sizeof(float) * cap);
         d->dev_fusion_cap = d->dev_fusion ? cap : 0;
         if (!d->dev_fusion) return HPCT_ERR_NO_MEMORY;

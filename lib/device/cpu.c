@@ -71,8 +71,9 @@ static void *cpu_alloc(hpct_ctx_t ctx, size_t bytes)
     return p;
 }
 
-static void cpu_free(void *p)
+static void cpu_free(hpct_ctx_t ctx, void *p)
 {
+    (void)ctx;
     free(p);
 }
 

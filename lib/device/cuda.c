@@ -112,8 +112,11 @@ static hpct_status_t open_device(hpct_ctx_t ctx, struct cuda_state *st)
 static void release(struct cuda_state *st)
 {
     if (!st) return;
-    if (st->blas) cublasDestroy(st->blas);
-    cudaFree(st->scratch);
+    if (st->blas || st->scratch) { /* on its device, not device 0 from an unbound thread */
+        cudaSetDevice(st->device);
+        if (st->blas) cublasDestroy(st->blas);
+        cudaFree(st->scratch);
+    }
     free(st);
 }
 
@@ -169,8 +172,12 @@ static void *cuda_alloc(hpct_ctx_t ctx, size_t bytes)
     return NULL;
 }
 
-static void cuda_free(void *dev)
+/* cudaFree and cudaFreeHost on the context's device: from a thread that never made it current,
+ * CUDA would otherwise create a context on device 0 first. */
+static void cuda_free(hpct_ctx_t ctx, void *dev)
 {
+    if (!dev) return;
+    if (state_of(ctx)) cudaSetDevice(state_of(ctx)->device);
     cudaFree(dev);
 }
 
@@ -179,19 +186,26 @@ static void *cuda_alloc_host(hpct_ctx_t ctx, size_t bytes)
 {
     void *p = NULL;
     size_t rounded = bytes ? bytes : 1;
+    const char *call = "cudaSetDevice";
     cudaError_t e = cudaSetDevice(state_of(ctx)->device);
-    if (e == cudaSuccess) e = cudaMallocHost(&p, rounded);
-    if (e != cudaSuccess) {
+    if (e == cudaSuccess) call = "cudaMallocHost", e = cudaMallocHost(&p, rounded);
+    if (e == cudaErrorMemoryAllocation) {
         hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "cuda backend: cudaMallocHost of %zu bytes failed: %s",
                     bytes, cudaGetErrorString(e));
+        return NULL;
+    }
+    if (e != cudaSuccess) {
+        cuda_fail(ctx, call, e); /* HPCT_ERR_DEVICE: not a shortage of memory */
         return NULL;
     }
     memset(p, 0, rounded);
     return p;
 }
 
-static void cuda_free_host(void *host)
+static void cuda_free_host(hpct_ctx_t ctx, void *host)
 {
+    if (!host) return;
+    if (state_of(ctx)) cudaSetDevice(state_of(ctx)->device);
     cudaFreeHost(host);
 }
 

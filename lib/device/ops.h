@@ -14,11 +14,11 @@ struct hpcti_ops {
     /* Zero-filled device memory, zero when it returns (no later stream or MPI transfer can
      * see it earlier); NULL on failure (error recorded on ctx). */
     void *(*alloc)(hpct_ctx_t ctx, size_t bytes);
-    void (*free)(void *dev);
+    void (*free)(hpct_ctx_t ctx, void *dev); /* on ctx's device, from any thread */
     /* Host memory the device copies to and from at full speed (cuda: pinned), zero-filled;
      * NULL on failure (error recorded on ctx). For staging before MPI touches a buffer. */
     void *(*alloc_host)(hpct_ctx_t ctx, size_t bytes);
-    void (*free_host)(void *host);
+    void (*free_host)(hpct_ctx_t ctx, void *host);
     /* Every op below returns its status: a failed device call is named in ctx's error. */
     hpct_status_t (*to_device)(hpct_ctx_t ctx, void *dev, const void *host, size_t bytes);
     /* Waits for the device work that writes dev before copying. */

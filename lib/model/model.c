@@ -76,7 +76,7 @@ static void give_back_grads(hpct_model_t m, float *flat)
     if (m->grads_release)
         m->grads_release(m->ctx, flat);
     else
-        m->ctx->ops->free(flat);
+        m->ctx->ops->free(m->ctx, flat);
 }
 
 void hpct_model_destroy(hpct_model_t m)
@@ -84,15 +84,15 @@ void hpct_model_destroy(hpct_model_t m)
     if (!m) return;
     const struct hpcti_ops *ops = m->ctx->ops;
     for (int l = 0; l < m->num; l++) {
-        ops->free(m->layers[l].z);
-        if (m->layers[l].y != m->layers[l].z) ops->free(m->layers[l].y);
+        ops->free(m->ctx, m->layers[l].z);
+        if (m->layers[l].y != m->layers[l].z) ops->free(m->ctx, m->layers[l].y);
     }
-    ops->free(m->flat_params);
+    ops->free(m->ctx, m->flat_params);
     give_back_grads(m, m->flat_grads);
-    ops->free(m->x_dev);
-    ops->free(m->targets_dev);
-    ops->free(m->grad_a[0]);
-    ops->free(m->grad_a[1]);
+    ops->free(m->ctx, m->x_dev);
+    ops->free(m->ctx, m->targets_dev);
+    ops->free(m->ctx, m->grad_a[0]);
+    ops->free(m->ctx, m->grad_a[1]);
     hpct_params_destroy(m->params);
     free(m->layers);
     free(m);

@@ -77,7 +77,7 @@ void hpct_optimizer_destroy(hpct_optimizer_t o)
 {
     if (!o) return;
     o->params->users--;
-    o->params->ctx->ops->free(o->state);
+    o->params->ctx->ops->free(o->params->ctx, o->state);
     free(o);
 }
 
