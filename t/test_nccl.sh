@@ -43,7 +43,7 @@ layout() { # DESC NP GPUS-NEEDED PATH-SEEN ENV...
     }
 }
 
-plan 9
+plan 10
 layout "W=2, one node (NCCL reduce-scatter + all-gather)" 2 2 "$nccl_seen" HPCT_RANKS_PER_NODE=2
 layout "W=2, two virtual nodes of 1 (staged through pinned host memory)" 2 1 "$staged_seen" \
     HPCT_RANKS_PER_NODE=1
@@ -77,5 +77,17 @@ env HPCT_RANKS_PER_NODE=1 HPCT_NCCL_SOLO=yes timeout -s KILL 120 \
 rc=$?
 [ $rc -ne 0 ] && grep -q "HPCT_NCCL_SOLO is 'yes'" "$tmp/out"
 ok $? "HPCT_NCCL_SOLO=yes: hpct_init refuses it, naming the variable (exit $rc)" ||
+    tail -n 20 "$tmp/out" | sed 's/^/#   /'
+# HPCT_CUDA_AWARE_MPI=1 on an MPI that answers "not CUDA-aware" is refused by name (it would
+# crash inside MPI); on a CUDA-aware MPI the run passes device pointers and succeeds.
+env HPCT_RANKS_PER_NODE=1 HPCT_NCCL_SOLO=1 HPCT_CUDA_AWARE_MPI=1 timeout -s KILL 120 \
+    "$MPIRUN" $oversub -np 2 "$prog" run >"$tmp/out" 2>&1
+rc=$?
+if grep -q 'HPCT_CUDA_AWARE_MPI=1, but this MPI answers' "$tmp/out"; then
+    [ $rc -ne 0 ]
+else
+    [ $rc -eq 0 ] && grep -q 'CUDA-aware MPI, device pointers' "$tmp/out"
+fi
+ok $? "HPCT_CUDA_AWARE_MPI=1: refused on an MPI that is not CUDA-aware, used on one that is" ||
     tail -n 20 "$tmp/out" | sed 's/^/#   /'
 done_testing
