@@ -43,7 +43,7 @@ layout() { # DESC NP GPUS-NEEDED PATH-SEEN ENV...
     }
 }
 
-plan 10
+plan 12
 layout "W=2, one node (NCCL reduce-scatter + all-gather)" 2 2 "$nccl_seen" HPCT_RANKS_PER_NODE=2
 layout "W=2, two virtual nodes of 1 (staged through pinned host memory)" 2 1 "$staged_seen" \
     HPCT_RANKS_PER_NODE=1
@@ -77,6 +77,22 @@ env HPCT_RANKS_PER_NODE=1 HPCT_NCCL_SOLO=yes timeout -s KILL 120 \
 rc=$?
 [ $rc -ne 0 ] && grep -q "HPCT_NCCL_SOLO is 'yes'" "$tmp/out"
 ok $? "HPCT_NCCL_SOLO=yes: hpct_init refuses it, naming the variable (exit $rc)" ||
+    tail -n 20 "$tmp/out" | sed 's/^/#   /'
+# A failed NCCL set-up (planted on rank 1): under HPCT_NCCL=auto every rank stages instead,
+# with one warning naming the rank; under HPCT_NCCL=1 hpct_init fails on every rank.
+env HPCT_RANKS_PER_NODE=1 HPCT_NCCL_SOLO=1 HPCT_TEST_HOOKS=1 HPCT_TEST_NCCL_FAIL_RANK=1 \
+    timeout -s KILL 120 "$MPIRUN" $oversub -np 2 "$prog" run >"$tmp/out" 2>&1
+rc=$?
+[ $rc -eq 0 ] && ! grep -q '^FAIL' "$tmp/out" &&
+    grep -q 'NCCL could not be set up (first on rank 1' "$tmp/out"
+ok $? "NCCL set-up fails on rank 1, HPCT_NCCL=auto: every rank stages instead, one warning" ||
+    tail -n 20 "$tmp/out" | sed 's/^/#   /'
+env HPCT_RANKS_PER_NODE=1 HPCT_NCCL_SOLO=1 HPCT_NCCL=1 HPCT_TEST_HOOKS=1 \
+    HPCT_TEST_NCCL_FAIL_RANK=1 timeout -s KILL 120 "$MPIRUN" $oversub -np 2 "$prog" run \
+    >"$tmp/out" 2>&1
+rc=$?
+[ $rc -ne 0 ] && grep -q 'rank 1 could not join the node.s NCCL communicator' "$tmp/out"
+ok $? "NCCL set-up fails on rank 1, HPCT_NCCL=1: hpct_init fails, naming rank 1 (exit $rc)" ||
     tail -n 20 "$tmp/out" | sed 's/^/#   /'
 # HPCT_CUDA_AWARE_MPI=1 on an MPI that answers "not CUDA-aware" is refused by name (it would
 # crash inside MPI); on a CUDA-aware MPI the run passes device pointers and succeeds.

@@ -592,6 +592,17 @@ static void log_cross_path(hpct_ctx_t ctx, int device, const char *why)
               why);
 }
 
+/* Test hook HPCT_TEST_NCCL_FAIL_RANK=r (behind HPCT_TEST_HOOKS=1): NCCL's set-up fails on
+ * rank r, as a failed ncclCommInitRank would (HPCT_ERR_DEVICE). */
+static hpct_status_t planted_failure(hpct_ctx_t ctx)
+{
+    const char *v = hpcti_test_hook("HPCT_TEST_NCCL_FAIL_RANK");
+    struct hpcti_dist *d = ctx->dist;
+    if (!v || atoi(v) != d->rank) return HPCT_SUCCESS;
+    return hpcti_error(ctx, HPCT_ERR_DEVICE, "test hook: NCCL set-up failure planted on rank %d",
+                       d->rank);
+}
+
 hpct_status_t hpcti_device_nccl_start(hpct_ctx_t ctx, hpcti_nccl_t **out)
 {
     struct hpcti_dist *d = ctx->dist;
@@ -602,6 +613,7 @@ hpct_status_t hpcti_device_nccl_start(hpct_ctx_t ctx, hpcti_nccl_t **out)
     *out = NULL;
     hpct_status_t s = queue_room(ctx, 0);
     if (!s) s = mpi_takes_device(ctx, &ok[1], &why);
+    if (!s) s = planted_failure(ctx);
     if (!s) s = hpcti_nccl_open(ctx, d->local_rank, d->local_size, &nc);
     if (!s && d->local_rank == 0) s = hpcti_nccl_unique_id(nc, id);
     ok[0] = !s; /* every rank takes part, so none waits for one that gave up */

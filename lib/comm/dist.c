@@ -331,49 +331,99 @@ static hpct_status_t bind_backend(hpct_ctx_t ctx, int *shared)
 }
 
 #ifdef HPCT_HAVE_NCCL
-/* HPCT_NCCL_SOLO: 1 makes nodes of one rank create their NCCL communicator too (nranks = 1),
- * so one GPU runs NCCL's paths; 0 or unset: they stage through host memory. */
-static hpct_status_t nccl_solo(hpct_ctx_t ctx, int *solo)
+/* HPCT_NCCL: whether the node phase of device averages uses NCCL where it applies. */
+enum nccl_mode {
+    NCCL_AUTO,    /* unset or "auto": yes; a failed set-up falls back to staging, with a warning */
+    NCCL_OFF,     /* "0": never; device averages stage through host memory */
+    NCCL_REQUIRED /* "1": yes, and a failed set-up fails hpct_init */
+};
+
+/* HPCT_NCCL (auto, 0, 1) and HPCT_NCCL_SOLO (0, 1: nodes of one rank make an NCCL
+ * communicator of one rank too, so one GPU runs NCCL's paths). */
+static hpct_status_t nccl_settings(hpct_ctx_t ctx, enum nccl_mode *mode, int *solo)
 {
-    const char *v = getenv("HPCT_NCCL_SOLO");
-    *solo = v && !strcmp(v, "1");
-    if (!v || !*v || !strcmp(v, "0") || *solo) return HPCT_SUCCESS;
+    static const char *names[] = {"auto", "0", "1"};
+    const char *v = getenv("HPCT_NCCL"), *o = getenv("HPCT_NCCL_SOLO");
+    *mode = NCCL_AUTO;
+    *solo = o && !strcmp(o, "1");
+    if (o && *o && strcmp(o, "0") && !*solo)
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                           "hpct_init: HPCT_NCCL_SOLO is '%s'; use 1 (NCCL also on nodes of one "
+                           "rank) or 0 (the default: those stage through host memory)",
+                           o);
+    if (!v || !*v) return HPCT_SUCCESS;
+    for (int m = NCCL_AUTO; m <= NCCL_REQUIRED; m++)
+        if (!strcmp(v, names[m])) return *mode = (enum nccl_mode)m, HPCT_SUCCESS;
     return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
-                       "hpct_init: HPCT_NCCL_SOLO is '%s'; use 1 (NCCL also on nodes of one "
-                       "rank) or 0 (the default: those stage through host memory)",
+                       "hpct_init: HPCT_NCCL is '%s'; use auto (the default: NCCL where it "
+                       "applies, else staged), 0 (never) or 1 (a failed NCCL set-up is an error)",
                        v);
 }
 
-/* The node's NCCL communicator when NCCL takes the node phase: cuda, several ranks per node
- * (or one on every node with HPCT_NCCL_SOLO=1), equal nodes, no shared GPU. Failure anywhere
- * fails hpct_init everywhere. */
+/* Why NCCL does not take this node phase ("" when it does): cpu, GPUs shared, HPCT_NCCL=0,
+ * a node of one rank (unless HPCT_NCCL_SOLO=1 and every node has one), unequal nodes. */
+static const char *no_nccl_reason(hpct_ctx_t ctx, int shared, enum nccl_mode mode, int solo)
+{
+    struct hpcti_dist *d = ctx->dist;
+    int one_each = d->local_size == 1 && d->cross_size == d->size; /* every node one rank */
+    if (ctx->ops == &hpcti_cpu_ops) return "cpu backend";
+    if (shared) return "GPUs shared";
+    if (mode == NCCL_OFF) return "HPCT_NCCL=0";
+    if (d->local_size < 2 && !(solo && one_each)) return "one rank per node";
+    if (!d->hier && d->num_nodes > 1 && !one_each) return "unequal nodes";
+    return "";
+}
+
+/* NCCL's set-up failed on some rank and HPCT_NCCL is auto: every rank drops its communicator
+ * and stages device averages; one warning, on rank 0, names the first rank that failed. */
+static hpct_status_t nccl_fallback(hpct_ctx_t ctx, int failed_rank, hpct_status_t mine)
+{
+    struct hpcti_dist *d = ctx->dist;
+    if (mine)
+        hpcti_log(ctx, HPCT_LOG_INFO, "NCCL set-up failed on this rank: %s", ctx->last_error);
+    hpcti_clear_error(ctx);
+    hpcti_nccl_abort(d->nccl);
+    d->nccl = NULL;
+    if (d->rank == 0)
+        hpcti_log(ctx, HPCT_LOG_WARN,
+                  "hpct_init: NCCL could not be set up (first on rank %d; its info log says "
+                  "why): device averages are staged through host memory on every rank "
+                  "(HPCT_NCCL=1 makes this an error)",
+                  failed_rank);
+    return HPCT_SUCCESS;
+}
+
+/* The node's NCCL communicator when NCCL takes the node phase (no_nccl_reason). A set-up
+ * failure (HPCT_ERR_DEVICE) anywhere falls back to staging on every rank under HPCT_NCCL=auto
+ * and fails hpct_init everywhere otherwise; any other failure fails hpct_init everywhere. The
+ * verdict is one agreed integer: level (1 device, 2 other) x 2^24 + the failed rank + 1. */
 static hpct_status_t start_nccl(hpct_ctx_t ctx, int shared)
 {
     struct hpcti_dist *d = ctx->dist;
-    int solo = 0;
-    hpct_status_t s = nccl_solo(ctx, &solo);
+    enum nccl_mode mode;
+    int solo;
+    hpct_status_t s = nccl_settings(ctx, &mode, &solo);
     if (s) return s;
-    int one_each = d->local_size == 1 && d->cross_size == d->size; /* every node one rank */
-    int equal_nodes = d->hier || d->num_nodes == 1 || one_each;
-    int small = d->local_size < 2 && !(solo && one_each);
-    if (ctx->ops == &hpcti_cpu_ops || small || !equal_nodes || shared) {
+    const char *why = no_nccl_reason(ctx, shared, mode, solo);
+    if (*why) {
         if (ctx->ops != &hpcti_cpu_ops)
-            hpcti_log(ctx, HPCT_LOG_INFO, "device averages: staged through host memory (%s)",
-                      shared              ? "GPUs shared"
-                      : d->local_size < 2 ? "one rank per node"
-                                          : "unequal nodes");
+            hpcti_log(ctx, HPCT_LOG_INFO, "device averages: staged through host memory (%s)", why);
         return HPCT_SUCCESS;
     }
     if (d->local_size == 1)
         hpcti_log(ctx, HPCT_LOG_INFO, "HPCT_NCCL_SOLO=1: NCCL communicator of one rank per node");
     s = hpcti_device_nccl_start(ctx, &d->nccl);
-    int all = 0;
-    hpct_status_t t = agree_max(ctx, "hpct_init (NCCL communicator)", s ? 1 : 0, &all);
+    int level = !s ? 0 : s == HPCT_ERR_DEVICE ? 1 : 2, all = 0;
+    hpct_status_t t = agree_max(ctx, "hpct_init (NCCL communicator)",
+                                level ? (level << 24) + d->rank + 1 : 0, &all);
+    if (!t && (all >> 24) == 1 && mode == NCCL_AUTO)
+        return nccl_fallback(ctx, (all & 0xffffff) - 1, s);
     if (!s && !t && all)
         s = hpcti_error(ctx, HPCT_ERR_DEVICE,
-                        "hpct_init: another rank could not join the node's NCCL communicator "
-                        "(seen by rank %d)",
-                        d->rank);
+                        "hpct_init: rank %d could not join the node's NCCL communicator (seen by "
+                        "rank %d)%s",
+                        (all & 0xffffff) - 1, d->rank,
+                        mode == NCCL_AUTO ? "" : "; HPCT_NCCL=auto would stage instead");
     if (s || t) {
         hpcti_nccl_abort(d->nccl);
         d->nccl = NULL;
