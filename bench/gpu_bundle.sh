@@ -14,9 +14,10 @@
 #
 # BUNDLE holds: tree/ (the committed tree built --with-cuda --with-nccl for HPCT_CUDA_ARCH,
 # default "80;90", warnings as errors, objects and the programs validation does not run
-# removed); R/usr/... (Debian's Open MPI and PMIx trees, relocated through OPAL_PREFIX);
-# lib/ (every shared library those programs need but glibc's, the compiler runtime's and
-# CUDA's, which the GPU machine has); env.sh (the environment that points at them); run.sh.
+# removed); libs.tar.gz, unpacked by run.sh into R/usr/... (Debian's Open MPI and PMIx trees,
+# relocated through OPAL_PREFIX) and lib/ (every shared library those programs need but
+# glibc's, the compiler runtime's and CUDA's, which the GPU machine has); env.sh (the
+# environment that points at them); run.sh.
 # Built at /tmp/hpct-gpu-tree, the path the tree's Makefile and scripts name: run.sh links that
 # path to the bundled tree when it is missing on the GPU machine.
 set -eu
@@ -80,6 +81,10 @@ done | sort -u | while read -r name path; do
     [ -e "$bundle/lib/$name" ] || cp -L "$path" "$bundle/lib/$name"
 done
 
+# The libraries and MPI trees packed (about 30 MB instead of 90): run.sh unpacks them once.
+tar -C "$bundle" -czf "$bundle/libs.tar.gz" lib R && rm -rf "$bundle/lib" "$bundle/R"
+rm -rf "$bundle/tree/autom4te.cache"
+
 # ---- env.sh and run.sh -------------------------------------------------------------------------
 cat >"$bundle/env.sh" <<EOF
 # Sourced by run.sh: the bundled Open MPI, PMIx and libraries first, then the machine's CUDA.
@@ -104,6 +109,7 @@ cat >"$bundle/run.sh" <<'EOF'
 # run.sh OUTDIR: bench/gpu_validate.sh on the bundled tree, at most 8 minutes in all.
 out=${1:?usage: run.sh OUTDIR}
 b=$(cd "$(dirname "$0")" && pwd)
+[ -d "$b/lib" ] || tar -C "$b" -xzf "$b/libs.tar.gz" || exit 2
 . "$b/env.sh" "$0"
 if [ ! -e "$HPCT_GPU_BUILD" ]; then
     mkdir -p "$(dirname "$HPCT_GPU_BUILD")" && ln -s "$b/tree" "$HPCT_GPU_BUILD"

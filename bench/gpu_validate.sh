@@ -292,7 +292,7 @@ else
         train cuda cuda $layout
         check_train cuda train_gpu "2 ranks on the GPU ($layout)"
         if [ "${gpus:-0}" -lt 2 ]; then
-            train solo cuda HPCT_RANKS_PER_NODE=1 HPCT_NCCL_SOLO=1
+            train solo cuda HPCT_RANKS_PER_NODE=1 HPCT_NCCL_SOLO=1 HPCT_NCCL=1
             check_train solo train_solo "2 ranks on the GPU (nodes of 1, HPCT_NCCL_SOLO=1)"
         fi
     fi
