@@ -275,7 +275,14 @@ check_train() {
         covered "$key" RAN-FAIL "loss $worst from the cpu run"
     fi
 }
-if [ $shard_rc -ne 0 ]; then
+devices=$("$b/t/test_nccl" probe 2>&1)
+case $devices in [1-9]*) ;; *) devices= ;; esac
+if [ -z "$devices" ]; then
+    why="no CUDA device: $("$b/t/test_nccl" probe 2>&1)"
+    result SKIP "hpctrain train on the GPU" "$why"
+    covered train_gpu "NOT RUN" "$why"
+    covered train_solo "NOT RUN" "$why"
+elif [ $shard_rc -ne 0 ]; then
     result FAIL "hpctrain shard (the training runs' data)" "exit $shard_rc; see $work/shard.log"
     covered train_gpu RAN-FAIL "no data: hpctrain shard exit $shard_rc"
 else
@@ -300,16 +307,20 @@ fi
 
 # ---- 5. timings ------------------------------------------------------------------------------
 say "# timings (targets in doc/gpu.md; each pair measured in one run)"
-timeout -s KILL "$step_timeout" "$b/bench/bench_gpu" step 200 >"$out/bench-step.log" 2>&1 ||
-    result FAIL "bench_gpu step" "see $out/bench-step.log"
-timeout -s KILL "$step_timeout" "$b/bench/bench_gpu" kernels >"$out/bench-kernels.log" 2>&1 ||
-    result FAIL "bench_gpu kernels" "see $out/bench-kernels.log"
-if [ "${gpus:-0}" -ge 2 ]; then
-    timeout -s KILL "$step_timeout" "$mpirun" -np 2 "$b/bench/bench_gpu" allreduce 20 \
-        >"$out/bench-allreduce.log" 2>&1 ||
-        result FAIL "bench_gpu allreduce" "see $out/bench-allreduce.log"
+if [ -z "$devices" ]; then
+    result SKIP "bench_gpu" "no CUDA device"
 else
-    result SKIP "bench_gpu allreduce" "needs 2 GPUs, $gpus found"
+    timeout -s KILL "$step_timeout" "$b/bench/bench_gpu" step 200 >"$out/bench-step.log" 2>&1 ||
+        result FAIL "bench_gpu step" "see $out/bench-step.log"
+    timeout -s KILL "$step_timeout" "$b/bench/bench_gpu" kernels >"$out/bench-kernels.log" 2>&1 ||
+        result FAIL "bench_gpu kernels" "see $out/bench-kernels.log"
+    if [ "${gpus:-0}" -ge 2 ]; then
+        timeout -s KILL "$step_timeout" "$mpirun" -np 2 "$b/bench/bench_gpu" allreduce 20 \
+            >"$out/bench-allreduce.log" 2>&1 ||
+            result FAIL "bench_gpu allreduce" "see $out/bench-allreduce.log"
+    else
+        result SKIP "bench_gpu allreduce" "needs 2 GPUs, $gpus found"
+    fi
 fi
 cat "$out"/bench-*.log 2>/dev/null | grep -v '^FIGURE' | sed 's/^/#   /' >>"$summary"
 cat "$out"/bench-*.log 2>/dev/null | grep '^FIGURE' | sed 's/^FIGURE //' |
