@@ -87,8 +87,9 @@ rm -rf "$bundle/tree/autom4te.cache"
 
 # ---- env.sh and run.sh -------------------------------------------------------------------------
 cat >"$bundle/env.sh" <<EOF
-# Sourced by run.sh: the bundled Open MPI, PMIx and libraries first, then the machine's CUDA.
-b=\$(cd "\$(dirname "\${1:-.}")" && pwd)
+# Sourced by run.sh, or by hand with HPCT_BUNDLE set to the bundle's folder: the bundled Open
+# MPI, PMIx and libraries first, then the machine's CUDA.
+b=\${HPCT_BUNDLE:?set HPCT_BUNDLE to the bundle folder first}
 cuda=\${CUDA_HOME:-/usr/local/cuda}
 cudalibs=
 for l in libcudart.so.13 libcublas.so.13 libnccl.so.2; do
@@ -110,7 +111,8 @@ cat >"$bundle/run.sh" <<'EOF'
 out=${1:?usage: run.sh OUTDIR}
 b=$(cd "$(dirname "$0")" && pwd)
 [ -d "$b/lib" ] || tar -C "$b" -xzf "$b/libs.tar.gz" || exit 2
-. "$b/env.sh" "$0"
+HPCT_BUNDLE=$b
+. "$b/env.sh"
 if [ ! -e "$HPCT_GPU_BUILD" ]; then
     mkdir -p "$(dirname "$HPCT_GPU_BUILD")" && ln -s "$b/tree" "$HPCT_GPU_BUILD"
 fi

@@ -171,6 +171,8 @@ tap_cover "$out/test_nccl.log" overlap_cross 'W=4, two virtual nodes of 2 (NCCL'
 # The CUDA-aware phase ran only where the log says MPI took device pointers.
 if grep -q 'CUDA-aware MPI, device pointers' "$out/test_nccl.log" 2>/dev/null; then
     tap_cover "$out/test_nccl.log" cuda_aware 'W=4, two virtual nodes of 2 (NCCL'
+elif ! grep -q 'staged through pinned host memory (' "$out/test_nccl.log" 2>/dev/null; then
+    covered cuda_aware "NOT RUN" "no layout of t/test_nccl.sh across nodes ran"
 else
     covered cuda_aware "NOT RUN" "$(sed -n 's/.*staged through pinned host memory (\(.*\))$/MPI not CUDA-aware: \1/p' \
         "$out/test_nccl.log" 2>/dev/null | head -1)"
