@@ -33,6 +33,7 @@ say() { echo "gpu_bundle: $*"; }
 rm -rf "$build" "$bundle"
 mkdir -p "$build" "$bundle/lib"
 git -C "$top" archive --format=tar HEAD | tar -xf - -C "$build"
+git -C "$top" rev-parse --short HEAD >"$build/.hpct-commit"
 say "building $(git -C "$top" rev-parse --short HEAD) for '$arch' in $build (log: $bundle/build.log)"
 strict_c="-g -O2 -Werror -Wno-error=deprecated-declarations"
 strict_nv="-O3 -std=c++17 -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror"

@@ -64,7 +64,12 @@ result() { # STATUS WHAT [DETAIL]
 }
 
 say "# gpu_validate $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
-say "# source $top ($(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo 'no git'))"
+# A bundled tree (gpu_bundle.sh) names its commit in .hpct-commit; it is no git work tree.
+if [ -f "$top/.hpct-commit" ]; then
+    say "# source $top (commit $(cat "$top/.hpct-commit"), bundled)"
+else
+    say "# source $top ($(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo 'no git'))"
+fi
 if command -v nvidia-smi >/dev/null 2>&1; then
     say "# GPUs: $(nvidia-smi -L 2>&1 | tr '\n' ';')"
 else

@@ -33,6 +33,8 @@ layout() { # DESC NP GPUS-NEEDED PATH-SEEN ENV...
     env "$@" timeout -s KILL 300 "$MPIRUN" $oversub -np "$np" "$prog" run >"$tmp/out" 2>&1
     rc=$?
     sed -n 's/^\(PASS\|FAIL\)/# &/p' "$tmp/out"
+    # How the cross-node phase was done (gpu_validate.sh's CUDA-aware row reads it).
+    grep -m1 'device averages across nodes' "$tmp/out" | sed 's/^.*device averages/# device averages/'
     path=0
     grep -q "$seen" "$tmp/out" || path=1
     [ $rc -eq 0 ] && ! grep -q '^FAIL' "$tmp/out" && [ $path -eq 0 ]
