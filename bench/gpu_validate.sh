@@ -182,7 +182,14 @@ else
     covered cuda_aware "NOT RUN" "$(sed -n 's/.*staged through pinned host memory (\(.*\))$/MPI not CUDA-aware: \1/p' \
         "$out/test_nccl.log" 2>/dev/null | head -1)"
 fi
-covered second_thread "NOT RUN" "no test uses a context's device averages from a second thread yet"
+# t/test_nccl run averages device memory from a second thread in every layout that ran.
+if grep -q '^# FAIL W=[0-9]*: a device average from a second thread' "$out/test_nccl.log" 2>/dev/null; then
+    covered second_thread RAN-FAIL "t/test_nccl: $(grep -m1 '^# FAIL W=[0-9]*: a device average from a second thread' "$out/test_nccl.log" | cut -c3-)"
+elif grep -q '^# PASS W=[0-9]*: a device average from a second thread' "$out/test_nccl.log" 2>/dev/null; then
+    covered second_thread RAN-PASS "t/test_nccl: $(grep -c '^# PASS W=[0-9]*: a device average from a second thread' "$out/test_nccl.log") layouts"
+else
+    covered second_thread "NOT RUN" "no layout of t/test_nccl.sh ran"
+fi
 grep -h '^ok.*\(gemm\|softmax\|sumsq\|mse\|losses agree\|parameters agree\)' \
     "$out/test_cuda.log" 2>/dev/null | sed 's/^/#   /' >>"$summary"
 

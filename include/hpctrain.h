@@ -521,7 +521,9 @@ typedef struct hpct_topology {
 } hpct_topology_t;
 
 /* Context plus distributed runtime: bootstrap (PMIx, then Open MPI env, Slurm env, single
- * process), MPI_Init when MPI is not yet initialised, communicators on MPI_COMM_WORLD. */
+ * process), MPI_Init_thread (MPI_THREAD_SERIALIZED) when MPI is not yet initialised,
+ * communicators on MPI_COMM_WORLD. A context may be used from one thread at a time; from a
+ * thread other than this call's only where MPI provides MPI_THREAD_SERIALIZED or more. */
 hpct_status_t hpct_init(const hpct_config_t *cfg, hpct_ctx_t *ctx);
 /* Same on the caller's communicator, given as a Fortran handle (MPI_Comm_c2f(comm) in C);
  * it may be a subset of MPI_COMM_WORLD. MPI must be initialised by the caller. */

@@ -30,6 +30,7 @@ int main(void)
 #include <cuda_runtime.h>
 #include <math.h>
 #include <mpi.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 /* 1 when x [n] (host) is bitwise the same on every rank. */
@@ -83,6 +84,37 @@ static void device_means(hpct_ctx_t ctx)
         cudaFree(d);
         free(h);
     }
+}
+
+/* A device average of 12345 floats from a thread that never made a CUDA device current (the
+ * library must bind it: from this thread CUDA would otherwise use device 0). */
+struct thread_job {
+    hpct_ctx_t ctx;
+    float *d;
+    hpct_status_t s;
+};
+
+static void *device_mean_on_thread(void *arg)
+{
+    struct thread_job *j = arg;
+    j->s = hpct_allreduce_mean_device(j->ctx, j->d, 12345);
+    return NULL;
+}
+
+static void device_mean_from_thread(hpct_ctx_t ctx)
+{
+    enum { N = 12345 };
+    float *h = malloc(sizeof *h * N);
+    fill(h, N);
+    struct thread_job j = {.ctx = ctx, .d = dev_floats(h, N), .s = HPCT_ERR_NO_MEMORY};
+    pthread_t t;
+    if (j.d && pthread_create(&t, NULL, device_mean_on_thread, &j) == 0) pthread_join(t, NULL);
+    if (j.d) cudaMemcpy(h, j.d, sizeof *h * N, cudaMemcpyDeviceToHost);
+    check(!j.s && mean_error(h, N) <= 1e-6 && identical(h, N),
+          "a device average from a second thread: exact, the same bits on every rank (%s)",
+          j.s ? hpct_last_error(ctx) : "ok");
+    cudaFree(j.d);
+    free(h);
 }
 
 /* Three device buffers: two small ones share a 4 KiB fusion bucket, one is reduced in place. */
@@ -229,6 +261,7 @@ static int run(void)
     hpct_status_t s = hpct_allreduce_mean(ctx, &v, 1);
     check(!s && v == (float)(world_size - 1) / 2.0f, "hpct_allreduce_mean on a host float");
     device_means(ctx);
+    device_mean_from_thread(ctx);
     device_params(ctx);
     model_grads(ctx);
     if (hpct_finalize(ctx)) failures++;

@@ -79,6 +79,19 @@ static hpct_status_t grow(hpct_ctx_t ctx, void **p, size_t *cap, size_t need, co
     return HPCT_SUCCESS;
 }
 
+/* A collective from a thread other than hpct_init's where MPI allows only that one. */
+static hpct_status_t other_thread(hpct_ctx_t ctx, const char *name)
+{
+    int level = ((struct hpcti_dist *)ctx->dist)->thread_level;
+    return hpcti_error(ctx, HPCT_ERR_STATE,
+                       "%s: called from a thread other than the one that called hpct_init, but "
+                       "MPI was initialised with %s; a context may move between threads only "
+                       "under MPI_THREAD_SERIALIZED or above (hpct_init asks for it when it "
+                       "initialises MPI; a caller that initialises MPI must ask for it)",
+                       name,
+                       level == MPI_THREAD_SINGLE ? "MPI_THREAD_SINGLE" : "MPI_THREAD_FUNNELED");
+}
+
 static hpct_status_t op_start(hpct_ctx_t ctx, const char *name, int max_red, size_t total,
                               int tokens)
 {
@@ -87,6 +100,8 @@ static hpct_status_t op_start(hpct_ctx_t ctx, const char *name, int max_red, siz
      * return midway, and its exchanges may still be in flight. */
     if (d->in_op && !d->broken)
         op_failed(ctx, HPCT_ERR_STATE, "it ended with an error before completing");
+    if (d->thread_level < MPI_THREAD_SERIALIZED && !pthread_equal(pthread_self(), d->init_thread))
+        return other_thread(ctx, name);
     if (d->broken)
         return hpcti_error(ctx, HPCT_ERR_STATE,
                            "%s: an earlier collective on this context %s; its exchanges may "

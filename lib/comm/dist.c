@@ -470,11 +470,14 @@ static hpct_status_t init_on(const hpct_config_t *cfg, int use_world, int fcomm,
             "hpct_init_comm: MPI is not initialised; call MPI_Init first or use hpct_init");
     if (!s && !inited) {
         int provided;
-        if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+        /* SERIALIZED: the caller may drive the context from any one thread at a time */
+        if (MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
             s = hpcti_error(ctx, HPCT_ERR_COMM, "hpct_init: MPI_Init_thread failed");
         else
             d->owns_mpi = 1;
     }
+    if (!s) MPI_Query_thread(&d->thread_level);
+    d->init_thread = pthread_self();
     MPI_Comm comm = use_world ? MPI_COMM_WORLD : MPI_Comm_f2c(fcomm);
     if (!s && comm == MPI_COMM_NULL)
         s = hpcti_error(ctx, HPCT_ERR_INVALID_ARG,

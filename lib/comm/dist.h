@@ -9,6 +9,7 @@
 #endif
 
 #include <mpi.h>
+#include <pthread.h>
 
 /* One phase of an average: a direct reduce-scatter or allgather of a vector on one
  * communicator (every rank exchanges blocks with every other rank point-to-point). */
@@ -107,6 +108,8 @@ struct hpcti_dist {
     int rank, size, local_rank, local_size, node_id, num_nodes, cross_size;
     int hier;     /* 1: reduce-scatter / cross allreduce / allgather */
     int owns_mpi; /* 1: hpct_finalize calls MPI_Finalize */
+    int thread_level;      /* MPI_Query_thread after hpct_init (MPI_THREAD_SINGLE ..) */
+    pthread_t init_thread; /* the thread that called hpct_init */
     int broken;   /* a collective timed out or failed midway: only hpct_abort_job is useful */
     char broken_why[256]; /* what broke it (the operation and its error) */
     int mpi_error;        /* first MPI error code seen while testing the operation's requests */

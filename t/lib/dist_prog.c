@@ -24,6 +24,7 @@
 
 #include <math.h>
 #include <mpi.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -162,6 +163,67 @@ static void subset_comm(void)
     check(ok, "hpct_init_comm on the %d even ranks: topology and mean of the subset",
           (world_size + 1) / 2);
     MPI_Comm_free(&half);
+}
+
+/* An average on ctx from a new thread: status and the mean of v = rank over 16 floats. */
+struct thread_job {
+    hpct_ctx_t ctx;
+    hpct_status_t s;
+    float v[16];
+};
+
+static void *average_on_thread(void *arg)
+{
+    struct thread_job *j = arg;
+    for (int i = 0; i < 16; i++) j->v[i] = (float)world_rank;
+    j->s = hpct_allreduce_mean(j->ctx, j->v, 16);
+    return NULL;
+}
+
+static hpct_status_t average_from_thread(hpct_ctx_t ctx, float *mean)
+{
+    struct thread_job j = {.ctx = ctx};
+    pthread_t t;
+    if (pthread_create(&t, NULL, average_on_thread, &j)) return HPCT_ERR_INTERNAL;
+    pthread_join(t, NULL);
+    *mean = j.v[15];
+    return j.s;
+}
+
+/* thread LEVEL: a context used from a second thread (the first is idle meanwhile). LEVEL
+ * "lib": hpct_init initialises MPI (it asks for MPI_THREAD_SERIALIZED), so the average works
+ * there; "funneled": the program initialises MPI with MPI_THREAD_FUNNELED and calls
+ * hpct_init_comm, and the same call is refused with HPCT_ERR_STATE naming the level. */
+static int run_thread(const char *level)
+{
+    hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
+    cfg.log_level = HPCT_LOG_ERROR;
+    hpct_ctx_t ctx = NULL;
+    int funneled = !strcmp(level, "funneled"), provided = 0;
+    if (funneled) {
+        MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
+        MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+        MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+        if (hpct_init_comm(&cfg, (int)MPI_Comm_c2f(MPI_COMM_WORLD), &ctx)) return 2;
+    } else {
+        ctx = mpi_start(&cfg);
+    }
+    float mean = -1;
+    hpct_status_t s = average_from_thread(ctx, &mean);
+    float want = (float)(world_size - 1) / 2.0f;
+    if (funneled && provided < MPI_THREAD_SERIALIZED)
+        check(s == HPCT_ERR_STATE && strstr(hpct_last_error(ctx), "MPI_THREAD_FUNNELED"),
+              "MPI_THREAD_FUNNELED: an average from a second thread is refused (%s)",
+              hpct_last_error(ctx));
+    else
+        check(!s && mean == want, "an average from a second thread: %g (want %g; %s)", mean,
+              want, s ? hpct_last_error(ctx) : "ok");
+    s = hpct_allreduce_mean(ctx, &mean, 1); /* the first thread still can */
+    check(!s, "the thread that called hpct_init averages afterwards (%s)",
+          s ? hpct_last_error(ctx) : "ok");
+    hpct_finalize(ctx);
+    if (funneled) MPI_Finalize();
+    return failures ? 1 : 0;
 }
 
 static int run_allreduce(void)
@@ -1128,6 +1190,7 @@ int main(int argc, char **argv)
     if (argc < 2) return 2;
     if (!strcmp(argv[1], "topo") && argc == 7) return run_topo(argv);
     if (!strcmp(argv[1], "allreduce")) return run_allreduce();
+    if (!strcmp(argv[1], "thread") && argc == 3) return run_thread(argv[2]);
     if (!strcmp(argv[1], "replicas")) return run_replicas();
     if (!strcmp(argv[1], "opfail") && argc == 3) return run_opfail(atof(argv[2]));
     if (!strcmp(argv[1], "badstep") && argc == 3) return run_badstep(argv[2]);
