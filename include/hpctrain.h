@@ -162,7 +162,8 @@ void hpct_params_destroy(hpct_params_t params);
 #define HPCT_PARAM_NAME_MAX 200
 /* Add a buffer pair of count floats in the backend's memory (device pointers on the cuda
  * backend, host memory on cpu); name is copied and must be unique. Register every
- * buffer before creating an optimizer over the set (HPCT_ERR_STATE afterwards). */
+ * buffer before creating an optimizer over the set (HPCT_ERR_STATE afterwards). Gradients
+ * written on a CUDA stream of the caller's own: synchronise it before averaging them. */
 hpct_status_t hpct_params_register(hpct_params_t params, const char *name, float *param,
                                    float *grad, size_t count);
 /* Number of registered buffers and their total element count. */
@@ -542,7 +543,9 @@ hpct_status_t hpct_abort_job(hpct_ctx_t ctx, int exit_code);
  * be 0; fails after the deadline with HPCT_ERR_TIMEOUT naming the ranks that did not arrive. */
 hpct_status_t hpct_allreduce_mean(hpct_ctx_t ctx, float *buf, size_t n);
 /* The same for buf [n] in the BACKEND's memory: a device pointer (cudaMalloc) on the cuda
- * backend (NCCL inside the node, MPI across), host memory on the cpu backend. */
+ * backend (NCCL inside the node, MPI across), host memory on the cpu backend. The library
+ * orders its reads after work on the legacy default stream only: where buf was written on a
+ * stream of the caller's own, synchronise that stream (or the device) first. */
 hpct_status_t hpct_allreduce_mean_device(hpct_ctx_t ctx, float *buf, size_t n);
 /* A zeroed gradient buffer of count floats that the ranks of a node share (an MPI-3
  * shared-memory window) where averages go through the node window: an average of the
