@@ -13,7 +13,7 @@ bench_bench_insitu_LDADD = $(HPCT_LIBS)
 bench_bench_obs_LDADD = $(HPCT_LIBS)
 bench_bench_ckpt_many_LDADD = $(HPCT_LIBS)
 EXTRA_DIST += bench/bench_util.h bench/run_all.sh bench/ddp_baseline.py bench/run_train_bench.sh \
-	bench/bench_gpu.c bench/gpu_validate.sh bench/gpu_bundle.sh
+	bench/bench_gpu.c bench/gpu_validate.sh bench/gpu_bundle.sh bench/results.md
 
 if HPCT_CUDA
 noinst_PROGRAMS += bench/bench_gpu
