@@ -611,7 +611,8 @@ typedef struct hpct_ckpt *hpct_ckpt_t;
 typedef struct hpct_ckpt_config {
     unsigned version;        /* HPCT_CKPT_CONFIG_VERSION */
     const char *directory;   /* created if missing (mode 0777 & ~umask, never o+w) */
-    int keep_last;           /* K newest checkpoints kept (>= 1; default 3) */
+    int keep_last;           /* K newest checkpoints kept (>= 1; default 3); hpct_train also
+                                keeps the newest one its divergence guard knows good */
     int keep_every;          /* every M-th checkpoint written is kept forever; 0 = none */
     long every_steps;        /* cadence in optimizer steps; 0 = off */
     double every_seconds;    /* cadence in wall-clock seconds; 0 = off */
@@ -858,13 +859,18 @@ typedef struct hpct_train_config {
                                   chrome://tracing; doc/metrics.md); NULL or "" = off */
     long timeline_steps;       /* steps the timeline keeps (>= 1; default 100) ... */
     long timeline_first;       /* ... the last ones (0), or from this step on (> 0) */
-    /* version 3: the divergence guard (checked at every progress report) */
-    double divergence_factor; /* stop with HPCT_ERR_LOSS_DIVERGED when the reported loss is
-                                 non-finite, or above both this multiple of its best running
-                                 mean (EMA, 0.1 per report) and its first report, for
-                                 divergence_reports reports in a row (or at the last report);
-                                 no checkpoint is saved while it is above; 0 = off */
-    long divergence_reports;  /* >= 1 */
+    /* version 3: the divergence guard, on every step's loss (the mean over ranks), with or
+       without progress reports */
+    double divergence_factor; /* stop with HPCT_ERR_LOSS_DIVERGED when a step's loss is not
+                                 finite (at that step), or when it and its running mean (EMA,
+                                 0.1 per step) are both above this multiple of the best running
+                                 mean (and above the first step's loss) for divergence_reports
+                                 steps in a row (or at the last step); no cadence checkpoint
+                                 is saved while above, and retention keeps the newest
+                                 checkpoint known good (the next step's loss within the limit)
+                                 besides keep_last; 0 = off */
+    long divergence_reports;  /* >= 1: steps in a row (the name is from when it counted
+                                 reports) */
 } hpct_train_config_t;
 
 /* clang-format off */

@@ -1,9 +1,11 @@
 /* test_ckpt_format.c: checkpoint files round-trip bit-identically (sync and async), h5dump
- * reads them, retention keeps the last K plus every M-th, a config-hash change is refused
+ * reads them, retention keeps the last K plus every M-th (and the step the training loop
+ * protects, hpcti_ckpt_protect), a config-hash change is refused
  * unless allowed, a flipped byte or a truncation in the newest file falls back to the
  * previous one with a message naming file and dataset, and the cadence and walltime work. */
 #include "config.h"
 #include "lib/ckpt_util.h"
+#include "../lib/ckpt/ckpt.h"
 
 #include <fcntl.h>
 #include <hdf5.h>
@@ -206,6 +208,33 @@ static void test_retention(const char *base)
     st_destroy(&a);
 }
 
+/* keep_last 1 with the writer thread: the step protected before the saves of 30 and 40 stays
+ * beside the newest; once unprotected, the next save removes it. */
+static void test_protected(const char *base)
+{
+    char dir[4200], path[4300];
+    snprintf(dir, sizeof dir, "%s/protect", base);
+    state_t a;
+    st_create(&a, 2, counts, HPCT_OPT_SGD);
+    st_fill(&a, 3, 1);
+    hpct_ckpt_t ck = open_ck(&a, dir, 1, 1, 0, 0, 0);
+    save_step(ck, &a, 10);
+    save_step(ck, &a, 20);
+    hpcti_ckpt_protect(ck, 20);
+    save_step(ck, &a, 30);
+    save_step(ck, &a, 40);
+    snprintf(path, sizeof path, "%s/ckpt-000000000020.h5", dir);
+    int kept = access(path, F_OK) == 0, n = count_entries(dir, "ckpt-");
+    tap_ok(kept && n == 2, "keep_last 1, step 20 protected: 20 and 40 remain (%d files)", n);
+    hpcti_ckpt_protect(ck, -1);
+    save_step(ck, &a, 50);
+    n = count_entries(dir, "ckpt-");
+    tap_ok(access(path, F_OK) != 0 && n == 1, "unprotected: the save of 50 removes it (%d files)",
+           n);
+    hpct_ckpt_close(ck);
+    st_destroy(&a);
+}
+
 /* Two checkpoints; the newest is damaged in `how`; the previous must be loaded. */
 static void flip_byte_in(const char *file, const char *dataset)
 {
@@ -369,7 +398,7 @@ static void test_errors(const char *base)
 
 int main(void)
 {
-    tap_plan(58);
+    tap_plan(60);
     char base[256];
     make_tmpdir(base, sizeof base, "ckfmt");
     test_crc();
@@ -379,6 +408,7 @@ int main(void)
     test_modes(base);
     test_h5dump(base);
     test_retention(base);
+    test_protected(base);
     test_corruption(base, 0);
     test_corruption(base, 1);
     test_compat(base);

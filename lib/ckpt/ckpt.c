@@ -42,6 +42,7 @@ struct hpct_ckpt {
     size_t buf_bytes;
     long serial;          /* serial of the last checkpoint written; -1 before we know */
     long last_saved_step; /* -1 before the first save */
+    long protect;         /* step retention keeps (hpcti_ckpt_protect); -1: none */
     double last_save;     /* monotonic seconds of the last save (or open) */
     double job_end;       /* Unix seconds of the job's end; NAN when unknown */
     int walltime_saved;   /* a save happened inside the walltime margin */
@@ -78,6 +79,11 @@ void hpcti_ckpt_note_save(hpct_ckpt_t ck, long step)
 {
     ck->last_saved_step = step;
     ck->last_save = hpcti_now();
+}
+
+void hpcti_ckpt_protect(hpct_ckpt_t ck, long step)
+{
+    if (ck) ck->protect = step;
 }
 
 static double wall_now(void)
@@ -281,6 +287,7 @@ hpct_status_t hpct_ckpt_open(hpct_ctx_t ctx, const hpct_ckpt_config_t *cfg, hpct
     ck->d.log_level = ctx->cfg.log_level;
     ck->serial = -1;
     ck->last_saved_step = -1;
+    ck->protect = -1;
     ck->last_save = hpcti_now();
     ck->job_end = NAN;
     double end;
@@ -575,6 +582,7 @@ hpct_status_t hpct_ckpt_save(hpct_ckpt_t ck, hpct_params_t params, hpct_optimize
     ck->snap.step = meta->step;
     ck->snap.serial = ck->serial;
     ck->snap.keep = ck->cfg.keep_every > 0 && ck->serial % ck->cfg.keep_every == 0;
+    ck->snap.protect = ck->protect; /* the writer thread reads the snapshot, never ck->protect */
     int defer = ck->has_thread && ck->cfg.defer_copy && ck->ctx->ops == &hpcti_cpu_ops;
     double t0 = hpcti_tl_now(ck->ctx);
     if (staged && !defer && (s = copy_staged(ck, 0))) {

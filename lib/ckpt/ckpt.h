@@ -45,8 +45,9 @@ typedef struct hpcti_snapshot {
     int num, cap;
     char model[HPCTI_CKPT_MODEL_MAX];
     long step;
-    long serial; /* 1-based count of checkpoints written in this directory */
-    int keep;    /* 1: permanent (keep_every) */
+    long serial;  /* 1-based count of checkpoints written in this directory */
+    int keep;     /* 1: permanent (keep_every) */
+    long protect; /* step whose checkpoint retention keeps (hpcti_ckpt_protect); -1: none */
 } hpcti_snapshot_t;
 
 /* Append an item (path formatted from prefix and name); returns 0 or HPCT_ERR_NO_MEMORY. */
@@ -114,8 +115,9 @@ HPCTI_CHECK hpct_status_t hpcti_ck_list(const char *dir, char ***names, int *n, 
  * unreadable, not a regular file, or its serial above HPCTI_CKPT_SERIAL_MAX) the file
  * count; a non-regular pointer is named on stderr at log_level >= HPCT_LOG_WARN. */
 long hpcti_ck_last_serial(const char *dir, hpct_log_level_t log_level);
-/* Keep the d->keep_last newest and every permanent file; delete the rest. */
-void hpcti_ck_apply_retention(const hpcti_ckdir_t *d, hpcti_ckerr_t *err);
+/* Keep the d->keep_last newest, every permanent file and the one of step protect (-1: none);
+ * delete the rest. */
+void hpcti_ck_apply_retention(const hpcti_ckdir_t *d, long protect, hpcti_ckerr_t *err);
 
 /* How reading one file ended: fine, corrupt/torn (fall back), or incompatible (stop). */
 typedef enum { HPCTI_READ_OK = 0, HPCTI_READ_CORRUPT = 1, HPCTI_READ_MISMATCH = 2 } hpcti_read_t;
@@ -154,6 +156,9 @@ uint64_t hpcti_ckpt_config_hash(hpct_ckpt_t ck);
 /* A save of step happened on the writer rank: restart this rank's cadence clock too, so
  * every rank agrees when the next time-based save is due. */
 void hpcti_ckpt_note_save(hpct_ckpt_t ck, long step);
+/* Retention keeps the checkpoint of step (the newest one the training loop knows good) from
+ * the next save on, besides the keep_last newest; -1: none (the default). */
+void hpcti_ckpt_protect(hpct_ckpt_t ck, long step);
 
 /* The training loop stops for a preemption signal that another rank caught: this rank's
  * hpct_signals_uninstall then ignores the signals (as with one caught here) until

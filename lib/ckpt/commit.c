@@ -176,7 +176,7 @@ hpct_status_t hpcti_ck_write(const hpcti_ckdir_t *d, const hpcti_snapshot_t *sna
     if ((s = sync_dir(d->dir, err))) return s;
     if ((s = update_pointer(d, name, snap->serial, err))) return s;
     hpcti_ckerr_t ignored;
-    hpcti_ck_apply_retention(d, &ignored);
+    hpcti_ck_apply_retention(d, snap->protect, &ignored);
     times[2] = hpcti_now();
     return HPCT_SUCCESS;
 }

@@ -1,5 +1,6 @@
 /* retention.c: which checkpoint files a directory holds (newest first), the serial number
- * of the newest, and retention: keep the keep_last newest and every permanent one. */
+ * of the newest, and retention: keep the keep_last newest, every permanent one and the one
+ * the training loop protects (the newest known good). */
 #include "ckpt.h"
 
 #include <dirent.h>
@@ -118,16 +119,18 @@ long hpcti_ck_last_serial(const char *dir, hpct_log_level_t log_level)
     return n;
 }
 
-/* Keep the keep_last newest and every permanent file; delete the rest. The deletions are
- * not fsync'd: an old checkpoint that reappears after a crash is still a valid one. */
-void hpcti_ck_apply_retention(const hpcti_ckdir_t *d, hpcti_ckerr_t *err)
+/* Keep the keep_last newest, every permanent file and the one of step protect; delete the
+ * rest. The deletions are not fsync'd: an old checkpoint that reappears after a crash is
+ * still a valid one. */
+void hpcti_ck_apply_retention(const hpcti_ckdir_t *d, long protect, hpcti_ckerr_t *err)
 {
     char **names;
     int n, keep;
     if (hpcti_ck_list(d->dir, &names, &n, err)) return;
     for (int i = d->keep_last; i < n; i++) {
         char path[HPCTI_CKPT_PATH_MAX];
-        if (parse_name(names[i], &keep) < 0 || keep) continue;
+        long step = parse_name(names[i], &keep);
+        if (step < 0 || keep || step == protect) continue;
         hpcti_ck_join(path, d->dir, names[i]);
         if (unlink(path) < 0 && d->log_level >= HPCT_LOG_WARN)
             fprintf(stderr, "hpctrain: warning: cannot remove old checkpoint %s: %s\n", path,

@@ -35,7 +35,8 @@ struct hpct_model {
     hpcti_grads_agree_fn grads_agree;
     hpcti_grads_release_fn grads_release; /* set: flat_grads came from lib/comm (move_grads) */
     int agreed; /* the agreement before backward ran in this step (hpcti_model_step_begins) */
-    hpct_status_t hook_status; /* first error a ready hook returned during backward */
+    hpct_status_t hook_status;    /* first error a ready hook returned during backward */
+    hpct_status_t nonfinite_loss; /* status of a non-finite loss; 0: HPCT_ERR_NONFINITE */
 };
 
 void hpcti_model_set_grad_hooks(hpct_model_t m, hpcti_grad_ready_fn ready, hpcti_grads_done_fn done,
@@ -467,6 +468,11 @@ void hpcti_model_step_begins(hpct_model_t m)
     if (m) m->agreed = 0;
 }
 
+void hpcti_model_set_nonfinite_loss(hpct_model_t m, hpct_status_t status)
+{
+    if (m) m->nonfinite_loss = status;
+}
+
 hpct_status_t hpcti_model_join_failure(hpct_model_t m, hpct_status_t s)
 {
     if (!s || !m || !m->grads_agree || m->agreed) return s;
@@ -489,7 +495,7 @@ static hpct_status_t forward_loss(hpct_model_t m, const char *fn, const float *x
     if (!s) s = stage_targets(m, targets, batch, &td);
     if (!s) s = batch_loss(m, y, td, batch, m->grad_a[0], l);
     if (!s && !isfinite(*l))
-        s = hpcti_error(m->ctx, HPCT_ERR_NONFINITE,
+        s = hpcti_error(m->ctx, m->nonfinite_loss ? m->nonfinite_loss : HPCT_ERR_NONFINITE,
                         "%s: the loss is %g; gradients were not updated", fn, *l);
     return s;
 }

@@ -36,6 +36,10 @@ void hpcti_model_set_grad_hooks(hpct_model_t m, hpcti_grad_ready_fn ready, hpcti
 HPCTI_CHECK hpct_status_t hpcti_model_join_failure(hpct_model_t m, hpct_status_t s);
 /* Start of a training step: no agreement has run in it yet. */
 void hpcti_model_step_begins(hpct_model_t m);
+/* The status hpct_model_loss_grad returns for a loss that is not finite: HPCT_ERR_NONFINITE
+ * (0 sets it back), or HPCT_ERR_LOSS_DIVERGED while hpct_train's divergence guard is on. The
+ * agreement before the averaging carries it to every rank. */
+void hpcti_model_set_nonfinite_loss(hpct_model_t m, hpct_status_t status);
 
 /* The loss a built model applies (for callers that feed it targets). */
 hpct_loss_t hpcti_model_loss(hpct_model_t m);

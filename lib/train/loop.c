@@ -26,20 +26,17 @@ void hpcti_loop_due(hpct_ckpt_t ck, long done, long *flags)
     flags[HPCTI_DUE_SAVE] = (due & (HPCT_CKPT_DUE_STEPS | HPCT_CKPT_DUE_SECONDS)) != 0;
     flags[HPCTI_DUE_WALLTIME] = (due & HPCT_CKPT_DUE_WALLTIME) != 0;
     flags[HPCTI_DUE_SIGNAL] = (due & HPCT_CKPT_DUE_SIGNAL) != 0;
-    flags[HPCTI_DUE_DIVERGING] = 0;
 }
 
-hpct_status_t hpcti_loop_agree_due(hpct_ctx_t ctx, long *flags)
+hpct_status_t hpcti_loop_agree_step(hpct_ctx_t ctx, long *flags, double loss, double *losses,
+                                    double busy, double *times)
 {
-    return hpcti_agree(ctx, "step-boundary agreement (checkpoint, walltime, signal)", flags,
-                       HPCTI_DUE_N, MPI_MAX);
-}
-
-hpct_status_t hpcti_loop_agree_due_gather(hpct_ctx_t ctx, long *flags, double mine, double *all)
-{
-    struct hpcti_agreement a = {flags, HPCTI_DUE_N, NULL, 0, mine, all, 0.0, NULL};
-    return hpcti_agree_all(
-        ctx, "step-boundary agreement (checkpoint, walltime, signal, step times)", &a);
+    struct hpcti_agreement a = {flags, HPCTI_DUE_N, NULL, 0, loss, losses, busy, times};
+    return hpcti_agree_all(ctx,
+                           times ? "step-boundary agreement (checkpoint, walltime, signal, loss, "
+                                   "step times)"
+                                 : "step-boundary agreement (checkpoint, walltime, signal, loss)",
+                           &a);
 }
 
 int hpcti_loop_stop(hpct_ctx_t ctx, const long *flags, long done, int *signo)

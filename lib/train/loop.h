@@ -14,21 +14,15 @@
 int hpcti_loop_where(hpct_ctx_t ctx, int *rank, int *world);
 
 /* Step-boundary reasons, one long each (0 or 1), agreed across ranks with an integer MAX. */
-enum {
-    HPCTI_DUE_SAVE = 0,
-    HPCTI_DUE_WALLTIME = 1,
-    HPCTI_DUE_SIGNAL = 2,
-    HPCTI_DUE_DIVERGING = 3, /* hpct_train's guard: 1 the loss is above its limit, 2 diverged */
-    HPCTI_DUE_N = 4
-};
+enum { HPCTI_DUE_SAVE = 0, HPCTI_DUE_WALLTIME = 1, HPCTI_DUE_SIGNAL = 2, HPCTI_DUE_N = 3 };
 /* flags [HPCTI_DUE_N] = this rank's reasons after `done` steps: ck's cadence (steps or
  * seconds), walltime margin and caught signals; only a caught signal when ck is NULL. */
 void hpcti_loop_due(hpct_ckpt_t ck, long done, long *flags);
-/* flags [HPCTI_DUE_N] become every rank's: MAX over ranks. Collective when distributed. */
-HPCTI_CHECK hpct_status_t hpcti_loop_agree_due(hpct_ctx_t ctx, long *flags);
-/* As hpcti_loop_agree_due, and in the same operation all [world] = every rank's mine (its
- * step time), in rank order. */
-HPCTI_CHECK hpct_status_t hpcti_loop_agree_due_gather(hpct_ctx_t ctx, long *flags, double mine, double *all);
+/* hpct_train's agreement after each step, one operation: flags [HPCTI_DUE_N] become their MAX
+ * over ranks, losses [world] every rank's loss of the step, and (times not NULL) times [world]
+ * every rank's busy time, both in rank order. Collective when distributed. */
+HPCTI_CHECK hpct_status_t hpcti_loop_agree_step(hpct_ctx_t ctx, long *flags, double loss,
+                                                double *losses, double busy, double *times);
 /* After the agreement: 1 when the flags stop the run after step `done` (logged), else 0.
  * *signo = the signal to report: this rank's, SIGTERM when only another rank caught one,
  * 0 when the walltime margin stops the run. */

@@ -35,11 +35,17 @@ struct loop {
     double last_ckpt_share;
     int reported;
     long evaluated_at; /* step of the last evaluation; -1: none */
-    /* the divergence guard (cfg->divergence_factor): running mean of the reported loss */
-    double loss_ema, best_ema; /* best_ema < 0: no report yet */
-    double first_loss;         /* the first reported loss: a low best never makes noise fatal */
-    long above;                /* reports in a row above divergence_factor x best_ema */
-    float above_loss;          /* the last of them */
+    /* the divergence guard (cfg->divergence_factor) on every step's loss, the mean over ranks */
+    double *losses;            /* [world] every rank's loss of the last step, agreed */
+    double loss_ema, best_ema; /* running mean (0.1 per step) and its lowest; best < 0: none */
+    double first_loss;         /* this call's first step: a low best never makes noise fatal */
+    double limit;              /* divergence_factor x best_ema, at least first_loss */
+    double above_loss;         /* the last loss above the limit (or not finite) */
+    long above;                /* steps in a row above the limit */
+    long unconfirmed;          /* step of the newest checkpoint, whose loss the next step
+                                  measures; -1: none */
+    long good;                 /* newest checkpoint known good (its next step's loss was within
+                                  the limit): retention keeps it; -1: none */
     int slow_rank;             /* test hook HPCT_TEST_SLOW_RANK=rank,ms: that rank sleeps ms ... */
     struct timespec slow;      /* ... in every step (a straggler made on purpose) */
     uint64_t exchange0;        /* store exchange bytes at the last report */
@@ -122,7 +128,8 @@ static hpct_status_t setup(struct loop *L)
         return s;
     L->total_steps = c->epochs * L->steps_per_epoch;
     if (c->max_steps > 0 && c->max_steps < L->total_steps) L->total_steps = c->max_steps;
-    return HPCT_SUCCESS;
+    L->losses = hpcti_calloc(L->ctx, (size_t)L->world, sizeof *L->losses, "the step losses");
+    return L->losses ? HPCT_SUCCESS : HPCT_ERR_NO_MEMORY;
 }
 
 /* Load the newest valid checkpoint on every rank, or make the replicas equal to rank 0's. */
@@ -151,6 +158,7 @@ static hpct_status_t resume(struct loop *L)
     }
     if ((s = hpcti_loop_adopt(L->ctx, "hpct_train", L->params, L->opt, &meta))) return s;
     L->res->resumed_from = meta.step;
+    L->unconfirmed = meta.step; /* the first step's loss measures it */
     L->res->rejected_checkpoints = meta.rejected;
     hpcti_log(L->ctx, HPCT_LOG_INFO, "resumed from %s at step %ld (saved by %d ranks)", meta.path,
               meta.step, meta.world_size);
@@ -177,6 +185,7 @@ static hpct_status_t save(struct loop *L, long cursor_epoch, long cursor_step, i
         L->res->checkpoints++;
         hpcti_obs_saved(&L->obs, L->ck, meta.step, t0, block);
     }
+    if (!s && L->ck) L->unconfirmed = meta.step; /* every rank: the saves are agreed */
     return s;
 }
 
@@ -230,55 +239,106 @@ static hpct_status_t step(struct loop *L, float *loss)
         L->res->ckpt_wait_s += hpcti_now() - t1;
     }
     double t2 = hpcti_tl_now(L->ctx);
-    if (!s) s = hpct_optimizer_step(L->opt);
+    if (!s && (s = hpct_optimizer_step(L->opt)) == HPCT_ERR_NONFINITE &&
+        L->cfg->divergence_factor > 0)
+        s = HPCT_ERR_LOSS_DIVERGED; /* a gradient norm not finite: the same on every rank */
     if (t2 > 0) hpcti_tl_span(L->ctx, 0, "optimizer", "compute", t2, hpcti_now(), NULL);
     *loss = (float)(total / micro);
     return s;
 }
 
-/* The divergence guard: the reported loss (the same bits on every rank) against its best
- * running mean. */
-static void watch_loss(struct loop *L, float mean)
+/* The loss of the last step that every rank agreed on: the mean of losses [world], summed in
+ * rank order (the same bits on every rank). */
+static double step_loss(const struct loop *L)
+{
+    double total = 0.0;
+    for (int r = 0; r < L->world; r++) total += L->losses[r];
+    return total / L->world;
+}
+
+/* The divergence guard after each step, on its agreed loss: 0 within the limit; 1 above it
+ * (the loss and its running mean both: no cadence save); 2 diverged (the loss is not finite,
+ * or above for divergence_reports steps in a row). The same on every rank. */
+static int watch_loss(struct loop *L, double loss)
 {
     double f = L->cfg->divergence_factor;
-    if (f <= 0) return;
-    if (isfinite(mean)) {
-        if (L->best_ema < 0) L->first_loss = mean;
-        L->loss_ema = L->best_ema < 0 ? mean : 0.9 * L->loss_ema + 0.1 * mean;
-        if (L->best_ema < 0 || L->loss_ema < L->best_ema) L->best_ema = L->loss_ema;
-    }
-    double limit = fmax(f * L->best_ema, L->first_loss);
-    int bad = !isfinite(mean) || (L->best_ema > 0 && mean > limit);
-    L->above = bad ? L->above + 1 : 0;
-    if (bad) L->above_loss = mean;
+    if (f <= 0) return 0;
+    if (!isfinite(loss)) return L->above_loss = loss, 2;
+    if (L->best_ema < 0) L->first_loss = L->loss_ema = L->best_ema = loss; /* the baseline */
+    L->loss_ema = 0.9 * L->loss_ema + 0.1 * loss;
+    L->best_ema = fmin(L->best_ema, L->loss_ema);
+    L->limit = fmax(f * L->best_ema, L->first_loss);
+    int above = L->best_ema > 0 && loss > L->limit && L->loss_ema > L->limit;
+    L->above = above ? L->above + 1 : 0;
+    if (above) L->above_loss = loss;
+    return !above ? 0 : L->above >= L->cfg->divergence_reports ? 2 : 1;
 }
 
-/* Agreed guard state: 0 fine, 1 the loss is above its limit (no saves), 2 diverged. */
-static long guard_flag(const struct loop *L)
+/* After step `done` within the limit: the checkpoint of the step before holds the state that
+ * loss measured, so it is known good, and retention keeps it from the next save on. */
+static void vouch(struct loop *L, long done)
 {
-    if (!L->above) return 0;
-    return !isfinite(L->above_loss) || L->above >= L->cfg->divergence_reports ? 2 : 1;
+    if (L->cfg->divergence_factor <= 0 || L->unconfirmed != done - 1) return;
+    L->good = L->unconfirmed;
+    hpcti_ckpt_protect(L->ck, L->good);
 }
 
-/* The run diverged after `done` steps: every rank stops, nothing of this state is saved. */
+/* What a diverged run leaves to resume from, into buf [n] (the same text on every rank). */
+static void newest(const struct loop *L, char *buf, size_t n)
+{
+    if (L->good >= 0 && L->unconfirmed > L->good)
+        snprintf(buf, n,
+                 "the last good checkpoint is of step %ld; the newer one of step %ld holds the "
+                 "state whose loss was above the limit (move it aside to resume from step %ld)",
+                 L->good, L->unconfirmed, L->good);
+    else if (L->good >= 0)
+        snprintf(buf, n, "the newest checkpoint, of step %ld, is the last good one", L->good);
+    else if (L->unconfirmed >= 0)
+        snprintf(buf, n, "the newest checkpoint is of step %ld, not known good", L->unconfirmed);
+    else
+        snprintf(buf, n, "no checkpoint was written");
+}
+
+/* The error of a diverged run, agreed: every rank reached it with the same values. */
+static hpct_status_t shared(struct loop *L)
+{
+    if (L->dist) hpcti_mark_error_shared(L->ctx);
+    return HPCT_ERR_LOSS_DIVERGED;
+}
+
+/* The guard stopped the run after `done` steps: every rank stops, nothing of it is saved. */
 static hpct_status_t diverged(struct loop *L, long done)
 {
-    const char *latest = "";
-    if (L->ck) hpct_ckpt_last_path(L->ck, &latest);
-    char newest[HPCTI_CKPT_PATH_MAX + 64];
-    if (latest[0])
-        snprintf(newest, sizeof newest, "%s", latest);
-    else if (L->res->resumed_from >= 0)
-        snprintf(newest, sizeof newest, "the one resumed from (step %ld)", L->res->resumed_from);
+    char where[300];
+    newest(L, where, sizeof where);
+    if (!isfinite(L->above_loss))
+        hpcti_error(L->ctx, HPCT_ERR_LOSS_DIVERGED,
+                    "hpct_train: training diverged at step %ld: its loss is %g (mean over "
+                    "ranks); no checkpoint of this state was saved; %s",
+                    done, L->above_loss, where);
     else
-        snprintf(newest, sizeof newest, "none (no checkpoint was written)");
-    return hpcti_error(L->ctx, HPCT_ERR_LOSS_DIVERGED,
-                       "hpct_train: training diverged after step %ld: the mean loss is %g, above "
-                       "%g x its best running mean %g (and its first report, %g) for %ld "
-                       "report(s) in a row (divergence_factor, divergence_reports); no "
-                       "checkpoint of this state was saved; the newest checkpoint is %s",
-                       done, (double)L->above_loss, L->cfg->divergence_factor, L->best_ema,
-                       L->first_loss, L->above, newest);
+        hpcti_error(L->ctx, HPCT_ERR_LOSS_DIVERGED,
+                    "hpct_train: training diverged after step %ld: its loss %g (mean over ranks) "
+                    "is above its limit %g (%g x its best running mean %g, and at least the "
+                    "first step's %g) for %ld step(s) in a row (divergence_factor, "
+                    "divergence_reports); no checkpoint of this state was saved; %s",
+                    done, L->above_loss, L->limit, L->cfg->divergence_factor, L->best_ema,
+                    L->first_loss, L->above, where);
+    return shared(L);
+}
+
+/* Step `at` found a loss or gradient norm that is not finite (on some rank: the detail in the
+ * context is the agreed one) and did not update the state: every rank stops. */
+static hpct_status_t nonfinite(struct loop *L, long at)
+{
+    char detail[sizeof L->ctx->last_error], where[300];
+    snprintf(detail, sizeof detail, "%s", L->ctx->last_error);
+    newest(L, where, sizeof where);
+    hpcti_error(L->ctx, HPCT_ERR_LOSS_DIVERGED,
+                "hpct_train: training diverged at step %ld: %.600s; no checkpoint of this state "
+                "was saved; %s",
+                at, detail, where);
+    return shared(L);
 }
 
 /* Mean loss over ranks since the last report, then the progress callback. */
@@ -312,7 +372,6 @@ static hpct_status_t report(struct loop *L, long done)
         L->exchange0 = ds.exchange_bytes;
     }
     L->res->final_loss = mean;
-    watch_loss(L, mean);
     if (L->cfg->progress) L->cfg->progress(&p, L->cfg->progress_arg);
     L->last = p, L->reported = 1;
     L->last_ckpt_share = dt > 0 ? (L->res->ckpt_wait_s - L->ckpt_wait0) / dt : 0.0;
@@ -324,13 +383,13 @@ static hpct_status_t report(struct loop *L, long done)
 
 /* The agreement of a boundary; after a report it also gathers every rank's step time, and
  * the report's metrics record follows (observe.h). */
-static hpct_status_t agree(struct loop *L, long done, long *flags)
+static hpct_status_t agree(struct loop *L, long done, float loss, long *flags)
 {
     double t0 = hpcti_now(), comm = comm_wait_s(L);
     int gather = L->reported && L->obs.gather;
-    hpct_status_t s = gather ? hpcti_loop_agree_due_gather(
-                                   L->ctx, flags, hpcti_obs_busy(&L->obs, done, comm), L->obs.times)
-                             : hpcti_loop_agree_due(L->ctx, flags);
+    double busy = gather ? hpcti_obs_busy(&L->obs, done, comm) : 0.0;
+    hpct_status_t s =
+        hpcti_loop_agree_step(L->ctx, flags, loss, L->losses, busy, gather ? L->obs.times : NULL);
     double t1 = hpcti_now();
     hpcti_obs_wait(&L->obs, t1 - t0);
     if (L->ctx->timeline)
@@ -344,20 +403,21 @@ static hpct_status_t agree(struct loop *L, long done, long *flags)
     return HPCT_SUCCESS;
 }
 
-/* Agree on checkpoint/stop reasons across ranks after `done` steps; save if any rank asks. */
-static hpct_status_t boundary(struct loop *L, long done, int *stop)
+/* Agree on checkpoint/stop reasons and the loss across ranks after `done` steps; the guard
+ * judges the loss; save if any rank asks (a cadence save only within the loss limit). */
+static hpct_status_t boundary(struct loop *L, long done, float loss, int *stop)
 {
     long flags[HPCTI_DUE_N];
     hpcti_loop_due(L->ck, done, flags);
-    flags[HPCTI_DUE_DIVERGING] = guard_flag(L);
-    hpct_status_t s = agree(L, done, flags);
+    hpct_status_t s = agree(L, done, loss, flags);
     hpcti_obs_poll_ckpt(&L->obs, L->ck);
     hpcti_ckpt_trace(L->ck);
     if (s) return s;
-    if (flags[HPCTI_DUE_DIVERGING] == 2) return diverged(L, done);
+    int guard = watch_loss(L, step_loss(L));
+    if (guard == 2) return diverged(L, done);
+    if (!guard) vouch(L, done);
     *stop = hpcti_loop_stop(L->ctx, flags, done, &L->res->stop_signal);
-    if (!*stop && !flags[HPCTI_DUE_SAVE]) return HPCT_SUCCESS;
-    if (!*stop && flags[HPCTI_DUE_DIVERGING]) return HPCT_SUCCESS; /* no save of a rising loss */
+    if (!*stop && (!flags[HPCTI_DUE_SAVE] || guard)) return HPCT_SUCCESS; /* no save above it */
     long epoch, cursor;
     hpct_dataset_get_cursor(L->ds, &epoch, &cursor);
     return save(L, epoch, cursor, *stop);
@@ -404,7 +464,7 @@ static hpct_status_t emergency(struct loop *L, hpct_status_t why)
 static hpct_status_t final_times(struct loop *L, long done)
 {
     long flags[HPCTI_DUE_N] = {0};
-    return agree(L, done, flags);
+    return agree(L, done, 0.0f, flags);
 }
 
 static hpct_status_t run(struct loop *L)
@@ -421,6 +481,7 @@ static hpct_status_t run(struct loop *L)
         hpcti_tl_step(L->ctx, done + 1);
         L->ctx->step_now = done + 1;
         s = step(L, &loss);
+        if (s == HPCT_ERR_LOSS_DIVERGED) s = nonfinite(L, done + 1);
         if (s) break;
         done++;
         hpcti_obs_first_step(&L->obs, done);
@@ -430,7 +491,7 @@ static hpct_status_t run(struct loop *L)
         if (L->cfg->log_interval > 0 &&
             (done % L->cfg->log_interval == 0 || done == L->total_steps))
             if ((s = report(L, done))) break;
-        s = boundary(L, done, &stop);
+        s = boundary(L, done, loss, &stop);
         if (!s && !stop && eval_due(L, done)) s = evaluate(L, done);
     }
     L->res->steps = done;
@@ -438,7 +499,7 @@ static hpct_status_t run(struct loop *L)
     if (s) return s;
     if (stop && done < L->total_steps) return HPCT_PREEMPTED;
     if (L->loss_n && (s = report(L, done))) return s;
-    if (guard_flag(L)) return diverged(L, done); /* ended above its limit: no final save */
+    if (L->above) return diverged(L, done); /* ended above its limit: no final save */
     if (L->reported && (s = final_times(L, done))) return s;
     if (L->cfg->eval_data && done != L->evaluated_at && (s = evaluate(L, done))) return s;
     if (stop) { /* the signal came with the last step: done, and its checkpoint is written */
@@ -532,8 +593,12 @@ hpct_status_t hpct_train(hpct_model_t model, hpct_optimizer_t opt, hpct_dataset_
                      .ck = ck,
                      .cfg = &c,
                      .res = res,
-                     .best_ema = -1.0};
+                     .best_ema = -1.0,
+                     .unconfirmed = -1,
+                     .good = -1};
     double t0 = hpcti_now(), comm0 = 0.0;
+    hpcti_model_set_nonfinite_loss(model, c.divergence_factor > 0 ? HPCT_ERR_LOSS_DIVERGED : 0);
+    hpcti_ckpt_protect(ck, -1); /* until this call knows a good checkpoint (vouch) */
     hpct_status_t s = setup(&L);
     if (!s) s = observe(&L);
     if (!s) comm0 = comm_wait_s(&L);
@@ -546,6 +611,9 @@ hpct_status_t hpct_train(hpct_model_t model, hpct_optimizer_t opt, hpct_dataset_
     hpcti_obs_close(&L.obs);
     hpcti_timeline_close(ctx);
     if (L.dist) hpct_model_set_grad_averaging(model, 0);
+    hpcti_model_set_nonfinite_loss(model, 0);
+    hpcti_ckpt_protect(ck, -1);
+    free(L.losses);
     hpct_dataset_skipped(ds, &res->skipped_batches);
     res->wall_s = hpcti_now() - t0;
     res->comm_wait_s = comm_wait_s(&L) - comm0;
