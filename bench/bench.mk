@@ -16,8 +16,10 @@ EXTRA_DIST += bench/bench_util.h bench/run_all.sh bench/ddp_baseline.py bench/ru
 	bench/bench_gpu.c bench/gpu_validate.sh bench/gpu_bundle.sh bench/results.md
 
 if HPCT_CUDA
+if !HPCT_CUDA_DOUBLE
 noinst_PROGRAMS += bench/bench_gpu
 bench_bench_gpu_LDADD = $(HPCT_LIBS)
+endif
 endif
 
 if HPCT_FORTRAN

@@ -6,6 +6,7 @@ lib_libhpctrain_a_SOURCES += kernels/hpct_math.h kernels/gpu_logic.h
 EXTRA_DIST += kernels/kernels.h kernels/elementwise.cu kernels/reduce.cu
 
 if HPCT_CUDA
+if !HPCT_CUDA_DOUBLE
 # nvcc compiles the kernels; -MD-style dependency tracking is replaced by explicit header deps.
 SUFFIXES += .cu
 .cu.o:
@@ -15,4 +16,5 @@ SUFFIXES += .cu
 lib_libhpctrain_a_SOURCES += kernels/kernels.h kernels/elementwise.cu kernels/reduce.cu
 kernels/elementwise.$(OBJEXT) kernels/reduce.$(OBJEXT): $(srcdir)/kernels/kernels.h \
 	$(srcdir)/kernels/hpct_math.h
+endif
 endif

@@ -33,8 +33,20 @@ dnl HPCT_HAVE_CUDA, the HPCT_CUDA conditional and hpct_cuda=yes|no.
 AC_DEFUN([HPCT_CHECK_CUDA], [
     AC_ARG_WITH([cuda], [AS_HELP_STRING([--with-cuda@<:@=DIR@:>@], [build the CUDA backend (cuBLAS + kernels/); DIR defaults to /usr/local/cuda])],
         [], [with_cuda=no])
+    AC_ARG_WITH([cuda-double], [AS_HELP_STRING([--with-cuda-double], [TEST TREES ONLY: build the cuda backend and the NCCL averaging against the device double of t/double, which runs them on the CPU (no GPU, CUDA toolkit or NCCL needed); such a tree refuses make install])],
+        [], [with_cuda_double=no])
     hpct_cuda=no
-    if test "$with_cuda" != no; then
+    hpct_cuda_double=no
+    if test "$with_cuda_double" != no; then
+        test "$with_cuda" = no || AC_MSG_ERROR([--with-cuda-double replaces the CUDA toolkit: drop --with-cuda])
+        dnl The double's headers stand in for the toolkit's; its code is compiled into the library.
+        CUDA_CFLAGS='-I$(top_srcdir)/t/double/include'
+        CUDA_LIBS=
+        AC_DEFINE([HPCT_HAVE_CUDA], [1], [Define to 1 to build the CUDA backend.])
+        AC_DEFINE([HPCT_CUDA_DOUBLE], [1], [Define to 1 when the CUDA runtime, cuBLAS and NCCL are the test double of t/double.])
+        hpct_cuda=yes
+        hpct_cuda_double=yes
+    elif test "$with_cuda" != no; then
         test "$with_cuda" = yes && with_cuda=/usr/local/cuda
         AC_PATH_PROG([NVCC], [nvcc], [], [$with_cuda/bin])
         test -n "$NVCC" || AC_MSG_ERROR([CUDA: no nvcc in $with_cuda/bin. Install the CUDA toolkit or pass --with-cuda=DIR.])
@@ -49,7 +61,9 @@ AC_DEFUN([HPCT_CHECK_CUDA], [
     test -n "$NVCCFLAGS" || NVCCFLAGS="-O3 -std=c++17"
     HPCT_CUDA_ARCH
     test "$hpct_cuda" = yes || { hpct_cuda_arch=; NVCC_ARCH_FLAGS=; }
+    test "$hpct_cuda_double" = no || { hpct_cuda_arch="none (device double)"; NVCC_ARCH_FLAGS=; }
     AM_CONDITIONAL([HPCT_CUDA], [test "$hpct_cuda" = yes])
+    AM_CONDITIONAL([HPCT_CUDA_DOUBLE], [test "$hpct_cuda_double" = yes])
     AC_SUBST([CUDA_CFLAGS])
     AC_SUBST([CUDA_LIBS])
 ])
@@ -60,7 +74,12 @@ AC_DEFUN([HPCT_CHECK_NCCL], [
     AC_ARG_WITH([nccl], [AS_HELP_STRING([--with-nccl@<:@=DIR@:>@], [use NCCL inside a node (needs --with-cuda); DIR defaults to the CUDA prefix])],
         [], [with_nccl=no])
     hpct_nccl=no
-    if test "$with_nccl" != no; then
+    if test "$hpct_cuda_double" = yes; then
+        NCCL_CFLAGS="$CUDA_CFLAGS"
+        NCCL_LIBS=
+        AC_DEFINE([HPCT_HAVE_NCCL], [1], [Define to 1 to use NCCL for node-local reductions.])
+        hpct_nccl="yes (device double)"
+    elif test "$with_nccl" != no; then
         test "$hpct_cuda" = yes || AC_MSG_ERROR([NCCL: --with-nccl needs --with-cuda.])
         test "$with_nccl" = yes && with_nccl=$with_cuda
         HPCT_DEP_FLAGS([NCCL], [$with_nccl], [-lnccl])
@@ -69,7 +88,7 @@ AC_DEFUN([HPCT_CHECK_NCCL], [
         AC_DEFINE([HPCT_HAVE_NCCL], [1], [Define to 1 to use NCCL for node-local reductions.])
         hpct_nccl=yes
     fi
-    AM_CONDITIONAL([HPCT_NCCL], [test "$hpct_nccl" = yes])
+    AM_CONDITIONAL([HPCT_NCCL], [test "$hpct_nccl" != no])
     AC_SUBST([NCCL_CFLAGS])
     AC_SUBST([NCCL_LIBS])
 ])
@@ -81,7 +100,7 @@ dnl (the compile-time MPIX_CUDA_AWARE_SUPPORT too). The run-time answer decides 
 dnl HPCT_CUDA_AWARE_MPI=0|1 overrides it.
 AC_DEFUN([HPCT_CHECK_CUDA_AWARE_MPI], [
     hpct_cuda_mpi=no
-    if test "$hpct_nccl" = yes; then
+    if test "$hpct_nccl" != no; then
         hpct_save_CPPFLAGS="$CPPFLAGS"; hpct_save_LIBS="$LIBS"
         CPPFLAGS="$CPPFLAGS $MPI_CFLAGS"; LIBS="$MPI_LIBS $LIBS"
         AC_MSG_CHECKING([whether MPI has MPIX_Query_cuda_support (mpi-ext.h)])
