@@ -465,6 +465,9 @@ int main(void)
     const char *why = cuda_unusable();
     if (why) tap_skip_all("no CUDA device: %s", why);
     tap_plan(65);
+#ifdef HPCT_CUDA_DOUBLE
+    tap_prefix("[device double, not a GPU] "); /* t/double: the CPU runs the cuda backend */
+#endif
     hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
     cfg.backend = HPCT_BACKEND_CUDA;
     cfg.device = 9999;

@@ -10,7 +10,15 @@ prog=$builddir/t/test_nccl
 grep -q '^#define HPCT_HAVE_NCCL 1' "$builddir/config.h" || skip_all "built without --with-nccl"
 [ -n "$MPIRUN" ] || skip_all "no mpirun found by configure"
 [ -x "$prog" ] || skip_all "$prog is not built"
-devices=$("$prog" probe)
+# Under the device double (configure --with-cuda-double) every process has a CPU "GPU" of
+# its own, so every layout runs, each under several seeds of the double's stream timing, and
+# every point says it ran on the double, not on a GPU.
+tag= seeds=0
+if grep -q '^#define HPCT_CUDA_DOUBLE 1' "$builddir/config.h"; then
+    devices=64 tag="[device double, not a GPU] " seeds=${HPCT_DOUBLE_SEEDS:-1 2 3}
+else
+    devices=$("$prog" probe)
+fi
 case $devices in [1-9]*) ;; *) skip_all "no CUDA device ($devices)" ;; esac
 # More ranks than cores needs --oversubscribe with Open MPI; other MPIs do not know the flag.
 oversub=
@@ -23,6 +31,25 @@ trap 'rm -rf "$tmp"' EXIT
 nccl_seen='nccl: node rank 0 of [0-9]* joined'
 staged_seen='device averages: staged through host memory'
 
+# run_once SEED NP PATH-SEEN ENV...: one run of the layout; 0 when it passed on that path.
+run_once() {
+    seed=$1 np=$2 seen=$3
+    shift 3
+    env HPCT_DOUBLE_SEED="$seed" "$@" timeout -s KILL 300 "$MPIRUN" $oversub -np "$np" \
+        "$prog" run >"$tmp/out" 2>&1
+    rc=$?
+    sed -n 's/^\(PASS\|FAIL\)/# &/p' "$tmp/out"
+    # How the cross-node phase was done (gpu_validate.sh's CUDA-aware row reads it).
+    grep -m1 'device averages across nodes' "$tmp/out" | sed 's/^.*device averages/# device averages/'
+    path=0
+    grep -q "$seen" "$tmp/out" || path=1
+    [ $rc -eq 0 ] && ! grep -q '^FAIL' "$tmp/out" && [ $path -eq 0 ] && return 0
+    diag "exit $rc${tag:+, double seed $seed}"
+    [ $path -eq 0 ] || diag "the log does not say '$seen': another path ran"
+    grep -v '^PASS' "$tmp/out" | tail -n 20 | sed 's/^/#   /'
+    return 1
+}
+
 layout() { # DESC NP GPUS-NEEDED PATH-SEEN ENV...
     desc=$1 np=$2 need=$3 seen=$4
     shift 4
@@ -30,19 +57,9 @@ layout() { # DESC NP GPUS-NEEDED PATH-SEEN ENV...
         skip 1 "$desc: needs $need GPUs, $devices visible"
         return
     fi
-    env "$@" timeout -s KILL 300 "$MPIRUN" $oversub -np "$np" "$prog" run >"$tmp/out" 2>&1
-    rc=$?
-    sed -n 's/^\(PASS\|FAIL\)/# &/p' "$tmp/out"
-    # How the cross-node phase was done (gpu_validate.sh's CUDA-aware row reads it).
-    grep -m1 'device averages across nodes' "$tmp/out" | sed 's/^.*device averages/# device averages/'
-    path=0
-    grep -q "$seen" "$tmp/out" || path=1
-    [ $rc -eq 0 ] && ! grep -q '^FAIL' "$tmp/out" && [ $path -eq 0 ]
-    ok $? "$desc" || {
-        diag "exit $rc"
-        [ $path -eq 0 ] || diag "the log does not say '$seen': another path ran"
-        grep -v '^PASS' "$tmp/out" | tail -n 20 | sed 's/^/#   /'
-    }
+    failed=0
+    for seed in $seeds; do run_once "$seed" "$np" "$seen" "$@" || failed=1; done
+    ok $failed "$tag$desc${tag:+ (seeds $seeds)}"
 }
 
 plan 12
@@ -70,7 +87,7 @@ else
     env HPCT_RANKS_PER_NODE=2 HPCT_CUDA_AWARE_MPI=maybe timeout -s KILL 300 \
         "$MPIRUN" $oversub -np 2 "$prog" badenv >"$tmp/out" 2>&1
     grep -q "HPCT_CUDA_AWARE_MPI is 'maybe'" "$tmp/out" && ! grep -q '^FAIL' "$tmp/out"
-    ok $? "HPCT_CUDA_AWARE_MPI=maybe: hpct_init refuses it, naming the variable" ||
+    ok $? "${tag}HPCT_CUDA_AWARE_MPI=maybe: hpct_init refuses it, naming the variable" ||
         sed 's/^/#   /' "$tmp/out" | tail -n 20
 fi
 # A value of HPCT_NCCL_SOLO other than 0 or 1 is refused by name (one GPU is enough).
@@ -78,7 +95,7 @@ env HPCT_RANKS_PER_NODE=1 HPCT_NCCL_SOLO=yes timeout -s KILL 120 \
     "$MPIRUN" $oversub -np 2 "$prog" run >"$tmp/out" 2>&1
 rc=$?
 [ $rc -ne 0 ] && grep -q "HPCT_NCCL_SOLO is 'yes'" "$tmp/out"
-ok $? "HPCT_NCCL_SOLO=yes: hpct_init refuses it, naming the variable (exit $rc)" ||
+ok $? "${tag}HPCT_NCCL_SOLO=yes: hpct_init refuses it, naming the variable (exit $rc)" ||
     tail -n 20 "$tmp/out" | sed 's/^/#   /'
 # A failed NCCL set-up (planted on rank 1): under HPCT_NCCL=auto every rank stages instead,
 # with one warning naming the rank; under HPCT_NCCL=1 hpct_init fails on every rank.
@@ -87,14 +104,14 @@ env HPCT_RANKS_PER_NODE=1 HPCT_NCCL_SOLO=1 HPCT_TEST_HOOKS=1 HPCT_TEST_NCCL_FAIL
 rc=$?
 [ $rc -eq 0 ] && ! grep -q '^FAIL' "$tmp/out" &&
     grep -q 'NCCL could not be set up (first on rank 1' "$tmp/out"
-ok $? "NCCL set-up fails on rank 1, HPCT_NCCL=auto: every rank stages instead, one warning" ||
+ok $? "${tag}NCCL set-up fails on rank 1, HPCT_NCCL=auto: every rank stages instead, one warning" ||
     tail -n 20 "$tmp/out" | sed 's/^/#   /'
 env HPCT_RANKS_PER_NODE=1 HPCT_NCCL_SOLO=1 HPCT_NCCL=1 HPCT_TEST_HOOKS=1 \
     HPCT_TEST_NCCL_FAIL_RANK=1 timeout -s KILL 120 "$MPIRUN" $oversub -np 2 "$prog" run \
     >"$tmp/out" 2>&1
 rc=$?
 [ $rc -ne 0 ] && grep -q 'rank 1 could not join the node.s NCCL communicator' "$tmp/out"
-ok $? "NCCL set-up fails on rank 1, HPCT_NCCL=1: hpct_init fails, naming rank 1 (exit $rc)" ||
+ok $? "${tag}NCCL set-up fails on rank 1, HPCT_NCCL=1: hpct_init fails, naming rank 1 (exit $rc)" ||
     tail -n 20 "$tmp/out" | sed 's/^/#   /'
 # HPCT_CUDA_AWARE_MPI=1 on an MPI that answers "not CUDA-aware" is refused by name (it would
 # crash inside MPI); on a CUDA-aware MPI the run passes device pointers and succeeds.
@@ -106,6 +123,6 @@ if grep -q 'HPCT_CUDA_AWARE_MPI=1, but this MPI answers' "$tmp/out"; then
 else
     [ $rc -eq 0 ] && grep -q 'CUDA-aware MPI, device pointers' "$tmp/out"
 fi
-ok $? "HPCT_CUDA_AWARE_MPI=1: refused on an MPI that is not CUDA-aware, used on one that is" ||
+ok $? "${tag}HPCT_CUDA_AWARE_MPI=1: refused on an MPI that is not CUDA-aware, used on one that is" ||
     tail -n 20 "$tmp/out" | sed 's/^/#   /'
 done_testing

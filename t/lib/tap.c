@@ -8,6 +8,12 @@
 #include <string.h>
 
 static int planned = -1, run, failed;
+static const char *prefix = "";
+
+void tap_prefix(const char *p)
+{
+    prefix = p ? p : "";
+}
 
 void tap_plan(int n)
 {
@@ -31,7 +37,7 @@ static int report(int cond, const char *fmt, va_list ap)
 {
     run++;
     if (!cond) failed++;
-    printf("%sok %d - ", cond ? "" : "not ", run);
+    printf("%sok %d - %s", cond ? "" : "not ", run, prefix);
     vprintf(fmt, ap);
     printf("\n");
     fflush(stdout);

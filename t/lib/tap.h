@@ -9,6 +9,8 @@
 
 /* Announce the number of tests. */
 void tap_plan(int n);
+/* A prefix for every later point's description (e.g. "[device double, not a GPU] "). */
+void tap_prefix(const char *prefix);
 /* Print "1..0 # SKIP reason" and exit 0 (an honest skip, never a silent pass). */
 void tap_skip_all(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 /* One test point; returns cond. */
