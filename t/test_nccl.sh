@@ -15,7 +15,7 @@ grep -q '^#define HPCT_HAVE_NCCL 1' "$builddir/config.h" || skip_all "built with
 # every point says it ran on the double, not on a GPU.
 tag= seeds=0
 if grep -q '^#define HPCT_CUDA_DOUBLE 1' "$builddir/config.h"; then
-    devices=64 tag="[device double, not a GPU] " seeds=${HPCT_DOUBLE_SEEDS:-1 2 3}
+    devices=64 tag="[device double, not a GPU] " seeds=${CUDA_DOUBLE_SEEDS:-1 2 3}
 else
     devices=$("$prog" probe)
 fi
@@ -35,7 +35,7 @@ staged_seen='device averages: staged through host memory'
 run_once() {
     seed=$1 np=$2 seen=$3
     shift 3
-    env HPCT_DOUBLE_SEED="$seed" "$@" timeout -s KILL 300 "$MPIRUN" $oversub -np "$np" \
+    env CUDA_DOUBLE_SEED="$seed" "$@" timeout -s KILL 300 "$MPIRUN" $oversub -np "$np" \
         "$prog" run >"$tmp/out" 2>&1
     rc=$?
     sed -n 's/^\(PASS\|FAIL\)/# &/p' "$tmp/out"

@@ -7,13 +7,13 @@
  * own work reaches it through the second, writable mapping (dd_dev). Pinned host memory is
  * ordinary memory, recorded so that copies know what they were given.
  * Streams: each stream is a worker thread running its queue in order, each task after a
- * seeded random delay (HPCT_DOUBLE_SEED, HPCT_DOUBLE_MAX_DELAY_US). The legacy default stream
+ * seeded random delay (CUDA_DOUBLE_SEED, CUDA_DOUBLE_MAX_DELAY_US). The legacy default stream
  * runs nothing until the host forces it (a synchronisation, a blocking copy, an event query
  * or wait), so work ordered only by accident is seen out of order.
  * Errors in queued work are sticky, as on a GPU: reported once on stderr, returned by every
  * later synchronising call. */
-#ifndef HPCT_DOUBLE_H
-#define HPCT_DOUBLE_H
+#ifndef CUDA_DOUBLE_H
+#define CUDA_DOUBLE_H
 
 #include "include/cuda_runtime.h"
 

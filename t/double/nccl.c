@@ -5,8 +5,8 @@
  * sequence number: a mismatch is named and fails the communicator), reads, sums in rank order.
  * Creation is non-blocking: ncclInProgress until every rank has joined, and a few polls more.
  * Injected faults, for the library's error paths (environment of the rank's process):
- *   HPCT_DOUBLE_NCCL_FAIL=N   collective number N (from 1) fails (ncclSystemError, async)
- *   HPCT_DOUBLE_NCCL_HANG=N   collective number N never completes until the comm is aborted */
+ *   CUDA_DOUBLE_NCCL_FAIL=N   collective number N (from 1) fails (ncclSystemError, async)
+ *   CUDA_DOUBLE_NCCL_HANG=N   collective number N never completes until the comm is aborted */
 #define _GNU_SOURCE
 #include "double.h"
 #include "include/nccl.h"
@@ -138,7 +138,7 @@ static int try_map(ncclComm_t c)
 }
 
 /* Creation's progress, made by the polling calls: in progress until every rank joined, then a
- * few polls more (HPCT_DOUBLE_INIT_POLLS, default 3), so the caller's polling loop runs. */
+ * few polls more (CUDA_DOUBLE_INIT_POLLS, default 3), so the caller's polling loop runs. */
 static void progress_join(ncclComm_t c)
 {
     if (atomic_load(&c->state) != ncclInProgress || c->joined) return;
@@ -165,9 +165,9 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *out, int nranks, ncclUniqueId id
     c->rank = rank, c->nranks = nranks;
     memcpy(c->name, id.internal, sizeof c->name - 1);
     c->seg_bytes = segment_bytes(nranks);
-    c->polls_after = (int)dd_env("HPCT_DOUBLE_INIT_POLLS", 3);
-    c->fail_at = dd_env("HPCT_DOUBLE_NCCL_FAIL", 0);
-    c->hang_at = dd_env("HPCT_DOUBLE_NCCL_HANG", 0);
+    c->polls_after = (int)dd_env("CUDA_DOUBLE_INIT_POLLS", 3);
+    c->fail_at = dd_env("CUDA_DOUBLE_NCCL_FAIL", 0);
+    c->hang_at = dd_env("CUDA_DOUBLE_NCCL_HANG", 0);
     pthread_mutex_init(&c->mu, NULL);
     atomic_store(&c->state, ncclInProgress);
     *out = c;
@@ -269,7 +269,7 @@ static void collective_task(void *p)
     if ((long)a->seq == c->hang_at)
         while (!atomic_load(&c->aborted)) sched_yield();
     if ((long)a->seq == c->fail_at) {
-        comm_fail(c, ncclSystemError, "collective #%llu failed (HPCT_DOUBLE_NCCL_FAIL)", a->seq);
+        comm_fail(c, ncclSystemError, "collective #%llu failed (CUDA_DOUBLE_NCCL_FAIL)", a->seq);
         goto out;
     }
     c->seg->head[c->rank] = (struct header){a->seq, a->op, a->count};

@@ -98,8 +98,8 @@ static void start_stream(cudaStream_t s, int legacy_stream)
 
 static void init_runtime(void)
 {
-    seed = (unsigned)dd_env("HPCT_DOUBLE_SEED", 1);
-    max_delay_us = dd_env("HPCT_DOUBLE_MAX_DELAY_US", 200);
+    seed = (unsigned)dd_env("CUDA_DOUBLE_SEED", 1);
+    max_delay_us = dd_env("CUDA_DOUBLE_MAX_DELAY_US", 200);
     start_stream(&legacy, 1);
 }
 

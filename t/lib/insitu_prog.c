@@ -41,6 +41,8 @@ static hpct_ctx_t start(double timeout_s)
     cfg.seed = 5;
     cfg.collective_timeout_s = timeout_s;
     cfg.consistency_interval = 5;
+    const char *be = getenv("HPCT_TEST_BACKEND"); /* t/test_gpu_train.sh: cuda */
+    if (be && !strcmp(be, "cuda")) cfg.backend = HPCT_BACKEND_CUDA;
     return mpi_start(&cfg);
 }
 

@@ -1,7 +1,7 @@
 /* cublas_v2.h of the device double (t/double): the cuBLAS calls libhpctrain makes, executed
  * on the CPU with CBLAS in column-major order (t/double/cublas.c). Test builds only. */
-#ifndef HPCT_DOUBLE_CUBLAS_V2_H
-#define HPCT_DOUBLE_CUBLAS_V2_H
+#ifndef CUDA_DOUBLE_CUBLAS_V2_H
+#define CUDA_DOUBLE_CUBLAS_V2_H
 
 #include "cuda_runtime.h"
 

@@ -2,8 +2,8 @@
  * libhpctrain and its tests call, executed on the CPU by t/double/runtime.c. A test build only
  * (configure --with-cuda-double); never installed. Names and values follow the CUDA runtime's
  * documented API; the code is this project's own. */
-#ifndef HPCT_DOUBLE_CUDA_RUNTIME_H
-#define HPCT_DOUBLE_CUDA_RUNTIME_H
+#ifndef CUDA_DOUBLE_CUDA_RUNTIME_H
+#define CUDA_DOUBLE_CUDA_RUNTIME_H
 
 #include <stddef.h>
 

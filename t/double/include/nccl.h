@@ -1,7 +1,7 @@
 /* nccl.h of the device double (t/double): the NCCL calls libhpctrain makes, executed on the CPU
  * among the processes of one host through shared memory (t/double/nccl.c). Test builds only. */
-#ifndef HPCT_DOUBLE_NCCL_H
-#define HPCT_DOUBLE_NCCL_H
+#ifndef CUDA_DOUBLE_NCCL_H
+#define CUDA_DOUBLE_NCCL_H
 
 #include "cuda_runtime.h"
 

@@ -1,0 +1,113 @@
+#!/bin/sh
+# test_gpu_train.sh: whole training runs on the cuda backend against the cpu backend.
+# hpctrain train at W = 2 (one node: NCCL in the node; with one real GPU, two virtual nodes of
+# one rank) and W = 4 (two virtual nodes of 2: NCCL in the node, MPI across; needs 2 GPUs or
+# the double), the parameter hashes of all ranks compared after every step
+# (consistency_interval = 1, so a run that logged every step and exited 0 compared them all),
+# the loss of every step within 2e-3 (relative) of the cpu run at the same W (fp32 sums in
+# another order on each backend); then the in-situ session (t/lib/insitu_prog same) at W = 2
+# on the cuda backend: every step, bit-identical replicas and losses on every rank.
+# In a tree built --with-cuda-double every point says so and each cuda run repeats under the
+# seeds in CUDA_DOUBLE_SEEDS (default 1 2). Skips without the cuda backend or a device.
+. "${top_srcdir:-.}/t/lib/tap.sh"
+. "${top_srcdir:-.}/t/lib/train_data.sh"
+b=${top_builddir:-.}
+grep -q '^#define HPCT_HAVE_CUDA 1' "$b/config.h" || skip_all "built without the cuda backend"
+[ -n "${MPIRUN:-}" ] || skip_all "no mpirun found by configure"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1
+tag= seeds=0 devices=
+if grep -q '^#define HPCT_CUDA_DOUBLE 1' "$b/config.h"; then
+    tag="[device double, not a GPU] " seeds=${CUDA_DOUBLE_SEEDS:-1 2} devices=64
+else
+    devices=$("$b/t/test_nccl" probe 2>/dev/null)
+fi
+case $devices in [1-9]*) ;; *) skip_all "no CUDA device (${devices:-t/test_nccl probe failed})" ;; esac
+oversub=
+"$MPIRUN" --version 2>&1 | grep -q 'Open MPI' && oversub=--oversubscribe
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/hpct-gputrain.XXXXXX") || skip_all "mktemp failed"
+trap 'rm -rf "$tmp"' EXIT
+
+plan 5
+train_csv "$tmp/data.csv"
+timeout -s KILL 60 "$b/tools/hpctrain" shard -o "$tmp/ds" -n 4 "$tmp/data.csv" >"$tmp/shard.log" 2>&1
+ok $? "${tag}hpctrain shard: the runs' data" "$tmp/shard.log"
+train_conf "$tmp/base.conf" "$tmp/ds/manifest.txt"
+printf 'consistency_interval = 1\nresume = never\n' >>"$tmp/base.conf"
+
+# run NAME BACKEND NP ENV...: hpctrain train; NAME.log, exit status returned.
+run() {
+    name=$1 be=$2 np=$3
+    shift 3
+    env "$@" timeout -s KILL 120 "$MPIRUN" $oversub -np "$np" "$b/tools/hpctrain" train \
+        --config "$tmp/base.conf" --backend "$be" --checkpoint-dir "$tmp/ck-$name" \
+        >"$tmp/$name.log" 2>&1
+}
+
+# The losses of the logged steps, one a line.
+losses() {
+    awk '/^epoch .* loss / { for (i = 1; i < NF; i++) if ($i == "loss") print $(i + 1) }' "$1"
+}
+
+# follows CPU GPU: every step of GPU logged, its loss within 2e-3 of CPU's; says the worst.
+follows() {
+    losses "$1" >"$tmp/a" && losses "$2" >"$tmp/b"
+    paste "$tmp/a" "$tmp/b" | awk -v n="$(wc -l <"$tmp/a")" '
+        { d = $1 - $2; if (d < 0) d = -d; d /= ($1 > 1e-6 ? $1 : 1e-6); if (d > w) w = d; m++ }
+        END { printf "# %d steps, worst relative difference %.3g\n", m, w
+              exit !(m == n && m > 0 && w <= 2e-3) }'
+}
+
+# layout DESC NP GPUS ENV...: the cpu run, then the cuda run under each seed.
+layout() {
+    desc=$1 np=$2 need=$3
+    shift 3
+    if [ "$devices" -lt "$need" ]; then
+        skip 1 "$desc: needs $need GPUs, $devices visible"
+        return
+    fi
+    run "cpu$np" cpu "$np" "$@"
+    rc=$?
+    failed=0
+    [ $rc -eq 0 ] || { failed=1; diag "the cpu run failed: exit $rc"; tail -n 5 "$tmp/cpu$np.log"; }
+    for seed in $seeds; do
+        [ $failed -eq 0 ] || break
+        run "cuda$np" cuda "$np" CUDA_DOUBLE_SEED="$seed" HPCT_LOG_LEVEL=3 "$@"
+        rc=$?
+        # the library's info log names the backend each rank started
+        used=$(grep -c 'cuda backend on CUDA device' "$tmp/cuda$np.log")
+        [ $rc -eq 0 ] && [ "$used" -eq "$np" ] && follows "$tmp/cpu$np.log" "$tmp/cuda$np.log" &&
+            continue
+        [ "$used" -eq "$np" ] || diag "$used of $np ranks said they started the cuda backend"
+        failed=1
+        diag "exit $rc${tag:+, double seed $seed}"
+        tail -n 8 "$tmp/cuda$np.log" | sed 's/^/#   /'
+    done
+    ok $failed "$tag$desc: replicas equal after every step, losses follow the cpu run"
+}
+
+if [ "$devices" -ge 2 ]; then
+    layout "hpctrain train W=2, one node (NCCL in the node)" 2 2 HPCT_RANKS_PER_NODE=2
+else
+    layout "hpctrain train W=2, two virtual nodes of 1 (staged)" 2 1 HPCT_RANKS_PER_NODE=1
+fi
+layout "hpctrain train W=4, two virtual nodes of 2 (NCCL in the node, MPI across)" 4 2 \
+    HPCT_RANKS_PER_NODE=2
+layout "hpctrain train W=2, two virtual nodes of 1, HPCT_NCCL_SOLO=1 (NCCL of one rank)" 2 1 \
+    HPCT_RANKS_PER_NODE=1 HPCT_NCCL_SOLO=1 HPCT_NCCL=1
+
+failed=0
+per_node=1
+[ "$devices" -ge 2 ] && per_node=2
+for seed in $seeds; do
+    env HPCT_TEST_BACKEND=cuda CUDA_DOUBLE_SEED="$seed" HPCT_RANKS_PER_NODE=$per_node \
+        timeout -s KILL 120 \
+        "$MPIRUN" $oversub -np 2 "$b/t/lib/insitu_prog" same 20 >"$tmp/insitu.log" 2>&1
+    rc=$?
+    sed -n 's/^\(PASS\|FAIL\)/# &/p' "$tmp/insitu.log"
+    [ $rc -eq 0 ] && ! grep -q '^FAIL' "$tmp/insitu.log" && continue
+    failed=1
+    diag "exit $rc${tag:+, double seed $seed}"
+    grep -v '^PASS' "$tmp/insitu.log" | tail -n 8 | sed 's/^/#   /'
+done
+ok $failed "${tag}in-situ session W=2 on the cuda backend: 20 steps, replicas bit-identical"
+done_testing
