@@ -62,7 +62,7 @@ layout() { # DESC NP GPUS-NEEDED PATH-SEEN ENV...
     ok $failed "$tag$desc${tag:+ (seeds $seeds)}"
 }
 
-plan 12
+plan 14
 layout "W=2, one node (NCCL reduce-scatter + all-gather)" 2 2 "$nccl_seen" HPCT_RANKS_PER_NODE=2
 layout "W=2, two virtual nodes of 1 (staged through pinned host memory)" 2 1 "$staged_seen" \
     HPCT_RANKS_PER_NODE=1
@@ -113,6 +113,26 @@ rc=$?
 [ $rc -ne 0 ] && grep -q 'rank 1 could not join the node.s NCCL communicator' "$tmp/out"
 ok $? "${tag}NCCL set-up fails on rank 1, HPCT_NCCL=1: hpct_init fails, naming rank 1 (exit $rc)" ||
     tail -n 20 "$tmp/out" | sed 's/^/#   /'
+# Faults injected into NCCL by the double (W=2, one node, deadline 3 s): collective #3 never
+# completes on rank 1, then fails there; the deadline aborts the communicator and is named,
+# the failure is named with NCCL's words, and the job ends (no rank waits for ever).
+fault() { # VARIABLE=VALUE PATTERN DESC
+    if [ -z "$tag" ]; then
+        skip 1 "$3: needs the device double (faults injected into NCCL)"
+        return
+    fi
+    env HPCT_RANKS_PER_NODE=2 "$1" TEST_NCCL_DEADLINE=3 timeout -s KILL 120 \
+        "$MPIRUN" $oversub -np 2 "$prog" run >"$tmp/out" 2>&1
+    rc=$?
+    [ $rc -ne 0 ] && [ $rc -ne 137 ] && grep -q "$2" "$tmp/out"
+    ok $? "$tag$3 (exit $rc)" || tail -n 20 "$tmp/out" | sed 's/^/#   /'
+}
+fault CUDA_DOUBLE_NCCL_HANG=1:3 \
+    'did not complete on node rank [01] of 2 before the deadline; the NCCL communicator was aborted' \
+    "an NCCL collective that never completes on rank 1: the deadline aborts it, named"
+fault CUDA_DOUBLE_NCCL_FAIL=1:3 \
+    'on node rank 1 of 2 failed: unhandled system error (nccl double): collective #3 failed' \
+    "an NCCL collective that fails on rank 1: its error is named and the job ends"
 # HPCT_CUDA_AWARE_MPI=1 on an MPI that answers "not CUDA-aware" is refused by name (it would
 # crash inside MPI); on a CUDA-aware MPI the run passes device pointers and succeeds.
 env HPCT_RANKS_PER_NODE=1 HPCT_NCCL_SOLO=1 HPCT_CUDA_AWARE_MPI=1 timeout -s KILL 120 \

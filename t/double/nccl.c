@@ -5,8 +5,9 @@
  * sequence number: a mismatch is named and fails the communicator), reads, sums in rank order.
  * Creation is non-blocking: ncclInProgress until every rank has joined, and a few polls more.
  * Injected faults, for the library's error paths (environment of the rank's process):
- *   CUDA_DOUBLE_NCCL_FAIL=N   collective number N (from 1) fails (ncclSystemError, async)
- *   CUDA_DOUBLE_NCCL_HANG=N   collective number N never completes until the comm is aborted */
+ *   CUDA_DOUBLE_NCCL_FAIL=[R:]N  collective number N (from 1) fails (ncclSystemError, async)
+ *   CUDA_DOUBLE_NCCL_HANG=[R:]N  collective number N never completes until the comm is aborted
+ * on every communicator rank, or on communicator rank R only. */
 #define _GNU_SOURCE
 #include "double.h"
 #include "include/nccl.h"
@@ -154,6 +155,15 @@ static void progress_join(ncclComm_t c)
     atomic_store(&c->state, ncclSuccess);
 }
 
+/* An injected fault's collective number for communicator rank `rank` ([R:]N), or 0. */
+static long fault_at(const char *name, int rank)
+{
+    const char *v = getenv(name), *colon = v ? strchr(v, ':') : NULL;
+    if (!v) return 0;
+    if (colon && atoi(v) != rank) return 0;
+    return atol(colon ? colon + 1 : v);
+}
+
 ncclResult_t ncclCommInitRankConfig(ncclComm_t *out, int nranks, ncclUniqueId id, int rank,
                                     ncclConfig_t *config)
 {
@@ -166,8 +176,8 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *out, int nranks, ncclUniqueId id
     memcpy(c->name, id.internal, sizeof c->name - 1);
     c->seg_bytes = segment_bytes(nranks);
     c->polls_after = (int)dd_env("CUDA_DOUBLE_INIT_POLLS", 3);
-    c->fail_at = dd_env("CUDA_DOUBLE_NCCL_FAIL", 0);
-    c->hang_at = dd_env("CUDA_DOUBLE_NCCL_HANG", 0);
+    c->fail_at = fault_at("CUDA_DOUBLE_NCCL_FAIL", rank);
+    c->hang_at = fault_at("CUDA_DOUBLE_NCCL_HANG", rank);
     pthread_mutex_init(&c->mu, NULL);
     atomic_store(&c->state, ncclInProgress);
     *out = c;
