@@ -123,7 +123,7 @@ mpirun=${MPIRUN:-${mpirun:-mpirun}}
 say "# MPI: $mpirun ($("$mpirun" --version 2>&1 | head -1))"
 
 # ---- 2. GPU tests ---------------------------------------------------------------------------
-for t in t/test_gpu_logic t/test_cuda t/test_nccl.sh; do
+for t in t/test_gpu_logic t/test_cuda t/test_nccl.sh t/test_gpu_train.sh; do
     # As make check runs them (t/t.mk's AM_TESTS_ENVIRONMENT), without make: a prebuilt
     # tree's dependency files name headers that the GPU node may not have.
     log=$out/$(basename "${t%.sh}").log
@@ -190,6 +190,8 @@ elif grep -q '^# PASS W=[0-9]*: a device average from a second thread' "$out/tes
 else
     covered second_thread "NOT RUN" "no layout of t/test_nccl.sh ran"
 fi
+tap_cover "$out/test_gpu_train.log" insitu_cuda 'in-situ session W=2 on the cuda backend'
+tap_cover "$out/test_gpu_train.log" train_w4 'hpctrain train W=4, two virtual nodes of 2' 
 grep -h '^ok.*\(gemm\|softmax\|sumsq\|mse\|losses agree\|parameters agree\)' \
     "$out/test_cuda.log" 2>/dev/null | sed 's/^/#   /' >>"$summary"
 
@@ -355,7 +357,9 @@ for row in "kernels|single-GPU kernels and cuBLAS against the cpu backend" \
     "sanitizer_memcheck|compute-sanitizer memcheck on t/test_cuda" \
     "sanitizer_racecheck|compute-sanitizer racecheck on t/test_cuda" \
     "train_gpu|hpctrain train W=2 on the GPU against the cpu run" \
-    "train_solo|hpctrain train W=2 on the GPU, HPCT_NCCL_SOLO=1"; do
+    "train_solo|hpctrain train W=2 on the GPU, HPCT_NCCL_SOLO=1" \
+    "train_w4|hpctrain train W=4 on 2x2 nodes (NCCL in the node, MPI across; 2 GPUs)" \
+    "insitu_cuda|in-situ session W=2 on the cuda backend"; do
     key=${row%%|*} what=${row#*|}
     line=$(grep "^$key|" "$cov" | head -1)
     st=${line#*|}; st=${st%%|*}; why=${line##*|}
