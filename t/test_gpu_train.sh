@@ -27,7 +27,7 @@ oversub=
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/hpct-gputrain.XXXXXX") || skip_all "mktemp failed"
 trap 'rm -rf "$tmp"' EXIT
 
-plan 5
+plan 6
 train_csv "$tmp/data.csv"
 timeout -s KILL 60 "$b/tools/hpctrain" shard -o "$tmp/ds" -n 4 "$tmp/data.csv" >"$tmp/shard.log" 2>&1
 ok $? "${tag}hpctrain shard: the runs' data" "$tmp/shard.log"
@@ -75,6 +75,9 @@ layout() {
         rc=$?
         # the library's info log names the backend each rank started
         used=$(grep -c 'cuda backend on CUDA device' "$tmp/cuda$np.log")
+        case "$*" in *CUDA_DOUBLE_CUDA_AWARE=1*) # and the path: device pointers through MPI
+            grep -q 'CUDA-aware MPI, device pointers' "$tmp/cuda$np.log" || used=0 ;;
+        esac
         [ $rc -eq 0 ] && [ "$used" -eq "$np" ] && follows "$tmp/cpu$np.log" "$tmp/cuda$np.log" &&
             continue
         [ "$used" -eq "$np" ] || diag "$used of $np ranks said they started the cuda backend"
@@ -92,6 +95,12 @@ else
 fi
 layout "hpctrain train W=4, two virtual nodes of 2 (NCCL in the node, MPI across)" 4 2 \
     HPCT_RANKS_PER_NODE=2
+if [ -n "$tag" ]; then
+    layout "hpctrain train W=4, 2x2, CUDA-aware MPI (the double's device pointers across nodes)" \
+        4 2 HPCT_RANKS_PER_NODE=2 CUDA_DOUBLE_CUDA_AWARE=1
+else
+    skip 1 "hpctrain train W=4, CUDA-aware MPI forced: only under the device double"
+fi
 layout "hpctrain train W=2, two virtual nodes of 1, HPCT_NCCL_SOLO=1 (NCCL of one rank)" 2 1 \
     HPCT_RANKS_PER_NODE=1 HPCT_NCCL_SOLO=1 HPCT_NCCL=1
 

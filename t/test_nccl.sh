@@ -62,7 +62,7 @@ layout() { # DESC NP GPUS-NEEDED PATH-SEEN ENV...
     ok $failed "$tag$desc${tag:+ (seeds $seeds)}"
 }
 
-plan 14
+plan 15
 layout "W=2, one node (NCCL reduce-scatter + all-gather)" 2 2 "$nccl_seen" HPCT_RANKS_PER_NODE=2
 layout "W=2, two virtual nodes of 1 (staged through pinned host memory)" 2 1 "$staged_seen" \
     HPCT_RANKS_PER_NODE=1
@@ -79,6 +79,14 @@ layout "W=8, two virtual nodes of 4 (NCCL in the node, MPI across)" 8 4 "$nccl_s
 # The same as W=4 with the cross-node phase forced through pinned host memory (where the MPI is
 # CUDA-aware, the layout above passed device pointers, in the averages overlapped with backward
 # and in the whole-buffer ones: both sides are then covered).
+# The CUDA-aware cross-node phase: under the double, which then plays a CUDA-aware MPI; on a
+# GPU machine the W=4 layout above takes it when the MPI is CUDA-aware.
+if [ -n "$tag" ]; then
+    layout "W=4, two virtual nodes of 2, CUDA-aware MPI (device pointers across nodes)" 4 2 \
+        'CUDA-aware MPI, device pointers' HPCT_RANKS_PER_NODE=2 CUDA_DOUBLE_CUDA_AWARE=1
+else
+    skip 1 "W=4, CUDA-aware MPI forced: only under the device double (a real MPI decides)"
+fi
 layout "W=4, two virtual nodes of 2, HPCT_CUDA_AWARE_MPI=0 (staged)" 4 2 "$nccl_seen" \
     HPCT_RANKS_PER_NODE=2 HPCT_CUDA_AWARE_MPI=0
 if [ "$devices" -lt 2 ]; then
