@@ -62,7 +62,7 @@ layout() { # DESC NP GPUS-NEEDED PATH-SEEN ENV...
     ok $failed "$tag$desc${tag:+ (seeds $seeds)}"
 }
 
-plan 15
+plan 16
 layout "W=2, one node (NCCL reduce-scatter + all-gather)" 2 2 "$nccl_seen" HPCT_RANKS_PER_NODE=2
 layout "W=2, two virtual nodes of 1 (staged through pinned host memory)" 2 1 "$staged_seen" \
     HPCT_RANKS_PER_NODE=1
@@ -138,6 +138,9 @@ fault() { # VARIABLE=VALUE PATTERN DESC
 fault CUDA_DOUBLE_NCCL_HANG=1:3 \
     'did not complete on node rank [01] of 2 before the deadline; the NCCL communicator was aborted' \
     "an NCCL collective that never completes on rank 1: the deadline aborts it, named"
+fault CUDA_DOUBLE_NCCL_FAIL=1:0 \
+    'ncclCommInitRankConfig on node rank 1 of 2 failed: unhandled system error (nccl double): bootstrap failed' \
+    "ncclCommInitRankConfig fails at once on rank 1: named with NCCL's last error, handle aborted"
 fault CUDA_DOUBLE_NCCL_FAIL=1:3 \
     'on node rank 1 of 2 failed: unhandled system error (nccl double): collective #3 failed' \
     "an NCCL collective that fails on rank 1: its error is named and the job ends"

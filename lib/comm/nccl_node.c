@@ -38,7 +38,7 @@ struct hpcti_nccl {
 
 static hpct_status_t nccl_fail(hpcti_nccl_t *nc, const char *what, ncclResult_t r)
 {
-    const char *last = nc->comm ? ncclGetLastError(nc->comm) : "";
+    const char *last = ncclGetLastError(nc->comm); /* NULL comm: this thread's last error */
     return hpcti_error(nc->ctx, HPCT_ERR_DEVICE, "nccl: %s on node rank %d of %d failed: %s%s%s",
                        what, nc->node_rank, nc->node_size, ncclGetErrorString(r),
                        last && *last ? ": " : "", last ? last : "");
@@ -176,10 +176,13 @@ hpct_status_t hpcti_nccl_join(hpcti_nccl_t *nc, const unsigned char id[HPCTI_NCC
     nc->deadline = deadline;
     hpct_status_t s = on_device(nc); /* NCCL binds the communicator to the current device */
     if (s) return s;
+    nc->comm = NULL;
     ncclResult_t r = ncclCommInitRankConfig(&nc->comm, nc->node_size, uid, nc->node_rank, &config);
-    if (r != ncclSuccess && r != ncclInProgress) {
+    if (r != ncclSuccess && r != ncclInProgress) { /* named first, then any handle it left */
+        s = nccl_fail(nc, "ncclCommInitRankConfig", r);
+        if (nc->comm) ncclCommAbort(nc->comm);
         nc->comm = NULL;
-        return nccl_fail(nc, "ncclCommInitRankConfig", r);
+        return s;
     }
     int timed_out = 0;
     s = settle(nc, "ncclCommInitRankConfig", deadline, &timed_out);

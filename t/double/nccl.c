@@ -5,7 +5,9 @@
  * sequence number: a mismatch is named and fails the communicator), reads, sums in rank order.
  * Creation is non-blocking: ncclInProgress until every rank has joined, and a few polls more.
  * Injected faults, for the library's error paths (environment of the rank's process):
- *   CUDA_DOUBLE_NCCL_FAIL=[R:]N  collective number N (from 1) fails (ncclSystemError, async)
+ *   CUDA_DOUBLE_NCCL_FAIL=[R:]N  collective number N (from 1) fails (ncclSystemError, async);
+ *                                N = 0: ncclCommInitRankConfig itself fails, synchronously,
+ *                                leaving a handle to abort, as NCCL may
  *   CUDA_DOUBLE_NCCL_HANG=[R:]N  collective number N never completes until the comm is aborted
  * on every communicator rank, or on communicator rank R only. */
 #define _GNU_SOURCE
@@ -73,9 +75,11 @@ const char *ncclGetErrorString(ncclResult_t r)
     }
 }
 
+static _Thread_local char thread_last[512]; /* the last error without a communicator */
+
 const char *ncclGetLastError(ncclComm_t comm)
 {
-    return comm ? comm->last : "";
+    return comm ? comm->last : thread_last;
 }
 
 ncclResult_t ncclGetVersion(int *version)
@@ -181,6 +185,13 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *out, int nranks, ncclUniqueId id
     pthread_mutex_init(&c->mu, NULL);
     atomic_store(&c->state, ncclInProgress);
     *out = c;
+    const char *v = getenv("CUDA_DOUBLE_NCCL_FAIL"), *colon = v ? strchr(v, ':') : NULL;
+    if (v && atol(colon ? colon + 1 : v) == 0 && (!colon || atoi(v) == rank)) {
+        snprintf(thread_last, sizeof thread_last, "bootstrap failed (CUDA_DOUBLE_NCCL_FAIL)");
+        snprintf(c->last, sizeof c->last, "%s", thread_last);
+        atomic_store(&c->state, ncclSystemError);
+        return ncclSystemError;
+    }
     if (config && !config->blocking) return ncclInProgress;
     while (atomic_load(&c->state) == ncclInProgress) progress_join(c), sched_yield();
     return atomic_load(&c->state);
