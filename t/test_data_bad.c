@@ -206,6 +206,11 @@ static void test_manifests(void)
     expect_manifest(head, "absent shard entries", "no 'shard'");
     snprintf(text, sizeof text, "%sshard 0 1 0123456789abcdef g0.h5\n", head);
     expect_manifest(text, "empty shard in the manifest", "empty shard");
+    /* claims no file of that size can hold, refused before anything is sized from them */
+    snprintf(text, sizeof text, "%sshard 4294967296 100000 0123456789abcdef g0.h5\n", head);
+    expect_manifest(text, "2^32 samples in a 100 kB shard", "line 4: shard 'g0.h5' claims");
+    snprintf(text, sizeof text, "%sshard 1099511627775 100000 0123456789abcdef g0.h5\n", head);
+    expect_manifest(text, "2^40 - 1 samples in a 100 kB shard", "line 4: shard 'g0.h5' claims");
     const char *escapes[] = {"../g0.h5", "/etc/passwd", "sub/../../g0.h5", ".."};
     for (int i = 0; i < 4; i++) {
         snprintf(text, sizeof text, "%sshard 40 1 0123456789abcdef %s\n", head, escapes[i]);
@@ -283,7 +288,7 @@ static void test_nonfinite(void)
 
 int main(void)
 {
-    tap_plan(9 + 4 + 15 + 4 + 1);
+    tap_plan(9 + 4 + 15 + 2 + 4 + 1);
     if (hpct_ctx_create(NULL, &ctx)) tap_bail("no context");
     if (!(dir = tdu_tmpdir())) tap_bail("no temporary directory");
     test_files();

@@ -220,6 +220,28 @@ static long next_line(const char *text, size_t len, size_t pos, char *buf, parse
     return (long)(end - pos + (end < len));
 }
 
+/* Deflate, the only filter a shard may use, packs at best about 1032:1: a shard's claimed
+ * samples (rows of inputs and targets) must fit its file's BYTES at that ratio. Checked before
+ * anything is sized from the claim (an allocation of 2^40 rows, say). */
+#define MAX_PACKING 1100.0L
+
+static int check_claims(parser_t *p, const hpcti_manifest_t *m)
+{
+    long double row = (long double)hpcti_layout_count(&m->inputs) * hpcti_type_size(m->inputs.type) +
+                      (long double)hpcti_layout_count(&m->targets) * hpcti_type_size(m->targets.type);
+    for (int i = 0; i < m->num_shards; i++) {
+        const hpcti_shard_entry_t *e = &m->shards[i];
+        long double data = (long double)e->samples * row;
+        if (data <= (long double)e->bytes * MAX_PACKING) continue;
+        p->line = e->line;
+        return fail(p,
+                    "shard '%s' claims %llu samples (%.0Lf bytes of data) but its file is %llu "
+                    "bytes: more than any packing of the data allows",
+                    e->path, (unsigned long long)e->samples, data, (unsigned long long)e->bytes);
+    }
+    return 0;
+}
+
 int hpcti_manifest_parse(const char *text, size_t len, hpcti_manifest_t *m, char *err,
                          size_t errlen)
 {
@@ -245,6 +267,7 @@ int hpcti_manifest_parse(const char *text, size_t len, hpcti_manifest_t *m, char
     if (!rc && !seen[0]) rc = fail(&p, "no 'inputs' line");
     if (!rc && !seen[1]) rc = fail(&p, "no 'targets' line");
     if (!rc && m->num_shards == 0) rc = fail(&p, "no 'shard' lines");
+    if (!rc) rc = check_claims(&p, m);
     if (rc) hpcti_manifest_free(m);
     return rc;
 }
