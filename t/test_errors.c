@@ -31,7 +31,7 @@ static void optim_field(const char *field, hpct_optim_config_t c, hpct_params_t 
 
 int main(void)
 {
-    tap_plan(41);
+    tap_plan(48);
     hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
     hpct_ctx_t bad = (hpct_ctx_t)1;
 
@@ -47,6 +47,16 @@ int main(void)
     cfg.num_threads = -1;
     tap_is_int(hpct_ctx_create(&cfg, &bad), HPCT_ERR_INVALID_ARG,
                "negative num_threads is refused");
+    const double timeouts[] = {NAN, -1.0, 0.0, INFINITY};
+    for (int i = 0; i < 4; i++) {
+        cfg = (hpct_config_t)HPCT_CONFIG_INITIALIZER;
+        cfg.collective_timeout_s = timeouts[i];
+        tap_is_int(hpct_ctx_create(&cfg, &bad), HPCT_ERR_INVALID_ARG,
+                   "collective_timeout_s %g is refused", timeouts[i]);
+    }
+    cfg = (hpct_config_t)HPCT_CONFIG_INITIALIZER;
+    cfg.fusion_bytes = 0;
+    tap_is_int(hpct_ctx_create(&cfg, &bad), HPCT_ERR_INVALID_ARG, "fusion_bytes 0 is refused");
 #ifndef HPCT_HAVE_CUDA
     cfg = (hpct_config_t)HPCT_CONFIG_INITIALIZER;
     cfg.backend = HPCT_BACKEND_CUDA;
@@ -78,6 +88,11 @@ int main(void)
            "non-empty parts", "an empty part between two '/'");
     expect(hpct_params_register(set, "w/bias", p + 1, g + 1, 1), HPCT_ERR_INVALID_ARG,
            "'w/bias' and 'w' cannot both be registered", "a name nested under another");
+    float q[2] = {0}, gq[2] = {0};
+    expect(hpct_params_register(set, "v", p + 1, gq, 2), HPCT_ERR_INVALID_ARG,
+           "overlap those of 'w'", "memory of 'w' registered again under another name");
+    expect(hpct_params_register(set, "v", q, gq, (size_t)-1), HPCT_ERR_INVALID_ARG, "2^40",
+           "SIZE_MAX elements");
     char long_name[HPCT_PARAM_NAME_MAX + 2];
     memset(long_name, 'x', sizeof long_name - 1);
     long_name[sizeof long_name - 1] = '\0';

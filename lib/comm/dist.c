@@ -18,19 +18,7 @@
 
 static hpct_status_t check_dist_config(hpct_ctx_t ctx)
 {
-    const hpct_config_t *c = &ctx->cfg;
-    if (!(c->collective_timeout_s > 0.0))
-        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
-                           "hpct_config_t.collective_timeout_s is %g, must be > 0",
-                           c->collective_timeout_s);
-    if (c->fusion_bytes < 4)
-        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
-                           "hpct_config_t.fusion_bytes is %zu, must hold at least one float",
-                           c->fusion_bytes);
-    if (c->consistency_interval < 0)
-        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
-                           "hpct_config_t.consistency_interval is %ld, must be >= 0",
-                           c->consistency_interval);
+    const hpct_config_t *c = &ctx->cfg; /* the numeric fields: hpcti_ctx_alloc checked them */
     int transport = (int)c->grad_transport;
     if (transport < HPCT_TRANSPORT_FP32 || transport > HPCT_TRANSPORT_FP16)
         return hpcti_error(
@@ -638,6 +626,11 @@ static struct hpcti_dist *average_args(hpct_ctx_t ctx, const char *fn, const flo
     struct hpcti_dist *d = hpcti_dist_of(ctx, fn);
     if (d && !buf && n) {
         hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "%s: buf is NULL with n = %zu", fn, n);
+        return NULL;
+    }
+    if (d && n > HPCTI_MAX_FLOATS) {
+        hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "%s: n = %zu floats, more than the 2^40 allowed",
+                    fn, n);
         return NULL;
     }
     return d;

@@ -52,6 +52,10 @@ struct hpct_ctx {
 /* A context with cfg (NULL: the defaults) checked and copied and its RNG seeded, but no
  * backend yet: hpct_ctx_create (lib/device) attaches one. *out is NULL on failure. */
 HPCTI_CHECK hpct_status_t hpcti_ctx_alloc(const hpct_config_t *cfg, hpct_ctx_t *out);
+
+/* The most floats one buffer, parameter set or average may hold (2^40: 4 TiB), so that every
+ * size computed from a count (bytes, per-rank blocks, scratch) stays far from overflowing. */
+#define HPCTI_MAX_FLOATS ((size_t)1 << 40)
 /* Free a context made by hpcti_ctx_alloc (its backend already finalized); NULL is accepted. */
 void hpcti_ctx_free(hpct_ctx_t ctx);
 

@@ -2,6 +2,7 @@
  * The backend is attached by lib/device (hpct_ctx_create in lib/device/ops.c). */
 #include "core.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +64,23 @@ void *hpcti_calloc(hpct_ctx_t ctx, size_t count, size_t size, const char *what)
     return p;
 }
 
+/* The first numeric field out of its range, described with its value in buf; or NULL. */
+static const char *numeric_problem(const hpct_config_t *cfg, char *buf, size_t len)
+{
+    if (!(cfg->collective_timeout_s > 0.0) || !isfinite(cfg->collective_timeout_s))
+        snprintf(buf, len, "hpct_config_t.collective_timeout_s is %g, must be finite and > 0",
+                 cfg->collective_timeout_s);
+    else if (cfg->fusion_bytes < 4)
+        snprintf(buf, len, "hpct_config_t.fusion_bytes is %zu, must hold at least one float",
+                 cfg->fusion_bytes);
+    else if (cfg->consistency_interval < 0)
+        snprintf(buf, len, "hpct_config_t.consistency_interval is %ld, must be >= 0",
+                 cfg->consistency_interval);
+    else
+        return NULL;
+    return buf;
+}
+
 /* Reject a config the library cannot honour; the reason goes to stderr if logging is on. */
 static hpct_status_t check_config(const hpct_config_t *cfg)
 {
@@ -75,6 +93,8 @@ static hpct_status_t check_config(const hpct_config_t *cfg)
         why = "hpct_config_t.log_level must be between HPCT_LOG_NONE and HPCT_LOG_DEBUG";
     else if (cfg->num_threads < 0)
         why = "hpct_config_t.num_threads must be >= 0";
+    char numeric[160];
+    if (!why) why = numeric_problem(cfg, numeric, sizeof numeric);
     if (!why) return HPCT_SUCCESS;
     if (cfg->log_level >= HPCT_LOG_ERROR) fprintf(stderr, "hpctrain: error: %s\n", why);
     return HPCT_ERR_INVALID_ARG;

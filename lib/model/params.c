@@ -4,6 +4,7 @@
 #include "../device/ops.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,6 +61,29 @@ static int find_nesting(hpct_params_t p, const char *name)
     return -1;
 }
 
+/* 1 when [a, a + n) and [b, b + m) share a float (addresses compared as integers: host or
+ * device memory alike). */
+static int ranges_meet(const float *a, size_t n, const float *b, size_t m)
+{
+    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+    return x < y + m * sizeof(float) && y < x + n * sizeof(float);
+}
+
+/* The first registered buffer whose parameter or gradient memory meets param or grad [count],
+ * or -1. */
+static int overlapping(hpct_params_t p, const float *param, const float *grad, size_t count)
+{
+    for (int i = 0; i < p->num; i++) {
+        const struct hpcti_param_buf *b = &p->bufs[i];
+        if (ranges_meet(param, count, b->param, b->count) ||
+            ranges_meet(param, count, b->grad, b->count) ||
+            ranges_meet(grad, count, b->param, b->count) ||
+            ranges_meet(grad, count, b->grad, b->count))
+            return i;
+    }
+    return -1;
+}
+
 hpct_status_t hpct_params_register(hpct_params_t p, const char *name, float *param, float *grad,
                                    size_t count)
 {
@@ -99,6 +123,17 @@ hpct_status_t hpct_params_register(hpct_params_t p, const char *name, float *par
         return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
                            "hpct_params_register: a parameter named '%s' is already registered",
                            name);
+    if (count > HPCTI_MAX_FLOATS - p->total)
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                           "hpct_params_register: parameter '%s' has %zu elements; the set may "
+                           "hold at most 2^40 in all (it holds %zu)",
+                           name, count, p->total);
+    int shared = overlapping(p, param, grad, count);
+    if (shared >= 0)
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                           "hpct_params_register: the buffers of '%s' overlap those of '%s' (one "
+                           "memory registered twice would be averaged and stepped twice)",
+                           name, p->bufs[shared].name);
     if (p->num == p->cap) {
         int cap = p->cap ? 2 * p->cap : 8;
         struct hpcti_param_buf *bufs = realloc(p->bufs, sizeof *bufs * (size_t)cap);

@@ -235,6 +235,10 @@ static int run_allreduce(void)
     if (world_rank == 0)
         printf("# nodes %d, node comm %d, cross comm %d, %s\n", t.num_nodes, t.node_comm_size,
                t.cross_comm_size, t.hierarchical ? "hierarchical" : "flat");
+    float w = 0;
+    check(hpct_allreduce_mean(ctx, &w, (size_t)-1) == HPCT_ERR_INVALID_ARG &&
+              strstr(hpct_last_error(ctx), "2^40"),
+          "hpct_allreduce_mean of SIZE_MAX floats is refused before any size is computed");
     allreduce_sizes(ctx, "fp32", 1e-6);
     allreduce_random(ctx);
     cfg.grad_transport = HPCT_TRANSPORT_BF16;
