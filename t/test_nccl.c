@@ -253,7 +253,8 @@ static int run(void)
 {
     hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
     cfg.backend = HPCT_BACKEND_CUDA;
-    cfg.collective_timeout_s = getenv("TEST_NCCL_DEADLINE") ? atof(getenv("TEST_NCCL_DEADLINE")) : 60;
+    cfg.collective_timeout_s =
+        getenv("TEST_NCCL_DEADLINE") ? atof(getenv("TEST_NCCL_DEADLINE")) : 60;
     cfg.fusion_bytes = 4096;
     cfg.log_level = HPCT_LOG_INFO; /* test_nccl.sh reads which averaging path was set up */
     hpct_ctx_t ctx = mpi_start(&cfg);

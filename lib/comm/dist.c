@@ -367,8 +367,7 @@ static const char *no_nccl_reason(hpct_ctx_t ctx, int shared, enum nccl_mode mod
 static hpct_status_t nccl_fallback(hpct_ctx_t ctx, int failed_rank, hpct_status_t mine)
 {
     struct hpcti_dist *d = ctx->dist;
-    if (mine)
-        hpcti_log(ctx, HPCT_LOG_INFO, "NCCL set-up failed on this rank: %s", ctx->last_error);
+    if (mine) hpcti_log(ctx, HPCT_LOG_INFO, "NCCL set-up failed on this rank: %s", ctx->last_error);
     hpcti_clear_error(ctx);
     hpcti_nccl_abort(d->nccl);
     d->nccl = NULL;
@@ -629,8 +628,8 @@ static struct hpcti_dist *average_args(hpct_ctx_t ctx, const char *fn, const flo
         return NULL;
     }
     if (d && n > HPCTI_MAX_FLOATS) {
-        hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "%s: n = %zu floats, more than the 2^40 allowed",
-                    fn, n);
+        hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "%s: n = %zu floats, more than the 2^40 allowed", fn,
+                    n);
         return NULL;
     }
     return d;

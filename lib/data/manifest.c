@@ -227,8 +227,9 @@ static long next_line(const char *text, size_t len, size_t pos, char *buf, parse
 
 static int check_claims(parser_t *p, const hpcti_manifest_t *m)
 {
-    long double row = (long double)hpcti_layout_count(&m->inputs) * hpcti_type_size(m->inputs.type) +
-                      (long double)hpcti_layout_count(&m->targets) * hpcti_type_size(m->targets.type);
+    long double row =
+        (long double)hpcti_layout_count(&m->inputs) * hpcti_type_size(m->inputs.type) +
+        (long double)hpcti_layout_count(&m->targets) * hpcti_type_size(m->targets.type);
     for (int i = 0; i < m->num_shards; i++) {
         const hpcti_shard_entry_t *e = &m->shards[i];
         long double data = (long double)e->samples * row;

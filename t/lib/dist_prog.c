@@ -216,8 +216,8 @@ static int run_thread(const char *level)
               "MPI_THREAD_FUNNELED: an average from a second thread is refused (%s)",
               hpct_last_error(ctx));
     else
-        check(!s && mean == want, "an average from a second thread: %g (want %g; %s)", mean,
-              want, s ? hpct_last_error(ctx) : "ok");
+        check(!s && mean == want, "an average from a second thread: %g (want %g; %s)", mean, want,
+              s ? hpct_last_error(ctx) : "ok");
     s = hpct_allreduce_mean(ctx, &mean, 1); /* the first thread still can */
     check(!s, "the thread that called hpct_init averages afterwards (%s)",
           s ? hpct_last_error(ctx) : "ok");
