@@ -25,7 +25,8 @@ static const char usage_text[] =
     "Settings (see hpctrain.conf(5)) come from defaults, FILE, HPCT_<KEY> variables, then flags.\n"
     "It resumes from the newest valid checkpoint in checkpoint_dir unless resume = never.\n"
     "When done, rank 0 prints 'hpctrain: params hash 0x...' (the final parameters' hash).\n"
-    "exit status: 0 done, 1 training failed, 2 usage or settings error, 3 bad input data,\n"
+    "exit status: 0 done, 1 training failed (also: a file could not be written, e.g. a full\n"
+    "disk), 2 usage or settings error, 3 bad input data,\n"
     "75 preempted (checkpoint written: requeue), 124 a rank hung (emergency checkpoint).\n";
 
 struct run {
@@ -156,30 +157,54 @@ static int load_settings(struct run *r, int argc, char **argv)
     return TOOL_OK;
 }
 
-/* Report a failed library call: which call, the status and the detail. */
-static int fail(struct run *r, const char *what, hpct_status_t s)
+/* The exit code of status s. HPCT_ERR_IO is the file system failing (a full disk, a quota, a
+ * read-only or broken mount): exit 1 like other failures, unless input is set (opening the
+ * input data, where a file that cannot be read is bad input: 3). */
+static int exit_code(hpct_status_t s, int input)
 {
-    int code = s == HPCT_ERR_IO || s == HPCT_ERR_FORMAT || s == HPCT_ERR_CHECKSUM ||
-                       s == HPCT_ERR_NOT_FOUND || s == HPCT_ERR_NONFINITE
-                   ? TOOL_DATA
-               : s == HPCT_ERR_INVALID_ARG   ? TOOL_USAGE /* the settings do not fit */
-               : s == HPCT_ERR_LOSS_DIVERGED ? TRAIN_DIVERGED
-                                             : TRAIN_ERROR;
+    if (s == HPCT_ERR_IO) return input ? TOOL_DATA : TOOL_FAILED;
+    return s == HPCT_ERR_FORMAT || s == HPCT_ERR_CHECKSUM || s == HPCT_ERR_NOT_FOUND ||
+                   s == HPCT_ERR_NONFINITE
+               ? TOOL_DATA
+           : s == HPCT_ERR_INVALID_ARG   ? TOOL_USAGE /* the settings do not fit */
+           : s == HPCT_ERR_LOSS_DIVERGED ? TRAIN_DIVERGED
+                                         : TRAIN_ERROR;
+}
+
+/* A hint after the message, or "" (line is what is printed so far, n its length). */
+static void add_hint(char *line, int n, size_t size, hpct_status_t s, int code, const char *detail)
+{
+    const char *hint = "";
+    if (s == HPCT_ERR_INVALID_ARG && strstr(detail, "training configuration hash"))
+        hint = "hpctrain train: the settings differ from the checkpoint's; "
+               "--allow-config-change resumes from it anyway\n";
+    else if (s == HPCT_ERR_IO && code == TOOL_FAILED)
+        hint = "hpctrain train: an I/O failure (a full disk, a quota, a read-only or failing file "
+               "system), not bad input; checkpoints written before it are intact\n";
+    if (n > 0 && (size_t)n < size) snprintf(line + n, size - (size_t)n, "%s", hint);
+}
+
+/* Report a failed library call: which call, the status and the detail; input: the call opened
+ * the input data (exit_code). */
+static int fail_as(struct run *r, const char *what, hpct_status_t s, int input)
+{
+    int code = exit_code(s, input);
     const char *detail = hpct_last_error(r->ctx);
     /* An error every rank agreed on (it names the failing rank) is printed once, by rank 0;
      * a rank's own error with its rank. Each message is one write, so lines never mix. */
     r->agreed_failure = hpct_last_error_shared(r->ctx);
     if (r->agreed_failure && r->topo.rank != 0) return code;
-    char line[1400];
+    char line[1600];
     int n = snprintf(line, sizeof line, "hpctrain train: rank %d: %s failed: %s: %s\n",
                      r->topo.rank, what, hpct_strerror(s), detail);
-    if (s == HPCT_ERR_INVALID_ARG && strstr(detail, "training configuration hash") && n > 0 &&
-        (size_t)n < sizeof line)
-        snprintf(line + n, sizeof line - (size_t)n,
-                 "hpctrain train: the settings differ from the checkpoint's; "
-                 "--allow-config-change resumes from it anyway\n");
+    add_hint(line, n, sizeof line, s, code, detail);
     fputs(line, stderr);
     return code;
+}
+
+static int fail(struct run *r, const char *what, hpct_status_t s)
+{
+    return fail_as(r, what, s, 0);
 }
 
 static hpct_activation_t activation_of(const char *name)
@@ -200,11 +225,11 @@ static int open_data(struct run *r)
                : !strcmp(st, "node") ? HPCT_STORE_NODE
                                      : HPCT_STORE_AUTO;
     hpct_status_t s = hpct_dataset_open(r->ctx, r->c.train_manifest, &dc, &r->train);
-    if (s) return fail(r, "opening the training data", s);
+    if (s) return fail_as(r, "opening the training data", s, 1);
     if (!r->c.eval_manifest[0]) return TOOL_OK;
     dc.shuffle = 0;
     s = hpct_dataset_open(r->ctx, r->c.eval_manifest, &dc, &r->eval);
-    return s ? fail(r, "opening the evaluation data", s) : TOOL_OK;
+    return s ? fail_as(r, "opening the evaluation data", s, 1) : TOOL_OK;
 }
 
 /* Input width and classes (or target width) from the data; hidden layers from settings. */
