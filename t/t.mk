@@ -89,6 +89,9 @@ CKPT_TESTS = t/test_ckpt_format t/test_ckpt_kill t/test_ckpt_disk t/test_signals
 	t/test_ckpt_inspect t/test_ckpt_crafted t/test_ckpt_lock t/test_ckpt_mutate
 check_PROGRAMS += $(CKPT_TESTS) t/lib/ckpt_make
 TESTS += $(CKPT_TESTS) t/test_ckpt_tool.sh
+# A checkpoint directory on a tmpfs that fills up, in situ and under hpctrain train (root only).
+TESTS += t/test_disk_full.sh
+EXTRA_DIST += t/test_disk_full.sh
 t_test_ckpt_format_LDADD = $(TEST_LIBS)
 t_test_ckpt_kill_LDADD = $(TEST_LIBS)
 t_test_ckpt_disk_LDADD = $(TEST_LIBS)
