@@ -982,7 +982,8 @@ hpct_status_t hpct_insitu_start(hpct_insitu_t session, long *step);
  * mean over the global batch (sum of local batches). *loss (may be NULL) = global mean loss.
  * HPCT_PREEMPTED: a signal or the walltime margin stopped the run after this step and its
  * checkpoint is written (exit 75 to requeue). An error on any rank returns that error on
- * every rank, with the failing rank named by hpct_last_error. */
+ * every rank, with the failing rank named by hpct_last_error; HPCT_ERR_NONFINITE on every rank
+ * when the averaged gradient holds NaN or Inf (nothing is updated). */
 hpct_status_t hpct_insitu_step(hpct_insitu_t session, const float *x, const void *targets,
                                int local_batch, float *loss);
 /* Collective: as hpct_insitu_step for bring-your-own gradients already in the set's gradient

@@ -345,6 +345,26 @@ static hpct_status_t weight_and_average(hpct_insitu_t S, int local_batch, long B
     return s ? s : hpct_params_average_grads(S->params);
 }
 
+/* The averaged gradients [params] must be finite before the update, or one Inf turns every
+ * parameter it reaches into Inf and then NaN. The average is computed once and copied to
+ * every rank, so it is the same bits everywhere (the replica check relies on that too): this
+ * local check gives every rank the same verdict without an agreement. With clip_norm the
+ * optimizer's norm pass reads every gradient anyway and refuses a non-finite norm on every
+ * rank, so there is no second pass; without it the check is one read of every gradient. */
+static hpct_status_t check_finite(hpct_insitu_t S, const char *fn)
+{
+    int bad;
+    if (hpcti_optimizer_clips(S->opt)) return HPCT_SUCCESS;
+    hpct_status_t s = hpcti_params_nonfinite_grad(S->params, &bad);
+    if (s || bad < 0) return s;
+    const char *name = "";
+    hpct_params_get(S->params, bad, &name, NULL, NULL, NULL);
+    return hpcti_error(S->ctx, HPCT_ERR_NONFINITE,
+                       "%s: the averaged gradient of '%s' holds NaN or Inf at step %ld: refused, "
+                       "the parameters were not updated",
+                       fn, name, S->step + 1);
+}
+
 /* The global mean loss: sum over ranks, in rank order (the same bits everywhere), over B. */
 static float global_loss(hpct_insitu_t S, long B)
 {
@@ -406,9 +426,11 @@ static hpct_status_t complete(hpct_insitu_t S, const char *fn, struct local *me,
                            "%s: local_batch is 0 on all %d ranks: there is nothing to train on", fn,
                            S->world);
     if (!s) s = weight_and_average(S, me->batch, sum[0]);
+    if (!s) s = check_finite(S, fn);
     double t2 = hpcti_tl_now(S->ctx);
     if (!s) s = hpct_optimizer_step(S->opt);
     if (t2 > 0) hpcti_tl_span(S->ctx, 0, "optimizer", "compute", t2, hpcti_now(), NULL);
+    if (s == HPCT_ERR_NONFINITE && S->dist) hpcti_mark_error_shared(S->ctx); /* same verdict */
     if (!s) {
         hpct_optimizer_get_step(S->opt, &S->step);
         S->last_batch = sum[0];
