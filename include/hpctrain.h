@@ -983,7 +983,8 @@ hpct_status_t hpct_insitu_start(hpct_insitu_t session, long *step);
  * HPCT_PREEMPTED: a signal or the walltime margin stopped the run after this step and its
  * checkpoint is written (exit 75 to requeue). An error on any rank returns that error on
  * every rank, with the failing rank named by hpct_last_error; HPCT_ERR_NONFINITE on every rank
- * when the averaged gradient holds NaN or Inf (nothing is updated). */
+ * when the averaged gradient holds NaN or Inf (nothing is updated); HPCT_ERR_STATE after
+ * hpct_insitu_finish. */
 hpct_status_t hpct_insitu_step(hpct_insitu_t session, const float *x, const void *targets,
                                int local_batch, float *loss);
 /* Collective: as hpct_insitu_step for bring-your-own gradients already in the set's gradient
@@ -995,7 +996,8 @@ hpct_status_t hpct_insitu_step_grads(hpct_insitu_t session, int local_batch, flo
  * always current). */
 hpct_status_t hpct_insitu_progress(hpct_insitu_t session, hpct_progress_t *progress);
 /* Collective: save a final checkpoint (when ck is set and the last step was not saved yet)
- * and wait for asynchronous writes. */
+ * and wait for asynchronous writes. Once it succeeded, a second call returns HPCT_ERR_STATE
+ * (a failed one may be retried). */
 hpct_status_t hpct_insitu_finish(hpct_insitu_t session);
 /* Free the session (restores the signal handlers it installed); NULL is accepted. */
 void hpct_insitu_destroy(hpct_insitu_t session);

@@ -4,7 +4,8 @@
  * progress reports; a raised SIGTERM stops after its step with a checkpoint that a new
  * session resumes (parameters, optimizer and a registered simulation array); signals the
  * caller installed are used as they are; evaluation on a cadence (config version 3); a
- * non-finite gradient is refused with nothing changed (issue 37 (8)). */
+ * non-finite gradient is refused with nothing changed; a finished session takes no step and
+ * no second finish (issue 37 (8)). */
 #include "lib/ckpt_util.h"
 
 #include <math.h>
@@ -244,6 +245,34 @@ static void test_nonfinite_grads(float clip)
     for (int i = 0; i < N; i++) finite &= isfinite(w[i]) != 0;
     tap_ok(ok && finite && memcmp(before, w, sizeof w) != 0,
            "clip_norm %g: the next finite step trains", (double)clip);
+    hpct_insitu_destroy(s);
+    hpct_optimizer_destroy(o);
+    hpct_params_destroy(p);
+    hpct_ctx_destroy(ctx);
+}
+
+/* After hpct_insitu_finish a step is refused and changes nothing, and so is a second finish;
+ * both used to succeed (the step trained past the session's final checkpoint). */
+static void test_finish(void)
+{
+    enum { N = 19 };
+    hpct_ctx_t ctx = new_ctx();
+    float w[N], g[N], before[N];
+    hpct_params_t p;
+    hpct_optimizer_t o;
+    hpct_insitu_t s = byog_session(ctx, w, g, N, 0.0f, &p, &o);
+    quadratic(w, g, N);
+    hpct_insitu_step_grads(s, 4, 1.0f, NULL);
+    tap_is_int(hpct_insitu_finish(s), HPCT_SUCCESS, "finish after one step");
+    memcpy(before, w, sizeof w);
+    quadratic(w, g, N);
+    expect_error(hpct_insitu_step_grads(s, 4, 1.0f, NULL), HPCT_ERR_STATE, ctx,
+                 "the session is finished (hpct_insitu_finish after step 1)",
+                 "a step after finish is refused");
+    tap_ok(memcmp(before, w, sizeof w) == 0, "and the parameters are unchanged");
+    expect_error(hpct_insitu_finish(s), HPCT_ERR_STATE, ctx,
+                 "hpct_insitu_finish: the session is already finished (after step 1",
+                 "a second finish is refused");
     hpct_insitu_destroy(s);
     hpct_optimizer_destroy(o);
     hpct_params_destroy(p);
@@ -613,11 +642,12 @@ static void test_eval_cadence(void)
 
 int main(void)
 {
-    tap_plan(52);
+    tap_plan(56);
     test_same_bits();
     test_byog();
     test_nonfinite_grads(0.0f);
     test_nonfinite_grads(10.0f);
+    test_finish();
     test_arguments();
     test_progress();
     test_preempt_resume();

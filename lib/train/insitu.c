@@ -25,6 +25,7 @@ struct hpct_insitu {
     hpct_signals_t signals; /* installed by this session, or NULL */
     int rank, world, dist;
     int started;
+    int finished;    /* 1: hpct_insitu_finish succeeded; 2: it failed (it may be retried) */
     long step;       /* optimizer steps completed */
     long last_saved; /* step of the newest checkpoint written or loaded; -1: none */
     long last_batch; /* global batch B of the last step (saved in the checkpoint meta) */
@@ -245,6 +246,11 @@ hpct_status_t hpct_insitu_finish(hpct_insitu_t S)
     if (!S) return HPCT_ERR_INVALID_ARG;
     hpcti_clear_error(S->ctx);
     if (!S->started) return HPCT_SUCCESS;
+    if (S->finished == 1)
+        return hpcti_error(S->ctx, HPCT_ERR_STATE,
+                           "%s: the session is already finished (after step %ld, its final "
+                           "checkpoint written)",
+                           fn, S->step);
     hpct_status_t s = HPCT_SUCCESS;
     if (S->ck && S->last_saved != S->step)
         s = save_agreed(S, fn, 1);
@@ -255,6 +261,7 @@ hpct_status_t hpct_insitu_finish(hpct_insitu_t S)
     if (!s && S->cfg.eval_data && S->step != S->evaluated_at) s = evaluate(S);
     hpcti_obs_poll_ckpt(&S->obs, S->ck);
     hpcti_obs_stop(&S->obs, s ? "error" : "done", S->step, s, s ? S->ctx->last_error : NULL);
+    S->finished = s ? 2 : 1;
     return s;
 }
 
@@ -329,6 +336,12 @@ static hpct_status_t check_step(hpct_insitu_t S, const char *fn, int local_batch
 {
     if (!S->started)
         return hpcti_error(S->ctx, HPCT_ERR_STATE, "%s: call hpct_insitu_start first", fn);
+    if (S->finished)
+        return hpcti_error(S->ctx, HPCT_ERR_STATE,
+                           "%s: the session is finished (hpct_insitu_finish after step %ld): a "
+                           "step now would train past its final checkpoint; create a new "
+                           "session to train on",
+                           fn, S->step);
     if (local_batch < 0)
         return hpcti_error(S->ctx, HPCT_ERR_INVALID_ARG, "%s: local_batch is %d, must be >= 0", fn,
                            local_batch);
