@@ -784,9 +784,13 @@ void hpct_ckpt_list_close(hpct_ckpt_list_t list);
 uint32_t hpct_crc32c(uint32_t crc, const void *data, size_t n);
 
 /* Preemption signals set one async-signal-safe flag that the loop polls at step boundaries.
- * One installation at a time per process. */
+ * One installation at a time per process. Install them first in main, before MPI_Init and
+ * hpct_init (ctx NULL): a signal during start-up then stops the run at its first step
+ * boundary (hpct_train: before its first step, exit 75) instead of killing the process. */
 typedef struct hpct_signals *hpct_signals_t;
-/* Catch signals[0..n-1] (NULL/0: SIGTERM and SIGUSR1); restores the old handlers on uninstall. */
+/* Catch signals[0..n-1] (NULL/0: SIGTERM and SIGUSR1); restores the old handlers on uninstall.
+ * ctx may be NULL (before hpct_init: errors then have no detail). A signal caught earlier stays
+ * pending: installing never clears the flag. */
 hpct_status_t hpct_signals_install(hpct_ctx_t ctx, const int *signals, int n,
                                    hpct_signals_t *handle);
 /* Restore the handlers that were in place before install; NULL is accepted. When a caught
