@@ -907,6 +907,8 @@ typedef struct hpct_train_result {
 
 /* Synchronous data-parallel training of a built model on ds with opt; ck (may be NULL)
  * checkpoints on its cadence and at the end. Every rank of the context calls it.
+ * A signal caught before the first step (the program installed the handlers first) stops it
+ * there with HPCT_PREEMPTED and res->steps = the step it started from: nothing to save.
  * Returns HPCT_SUCCESS when done, HPCT_PREEMPTED after saving on a signal or near the
  * walltime, HPCT_ERR_TIMEOUT after an emergency save when a rank hung. An error found on
  * one rank only (bad data, non-finite loss) returns there at once while the others wait
