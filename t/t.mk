@@ -108,8 +108,9 @@ check_PROGRAMS += t/test_train_config
 TESTS += t/test_train_config
 t_test_train_config_SOURCES = t/test_train_config.c tools/train_config.c tools/train_config.h
 t_test_train_config_LDADD = t/lib/libtap.a
-TRAIN_TESTS = t/test_train_preempt_w1.sh t/test_train_preempt_w2.sh t/test_train_worldsize.sh \
-	t/test_train_corrupt.sh t/test_train_hang.sh t/test_train_settings.sh t/test_train_cadence.sh \
+TRAIN_TESTS = t/test_train_preempt_w1.sh t/test_train_preempt_w2.sh t/test_train_preempt_early.sh \
+	t/test_train_worldsize.sh t/test_train_corrupt.sh t/test_train_hang.sh t/test_train_settings.sh \
+	t/test_train_cadence.sh \
 	t/test_train_fifo.sh t/test_train_lock.sh t/test_train_worldsize_big.sh t/test_metrics.sh \
 	t/test_straggler.sh t/test_timeline.sh t/test_train_worldsize_job.sh \
 	t/test_train_worldsize_node.sh t/test_blas_kernels.sh

@@ -71,7 +71,7 @@ static int conf_error(int code, const char *fmt, ...)
         /* the same error stops rank 0, which prints it: give it time to, before this rank's
          * exit makes the launcher kill the job (and lose the message) */
         struct timespec wait = {2, 0};
-        nanosleep(&wait, NULL);
+        while (nanosleep(&wait, &wait) != 0 && errno == EINTR) continue; /* a caught signal */
         return code;
     }
     char line[1400] = "hpctrain train: error: ";
@@ -458,7 +458,15 @@ static int report(struct run *r, hpct_status_t s, const hpct_train_result_t *res
     if (r->topo.rank == 0 && res->resumed_from >= 0)
         printf("hpctrain: resumed from the checkpoint of step %ld\n", res->resumed_from);
     if (s == HPCT_PREEMPTED) {
-        if (r->topo.rank == 0 && res->stop_signal)
+        long from = res->resumed_from >= 0 ? res->resumed_from : 0;
+        if (r->topo.rank == 0 && res->stop_signal && res->steps == from)
+            printf("hpctrain: stopped by signal %d before step %ld: nothing trained, nothing to "
+                   "save (%s); exit %d (requeue)\n",
+                   res->stop_signal, from + 1,
+                   res->resumed_from >= 0 ? "the checkpoint it resumed from stays"
+                                          : "the run starts afresh",
+                   TRAIN_PREEMPTED);
+        else if (r->topo.rank == 0 && res->stop_signal)
             printf("hpctrain: stopped by signal %d after step %ld; checkpoint written; exit %d "
                    "(requeue)\n",
                    res->stop_signal, res->steps, TRAIN_PREEMPTED);
@@ -509,10 +517,23 @@ static void cleanup(struct run *r)
     if (r->ctx) hpct_finalize(r->ctx);
 }
 
+/* SIGTERM and SIGUSR1 are caught from here on, before anything else (MPI_Init inside
+ * hpct_init included): a preemption during start-up stops the run at its first step
+ * boundary, with exit 75, instead of killing the rank (exit 143, not requeued). */
+static int catch_signals(struct run *r)
+{
+    hpct_status_t s = hpct_signals_install(NULL, NULL, 0, &r->signals);
+    if (!s) return TOOL_OK;
+    fprintf(stderr, "hpctrain train: installing the SIGTERM and SIGUSR1 handlers failed: %s\n",
+            hpct_strerror(s));
+    return TRAIN_ERROR;
+}
+
 int tool_train_main(int argc, char **argv)
 {
     static struct run r; /* zeroed; large settings struct kept off the stack */
-    int code = load_settings(&r, argc, argv);
+    int code = catch_signals(&r);
+    if (!code) code = load_settings(&r, argc, argv);
     if (code) return code;
     hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
     cfg.seed = (uint64_t)r.c.seed;
@@ -537,9 +558,7 @@ int tool_train_main(int argc, char **argv)
     char unknown[512];
     if (r.topo.rank == 0 && train_config_unknown_env(unknown, sizeof unknown))
         fprintf(stderr, "hpctrain train: warning: not hpctrain variables (a typo?): %s\n", unknown);
-    if ((s = hpct_signals_install(r.ctx, NULL, 0, &r.signals)))
-        code = fail(&r, "installing signal handlers", s);
-    if (!code) code = open_data(&r);
+    code = open_data(&r);
     if (!code) code = build_model(&r);
     if (!code) code = train_and_report(&r);
     if (code == HPCT_EXIT_HANG) return code; /* the job was aborted; peers may be stuck */
