@@ -790,9 +790,13 @@ void hpct_ckpt_list_close(hpct_ckpt_list_t list);
 uint32_t hpct_crc32c(uint32_t crc, const void *data, size_t n);
 
 /* Preemption signals set one async-signal-safe flag that the loop polls at step boundaries.
- * One installation at a time per process. */
+ * One installation at a time per process. Install them first in main, before MPI_Init and
+ * hpct_init (ctx NULL): a signal during start-up then stops the run at its first step
+ * boundary (hpct_train: before its first step, exit 75) instead of killing the process. */
 typedef struct hpct_signals *hpct_signals_t;
-/* Catch signals[0..n-1] (NULL/0: SIGTERM and SIGUSR1); restores the old handlers on uninstall. */
+/* Catch signals[0..n-1] (NULL/0: SIGTERM and SIGUSR1); restores the old handlers on uninstall.
+ * ctx may be NULL (before hpct_init: errors then have no detail). A signal caught earlier stays
+ * pending: installing never clears the flag. */
 hpct_status_t hpct_signals_install(hpct_ctx_t ctx, const int *signals, int n,
                                    hpct_signals_t *handle);
 /* Restore the handlers that were in place before install; NULL is accepted. When a caught
@@ -914,6 +918,8 @@ typedef struct hpct_train_result {
 
 /* Synchronous data-parallel training of a built model on ds with opt; ck (may be NULL)
  * checkpoints on its cadence and at the end. Every rank of the context calls it.
+ * A signal caught before the first step (the program installed the handlers first) stops it
+ * there with HPCT_PREEMPTED and res->steps = the step it started from: nothing to save.
  * Returns HPCT_SUCCESS when done, HPCT_PREEMPTED after saving on a signal or near the
  * walltime, HPCT_ERR_TIMEOUT after an emergency save when a rank hung. An error found on
  * one rank only (bad data, non-finite loss) returns there at once while the others wait
@@ -993,7 +999,9 @@ hpct_status_t hpct_insitu_start(hpct_insitu_t session, long *step);
  * mean over the global batch (sum of local batches). *loss (may be NULL) = global mean loss.
  * HPCT_PREEMPTED: a signal or the walltime margin stopped the run after this step and its
  * checkpoint is written (exit 75 to requeue). An error on any rank returns that error on
- * every rank, with the failing rank named by hpct_last_error. */
+ * every rank, with the failing rank named by hpct_last_error; HPCT_ERR_NONFINITE on every rank
+ * when the averaged gradient holds NaN or Inf (nothing is updated); HPCT_ERR_STATE after
+ * hpct_insitu_finish. */
 hpct_status_t hpct_insitu_step(hpct_insitu_t session, const float *x, const void *targets,
                                int local_batch, float *loss);
 /* Collective: as hpct_insitu_step for bring-your-own gradients already in the set's gradient
@@ -1005,7 +1013,8 @@ hpct_status_t hpct_insitu_step_grads(hpct_insitu_t session, int local_batch, flo
  * always current). */
 hpct_status_t hpct_insitu_progress(hpct_insitu_t session, hpct_progress_t *progress);
 /* Collective: save a final checkpoint (when ck is set and the last step was not saved yet)
- * and wait for asynchronous writes. */
+ * and wait for asynchronous writes. Once it succeeded, a second call returns HPCT_ERR_STATE
+ * (a failed one may be retried). */
 hpct_status_t hpct_insitu_finish(hpct_insitu_t session);
 /* Free the session (restores the signal handlers it installed); NULL is accepted. */
 void hpct_insitu_destroy(hpct_insitu_t session);

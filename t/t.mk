@@ -90,6 +90,9 @@ CKPT_TESTS = t/test_ckpt_format t/test_ckpt_kill t/test_ckpt_disk t/test_signals
 	t/test_ckpt_inspect t/test_ckpt_crafted t/test_ckpt_lock t/test_ckpt_mutate
 check_PROGRAMS += $(CKPT_TESTS) t/lib/ckpt_make
 TESTS += $(CKPT_TESTS) t/test_ckpt_tool.sh
+# A checkpoint directory on a tmpfs that fills up, in situ and under hpctrain train (root only).
+TESTS += t/test_disk_full.sh
+EXTRA_DIST += t/test_disk_full.sh
 t_test_ckpt_format_LDADD = $(TEST_LIBS)
 t_test_ckpt_kill_LDADD = $(TEST_LIBS)
 t_test_ckpt_disk_LDADD = $(TEST_LIBS)
@@ -106,8 +109,9 @@ check_PROGRAMS += t/test_train_config
 TESTS += t/test_train_config
 t_test_train_config_SOURCES = t/test_train_config.c tools/train_config.c tools/train_config.h
 t_test_train_config_LDADD = t/lib/libtap.a
-TRAIN_TESTS = t/test_train_preempt_w1.sh t/test_train_preempt_w2.sh t/test_train_worldsize.sh \
-	t/test_train_corrupt.sh t/test_train_hang.sh t/test_train_settings.sh t/test_train_cadence.sh \
+TRAIN_TESTS = t/test_train_preempt_w1.sh t/test_train_preempt_w2.sh t/test_train_preempt_early.sh \
+	t/test_train_worldsize.sh t/test_train_corrupt.sh t/test_train_hang.sh t/test_train_settings.sh \
+	t/test_train_cadence.sh \
 	t/test_train_fifo.sh t/test_train_lock.sh t/test_train_worldsize_big.sh t/test_metrics.sh \
 	t/test_straggler.sh t/test_timeline.sh t/test_train_worldsize_job.sh \
 	t/test_train_worldsize_node.sh t/test_blas_kernels.sh t/test_train_diverge.sh

@@ -3,7 +3,9 @@
  * bits as the plain calls; argument errors are named; a non-finite input changes nothing;
  * progress reports; a raised SIGTERM stops after its step with a checkpoint that a new
  * session resumes (parameters, optimizer and a registered simulation array); signals the
- * caller installed are used as they are; evaluation on a cadence (config version 3). */
+ * caller installed are used as they are; evaluation on a cadence (config version 3); a
+ * non-finite gradient is refused with nothing changed; a finished session takes no step and
+ * no second finish (issue 37 (8)). */
 #include "lib/ckpt_util.h"
 
 #include <math.h>
@@ -180,6 +182,101 @@ static void expect_error(hpct_status_t got, hpct_status_t want, hpct_ctx_t ctx, 
     const char *msg = hpct_last_error(ctx);
     tap_ok(got == want && strstr(msg, needle), "%s: status %d (want %d), \"%s\"", what, got, want,
            msg);
+}
+
+/* A bring-your-own-gradients set "field/w" over w, g [n] (w = i / n), SGD with momentum,
+ * clipping at clip (0: none), and a started session over it without checkpoints. */
+static hpct_insitu_t byog_session(hpct_ctx_t ctx, float *w, float *g, int n, float clip,
+                                  hpct_params_t *p, hpct_optimizer_t *o)
+{
+    for (int i = 0; i < n; i++) w[i] = (float)i / (float)n, g[i] = 0.0f;
+    hpct_optim_config_t oc = HPCT_OPTIM_CONFIG_INITIALIZER;
+    oc.lr = 0.1f, oc.momentum = 0.9f, oc.clip_norm = clip;
+    hpct_insitu_config_t c = HPCT_INSITU_CONFIG_INITIALIZER;
+    c.catch_signals = 0;
+    hpct_insitu_t s;
+    if (hpct_params_create(ctx, p) || hpct_params_register(*p, "field/w", w, g, (size_t)n) ||
+        hpct_optimizer_create(*p, &oc, o) || hpct_insitu_create(NULL, *p, *o, NULL, &c, &s) ||
+        hpct_insitu_start(s, NULL))
+        tap_bail("cannot start a byog session: %s", hpct_last_error(ctx));
+    return s;
+}
+
+/* Gradients g [n] of the quadratic 0.5 |w - 0.25|^2. */
+static void quadratic(const float *w, float *g, int n)
+{
+    for (int i = 0; i < n; i++) g[i] = w[i] - 0.25f;
+}
+
+/* An Inf, then a NaN, in one gradient: refused with HPCT_ERR_NONFINITE naming the buffer (or
+ * the norm, when the optimizer clips), parameters, optimizer and step count unchanged; the
+ * next finite step trains. Used to apply them silently (w became -inf, then NaN). */
+static void test_nonfinite_grads(float clip)
+{
+    enum { N = 37 };
+    hpct_ctx_t ctx = new_ctx();
+    float w[N], g[N], before[N];
+    hpct_params_t p;
+    hpct_optimizer_t o;
+    hpct_insitu_t s = byog_session(ctx, w, g, N, clip, &p, &o);
+    quadratic(w, g, N);
+    int ok = hpct_insitu_step_grads(s, 4, 1.0f, NULL) == HPCT_SUCCESS;
+    memcpy(before, w, sizeof w);
+    const char *needle = clip > 0 ? "gradient norm is inf" : "averaged gradient of 'field/w'";
+    const float spoil[2] = {-INFINITY, NAN};
+    for (int k = 0; k < 2; k++) {
+        quadratic(w, g, N);
+        g[11] = spoil[k];
+        ok &= hpct_insitu_step_grads(s, 4, 1.0f, NULL) == HPCT_ERR_NONFINITE;
+        ok &= strstr(hpct_last_error(ctx), clip > 0 && k ? "gradient norm is nan" : needle) != 0;
+        tap_diag("%s", hpct_last_error(ctx));
+    }
+    long step = -1;
+    hpct_progress_t pr;
+    hpct_optimizer_get_step(o, &step);
+    hpct_insitu_progress(s, &pr);
+    tap_ok(ok && memcmp(before, w, sizeof w) == 0 && step == 1 && pr.step == 1,
+           "clip_norm %g: an -Inf and a NaN gradient are refused with HPCT_ERR_NONFINITE naming "
+           "%s; parameters, optimizer step (%ld) and step count (%ld) unchanged",
+           (double)clip, clip > 0 ? "the norm" : "the buffer", step, pr.step);
+    quadratic(w, g, N);
+    ok = hpct_insitu_step_grads(s, 4, 1.0f, NULL) == HPCT_SUCCESS;
+    int finite = 1;
+    for (int i = 0; i < N; i++) finite &= isfinite(w[i]) != 0;
+    tap_ok(ok && finite && memcmp(before, w, sizeof w) != 0,
+           "clip_norm %g: the next finite step trains", (double)clip);
+    hpct_insitu_destroy(s);
+    hpct_optimizer_destroy(o);
+    hpct_params_destroy(p);
+    hpct_ctx_destroy(ctx);
+}
+
+/* After hpct_insitu_finish a step is refused and changes nothing, and so is a second finish;
+ * both used to succeed (the step trained past the session's final checkpoint). */
+static void test_finish(void)
+{
+    enum { N = 19 };
+    hpct_ctx_t ctx = new_ctx();
+    float w[N], g[N], before[N];
+    hpct_params_t p;
+    hpct_optimizer_t o;
+    hpct_insitu_t s = byog_session(ctx, w, g, N, 0.0f, &p, &o);
+    quadratic(w, g, N);
+    hpct_insitu_step_grads(s, 4, 1.0f, NULL);
+    tap_is_int(hpct_insitu_finish(s), HPCT_SUCCESS, "finish after one step");
+    memcpy(before, w, sizeof w);
+    quadratic(w, g, N);
+    expect_error(hpct_insitu_step_grads(s, 4, 1.0f, NULL), HPCT_ERR_STATE, ctx,
+                 "the session is finished (hpct_insitu_finish after step 1)",
+                 "a step after finish is refused");
+    tap_ok(memcmp(before, w, sizeof w) == 0, "and the parameters are unchanged");
+    expect_error(hpct_insitu_finish(s), HPCT_ERR_STATE, ctx,
+                 "hpct_insitu_finish: the session is already finished (after step 1",
+                 "a second finish is refused");
+    hpct_insitu_destroy(s);
+    hpct_optimizer_destroy(o);
+    hpct_params_destroy(p);
+    hpct_ctx_destroy(ctx);
 }
 
 static void test_arguments(void)
@@ -545,9 +642,12 @@ static void test_eval_cadence(void)
 
 int main(void)
 {
-    tap_plan(48);
+    tap_plan(56);
     test_same_bits();
     test_byog();
+    test_nonfinite_grads(0.0f);
+    test_nonfinite_grads(10.0f);
+    test_finish();
     test_arguments();
     test_progress();
     test_preempt_resume();

@@ -5,16 +5,20 @@
 # with a checkpoint, and the resumed run ends with the parameters AND the simulation's
 # registered fields bit-identical to an uninterrupted run's (state replicated on every rank
 # in one directory, or rank-local state in one directory per rank); cadence checkpoints;
-# the integer agreement at W = 3 and 41.
+# the integer agreement at W = 3 and 41; a non-finite averaged gradient refused on every rank
+# with nothing changed (W = 2, 3).
 . "${top_srcdir:-.}/t/lib/dist_lib.sh"
 PROG="$top_builddir/t/lib/insitu_prog"
 need_mpi
-plan 17
+plan 19
 case_ok "W=2: 20 steps on different data, replicas bit-identical" mpi 2 -- same 20
 case_ok "W=3, two virtual nodes: the same" mpi 3 HPCT_RANKS_PER_NODE=2 -- same 20
 case_ok "W=2: local batches 3 + 5 (and 3 + 0) equal one process on 8 (and 3) rows" mpi 2 -- uneven 12
 case_ok "W=2: an error on one rank ends the step on both within 2 s, naming it" mpi 2 -- fail
 case_ok "W=3: the same with three ranks" mpi 3 -- fail
+case_ok "W=2: an Inf or NaN gradient on one rank: HPCT_ERR_NONFINITE on every rank, nothing changed" \
+    mpi 2 -- nonfinite
+case_ok "W=3, two virtual nodes: the same" mpi 3 HPCT_RANKS_PER_NODE=2 -- nonfinite
 case_ok "W=3: hpcti_agree MAX/MIN/SUM, shared failure detail, found-checkpoint agreement" \
     mpi 3 -- agree "$tmpdir/agree"
 # Issue 14: at W = 41 the fp32 mean of a flag set on every rank is 0.99999994, so the old

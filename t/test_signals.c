@@ -2,7 +2,8 @@
  * a row, during an asynchronous checkpoint write), the old handlers come back on uninstall,
  * a training process sent SIGTERM writes a durable checkpoint and exits cleanly, and a run
  * preempted after step k and resumed ends bit-identical to an uninterrupted one; the deprecated
- * 0.1 names hpct_signal_pending/hpct_signal_clear still work. */
+ * 0.1 names hpct_signal_pending/hpct_signal_clear still work; handlers installed before any
+ * context exists, and a signal caught before an install stays pending through it. */
 #include "config.h"
 #include "lib/ckpt_util.h"
 
@@ -82,6 +83,25 @@ static void test_restore(hpct_ctx_t ctx)
            "uninstall restores the previous handler");
     int bad[] = {SIGKILL};
     tap_is_int(hpct_signals_install(ctx, bad, 1, &h), HPCT_ERR_INVALID_ARG, "SIGKILL is refused");
+}
+
+/* A program installs the handlers before hpct_init (no context yet: issue 37 (6)); a signal
+ * caught then survives uninstall and a later install (the in-situ session's), so the first
+ * step boundary still sees it. */
+static void test_before_init(void)
+{
+    hpct_signals_t h = NULL, again = NULL;
+    tap_is_int(hpct_signals_install(NULL, NULL, 0, &h), HPCT_SUCCESS,
+               "install with a NULL context (before hpct_init)");
+    raise(SIGTERM);
+    hpct_signals_uninstall(h); /* pending: the signals are now ignored, not reset */
+    int signo = 0, ok = hpct_signals_install(NULL, NULL, 0, &again) == HPCT_SUCCESS;
+    tap_ok(ok && hpct_signals_pending(&signo, NULL) && signo == SIGTERM,
+           "a SIGTERM caught before an install is still pending after it");
+    hpct_signals_clear();
+    hpct_signals_uninstall(again); /* back to what the first uninstall left: ignored */
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGUSR1, SIG_DFL);
 }
 
 /* In a child: install, optionally catch one SIGTERM, uninstall, then SIGTERM again. Its wait
@@ -362,7 +382,7 @@ static void test_deprecated_names(hpct_ctx_t ctx)
 
 int main(void)
 {
-    tap_plan(18);
+    tap_plan(20);
     alarm(120);
     hpct_ctx_t ctx;
     hpct_ctx_create(NULL, &ctx);
@@ -370,6 +390,7 @@ int main(void)
     make_tmpdir(base, sizeof base, "cksig");
     test_flag(ctx);
     test_restore(ctx);
+    test_before_init();
     test_late_signal(ctx);
     test_deprecated_names(ctx);
     test_async_write(base);

@@ -25,7 +25,8 @@ static const char usage_text[] =
     "Settings (see hpctrain.conf(5)) come from defaults, FILE, HPCT_<KEY> variables, then flags.\n"
     "It resumes from the newest valid checkpoint in checkpoint_dir unless resume = never.\n"
     "When done, rank 0 prints 'hpctrain: params hash 0x...' (the final parameters' hash).\n"
-    "exit status: 0 done, 1 training failed, 2 usage or settings error, 3 bad input data,\n"
+    "exit status: 0 done, 1 training failed (also: a file could not be written, e.g. a full\n"
+    "disk), 2 usage or settings error, 3 bad input data,\n"
     "75 preempted (checkpoint written: requeue), 124 a rank hung (emergency checkpoint).\n";
 
 struct run {
@@ -70,7 +71,7 @@ static int conf_error(int code, const char *fmt, ...)
         /* the same error stops rank 0, which prints it: give it time to, before this rank's
          * exit makes the launcher kill the job (and lose the message) */
         struct timespec wait = {2, 0};
-        nanosleep(&wait, NULL);
+        while (nanosleep(&wait, &wait) != 0 && errno == EINTR) continue; /* a caught signal */
         return code;
     }
     char line[1400] = "hpctrain train: error: ";
@@ -156,30 +157,54 @@ static int load_settings(struct run *r, int argc, char **argv)
     return TOOL_OK;
 }
 
-/* Report a failed library call: which call, the status and the detail. */
-static int fail(struct run *r, const char *what, hpct_status_t s)
+/* The exit code of status s. HPCT_ERR_IO is the file system failing (a full disk, a quota, a
+ * read-only or broken mount): exit 1 like other failures, unless input is set (opening the
+ * input data, where a file that cannot be read is bad input: 3). */
+static int exit_code(hpct_status_t s, int input)
 {
-    int code = s == HPCT_ERR_IO || s == HPCT_ERR_FORMAT || s == HPCT_ERR_CHECKSUM ||
-                       s == HPCT_ERR_NOT_FOUND || s == HPCT_ERR_NONFINITE
-                   ? TOOL_DATA
-               : s == HPCT_ERR_INVALID_ARG   ? TOOL_USAGE /* the settings do not fit */
-               : s == HPCT_ERR_LOSS_DIVERGED ? TRAIN_DIVERGED
-                                             : TRAIN_ERROR;
+    if (s == HPCT_ERR_IO) return input ? TOOL_DATA : TOOL_FAILED;
+    return s == HPCT_ERR_FORMAT || s == HPCT_ERR_CHECKSUM || s == HPCT_ERR_NOT_FOUND ||
+                   s == HPCT_ERR_NONFINITE
+               ? TOOL_DATA
+           : s == HPCT_ERR_INVALID_ARG   ? TOOL_USAGE /* the settings do not fit */
+           : s == HPCT_ERR_LOSS_DIVERGED ? TRAIN_DIVERGED
+                                         : TRAIN_ERROR;
+}
+
+/* A hint after the message, or "" (line is what is printed so far, n its length). */
+static void add_hint(char *line, int n, size_t size, hpct_status_t s, int code, const char *detail)
+{
+    const char *hint = "";
+    if (s == HPCT_ERR_INVALID_ARG && strstr(detail, "training configuration hash"))
+        hint = "hpctrain train: the settings differ from the checkpoint's; "
+               "--allow-config-change resumes from it anyway\n";
+    else if (s == HPCT_ERR_IO && code == TOOL_FAILED)
+        hint = "hpctrain train: an I/O failure (a full disk, a quota, a read-only or failing file "
+               "system), not bad input; checkpoints written before it are intact\n";
+    if (n > 0 && (size_t)n < size) snprintf(line + n, size - (size_t)n, "%s", hint);
+}
+
+/* Report a failed library call: which call, the status and the detail; input: the call opened
+ * the input data (exit_code). */
+static int fail_as(struct run *r, const char *what, hpct_status_t s, int input)
+{
+    int code = exit_code(s, input);
     const char *detail = hpct_last_error(r->ctx);
     /* An error every rank agreed on (it names the failing rank) is printed once, by rank 0;
      * a rank's own error with its rank. Each message is one write, so lines never mix. */
     r->agreed_failure = hpct_last_error_shared(r->ctx);
     if (r->agreed_failure && r->topo.rank != 0) return code;
-    char line[1400];
+    char line[1600];
     int n = snprintf(line, sizeof line, "hpctrain train: rank %d: %s failed: %s: %s\n",
                      r->topo.rank, what, hpct_strerror(s), detail);
-    if (s == HPCT_ERR_INVALID_ARG && strstr(detail, "training configuration hash") && n > 0 &&
-        (size_t)n < sizeof line)
-        snprintf(line + n, sizeof line - (size_t)n,
-                 "hpctrain train: the settings differ from the checkpoint's; "
-                 "--allow-config-change resumes from it anyway\n");
+    add_hint(line, n, sizeof line, s, code, detail);
     fputs(line, stderr);
     return code;
+}
+
+static int fail(struct run *r, const char *what, hpct_status_t s)
+{
+    return fail_as(r, what, s, 0);
 }
 
 static hpct_activation_t activation_of(const char *name)
@@ -200,11 +225,11 @@ static int open_data(struct run *r)
                : !strcmp(st, "node") ? HPCT_STORE_NODE
                                      : HPCT_STORE_AUTO;
     hpct_status_t s = hpct_dataset_open(r->ctx, r->c.train_manifest, &dc, &r->train);
-    if (s) return fail(r, "opening the training data", s);
+    if (s) return fail_as(r, "opening the training data", s, 1);
     if (!r->c.eval_manifest[0]) return TOOL_OK;
     dc.shuffle = 0;
     s = hpct_dataset_open(r->ctx, r->c.eval_manifest, &dc, &r->eval);
-    return s ? fail(r, "opening the evaluation data", s) : TOOL_OK;
+    return s ? fail_as(r, "opening the evaluation data", s, 1) : TOOL_OK;
 }
 
 /* Input width and classes (or target width) from the data; hidden layers from settings. */
@@ -433,7 +458,15 @@ static int report(struct run *r, hpct_status_t s, const hpct_train_result_t *res
     if (r->topo.rank == 0 && res->resumed_from >= 0)
         printf("hpctrain: resumed from the checkpoint of step %ld\n", res->resumed_from);
     if (s == HPCT_PREEMPTED) {
-        if (r->topo.rank == 0 && res->stop_signal)
+        long from = res->resumed_from >= 0 ? res->resumed_from : 0;
+        if (r->topo.rank == 0 && res->stop_signal && res->steps == from)
+            printf("hpctrain: stopped by signal %d before step %ld: nothing trained, nothing to "
+                   "save (%s); exit %d (requeue)\n",
+                   res->stop_signal, from + 1,
+                   res->resumed_from >= 0 ? "the checkpoint it resumed from stays"
+                                          : "the run starts afresh",
+                   TRAIN_PREEMPTED);
+        else if (r->topo.rank == 0 && res->stop_signal)
             printf("hpctrain: stopped by signal %d after step %ld; checkpoint written; exit %d "
                    "(requeue)\n",
                    res->stop_signal, res->steps, TRAIN_PREEMPTED);
@@ -484,10 +517,23 @@ static void cleanup(struct run *r)
     if (r->ctx) hpct_finalize(r->ctx);
 }
 
+/* SIGTERM and SIGUSR1 are caught from here on, before anything else (MPI_Init inside
+ * hpct_init included): a preemption during start-up stops the run at its first step
+ * boundary, with exit 75, instead of killing the rank (exit 143, not requeued). */
+static int catch_signals(struct run *r)
+{
+    hpct_status_t s = hpct_signals_install(NULL, NULL, 0, &r->signals);
+    if (!s) return TOOL_OK;
+    fprintf(stderr, "hpctrain train: installing the SIGTERM and SIGUSR1 handlers failed: %s\n",
+            hpct_strerror(s));
+    return TRAIN_ERROR;
+}
+
 int tool_train_main(int argc, char **argv)
 {
     static struct run r; /* zeroed; large settings struct kept off the stack */
-    int code = load_settings(&r, argc, argv);
+    int code = catch_signals(&r);
+    if (!code) code = load_settings(&r, argc, argv);
     if (code) return code;
     hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
     cfg.seed = (uint64_t)r.c.seed;
@@ -512,9 +558,7 @@ int tool_train_main(int argc, char **argv)
     char unknown[512];
     if (r.topo.rank == 0 && train_config_unknown_env(unknown, sizeof unknown))
         fprintf(stderr, "hpctrain train: warning: not hpctrain variables (a typo?): %s\n", unknown);
-    if ((s = hpct_signals_install(r.ctx, NULL, 0, &r.signals)))
-        code = fail(&r, "installing signal handlers", s);
-    if (!code) code = open_data(&r);
+    code = open_data(&r);
     if (!code) code = build_model(&r);
     if (!code) code = train_and_report(&r);
     if (code == HPCT_EXIT_HANG) return code; /* the job was aborted; peers may be stuck */

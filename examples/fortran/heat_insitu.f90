@@ -46,11 +46,13 @@ program heat_insitu
     type(hpct_optimizer_t) :: opt
     type(hpct_ckpt_t) :: ck
     type(hpct_insitu_t) :: session
+    type(hpct_signals_t) :: signals
     integer(c_long) :: trained
     real(c_float) :: loss
     integer :: ierr
 
-    call MPI_Init()
+    call hpct_signals_install(ctx, signals)         ! first (ctx not created yet): a SIGTERM or
+    call MPI_Init()                                 ! SIGUSR1 during start-up is kept, not fatal
     call MPI_Comm_dup(MPI_COMM_WORLD, comm)         ! the simulation's own communicator
     call MPI_Comm_rank(comm, rank)
     call MPI_Comm_size(comm, nranks)
@@ -60,7 +62,7 @@ program heat_insitu
     call make_surrogate()
     call open_checkpoints()
     call check_layout()                             ! the checkpoints' grid and ranks
-    call hpct_insitu_create(opt, session, model=model, ck=ck) ! catches SIGTERM and SIGUSR1
+    call hpct_insitu_create(opt, session, model=model, ck=ck) ! reads the flag of those handlers
     call hpct_insitu_start(session, trained)        ! resumes u, t, n, the model, the optimizer
     if (rank == 0 .and. trained > 0) write (*, "('heat: resumed at step ', i0, ' (t ', f8.5, ')')") n, t
     if (trained == 0) call print_error(0.0_c_float) ! the untrained surrogate
@@ -87,6 +89,7 @@ program heat_insitu
     call hpct_finalize(ctx)
     call MPI_Comm_free(comm)
     call MPI_Finalize()
+    call hpct_signals_uninstall(signals)
 
 contains
 
@@ -348,6 +351,7 @@ contains
         call hpct_ckpt_close(ck)
         call hpct_finalize(ctx)
         call MPI_Finalize()
+        call hpct_signals_uninstall(signals)            ! still pending: a late signal is ignored
         stop EXIT_PREEMPTED, quiet=.true.
     end subroutine
 

@@ -176,13 +176,23 @@ static hpct_status_t write_root_attrs(hid_t fid, const char *path, hpcti_ckerr_t
                            path, hpcti_h5_detail(h5));
 }
 
+/* The first write the file driver saw fail (h5sink.c), as the save's error. */
+static hpct_status_t sink_failed(const hpcti_ck_sink_t *sink, const char *path, hpcti_ckerr_t *err)
+{
+    return hpcti_ckerr_set(err, HPCT_ERR_IO,
+                           "cannot write checkpoint %s: %s (%zu bytes at byte %lld)", path,
+                           strerror(sink->err), sink->bytes, sink->offset);
+}
+
 /* Flush HDF5's buffers and fsync the file through HDF5's own descriptor. */
-static hpct_status_t flush_and_sync(hid_t fid, const char *path, hpcti_ckerr_t *err)
+static hpct_status_t flush_and_sync(hid_t fid, const hpcti_ck_sink_t *sink, const char *path,
+                                    hpcti_ckerr_t *err)
 {
     char h5[400];
     if (H5Fflush(fid, H5F_SCOPE_GLOBAL) < 0)
         return hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot flush checkpoint %s: %s", path,
                                hpcti_h5_detail(h5));
+    if (sink->err) return sink_failed(sink, path, err);
     int *fd = NULL;
     if (H5Fget_vfd_handle(fid, H5P_DEFAULT, (void **)&fd) < 0 || !fd)
         return hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot get the descriptor of checkpoint %s: %s",
@@ -246,8 +256,9 @@ static hpct_status_t make_groups(hid_t fid, const hpcti_snapshot_t *snap, const 
     return s;
 }
 
+/* Every item; stops at the first failed write (the rest would only be dropped). */
 static hpct_status_t write_items(hid_t fid, const hpcti_ckdir_t *d, const hpcti_snapshot_t *snap,
-                                 const char *path, hpcti_ckerr_t *err)
+                                 const hpcti_ck_sink_t *sink, const char *path, hpcti_ckerr_t *err)
 {
     hpct_status_t gs = make_groups(fid, snap, path, err);
     if (gs) return gs;
@@ -256,7 +267,7 @@ static hpct_status_t write_items(hid_t fid, const hpcti_ckdir_t *d, const hpcti_
     H5Pset_create_intermediate_group(lcpl, 1);
     H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER);
     hpct_status_t s = HPCT_SUCCESS;
-    for (int i = 0; i < snap->num && !s; i++) {
+    for (int i = 0; i < snap->num && !s && !sink->err; i++) {
         s = write_item(fid, lcpl, dcpl, &snap->items[i], path, err);
         if (i == snap->num / 2) hpcti_ck_stop_if(d, HPCTI_STAGE_HALF);
     }
@@ -265,34 +276,23 @@ static hpct_status_t write_items(hid_t fid, const hpcti_ckdir_t *d, const hpcti_
     return s;
 }
 
-/* Give back the space of a failed temporary file (ftruncate to 0 through HDF5's
- * descriptor), so that HDF5 can flush its metadata and really close the file on a full
- * disk instead of leaving an open file behind. */
-static void release_space(hid_t fid)
-{
-    int *fd = NULL;
-    if (H5Fget_vfd_handle(fid, H5P_DEFAULT, (void **)&fd) >= 0 && fd && ftruncate(*fd, 0) < 0)
-        H5Eclear2(H5E_DEFAULT);
-}
-
-/* Close, retrying once after releasing the space when the close itself fails (ENOSPC). */
-static herr_t close_file(hid_t fid, int failed)
-{
-    if (failed) release_space(fid);
-    if (H5Fclose(fid) >= 0) return 0;
-    release_space(fid);
-    return H5Fclose(fid) >= 0 ? 1 : -1;
-}
-
-/* Whole file at path: create, attributes, datasets, flush, fsync, close. */
+/* Whole file at path: create, attributes, datasets, flush, fsync, close. Every write goes
+ * through the sink driver, so HDF5 never sees one fail and the file is closed exactly once
+ * (HDF5 1.10 cannot close a file after a failed flush, nor use its id after a failed close:
+ * h5sink.c); a failure is reported from the sink afterwards. */
 static hpct_status_t write_file(const hpcti_ckdir_t *d, const hpcti_snapshot_t *snap,
                                 const char *path, hpcti_ckerr_t *err)
 {
     char h5[400];
+    hpcti_ck_sink_t sink;
+    hid_t fapl = hpcti_ck_sink_fapl(&sink);
+    if (fapl < 0)
+        return hpcti_ckerr_set(err, HPCT_ERR_INTERNAL,
+                               "cannot set up the HDF5 file driver for checkpoint %s: %s", path,
+                               hpcti_h5_detail(h5));
     /* The 1.8 file format: superblock v2 and object headers v2 carry checksums, so a damaged
      * header is refused by HDF5 instead of being decoded (HDF5 1.10 can crash decoding a
      * damaged v1 header). Readable by HDF5 >= 1.8 and h5py. */
-    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_V18);
     hid_t fcpl = H5Pcreate(H5P_FILE_CREATE); /* root group: compact links too */
     H5Pset_link_phase_change(fcpl, 65535, 65535);
@@ -301,12 +301,16 @@ static hpct_status_t write_file(const hpcti_ckdir_t *d, const hpcti_snapshot_t *
     H5Pclose(fapl);
     if (fid < 0)
         return hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot create checkpoint file %s: %s", path,
-                               hpcti_h5_detail(h5));
+                               sink.open_err ? strerror(sink.open_err) : hpcti_h5_detail(h5));
     hpcti_ck_stop_if(d, HPCTI_STAGE_CREATED);
     hpct_status_t s = write_root_attrs(fid, path, err);
-    if (!s) s = write_items(fid, d, snap, path, err);
-    if (!s) s = flush_and_sync(fid, path, err);
-    if (close_file(fid, s != HPCT_SUCCESS) != 0 && !s) /* a failed close is a failed write */
+    if (!s) s = write_items(fid, d, snap, &sink, path, err);
+    if (!s) s = flush_and_sync(fid, &sink, path, err);
+    /* fid is not used again, whatever H5Fclose returns. A failed write is the cause of any
+     * error after it; a failed close is a failed write. */
+    herr_t closed = H5Fclose(fid);
+    if (sink.err) return sink_failed(&sink, path, err);
+    if (closed < 0 && !s)
         s = hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot close checkpoint %s: %s", path,
                             hpcti_h5_detail(h5));
     return s;

@@ -1,5 +1,6 @@
-/* h5io.h: HDF5 helpers of lib/ckpt shared by the writer/loader (h5io.c) and the inspection
- * API (inspect.c). Library-internal; only these two files include HDF5. */
+/* h5io.h: HDF5 helpers of lib/ckpt shared by the writer/loader (h5io.c), its file driver
+ * (h5sink.c) and the inspection API (inspect.c). Library-internal; only these files include
+ * HDF5. */
 #ifndef HPCTI_CKPT_H5IO_H
 #define HPCTI_CKPT_H5IO_H
 
@@ -12,6 +13,19 @@ typedef struct hpcti_h5_quiet {
     H5E_auto2_t func;
     void *data;
 } hpcti_h5_quiet_t;
+
+/* What the checkpoint writer's file driver saw go wrong (h5sink.c): HDF5 itself is never
+ * told, so it cannot fail half way through a flush or a close. */
+typedef struct hpcti_ck_sink {
+    int open_err;     /* errno of a failed create, 0: none */
+    int err;          /* errno of the first failed write, truncate or close, 0: none */
+    long long offset; /* where that write went, bytes from the start of the file */
+    size_t bytes;     /* its size */
+} hpcti_ck_sink_t;
+
+/* A file access list whose driver writes like HDF5's sec2 driver but records failures in
+ * *sink (cleared here) instead of returning them; -1 when HDF5 refuses it. */
+hid_t hpcti_ck_sink_fapl(hpcti_ck_sink_t *sink);
 
 /* Take the process-wide HDF5 lock (which switches HDF5's error printing off). */
 void hpcti_ck_h5_enter(hpcti_h5_quiet_t *q);

@@ -1,5 +1,8 @@
 /* signals.c: preemption signals set an async-signal-safe flag that the training loop polls
- * at step boundaries. These sig_atomic_t flags are the library's only global state. */
+ * at step boundaries. These sig_atomic_t flags are the library's only global state. A
+ * program installs the handlers first, before MPI_Init and hpct_init (ctx may be NULL then):
+ * a signal during its start-up is kept and stops the run at its first step boundary. An
+ * install never clears the flag, so nothing caught before it is lost. */
 #include "../core/core.h"
 #include "ckpt.h"
 
@@ -45,8 +48,7 @@ static void restore(struct hpct_signals *h, int upto)
 hpct_status_t hpct_signals_install(hpct_ctx_t ctx, const int *signals, int n, hpct_signals_t *out)
 {
     static const int defaults[] = {SIGTERM, SIGUSR1};
-    if (!ctx) return HPCT_ERR_INVALID_ARG;
-    hpcti_clear_error(ctx);
+    hpcti_clear_error(ctx); /* NULL before hpct_init: statuses without detail */
     if (!out) return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_signals_install: out is NULL");
     *out = NULL;
     if (!signals || n == 0) signals = defaults, n = 2;

@@ -3054,7 +3054,9 @@ contains
         r = crc32c_array(crc, data, 8)
     end function
 
-    !> Catch signals (absent: SIGTERM and SIGUSR1) until hpct_signals_uninstall.
+    !> Catch signals (absent: SIGTERM and SIGUSR1) until hpct_signals_uninstall. Call it first,
+    !> before MPI_Init and hpct_init, with ctx not created yet: a signal during start-up is then
+    !> kept and stops the run at its first step boundary instead of killing the process.
     subroutine hpct_signals_install(ctx, handle, signals, ierr)
         type(hpct_ctx_t), intent(in) :: ctx
         type(hpct_signals_t), intent(out) :: handle

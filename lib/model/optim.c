@@ -167,6 +167,11 @@ hpct_params_t hpcti_optimizer_params(hpct_optimizer_t o)
     return o ? o->params : NULL;
 }
 
+int hpcti_optimizer_clips(hpct_optimizer_t o)
+{
+    return o && o->cfg.clip_norm > 0.0f;
+}
+
 hpct_status_t hpct_optimizer_get_step(hpct_optimizer_t o, long *step)
 {
     if (!o) return HPCT_ERR_INVALID_ARG;

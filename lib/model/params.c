@@ -191,6 +191,18 @@ hpct_status_t hpct_params_zero_grads(hpct_params_t p)
     return hpct_params_scale_grads(p, 0.0f);
 }
 
+hpct_status_t hpcti_params_nonfinite_grad(hpct_params_t p, int *bad)
+{
+    *bad = -1;
+    hpct_status_t s = HPCT_SUCCESS;
+    for (int i = 0; i < p->num && !s && *bad < 0; i++) {
+        int finite = 1;
+        s = p->ctx->ops->all_finite(p->ctx, p->bufs[i].grad, p->bufs[i].count, &finite);
+        if (!s && !finite) *bad = i;
+    }
+    return s;
+}
+
 hpct_status_t hpct_params_grad_norm(hpct_params_t p, double *norm)
 {
     if (!p) return HPCT_ERR_INVALID_ARG;

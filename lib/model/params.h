@@ -24,5 +24,11 @@ struct hpct_params {
 
 /* The parameter set an optimizer updates (NULL for NULL). */
 hpct_params_t hpcti_optimizer_params(hpct_optimizer_t opt);
+/* 1 when opt clips by the global gradient norm (clip_norm > 0): its step then reads every
+ * gradient first and refuses a non-finite norm with HPCT_ERR_NONFINITE. */
+int hpcti_optimizer_clips(hpct_optimizer_t opt);
+/* *bad = the index of the first buffer of p whose gradient holds a NaN or Inf, or -1 when
+ * every gradient is finite: one read of every gradient. */
+HPCTI_CHECK hpct_status_t hpcti_params_nonfinite_grad(hpct_params_t p, int *bad);
 
 #endif

@@ -25,6 +25,7 @@ struct hpct_insitu {
     hpct_signals_t signals; /* installed by this session, or NULL */
     int rank, world, dist;
     int started;
+    int finished;    /* 1: hpct_insitu_finish succeeded; 2: it failed (it may be retried) */
     long step;       /* optimizer steps completed */
     long last_saved; /* step of the newest checkpoint written or loaded; -1: none */
     long last_batch; /* global batch B of the last step (saved in the checkpoint meta) */
@@ -245,6 +246,11 @@ hpct_status_t hpct_insitu_finish(hpct_insitu_t S)
     if (!S) return HPCT_ERR_INVALID_ARG;
     hpcti_clear_error(S->ctx);
     if (!S->started) return HPCT_SUCCESS;
+    if (S->finished == 1)
+        return hpcti_error(S->ctx, HPCT_ERR_STATE,
+                           "%s: the session is already finished (after step %ld, its final "
+                           "checkpoint written)",
+                           fn, S->step);
     hpct_status_t s = HPCT_SUCCESS;
     if (S->ck && S->last_saved != S->step)
         s = save_agreed(S, fn, 1);
@@ -255,6 +261,7 @@ hpct_status_t hpct_insitu_finish(hpct_insitu_t S)
     if (!s && S->cfg.eval_data && S->step != S->evaluated_at) s = evaluate(S);
     hpcti_obs_poll_ckpt(&S->obs, S->ck);
     hpcti_obs_stop(&S->obs, s ? "error" : "done", S->step, s, s ? S->ctx->last_error : NULL);
+    S->finished = s ? 2 : 1;
     return s;
 }
 
@@ -329,6 +336,12 @@ static hpct_status_t check_step(hpct_insitu_t S, const char *fn, int local_batch
 {
     if (!S->started)
         return hpcti_error(S->ctx, HPCT_ERR_STATE, "%s: call hpct_insitu_start first", fn);
+    if (S->finished)
+        return hpcti_error(S->ctx, HPCT_ERR_STATE,
+                           "%s: the session is finished (hpct_insitu_finish after step %ld): a "
+                           "step now would train past its final checkpoint; create a new "
+                           "session to train on",
+                           fn, S->step);
     if (local_batch < 0)
         return hpcti_error(S->ctx, HPCT_ERR_INVALID_ARG, "%s: local_batch is %d, must be >= 0", fn,
                            local_batch);
@@ -343,6 +356,26 @@ static hpct_status_t weight_and_average(hpct_insitu_t S, int local_batch, long B
     float factor = (float)((double)local_batch * (double)S->world / (double)B);
     hpct_status_t s = factor == 1.0f ? HPCT_SUCCESS : hpct_params_scale_grads(S->params, factor);
     return s ? s : hpct_params_average_grads(S->params);
+}
+
+/* The averaged gradients [params] must be finite before the update, or one Inf turns every
+ * parameter it reaches into Inf and then NaN. The average is computed once and copied to
+ * every rank, so it is the same bits everywhere (the replica check relies on that too): this
+ * local check gives every rank the same verdict without an agreement. With clip_norm the
+ * optimizer's norm pass reads every gradient anyway and refuses a non-finite norm on every
+ * rank, so there is no second pass; without it the check is one read of every gradient. */
+static hpct_status_t check_finite(hpct_insitu_t S, const char *fn)
+{
+    int bad;
+    if (hpcti_optimizer_clips(S->opt)) return HPCT_SUCCESS;
+    hpct_status_t s = hpcti_params_nonfinite_grad(S->params, &bad);
+    if (s || bad < 0) return s;
+    const char *name = "";
+    hpct_params_get(S->params, bad, &name, NULL, NULL, NULL);
+    return hpcti_error(S->ctx, HPCT_ERR_NONFINITE,
+                       "%s: the averaged gradient of '%s' holds NaN or Inf at step %ld: refused, "
+                       "the parameters were not updated",
+                       fn, name, S->step + 1);
 }
 
 /* The global mean loss: sum over ranks, in rank order (the same bits everywhere), over B. */
@@ -406,9 +439,11 @@ static hpct_status_t complete(hpct_insitu_t S, const char *fn, struct local *me,
                            "%s: local_batch is 0 on all %d ranks: there is nothing to train on", fn,
                            S->world);
     if (!s) s = weight_and_average(S, me->batch, sum[0]);
+    if (!s) s = check_finite(S, fn);
     double t2 = hpcti_tl_now(S->ctx);
     if (!s) s = hpct_optimizer_step(S->opt);
     if (t2 > 0) hpcti_tl_span(S->ctx, 0, "optimizer", "compute", t2, hpcti_now(), NULL);
+    if (s == HPCT_ERR_NONFINITE && S->dist) hpcti_mark_error_shared(S->ctx); /* same verdict */
     if (!s) {
         hpct_optimizer_get_step(S->opt, &S->step);
         S->last_batch = sum[0];

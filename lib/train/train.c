@@ -467,6 +467,18 @@ static hpct_status_t final_times(struct loop *L, long done)
     return agree(L, done, 0.0f, flags);
 }
 
+/* A signal caught before the first step (during the program's start-up, when it installed
+ * the handlers first, or during resume) stops the run before that step, on every rank: the
+ * state is the loaded checkpoint's or the seed's, so nothing is lost and nothing is saved. */
+static hpct_status_t stop_before_first(struct loop *L, long done, int *stop)
+{
+    long flags[HPCTI_DUE_N] = {0};
+    flags[HPCTI_DUE_SIGNAL] = hpct_signals_pending(NULL, NULL);
+    hpct_status_t s = hpcti_loop_agree_step(L->ctx, flags, 0.0, L->losses, 0.0, NULL);
+    if (!s) *stop = hpcti_loop_stop(L->ctx, flags, done, &L->res->stop_signal);
+    return s;
+}
+
 static hpct_status_t run(struct loop *L)
 {
     long done = 0;
@@ -475,7 +487,7 @@ static hpct_status_t run(struct loop *L)
     hpcti_obs_interval_reset(&L->obs, done, comm_wait_s(L));
     hpct_dataset_get_cursor(L->ds, &L->cursor_epoch, &L->cursor_step);
     int stop = 0;
-    hpct_status_t s = HPCT_SUCCESS;
+    hpct_status_t s = done < L->total_steps ? stop_before_first(L, done, &stop) : HPCT_SUCCESS;
     while (!s && !stop && done < L->total_steps) {
         float loss;
         hpcti_tl_step(L->ctx, done + 1);

@@ -15,7 +15,12 @@
  *                              the parameters and the simulation fields; exits 75 when
  *                              preempted, after checking that every rank stopped at once.
  *   insitu_prog agree          hpcti_agree (integer MAX/MIN/SUM), a failure's detail shared
- *                              by every rank, the found-checkpoint agreement at resume */
+ *                              by every rank, the found-checkpoint agreement at resume
+ *   insitu_prog nonfinite      own gradients with an Inf or a NaN on the last rank only: every
+ *                              rank refuses the averaged gradient with HPCT_ERR_NONFINITE
+ *                              (no agreement needed: the average has the same bits
+ *                              everywhere), nothing changes, the next step trains; without
+ *                              and with clip_norm */
 #include "config.h"
 #include "hpctrain.h"
 #include "mpi_prog.h"
@@ -474,6 +479,67 @@ static int run_agree(const char *dir)
     return finish(ctx);
 }
 
+/* One byog step with gradients of 0.5 |w - c|^2, c = 0.1 (rank + 1); the last rank spoils
+ * element 3 with bad unless bad is 0. Returns the status, the same on every rank. */
+static hpct_status_t byog_step(hpct_insitu_t s, const float *w, float *g, int n, float bad)
+{
+    for (int i = 0; i < n; i++) g[i] = w[i] - 0.1f * (float)(world_rank + 1);
+    if (bad != 0.0f && world_rank == world_size - 1) g[3] = bad;
+    return hpct_insitu_step_grads(s, 4, 1.0f, NULL);
+}
+
+/* (f) A non-finite averaged gradient, with clip (0: the session's check; > 0: the
+ * optimizer's norm pass) and without; see the comment at the top. */
+static void nonfinite_case(hpct_ctx_t ctx, float clip)
+{
+    enum { N = 29 };
+    float w[N], g[N];
+    for (int i = 0; i < N; i++) w[i] = (float)i / N;
+    hpct_params_t p;
+    hpct_optimizer_t o;
+    hpct_insitu_t s;
+    hpct_optim_config_t oc = HPCT_OPTIM_CONFIG_INITIALIZER;
+    oc.lr = 0.1f, oc.momentum = 0.9f, oc.clip_norm = clip;
+    hpct_insitu_config_t c = HPCT_INSITU_CONFIG_INITIALIZER;
+    c.catch_signals = 0;
+    if (hpct_params_create(ctx, &p) || hpct_params_register(p, "field/w", w, g, N) ||
+        hpct_optimizer_create(p, &oc, &o) || hpct_insitu_create(NULL, p, o, NULL, &c, &s) ||
+        hpct_insitu_start(s, NULL))
+        exit(2);
+    int ok = byog_step(s, w, g, N, 0.0f) == HPCT_SUCCESS;
+    unsigned long long before = params_hash(p);
+    const float spoil[2] = {INFINITY, NAN};
+    for (int k = 0; k < 2; k++) {
+        hpct_status_t st = byog_step(s, w, g, N, spoil[k]);
+        const char *msg = hpct_last_error(ctx);
+        check(st == HPCT_ERR_NONFINITE && hpct_last_error_shared(ctx) == 1 &&
+                  same_everywhere(fnv(msg, strlen(msg))) &&
+                  strstr(msg, clip > 0 ? "gradient norm" : "averaged gradient of 'field/w'"),
+              "clip_norm %g, %s on the last rank: HPCT_ERR_NONFINITE on every rank, the same "
+              "shared message: %s",
+              (double)clip, k ? "NaN" : "Inf", msg);
+    }
+    hpct_progress_t pr;
+    hpct_insitu_progress(s, &pr);
+    check(ok && params_hash(p) == before && same_everywhere(before) && pr.step == 1,
+          "clip_norm %g: the refused steps changed nothing (step count %ld)", (double)clip,
+          pr.step);
+    ok = byog_step(s, w, g, N, 0.0f) == HPCT_SUCCESS;
+    check(ok && params_hash(p) != before && hpct_params_check_replicas(p) == HPCT_SUCCESS,
+          "clip_norm %g: the next finite step trains, replicas identical", (double)clip);
+    hpct_insitu_destroy(s);
+    hpct_optimizer_destroy(o);
+    hpct_params_destroy(p);
+}
+
+static int run_nonfinite(void)
+{
+    hpct_ctx_t ctx = start(60);
+    nonfinite_case(ctx, 0.0f);
+    nonfinite_case(ctx, 10.0f);
+    return finish(ctx);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && !strcmp(argv[1], "same")) return run_same(atoi(argv[2]));
@@ -483,6 +549,7 @@ int main(int argc, char **argv)
         return run_sim(argv[2], atol(argv[3]), atol(argv[4]), atoi(argv[5]), atol(argv[6]),
                        !strcmp(argv[7], "local"));
     if (argc == 3 && !strcmp(argv[1], "agree")) return run_agree(argv[2]);
+    if (argc == 2 && !strcmp(argv[1], "nonfinite")) return run_nonfinite();
     fprintf(stderr, "usage: see the comment at the top of t/lib/insitu_prog.c\n");
     return 2;
 }

@@ -1,0 +1,83 @@
+#!/bin/sh
+# A checkpoint directory on a file system that fills up (issue 37 (4)): a real tmpfs of a few
+# KiB, mounted for the test (root only; it skips elsewhere). Each run saves every 2 steps
+# until a save meets ENOSPC; it must then end cleanly: no crash (HDF5 used to be handed a
+# file id again after its failed close: exit 139), the failed save named with its file and
+# "No space left on device", no temporary file left behind, and every checkpoint written
+# before it intact.
+#   (a) the in-situ session (t/lib/insitu_prog sim) at W = 2 with two writers (one
+#       directory per rank, both on one 100 KiB tmpfs); the program exits 3 on the error;
+#   (b) the same with one writer (rank 0, shared directory) on 48 KiB: rank 1 reports the
+#       agreed error too;
+#   (c) hpctrain train at W = 2 on 64 KiB: exit 1 (an I/O failure, not 3 "bad data").
+. "${top_srcdir:-.}/t/lib/train_lib.sh"
+PROG="$top_builddir/t/lib/insitu_prog"
+need_tool
+need_mpi
+[ -x "$PROG" ] || skip_all "$PROG is not built"
+[ "$(id -u)" = 0 ] || skip_all "needs root to mount a small tmpfs"
+mounts=
+trap 'for m in $mounts; do umount "$m" 2>/dev/null; done; kill_leftovers; rm -rf "$work"' EXIT
+# small_fs DIR SIZE: a tmpfs of SIZE mounted on DIR (skip the whole test when not allowed).
+small_fs() {
+    mkdir -p "$1"
+    why=$(mount -t tmpfs -o "size=$2" tmpfs "$1" 2>&1) ||
+        skip_all "mount -t tmpfs -o size=$2 is not permitted here: $why"
+    mounts="$1 $mounts"
+}
+small_fs "$work/probe" 4k
+make_data
+plan 12
+ENOSPC="No space left on device"
+
+# clean DESC OUT DIR...: the three points every case shares: the failed save is named with its
+# file and ENOSPC in OUT; no temporary file in DIR...; every checkpoint there verifies.
+clean() {
+    desc=$1 out=$2; shift 2
+    grep -q "checkpoint.*\.tmp-.*$ENOSPC" "$out"
+    ok $? "$desc: the error names the checkpoint file and '$ENOSPC'" || show "$out"
+    left=$(find "$@" -name '*.tmp-*' | wc -l)
+    is "$left" 0 "$desc: no temporary file left behind"
+    bad= n=0
+    for d in "$@"; do
+        for f in "$d"/ckpt-*.h5; do
+            [ -f "$f" ] || continue
+            n=$((n + 1))
+            "$TOOL" ckpt verify "$f" >"$work/verify.out" 2>&1 || bad="$bad $f"
+        done
+    done
+    [ $n -gt 0 ] && [ -z "$bad" ]
+    ok $? "$desc: the $n checkpoint(s) written before verify intact${bad:+ (bad:$bad)}"
+}
+
+insitu() {
+    timeout -s KILL $RUN_LIMIT "$MPIRUN" --oversubscribe -np 2 "$PROG" "$@"
+}
+
+# (a) two writers
+small_fs "$work/a" 100k
+insitu sim "$work/a/ck" 400 0 1 2 local >"$work/a.out" 2>&1
+rc=$?
+[ $rc = 3 ] && [ "$(grep -c "^rank [01]: .*$ENOSPC" "$work/a.out")" = 2 ]
+ok $? "in situ, two writers, 100 KiB: both ranks report the failed save, exit 3 (got $rc)" ||
+    show "$work/a.out" 12
+clean "in situ, two writers" "$work/a.out" "$work/a/ck/rank0" "$work/a/ck/rank1"
+
+# (b) one writer
+small_fs "$work/b" 48k
+insitu sim "$work/b/ck" 400 0 1 2 shared >"$work/b.out" 2>&1
+rc=$?
+[ $rc = 3 ] && grep -q "^rank 0: .*$ENOSPC" "$work/b.out" && grep -q "^rank 1: .*$ENOSPC" "$work/b.out"
+ok $? "in situ, one writer, 48 KiB: rank 0 and rank 1 report the failed save, exit 3 (got $rc)" ||
+    show "$work/b.out" 12
+clean "in situ, one writer" "$work/b.out" "$work/b/ck"
+
+# (c) hpctrain train
+small_fs "$work/c" 64k
+train 2 "$work/c/ck" "$work/c.out" --checkpoint-every-steps 2 --checkpoint-keep 50 --log-interval 0
+[ $rc = 1 ] && grep -q "^hpctrain train: rank 0: .*I/O error: .*$ENOSPC" "$work/c.out" &&
+    grep -q "^hpctrain train: an I/O failure .*not bad input" "$work/c.out"
+ok $? "hpctrain train, 64 KiB: an I/O failure on rank 0, said so, exit 1 (got $rc)" ||
+    show "$work/c.out" 12
+clean "hpctrain train" "$work/c.out" "$work/c/ck"
+done_testing
