@@ -23,6 +23,8 @@
 #define DD_ARG_BYTES 160
 typedef void (*dd_fn)(void *arg);
 void dd_enqueue(cudaStream_t s, const char *what, dd_fn fn, const void *arg, size_t bytes);
+/* The same for a task that runs even after a sticky error (it checks dd_sticky itself). */
+void dd_enqueue_always(cudaStream_t s, const char *what, dd_fn fn, const void *arg, size_t bytes);
 
 /* The stream a call names: NULL (0) is the legacy default stream. */
 cudaStream_t dd_stream(cudaStream_t s);
@@ -38,6 +40,10 @@ void *dd_dev(const void *p, size_t bytes, const char *what);
 int dd_kind(const void *p);
 /* Record the first asynchronous error (printed with its detail); later syncs return it. */
 void dd_fail(cudaError_t e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A per-call error, as CUDA's invalid-argument errors are: said on stderr, not sticky. */
+void dd_report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* 0 after reporting when [p, p + bytes) starts in pinned memory and runs past it; else 1. */
+int dd_pinned_fits(const void *p, size_t bytes);
 cudaError_t dd_sticky(void);
 /* The double's first use: environment, fault handler. Idempotent. */
 void dd_start(void);

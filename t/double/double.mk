@@ -9,8 +9,12 @@ EXTRA_DIST += $(DOUBLE_SOURCES) t/double/double.mk
 if HPCT_CUDA_DOUBLE
 lib_libhpctrain_a_SOURCES += $(DOUBLE_SOURCES)
 
-install-exec-local: refuse-install-double
-install-data-local: refuse-install-double
+# Every install target (not only the -local hooks, which run after the others): nothing of
+# such a tree reaches a prefix, with or without make -k.
+install-exec-local install-data-local install-binPROGRAMS install-libLIBRARIES \
+install-includeHEADERS install-pkgconfigDATA install-cmakeconfigDATA install-fmodDATA \
+install-modulefileDATA install-dist_hpctslurmDATA install-man1 install-man3 install-man5: \
+refuse-install-double
 refuse-install-double:
 	@echo "this tree is configured --with-cuda-double: its library holds the CPU device double" >&2
 	@echo "of t/double and is for tests only; configure --with-cuda (or neither) to install" >&2

@@ -47,6 +47,16 @@ unsigned dd_rand(unsigned *state)
     return (*state >> 8) & 0xffffffu;
 }
 
+void dd_report(const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "cuda double (pid %d): %s\n", (int)getpid(), msg);
+}
+
 void dd_fail(cudaError_t e, const char *fmt, ...)
 {
     char msg[512];
@@ -80,6 +90,21 @@ static struct region *find(const void *p)
             return r;
     }
     return NULL;
+}
+
+int dd_pinned_fits(const void *p, size_t bytes)
+{
+    pthread_mutex_lock(&mu);
+    struct region *r = find(p);
+    size_t off = r ? (size_t)((const char *)p - r->addr) : 0;
+    int ok = !r || r->kind != KIND_PINNED || (off <= r->bytes && bytes <= r->bytes - off);
+    size_t size = r ? r->bytes : 0;
+    pthread_mutex_unlock(&mu);
+    if (!ok)
+        dd_fail(cudaErrorIllegalAddress,
+                "copy of %zu bytes at %p runs past its pinned allocation of %zu bytes", bytes, p,
+                size);
+    return ok;
 }
 
 int dd_kind(const void *p)
@@ -134,6 +159,8 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
 
 static void install(void)
 {
+    void *frame;
+    backtrace(&frame, 1); /* loads libgcc_s now, not first inside the fault handler */
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_segv;
@@ -156,8 +183,8 @@ static struct region *new_region(void)
 }
 
 /* Device memory: shared anonymous pages mapped twice, the address handed out PROT_NONE. The
- * pages start zeroed; cudaMalloc does not promise that, so they are filled with 0xa5 to make
- * a read of memory nobody wrote visible. */
+ * pages start zeroed; cudaMalloc does not promise that, so they are filled with 0xff (a NaN
+ * as float and as double) to make a read of memory nobody wrote visible in every result. */
 cudaError_t cudaMalloc(void **p, size_t bytes)
 {
     dd_start();
@@ -172,7 +199,7 @@ cudaError_t cudaMalloc(void **p, size_t bytes)
         munmap(alias, mapped);
         return cudaErrorMemoryAllocation;
     }
-    memset(alias, 0xa5, mapped);
+    memset(alias, 0xff, mapped);
     pthread_mutex_lock(&mu);
     struct region *r = new_region();
     if (r) *r = (struct region){addr, alias, bytes, mapped, KIND_DEVICE};
@@ -198,7 +225,7 @@ cudaError_t cudaFree(void *p)
     if (ok) r->kind = KIND_FREE;
     pthread_mutex_unlock(&mu);
     if (!ok) {
-        dd_fail(cudaErrorInvalidValue, "cudaFree(%p): not the start of a device allocation", p);
+        dd_report("cudaFree(%p): not the start of a device allocation", p);
         return cudaErrorInvalidValue;
     }
     munmap(gone.addr, gone.mapped), munmap(gone.alias, gone.mapped);
@@ -211,7 +238,7 @@ cudaError_t cudaMallocHost(void **p, size_t bytes)
     void *m = NULL;
     if (!p) return cudaErrorInvalidValue;
     if (posix_memalign(&m, 4096, bytes ? bytes : 1)) return cudaErrorMemoryAllocation;
-    memset(m, 0x5a, bytes ? bytes : 1);
+    memset(m, 0xff, bytes ? bytes : 1); /* NaN: a read of what nobody wrote shows */
     pthread_mutex_lock(&mu);
     struct region *r = new_region();
     if (r) *r = (struct region){m, NULL, bytes, bytes ? bytes : 1, KIND_PINNED};
@@ -235,7 +262,7 @@ cudaError_t cudaFreeHost(void *p)
     if (ok) r->kind = KIND_FREE;
     pthread_mutex_unlock(&mu);
     if (!ok) {
-        dd_fail(cudaErrorInvalidValue, "cudaFreeHost(%p): not from cudaMallocHost", p);
+        dd_report("cudaFreeHost(%p): not from cudaMallocHost", p);
         return cudaErrorInvalidValue;
     }
     free(p);

@@ -51,6 +51,9 @@ struct ncclComm {
     struct segment *seg;
     size_t seg_bytes;
     int joined, polls_after, finalizing;
+    int blocking;      /* the config's: 0 makes calls answer ncclInProgress at times */
+    int pending_polls; /* polls left before the last call's ncclInProgress clears */
+    unsigned rng;      /* which collectives answer ncclInProgress (seeded) */
     atomic_int aborted;
     atomic_int state;          /* ncclResult_t: success, in progress, or the failure */
     unsigned long long queued; /* collectives queued (by the caller's thread) */
@@ -123,20 +126,22 @@ static size_t segment_bytes(int nranks)
  * 0 not yet, -1 failed. */
 static int try_map(ncclComm_t c)
 {
-    int fd = shm_open(c->name, c->rank == 0 ? O_RDWR | O_CREAT | O_EXCL : O_RDWR, 0600);
-    if (fd < 0) return c->rank == 0 ? -1 : 0;
+    int creator = c->rank == 0;
+    int fd = shm_open(c->name, creator ? O_RDWR | O_CREAT | O_EXCL : O_RDWR, 0600);
+    if (fd < 0) return creator ? -1 : 0;
     struct stat st;
-    if (c->rank == 0 && ftruncate(fd, (off_t)c->seg_bytes)) {
+    int sized = !creator || ftruncate(fd, (off_t)c->seg_bytes) == 0;
+    if (!sized || fstat(fd, &st) || (size_t)st.st_size < c->seg_bytes) {
         close(fd);
-        return -1;
-    }
-    if (fstat(fd, &st) || (size_t)st.st_size < c->seg_bytes) {
-        close(fd);
-        return 0;
+        if (creator) shm_unlink(c->name); /* never leave a segment behind */
+        return creator ? -1 : 0;
     }
     void *m = mmap(NULL, c->seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
-    if (m == MAP_FAILED) return -1;
+    if (m == MAP_FAILED) {
+        if (creator) shm_unlink(c->name);
+        return -1;
+    }
     c->seg = m;
     atomic_fetch_add(&c->seg->joined, 1);
     return 1;
@@ -153,8 +158,8 @@ static void progress_join(ncclComm_t c)
         if (m <= 0) return;
     }
     if (atomic_load(&c->seg->joined) < c->nranks) return;
+    if (c->rank == 0 && c->polls_after >= 0) shm_unlink(c->name); /* every rank has it mapped */
     if (c->polls_after-- > 0) return;
-    if (c->rank == 0) shm_unlink(c->name); /* every rank has it mapped */
     c->joined = 1;
     atomic_store(&c->state, ncclSuccess);
 }
@@ -180,6 +185,8 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *out, int nranks, ncclUniqueId id
     memcpy(c->name, id.internal, sizeof c->name - 1);
     c->seg_bytes = segment_bytes(nranks);
     c->polls_after = (int)dd_env("CUDA_DOUBLE_INIT_POLLS", 3);
+    c->blocking = !config || config->blocking;
+    c->rng = (unsigned)dd_env("CUDA_DOUBLE_SEED", 1) * 2654435761u + (unsigned)rank;
     c->fail_at = fault_at("CUDA_DOUBLE_NCCL_FAIL", rank);
     c->hang_at = fault_at("CUDA_DOUBLE_NCCL_HANG", rank);
     pthread_mutex_init(&c->mu, NULL);
@@ -197,10 +204,24 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *out, int nranks, ncclUniqueId id
     return atomic_load(&c->state);
 }
 
+/* A sticky CUDA error fails the communicator, as NCCL reports its stream's faults. */
+static void cuda_error_seen(ncclComm_t c)
+{
+    if (dd_sticky() != cudaSuccess && atomic_load(&c->state) == ncclSuccess)
+        comm_fail(c, ncclUnhandledCudaError, "a CUDA error on the device: %s",
+                  cudaGetErrorString(dd_sticky()));
+}
+
 ncclResult_t ncclCommGetAsyncError(ncclComm_t c, ncclResult_t *state)
 {
     if (!c || !state) return ncclInvalidArgument;
     progress_join(c);
+    cuda_error_seen(c);
+    if (c->pending_polls > 0 && atomic_load(&c->state) == ncclSuccess) {
+        c->pending_polls--; /* the last call is still being enqueued */
+        *state = ncclInProgress;
+        return ncclSuccess;
+    }
     ncclResult_t s = atomic_load(&c->state);
     if (s == ncclSuccess && c->finalizing && atomic_load(&c->done) < c->queued) s = ncclInProgress;
     *state = s;
@@ -284,9 +305,13 @@ static void collective_task(void *p)
     ncclComm_t c = a->c;
     int rs = a->op == OP_REDUCE_SCATTER;
     size_t total = a->count * (size_t)c->nranks;
-    const float *send = dd_dev(a->send, 4 * (rs ? total : a->count), "nccl double: send buffer");
-    float *recv = dd_dev(a->recv, 4 * (rs ? a->count : total), "nccl double: receive buffer");
-    if (!send || !recv || atomic_load(&c->state) != ncclSuccess) goto out;
+    cuda_error_seen(c); /* the task runs after a sticky error, to end in order */
+    if (atomic_load(&c->state) != ncclSuccess) goto out;
+    const float *send =
+        a->count ? dd_dev(a->send, 4 * (rs ? total : a->count), "nccl double: send buffer") : NULL;
+    float *recv =
+        a->count ? dd_dev(a->recv, 4 * (rs ? a->count : total), "nccl double: receive buffer") : NULL;
+    if (a->count && (!send || !recv)) goto out;
     if ((long)a->seq == c->hang_at)
         while (!atomic_load(&c->aborted)) sched_yield();
     if ((long)a->seq == c->fail_at) {
@@ -295,6 +320,7 @@ static void collective_task(void *p)
     }
     c->seg->head[c->rank] = (struct header){a->seq, a->op, a->count};
     if (!meet(c) || !same_collective(c)) goto out;
+    if (!a->count && !meet(c)) goto out; /* no chunk meetings: keep the headers until read */
     size_t chunk = rs ? SLOT_FLOATS / (size_t)c->nranks : SLOT_FLOATS;
     for (size_t i0 = 0; i0 < a->count; i0 += chunk) {
         size_t len = a->count - i0 < chunk ? a->count - i0 : chunk;
@@ -311,6 +337,14 @@ static ncclResult_t enqueue(ncclComm_t c, int op, const void *send, void *recv, 
                             ncclDataType_t type, cudaStream_t stream, const char *call)
 {
     if (!c) return ncclInvalidArgument;
+    cuda_error_seen(c);
+    if (c->pending_polls > 0) { /* NCCL: poll until the last call is enqueued first */
+        comm_fail(c, ncclInvalidUsage,
+                  "%s while the previous call was still in progress (ncclInProgress: poll "
+                  "ncclCommGetAsyncError until it is not before the next call)",
+                  call);
+        return ncclInvalidUsage;
+    }
     if (!c->joined || atomic_load(&c->aborted)) {
         comm_fail(c, ncclInvalidUsage, "%s on a communicator %s", call,
                   c->joined ? "that was aborted" : "whose creation has not completed");
@@ -323,8 +357,16 @@ static ncclResult_t enqueue(ncclComm_t c, int op, const void *send, void *recv, 
         return ncclInvalidArgument;
     }
     struct coll_arg a = {c, send, recv, count, ++c->queued, op};
-    dd_enqueue(stream, call, collective_task, &a, sizeof a);
-    return atomic_load(&c->state) == ncclSuccess ? ncclSuccess : atomic_load(&c->state);
+    dd_enqueue_always(stream, call, collective_task, &a, sizeof a);
+    ncclResult_t s = atomic_load(&c->state);
+    if (s != ncclSuccess) return s;
+    /* non-blocking: the first collective (connecting) and a seeded quarter of the others are
+     * still being enqueued when the call returns */
+    if (!c->blocking && (a.seq == 1 || (dd_rand(&c->rng) & 3) == 0)) {
+        c->pending_polls = (int)dd_env("CUDA_DOUBLE_INIT_POLLS", 3);
+        if (c->pending_polls > 0) return ncclInProgress;
+    }
+    return ncclSuccess;
 }
 
 ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t recvcount, ncclDataType_t type,
@@ -352,7 +394,7 @@ ncclResult_t ncclCommFinalize(ncclComm_t c)
 static void release(ncclComm_t c)
 {
     if (c->seg) munmap(c->seg, c->seg_bytes);
-    if (!c->joined && c->rank == 0 && c->seg) shm_unlink(c->name);
+    if (!c->joined && c->rank == 0 && c->seg) shm_unlink(c->name); /* ENOENT if done already */
     pthread_mutex_destroy(&c->mu);
     free(c);
 }
@@ -361,9 +403,8 @@ static void release(ncclComm_t c)
 ncclResult_t ncclCommDestroy(ncclComm_t c)
 {
     if (!c) return ncclInvalidArgument;
-    if (atomic_load(&c->done) < c->queued)
-        comm_fail(c, ncclInvalidUsage, "ncclCommDestroy with %llu collective(s) still queued",
-                  c->queued - atomic_load(&c->done));
+    while (atomic_load(&c->done) < c->queued && !atomic_load(&c->aborted))
+        sched_yield(); /* NCCL's destroy waits for the queued operations */
     release(c);
     return ncclSuccess;
 }

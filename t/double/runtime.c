@@ -17,6 +17,7 @@ struct task {
     struct task *next;
     dd_fn fn;
     const char *what;
+    int always; /* runs after a sticky error too */
     unsigned long long seq;
     unsigned char arg[DD_ARG_BYTES];
 };
@@ -70,7 +71,7 @@ static void *worker(void *arg)
         struct task *t = s->head;
         pthread_mutex_unlock(&s->mu);
         delay(s);
-        if (dd_sticky() == cudaSuccess) t->fn(t->arg); /* after an error, nothing more runs */
+        if (t->always || dd_sticky() == cudaSuccess) t->fn(t->arg); /* else skipped, as on a GPU */
         pthread_mutex_lock(&s->mu);
         s->head = t->next;
         if (!s->head) s->tail = NULL;
@@ -96,9 +97,19 @@ static void start_stream(cudaStream_t s, int legacy_stream)
     pthread_create(&s->thread, NULL, worker, s);
 }
 
+/* The launcher's rank of this process (0 when none says): each rank's streams get their own
+ * delay sequences, so ranks do not run in lock-step. */
+static unsigned launcher_rank(void)
+{
+    static const char *vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"};
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++)
+        if (getenv(vars[i])) return (unsigned)dd_env(vars[i], 0);
+    return 0;
+}
+
 static void init_runtime(void)
 {
-    seed = (unsigned)dd_env("CUDA_DOUBLE_SEED", 1);
+    seed = (unsigned)dd_env("CUDA_DOUBLE_SEED", 1) * 1000003u + launcher_rank();
     max_delay_us = dd_env("CUDA_DOUBLE_MAX_DELAY_US", 200);
     start_stream(&legacy, 1);
 }
@@ -111,7 +122,21 @@ cudaStream_t dd_stream(cudaStream_t s)
     return s ? s : &legacy;
 }
 
+static void enqueue(cudaStream_t s, const char *what, dd_fn fn, const void *arg, size_t bytes,
+                    int always);
+
 void dd_enqueue(cudaStream_t s, const char *what, dd_fn fn, const void *arg, size_t bytes)
+{
+    enqueue(s, what, fn, arg, bytes, 0);
+}
+
+void dd_enqueue_always(cudaStream_t s, const char *what, dd_fn fn, const void *arg, size_t bytes)
+{
+    enqueue(s, what, fn, arg, bytes, 1);
+}
+
+static void enqueue(cudaStream_t s, const char *what, dd_fn fn, const void *arg, size_t bytes,
+                    int always)
 {
     s = dd_stream(s);
     struct task *t = calloc(1, sizeof *t);
@@ -120,9 +145,15 @@ void dd_enqueue(cudaStream_t s, const char *what, dd_fn fn, const void *arg, siz
         dd_fail(cudaErrorMemoryAllocation, "%s: cannot queue the task", what);
         return;
     }
-    t->fn = fn, t->what = what;
+    t->fn = fn, t->what = what, t->always = always;
     memcpy(t->arg, arg, bytes);
     pthread_mutex_lock(&s->mu);
+    if (s->stop) { /* its worker is gone: the work would never run */
+        pthread_mutex_unlock(&s->mu);
+        free(t);
+        dd_fail(cudaErrorInvalidResourceHandle, "%s on a destroyed stream", what);
+        return;
+    }
     t->seq = ++s->queued;
     if (s->tail)
         s->tail->next = t;
@@ -246,12 +277,10 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
 cudaError_t cudaDeviceSynchronize(void)
 {
     dd_stream(NULL);
-    pthread_mutex_lock(&live_mu);
-    cudaStream_t all[256];
-    int n = 0;
-    for (cudaStream_t s = live; s && n < 256; s = s->next_live) all[n++] = s;
+    pthread_mutex_lock(&live_mu); /* streams are never freed: the list only grows */
+    cudaStream_t first = live;
     pthread_mutex_unlock(&live_mu);
-    for (int i = 0; i < n; i++) dd_drain(all[i]);
+    for (cudaStream_t s = first; s; s = s->next_live) dd_drain(s);
     return dd_sticky();
 }
 
@@ -262,8 +291,8 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *out, unsigned flags)
     dd_stream(NULL);
     if (!out) return cudaErrorInvalidValue;
     if (!(flags & cudaStreamNonBlocking)) {
-        dd_fail(cudaErrorNotSupported, "cudaStreamCreateWithFlags: blocking streams are not "
-                                       "modelled by the double (the library creates none)");
+        dd_report("cudaStreamCreateWithFlags: blocking streams are not modelled by the double "
+                  "(the library creates none)");
         return cudaErrorNotSupported;
     }
     cudaStream_t s = calloc(1, sizeof *s);
@@ -276,20 +305,14 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *out, unsigned flags)
 cudaError_t cudaStreamDestroy(cudaStream_t s)
 {
     if (!s || s == &legacy) return cudaErrorInvalidResourceHandle;
-    dd_drain(s); /* CUDA lets queued work finish */
-    pthread_mutex_lock(&live_mu);
-    for (cudaStream_t *p = &live; *p; p = &(*p)->next_live)
-        if (*p == s) {
-            *p = s->next_live;
-            break;
-        }
-    pthread_mutex_unlock(&live_mu);
+    /* Returns at once, as CUDA's does: the worker runs what is queued, then ends. The stream
+     * is never freed, so an event recorded on it stays valid, and cudaDeviceSynchronize still
+     * waits for its queue. */
     pthread_mutex_lock(&s->mu);
     s->stop = 1;
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
-    pthread_join(s->thread, NULL);
-    free(s);
+    pthread_detach(s->thread);
     return cudaSuccess;
 }
 
@@ -385,21 +408,26 @@ struct copy_arg {
     void *dst;
     const void *src;
     size_t bytes;
-    int value; /* fills */
+    int value;  /* fills */
+    void *snap; /* a pageable source's bytes as they were at the call (freed by the task) */
 };
 
-/* Where a copy's end p really is: device memory through its alias, else p itself. */
+/* Where a copy's end p really is: device memory through its alias, else p itself (pinned
+ * memory checked against its allocation). */
 static void *view(const void *p, size_t bytes, const char *what)
 {
-    return dd_kind(p) == 1 ? dd_dev(p, bytes, what) : (void *)p;
+    int kind = dd_kind(p);
+    if (kind == 1) return dd_dev(p, bytes, what);
+    return kind == 2 && !dd_pinned_fits(p, bytes) ? NULL : (void *)p;
 }
 
 static void copy_task(void *p)
 {
     struct copy_arg *a = p;
     void *d = view(a->dst, a->bytes, "cudaMemcpy destination");
-    const void *s = view(a->src, a->bytes, "cudaMemcpy source");
+    const void *s = a->snap ? a->snap : view(a->src, a->bytes, "cudaMemcpy source");
     if (d && s) memmove(d, s, a->bytes);
+    free(a->snap);
 }
 
 static void fill_task(void *p)
@@ -417,37 +445,60 @@ static cudaError_t check_kind(const void *dst, const void *src, enum cudaMemcpyK
     int want_dd = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
     int want_sd = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
     if (kind == cudaMemcpyDefault || (dd == want_dd && sd == want_sd)) return cudaSuccess;
-    dd_fail(cudaErrorInvalidValue, "%s: kind %d but the destination is %s and the source %s", call,
-            (int)kind, dd ? "device" : "host", sd ? "device" : "host");
+    dd_report("%s: kind %d but the destination is %s and the source %s", call, (int)kind,
+              dd ? "device" : "host", sd ? "device" : "host");
     return cudaErrorInvalidValue;
+}
+
+/* Queue the copy on s. CUDA's rules for pageable host memory (kind 0): to the device, the
+ * source is staged at the call (taken now); from the device, the call returns once the copy
+ * is done. *waits = 1 when the caller must drain s (device to pageable host). */
+static cudaError_t queue_copy(void *dst, const void *src, size_t bytes, cudaStream_t s,
+                              int *waits)
+{
+    int dk = dd_kind(dst), sk = dd_kind(src);
+    struct copy_arg a = {dst, src, bytes, 0, NULL};
+    *waits = dk == 0 && sk == 1;
+    if (sk == 0 && dk == 1) {
+        a.snap = malloc(bytes);
+        if (!a.snap) return cudaErrorMemoryAllocation;
+        memcpy(a.snap, src, bytes);
+    }
+    dd_enqueue(s, "cudaMemcpy", copy_task, &a, sizeof a);
+    return cudaSuccess;
 }
 
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind,
                             cudaStream_t s)
 {
     cudaError_t e = check_kind(dst, src, kind, "cudaMemcpyAsync");
-    if (e) return e;
-    if (!bytes) return cudaSuccess;
-    struct copy_arg a = {dst, src, bytes, 0};
-    dd_enqueue(s, "cudaMemcpyAsync", copy_task, &a, sizeof a);
-    return dd_sticky();
+    int waits = 0;
+    if (!e && bytes) e = queue_copy(dst, src, bytes, s, &waits);
+    if (!e && waits) e = dd_drain(s);
+    return e ? e : dd_sticky();
 }
 
-/* On the legacy stream, after its earlier work, and returns once done. */
+/* On the legacy stream, after its earlier work. Returns at once device to device, and from
+ * pageable host memory once the source is staged; otherwise once the copy is done (CUDA's
+ * "API synchronization behavior"). */
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind)
 {
-    cudaError_t e = cudaMemcpyAsync(dst, src, bytes, kind, NULL);
-    return e ? e : dd_drain(NULL);
+    cudaError_t e = check_kind(dst, src, kind, "cudaMemcpy");
+    int waits = 0, dk = dd_kind(dst), sk = dd_kind(src);
+    if (e || !bytes) return e ? e : dd_sticky();
+    if ((e = queue_copy(dst, src, bytes, NULL, &waits))) return e;
+    int async = (dk == 1 && sk == 1) || (dk == 1 && sk == 0);
+    return async ? dd_sticky() : dd_drain(NULL);
 }
 
 cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes, cudaStream_t s)
 {
     if (!bytes) return cudaSuccess;
     if (dd_kind(p) != 1) {
-        dd_fail(cudaErrorInvalidValue, "cudaMemset: %p is not device memory", p);
+        dd_report("cudaMemset: %p is not device memory", p);
         return cudaErrorInvalidValue;
     }
-    struct copy_arg a = {p, NULL, bytes, value};
+    struct copy_arg a = {p, NULL, bytes, value, NULL};
     dd_enqueue(s, "cudaMemset", fill_task, &a, sizeof a);
     return dd_sticky();
 }
