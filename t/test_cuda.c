@@ -125,6 +125,24 @@ static void test_memory(void)
     free(h);
 }
 
+/* A failed cudaMallocHost that is not a shortage of memory is a device error, named (the
+ * double can make it fail so; a GPU cannot be asked to). */
+static void test_pinned_failure(void)
+{
+#ifdef HPCT_CUDA_DOUBLE
+    setenv("CUDA_DOUBLE_FAIL_MALLOC_HOST", "1", 1);
+    void *p = gpu->alloc_host(gctx, 64);
+    unsetenv("CUDA_DOUBLE_FAIL_MALLOC_HOST");
+    tap_ok(!p && strstr(hpct_last_error(gctx), "cudaMallocHost on CUDA device") &&
+               !strstr(hpct_last_error(gctx), "bytes failed"),
+           "cudaMallocHost failing for another reason than memory is a device error: %s",
+           hpct_last_error(gctx));
+    if (p) gpu->free_host(gctx, p);
+#else
+    tap_skip(1, "only the device double can make cudaMallocHost fail for another reason");
+#endif
+}
+
 static void check_gemm(int ta, int tb, int m, int n, int k, float beta, double tol)
 {
     float alpha = 0.7f;
@@ -464,7 +482,7 @@ int main(void)
     if (hpct_ctx_create(NULL, &cctx)) tap_bail("cpu context");
     const char *why = cuda_unusable();
     if (why) tap_skip_all("no CUDA device: %s", why);
-    tap_plan(65);
+    tap_plan(66);
 #ifdef HPCT_CUDA_DOUBLE
     tap_prefix("[device double, not a GPU] "); /* t/double: the CPU runs the cuda backend */
 #endif
@@ -476,6 +494,7 @@ int main(void)
     cfg.device = -1;
     if (hpct_ctx_create(&cfg, &gctx)) tap_bail("cuda context failed after the probe worked");
     test_memory();                                                           /* 2 */
+    test_pinned_failure();                                                   /* 1 */
     test_gemm();                                                             /* 9 */
     test_activations();                                                      /* 8 */
     test_bias_grad();                                                        /* 2 */

@@ -210,6 +210,24 @@ static void same_bits_unoverlapped(hpct_ctx_t ctx, hpct_model_t m, const float *
     free(late);
 }
 
+static void *destroy_model(void *m)
+{
+    hpct_model_destroy(m);
+    return NULL;
+}
+
+/* The model's device memory freed from a thread that never made a device current: the
+ * library must free it on the context's device (under the device double with several
+ * devices and CUDA_DOUBLE_STRICT_DEVICE=1, a free on device 0 instead is an error). */
+static void destroy_on_thread(hpct_model_t m)
+{
+    pthread_t t;
+    int made = pthread_create(&t, NULL, destroy_model, m) == 0;
+    if (made) pthread_join(t, NULL);
+    check(made && cudaGetLastError() == cudaSuccess,
+          "a model destroyed from a second thread frees its memory on the context's device");
+}
+
 static void model_grads(hpct_ctx_t ctx)
 {
     enum { BATCH = 32 };
@@ -246,7 +264,7 @@ static void model_grads(hpct_ctx_t ctx)
           ops0, ops1);
     same_bits_unoverlapped(ctx, m, x, y, avg, total);
     free(mine), free(avg);
-    hpct_model_destroy(m);
+    destroy_on_thread(m);
 }
 
 static int run(void)

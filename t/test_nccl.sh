@@ -63,7 +63,10 @@ layout() { # DESC NP GPUS-NEEDED PATH-SEEN ENV...
 }
 
 plan 16
-layout "W=2, one node (NCCL reduce-scatter + all-gather)" 2 2 "$nccl_seen" HPCT_RANKS_PER_NODE=2
+# (under the double: two devices, rank 1 on device 1, and a thread touching device 0 by default
+# is an error, so the frees from a second thread must make the context's device current)
+layout "W=2, one node (NCCL reduce-scatter + all-gather)" 2 2 "$nccl_seen" HPCT_RANKS_PER_NODE=2 \
+    CUDA_DOUBLE_DEVICES=2 CUDA_DOUBLE_STRICT_DEVICE=1
 layout "W=2, two virtual nodes of 1 (staged through pinned host memory)" 2 1 "$staged_seen" \
     HPCT_RANKS_PER_NODE=1
 # HPCT_NCCL_SOLO=1: every virtual node of one rank makes an NCCL communicator of one rank, so

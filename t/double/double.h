@@ -45,6 +45,8 @@ void dd_report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* 0 after reporting when [p, p + bytes) starts in pinned memory and runs past it; else 1. */
 int dd_pinned_fits(const void *p, size_t bytes);
 cudaError_t dd_sticky(void);
+/* A call that needs a current device (call names it): device 0 if the thread has none. */
+void dd_context(const char *call);
 /* The double's first use: environment, fault handler. Idempotent. */
 void dd_start(void);
 /* Seeded pseudo-random number for stream s's next delay (per-stream sequence). */

@@ -188,6 +188,7 @@ static struct region *new_region(void)
 cudaError_t cudaMalloc(void **p, size_t bytes)
 {
     dd_start();
+    dd_context("cudaMalloc");
     if (!p) return cudaErrorInvalidValue;
     long page = sysconf(_SC_PAGESIZE);
     size_t mapped = ((bytes ? bytes : 1) + (size_t)page - 1) / (size_t)page * (size_t)page;
@@ -216,6 +217,7 @@ cudaError_t cudaMalloc(void **p, size_t bytes)
 cudaError_t cudaFree(void *p)
 {
     dd_start();
+    dd_context("cudaFree");
     cudaDeviceSynchronize();
     if (!p) return cudaSuccess;
     pthread_mutex_lock(&mu);
@@ -235,8 +237,10 @@ cudaError_t cudaFree(void *p)
 cudaError_t cudaMallocHost(void **p, size_t bytes)
 {
     dd_start();
+    dd_context("cudaMallocHost");
     void *m = NULL;
     if (!p) return cudaErrorInvalidValue;
+    if (dd_env("CUDA_DOUBLE_FAIL_MALLOC_HOST", 0) == 1) return cudaErrorNotSupported; /* a test's */
     if (posix_memalign(&m, 4096, bytes ? bytes : 1)) return cudaErrorMemoryAllocation;
     memset(m, 0xff, bytes ? bytes : 1); /* NaN: a read of what nobody wrote shows */
     pthread_mutex_lock(&mu);
@@ -254,6 +258,7 @@ cudaError_t cudaMallocHost(void **p, size_t bytes)
 cudaError_t cudaFreeHost(void *p)
 {
     dd_start();
+    dd_context("cudaFreeHost");
     cudaDeviceSynchronize();
     if (!p) return cudaSuccess;
     pthread_mutex_lock(&mu);

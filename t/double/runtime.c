@@ -1,6 +1,9 @@
 /* runtime.c (device double): streams as worker threads, events as positions in a stream's
  * queue, copies and fills as queued tasks, and the device queries. One device per process
- * ("cuda double"); cudaSetDevice accepts device 0 only. */
+ * ("cuda double"): CUDA_DOUBLE_DEVICES (default 1, at most 8) devices, each thread's current
+ * device its own. A call that needs a device on a thread that never made one current makes
+ * device 0 current, as CUDA does (creating a context there); with several devices that is
+ * said on stderr, and with CUDA_DOUBLE_STRICT_DEVICE=1 it is a sticky error. */
 #define _GNU_SOURCE
 #include "double.h"
 
@@ -138,6 +141,7 @@ void dd_enqueue_always(cudaStream_t s, const char *what, dd_fn fn, const void *a
 static void enqueue(cudaStream_t s, const char *what, dd_fn fn, const void *arg, size_t bytes,
                     int always)
 {
+    dd_context(what);
     s = dd_stream(s);
     struct task *t = calloc(1, sizeof *t);
     if (!t || bytes > DD_ARG_BYTES) {
@@ -237,25 +241,51 @@ cudaError_t cudaGetLastError(void)
     return dd_sticky();
 }
 
+static _Thread_local int current = -1; /* this thread's device; -1: never set */
+
+static int devices(void)
+{
+    long n = dd_env("CUDA_DOUBLE_DEVICES", 1);
+    return n < 1 ? 1 : n > 8 ? 8 : (int)n;
+}
+
+void dd_context(const char *call)
+{
+    if (current >= 0) return;
+    current = 0;
+    if (devices() == 1) return;
+    if (dd_env("CUDA_DOUBLE_STRICT_DEVICE", 0) == 1)
+        dd_fail(cudaErrorInvalidDevice,
+                "%s on a thread that never made a device current: CUDA creates a context on "
+                "device 0 here (CUDA_DOUBLE_STRICT_DEVICE)",
+                call);
+    else
+        dd_report("%s on a thread that never made a device current: CUDA creates a context on "
+                  "device 0 here",
+                  call);
+}
+
 cudaError_t cudaGetDeviceCount(int *count)
 {
     dd_stream(NULL);
     if (!count) return cudaErrorInvalidValue;
-    *count = 1;
+    *count = devices();
     return cudaSuccess;
 }
 
 cudaError_t cudaSetDevice(int device)
 {
     dd_stream(NULL);
-    if (device != 0) return cudaErrorInvalidDevice;
+    if (device < 0 || device >= devices()) return cudaErrorInvalidDevice;
+    current = device;
     return dd_sticky(); /* CUDA's may return an earlier asynchronous error */
 }
 
 cudaError_t cudaGetDevice(int *device)
 {
     if (!device) return cudaErrorInvalidValue;
-    *device = 0;
+    dd_context("cudaGetDevice");
+    *device = current;
     return cudaSuccess;
 }
 
@@ -263,12 +293,13 @@ cudaError_t cudaGetDevice(int *device)
  * node never share one. */
 cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
 {
-    if (!prop || device != 0) return cudaErrorInvalidDevice;
+    if (!prop || device < 0 || device >= devices()) return cudaErrorInvalidDevice;
     memset(prop, 0, sizeof *prop);
     snprintf(prop->name, sizeof prop->name, "cuda double (CPU)");
     uint32_t pid = (uint32_t)getpid();
     memcpy(prop->uuid.bytes, "hpctdbl", 7);
     memcpy(prop->uuid.bytes + 8, &pid, sizeof pid);
+    prop->uuid.bytes[12] = (char)device;
     prop->totalGlobalMem = (size_t)1 << 34;
     prop->major = 9, prop->minor = 0, prop->multiProcessorCount = 1;
     return cudaSuccess;
@@ -277,6 +308,7 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
 cudaError_t cudaDeviceSynchronize(void)
 {
     dd_stream(NULL);
+    dd_context("cudaDeviceSynchronize");
     pthread_mutex_lock(&live_mu); /* streams are never freed: the list only grows */
     cudaStream_t first = live;
     pthread_mutex_unlock(&live_mu);
