@@ -162,3 +162,18 @@ t_lib_twin_c_LDADD = $(HPCT_LIBS)
 t/lib/fortran_api.$(OBJEXT): $(HPCT_FMOD) $(HPCT_TAPF)
 t/lib/fortran_mpi.$(OBJEXT) t/lib/fortran_twin.$(OBJEXT): $(HPCT_FMOD)
 endif
+
+# ---- tiers: make check runs every test; make check-fast the ones to run after each change;
+# make check-long the long programs (over about 15 s each on an idle 2-core machine, and the
+# benchmarks' smoke test). make list-fast-tests prints the fast tier (.ci/run's distcheck).
+LONG_TESTS = t/test_train_preempt_w2.sh t/test_dist_algo.sh t/test_dist_grads.sh \
+	t/test_slurm_train.sh t/test_train_hang.sh t/test_slurm_insitu.sh t/test_fuzz_shard.sh \
+	t/test_bench_smoke.sh t/test_train_preempt_early.sh t/test_train_diverge.sh
+list-fast-tests:
+	@fast=; for t in $(TESTS); do case " $(LONG_TESTS) " in *" $$t "*) ;; \
+	*) fast="$$fast $$t" ;; esac; done; echo $$fast
+check-fast:
+	@$(MAKE) $(AM_MAKEFLAGS) check TESTS="`$(MAKE) -s list-fast-tests`"
+check-long:
+	@$(MAKE) $(AM_MAKEFLAGS) check TESTS="$(LONG_TESTS)"
+.PHONY: list-fast-tests check-fast check-long
