@@ -9,7 +9,11 @@
 #       directory per rank, both on one 100 KiB tmpfs); the program exits 3 on the error;
 #   (b) the same with one writer (rank 0, shared directory) on 48 KiB: rank 1 reports the
 #       agreed error too;
-#   (c) hpctrain train at W = 2 on 64 KiB: exit 1 (an I/O failure, not 3 "bad data").
+#   (c) hpctrain train at W = 2 on 64 KiB: exit 1 (an I/O failure, not 3 "bad data");
+#   (d) the metrics file alone on 8 KiB (issue 37, finding 9): the record that meets ENOSPC
+#       is taken back whole (the file ends on a newline, every line a whole record), the
+#       failure is said once at HPCT_LOG_ERROR naming the file, and `hpctrain report` names
+#       a file cut inside a record (line and byte offset).
 . "${top_srcdir:-.}/t/lib/train_lib.sh"
 PROG="$top_builddir/t/lib/insitu_prog"
 need_tool
@@ -27,7 +31,7 @@ small_fs() {
 }
 small_fs "$work/probe" 4k
 make_data
-plan 12
+plan 16
 ENOSPC="No space left on device"
 
 # clean DESC OUT DIR...: the three points every case shares: the failed save is named with its
@@ -80,4 +84,24 @@ train 2 "$work/c/ck" "$work/c.out" --checkpoint-every-steps 2 --checkpoint-keep 
 ok $? "hpctrain train, 64 KiB: an I/O failure on rank 0, said so, exit 1 (got $rc)" ||
     show "$work/c.out" 12
 clean "hpctrain train" "$work/c.out" "$work/c/ck"
+
+# (d) metrics file on 8 KiB, checkpoints elsewhere
+small_fs "$work/d" 8k
+HPCT_LOG_LEVEL=1 train 1 "$work/d-ck" "$work/d.out" --metrics-file "$work/d/m.jsonl" \
+    --log-interval 1 --checkpoint-every-steps 0
+m="$work/d/m.jsonl"
+[ -s "$m" ] && [ "$(tail -c 1 "$m" | od -An -c | tr -d ' ')" = '\n' ] &&
+    [ "$("$TOOL" report --no-plots "$m" 2>&1 | sed -n 's/.*lines, \([0-9]*\) skipped.*/\1/p')" = 0 ]
+ok $? "metrics on a full disk: the file ends on a whole record, none unreadable ($(wc -c <"$m") bytes)" ||
+    show "$work/d.out" 12
+n=$(grep -c "metrics file $m: cannot append a record at byte [0-9]*: $ENOSPC" "$work/d.out")
+is "$n" 1 "the first lost record is said once at HPCT_LOG_ERROR, naming the file, offset, ENOSPC"
+head -c 1000 "$m" >"$work/cut.jsonl"
+"$TOOL" report --no-plots "$work/cut.jsonl" >"$work/cut.out" 2>&1
+grep -q "warning: the metrics file is truncated: its last line (line [0-9]*, from byte [0-9]*) ends inside a record" \
+    "$work/cut.out"
+ok $? "hpctrain report names a metrics file cut inside a record, with line and byte offset" ||
+    show "$work/cut.out"
+grep -q "^hpctrain: done" "$work/d.out"
+ok $? "the run itself completes (losing metrics records does not stop training)" || show "$work/d.out"
 done_testing

@@ -8,12 +8,15 @@
 #  - an error without ierr on a local context: the message, then ERROR STOP (exit 1);
 #  - hpct_abort_job ends the job with the exit code given;
 #  - in-situ steps at W = 2 with uneven local batches (one rank empty at first): the same
-#    global loss, bit for bit, on both ranks, and identical replicas.
+#    global loss, bit for bit, on both ranks, and identical replicas;
+#  - a wrong x shape on rank 1 only, in hpct_insitu_step and in hpct_model_loss_grad with
+#    averaging on: both ranks fail within seconds naming rank 1 (deadline 60 s), and
+#    hpct_finalize succeeds on both (issue 37, finding 5).
 . "${top_srcdir:-.}/t/lib/fortran_lib.sh"
 need_fortran
 need_mpi
 PROG="$builddir/t/lib/fortran_mpi"
-plan 10
+plan 14
 
 # passed OUT: exit 0, some PASS lines and no FAIL line.
 passed() { [ "$rc" = 0 ] && grep -q '^PASS' "$1" && ! grep -q '^FAIL' "$1"; }
@@ -56,4 +59,15 @@ l0=$(sed -n 's/^LOSS rank 0 //p' "$work/insitu")
 l1=$(sed -n 's/^LOSS rank 1 //p' "$work/insitu")
 [ -n "$l0" ] && [ "$l0" = "$l1" ]
 ok $? "both ranks get the same global losses, bit for bit ($l0)" || show "$work/insitu"
+
+for call in insitu grad; do
+    start=$(date +%s)
+    run "$work/bad_$call" mpi 2 "$PROG" badshape "$call"
+    took=$(($(date +%s) - start))
+    passed "$work/bad_$call" && [ "$(grep -c '^PASS' "$work/bad_$call")" = 6 ]
+    ok $? "W=2, $call: rank 1's wrong x shape fails the call on both ranks, naming rank 1; finalize succeeds (exit $rc)" ||
+        show "$work/bad_$call"
+    [ "$took" -lt 10 ]
+    ok $? "$call: both ranks returned in ${took} s (< 10 s; the deadline is 60 s)"
+done
 done_testing

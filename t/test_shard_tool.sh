@@ -1,7 +1,8 @@
 #!/bin/sh
 # hpctrain shard end to end: Fashion-MNIST (IDX, gzip and plain), .npy and CSV inputs become
 # shards + manifest that the reader serves to two ranks; --index rebuilds the same manifest;
-# usage errors exit 2, bad data exits 3.
+# usage errors exit 2, bad data exits 3: among them a FIFO input (refused at once, not read),
+# .npy format versions other than 1.0-3.0 and malformed .npy header dicts (issue 37, 11).
 build=${top_builddir:-.}
 tool="$build/tools/hpctrain"
 check="$build/t/lib/data_check"
@@ -11,7 +12,7 @@ trap 'rm -rf "$work"' EXIT
 . "${top_srcdir:-.}/t/lib/tap.sh"
 status() { "$@" >"$work/out" 2>&1; echo $?; }
 
-plan 31
+plan 37
 "$tool" --version | grep -q '^hpctrain [0-9]' ; ok $? "hpctrain --version"
 [ "$(status "$tool" frobnicate)" = 2 ]; ok $? "unknown command exits 2"
 [ "$(status "$tool" shard "$fm/train-images-idx3-ubyte.gz")" = 2 ] && grep -q -- '-o' "$work/out"
@@ -60,10 +61,16 @@ fi
 # .npy: uint8 [6, 2, 3] inputs and int64 labels, written byte by byte.
 python3 - "$work" <<'PY'
 import struct, sys
-def npy(path, descr, shape, payload):
-    hdr = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, shape)
+def npy(path, descr, shape, payload, dict=None, version=b'\x01\x00'):
+    hdr = dict or "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, shape)
     hdr += ' ' * (63 - (10 + len(hdr)) % 64) + '\n'
-    open(path, 'wb').write(b'\x93NUMPY\x01\x00' + struct.pack('<H', len(hdr)) + hdr.encode() + payload)
+    open(path, 'wb').write(b'\x93NUMPY' + version + struct.pack('<H', len(hdr)) + hdr.encode() + payload)
+npy(sys.argv[1] + '/v9.npy', '|u1', '(6, 2, 3)', bytes(range(36)), version=b'\x09\x00')
+npy(sys.argv[1] + '/quote.npy', '', '', bytes(range(36)),
+    "{'descr': '|u1', 'fortran_order: False, 'shape': (6, 2, 3), }")
+npy(sys.argv[1] + '/brace.npy', '', '', bytes(range(36)),
+    "{'descr': '|u1', 'fortran_order': False, 'shape': (6, 2, 3), ")
+npy(sys.argv[1] + '/nokey.npy', '', '', bytes(range(36)), "{'descr': '|u1', 'shape': (6, 2, 3), }")
 npy(sys.argv[1] + '/x.npy', '|u1', '(6, 2, 3)', bytes(range(36)))
 npy(sys.argv[1] + '/y.npy', '<i8', '(6,)', struct.pack('<6q', 0, 1, 2, 0, 1, 2))
 npy(sys.argv[1] + '/ybig.npy', '<i8', '(6,)', struct.pack('<6q', 0, 1, 2, 1 << 40, 1, 2))
@@ -172,4 +179,28 @@ r1=$?
 "$check" "$work/npy/link.txt" 6 2 3 0 17.5 >"$work/out2" 2>&1
 [ $rc1 != 0 ] && [ $r1 = 0 ] && grep -q "name the same shard file ('shard-00001.h5' and 'link.h5')" "$work/out2"
 ok $? "a manifest naming one shard twice (./ and a symbolic link) is refused, naming both lines"
+
+# Inputs that are not regular files are refused before anything reads them (issue 37, 11):
+# a FIFO with no writer used to block the converter forever.
+mkfifo "$work/f.csv"
+rc=$(status timeout -s KILL 20 "$tool" shard -o "$work/fifo" "$work/f.csv")
+[ "$rc" = 3 ] && grep -q "f.csv: not a regular file (a FIFO)" "$work/out"
+ok $? "a FIFO input exits 3 at once, naming it (exit $rc)" || sed 's/^/#   /' "$work/out"
+mkdir "$work/dir.csv"
+[ "$(status "$tool" shard -o "$work/dir" "$work/dir.csv")" = 3 ] &&
+    grep -q "not a regular file (a directory)" "$work/out"
+ok $? "a directory given as input exits 3, naming it"
+# .npy: only format versions 1.0, 2.0 and 3.0; one header dict with the three keys, each
+# quoted, its quotes and brackets balanced.
+npy_refused() { # FILE NEEDLE DESCRIPTION
+    rc=$(status "$tool" shard -o "$work/bad" "$work/$1" "$work/y.npy")
+    [ "$rc" = 3 ] && grep -q "$1: $2" "$work/out"
+    ok $? "$3 (exit $rc)" || sed 's/^/#   /' "$work/out"
+}
+npy_refused v9.npy ".npy format version 9.0 is not supported" ".npy major version 9 exits 3, naming it"
+npy_refused quote.npy "malformed .npy header: unknown key 'fortran_order: False, '" \
+    "a .npy header with an unbalanced key quote exits 3"
+npy_refused brace.npy "malformed .npy header: unbalanced braces" "a .npy header dict left open exits 3"
+npy_refused nokey.npy "malformed .npy header: key 'fortran_order' is missing" \
+    "a .npy header without fortran_order exits 3"
 done_testing

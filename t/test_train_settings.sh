@@ -4,11 +4,12 @@
 # naming the option or variable), a missing manifest file (exit 3, naming it), a global
 # batch that does not split into micro-batches (exit 2), and a checkpoint saved with
 # different settings (another lr): refused with exit 2 naming the checkpoint, loaded with
-# --allow-config-change; a change of settings that are not hashed (cadence, logging) resumes.
+# --allow-config-change; a change of settings that are not hashed (cadence, logging) resumes;
+# a run that fails before any checkpoint is loaded does not say "resumed from" (issue 37, 12).
 . "${top_srcdir:-.}/t/lib/train_lib.sh"
 need_tool
 make_data
-echo "1..22"
+echo "1..23"
 
 cp "$work/train.conf" "$work/typo.conf"
 echo "hiden = 32" >>"$work/typo.conf"
@@ -159,3 +160,10 @@ train 1 "$work/cur" "$work/out" --train-manifest "$work/small/manifest.txt" --al
 [ $rc != 0 ] && grep -q "checkpoint $work/cur/ckpt-000000000020.h5: its data cursor (epoch 0, step 20) does not fit this dataset" "$work/out"
 ok $? "a cursor beyond a smaller dataset's epoch: refused naming the checkpoint, exit $rc"
 show "$work/out" 2
+
+# A failure before the resume (the metrics file cannot be opened) with no checkpoint: the
+# tool used to add "resumed from the checkpoint of step 0".
+train 1 "$work/nock" "$work/out" --metrics-file "$work/no/such/dir/m.jsonl"
+[ $rc != 0 ] && grep -q "no/such/dir/m.jsonl" "$work/out" && ! grep -q "resumed from" "$work/out"
+ok $? "a run that fails before loading anything does not claim a resume (exit $rc)"
+show "$work/out" 3

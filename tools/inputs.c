@@ -5,11 +5,14 @@
 #include "tools.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 int tool_error(int code, const char *fmt, ...)
@@ -39,11 +42,33 @@ static int append(unsigned char **buf, size_t *n, size_t *cap, const void *src, 
     return 0;
 }
 
+/* *f = path opened for reading if it is a regular file; 0 or an exit code. Opening a FIFO
+ * does not wait for a writer (O_NONBLOCK, cleared once the file is known to be regular). */
+static int open_regular(const char *path, FILE **f)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return tool_error(TOOL_DATA, "%s: %s", path, strerror(errno));
+    struct stat st = {0};
+    int flags = fcntl(fd, F_GETFL);
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || flags < 0 ||
+        fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0) {
+        close(fd);
+        return tool_error(TOOL_DATA, "%s: not a regular file (%s): inputs must be files", path,
+                          S_ISFIFO(st.st_mode)  ? "a FIFO"
+                          : S_ISDIR(st.st_mode) ? "a directory"
+                                                : "a device, a socket or unreadable");
+    }
+    *f = fdopen(fd, "rb");
+    if (!*f) return close(fd), tool_error(TOOL_FAILED, "%s: %s", path, strerror(errno));
+    return TOOL_OK;
+}
+
 /* Whole raw file into *raw [*len]; 0 or an exit code. */
 static int read_raw(const char *path, unsigned char **raw, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return tool_error(TOOL_DATA, "%s: %s", path, strerror(errno ? errno : EIO));
+    FILE *f;
+    int opened = open_regular(path, &f);
+    if (opened) return opened;
     unsigned char chunk[1 << 16];
     size_t got, cap = 0;
     int rc = TOOL_OK;
@@ -233,6 +258,115 @@ static int npy_shape(const char *v, tool_array_t *a)
     return a->rank >= 1 ? 0 : -1;
 }
 
+/* The malformed-header error of path: TOOL_DATA. */
+static int npy_bad(const char *path, const char *fmt, ...)
+{
+    char why[200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    return tool_error(TOOL_DATA, "%s: malformed .npy header: %s", path, why);
+}
+
+/* Index of the dict key k [n] in descr, fortran_order, shape; -1 for any other. */
+static int npy_key_index(const char *k, size_t n)
+{
+    static const char *keys[3] = {"descr", "fortran_order", "shape"};
+    for (int i = 0; i < 3; i++)
+        if (strlen(keys[i]) == n && !strncmp(k, keys[i], n)) return i;
+    return -1;
+}
+
+/* The quoted key at q (a quote) of the header h, its closing quote at end: known, not seen
+ * before (*seen: a bit per key), followed by ':'. 0 or the error. */
+static int npy_take_key(const char *path, const char *h, const char *q, const char *end, int *seen)
+{
+    int n = (int)(end - q - 1), k = npy_key_index(q + 1, (size_t)n);
+    if (k < 0) return npy_bad(path, "unknown key '%.*s' at byte %td", n, q + 1, q - h);
+    if (*seen & 1 << k) return npy_bad(path, "key '%.*s' given twice", n, q + 1);
+    *seen |= 1 << k;
+    if (end[1 + strspn(end + 1, " ")] != ':')
+        return npy_bad(path, "key '%.*s' is not followed by ':'", n, q + 1);
+    return TOOL_OK;
+}
+
+/* The header h is one Python dict literal with the keys descr, fortran_order and shape,
+ * each once, quotes and brackets balanced, nothing but blanks after it. 0 or the error. */
+static int npy_check_dict(const char *path, const char *h)
+{
+    const char *p = h + strspn(h, " ");
+    int depth = 0, seen = 0, want_key = 0, rc = TOOL_OK;
+    if (*p != '{') return npy_bad(path, "not a dict (no '{' at its start)");
+    for (; *p && !rc; p++) {
+        const char *q = *p == '\'' || *p == '"' ? strchr(p + 1, *p) : NULL;
+        if ((*p == '\'' || *p == '"') && !q)
+            return npy_bad(path, "unbalanced quote at byte %td", p - h);
+        if (q && depth == 1 && want_key)
+            rc = npy_take_key(path, h, p, q, &seen), want_key = 0;
+        else if (!q && depth == 1 && want_key && !strchr(" \n}", *p))
+            rc = npy_bad(path, "a key that is not a quoted string at byte %td", p - h);
+        if (q)
+            p = q;
+        else if (strchr("{([", *p))
+            want_key = ++depth == 1;
+        else if (strchr("})]", *p) && --depth == 0)
+            break;
+        else if (*p == ',' && depth == 1)
+            want_key = 1;
+    }
+    if (rc) return rc;
+    if (depth != 0) return npy_bad(path, "unbalanced braces or parentheses");
+    if (p[1 + strspn(p + 1, " \n")])
+        return npy_bad(path, "text after the dict at byte %td", p + 1 - h);
+    if (seen != 7)
+        return npy_bad(path, "key '%s' is missing",
+                       !(seen & 1)   ? "descr"
+                       : !(seen & 2) ? "fortran_order"
+                                     : "shape");
+    return TOOL_OK;
+}
+
+/* The header's length and the data's offset of a .npy file buf [len]: 0 or the error (the
+ * magic, a format version other than 1.0, 2.0, 3.0, a length past the end). */
+static int npy_layout(const char *path, const unsigned char *buf, size_t len, size_t *hlen,
+                      size_t *start)
+{
+    if (len < 10 || memcmp(buf, "\x93NUMPY", 6))
+        return tool_error(TOOL_DATA, "%s: not a .npy file (bad magic)", path);
+    if (buf[6] < 1 || buf[6] > 3 || buf[7] != 0)
+        return tool_error(TOOL_DATA,
+                          "%s: .npy format version %d.%d is not supported (1.0, 2.0 and 3.0 are)",
+                          path, buf[6], buf[7]);
+    size_t at = buf[6] == 1 ? 10 : 12;
+    *hlen = 0;
+    if (len >= at) *hlen = (size_t)buf[8] | (size_t)buf[9] << 8;
+    if (len >= at && at == 12) *hlen |= (size_t)buf[10] << 16 | (size_t)buf[11] << 24;
+    *start = at + *hlen;
+    if (!*hlen || *start > len)
+        return tool_error(TOOL_DATA,
+                          "%s: .npy header of %zu bytes does not fit the file (%zu bytes)", path,
+                          *hlen, len);
+    return TOOL_OK;
+}
+
+/* The dtype, order and shape of a well-formed header, for data_len bytes of data. */
+static int npy_fields(const char *path, const char *header, tool_array_t *a, size_t data_len)
+{
+    const char *order = npy_field(header, "'fortran_order'");
+    if (npy_descr(npy_field(header, "'descr'"), &a->type))
+        return tool_error(
+            TOOL_DATA, "%s: unsupported dtype (want little-endian u1..u8, i1..i8, f4, f8)", path);
+    if (!order || strncmp(order, "False", 5))
+        return tool_error(TOOL_DATA, "%s: Fortran-order arrays are not supported", path);
+    if (npy_shape(npy_field(header, "'shape'"), a))
+        return tool_error(TOOL_DATA, "%s: cannot read the shape", path);
+    if (bytes_of(a) != data_len)
+        return tool_error(TOOL_DATA, "%s: shape promises %llu bytes of data, file has %zu", path,
+                          (unsigned long long)bytes_of(a), data_len);
+    return TOOL_OK;
+}
+
 /* NumPy .npy v1-v3, little-endian, C order. */
 int tool_read_npy(const char *path, tool_array_t *a)
 {
@@ -241,31 +375,12 @@ int tool_read_npy(const char *path, tool_array_t *a)
     int rc = slurp(path, &buf, &len);
     if (rc) return rc;
     size_t hlen = 0, start = 0;
-    if (len >= 10 && !memcmp(buf, "\x93NUMPY", 6)) {
-        hlen = buf[6] == 1 ? (size_t)buf[8] | (size_t)buf[9] << 8
-               : len >= 12 ? (size_t)buf[8] | (size_t)buf[9] << 8 | (size_t)buf[10] << 16 |
-                                 (size_t)buf[11] << 24
-                           : 0;
-        start = (buf[6] == 1 ? 10 : 12) + hlen;
-    }
-    if (!hlen || start > len) {
-        free(buf);
-        return tool_error(TOOL_DATA, "%s: not a .npy file (bad magic or header)", path);
-    }
-    char *header = strndup((char *)buf + start - hlen, hlen);
-    if (!header || npy_descr(npy_field(header, "'descr'"), &a->type))
-        rc = tool_error(TOOL_DATA,
-                        "%s: unsupported dtype (want little-endian u1..u8, i1..i8, "
-                        "f4, f8)",
-                        path);
-    else if (!npy_field(header, "'fortran_order'") ||
-             strncmp(npy_field(header, "'fortran_order'"), "False", 5))
-        rc = tool_error(TOOL_DATA, "%s: Fortran-order arrays are not supported", path);
-    else if (npy_shape(npy_field(header, "'shape'"), a))
-        rc = tool_error(TOOL_DATA, "%s: cannot read the shape", path);
-    else if (bytes_of(a) != len - start)
-        rc = tool_error(TOOL_DATA, "%s: shape promises %llu bytes of data, file has %zu", path,
-                        (unsigned long long)(bytes_of(a)), len - start);
+    rc = npy_layout(path, buf, len, &hlen, &start);
+    char *header = rc ? NULL : strndup((char *)buf + start - hlen, hlen);
+    if (!rc && !header) rc = tool_error(TOOL_FAILED, "out of memory");
+    if (!rc && strlen(header) != hlen) rc = npy_bad(path, "a NUL byte in the header");
+    if (!rc) rc = npy_check_dict(path, header);
+    if (!rc) rc = npy_fields(path, header, a, len - start);
     free(header);
     if (rc) {
         free(buf);

@@ -53,6 +53,8 @@ struct run {
     long ckpts, ckpt_bytes, ckpt_min, ckpt_max;
     double ckpt_block;
     int stragglers, bad_lines, lines;
+    int cut_line;    /* line number of a last line without its newline (0: none) ... */
+    long cut_offset; /* ... and the byte offset where it starts */
     char last_straggler[160];
     long overlap_steps; /* steps recorded again after a resume from an older checkpoint */
     long gap_steps;     /* steps missing between segments */
@@ -192,15 +194,21 @@ static int read_file(const char *path, struct run *R)
                             strerror(errno));
     static char line[65536];
     static struct report_record rec;
+    long at = 0;
     while (fgets(line, sizeof line, f)) {
         size_t len = strlen(line);
+        long start = at;
+        at += (long)len;
         if (len && line[len - 1] != '\n' && !feof(f)) { /* too long: skip the rest */
             int c;
-            while ((c = fgetc(f)) != EOF && c != '\n') continue;
+            while ((c = fgetc(f)) != EOF && c != '\n') at++;
+            at += c == '\n';
             R->bad_lines++, R->lines++;
             continue;
         }
         R->lines++;
+        if (len && line[len - 1] != '\n') /* the file ends inside this line */
+            R->cut_line = R->lines, R->cut_offset = start;
         if (len <= 1) continue;
         if (report_parse(line, &rec) || !report_get(&rec, "type")) {
             R->bad_lines++;
@@ -245,6 +253,11 @@ static void print_segments(const struct run *R)
 static void print_summary(const char *path, const struct run *R)
 {
     printf("metrics: %s (%d lines, %d skipped as unreadable)\n", path, R->lines, R->bad_lines);
+    if (R->cut_line)
+        printf("warning: the metrics file is truncated: its last line (line %d, from byte %ld) "
+               "ends inside a record; anything the run recorded after it is missing (a full "
+               "disk, or a crash)\n",
+               R->cut_line, R->cut_offset);
     print_segments(R);
     long last = R->nstep ? (long)R->step_x[R->nstep - 1] : -1;
     printf("steps: %ld reported up to step %ld", (long)R->nstep, last);

@@ -501,7 +501,7 @@ static int train_and_report(struct run *r)
     if (code || (code = open_checkpoints(r))) return code;
     print_layout(r, steps_per_epoch);
     hpct_train_config_t tc = train_config(r, steps_per_epoch);
-    hpct_train_result_t res;
+    hpct_train_result_t res = {.resumed_from = -1}; /* hpct_train may fail before filling it */
     s = hpct_train(r->model, r->opt, r->train, r->ck, &tc, &res);
     return report(r, s, &res);
 }

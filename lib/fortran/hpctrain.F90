@@ -1066,6 +1066,20 @@ module hpctrain
             integer(c_int), intent(out) :: inputs, outputs, loss
             integer(c_int) :: s
         end function
+        function hpcti_f_loss_grad_refused(model, status) bind(C, name="hpcti_f_loss_grad_refused") &
+            result(s)
+            import :: c_int, c_ptr
+            type(c_ptr), value :: model
+            integer(c_int), value :: status
+            integer(c_int) :: s
+        end function
+        function hpcti_f_insitu_refused(session, status) bind(C, name="hpcti_f_insitu_refused") &
+            result(s)
+            import :: c_int, c_ptr
+            type(c_ptr), value :: session
+            integer(c_int), value :: status
+            integer(c_int) :: s
+        end function
         function hpcti_f_dataset_local_batch(ds, local_batch) &
             bind(C, name="hpcti_f_dataset_local_batch") result(s)
             import :: c_int, c_ptr
@@ -1728,7 +1742,11 @@ contains
         s = check_inputs(model, x, fn, px, batch, outputs, kind)
         if (s == 0) s = wrong_targets(model, kind, .true., fn)
         if (s == 0) s = check_vector(model%ctx, y, int(batch, c_size_t), "y(batch)", fn, py)
-        if (s == 0) s = loss_grad_call(model, px, py, batch, loss, accumulate)
+        if (s == 0) then
+            s = loss_grad_call(model, px, py, batch, loss, accumulate)
+        else ! the peers' call agrees on every rank's status before averaging: join it
+            s = hpcti_f_loss_grad_refused(model%ptr, s)
+        end if
         call finish(s, model%ctx, fn, ierr)
     end subroutine
 
@@ -1747,7 +1765,11 @@ contains
         if (s == 0) s = wrong_targets(model, kind, .false., fn)
         if (s == 0) s = check_matrix(model%ctx, y, int(outputs, c_size_t), int(batch, c_size_t), &
             "y(outputs, batch)", fn, py)
-        if (s == 0) s = loss_grad_call(model, px, py, batch, loss, accumulate)
+        if (s == 0) then
+            s = loss_grad_call(model, px, py, batch, loss, accumulate)
+        else ! the peers' call agrees on every rank's status before averaging: join it
+            s = hpcti_f_loss_grad_refused(model%ptr, s)
+        end if
         call finish(s, model%ctx, fn, ierr)
     end subroutine
 
@@ -3237,7 +3259,11 @@ contains
         integer(c_int) :: s, batch, outputs
         s = check_insitu_inputs(session, x, .true., fn, px, batch, outputs)
         if (s == 0) s = check_vector(session%ctx, y, int(batch, c_size_t), "y(local_batch)", fn, py)
-        if (s == 0) s = insitu_step_call(session, px, py, batch, loss)
+        if (s == 0) then
+            s = insitu_step_call(session, px, py, batch, loss)
+        else ! the step's agreement: every rank fails at once, naming this one
+            s = hpcti_f_insitu_refused(session%ptr, s)
+        end if
         call finish(s, session%ctx, fn, ierr)
     end subroutine
 
@@ -3255,7 +3281,11 @@ contains
         if (.not. c_associated(session%model)) outputs = int(size(y, 1), c_int)
         if (s == 0) s = check_matrix(session%ctx, y, int(outputs, c_size_t), int(batch, c_size_t), &
             "y(outputs, local_batch)", fn, py)
-        if (s == 0) s = insitu_step_call(session, px, py, batch, loss)
+        if (s == 0) then
+            s = insitu_step_call(session, px, py, batch, loss)
+        else ! the step's agreement: every rank fails at once, naming this one
+            s = hpcti_f_insitu_refused(session%ptr, s)
+        end if
         call finish(s, session%ctx, fn, ierr)
     end subroutine
 

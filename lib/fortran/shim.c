@@ -4,6 +4,7 @@
 #include "../core/core.h"
 #include "../data/reader.h"
 #include "../model/model.h"
+#include "../train/insitu.h"
 
 hpct_status_t hpcti_f_error(hpct_ctx_t ctx, hpct_status_t status, const char *msg)
 {
@@ -24,4 +25,14 @@ hpct_status_t hpcti_f_dataset_local_batch(hpct_dataset_t ds, int *local_batch)
     if (!ds || !local_batch) return HPCT_ERR_INVALID_ARG;
     *local_batch = ds->local_batch;
     return HPCT_SUCCESS;
+}
+
+hpct_status_t hpcti_f_loss_grad_refused(hpct_model_t model, hpct_status_t status)
+{
+    return hpcti_model_refuse(model, status, "hpct_model_loss_grad");
+}
+
+hpct_status_t hpcti_f_insitu_refused(hpct_insitu_t session, hpct_status_t status)
+{
+    return hpcti_insitu_refuse(session, "hpct_insitu_step", status);
 }

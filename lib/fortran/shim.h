@@ -13,5 +13,11 @@ hpct_status_t hpcti_f_error(hpct_ctx_t ctx, hpct_status_t status, const char *ms
 hpct_status_t hpcti_f_model_io(hpct_model_t model, int *inputs, int *outputs, int *loss);
 /* Samples per rank of the dataset's partition (0 before hpct_dataset_partition). */
 hpct_status_t hpcti_f_dataset_local_batch(hpct_dataset_t ds, int *local_batch);
+/* A collective call whose wrapper refused it with status (its detail recorded by
+ * hpcti_f_error) joins the agreement its peers' call makes, so every rank fails at once naming
+ * this one, instead of the peers waiting out the collective deadline: hpct_model_loss_grad
+ * with gradient averaging on, and hpct_insitu_step. Return the agreed status. */
+hpct_status_t hpcti_f_loss_grad_refused(hpct_model_t model, hpct_status_t status);
+hpct_status_t hpcti_f_insitu_refused(hpct_insitu_t session, hpct_status_t status);
 
 #endif

@@ -480,6 +480,13 @@ hpct_status_t hpcti_model_join_failure(hpct_model_t m, hpct_status_t s)
     return m->grads_agree(m->ctx, s, "hpct_model_loss_grad");
 }
 
+hpct_status_t hpcti_model_refuse(hpct_model_t m, hpct_status_t s, const char *fn)
+{
+    if (!s || !m || !m->grad_ready || !m->grads_agree) return s;
+    m->agreed = 1;
+    return m->grads_agree(m->ctx, s, fn);
+}
+
 /* Forward and loss of one batch: *l, *xd (staged inputs); a status of this rank alone. */
 static hpct_status_t forward_loss(hpct_model_t m, const char *fn, const float *x,
                                   const void *targets, int batch, const float **xd, double *l)

@@ -34,6 +34,11 @@ void hpcti_model_set_grad_hooks(hpct_model_t m, hpcti_grad_ready_fn ready, hpcti
  * status (naming the failing rank); s unchanged when averaging is off or the agreement of
  * this step already ran. */
 HPCTI_CHECK hpct_status_t hpcti_model_join_failure(hpct_model_t m, hpct_status_t s);
+/* A call of fn (hpct_model_loss_grad) refused with s before it reached the library (an
+ * argument check of the Fortran wrappers): with averaging on, takes part in the agreement
+ * the other ranks' call makes before backward, so they fail at once naming this rank.
+ * Returns the agreed status; s unchanged when averaging is off or s is 0. Collective then. */
+HPCTI_CHECK hpct_status_t hpcti_model_refuse(hpct_model_t m, hpct_status_t s, const char *fn);
 /* Start of a training step: no agreement has run in it yet. */
 void hpcti_model_step_begins(hpct_model_t m);
 /* The status hpct_model_loss_grad returns for a loss that is not finite: HPCT_ERR_NONFINITE

@@ -14,6 +14,8 @@
 
 struct hpcti_metrics {
     int fd;
+    long lost; /* records not written */
+    char path[1024];
 };
 
 /* The number after "key": in line, or 0 when absent. */
@@ -86,17 +88,36 @@ hpct_status_t hpcti_metrics_open(hpct_ctx_t ctx, const char *path, struct hpcti_
         return HPCT_ERR_NO_MEMORY;
     }
     m->fd = fd;
+    snprintf(m->path, sizeof m->path, "%s", path);
     *out = m;
     return HPCT_SUCCESS;
 }
 
-int hpcti_metrics_write(struct hpcti_metrics *m, const struct hpcti_jline *j)
+/* After a short write of w bytes (a full disk takes what fits): the file cut back to the
+ * record's start, so that it never ends inside a record. 0, or -1 when it could not be. */
+static int take_back(struct hpcti_metrics *m, ssize_t w)
+{
+    off_t end = lseek(m->fd, 0, SEEK_END);
+    return end >= w && ftruncate(m->fd, end - w) == 0 ? 0 : -1;
+}
+
+int hpcti_metrics_write(struct hpcti_metrics *m, const struct hpcti_jline *j, char *why, size_t len)
 {
     if (!m) return 0;
     ssize_t w;
     do w = write(m->fd, j->buf, j->n);
     while (w < 0 && errno == EINTR);
-    return w == (ssize_t)j->n ? 0 : -1;
+    if (w == (ssize_t)j->n) return 0;
+    int err = w < 0 ? errno : ENOSPC; /* a short write: the device took what fitted */
+    off_t at = lseek(m->fd, 0, SEEK_END) - (w > 0 ? w : 0);
+    int kept = w > 0 && take_back(m, w);
+    if (m->lost++) return -2;
+    snprintf(why, len,
+             "metrics file %s: cannot append a record at byte %lld: %s%s; later records are "
+             "dropped until one fits",
+             m->path, (long long)at, strerror(err),
+             kept ? " (and a partial record is left: cannot truncate it)" : "");
+    return -1;
 }
 
 void hpcti_metrics_close(struct hpcti_metrics *m)

@@ -46,8 +46,12 @@ struct hpcti_metrics_past {
 hpct_status_t hpcti_metrics_open(hpct_ctx_t ctx, const char *path, struct hpcti_metrics **m,
                                  struct hpcti_metrics_past *past);
 /* Append the finished record j with one write(2) of the whole line (no stdio buffer: a crash
- * at any instant leaves whole lines, or one torn last line). 0, or -1 with errno. */
-int hpcti_metrics_write(struct hpcti_metrics *m, const struct hpcti_jline *j);
+ * at any instant leaves whole lines, or one torn last line). A write that fails or is short
+ * (a full disk) is taken back whole: the file is cut to the record's start. 0; -1 for the
+ * first record lost, why [len] naming the file, the byte offset and the reason; -2 for any
+ * later one (say it once). */
+int hpcti_metrics_write(struct hpcti_metrics *m, const struct hpcti_jline *j, char *why,
+                        size_t len);
 /* Close and free; NULL is accepted. */
 void hpcti_metrics_close(struct hpcti_metrics *m);
 

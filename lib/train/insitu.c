@@ -4,6 +4,7 @@
  *   its status) -> HPCT_PREEMPTED when a signal or the walltime margin stops the run.
  * The save/stop reasons are sampled before the step's averaging and acted on after its
  * update, so one agreement per step carries them and the error check together. */
+#include "insitu.h"
 #include "loop.h"
 #include "observe.h"
 #include "../comm/agree.h"
@@ -526,6 +527,17 @@ hpct_status_t hpct_insitu_step(hpct_insitu_t S, const float *x, const void *targ
         me.status = hpct_params_zero_grads(S->params);
     me.loss_sum = (double)l * local_batch;
     return timed(S, fn, &me, loss, t0);
+}
+
+hpct_status_t hpcti_insitu_refuse(hpct_insitu_t S, const char *fn, hpct_status_t status)
+{
+    if (!S || !status) return status;
+    char detail[sizeof S->ctx->last_error];
+    snprintf(detail, sizeof detail, "%s", S->ctx->last_error); /* begin_step clears it */
+    struct local me;
+    double t0 = begin_step(S, fn, 0, &me);
+    if (!me.status) me.status = hpcti_error(S->ctx, status, "%s", detail);
+    return timed(S, fn, &me, NULL, t0);
 }
 
 hpct_status_t hpct_insitu_step_grads(hpct_insitu_t S, int local_batch, float local_loss,

@@ -74,9 +74,10 @@ void hpcti_obs_close(struct hpcti_observer *o)
 
 static void emit(struct hpcti_observer *o, struct hpcti_jline *j)
 {
+    char why[1200];
     hpcti_jl_end(j);
-    if (hpcti_metrics_write(o->m, j))
-        hpcti_log(o->ctx, HPCT_LOG_WARN, "metrics file: a record could not be appended");
+    if (hpcti_metrics_write(o->m, j, why, sizeof why) == -1)
+        hpcti_log(o->ctx, HPCT_LOG_ERROR, "%s", why);
 }
 
 static const char *host_of(const struct hpcti_observer *o, int rank)

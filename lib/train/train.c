@@ -588,6 +588,7 @@ hpct_status_t hpct_train(hpct_model_t model, hpct_optimizer_t opt, hpct_dataset_
                            "HPCT_TRAIN_CONFIG_INITIALIZER)",
                            cfg->version);
     memset(res, 0, sizeof *res);
+    res->resumed_from = -1; /* until a checkpoint is loaded (a failure before says none) */
     hpct_train_config_t c = HPCT_TRAIN_CONFIG_INITIALIZER; /* version 1: the defaults after */
     memcpy(&c, cfg,
            cfg->version >= 3   ? sizeof c

@@ -591,6 +591,17 @@ static int run_badstep(const char *dir)
           "loss_grad, NaN input on rank %d only: every rank returns HPCT_ERR_NONFINITE within "
           "%.3f s, naming it (\"%s\")",
           world_size - 1, took, hpct_last_error(ctx));
+    /* A bad size or pointer on one rank (issue 37, finding 5): its argument check joins the
+     * agreement too. */
+    int last = world_rank == world_size - 1;
+    t0 = MPI_Wtime();
+    s = hpct_model_loss_grad(m, last ? NULL : x, y, last ? 0 : 8, 0, &loss);
+    took = slowest_since(t0, s, &same);
+    check(s == HPCT_ERR_INVALID_ARG && same && took < 2.0 && strstr(hpct_last_error(ctx), want) &&
+              strstr(hpct_last_error(ctx), "inputs are NULL"),
+          "loss_grad, NULL inputs on rank %d only: every rank returns HPCT_ERR_INVALID_ARG within "
+          "%.3f s, naming it (\"%s\")",
+          world_size - 1, took, hpct_last_error(ctx));
     hpct_model_set_grad_averaging(m, 0);
 
     hpct_dataset_t ds;

@@ -7,6 +7,10 @@
 !   fortran_mpi abort CODE   hpct_abort_job ends the job with exit code CODE
 !   fortran_mpi insitu       2 ranks: in-situ steps with uneven local batches (one of them
 !                            empty), MSE targets y(outputs, local_batch)
+!   fortran_mpi badshape CALL  2 ranks: rank 1 passes x(4, 8) to a 3-input model, rank 0
+!                            x(3, 8), in CALL (insitu: hpct_insitu_step; grad:
+!                            hpct_model_loss_grad with averaging on): both ranks fail at
+!                            once naming rank 1, and hpct_finalize succeeds afterwards
 ! Prints "PASS ..." / "FAIL ..." lines (one per check and rank); exits 1 after a FAIL.
 program fortran_mpi
     use, intrinsic :: iso_c_binding
@@ -29,8 +33,10 @@ program fortran_mpi
         call abort_with(arg)
     case ("insitu")
         call insitu_uneven()
+    case ("badshape")
+        call bad_shape(trim(arg))
     case default
-        error stop "usage: fortran_mpi comm | fatal RANK | fatal_local | abort CODE | insitu"
+        error stop "usage: fortran_mpi comm | fatal RANK | fatal_local | abort CODE | insitu | badshape CALL"
     end select
     if (fails > 0) stop 1
 
@@ -223,5 +229,57 @@ contains
         call hpct_optimizer_destroy(opt)
         call hpct_model_destroy(model)
         call hpct_finalize(ctx)
+    end subroutine
+
+    !> Rank 1's batch has 4 features for a 3-input model; rank 0's is right. The wrapper's
+    !> refusal on rank 1 joins the call's agreement: both ranks fail with rank 1 named,
+    !> well before the 60 s deadline, and the context still finalizes on both.
+    subroutine bad_shape(call_name)
+        character(*), intent(in) :: call_name
+        type(hpct_ctx_t) :: ctx
+        type(hpct_topology_t) :: topo
+        type(hpct_model_t) :: model
+        type(hpct_params_t) :: params
+        type(hpct_optimizer_t) :: opt
+        type(hpct_optim_config_t) :: oc
+        type(hpct_insitu_t) :: session
+        type(hpct_insitu_config_t) :: icfg
+        type(hpct_config_t) :: cfg
+        real(c_float), allocatable, target :: x(:, :)
+        real(c_float), target :: y(2, 8)
+        integer :: ierr
+        character(:), allocatable :: msg
+        cfg%collective_timeout_s = 60
+        call hpct_init(ctx, cfg)
+        call hpct_topology(ctx, topo)
+        call hpct_model_create(ctx, 3, model)
+        call hpct_model_add_dense(model, 2, HPCT_ACT_IDENTITY)
+        call hpct_model_set_loss(model, HPCT_LOSS_MSE)
+        call hpct_model_build(model, 8)
+        call hpct_model_params(model, params)
+        call hpct_optimizer_create(params, oc, opt)
+        allocate (x(merge(4, 3, topo%rank == 1), 8))
+        x = 0.5
+        y = 0.25
+        if (call_name == "insitu") then
+            icfg%catch_signals = 0
+            call hpct_insitu_create(opt, session, model=model, cfg=icfg)
+            call hpct_insitu_start(session)
+            call hpct_insitu_step(session, x, y, ierr=ierr)
+            msg = hpct_last_error(session)
+            call hpct_insitu_destroy(session)
+        else
+            call hpct_model_set_grad_averaging(model, .true.)
+            call hpct_model_loss_grad(model, x, y, ierr=ierr)
+            msg = hpct_last_error(model)
+        end if
+        write (*, "('DETAIL rank ', i0, ': ', a)") topo%rank, msg
+        call check(ierr == HPCT_ERR_INVALID_ARG, call_name // ": the call fails on every rank", topo%rank)
+        call check(index(msg, "rank 1 of 2") > 0 .and. index(msg, "(4, 8), expected (3, 8)") > 0, &
+            call_name // ": the detail names rank 1 and its shape", topo%rank)
+        call hpct_optimizer_destroy(opt)
+        call hpct_model_destroy(model)
+        call hpct_finalize(ctx, ierr)
+        call check(ierr == HPCT_SUCCESS, call_name // ": hpct_finalize succeeds afterwards", topo%rank)
     end subroutine
 end program fortran_mpi

@@ -237,7 +237,7 @@ static int run_uneven(int steps)
 
 /* One step in which rank `bad_rank` (-1: none) spoils its input with `how`; every rank's
  * status and the time it took are checked against want. */
-enum spoil { NONE, NAN_INPUT, BAD_LABEL, NEG_BATCH };
+enum spoil { NONE, NAN_INPUT, BAD_LABEL, NEG_BATCH, NULL_X };
 static void failing_step(hpct_ctx_t ctx, hpct_insitu_t s, int k, const int *spoilt, int named,
                          hpct_status_t want, const char *needle, const char *what)
 {
@@ -249,7 +249,7 @@ static void failing_step(hpct_ctx_t ctx, hpct_insitu_t s, int k, const int *spoi
     if (spoilt[world_rank] == BAD_LABEL) y[2] = 99;
     if (spoilt[world_rank] == NEG_BATCH) b = -1;
     double t0 = MPI_Wtime();
-    hpct_status_t st = hpct_insitu_step(s, x, y, b, NULL);
+    hpct_status_t st = hpct_insitu_step(s, spoilt[world_rank] == NULL_X ? NULL : x, y, b, NULL);
     double took = MPI_Wtime() - t0, slowest = took;
     MPI_Allreduce(MPI_IN_PLACE, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     char name[64];
@@ -286,6 +286,9 @@ static int run_fail(void)
     spoilt[last] = NEG_BATCH;
     failing_step(ctx, s, 3, spoilt, last, HPCT_ERR_INVALID_ARG, "local_batch is -1",
                  "a negative batch on the last rank only");
+    spoilt[last] = NULL_X;
+    failing_step(ctx, s, 3, spoilt, last, HPCT_ERR_INVALID_ARG, "x is NULL",
+                 "x NULL on the last rank only");
     spoilt[0] = BAD_LABEL, spoilt[last] = NAN_INPUT;
     failing_step(ctx, s, 4, spoilt, 0, HPCT_ERR_INVALID_ARG, "label 99",
                  "errors on the first and the last rank: the lowest rank's wins");

@@ -1,0 +1,14 @@
+/* insitu.h: what the Fortran module calls beside the in-situ session's public API. */
+#ifndef HPCTI_INSITU_H
+#define HPCTI_INSITU_H
+
+#include "../core/core.h"
+
+/* A step call fn refused with status before it reached the library (an argument check of the
+ * Fortran wrappers, its detail in the context's last error): takes part in the step's
+ * agreement with it, so every rank returns at once with this rank named, and nothing is
+ * trained. Collective, as the step is; status unchanged when S is NULL or status is 0. */
+HPCTI_CHECK hpct_status_t hpcti_insitu_refuse(hpct_insitu_t S, const char *fn,
+                                              hpct_status_t status);
+
+#endif
