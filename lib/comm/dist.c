@@ -143,8 +143,8 @@ static hpct_status_t share_data_comms(hpct_ctx_t ctx)
  * same bits, so ranks need not use the same. */
 static hpct_status_t vector_setup(hpct_ctx_t ctx)
 {
-    const char *v = getenv("HPCT_VECTOR_ISA");
-    v = v && *v ? v : "auto";
+    const char *v = hpcti_tunable_value("HPCT_VECTOR_ISA"); /* a word of the registry */
+    v = v ? v : "auto";
     const char *why = hpcti_vec_use(v);
     if (why)
         hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_init: HPCT_VECTOR_ISA is '%s': %s", v, why);
@@ -330,22 +330,12 @@ enum nccl_mode {
  * communicator of one rank too, so one GPU runs NCCL's paths). */
 static hpct_status_t nccl_settings(hpct_ctx_t ctx, enum nccl_mode *mode, int *solo)
 {
-    static const char *names[] = {"auto", "0", "1"};
-    const char *v = getenv("HPCT_NCCL"), *o = getenv("HPCT_NCCL_SOLO");
-    *mode = NCCL_AUTO;
-    *solo = o && !strcmp(o, "1");
-    if (o && *o && strcmp(o, "0") && !*solo)
-        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
-                           "hpct_init: HPCT_NCCL_SOLO is '%s'; use 1 (NCCL also on nodes of one "
-                           "rank) or 0 (the default: those stage through host memory)",
-                           o);
-    if (!v || !*v) return HPCT_SUCCESS;
-    for (int m = NCCL_AUTO; m <= NCCL_REQUIRED; m++)
-        if (!strcmp(v, names[m])) return *mode = (enum nccl_mode)m, HPCT_SUCCESS;
-    return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
-                       "hpct_init: HPCT_NCCL is '%s'; use auto (the default: NCCL where it "
-                       "applies, else staged), 0 (never) or 1 (a failed NCCL set-up is an error)",
-                       v);
+    int word = NCCL_AUTO, set; /* the words auto 0 1, in the enum's order */
+    *solo = 0;
+    hpct_status_t s = hpcti_tunable_flag(ctx, "HPCT_NCCL_SOLO", solo, &set);
+    if (!s) s = hpcti_tunable_choice(ctx, "HPCT_NCCL", &word, &set);
+    *mode = (enum nccl_mode)word;
+    return s;
 }
 
 /* Why NCCL does not take this node phase ("" when it does): cpu, GPUs shared, HPCT_NCCL=0,
@@ -437,6 +427,7 @@ static hpct_status_t init_on(const hpct_config_t *cfg, int use_world, int fcomm,
 {
     if (!out) return HPCT_ERR_INVALID_ARG;
     *out = NULL;
+    hpcti_set_init_error("");
     hpct_ctx_t ctx;
     hpct_status_t s = hpcti_ctx_create_unbound(cfg, &ctx); /* the device waits for the node */
     if (s) return s;
@@ -447,7 +438,8 @@ static hpct_status_t init_on(const hpct_config_t *cfg, int use_world, int fcomm,
         return HPCT_ERR_NO_MEMORY;
     }
     d->comm = d->ctl = d->node_rs = d->node_ag = d->cross = MPI_COMM_NULL;
-    s = check_dist_config(ctx);
+    s = hpcti_env_check(ctx, "hpct_init: ", NULL, 0); /* before MPI: every rank fails alike */
+    if (!s) s = check_dist_config(ctx);
     if (!s) s = hpcti_bootstrap_probe(ctx, &d->boot);
     int inited = 0;
     MPI_Initialized(&inited);
@@ -472,6 +464,7 @@ static hpct_status_t init_on(const hpct_config_t *cfg, int use_world, int fcomm,
     if (!s) s = setup(ctx, comm);
     if (!s) s = start_device(ctx);
     if (s) {
+        hpcti_set_init_error(ctx->last_error); /* hpct_last_error(NULL) */
         teardown(ctx); /* the detail was logged (cfg.log_level >= HPCT_LOG_ERROR shows it) */
         ctx->dist = NULL;
         hpct_ctx_destroy(ctx);
