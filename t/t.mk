@@ -114,7 +114,8 @@ TRAIN_TESTS = t/test_train_preempt_w1.sh t/test_train_preempt_w2.sh t/test_train
 	t/test_train_cadence.sh \
 	t/test_train_fifo.sh t/test_train_lock.sh t/test_train_worldsize_big.sh t/test_metrics.sh \
 	t/test_straggler.sh t/test_timeline.sh t/test_train_worldsize_job.sh \
-	t/test_train_worldsize_node.sh t/test_blas_kernels.sh t/test_train_diverge.sh
+	t/test_train_worldsize_node.sh t/test_blas_kernels.sh t/test_train_diverge.sh \
+	t/test_env_settings.sh
 TESTS += $(TRAIN_TESTS)
 EXTRA_DIST += $(TRAIN_TESTS) t/lib/train_lib.sh t/lib/train_data.sh t/lib/train_preempt.sh
 
@@ -162,3 +163,7 @@ t_lib_twin_c_LDADD = $(HPCT_LIBS)
 t/lib/fortran_api.$(OBJEXT): $(HPCT_FMOD) $(HPCT_TAPF)
 t/lib/fortran_mpi.$(OBJEXT) t/lib/fortran_twin.$(OBJEXT): $(HPCT_FMOD)
 endif
+
+# ---- environment settings: the man pages agree with the registry (lib/core/tunables.c) ----
+TESTS += t/test_doc_env.sh
+EXTRA_DIST += t/test_doc_env.sh
