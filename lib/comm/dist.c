@@ -157,7 +157,10 @@ static hpct_status_t vector_setup(hpct_ctx_t ctx)
     return s;
 }
 
-static hpct_status_t setup(hpct_ctx_t ctx, MPI_Comm comm)
+/* The communicators, the nodes and the averaging set-up on comm; env is this rank's
+ * environment check (bad_env its detail), agreed first so a setting bad on one rank fails
+ * hpct_init on every rank, naming it. */
+static hpct_status_t setup(hpct_ctx_t ctx, MPI_Comm comm, hpct_status_t env, const char *bad_env)
 {
     struct hpcti_dist *d = ctx->dist;
     if (MPI_Comm_dup(comm, &d->comm) != MPI_SUCCESS || MPI_Comm_dup(comm, &d->ctl) != MPI_SUCCESS)
@@ -183,7 +186,9 @@ static hpct_status_t setup(hpct_ctx_t ctx, MPI_Comm comm)
     int *tag_ub, flag = 0;
     MPI_Comm_get_attr(d->comm, MPI_TAG_UB, &tag_ub, &flag);
     d->tag_space = (flag ? *tag_ub : 32767) - 1000;
-    hpct_status_t s = learn_nodes(ctx, keys);
+    hpct_status_t s =
+        hpcti_agree_status(ctx, "hpct_init (environment settings)", env, env ? bad_env : NULL);
+    if (!s) s = learn_nodes(ctx, keys);
     free(keys);
     if (!s) hpcti_wait_setup(ctx);
     if (!s) s = vector_setup(ctx);
@@ -438,9 +443,12 @@ static hpct_status_t init_on(const hpct_config_t *cfg, int use_world, int fcomm,
         return HPCT_ERR_NO_MEMORY;
     }
     d->comm = d->ctl = d->node_rs = d->node_ag = d->cross = MPI_COMM_NULL;
-    s = hpcti_env_check(ctx, "hpct_init: ", NULL, 0); /* before MPI: every rank fails alike */
-    if (!s) s = check_dist_config(ctx);
-    if (!s) s = hpcti_bootstrap_probe(ctx, &d->boot);
+    s = check_dist_config(ctx);
+    /* a bad setting skips the bootstrap; setup agrees on it once the communicator is there */
+    char bad_env[sizeof ctx->last_error];
+    hpct_status_t env = s ? HPCT_SUCCESS : hpcti_env_check(ctx, "hpct_init: ", NULL, 0);
+    snprintf(bad_env, sizeof bad_env, "%s", env ? ctx->last_error : "");
+    if (!s && !env) s = hpcti_bootstrap_probe(ctx, &d->boot);
     int inited = 0;
     MPI_Initialized(&inited);
     if (!s && !inited && !use_world)
@@ -461,7 +469,7 @@ static hpct_status_t init_on(const hpct_config_t *cfg, int use_world, int fcomm,
     if (!s && comm == MPI_COMM_NULL)
         s = hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
                         "hpct_init_comm: the communicator handle %d is MPI_COMM_NULL", fcomm);
-    if (!s) s = setup(ctx, comm);
+    if (!s) s = setup(ctx, comm, env, bad_env);
     if (!s) s = start_device(ctx);
     if (s) {
         hpcti_set_init_error(ctx->last_error); /* hpct_last_error(NULL) */

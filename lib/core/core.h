@@ -157,8 +157,7 @@ HPCTI_CHECK hpct_status_t hpcti_tunables_check(hpct_ctx_t ctx, const char *prefi
  * (ctx may be NULL). A flag gives 0 or 1, a choice the index of its word. */
 HPCTI_CHECK hpct_status_t hpcti_tunable_flag(hpct_ctx_t ctx, const char *name, int *on, int *set);
 HPCTI_CHECK hpct_status_t hpcti_tunable_long(hpct_ctx_t ctx, const char *name, long *v, int *set);
-HPCTI_CHECK hpct_status_t hpcti_tunable_real(hpct_ctx_t ctx, const char *name, double *v,
-                                             int *set);
+HPCTI_CHECK hpct_status_t hpcti_tunable_real(hpct_ctx_t ctx, const char *name, double *v, int *set);
 HPCTI_CHECK hpct_status_t hpcti_tunable_choice(hpct_ctx_t ctx, const char *name, int *index,
                                                int *set);
 
