@@ -136,7 +136,9 @@ typedef struct hpct_config {
 hpct_status_t hpct_ctx_create(const hpct_config_t *cfg, hpct_ctx_t *ctx);
 /* Free a context; NULL is accepted. Free its models and optimizers first. */
 void hpct_ctx_destroy(hpct_ctx_t ctx);
-/* Detail of the context's most recent error ("" if none); valid until the next call. */
+/* Detail of the context's most recent error ("" if none); valid until the next call. With
+ * ctx NULL: the detail of this thread's last failed hpct_init or hpct_init_comm (they free
+ * the context they fail to make), else "no context (NULL handle)". */
 const char *hpct_last_error(hpct_ctx_t ctx);
 /* 1 when the last error was agreed across the ranks: every rank returned the same status and
  * holds the same detail, which names the failing rank; print it once (rank 0). 0 for an
@@ -1018,6 +1020,40 @@ hpct_status_t hpct_insitu_progress(hpct_insitu_t session, hpct_progress_t *progr
 hpct_status_t hpct_insitu_finish(hpct_insitu_t session);
 /* Free the session (restores the signal handlers it installed); NULL is accepted. */
 void hpct_insitu_destroy(hpct_insitu_t session);
+
+/* ---- Environment settings ---------------------------------------------- */
+
+/* One HPCT_* environment setting of the library (hpct_tunable_get); the strings are the
+ * library's (value: the environment's, valid until it changes). */
+#define HPCT_TUNABLE_INFO_VERSION 1
+/* clang-format off */
+#define HPCT_TUNABLE_INFO_INITIALIZER {                                                            \
+    HPCT_TUNABLE_INFO_VERSION, /* version */                                                       \
+    NULL,                      /* name */                                                          \
+    NULL,                      /* value */                                                         \
+    NULL,                      /* default_value */                                                 \
+    NULL,                      /* accepted */                                                      \
+    NULL,                      /* help */                                                          \
+    0                          /* ranks_agree */                                                   \
+}
+/* clang-format on */
+typedef struct hpct_tunable_info {
+    unsigned version;          /* HPCT_TUNABLE_INFO_VERSION */
+    const char *name;          /* "HPCT_NODE_REDUCE" */
+    const char *value;         /* as set in the environment; NULL when unset or empty */
+    const char *default_value; /* the value used when unset ("(...)": where it comes from) */
+    const char *accepted;      /* the values accepted, in words */
+    const char *help;          /* one line: what it does */
+    int ranks_agree;           /* 0/1: every rank must set the same value */
+} hpct_tunable_info_t;
+
+/* The number of environment settings the library reads (the registry, doc/hpctrain.3). */
+int hpct_tunables_count(void);
+/* Setting i (0 <= i < hpct_tunables_count()) into *info (from HPCT_TUNABLE_INFO_INITIALIZER). */
+hpct_status_t hpct_tunable_get(int i, hpct_tunable_info_t *info);
+/* Check every setting that is set, as hpct_init does first, without a context: the first
+ * bad one gives HPCT_ERR_INVALID_ARG and "NAME is 'VALUE': use ACCEPTED" in detail. */
+hpct_status_t hpct_tunables_check(char *detail, size_t len);
 
 /* ---- Deprecated names (kept for one release; NEWS lists them) ----------- */
 

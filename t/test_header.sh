@@ -26,6 +26,7 @@ hpct_ckpt_config_t e = HPCT_CKPT_CONFIG_INITIALIZER;
 hpct_ckpt_meta_t f = HPCT_CKPT_META_INITIALIZER;
 hpct_train_config_t g = HPCT_TRAIN_CONFIG_INITIALIZER;
 hpct_shard_config_t h = HPCT_SHARD_CONFIG_INITIALIZER;
+hpct_tunable_info_t i = HPCT_TUNABLE_INFO_INITIALIZER;
 EOF
 strict="-Wall -Wextra -Werror -pedantic -I$srcdir/include"
 

@@ -88,14 +88,14 @@ show "$work/out" 1
 bad=""
 for v in abc inf 1e400 -5; do
     HPCT_JOB_END_TIME=$v train 1 "$work/x" "$work/out" --walltime-margin 60
-    [ $rc = 2 ] && grep -q "HPCT_JOB_END_TIME='$v' is not a Unix time" "$work/out" || bad="$bad $v:$rc"
+    [ $rc = 2 ] && grep -q "HPCT_JOB_END_TIME is '$v': use a Unix time" "$work/out" || bad="$bad $v:$rc"
 done
 [ -z "$bad" ]
 ok $? "HPCT_JOB_END_TIME=abc, inf, 1e400, -5 with a walltime margin: refused, exit 2${bad:+ (not:$bad)}"
 
-HPCT_LOG_LEVEL=1 HPCT_RANKS_PER_NODE=99999999999 train 1 "$work/x" "$work/out"
-[ $rc != 0 ] && grep -q "HPCT_RANKS_PER_NODE='99999999999' must be an integer in" "$work/out"
-ok $? "HPCT_RANKS_PER_NODE=99999999999: refused, exit $rc, the library names the variable (log level 1)"
+HPCT_RANKS_PER_NODE=99999999999 train 1 "$work/x" "$work/out"
+[ $rc = 2 ] && grep -q "HPCT_RANKS_PER_NODE is '99999999999': use an integer from 1 to" "$work/out"
+ok $? "HPCT_RANKS_PER_NODE=99999999999: refused, exit $rc, naming the variable and the range"
 show "$work/out" 1
 
 HPCT_HIDEN=64 HPCT_EPOCHZ=3 train 1 "$work/x" "$work/out" --epochs 1

@@ -18,6 +18,7 @@ static const subcommand_t subcommands[] = {
     {"ckpt", tool_ckpt_main, "inspect, verify or compare checkpoint files (info|verify|diff)"},
     {"report", tool_report_main, "summarise a run from its metrics file and plot it (SVG)"},
     {"trace", tool_trace_main, "merge the per-rank timelines into one (trace merge)"},
+    {"info", tool_info_main, "list the library's HPCT_* settings: value, source, accepted"},
 };
 
 static void usage(FILE *out)

@@ -64,5 +64,6 @@ int tool_train_main(int argc, char **argv);
 int tool_ckpt_main(int argc, char **argv);
 int tool_report_main(int argc, char **argv);
 int tool_trace_main(int argc, char **argv);
+int tool_info_main(int argc, char **argv);
 
 #endif

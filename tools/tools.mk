@@ -2,5 +2,6 @@
 bin_PROGRAMS += tools/hpctrain
 tools_hpctrain_SOURCES = tools/hpctrain.c tools/tools.h tools/shard.c tools/inputs.c tools/array.c \
 	tools/train.c tools/train_config.c tools/train_config.h tools/ckpt.c \
-	tools/report.h tools/report.c tools/report_json.c tools/svg.c tools/trace.c
+	tools/report.h tools/report.c tools/report_json.c tools/svg.c tools/trace.c \
+	tools/info.c
 tools_hpctrain_LDADD = $(HPCT_LIBS) $(ZLIB_LIBS)

@@ -529,6 +529,18 @@ static int catch_signals(struct run *r)
     return TRAIN_ERROR;
 }
 
+/* 1 when name [len] is a setting of the library's registry (hpct_tunable_get). */
+static int library_var(const char *name, size_t len)
+{
+    for (int i = 0; i < hpct_tunables_count(); i++) {
+        hpct_tunable_info_t t = HPCT_TUNABLE_INFO_INITIALIZER;
+        if (hpct_tunable_get(i, &t) == HPCT_SUCCESS && strlen(t.name) == len &&
+            !strncmp(t.name, name, len))
+            return 1;
+    }
+    return 0;
+}
+
 int tool_train_main(int argc, char **argv)
 {
     static struct run r; /* zeroed; large settings struct kept off the stack */
@@ -546,17 +558,20 @@ int tool_train_main(int argc, char **argv)
     if (level && (strlen(level) != 1 || level[0] < '0' || level[0] > '4'))
         return conf_error(TOOL_USAGE, "HPCT_LOG_LEVEL='%s' must be 0 (none) to 4 (debug)", level);
     cfg.log_level = level ? level[0] - '0' : HPCT_LOG_NONE;
+    char detail[1024];
+    if (hpct_tunables_check(detail, sizeof detail) != HPCT_SUCCESS)
+        return conf_error(TOOL_USAGE, "%s", detail); /* once: the environment is every rank's */
     hpct_status_t s = hpct_init(&cfg, &r.ctx);
     if (s) {
-        fprintf(stderr, "hpctrain train: starting the distributed runtime failed: %s%s\n",
-                hpct_strerror(s), level ? "" : " (HPCT_LOG_LEVEL=1 shows the library's detail)");
+        fprintf(stderr, "hpctrain train: starting the distributed runtime failed: %s: %s\n",
+                hpct_strerror(s), hpct_last_error(NULL));
         return TRAIN_ERROR;
     }
     r.topo = (hpct_topology_t)HPCT_TOPOLOGY_INITIALIZER;
     hpct_topology(r.ctx, &r.topo);
     read_test_hooks(&r);
     char unknown[512];
-    if (r.topo.rank == 0 && train_config_unknown_env(unknown, sizeof unknown))
+    if (r.topo.rank == 0 && train_config_unknown_env(unknown, sizeof unknown, library_var))
         fprintf(stderr, "hpctrain train: warning: not hpctrain variables (a typo?): %s\n", unknown);
     code = open_data(&r);
     if (!code) code = build_model(&r);

@@ -273,20 +273,13 @@ int train_config_load_env(struct train_config *c, char *err, size_t errlen)
     return 0;
 }
 
-/* HPCT_* variables that are not settings: read by the library, the tool, the sbatch templates
- * or the tests (doc/hpctrain.1 ENVIRONMENT). A name ending in '*' is a prefix. */
+/* HPCT_* variables that are neither settings nor the library's (the caller's is_library
+ * knows those, from the registry): read by the tool, the sbatch templates or the tests
+ * (doc/hpctrain.1 ENVIRONMENT). A name ending in '*' is a prefix. */
 static const char *const other_vars[] = {
-    "HPCT_CONFIG",         "HPCT_TRAIN",
-    "HPCT_MAX_RESTARTS",   "HPCT_SLURM_DIR",
-    "HPCT_LOG_LEVEL",      "HPCT_CKPT_LOCK",
-    "HPCT_RANKS_PER_NODE", "HPCT_JOB_END_TIME",
-    "HPCT_NODE_*",         "HPCT_ALLOW_GPU_SHARING",
-    "HPCT_TEST_*",         "HPCT_CKPT_TEST_*",
-    "HPCT_SLURM_*",        "HPCT_FORTRAN",
-    "HPCT_FUZZ_*",         "HPCT_BENCH_*",
-    "HPCT_DATA_*",         "HPCT_METRICS*",
-    "HPCT_TRACE*",         "HPCT_STORE*",
-    "HPCT_PREFETCH_*",
+    "HPCT_CONFIG",  "HPCT_TRAIN",       "HPCT_MAX_RESTARTS", "HPCT_SLURM_DIR", "HPCT_LOG_LEVEL",
+    "HPCT_TEST_*",  "HPCT_CKPT_TEST_*", "HPCT_SLURM_*",      "HPCT_FORTRAN",   "HPCT_FUZZ_*",
+    "HPCT_BENCH_*", "HPCT_METRICS*",    "HPCT_TRACE*",
 };
 
 static int is_known_var(const char *name, size_t len)
@@ -307,14 +300,17 @@ static int is_known_var(const char *name, size_t len)
     return 0;
 }
 
-int train_config_unknown_env(char *out, size_t n)
+int train_config_unknown_env(char *out, size_t n, int (*is_library)(const char *, size_t))
 {
     extern char **environ;
     int count = 0;
     out[0] = '\0';
     for (char **e = environ; e && *e; e++) {
         const char *eq = strchr(*e, '=');
-        if (strncmp(*e, "HPCT_", 5) || !eq || is_known_var(*e, (size_t)(eq - *e))) continue;
+        size_t len = eq ? (size_t)(eq - *e) : 0;
+        if (strncmp(*e, "HPCT_", 5) || !eq || is_known_var(*e, len) ||
+            (is_library && is_library(*e, len)))
+            continue;
         size_t used = strlen(out);
         if (used + (size_t)(eq - *e) + 2 < n)
             snprintf(out + used, n - used, "%s%.*s", count ? " " : "", (int)(eq - *e), *e);

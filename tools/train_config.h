@@ -57,9 +57,10 @@ int train_config_set(struct train_config *c, const char *key, const char *value,
                      char *err, size_t errlen);
 /* Check cross-field rules (e.g. a training manifest is given). */
 int train_config_validate(const struct train_config *c, char *err, size_t errlen);
-/* The HPCT_* environment variables that are neither a setting nor a variable the library or
- * its scripts read (a typo such as HPCT_HIDEN), blank-separated into out [n]; their count. */
-int train_config_unknown_env(char *out, size_t n);
+/* The HPCT_* environment variables that are neither a setting, nor one the tool or its scripts
+ * read, nor one for which is_library (may be NULL; train.c: the library's registry) returns 1
+ * (a typo such as HPCT_HIDEN), blank-separated into out [n]; their count. */
+int train_config_unknown_env(char *out, size_t n, int (*is_library)(const char *, size_t));
 /* Print every key with its current value in file syntax. */
 void train_config_print(const struct train_config *c, void *file);
 /* Stable 64-bit hash of the settings that change the training result (not paths or cadence). */

@@ -119,14 +119,11 @@ hpct_status_t hpcti_bootstrap_probe(hpct_ctx_t ctx, struct hpcti_boot *b)
     const char *slurm_job = getenv("SLURM_JOB_ID");
     if (slurm_job && *slurm_job) snprintf(b->job_id, sizeof b->job_id, "%s", slurm_job);
     if (!b->job_id[0]) snprintf(b->job_id, sizeof b->job_id, "none");
-    const char *rpn = getenv("HPCT_RANKS_PER_NODE");
-    if (rpn && *rpn) {
-        long k = env_long("HPCT_RANKS_PER_NODE");
-        if (k <= 0 || k > (1L << 20))
-            return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
-                               "HPCT_RANKS_PER_NODE='%s' must be an integer in [1, 1048576]", rpn);
-        b->ranks_per_node = (int)k;
-    }
+    long k = 0;
+    int set = 0;
+    hpct_status_t s = hpcti_tunable_long(ctx, "HPCT_RANKS_PER_NODE", &k, &set);
+    if (s) return s;
+    if (set) b->ranks_per_node = (int)k;
     hpcti_log(ctx, HPCT_LOG_INFO,
               "bootstrap: source %s, launcher rank %d of %d, local %d of %d, host %s, job %s",
               hpcti_topo_source_name(b->source), b->rank, b->size, b->local_rank, b->local_size,

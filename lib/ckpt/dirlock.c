@@ -71,10 +71,10 @@ int hpcti_ckpt_is_writer(hpct_ctx_t ctx, int writer_rank)
 hpct_status_t hpcti_ckpt_lock_dir(hpct_ctx_t ctx, const char *dir, int writer_rank, int *fd_out)
 {
     *fd_out = -1;
-    const char *mode = getenv("HPCT_CKPT_LOCK");
-    if ((mode && (!strcmp(mode, "off") || !strcmp(mode, "0"))) ||
-        !hpcti_ckpt_is_writer(ctx, writer_rank))
-        return HPCT_SUCCESS;
+    int word = 0, set = 0; /* HPCT_CKPT_LOCK: on off 1 0 */
+    hpct_status_t bad = hpcti_tunable_choice(ctx, "HPCT_CKPT_LOCK", &word, &set);
+    if (bad) return bad;
+    if ((set && word % 2 == 1) || !hpcti_ckpt_is_writer(ctx, writer_rank)) return HPCT_SUCCESS;
     char path[HPCTI_CKPT_PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/%s", dir, LOCK_NAME);
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);

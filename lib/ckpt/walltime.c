@@ -46,17 +46,9 @@ static int slurm_end(double *end)
 
 hpct_status_t hpcti_walltime_end(hpct_ctx_t ctx, double *end)
 {
-    const char *env = getenv("HPCT_JOB_END_TIME");
-    if (env && *env) {
-        char *rest;
-        errno = 0;
-        double t = strtod(env, &rest);
-        if (errno || *rest || !(t > 0) || !isfinite(t))
-            return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
-                               "HPCT_JOB_END_TIME='%s' is not a Unix time in seconds", env);
-        *end = t;
-        return HPCT_SUCCESS;
-    }
+    int set = 0;
+    hpct_status_t s = hpcti_tunable_real(ctx, "HPCT_JOB_END_TIME", end, &set);
+    if (s || set) return s;
 #ifdef HPCT_HAVE_SLURM
     if (slurm_end(end) == 0) return HPCT_SUCCESS;
     return hpcti_error(ctx, HPCT_ERR_NOT_FOUND,

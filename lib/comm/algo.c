@@ -289,6 +289,27 @@ static hpct_status_t probe(hpct_ctx_t ctx, char *detail, size_t cap)
     return s;
 }
 
+/* Every registered setting, HPCT_ALLREDUCE_ALGO's table too: the first bad one fails with
+ * "PREFIX NAME is 'VALUE': use ACCEPTED" on ctx (may be NULL) and in detail (may be NULL). */
+hpct_status_t hpcti_env_check(hpct_ctx_t ctx, const char *prefix, char *detail, size_t len)
+{
+    hpct_status_t s = hpcti_tunables_check(ctx, prefix, detail, len);
+    const char *v = hpcti_tunable_value(ENV);
+    struct hpcti_algo_table t;
+    char why[160] = "";
+    if (s || !v || !strcmp(v, "auto") || parse_table(v, &t, why, sizeof why)) return s;
+    const hpcti_tunable_t *e = hpcti_tunable_find(ENV);
+    if (detail && len) snprintf(detail, len, "%s is '%s': %s; use %s", ENV, v, why, e->accepted);
+    return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "%s%s is '%s': %s; use %s", prefix, ENV, v, why,
+                       e->accepted);
+}
+
+hpct_status_t hpct_tunables_check(char *detail, size_t len)
+{
+    if (detail && len) detail[0] = '\0';
+    return hpcti_env_check(NULL, "", detail, len);
+}
+
 /* Rank 0's table on every rank (a site's variable may differ between ranks). */
 static hpct_status_t share_table(hpct_ctx_t ctx, struct hpcti_algo_table *t)
 {

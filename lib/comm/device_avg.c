@@ -536,7 +536,7 @@ static hpct_status_t queue_finish(hpct_ctx_t ctx)
  * which. */
 static hpct_status_t mpi_takes_device(hpct_ctx_t ctx, int *yes, const char **why)
 {
-    const char *env = getenv("HPCT_CUDA_AWARE_MPI");
+    const char *env = hpcti_tunable_value("HPCT_CUDA_AWARE_MPI"); /* hpct_init checked it */
     int query = -1;
     *why = "this MPI has no MPIX_Query_cuda_support; HPCT_CUDA_AWARE_MPI=1 forces it";
 #ifdef HPCT_HAVE_MPIX_CUDA_QUERY

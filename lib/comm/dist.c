@@ -143,8 +143,8 @@ static hpct_status_t share_data_comms(hpct_ctx_t ctx)
  * same bits, so ranks need not use the same. */
 static hpct_status_t vector_setup(hpct_ctx_t ctx)
 {
-    const char *v = getenv("HPCT_VECTOR_ISA");
-    v = v && *v ? v : "auto";
+    const char *v = hpcti_tunable_value("HPCT_VECTOR_ISA"); /* a word of the registry */
+    v = v ? v : "auto";
     const char *why = hpcti_vec_use(v);
     if (why)
         hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_init: HPCT_VECTOR_ISA is '%s': %s", v, why);
@@ -157,7 +157,10 @@ static hpct_status_t vector_setup(hpct_ctx_t ctx)
     return s;
 }
 
-static hpct_status_t setup(hpct_ctx_t ctx, MPI_Comm comm)
+/* The communicators, the nodes and the averaging set-up on comm; env is this rank's
+ * environment check (bad_env its detail), agreed first so a setting bad on one rank fails
+ * hpct_init on every rank, naming it. */
+static hpct_status_t setup(hpct_ctx_t ctx, MPI_Comm comm, hpct_status_t env, const char *bad_env)
 {
     struct hpcti_dist *d = ctx->dist;
     if (MPI_Comm_dup(comm, &d->comm) != MPI_SUCCESS || MPI_Comm_dup(comm, &d->ctl) != MPI_SUCCESS)
@@ -183,7 +186,9 @@ static hpct_status_t setup(hpct_ctx_t ctx, MPI_Comm comm)
     int *tag_ub, flag = 0;
     MPI_Comm_get_attr(d->comm, MPI_TAG_UB, &tag_ub, &flag);
     d->tag_space = (flag ? *tag_ub : 32767) - 1000;
-    hpct_status_t s = learn_nodes(ctx, keys);
+    hpct_status_t s =
+        hpcti_agree_status(ctx, "hpct_init (environment settings)", env, env ? bad_env : NULL);
+    if (!s) s = learn_nodes(ctx, keys);
     free(keys);
     if (!s) hpcti_wait_setup(ctx);
     if (!s) s = vector_setup(ctx);
@@ -330,22 +335,12 @@ enum nccl_mode {
  * communicator of one rank too, so one GPU runs NCCL's paths). */
 static hpct_status_t nccl_settings(hpct_ctx_t ctx, enum nccl_mode *mode, int *solo)
 {
-    static const char *names[] = {"auto", "0", "1"};
-    const char *v = getenv("HPCT_NCCL"), *o = getenv("HPCT_NCCL_SOLO");
-    *mode = NCCL_AUTO;
-    *solo = o && !strcmp(o, "1");
-    if (o && *o && strcmp(o, "0") && !*solo)
-        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
-                           "hpct_init: HPCT_NCCL_SOLO is '%s'; use 1 (NCCL also on nodes of one "
-                           "rank) or 0 (the default: those stage through host memory)",
-                           o);
-    if (!v || !*v) return HPCT_SUCCESS;
-    for (int m = NCCL_AUTO; m <= NCCL_REQUIRED; m++)
-        if (!strcmp(v, names[m])) return *mode = (enum nccl_mode)m, HPCT_SUCCESS;
-    return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
-                       "hpct_init: HPCT_NCCL is '%s'; use auto (the default: NCCL where it "
-                       "applies, else staged), 0 (never) or 1 (a failed NCCL set-up is an error)",
-                       v);
+    int word = NCCL_AUTO, set; /* the words auto 0 1, in the enum's order */
+    *solo = 0;
+    hpct_status_t s = hpcti_tunable_flag(ctx, "HPCT_NCCL_SOLO", solo, &set);
+    if (!s) s = hpcti_tunable_choice(ctx, "HPCT_NCCL", &word, &set);
+    *mode = (enum nccl_mode)word;
+    return s;
 }
 
 /* Why NCCL does not take this node phase ("" when it does): cpu, GPUs shared, HPCT_NCCL=0,
@@ -437,6 +432,7 @@ static hpct_status_t init_on(const hpct_config_t *cfg, int use_world, int fcomm,
 {
     if (!out) return HPCT_ERR_INVALID_ARG;
     *out = NULL;
+    hpcti_set_init_error("");
     hpct_ctx_t ctx;
     hpct_status_t s = hpcti_ctx_create_unbound(cfg, &ctx); /* the device waits for the node */
     if (s) return s;
@@ -448,7 +444,11 @@ static hpct_status_t init_on(const hpct_config_t *cfg, int use_world, int fcomm,
     }
     d->comm = d->ctl = d->node_rs = d->node_ag = d->cross = MPI_COMM_NULL;
     s = check_dist_config(ctx);
-    if (!s) s = hpcti_bootstrap_probe(ctx, &d->boot);
+    /* a bad setting skips the bootstrap; setup agrees on it once the communicator is there */
+    char bad_env[sizeof ctx->last_error];
+    hpct_status_t env = s ? HPCT_SUCCESS : hpcti_env_check(ctx, "hpct_init: ", NULL, 0);
+    snprintf(bad_env, sizeof bad_env, "%s", env ? ctx->last_error : "");
+    if (!s && !env) s = hpcti_bootstrap_probe(ctx, &d->boot);
     int inited = 0;
     MPI_Initialized(&inited);
     if (!s && !inited && !use_world)
@@ -469,9 +469,10 @@ static hpct_status_t init_on(const hpct_config_t *cfg, int use_world, int fcomm,
     if (!s && comm == MPI_COMM_NULL)
         s = hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
                         "hpct_init_comm: the communicator handle %d is MPI_COMM_NULL", fcomm);
-    if (!s) s = setup(ctx, comm);
+    if (!s) s = setup(ctx, comm, env, bad_env);
     if (!s) s = start_device(ctx);
     if (s) {
+        hpcti_set_init_error(ctx->last_error); /* hpct_last_error(NULL) */
         teardown(ctx); /* the detail was logged (cfg.log_level >= HPCT_LOG_ERROR shows it) */
         ctx->dist = NULL;
         hpct_ctx_destroy(ctx);

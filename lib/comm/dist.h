@@ -358,4 +358,10 @@ int hpcti_device_reductions(size_t n);
 void hpcti_to_wire(int transport, const float *x, uint16_t *w, size_t n);
 void hpcti_from_wire(int transport, const uint16_t *w, float *x, size_t n);
 
+/* Check every environment setting of the registry (lib/core/tunables.c) and
+ * HPCT_ALLREDUCE_ALGO's grammar: the first bad one fails with HPCT_ERR_INVALID_ARG, named
+ * with its value and accepted values on ctx (may be NULL; prefix before it) and in detail. */
+HPCTI_CHECK hpct_status_t hpcti_env_check(hpct_ctx_t ctx, const char *prefix, char *detail,
+                                          size_t len);
+
 #endif

@@ -50,15 +50,23 @@
 #define MIN_HALF             ((size_t)1 << 16) /* floats: smallest cap a fusion size can give */
 #define MAX_HALF             ((size_t)1 << 28) /* floats: MPI counts are int */
 
+/* A byte-count setting, or fallback when unset (a bad value: hpct_init refused it first). */
+static long env_bytes(const char *name, long fallback)
+{
+    long v = fallback;
+    int set;
+    return hpcti_tunable_long(NULL, name, &v, &set) ? fallback : v;
+}
+
 /* Floats per chunk: HPCT_NODE_CHUNK_BYTES, else half the fusion buffer, on one node at
  * most CHUNK_BYTES; within [MIN_HALF, MAX_HALF]. With several nodes every chunk costs two
  * cross-node rounds besides its two barriers, so chunks stay large there. */
 static size_t chunk_floats(const struct hpcti_dist *d)
 {
-    const char *v = getenv("HPCT_NODE_CHUNK_BYTES");
     size_t h = d->fusion_floats / 2, one_node = CHUNK_BYTES / sizeof(float);
     if (d->cross_size == 1 && h > one_node) h = one_node;
-    if (v && atol(v) > 0) h = (size_t)atol(v) / sizeof(float);
+    long bytes = env_bytes("HPCT_NODE_CHUNK_BYTES", -1);
+    if (bytes > 0) h = (size_t)bytes / sizeof(float);
     return h < MIN_HALF ? MIN_HALF : h > MAX_HALF ? MAX_HALF : h;
 }
 
@@ -66,9 +74,8 @@ static size_t chunk_floats(const struct hpcti_dist *d)
  * HPCT_NODE_SMALL_BYTES, by default SMALL_BYTES_ONE_NODE on one node, else SMALL_BYTES_NODES. */
 static size_t small_floats(const struct hpcti_dist *d)
 {
-    const char *v = getenv("HPCT_NODE_SMALL_BYTES");
-    size_t fallback = d->cross_size == 1 ? SMALL_BYTES_ONE_NODE : SMALL_BYTES_NODES;
-    return (v ? (size_t)atol(v) : fallback) / sizeof(float);
+    long fallback = d->cross_size == 1 ? SMALL_BYTES_ONE_NODE : SMALL_BYTES_NODES;
+    return (size_t)env_bytes("HPCT_NODE_SMALL_BYTES", fallback) / sizeof(float);
 }
 
 static size_t half_max(const struct hpcti_dist *d)
@@ -129,14 +136,11 @@ static float *half_of(const struct hpcti_node_win *w, int p, int h)
     return (float *)(w->seg[p] + HEADER) + (size_t)h * w->cap;
 }
 
-/* HPCT_NODE_REDUCE: 0 auto (default), 1 p2p, 2 shm; -1 for anything else. */
-static int node_reduce_mode(void)
+/* HPCT_NODE_REDUCE: 0 auto (default), 1 p2p, 2 shm; -1 for anything else (named on ctx). */
+static int node_reduce_mode(hpct_ctx_t ctx)
 {
-    const char *v = getenv("HPCT_NODE_REDUCE");
-    if (!v || !*v || !strcmp(v, "auto")) return 0;
-    if (!strcmp(v, "p2p")) return 1;
-    if (!strcmp(v, "shm")) return 2;
-    return -1;
+    int word = 0, set;
+    return hpcti_tunable_choice(ctx, "HPCT_NODE_REDUCE", &word, &set) ? -1 : word;
 }
 
 /* 1 when every rank of the node communicator is in this rank's MPI shared-memory domain
@@ -180,15 +184,15 @@ static hpct_status_t agree_all(hpct_ctx_t ctx, unsigned long *v)
 /* HPCT_NODE_IN_PLACE: 0 turns in-place averages of gradient buffers off (1, unset: on). */
 static unsigned long in_place_allowed(void)
 {
-    const char *v = getenv("HPCT_NODE_IN_PLACE");
-    return !(v && !strcmp(v, "0"));
+    int on = 1, set;
+    return hpcti_tunable_flag(NULL, "HPCT_NODE_IN_PLACE", &on, &set) || on;
 }
 
 /* HPCT_NODE_SHM_MAX_BYTES: larger averages take the point-to-point path (0, unset: none). */
 static unsigned long max_bytes(void)
 {
-    const char *v = getenv("HPCT_NODE_SHM_MAX_BYTES");
-    return v && atol(v) > 0 ? (unsigned long)atol(v) : ULONG_MAX;
+    long v = env_bytes("HPCT_NODE_SHM_MAX_BYTES", 0);
+    return v > 0 ? (unsigned long)v : ULONG_MAX;
 }
 
 static hpct_status_t make_win_state(hpct_ctx_t ctx, const unsigned long *v)
@@ -228,11 +232,8 @@ static hpct_status_t make_win_state(hpct_ctx_t ctx, const unsigned long *v)
 hpct_status_t hpcti_node_win_setup(hpct_ctx_t ctx)
 {
     struct hpcti_dist *d = ctx->dist;
-    int mode = node_reduce_mode();
-    if (mode < 0)
-        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
-                           "hpct_init: HPCT_NODE_REDUCE is '%s'; use auto, p2p or shm",
-                           getenv("HPCT_NODE_REDUCE"));
+    int mode = node_reduce_mode(ctx);
+    if (mode < 0) return HPCT_ERR_INVALID_ARG;
     int shares = d->local_size > 1 ? node_shares_memory(d) : 0;
     const char *why = unusable(d, mode, shares);
     unsigned long v[5] = {why == NULL, chunk_floats(d), small_floats(d), max_bytes(),

@@ -71,6 +71,8 @@ hpct_status_t hpcti_error(hpct_ctx_t ctx, hpct_status_t status, const char *fmt,
 /* Write one log line to stderr when ctx's log level is at least level. */
 void hpcti_log(hpct_ctx_t ctx, hpct_log_level_t level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Keep detail as this thread's last failed hpct_init, for hpct_last_error(NULL) ("": none). */
+void hpcti_set_init_error(const char *detail);
 /* Forget the previous error detail (called at the start of public calls). */
 void hpcti_clear_error(hpct_ctx_t ctx);
 
@@ -107,5 +109,56 @@ void hpcti_hdf5_unlock(void);
 
 /* Checked allocation helpers that record HPCT_ERR_NO_MEMORY on ctx. */
 void *hpcti_calloc(hpct_ctx_t ctx, size_t count, size_t size, const char *what);
+
+/* ---- The registry of environment settings (tunables.c) ---------------------------------- */
+
+/* How a setting's value is read: 0 or 1; a decimal integer; a byte count (integer, optional
+ * K, M, G or T suffix: powers of 1024); a real number; one word of a list (any case); text
+ * its owner parses (HPCT_ALLREDUCE_ALGO). */
+typedef enum {
+    HPCTI_TUN_FLAG,
+    HPCTI_TUN_LONG,
+    HPCTI_TUN_BYTES,
+    HPCTI_TUN_REAL,
+    HPCTI_TUN_CHOICE,
+    HPCTI_TUN_TEXT
+} hpcti_tun_kind_t;
+
+/* One setting: name, kind, default (text), range [min, max] of numbers or the words of a
+ * choice (space-separated), whether the ranks must agree on it, what it accepts and does. */
+typedef struct hpcti_tunable {
+    const char *name;
+    hpcti_tun_kind_t kind;
+    const char *def;
+    double min, max;
+    const char *words;
+    int agree;
+    const char *accepted, *help;
+} hpcti_tunable_t;
+
+/* The registry: *count entries, in the order hpctrain info lists them. */
+const hpcti_tunable_t *hpcti_tunables(int *count);
+/* The entry of name, or NULL when name is not registered. */
+const hpcti_tunable_t *hpcti_tunable_find(const char *name);
+/* The value set in the environment, or NULL when unset or empty ('' means the default). */
+const char *hpcti_tunable_value(const char *name);
+/* Check value against entry t (text kinds: accepted); 0 when it is valid, else -1 with
+ * "NAME is 'VALUE': use ACCEPTED" in why. */
+int hpcti_tunable_parse(const hpcti_tunable_t *t, const char *value, double *number, int *index,
+                        char *why, size_t len);
+/* Check every registered setting that is set (not the text kinds); the first bad one fails
+ * with HPCT_ERR_INVALID_ARG and its message in ctx's error (prefix, e.g. "hpct_init: ") and
+ * in detail (either may be NULL); each set one is logged at info level on ctx. */
+HPCTI_CHECK hpct_status_t hpcti_tunables_check(hpct_ctx_t ctx, const char *prefix, char *detail,
+                                               size_t len);
+/* Typed readers for the owners. Each returns HPCT_SUCCESS with *set = 0 and the output
+ * untouched when the variable is unset or empty, *set = 1 and the value when it is valid,
+ * and HPCT_ERR_INVALID_ARG with ctx's error naming variable, value and range otherwise
+ * (ctx may be NULL). A flag gives 0 or 1, a choice the index of its word. */
+HPCTI_CHECK hpct_status_t hpcti_tunable_flag(hpct_ctx_t ctx, const char *name, int *on, int *set);
+HPCTI_CHECK hpct_status_t hpcti_tunable_long(hpct_ctx_t ctx, const char *name, long *v, int *set);
+HPCTI_CHECK hpct_status_t hpcti_tunable_real(hpct_ctx_t ctx, const char *name, double *v, int *set);
+HPCTI_CHECK hpct_status_t hpcti_tunable_choice(hpct_ctx_t ctx, const char *name, int *index,
+                                               int *set);
 
 #endif

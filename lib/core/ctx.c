@@ -125,9 +125,17 @@ void hpcti_ctx_free(hpct_ctx_t ctx)
     free(ctx);
 }
 
+/* The detail of this thread's last failed hpct_init or hpct_init_comm ("": none). */
+static __thread char init_error[1024];
+
+void hpcti_set_init_error(const char *detail)
+{
+    snprintf(init_error, sizeof init_error, "%s", detail ? detail : "");
+}
+
 const char *hpct_last_error(hpct_ctx_t ctx)
 {
-    return ctx ? ctx->last_error : "no context (NULL handle)";
+    return ctx ? ctx->last_error : init_error[0] ? init_error : "no context (NULL handle)";
 }
 
 int hpct_last_error_shared(hpct_ctx_t ctx)

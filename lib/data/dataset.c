@@ -134,13 +134,26 @@ static float *alloc_resident(hpct_ctx_t ctx, size_t bytes)
 /* The store mode asked for: HPCT_DATA_STORE when set, else cfg.store; -1 for a bad value. */
 static int requested_store(hpct_dataset_t ds)
 {
-    const char *env = getenv("HPCT_DATA_STORE");
-    if (!env || !*env) return ds->cfg.store;
-    if (!strcmp(env, "auto")) return HPCT_STORE_AUTO;
-    if (!strcmp(env, "off")) return HPCT_STORE_OFF;
-    if (!strcmp(env, "job")) return HPCT_STORE_JOB;
-    if (!strcmp(env, "node")) return HPCT_STORE_NODE;
-    return -1;
+    static const int modes[] = {HPCT_STORE_AUTO, HPCT_STORE_OFF, HPCT_STORE_JOB, HPCT_STORE_NODE};
+    int word = 0, set = 0;
+    if (hpcti_tunable_choice(ds->ctx, "HPCT_DATA_STORE", &word, &set)) return -1;
+    return set ? modes[word] : (int)ds->cfg.store;
+}
+
+/* The reader's flags, checked at open (HPCT_STREAM_MMAP, HPCT_PREFETCH_THREAD): a bad value
+ * fails hpct_dataset_open naming it; later reads find them valid. */
+static hpct_status_t check_flags(hpct_ctx_t ctx)
+{
+    int on, set;
+    hpct_status_t s = hpcti_tunable_flag(ctx, "HPCT_STREAM_MMAP", &on, &set);
+    return s ? s : hpcti_tunable_flag(ctx, "HPCT_PREFETCH_THREAD", &on, &set);
+}
+
+/* Flag name's value, or fallback when it is unset (or bad: check_flags refused it). */
+static int flag_or(hpct_ctx_t ctx, const char *name, int fallback)
+{
+    int on = fallback, set = 0;
+    return hpcti_tunable_flag(ctx, name, &on, &set) ? fallback : on;
 }
 
 /* Store or not, from the request, the set's size, the world and the node's memory. */
@@ -295,8 +308,8 @@ static int map_shard(hpct_dataset_t ds, hpcti_shard_t *sh)
  * batch is read with sorted, coalesced preadv, as with HPCT_STREAM_MMAP=0. */
 static void map_shards(hpct_dataset_t ds)
 {
-    const char *env = getenv("HPCT_STREAM_MMAP");
-    ds->mapped = !ds->resident && ds->store_mode == HPCT_STORE_OFF && !(env && !strcmp(env, "0"));
+    ds->mapped = !ds->resident && ds->store_mode == HPCT_STORE_OFF &&
+                 flag_or(ds->ctx, "HPCT_STREAM_MMAP", 1);
     if (ds->mapped && hpcti_mapguard_acquire()) { /* a shrunk file must not kill the process */
         hpcti_log(ds->ctx, HPCT_LOG_INFO, "dataset %s: cannot install the SIGBUS guard (%s)",
                   ds->manifest_path, strerror(errno));
@@ -439,9 +452,9 @@ hpct_status_t hpct_dataset_open(hpct_ctx_t ctx, const char *manifest_path,
     ds->names[0] = strdup(cfg->inputs_name);
     ds->names[1] = strdup(cfg->targets_name);
     if (ds->store_mode < 0)
-        s = hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
-                        "HPCT_DATA_STORE='%s' must be auto, off, job or node",
-                        getenv("HPCT_DATA_STORE"));
+        s = HPCT_ERR_INVALID_ARG; /* requested_store named the variable */
+    else if ((s = check_flags(ctx)) != HPCT_SUCCESS)
+        ;
     else if (!ds->manifest_path || !ds->names[0] || !ds->names[1])
         s = hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "dataset %s: no memory", manifest_path);
     else
@@ -515,9 +528,9 @@ static double cpus_per_rank(hpct_dataset_t ds)
 int hpcti_prefetch_rule(hpct_dataset_t ds)
 {
     if (ds->cfg.prefetch_depth == 0 || ds->store_mode == HPCT_STORE_JOB) return 0;
-    const char *env = getenv("HPCT_PREFETCH_THREAD");
+    const char *env = hpcti_tunable_value("HPCT_PREFETCH_THREAD");
     double cpus = cpus_per_rank(ds);
-    int use = env && *env ? strcmp(env, "0") != 0 : cpus >= 2.0;
+    int use = flag_or(ds->ctx, "HPCT_PREFETCH_THREAD", cpus >= 2.0);
     hpcti_log(ds->ctx, HPCT_LOG_INFO, "dataset %s: prefetch thread %s (%.1f CPUs per rank%s)",
               ds->manifest_path, use ? "on" : "off", cpus,
               env && *env ? ", set by HPCT_PREFETCH_THREAD" : "");

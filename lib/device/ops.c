@@ -60,8 +60,8 @@ hpct_status_t hpct_ctx_create(const hpct_config_t *cfg, hpct_ctx_t *out)
 
 int hpcti_gpu_sharing_allowed(void)
 {
-    const char *v = getenv("HPCT_ALLOW_GPU_SHARING");
-    return v && *v && strcmp(v, "0") != 0;
+    int on = 0, set; /* hpct_init refused a bad value before this is asked */
+    return !hpcti_tunable_flag(NULL, "HPCT_ALLOW_GPU_SHARING", &on, &set) && on;
 }
 
 hpct_status_t hpcti_device_identity(hpct_ctx_t ctx, uint64_t *id)

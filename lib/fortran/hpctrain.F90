@@ -84,6 +84,7 @@ module hpctrain
     integer(c_int), parameter, public :: HPCT_TOPO_SINGLE = 0, HPCT_TOPO_PMIX = 1, &
         HPCT_TOPO_OPENMPI_ENV = 2, HPCT_TOPO_SLURM_ENV = 3, HPCT_TOPO_OVERRIDE = 4
     integer(c_int), parameter, public :: HPCT_TOPOLOGY_VERSION = 1
+    integer(c_int), parameter, public :: HPCT_TUNABLE_INFO_VERSION = 1
     integer(c_int), parameter, public :: HPCT_CKPT_CONFIG_VERSION = 1
     integer(c_int), parameter, public :: HPCT_CKPT_META_VERSION = 1
     integer(c_int), parameter, public :: HPCT_CKPT_F32 = 0, HPCT_CKPT_F64 = 1, HPCT_CKPT_I32 = 2, &
@@ -206,6 +207,14 @@ module hpctrain
         integer(c_int) :: source = HPCT_TOPO_SINGLE
         character(kind=c_char) :: hostname(256) = c_null_char ! hpct_f_string(topo%hostname)
         character(kind=c_char) :: job_id(128) = c_null_char
+    end type
+
+    !> One environment setting (hpct_tunable_get); hpct_f_string(info%name) etc.
+    type, bind(C), public :: hpct_tunable_info_t
+        integer(c_int) :: version = HPCT_TUNABLE_INFO_VERSION
+        type(c_ptr) :: name = c_null_ptr, value = c_null_ptr, default_value = c_null_ptr
+        type(c_ptr) :: accepted = c_null_ptr, help = c_null_ptr
+        integer(c_int) :: ranks_agree = 0
     end type
 
     type, bind(C), public :: hpct_ckpt_config_t
@@ -331,6 +340,7 @@ module hpctrain
         c_hpct_manifest_destroy, c_hpct_manifest_check_path, c_hpct_ckpt_file_open, &
         c_hpct_ckpt_file_close, c_hpct_ckpt_list_open, c_hpct_ckpt_list_size, c_hpct_ckpt_list_path, &
         c_hpct_ckpt_list_close, c_hpct_signals_pending, c_hpct_signals_clear
+    public :: c_hpct_tunables_count, c_hpct_tunable_get, c_hpct_tunables_check
 
     interface
         ! -- version, status, context
@@ -341,6 +351,22 @@ module hpctrain
         function c_hpct_get_api_version() bind(C, name="hpct_get_api_version") result(v)
             import :: c_int
             integer(c_int) :: v ! unsigned in C; 0x00MMmm00 fits
+        end function
+        function c_hpct_tunables_count() bind(C, name="hpct_tunables_count") result(n)
+            import :: c_int
+            integer(c_int) :: n
+        end function
+        function c_hpct_tunable_get(i, info) bind(C, name="hpct_tunable_get") result(s)
+            import :: c_int, hpct_tunable_info_t
+            integer(c_int), value :: i
+            type(hpct_tunable_info_t), intent(inout) :: info
+            integer(c_int) :: s
+        end function
+        function c_hpct_tunables_check(detail, len) bind(C, name="hpct_tunables_check") result(s)
+            import :: c_int, c_char, c_size_t
+            character(kind=c_char), intent(out) :: detail(*)
+            integer(c_size_t), value :: len
+            integer(c_int) :: s
         end function
         function c_hpct_strerror(status) bind(C, name="hpct_strerror") result(s)
             import :: c_int, c_ptr
@@ -1098,6 +1124,7 @@ module hpctrain
     public :: hpct_get_version, hpct_get_api_version, hpct_make_version, hpct_strerror, &
         hpct_last_error, hpct_last_error_shared, hpct_f_string
     public :: hpct_ctx_create, hpct_ctx_destroy, hpct_rng_get_state, hpct_rng_set_state
+    public :: hpct_tunables_count, hpct_tunable_get, hpct_tunables_check
     public :: hpct_params_create, hpct_params_destroy, hpct_params_register, hpct_params_size, &
         hpct_params_get, hpct_params_zero_grads, hpct_params_scale_grads, hpct_params_grad_norm
     public :: hpct_model_create, hpct_model_destroy, hpct_model_add_dense, hpct_model_set_loss, &
@@ -1385,6 +1412,31 @@ contains
         integer :: v
         v = int(c_hpct_get_api_version())
     end function
+
+    !> The number of environment settings the library reads.
+    function hpct_tunables_count() result(n)
+        integer :: n
+        n = int(c_hpct_tunables_count())
+    end function
+
+    !> Setting i (0-based) into info.
+    subroutine hpct_tunable_get(i, info, ierr)
+        integer, intent(in) :: i
+        type(hpct_tunable_info_t), intent(inout) :: info
+        integer, intent(out), optional :: ierr
+        call finish(c_hpct_tunable_get(int(i, c_int), info), c_null_ptr, "hpct_tunable_get", ierr)
+    end subroutine
+
+    !> Check the settings set in the environment; detail names the first bad one ("" if none).
+    subroutine hpct_tunables_check(detail, ierr)
+        character(:), allocatable, intent(out) :: detail
+        integer, intent(out), optional :: ierr
+        character(kind=c_char) :: buf(1024)
+        integer(c_int) :: s
+        s = c_hpct_tunables_check(buf, int(size(buf), c_size_t))
+        detail = fstr_chars(buf)
+        call finish(s, c_null_ptr, "hpct_tunables_check", ierr)
+    end subroutine
 
     !> The C macro HPCT_MAKE_VERSION: a version as one comparable integer, 0x00MMmmpp.
     elemental function hpct_make_version(major, minor, patch) result(v)

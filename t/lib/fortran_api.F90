@@ -129,6 +129,21 @@ contains
             "hpct_make_version builds HPCT_API_VERSION and HPCT_VERSION; the major is bits 16 up")
         call tap_is_str(hpct_strerror(HPCT_ERR_IO), "I/O error", "hpct_strerror(HPCT_ERR_IO)")
         call tap_is_str(hpct_strerror(HPCT_SUCCESS), "success", "hpct_strerror(HPCT_SUCCESS)")
+        call check_tunables()
+    end subroutine
+
+    !> The settings registry: a name for each, and the environment's check.
+    subroutine check_tunables()
+        type(hpct_tunable_info_t) :: info
+        character(:), allocatable :: detail, name
+        integer :: ierr
+        call tap_ok(hpct_tunables_count() > 10, "hpct_tunables_count lists the settings")
+        call hpct_tunable_get(0, info, ierr)
+        name = hpct_f_string(info%name)
+        call tap_ok(ierr == HPCT_SUCCESS .and. index(name, "HPCT_") == 1, &
+            "hpct_tunable_get(0) names " // name)
+        call hpct_tunables_check(detail, ierr)
+        call tap_ok(ierr == HPCT_SUCCESS .and. len(detail) == 0, "hpct_tunables_check: all valid")
     end subroutine
 
     ! ---- layouts of the BIND(C) types ---------------------------------------------------
