@@ -926,6 +926,14 @@ typedef struct hpct_train_result {
  * out the collective deadline: call hpct_abort_job on that rank to end the job promptly. */
 hpct_status_t hpct_train(hpct_model_t model, hpct_optimizer_t opt, hpct_dataset_t ds,
                          hpct_ckpt_t ck, const hpct_train_config_t *cfg, hpct_train_result_t *res);
+/* Output this rank could not write since the context was made (a full disk, a quota, a
+ * failing file system), which training survives: metrics records dropped (the writer rank)
+ * and timeline rewrites that failed (the file keeps its last whole version). The first loss
+ * is also logged at HPCT_LOG_ERROR; this call lets a program with logging off say it. detail
+ * receives what the first loss said, naming the file and the reason ("" when none; valid
+ * until the context is destroyed). Any of the three pointers may be NULL. */
+hpct_status_t hpct_output_losses(hpct_ctx_t ctx, long *metrics_records, long *timeline_rewrites,
+                                 const char **detail);
 /* Mean loss and accuracy of the model over a whole dataset (opened with shuffle = 0), each
  * rank evaluating its share; samples receives how many were evaluated. */
 hpct_status_t hpct_evaluate(hpct_model_t model, hpct_dataset_t ds, double *loss, double *accuracy,
