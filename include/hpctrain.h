@@ -136,7 +136,9 @@ typedef struct hpct_config {
 hpct_status_t hpct_ctx_create(const hpct_config_t *cfg, hpct_ctx_t *ctx);
 /* Free a context; NULL is accepted. Free its models and optimizers first. */
 void hpct_ctx_destroy(hpct_ctx_t ctx);
-/* Detail of the context's most recent error ("" if none); valid until the next call. */
+/* Detail of the context's most recent error ("" if none); valid until the next call. A call
+ * given a NULL context or handle (never created, or its creation failed) returns
+ * HPCT_ERR_INVALID_ARG with nowhere to put a detail; hpct_last_error(NULL) says that. */
 const char *hpct_last_error(hpct_ctx_t ctx);
 /* 1 when the last error was agreed across the ranks: every rank returned the same status and
  * holds the same detail, which names the failing rank; print it once (rank 0). 0 for an

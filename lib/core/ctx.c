@@ -127,7 +127,9 @@ void hpcti_ctx_free(hpct_ctx_t ctx)
 
 const char *hpct_last_error(hpct_ctx_t ctx)
 {
-    return ctx ? ctx->last_error : "no context (NULL handle)";
+    return ctx ? ctx->last_error
+               : "no context (NULL handle): the context or handle passed was never created, "
+                 "or its creation failed";
 }
 
 int hpct_last_error_shared(hpct_ctx_t ctx)

@@ -1219,7 +1219,7 @@ contains
         if (c_associated(ctx)) then
             if (len(fstr(c_hpct_last_error(ctx))) > 0) msg = msg // ": " // fstr(c_hpct_last_error(ctx))
         else
-            msg = msg // " (no context; set log_level = HPCT_LOG_ERROR in the config for the detail)"
+            msg = msg // ": " // fstr(c_hpct_last_error(c_null_ptr))
         end if
         write (error_unit, "(a)") msg
         flush (error_unit)
