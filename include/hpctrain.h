@@ -138,7 +138,9 @@ hpct_status_t hpct_ctx_create(const hpct_config_t *cfg, hpct_ctx_t *ctx);
 void hpct_ctx_destroy(hpct_ctx_t ctx);
 /* Detail of the context's most recent error ("" if none); valid until the next call. With
  * ctx NULL: the detail of this thread's last failed hpct_init or hpct_init_comm (they free
- * the context they fail to make), else "no context (NULL handle)". */
+ * the context they fail to make); else, for a call given a NULL context or handle (never
+ * created, or its creation failed: HPCT_ERR_INVALID_ARG with nowhere to put a detail), it
+ * says that. */
 const char *hpct_last_error(hpct_ctx_t ctx);
 /* 1 when the last error was agreed across the ranks: every rank returned the same status and
  * holds the same detail, which names the failing rank; print it once (rank 0). 0 for an
@@ -928,6 +930,14 @@ typedef struct hpct_train_result {
  * out the collective deadline: call hpct_abort_job on that rank to end the job promptly. */
 hpct_status_t hpct_train(hpct_model_t model, hpct_optimizer_t opt, hpct_dataset_t ds,
                          hpct_ckpt_t ck, const hpct_train_config_t *cfg, hpct_train_result_t *res);
+/* Output this rank could not write since the context was made (a full disk, a quota, a
+ * failing file system), which training survives: metrics records dropped (the writer rank)
+ * and timeline rewrites that failed (the file keeps its last whole version). The first loss
+ * is also logged at HPCT_LOG_ERROR; this call lets a program with logging off say it. detail
+ * receives what the first loss said, naming the file and the reason ("" when none; valid
+ * until the context is destroyed). Any of the three pointers may be NULL. */
+hpct_status_t hpct_output_losses(hpct_ctx_t ctx, long *metrics_records, long *timeline_rewrites,
+                                 const char **detail);
 /* Mean loss and accuracy of the model over a whole dataset (opened with shuffle = 0), each
  * rank evaluating its share; samples receives how many were evaluated. */
 hpct_status_t hpct_evaluate(hpct_model_t model, hpct_dataset_t ds, double *loss, double *accuracy,

@@ -13,7 +13,11 @@
 #   (d) the metrics file alone on 8 KiB (issue 37, finding 9): the record that meets ENOSPC
 #       is taken back whole (the file ends on a newline, every line a whole record), the
 #       failure is said once at HPCT_LOG_ERROR naming the file, and `hpctrain report` names
-#       a file cut inside a record (line and byte offset).
+#       a file cut inside a record (line and byte offset);
+#   (e) the same at the tool's default log level: hpctrain train says the loss once itself;
+#   (f) the timeline on a full 8 KiB tmpfs: the failed rewrites are said once, naming the file
+#       and ENOSPC, training completes and the file stays valid JSON; a timeline_file prefix
+#       in a directory that does not exist fails at the start naming the file and the reason.
 . "${top_srcdir:-.}/t/lib/train_lib.sh"
 PROG="$top_builddir/t/lib/insitu_prog"
 need_tool
@@ -31,7 +35,7 @@ small_fs() {
 }
 small_fs "$work/probe" 4k
 make_data
-plan 16
+plan 20
 ENOSPC="No space left on device"
 
 # clean DESC OUT DIR...: the three points every case shares: the failed save is named with its
@@ -104,4 +108,33 @@ ok $? "hpctrain report names a metrics file cut inside a record, with line and b
     show "$work/cut.out"
 grep -q "^hpctrain: done" "$work/d.out"
 ok $? "the run itself completes (losing metrics records does not stop training)" || show "$work/d.out"
+
+# (e) the default log level (none): the tool says it, once
+small_fs "$work/e" 8k
+train 1 "$work/e-ck" "$work/e.out" --metrics-file "$work/e/m.jsonl" --log-interval 1 \
+    --checkpoint-every-steps 0
+n=$(grep -c "^hpctrain train: rank 0: warning: [1-9][0-9]* metrics record(s) and 0 timeline rewrite(s) could not be written; the first: metrics file $work/e/m.jsonl: cannot append a record at byte [0-9]*: $ENOSPC" "$work/e.out")
+[ "$n" = 1 ] && [ $rc = 0 ] && [ "$(grep -c "$ENOSPC" "$work/e.out")" = 1 ]
+ok $? "default log level: hpctrain train says the lost metrics records once, exit 0 (got $n, rc $rc)" ||
+    show "$work/e.out" 12
+
+# (f) the timeline on a full disk, and in a directory that does not exist
+small_fs "$work/f" 8k
+train 1 "$work/f-ck" "$work/f.out" --timeline-file "$work/f/tl" --timeline-steps 5 \
+    --metrics-file none --checkpoint-every-steps 0
+tl="$work/f/tl-rank0.json"
+n=$(grep -c "^hpctrain train: rank 0: warning: 0 metrics record(s) and [1-9][0-9]* timeline rewrite(s) could not be written; the first: timeline file $tl: cannot rewrite it: $ENOSPC" "$work/f.out")
+[ "$n" = 1 ] && [ "$(grep -c "$ENOSPC" "$work/f.out")" = 1 ]
+ok $? "a timeline on a full disk: the failed rewrites are said once, naming the file (got $n)" ||
+    show "$work/f.out" 12
+[ $rc = 0 ] && grep -q "^hpctrain: done" "$work/f.out" && ls "$work/f" >"$work/f.ls" &&
+    [ "$(cat "$work/f.ls")" = tl-rank0.json ] &&
+    python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$tl"
+ok $? "training completes, no temporary file is left, the timeline is valid JSON (rc $rc)" ||
+    show "$work/f.out" 12
+train 1 "$work/g-ck" "$work/g.out" --timeline-file "$work/nodir/tl" --checkpoint-every-steps 0
+n=$(grep -c "timeline: cannot write $work/nodir/tl-rank0.json: No such file or directory" "$work/g.out")
+[ "$n" = 1 ] && [ $rc = 1 ]
+ok $? "a timeline prefix in a missing directory: exit 1, the file and the reason said once (got $n, rc $rc)" ||
+    show "$work/g.out" 12
 done_testing

@@ -31,7 +31,7 @@ static void optim_field(const char *field, hpct_optim_config_t c, hpct_params_t 
 
 int main(void)
 {
-    tap_plan(48);
+    tap_plan(52);
     hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
     hpct_ctx_t bad = (hpct_ctx_t)1;
 
@@ -65,7 +65,19 @@ int main(void)
 #else
     tap_skip(1, "this build has the cuda backend; its errors need a GPU to test");
 #endif
-    tap_is_str(hpct_last_error(NULL), "no context (NULL handle)", "last_error(NULL) is safe");
+    tap_ok(strstr(hpct_last_error(NULL), "no context (NULL handle): the context or handle passed "
+                                         "was never created, or its creation failed") != NULL,
+           "last_error(NULL) is safe and says what is wrong");
+    /* A context or session never created (issue 37, finding 12): HPCT_ERR_INVALID_ARG, as
+     * documented for a NULL handle, and nothing written. */
+    hpct_model_t never = (hpct_model_t)1;
+    tap_is_int(hpct_model_create(NULL, 4, &never), HPCT_ERR_INVALID_ARG,
+               "model_create on a context never created");
+    tap_ok(never == (hpct_model_t)1, "... leaves the handle untouched");
+    float xs[4] = {0}, ys[1] = {0}, loss = 7.0f;
+    tap_is_int(hpct_insitu_step(NULL, xs, ys, 1, &loss), HPCT_ERR_INVALID_ARG,
+               "insitu_step on a session never created");
+    tap_ok(loss == 7.0f, "... leaves the loss untouched");
     tap_is_int(hpct_ctx_create(NULL, &ctx), HPCT_SUCCESS, "default context");
     uint64_t zero[4] = {0, 0, 0, 0};
     expect(hpct_rng_set_state(ctx, zero), HPCT_ERR_INVALID_ARG, "all-zero", "all-zero RNG state");

@@ -9,12 +9,14 @@
 #  - examples/fortran/heat_insitu (the heat equation training a surrogate of its own step
 #    in situ): the surrogate's error against the solver's next step falls; the field is the
 #    same at W = 1, 2 and 3 (halo exchange); every rank checkpoints its slab on the cadence;
-#    SIGTERM gives exit 75 and a checkpoint, and the resumed run ends bit-identical.
+#    SIGTERM gives exit 75 and a checkpoint, and the resumed run ends bit-identical;
+#    --help prints the usage and exits 0 without running; a relative error above 10 is
+#    printed as a number, not *******.
 . "${top_srcdir:-.}/t/lib/fortran_lib.sh"
 need_fortran
 need_mpi
 make_data
-plan 17
+plan 19
 BYOG="$builddir/examples/fortran/byog"
 MLP="$builddir/examples/fortran/mlp_shards"
 HEAT="$builddir/examples/fortran/heat_insitu"
@@ -135,4 +137,18 @@ heat "$work/hw3" "$work/hks" 3
     [ "$(ls -l "$work/hks/rank0" | md5sum)" = "$before" ]
 ok $? "resuming the W=2 checkpoints at W=3 is refused with a message naming both layouts (exit $rc), files untouched" ||
     show "$work/hw3"
+
+# --help used to be ignored (the pairs loop skipped a lone argument): the full run started.
+mkdir "$work/hhelp" && (cd "$work/hhelp" && mpi 2 "$HEAT" --help) >"$work/hhelp.out" 2>&1
+rc=$?
+[ "$rc" = 0 ] && grep -q '^usage: heat_insitu .*--help' "$work/hhelp.out" &&
+    ! grep -q '^heat: ' "$work/hhelp.out" && [ -z "$(ls "$work/hhelp")" ]
+ok $? "heat_insitu --help at W=2: the usage, exit 0, nothing run or written (exit $rc)" ||
+    show "$work/hhelp.out"
+# On a 4x4 grid the surrogate's error relative to the step passes 10 by step 40 (f7.5: *******).
+run "$work/hsmall" mpi 1 "$HEAT" --nx 4 --steps 40 --report 20 --checkpoints "$work/hksmall"
+rel=$(error "$work/hsmall" 40 16)
+[ "$rc" = 0 ] && ! grep -q '\*\*' "$work/hsmall" && awk -v r="${rel:-0}" 'BEGIN { exit !(r > 10) }'
+ok $? "heat_insitu --nx 4: a relative error of ${rel:-?} (> 10) printed as a number, no ******* (exit $rc)" ||
+    show "$work/hsmall"
 done_testing

@@ -6,6 +6,7 @@
 #    names the call, the status and the detail, and MPI_Abort ends the job at once (the
 #    collective deadline is 120 s);
 #  - an error without ierr on a local context: the message, then ERROR STOP (exit 1);
+#  - a call on a handle never created: HPCT_ERR_INVALID_ARG, and a message saying so (15-16);
 #  - hpct_abort_job ends the job with the exit code given;
 #  - in-situ steps at W = 2 with uneven local batches (one rank empty at first): the same
 #    global loss, bit for bit, on both ranks, and identical replicas;
@@ -16,7 +17,7 @@
 need_fortran
 need_mpi
 PROG="$builddir/t/lib/fortran_mpi"
-plan 14
+plan 16
 
 # passed OUT: exit 0, some PASS lines and no FAIL line.
 passed() { [ "$rc" = 0 ] && grep -q '^PASS' "$1" && ! grep -q '^FAIL' "$1"; }
@@ -70,4 +71,16 @@ for call in insitu grad; do
     [ "$took" -lt 10 ]
     ok $? "$call: both ranks returned in ${took} s (< 10 s; the deadline is 60 s)"
 done
+
+# A handle never created (issue 37, finding 12): the message said "no context; set log_level =
+# HPCT_LOG_ERROR in the config for the detail", which cannot help; it now says what is wrong.
+for call in model insitu; do
+    run "$work/noctx-$call" "$PROG" nocontext $call
+    [ "$rc" = 1 ] && [ "$(grep -c '^PASS rank 0: .*: ierr' "$work/noctx-$call")" = 2 ] &&
+        grep -q "^hpctrain: hpct_${call}_[a-z]* failed: invalid argument: no context (NULL handle): the context or handle passed was never created, or its creation failed\$" \
+            "$work/noctx-$call" && ! grep -q '^FAIL\|log_level' "$work/noctx-$call"
+    ok $? "$call on a handle never created: HPCT_ERR_INVALID_ARG with ierr; without, the message says so (exit $rc)" ||
+        show "$work/noctx-$call"
+done
+
 done_testing

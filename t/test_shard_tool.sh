@@ -12,7 +12,7 @@ trap 'rm -rf "$work"' EXIT
 . "${top_srcdir:-.}/t/lib/tap.sh"
 status() { "$@" >"$work/out" 2>&1; echo $?; }
 
-plan 37
+plan 39
 "$tool" --version | grep -q '^hpctrain [0-9]' ; ok $? "hpctrain --version"
 [ "$(status "$tool" frobnicate)" = 2 ]; ok $? "unknown command exits 2"
 [ "$(status "$tool" shard "$fm/train-images-idx3-ubyte.gz")" = 2 ] && grep -q -- '-o' "$work/out"
@@ -203,4 +203,22 @@ npy_refused quote.npy "malformed .npy header: unknown key 'fortran_order: False,
 npy_refused brace.npy "malformed .npy header: unbalanced braces" "a .npy header dict left open exits 3"
 npy_refused nokey.npy "malformed .npy header: key 'fortran_order' is missing" \
     "a .npy header without fortran_order exits 3"
+
+# trace merge refuses a rank file that is empty, junk or a placeholder without events (it used
+# to write a merged file with that rank missing, "0 line(s) skipped", exit 0).
+printf '{"traceEvents":[\n{"ph":"M","pid":0,"name":"process_name","args":{"name":"rank 0 (h)"}},\n{"ph":"X","pid":0,"tid":0,"name":"step","ts":1.5,"dur":2.0,"args":{"step":1}}\n],"displayTimeUnit":"ms"}\n' >"$work/tl0.json"
+: >"$work/tl-empty.json"
+printf 'hello\nworld\n' >"$work/tl-junk.json"
+echo '{"traceEvents":[]}' >"$work/tl-none.json"
+[ "$(status "$tool" trace merge -o "$work/m.json" "$work/tl0.json")" = 0 ] &&
+    grep -q '2 events of 1 file' "$work/out" && python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$work/m.json"
+ok $? "trace merge of a good rank file: exit 0, 2 events, valid JSON"
+refused=0
+for f in empty:'is empty' junk:'is not a timeline' none:'holds no whole event'; do
+    rm -f "$work/m.json"
+    [ "$(status "$tool" trace merge -o "$work/m.json" "$work/tl0.json" "$work/tl-${f%%:*}.json")" = 3 ] &&
+        grep -q "^hpctrain trace: error: $work/tl-${f%%:*}.json ${f#*:}" "$work/out" &&
+        [ ! -e "$work/m.json" ] || { refused=1; cat "$work/out"; }
+done
+ok $refused "trace merge refuses an empty, a junk and an event-less rank file, naming it (exit 3, no OUT)"
 done_testing

@@ -3,6 +3,7 @@
 #include "hpctrain.h"
 #include "tools.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -33,11 +34,8 @@ static void usage(FILE *out)
                  "data or checkpoint, 75 preempted (train: requeue), 124 a rank hung (train).\n");
 }
 
-int main(int argc, char **argv)
+static int dispatch(int argc, char **argv)
 {
-    /* Each line goes out whole when printed: nothing sits in a buffer that a kill would lose,
-     * and lines of ranks sharing one output file do not interleave mid-line. */
-    setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc < 2) {
         usage(stderr);
         return TOOL_USAGE;
@@ -57,4 +55,18 @@ int main(int argc, char **argv)
     fprintf(stderr, "hpctrain: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return TOOL_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+    /* Each line goes out whole when printed: nothing sits in a buffer that a kill would lose,
+     * and lines of ranks sharing one output file do not interleave mid-line. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    /* A reader that stops early (`hpctrain ckpt info FILE | head -2`) must not kill the tool with
+     * SIGPIPE (ckpt would then report its checking child as crashed on a corrupt file). With the
+     * signal ignored, writes to the closed pipe fail with EPIPE, the rest of the output is dropped
+     * and the exit status is the one the command's work determined: a closed pipe is a quiet,
+     * normal end, never a failure or a message. */
+    signal(SIGPIPE, SIG_IGN);
+    return dispatch(argc, argv);
 }

@@ -446,6 +446,22 @@ static void print_done(const struct run *r, const hpct_train_result_t *res)
     print_params_hash(r);
 }
 
+/* Output the run could not write (a full disk under metrics_file or timeline_file), said once
+ * per rank: training went on without it. With HPCT_LOG_LEVEL=1..4 the library's log has said
+ * it already. */
+static void print_losses(const struct run *r)
+{
+    long metrics = 0, timeline = 0;
+    const char *first = "", *level = getenv("HPCT_LOG_LEVEL");
+    if ((level && strcmp(level, "0")) || hpct_output_losses(r->ctx, &metrics, &timeline, &first) ||
+        metrics + timeline == 0)
+        return;
+    fprintf(stderr,
+            "hpctrain train: rank %d: warning: %ld metrics record(s) and %ld timeline "
+            "rewrite(s) could not be written; the first: %s\n",
+            r->topo.rank, metrics, timeline, first);
+}
+
 /* The exit code of hpct_train's status s, after its messages. */
 static int report(struct run *r, hpct_status_t s, const hpct_train_result_t *res)
 {
@@ -503,6 +519,7 @@ static int train_and_report(struct run *r)
     hpct_train_config_t tc = train_config(r, steps_per_epoch);
     hpct_train_result_t res = {.resumed_from = -1}; /* hpct_train may fail before filling it */
     s = hpct_train(r->model, r->opt, r->train, r->ck, &tc, &res);
+    print_losses(r);
     return report(r, s, &res);
 }
 

@@ -22,7 +22,7 @@
 !
 ! Build: mpif90 heat_insitu.f90 $(pkg-config --static --cflags --libs hpctrain)
 ! Run:   mpirun -np 2 ./heat_insitu [--steps N (600)] [--checkpoints DIR (heat-ckpt)]
-!        [--report N (50)] [--nx N (64)]
+!        [--report N (50)] [--nx N (64)]; --help prints the usage (exit 0)
 ! Exit:  0 done, 75 preempted (checkpoint written: run again to resume), 1 error.
 program heat_insitu
     use, intrinsic :: iso_c_binding
@@ -96,8 +96,10 @@ contains
     subroutine read_arguments()
         character(4096) :: arg, value
         integer :: i
-        do i = 1, command_argument_count() - 1, 2
+        do i = 1, command_argument_count(), 2
             call get_command_argument(i, arg)
+            if (arg == "--help" .or. arg == "-h") call usage_exit(0)
+            if (i == command_argument_count()) call usage_exit(2) ! an option without its value
             call get_command_argument(i + 1, value)
             select case (arg)
             case ("--steps")
@@ -109,11 +111,21 @@ contains
             case ("--nx")
                 read (value, *) nx
             case default
-                if (rank == 0) write (*, "(a)") "usage: heat_insitu [--steps N] [--checkpoints DIR] " // &
-                    "[--report N] [--nx N]"
-                call MPI_Abort(comm, 2)
+                call usage_exit(2)
             end select
         end do
+    end subroutine
+
+    !> The usage on rank 0; code 0 (--help): a clean end without running, else MPI_Abort.
+    subroutine usage_exit(code)
+        integer, intent(in) :: code
+        if (rank == 0) write (*, "(a)") "usage: heat_insitu [--steps N (600)] " // &
+            "[--checkpoints DIR (heat-ckpt)] [--report N (50)] [--nx N (64)] | --help"
+        if (code /= 0) call MPI_Abort(comm, code)
+        call MPI_Comm_free(comm)
+        call MPI_Finalize()
+        call hpct_signals_uninstall(signals)
+        stop
     end subroutine
 
     !> This rank's columns j0+1 .. j0+ny of the nx x nx interior, the boundary values and
@@ -297,7 +309,7 @@ contains
         end do
         call MPI_Allreduce(sums, total, 2, MPI_DOUBLE_PRECISION, MPI_SUM, comm)
         if (rank == 0) write (*, "('heat: step ', i0, ' t ', f8.5, ' loss ', es9.3, ' surrogate rms error ', &
-            &es9.3, ', relative to the step ', f7.5)") n, t, last_loss, sqrt(total(1) / nx**2), &
+            &es9.3, ', relative to the step ', es9.3)") n, t, last_loss, sqrt(total(1) / nx**2), &
             sqrt(total(1) / total(2))
     end subroutine
 

@@ -47,6 +47,9 @@ struct hpct_ctx {
     int local_rank, local_size;    /* this rank on its node, from hpct_init's bootstrap and node
                                       communicator (local_size 0: unknown, hpct_ctx_create) */
     hpcti_data_comms_t data_comms; /* for lib/data's sample store; filled by lib/comm */
+    long lost_metrics;             /* metrics records not written (hpct_output_losses) */
+    long lost_timeline;            /* timeline rewrites that failed */
+    char first_loss[1500];         /* what the first of them said; "" when none */
 };
 
 /* A context with cfg (NULL: the defaults) checked and copied and its RNG seeded, but no

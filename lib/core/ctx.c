@@ -135,7 +135,10 @@ void hpcti_set_init_error(const char *detail)
 
 const char *hpct_last_error(hpct_ctx_t ctx)
 {
-    return ctx ? ctx->last_error : init_error[0] ? init_error : "no context (NULL handle)";
+    return ctx             ? ctx->last_error
+           : init_error[0] ? init_error
+                           : "no context (NULL handle): the context or handle passed was never "
+                             "created, or its creation failed";
 }
 
 int hpct_last_error_shared(hpct_ctx_t ctx)

@@ -331,7 +331,7 @@ module hpctrain
         c_hpct_ckpt_file_num_datasets, c_hpct_ckpt_file_dataset, c_hpct_ckpt_file_find, &
         c_hpct_ckpt_file_verify, c_hpct_ckpt_file_read, c_hpct_crc32c, c_hpct_signals_install, &
         c_hpct_signals_uninstall, c_hpct_signal_pending, c_hpct_signal_clear, &
-        c_hpct_walltime_remaining, c_hpct_train, c_hpct_evaluate
+        c_hpct_walltime_remaining, c_hpct_train, c_hpct_evaluate, c_hpct_output_losses
     public :: c_hpct_insitu_create, c_hpct_insitu_start, c_hpct_insitu_step, &
         c_hpct_insitu_step_grads, c_hpct_insitu_progress, c_hpct_insitu_finish, &
         c_hpct_insitu_destroy
@@ -814,6 +814,12 @@ module hpctrain
             type(c_ptr), value :: ctx, wait_seconds, operations
             integer(c_int) :: s
         end function
+        function c_hpct_output_losses(ctx, metrics_records, timeline_rewrites, detail) &
+            bind(C, name="hpct_output_losses") result(s)
+            import :: c_int, c_ptr
+            type(c_ptr), value :: ctx, metrics_records, timeline_rewrites, detail
+            integer(c_int) :: s
+        end function
         ! -- checkpoints and preemption
         function c_hpct_ckpt_open(ctx, cfg, ck) bind(C, name="hpct_ckpt_open") result(s)
             import :: c_int, c_ptr
@@ -1157,7 +1163,7 @@ module hpctrain
     ! Deprecated 0.1 names, kept for one release (removed in 0.3): hpct_ckpt_file_open,
     ! hpct_ckpt_file_close, hpct_signals_pending and hpct_signals_clear replace them.
     public :: hpct_ckpt_inspect, hpct_ckpt_inspect_close, hpct_signal_pending, hpct_signal_clear
-    public :: hpct_train, hpct_evaluate
+    public :: hpct_train, hpct_evaluate, hpct_output_losses
     public :: hpct_insitu_create, hpct_insitu_start, hpct_insitu_step, hpct_insitu_step_grads, &
         hpct_insitu_progress, hpct_insitu_finish, hpct_insitu_destroy
 
@@ -1240,7 +1246,7 @@ contains
         if (c_associated(ctx)) then
             if (len(fstr(c_hpct_last_error(ctx))) > 0) msg = msg // ": " // fstr(c_hpct_last_error(ctx))
         else
-            msg = msg // " (no context; set log_level = HPCT_LOG_ERROR in the config for the detail)"
+            msg = msg // ": " // fstr(c_hpct_last_error(c_null_ptr))
         end if
         write (error_unit, "(a)") msg
         flush (error_unit)
@@ -2580,6 +2586,19 @@ contains
         call finish(c_hpct_comm_stats(ctx%ptr, c_loc(w), c_loc(n)), ctx%ptr, "hpct_comm_stats", ierr)
         if (present(wait_seconds)) wait_seconds = w
         if (present(operations)) operations = n
+    end subroutine
+
+    !> Metrics records and timeline rewrites this rank could not write (a full disk), as
+    !> hpct_output_losses in hpctrain.h; the first loss's detail is in the library's log.
+    subroutine hpct_output_losses(ctx, metrics_records, timeline_rewrites, ierr)
+        type(hpct_ctx_t), intent(in) :: ctx
+        integer(c_long), intent(out), optional :: metrics_records, timeline_rewrites
+        integer, intent(out), optional :: ierr
+        integer(c_long), target :: m, t
+        call finish(c_hpct_output_losses(ctx%ptr, c_loc(m), c_loc(t), c_null_ptr), ctx%ptr, &
+            "hpct_output_losses", ierr)
+        if (present(metrics_records)) metrics_records = m
+        if (present(timeline_rewrites)) timeline_rewrites = t
     end subroutine
 
     ! ==== checkpoints and preemption =========================================================

@@ -126,3 +126,19 @@ void hpcti_metrics_close(struct hpcti_metrics *m)
     close(m->fd);
     free(m);
 }
+
+void hpcti_note_loss(hpct_ctx_t ctx, const char *why)
+{
+    if (!ctx->first_loss[0]) snprintf(ctx->first_loss, sizeof ctx->first_loss, "%s", why);
+    hpcti_log(ctx, HPCT_LOG_ERROR, "%s", why);
+}
+
+hpct_status_t hpct_output_losses(hpct_ctx_t ctx, long *metrics_records, long *timeline_rewrites,
+                                 const char **detail)
+{
+    if (!ctx) return HPCT_ERR_INVALID_ARG;
+    if (metrics_records) *metrics_records = ctx->lost_metrics;
+    if (timeline_rewrites) *timeline_rewrites = ctx->lost_timeline;
+    if (detail) *detail = ctx->first_loss;
+    return HPCT_SUCCESS;
+}

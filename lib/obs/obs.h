@@ -79,6 +79,10 @@ void hpcti_straggler_init(struct hpcti_straggler *d, double threshold, int persi
  * (warn now), else 0. A rank that recovers and slows again is reported again. */
 int hpcti_straggler_feed(struct hpcti_straggler *d, const struct hpcti_step_stats *st);
 
+/* Output lost that training survives (a metrics record, a timeline rewrite): the first loss of
+ * the context is kept for hpct_output_losses and logged at HPCT_LOG_ERROR; the caller counts. */
+void hpcti_note_loss(hpct_ctx_t ctx, const char *why);
+
 /* ---- timeline (opt-in): per-rank Chrome trace event JSON --------------------------------- */
 
 /* A timeline of the steps of one rank: spans ("X" events) in a ring of the last `steps` steps
@@ -88,7 +92,8 @@ int hpcti_straggler_feed(struct hpcti_straggler *d, const struct hpcti_step_stat
  * (ctx->timeline); every folder above may add spans. */
 hpct_status_t hpcti_timeline_open(hpct_ctx_t ctx, const char *prefix, int rank, const char *host,
                                   long steps, long first);
-/* Write the file a last time and detach; nothing when none is open. */
+/* Write the file a last time and detach; nothing when none is open. A failed rewrite is
+ * counted in ctx->lost_timeline, the first one noted (hpcti_note_loss). */
 void hpcti_timeline_close(hpct_ctx_t ctx);
 /* Step `step` (the optimizer step being computed, 1-based) begins; the span of the previous
  * step ends here. */

@@ -70,6 +70,8 @@ struct hpcti_timeline {
     struct text out;     /* kept between rewrites (no allocation once it has grown) */
 };
 
+static int write_file(const char *path, const char *text, size_t n);
+
 hpct_status_t hpcti_timeline_open(hpct_ctx_t ctx, const char *prefix, int rank, const char *host,
                                   long steps, long first)
 {
@@ -94,14 +96,16 @@ hpct_status_t hpcti_timeline_open(hpct_ctx_t ctx, const char *prefix, int rank, 
     clock_gettime(CLOCK_MONOTONIC, &mt);
     t->offset_ns = ((long long)rt.tv_sec - (long long)mt.tv_sec) * 1000000000LL +
                    ((long long)rt.tv_nsec - (long long)mt.tv_nsec);
-    FILE *f = fopen(t->path, "w"); /* fail now, naming the file, rather than at the end */
-    if (!f) {
+    /* Fail now, naming the file and why, rather than at the end. */
+    static const char placeholder[] = "{\"traceEvents\":[]}\n";
+    errno = 0;
+    if (write_file(t->path, placeholder, sizeof placeholder - 1)) {
+        int err = errno ? errno : EIO;
         free(t->slots);
         free(t);
-        return hpcti_error(ctx, HPCT_ERR_IO, "timeline: cannot write %s", prefix);
+        return hpcti_error(ctx, HPCT_ERR_IO, "timeline: cannot write %s-rank%d.json: %s", prefix,
+                           rank, strerror(err));
     }
-    fputs("{\"traceEvents\":[]}\n", f);
-    fclose(f);
     pthread_mutex_init(&t->mu, NULL);
     ctx->timeline = t;
     return HPCT_SUCCESS;
@@ -361,29 +365,40 @@ static int replace(const char *tmp, const char *path)
 }
 
 /* Rewrite the file (t->mu held): formatted whole, written to a temporary name with one
- * write, put in the file's place. */
-static void write_now(struct hpcti_timeline *t)
+ * write, put in the file's place. 0, or an errno value when the file keeps its last version. */
+static int write_now(struct hpcti_timeline *t)
 {
     t->since_flush = 0;
     struct slot **order = malloc((size_t)t->steps * sizeof *order);
-    if (!order) return;
+    if (!order) return ENOMEM;
     long n = 0;
     for (long i = 0; i < t->steps; i++)
         if (t->slots[i].step >= 0) order[n++] = &t->slots[i];
     qsort(order, (size_t)n, sizeof *order, by_step);
     format(t, order, n);
     free(order);
-    if (t->out.failed || write_file(t->tmp, t->out.b, t->out.n) || replace(t->tmp, t->path))
-        unlink(t->tmp);
+    if (t->out.failed) return ENOMEM;
+    if (!write_file(t->tmp, t->out.b, t->out.n) && !replace(t->tmp, t->path)) return 0;
+    int err = errno ? errno : EIO;
+    unlink(t->tmp);
+    return err;
 }
 
-/* write_now, timed. */
-static void flush(struct hpcti_timeline *t)
+/* write_now, timed; a failure is counted in ctx and the first one noted (t->mu held). */
+static void flush(hpct_ctx_t ctx, struct hpcti_timeline *t)
 {
     double t0 = hpcti_now();
-    write_now(t);
+    errno = 0;
+    int err = write_now(t);
     t->flush_end = hpcti_now();
     t->flush_cost = t->flush_end - t0;
+    if (!err || ctx->lost_timeline++) return;
+    char why[sizeof t->path + 400];
+    snprintf(why, sizeof why,
+             "timeline file %s: cannot rewrite it: %s; it keeps its last whole version, and "
+             "later rewrites are tried again",
+             t->path, strerror(err));
+    hpcti_note_loss(ctx, why);
 }
 
 /* A rewrite is due: timeline_steps steps since the last one, and at least FLUSH_SPACING times
@@ -412,14 +427,14 @@ void hpcti_tl_step(hpct_ctx_t ctx, long step)
     pthread_mutex_lock(&t->mu);
     end_step(t, now);
     int was = t->cur != NULL;
-    if (was && ++t->since_flush >= t->steps && flush_due(t, now)) flush(t);
+    if (was && ++t->since_flush >= t->steps && flush_due(t, now)) flush(ctx, t);
     t->step = step, t->step_t0 = now, t->cur = NULL;
     if (recording(t, step)) {
         struct slot *s = &t->slots[step % t->steps];
         s->step = step, s->n = 0;
         t->cur = s;
     } else if (was)
-        flush(t); /* the window just ended */
+        flush(ctx, t); /* the window just ended */
     pthread_mutex_unlock(&t->mu);
 }
 
@@ -429,7 +444,7 @@ void hpcti_timeline_close(hpct_ctx_t ctx)
     if (!t) return;
     pthread_mutex_lock(&t->mu);
     end_step(t, hpcti_now());
-    flush(t);
+    flush(ctx, t);
     ctx->timeline = NULL;
     pthread_mutex_unlock(&t->mu);
     pthread_mutex_destroy(&t->mu);

@@ -76,8 +76,10 @@ static void emit(struct hpcti_observer *o, struct hpcti_jline *j)
 {
     char why[1200];
     hpcti_jl_end(j);
-    if (hpcti_metrics_write(o->m, j, why, sizeof why) == -1)
-        hpcti_log(o->ctx, HPCT_LOG_ERROR, "%s", why);
+    int r = hpcti_metrics_write(o->m, j, why, sizeof why);
+    if (r == 0) return;
+    o->ctx->lost_metrics++;
+    if (r == -1) hpcti_note_loss(o->ctx, why);
 }
 
 static const char *host_of(const struct hpcti_observer *o, int rank)

@@ -723,7 +723,7 @@ contains
         real(c_float), target :: buf(4, 3), p(5), g(5)
         real(c_float), pointer :: gb(:)
         real(c_double) :: wait_s
-        integer(c_long) :: ops
+        integer(c_long) :: ops, lost_m, lost_t
         integer :: local, offset, ierr
         cfg%collective_timeout_s = 60
         cfg%consistency_interval = 2
@@ -764,6 +764,9 @@ contains
             "hpct_params_average_grads, broadcast, check_replicas(_at) on one rank")
         call hpct_comm_stats(ctx, wait_s, ops)
         call tap_ok(ops >= 1 .and. wait_s >= 0, "hpct_comm_stats counts the averaging")
+        call hpct_output_losses(ctx, lost_m, lost_t, ierr)
+        call tap_ok(ierr == 0 .and. lost_m == 0 .and. lost_t == 0, &
+            "hpct_output_losses: nothing lost on a context that wrote nothing")
         call hpct_params_destroy(set)
         call hpct_init_comm(MPI_COMM_WORLD, c1, cfg, ierr)
         call hpct_init_comm(MPI_COMM_WORLD%MPI_VAL, c2, ierr=ierr)

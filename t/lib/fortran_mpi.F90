@@ -4,6 +4,9 @@
 !   fortran_mpi fatal RANK   an error without ierr on rank RANK while the others wait in a
 !                            collective: message on stderr and the whole job ends (MPI_Abort)
 !   fortran_mpi fatal_local  the same on a local context (no MPI): message and ERROR STOP
+!   fortran_mpi nocontext CALL  a call on a handle never created (model: hpct_model_create
+!                            on a context never created; insitu: hpct_insitu_step on a
+!                            session never created), no ierr: the message and ERROR STOP
 !   fortran_mpi abort CODE   hpct_abort_job ends the job with exit code CODE
 !   fortran_mpi insitu       2 ranks: in-situ steps with uneven local batches (one of them
 !                            empty), MSE targets y(outputs, local_batch)
@@ -29,6 +32,8 @@ program fortran_mpi
         call fatal_on_rank(arg)
     case ("fatal_local")
         call fatal_local()
+    case ("nocontext")
+        call no_context(trim(arg))
     case ("abort")
         call abort_with(arg)
     case ("insitu")
@@ -161,6 +166,26 @@ contains
         write (*, "(a)") "PASS rank 0: set up"
         flush (6)
         call hpct_params_register(set, "w", w(1:4:2, :), g(1:4:2, :)) ! no ierr: stops here
+        write (*, "(a)") "FAIL rank 0: still running after the error"
+        stop 1
+    end subroutine
+
+    subroutine no_context(call)
+        character(*), intent(in) :: call
+        type(hpct_ctx_t) :: ctx
+        type(hpct_model_t) :: model
+        type(hpct_insitu_t) :: session
+        real(c_float) :: x(4, 2), y(1, 2), loss
+        integer :: ierr
+        x = 0
+        y = 0
+        call hpct_model_create(ctx, 4, model, ierr)
+        call check(ierr == HPCT_ERR_INVALID_ARG, "model_create on a context never created: ierr", 0)
+        call hpct_insitu_step(session, x, y, loss, ierr)
+        call check(ierr == HPCT_ERR_INVALID_ARG, "insitu_step on a session never created: ierr", 0)
+        flush (6)
+        if (call == "model") call hpct_model_create(ctx, 4, model) ! no ierr: stops here
+        if (call == "insitu") call hpct_insitu_step(session, x, y, loss)
         write (*, "(a)") "FAIL rank 0: still running after the error"
         stop 1
     end subroutine
