@@ -5,6 +5,7 @@
  * it is ordinary memory and averages as any buffer does. */
 #include "dist.h"
 #include "agree.h"
+#include <limits.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -19,13 +20,22 @@ static struct hpcti_grads *given_back(struct hpcti_dist *d, size_t count)
 
 /* Every rank asks for the same count, and *reuse = 1 when every rank holds a buffer of that
  * count given back (the new window is collective, so all reuse or none does): one
- * deadline-bounded MIN agreement of {reusable, count, -count}. */
+ * deadline-bounded MIN agreement of {reusable, count, -count, first rank with an invalid
+ * count}. count 0: this rank's count is invalid (it joins so that the others do not wait;
+ * the caller reports its own error). */
 static hpct_status_t agree_reuse(hpct_ctx_t ctx, const char *fn, size_t count, int *reuse)
 {
     struct hpcti_dist *d = ctx->dist;
-    long v[3] = {given_back(d, count) != NULL, (long)count, -(long)count};
-    hpct_status_t s = hpcti_agree(ctx, fn, v, 3, MPI_MIN);
+    long v[4] = {count && given_back(d, count) != NULL, (long)count, -(long)count,
+                 count ? LONG_MAX : (long)d->rank};
+    hpct_status_t s = hpcti_agree(ctx, fn, v, 4, MPI_MIN);
     if (s) return s;
+    if (!count) return HPCT_ERR_INVALID_ARG;
+    if (v[3] != LONG_MAX)
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                           "%s: rank %ld of %d asked for an invalid count (0 or more than %zu "
+                           "floats; rank %d: %zu); every rank must ask for the same",
+                           fn, v[3], d->size, (size_t)HPCTI_MAX_CHUNK * 64, d->rank, count);
     if (v[1] != -v[2])
         return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
                            "%s: the ranks ask for different counts (%ld to %ld floats; rank %d: "
@@ -116,9 +126,14 @@ hpct_status_t hpct_alloc_grads(hpct_ctx_t ctx, size_t count, float **grads)
     hpcti_clear_error(ctx);
     if (!grads) return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "%s: grads (the result) is NULL", fn);
     *grads = NULL;
-    if (!count || count > HPCTI_MAX_CHUNK * 64)
+    if (!count || count > HPCTI_MAX_CHUNK * 64) {
+        if (ctx->dist) { /* join the agreement the other ranks are in (count 0: invalid) */
+            int reuse = 0;
+            (void)agree_reuse(ctx, fn, 0, &reuse);
+        }
         return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "%s: count is %zu, must be 1..%zu", fn, count,
                            HPCTI_MAX_CHUNK * 64);
+    }
     if (!hpcti_dist_of(ctx, fn)) return HPCT_ERR_STATE;
     return hpcti_grads_alloc(ctx, fn, count, grads);
 }

@@ -999,6 +999,19 @@ static void grads_agreement(hpct_ctx_t ctx)
           "hpct_alloc_grads of 100 + rank floats: %s on every rank (%s)",
           world_size == 1 ? "succeeds" : "HPCT_ERR_INVALID_ARG", hpct_last_error(ctx));
     hpct_free_grads(ctx, x);
+    /* A count that only the last rank gets wrong (0): refused on every rank, within 10 s
+     * (not at the collective deadline), and the next agreed call works. */
+    double t0 = MPI_Wtime();
+    s = hpct_alloc_grads(ctx, world_rank == world_size - 1 ? 0 : 100, &x);
+    double took = MPI_Wtime() - t0;
+    check(s == HPCT_ERR_INVALID_ARG && !x && took < 10,
+          "hpct_alloc_grads of 0 floats on the last rank only: HPCT_ERR_INVALID_ARG on every "
+          "rank in %.2f s (status %d: %s)", took, (int)s, hpct_last_error(ctx));
+    hpct_free_grads(ctx, x), x = NULL;
+    s = hpct_alloc_grads(ctx, 100, &x);
+    check(s == HPCT_SUCCESS && x, "then hpct_alloc_grads of 100 floats on every rank (%s)",
+          hpct_last_error(ctx));
+    hpct_free_grads(ctx, x);
     s = hpct_alloc_grads(ctx, 4096, &k);
     if (world_rank == 0) hpct_free_grads(ctx, k);
     if (!s) s = hpct_alloc_grads(ctx, 4096, &again);
