@@ -3,11 +3,12 @@
 # (t/lib/store_prog): every rank's slice is the contract's, bit for bit, across an epoch and
 # after a cursor restore; the job store reads each byte once, holds ~N/W per rank, and a
 # corrupt shard, or a shard missing on one rank only, fails its open on every rank, naming
-# the file.
+# the file; a shard that differs on one rank only (job store; node store, two virtual nodes)
+# fails on every rank naming the file and the rank.
 . "${top_srcdir:-.}/t/lib/dist_lib.sh"
 PROG="$top_builddir/t/lib/store_prog"
 need_mpi
-echo "1..29"
+echo "1..31"
 n=0
 run() { # DESC NP ENV... -- MODE
     desc=$1; np=$2; shift 2
@@ -38,3 +39,5 @@ run "W=3: a corrupt shard fails the job store open on every rank, naming it" 3 -
 run "W=4: a corrupt shard fails the node store open on every rank (two virtual nodes), naming it" 4 HPCT_RANKS_PER_NODE=2 -- corrupt-node
 run "W=2: streaming, a shard missing on one rank only fails the open on every rank, naming it" 2 -- missing-stream
 run "W=2: job store, a shard missing on one rank only fails the open on every rank, naming it" 2 -- missing-job
+run "W=3: job store, s3.h5 different on the last rank only fails on every rank, naming it and the rank" 3 -- differ-job
+run "W=4: node store (two virtual nodes of 2), s3.h5 different on the last rank only fails on every rank, naming it and the rank" 4 HPCT_RANKS_PER_NODE=2 -- differ-node

@@ -279,6 +279,58 @@ static void missing_on_one(hpct_ctx_t ctx, const char *dir, hpct_store_mode_t mo
     hpct_dataset_close(ds);
 }
 
+/* Ranks see different shard files: each rank opens its own copy of the set (hard links in
+ * DIR/d<rank>), but the last rank's s3.h5 is a copy with one byte changed (a node-local
+ * stage that went wrong on one node only; on one node in node-store mode with two virtual
+ * nodes of 2). The open fails on every rank naming the file and the rank that saw it, not a
+ * timeout and not batches of two different sets. */
+static void differ_on_one(hpct_ctx_t ctx, const char *dir, hpct_store_mode_t mode)
+{
+    char own[600], from[700], to[700], manifest[700];
+    int last = world_size - 1, bad = 0;
+    snprintf(own, sizeof own, "%s/d%d", dir, world_rank);
+    bad |= mkdir(own, 0777) != 0;
+    const char *files[5] = {"m", "s0.h5", "s1.h5", "s2.h5", "s3.h5"};
+    for (int k = 0; k < 5; k++) {
+        snprintf(from, sizeof from, "%s/%s", dir, files[k]);
+        snprintf(to, sizeof to, "%s/%s", own, files[k]);
+        if (k < 4 || world_rank != last) {
+            bad |= link(from, to) != 0;
+            continue;
+        }
+        FILE *in = fopen(from, "rb"), *out = fopen(to, "w+b");
+        bad |= !in || !out;
+        char buf[4096];
+        size_t n;
+        while (in && out && (n = fread(buf, 1, sizeof buf, in)) > 0) bad |= fwrite(buf, 1, n, out) != n;
+        if (in) fclose(in);
+        if (out) {
+            bad |= fseek(out, -100, SEEK_END) != 0;
+            int c = fgetc(out);
+            bad |= c == EOF || fseek(out, -100, SEEK_END) != 0 || fputc(c ^ 0x5a, out) == EOF;
+            bad |= fclose(out) != 0;
+        }
+    }
+    check(!bad, "differ: rank %d linked its copy of the set into %s", world_rank, own);
+    MPI_Barrier(MPI_COMM_WORLD);
+    snprintf(manifest, sizeof manifest, "%s/m", own);
+    hpct_data_config_t cfg = HPCT_DATA_CONFIG_INITIALIZER;
+    cfg.store = mode;
+    hpct_dataset_t ds = NULL;
+    hpct_status_t s = hpct_dataset_open(ctx, manifest, &cfg, &ds);
+    if (!s) s = hpct_dataset_partition(ds, world_rank, world_size, BATCH);
+    if (!s) s = hpct_dataset_next(ds, NULL, NULL);
+    const char *err = hpct_last_error(ctx);
+    char from_last[64];
+    snprintf(from_last, sizeof from_last, "rank %d", last);
+    check(s != HPCT_SUCCESS && s != HPCT_ERR_TIMEOUT && strstr(err, "s3.h5") &&
+              strstr(err, from_last),
+          "differ, %s store: s3.h5 different on rank %d only fails on every rank naming it "
+          "and the rank (rank %d: status %d, %s)",
+          mode == HPCT_STORE_JOB ? "job" : "node", last, world_rank, (int)s, err);
+    hpct_dataset_close(ds);
+}
+
 /* Job store, ranks at different cursors (rank 0 at step 5, the others at 3): the exchange
  * fails on every rank naming the batches, within the deadline. */
 static void mismatch(hpct_ctx_t ctx, const char *dir)
@@ -370,6 +422,9 @@ int main(int argc, char **argv)
     else if (!strcmp(argv[2], "missing-stream") || !strcmp(argv[2], "missing-job"))
         missing_on_one(ctx, argv[1],
                        strcmp(argv[2], "missing-job") ? HPCT_STORE_OFF : HPCT_STORE_JOB);
+    else if (!strcmp(argv[2], "differ-job") || !strcmp(argv[2], "differ-node"))
+        differ_on_one(ctx, argv[1],
+                      strcmp(argv[2], "differ-job") ? HPCT_STORE_NODE : HPCT_STORE_JOB);
     else if (!strcmp(argv[2], "corrupt") || !strcmp(argv[2], "corrupt-node"))
         corrupt(ctx, argv[1], strcmp(argv[2], "corrupt") ? HPCT_STORE_NODE : HPCT_STORE_JOB);
     else
