@@ -87,7 +87,8 @@ EXTRA_DIST += $(DIST_TESTS) t/lib/dist_lib.sh
 
 # ---- checkpoints, signals, inspection --------------------------------------------
 CKPT_TESTS = t/test_ckpt_format t/test_ckpt_kill t/test_ckpt_disk t/test_signals \
-	t/test_ckpt_inspect t/test_ckpt_crafted t/test_ckpt_lock t/test_ckpt_mutate
+	t/test_ckpt_inspect t/test_ckpt_crafted t/test_ckpt_lock t/test_ckpt_mutate \
+	t/test_ckpt_agree
 check_PROGRAMS += $(CKPT_TESTS) t/lib/ckpt_make
 TESTS += $(CKPT_TESTS) t/test_ckpt_tool.sh
 t_test_ckpt_format_LDADD = $(TEST_LIBS)
@@ -98,8 +99,9 @@ t_test_ckpt_inspect_LDADD = $(TEST_LIBS)
 t_test_ckpt_crafted_LDADD = $(TEST_LIBS)
 t_test_ckpt_lock_LDADD = $(TEST_LIBS)
 t_test_ckpt_mutate_LDADD = $(TEST_LIBS)
+t_test_ckpt_agree_LDADD = $(TEST_LIBS)
 t_lib_ckpt_make_LDADD = $(HPCT_LIBS)
-EXTRA_DIST += t/lib/ckpt_util.h t/test_ckpt_tool.sh
+EXTRA_DIST += t/lib/ckpt_util.h t/lib/ckpt_craft.h t/test_ckpt_tool.sh
 
 # ---- the training loop and hpctrain train: real processes, real signals ------------
 check_PROGRAMS += t/test_train_config
