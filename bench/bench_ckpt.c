@@ -127,6 +127,7 @@ static double deferred_stall(model_t *m, hpct_ckpt_t ck, long step, double *work
 {
     hpct_ckpt_meta_t meta = HPCT_CKPT_META_INITIALIZER;
     meta.step = step;
+    hpct_optimizer_set_step(m->opt, step); /* a load refuses optimizer/step != meta/step */
     double t0 = now();
     if (hpct_ckpt_save(ck, m->params, m->opt, &meta)) die("deferred save", m->ctx);
     double stall = now() - t0;
@@ -143,6 +144,7 @@ static double timed_sync_save(model_t *m, hpct_ckpt_t ck, long step)
 {
     hpct_ckpt_meta_t meta = HPCT_CKPT_META_INITIALIZER;
     meta.step = step;
+    hpct_optimizer_set_step(m->opt, step);
     double t0 = now();
     if (hpct_ckpt_save(ck, m->params, m->opt, &meta)) die("sync save", m->ctx);
     return now() - t0;
@@ -167,6 +169,7 @@ static void bench_write(model_t *m, const char *dir, double *sync_best)
         sync[r] = timed_sync_save(m, cs, 10 * r + 1);
         sync_ret[r] = timed_sync_save(m, cr, 10 * r + 2);
         meta.step = 10 * r + 3;
+        hpct_optimizer_set_step(m->opt, meta.step);
         double t0 = now();
         if (hpct_ckpt_save(ca, m->params, m->opt, &meta)) die("async save", m->ctx);
         stall[r] = now() - t0;
@@ -215,6 +218,7 @@ static void trainer(const char *dir, int async, int ready_fd)
         if (!(due & HPCT_CKPT_DUE_SIGNAL)) continue;
         hpct_ckpt_meta_t meta = HPCT_CKPT_META_INITIALIZER;
         meta.step = step;
+        hpct_optimizer_set_step(m.opt, step);
         if (hpct_ckpt_save(ck, m.params, m.opt, &meta) || hpct_ckpt_close(ck)) _exit(4);
         _exit(75); /* preempted: the sbatch template requeues on this code */
     }

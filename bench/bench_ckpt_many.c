@@ -48,6 +48,7 @@ static double save(hpct_ctx_t ctx, int n, const char *dir, char *path, size_t le
     hpct_ckpt_meta_t m = HPCT_CKPT_META_INITIALIZER;
     m.step = 1;
     m.model = "many";
+    hpct_optimizer_set_step(opt, 1); /* a load refuses optimizer/step != meta/step */
     double t0 = now();
     if (hpct_ckpt_save(ck, params, opt, &m)) die("save", ctx);
     double t = now() - t0;

@@ -716,7 +716,9 @@ hpct_status_t hpct_ckpt_add_scalar(hpct_ckpt_t ck, const char *name, hpct_ckpt_d
 hpct_status_t hpct_ckpt_due(hpct_ckpt_t ck, long step, int *due);
 /* Save params (by name), opt's state slots and step (opt may be NULL), the context RNG,
  * meta and the extras. Async mode: copy them and return; the previous write is waited for
- * first and its failure, if any, is returned here instead of starting a new one. */
+ * first and its failure, if any, is returned here instead of starting a new one. Values a
+ * load would refuse are HPCT_ERR_INVALID_ARG, nothing written: meta->step must equal opt's
+ * step and meta->epoch meta->cursor_epoch (doc/checkpoint-format.md lists the checks). */
 hpct_status_t hpct_ckpt_save(hpct_ckpt_t ck, hpct_params_t params, hpct_optimizer_t opt,
                              const hpct_ckpt_meta_t *meta);
 /* With defer_copy: wait until the writer has copied the state of the last save, so params,
@@ -725,11 +727,13 @@ hpct_status_t hpct_ckpt_before_update(hpct_ckpt_t ck);
 /* Wait for the asynchronous write in flight (if any); returns its status and detail. */
 hpct_status_t hpct_ckpt_wait(hpct_ckpt_t ck);
 /* Load the newest checkpoint that verifies into params, opt (may be NULL), the context RNG,
- * the extras and meta. A corrupt or torn newer one is logged, counted in meta->rejected and
- * described by hpct_last_error; the writer rank moves it aside to NAME.rejected, so no later
- * save overwrites it and retention never deletes it. HPCT_ERR_NOT_FOUND when the directory
- * holds no checkpoint, HPCT_ERR_CHECKSUM when every one failed (never a silent fresh start).
- * A config-hash, name or size mismatch stops with an error instead of falling back. */
+ * the extras and meta. A corrupt or torn newer one (any check of doc/checkpoint-format.md,
+ * the same as hpct_ckpt_file_meta's) is logged, counted in meta->rejected and described by
+ * hpct_last_error; the writer rank moves it aside to NAME.rejected, so no later save
+ * overwrites it and retention never deletes it. HPCT_ERR_NOT_FOUND when the directory holds
+ * no checkpoint, HPCT_ERR_CHECKSUM when every one failed (never a silent fresh start). A
+ * sound file of other settings (configuration hash, a dataset's name or size, optimizer
+ * slots) stops with HPCT_ERR_INVALID_ARG naming both values instead of falling back. */
 hpct_status_t hpct_ckpt_load_latest(hpct_ckpt_t ck, hpct_params_t params, hpct_optimizer_t opt,
                                     hpct_ckpt_meta_t *meta);
 /* Path of the newest checkpoint this handle committed ("" before the first). */
@@ -753,9 +757,11 @@ hpct_status_t hpct_ckpt_file_open(hpct_ctx_t ctx, const char *path, hpct_ckpt_fi
 void hpct_ckpt_file_close(hpct_ckpt_file_t file);
 /* The file's schema_version (-1 if unreadable) and library_version ("" if absent). */
 hpct_status_t hpct_ckpt_file_versions(hpct_ckpt_file_t file, int *schema, const char **library);
-/* The /meta values (meta->path is the file; rejected is 0). HPCT_ERR_FORMAT or
- * HPCT_ERR_CHECKSUM naming the dataset when one is missing or damaged; the others are
- * filled all the same (missing ones stay at HPCT_CKPT_META_INITIALIZER's values). */
+/* The /meta values (meta->path is the file; rejected is 0) and the verdict on the whole file
+ * that resume would give it on its own (the validator both share): HPCT_ERR_FORMAT,
+ * _CHECKSUM or _NONFINITE naming the dataset and values when a dataset is missing, damaged
+ * or breaks a check of doc/checkpoint-format.md; the values are filled all the same
+ * (missing ones stay at HPCT_CKPT_META_INITIALIZER's values). hpctrain ckpt verify's test. */
 hpct_status_t hpct_ckpt_file_meta(hpct_ckpt_file_t file, hpct_ckpt_meta_t *meta);
 /* Number of datasets in the file. */
 hpct_status_t hpct_ckpt_file_num_datasets(hpct_ckpt_file_t file, int *n);
@@ -766,8 +772,10 @@ hpct_status_t hpct_ckpt_file_dataset(hpct_ckpt_file_t file, int i, const char **
 /* Index of the dataset called name, or HPCT_ERR_NOT_FOUND. */
 hpct_status_t hpct_ckpt_file_find(hpct_ckpt_file_t file, const char *name, int *index);
 /* Verdict of dataset i, found by hpct_ckpt_file_open: HPCT_SUCCESS when its stored crc32c
- * matches its bytes, else HPCT_ERR_CHECKSUM (mismatch, unreadable) or HPCT_ERR_FORMAT (no
- * checksum, unknown type), with hpct_last_error naming the file and dataset. */
+ * matches its bytes and it passes the checks of every dataset (type, rank, storage, finite
+ * parameters), else HPCT_ERR_CHECKSUM (mismatch, unreadable, stored outside the file),
+ * HPCT_ERR_FORMAT (no checksum, unknown type, rank above 1) or HPCT_ERR_NONFINITE, with
+ * hpct_last_error naming the file and dataset. */
 hpct_status_t hpct_ckpt_file_verify(hpct_ckpt_file_t file, int i);
 /* Read dataset name's count elements (count must equal its element count) into out, as
  * HPCT_CKPT_F64 or HPCT_CKPT_F32 (converted), or as its own dtype (its raw bytes). The

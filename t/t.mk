@@ -87,7 +87,8 @@ EXTRA_DIST += $(DIST_TESTS) t/lib/dist_lib.sh
 
 # ---- checkpoints, signals, inspection --------------------------------------------
 CKPT_TESTS = t/test_ckpt_format t/test_ckpt_kill t/test_ckpt_disk t/test_signals \
-	t/test_ckpt_inspect t/test_ckpt_crafted t/test_ckpt_lock t/test_ckpt_mutate
+	t/test_ckpt_inspect t/test_ckpt_crafted t/test_ckpt_lock t/test_ckpt_mutate \
+	t/test_ckpt_agree
 check_PROGRAMS += $(CKPT_TESTS) t/lib/ckpt_make
 TESTS += $(CKPT_TESTS) t/test_ckpt_tool.sh
 # A checkpoint directory on a tmpfs that fills up, in situ and under hpctrain train (root only).
@@ -101,8 +102,9 @@ t_test_ckpt_inspect_LDADD = $(TEST_LIBS)
 t_test_ckpt_crafted_LDADD = $(TEST_LIBS)
 t_test_ckpt_lock_LDADD = $(TEST_LIBS)
 t_test_ckpt_mutate_LDADD = $(TEST_LIBS)
+t_test_ckpt_agree_LDADD = $(TEST_LIBS)
 t_lib_ckpt_make_LDADD = $(HPCT_LIBS)
-EXTRA_DIST += t/lib/ckpt_util.h t/test_ckpt_tool.sh
+EXTRA_DIST += t/lib/ckpt_util.h t/lib/ckpt_craft.h t/test_ckpt_tool.sh
 
 # ---- the training loop and hpctrain train: real processes, real signals ------------
 check_PROGRAMS += t/test_train_config
@@ -115,7 +117,7 @@ TRAIN_TESTS = t/test_train_preempt_w1.sh t/test_train_preempt_w2.sh t/test_train
 	t/test_train_fifo.sh t/test_train_lock.sh t/test_train_worldsize_big.sh t/test_metrics.sh \
 	t/test_straggler.sh t/test_timeline.sh t/test_train_worldsize_job.sh \
 	t/test_train_worldsize_node.sh t/test_train_worldsize_odd.sh t/test_blas_kernels.sh \
-	t/test_train_diverge.sh t/test_env_settings.sh
+	t/test_train_diverge.sh t/test_env_settings.sh t/test_train_crafted.sh
 TESTS += $(TRAIN_TESTS)
 EXTRA_DIST += $(TRAIN_TESTS) t/lib/train_lib.sh t/lib/train_data.sh t/lib/train_preempt.sh
 

@@ -110,6 +110,7 @@ static int child_load(const char *dir, const char *path)
     st_create(&want, 2, counts, HPCT_OPT_ADAMW);
     st_fill(&want, OLD_STEP, 1); /* as main() saved: the AdamW slots carry over to step 20 */
     if (m.step == NEW_STEP) st_fill(&want, NEW_STEP, 2);
+    hpct_optimizer_set_step(want.opt, m.step == NEW_STEP ? NEW_STEP : OLD_STEP);
     if ((m.step != NEW_STEP && m.step != OLD_STEP) || !st_equal(&st, &want)) return WRONG_STATE;
     return m.step == NEW_STEP ? LOADED_NEW : FELL_BACK;
 }
@@ -152,6 +153,7 @@ int main(void)
         hpct_ckpt_meta_t m = HPCT_CKPT_META_INITIALIZER;
         m.step = step;
         m.model = "mutate";
+        hpct_optimizer_set_step(st.opt, step); /* a load refuses optimizer/step != meta/step */
         if (hpct_ckpt_save(ck, st.params, st.opt, &m))
             tap_bail("save: %s", hpct_last_error(st.ctx));
         const char *p;

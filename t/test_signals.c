@@ -156,6 +156,7 @@ static void test_async_write(const char *base)
     hpct_ckpt_open(a.ctx, &c, &ck);
     hpct_ckpt_meta_t m = HPCT_CKPT_META_INITIALIZER;
     m.step = 9;
+    hpct_optimizer_set_step(a.opt, 9); /* a load refuses optimizer/step != meta/step */
     hpct_status_t s = hpct_ckpt_save(ck, a.params, a.opt, &m);
     pid_t pid = fork();
     if (pid == 0) {

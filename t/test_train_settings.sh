@@ -152,13 +152,15 @@ train 1 "$work/e3" "$work/out" --eval-manifest "$work/eval3/manifest.txt"
 ok $? "an eval manifest with 3 features for a 16-input model: refused before the first step, exit $rc"
 show "$work/out" 2
 
-# A checkpoint whose data cursor does not fit the dataset names the checkpoint (issue 14).
+# A checkpoint of another dataset size names the checkpoint and both numbers of steps per
+# epoch (issue 14; issue 37: a settings error, exit 2, the file left in place).
 head -n 512 "$work/data.csv" >"$work/small.csv"
 "$TOOL" shard -o "$work/small" "$work/small.csv" >/dev/null 2>&1
 HPCT_TEST_RAISE_AT_STEP=20 train 1 "$work/cur" "$work/cur.out"
 train 1 "$work/cur" "$work/out" --train-manifest "$work/small/manifest.txt" --allow-config-change
-[ $rc != 0 ] && grep -q "checkpoint $work/cur/ckpt-000000000020.h5: its data cursor (epoch 0, step 20) does not fit this dataset" "$work/out"
-ok $? "a cursor beyond a smaller dataset's epoch: refused naming the checkpoint, exit $rc"
+[ $rc = 2 ] && grep -q "checkpoint $work/cur/ckpt-000000000020.h5 was saved with 42 steps per epoch (meta/steps_per_epoch), this run has 10" "$work/out" &&
+    [ -f "$work/cur/ckpt-000000000020.h5" ]
+ok $? "a smaller dataset (10 steps per epoch, the checkpoint's 42): refused naming the checkpoint and both, exit $rc"
 show "$work/out" 2
 
 # A failure before the resume (the metrics file cannot be opened) with no checkpoint: the

@@ -28,7 +28,8 @@ static void ckpt_usage(FILE *out)
           "Read libhpctrain checkpoint files (no model needed). A DIR means its newest\n"
           "checkpoint (the highest step among ckpt-<step>.h5 and ckpt-<step>-keep.h5).\n\n"
           "  info     print the metadata and every dataset with its type, size and checksum\n"
-          "  verify   recompute every dataset's crc32c; print each dataset that fails\n"
+          "  verify   judge the file as resume does: every dataset's crc32c, type and shape,\n"
+          "           the values and how they agree (doc/checkpoint-format.md); print why\n"
           "           --all: every checkpoint in DIR, not only the newest\n"
           "  diff     compare the parameters (params/) of A and B bit for bit and say whether\n"
           "           the optimizer state matches; per differing dataset print the largest\n"
@@ -166,13 +167,15 @@ static void print_value(hpct_ckpt_file_t f, const char *name, hpct_ckpt_dtype_t 
     }
 }
 
-static void print_meta(hpct_ctx_t ctx, hpct_ckpt_file_t f)
+/* The metadata; 1 when the file is refused (as resume would refuse it), after a warning. */
+static int print_meta(hpct_ctx_t ctx, hpct_ckpt_file_t f)
 {
     int schema;
     const char *lib;
     hpct_ckpt_file_versions(f, &schema, &lib);
     hpct_ckpt_meta_t m = HPCT_CKPT_META_INITIALIZER;
-    if (hpct_ckpt_file_meta(f, &m)) printf("warning      %s\n", hpct_last_error(ctx));
+    int refused = hpct_ckpt_file_meta(f, &m) != HPCT_SUCCESS;
+    if (refused) printf("warning      %s\n", hpct_last_error(ctx));
     printf("checkpoint   %s\n", m.path);
     printf("format       schema %d (this tool reads %d), written by libhpctrain %s\n", schema,
            HPCT_CKPT_SCHEMA_VERSION, *lib ? lib : "(unknown)");
@@ -187,6 +190,7 @@ static void print_meta(hpct_ctx_t ctx, hpct_ckpt_file_t f)
     if (m.saved_at > 0 && gmtime_r(&t, &tm))
         strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
     printf("saved at     %s\n", when);
+    return refused;
 }
 
 static int ckpt_info(hpct_ctx_t ctx, const ckpt_job_t *job)
@@ -195,7 +199,7 @@ static int ckpt_info(hpct_ctx_t ctx, const ckpt_job_t *job)
     hpct_ckpt_file_t f;
     int rc = open_file(ctx, arg, &f);
     if (rc) return rc;
-    print_meta(ctx, f);
+    int refused = print_meta(ctx, f);
     int n, bad = count_bad(ctx, f, NULL);
     hpct_ckpt_file_num_datasets(f, &n);
     printf("datasets     %d (%s)\n", n, bad ? "SOME FAIL VERIFICATION" : "every checksum matches");
@@ -217,12 +221,14 @@ static int ckpt_info(hpct_ctx_t ctx, const ckpt_job_t *job)
         count_bad(ctx, f, stdout);
     }
     hpct_ckpt_file_close(f);
-    return bad ? TOOL_DATA : TOOL_OK;
+    return bad || refused ? TOOL_DATA : TOOL_OK;
 }
 
 /* ---- verify ---------------------------------------------------------------------------- */
 
-/* Verify one file: schema, /meta complete, every checksum; prints the verdict. */
+/* Verify one file and print the verdict: hpct_ckpt_file_meta's, which judges the whole file
+ * as resume does (structure, every checksum, the values and how they agree), then each
+ * dataset that fails on its own. */
 static int verify_one(hpct_ctx_t ctx, const char *path)
 {
     hpct_ckpt_file_t f;
@@ -230,27 +236,22 @@ static int verify_one(hpct_ctx_t ctx, const char *path)
         printf("%s: BAD\n  %s\n", path, hpct_last_error(ctx));
         return TOOL_DATA;
     }
-    int n, schema, problems = 0;
+    int n;
     hpct_ckpt_file_num_datasets(f, &n);
-    hpct_ckpt_file_versions(f, &schema, NULL);
-    int bad = count_bad(ctx, f, NULL);
     hpct_ckpt_meta_t m = HPCT_CKPT_META_INITIALIZER;
-    int meta_bad = hpct_ckpt_file_meta(f, &m) != HPCT_SUCCESS;
-    char meta_why[1100];
-    snprintf(meta_why, sizeof meta_why, "%s", hpct_last_error(ctx));
-    if (schema != HPCT_CKPT_SCHEMA_VERSION || bad || meta_bad) {
+    int refused = hpct_ckpt_file_meta(f, &m) != HPCT_SUCCESS;
+    char why[1100];
+    snprintf(why, sizeof why, "%s", hpct_last_error(ctx));
+    if (refused) {
         printf("%s: BAD\n", path);
-        if (schema != HPCT_CKPT_SCHEMA_VERSION)
-            printf("  schema_version is %d, this tool reads %d\n", schema,
-                   HPCT_CKPT_SCHEMA_VERSION);
-        count_bad(ctx, f, stdout);
-        if (meta_bad && !bad) printf("  %s\n", meta_why);
-        problems = 1;
+        if (!count_bad(ctx, f, stdout)) printf("  %s\n", why);
     } else {
-        printf("%s: ok (step %ld, %d datasets, every checksum matches)\n", path, m.step, n);
+        printf("%s: ok (step %ld, %d datasets: every checksum matches, structure and values "
+               "agree)\n",
+               path, m.step, n);
     }
     hpct_ckpt_file_close(f);
-    return problems ? TOOL_DATA : TOOL_OK;
+    return refused ? TOOL_DATA : TOOL_OK;
 }
 
 static int verify_job(hpct_ctx_t ctx, const ckpt_job_t *job)

@@ -1,6 +1,6 @@
 /* ckpt.c: the checkpoint handle: configuration, cadence, the snapshot of a training state,
  * the background writer, and load with fall-back to the previous checkpoint. */
-#include "ckpt.h"
+#include "scan.h"
 #include "../obs/obs.h"
 #include "../device/ops.h"
 #include "../model/params.h"
@@ -25,7 +25,7 @@ struct ck_extra {
 /* The scalar values of one checkpoint (what /meta, /rng and /optimizer's scalars point at). */
 struct ck_scalars {
     int64_t step, epoch, cursor_epoch, cursor_step, world_size, global_batch, serial;
-    int64_t opt_step, opt_slots;
+    int64_t steps_per_epoch, opt_step, opt_slots;
     uint64_t config_hash, rng[HPCT_RNG_STATE_WORDS];
     double saved_at;
 };
@@ -49,7 +49,9 @@ struct hpct_ckpt {
     char last_path[HPCTI_CKPT_PATH_MAX];
     char loaded_path[HPCTI_CKPT_PATH_MAX];
     char loaded_model[HPCTI_CKPT_MODEL_MAX];
-    char rejected[1024]; /* files the last load skipped, with their reasons ("; "-separated) */
+    char rejected[1024];     /* files the last load skipped, with their reasons ("; "-separated) */
+    long run_batch, run_spe; /* the run's global batch, steps per epoch (0: unknown) */
+    hpcti_ckitem_t **byname; /* [snap.num] the items sorted by path (load) */
     /* background writer (async mode) */
     int has_thread, pending, quit;
     int copy_pending; /* defer_copy: the writer has not yet copied the caller's state */
@@ -84,6 +86,13 @@ void hpcti_ckpt_note_save(hpct_ckpt_t ck, long step)
 void hpcti_ckpt_protect(hpct_ckpt_t ck, long step)
 {
     if (ck) ck->protect = step;
+}
+
+void hpcti_ckpt_set_run(hpct_ckpt_t ck, long global_batch, long steps_per_epoch)
+{
+    if (!ck) return;
+    ck->run_batch = global_batch > 0 ? global_batch : 0;
+    ck->run_spe = steps_per_epoch > 0 ? steps_per_epoch : 0;
 }
 
 static double wall_now(void)
@@ -328,6 +337,7 @@ hpct_status_t hpct_ckpt_close(hpct_ckpt_t ck)
     for (int i = 0; i < ck->num_extras; i++) free(ck->extras[i].name);
     free(ck->extras);
     free(ck->snap.items);
+    free(ck->byname);
     free(ck->buf);
     hpcti_ckpt_unlock_dir(ck->lock_fd);
     free(ck);
@@ -406,8 +416,9 @@ hpct_status_t hpct_ckpt_due(hpct_ckpt_t ck, long step, int *due)
 
 /* ---- the snapshot layout --------------------------------------------------------- */
 
-/* Items whose data live in ck->sc or ck->snap.model (never staged). */
-static int add_scalars(hpct_ckpt_t ck, int with_opt)
+/* Items whose data live in ck->sc or ck->snap.model (never staged); with_spe: the run's
+ * steps per epoch too (saves of a run that knows it; loads read it from the scan). */
+static int add_scalars(hpct_ckpt_t ck, int with_opt, int with_spe)
 {
     hpcti_snapshot_t *sn = &ck->snap;
     struct ck_scalars *v = &ck->sc;
@@ -421,6 +432,9 @@ static int add_scalars(hpct_ckpt_t ck, int with_opt)
     rc |= hpcti_snap_add(sn, "meta", "serial", HPCT_CKPT_I64, 1, 1, &v->serial);
     rc |= hpcti_snap_add(sn, "meta", "config_hash", HPCTI_CK_U64, 1, 1, &v->config_hash);
     rc |= hpcti_snap_add(sn, "meta", "saved_at", HPCT_CKPT_F64, 1, 1, &v->saved_at);
+    if (with_spe)
+        rc |=
+            hpcti_snap_add(sn, "meta", "steps_per_epoch", HPCT_CKPT_I64, 1, 1, &v->steps_per_epoch);
     rc |= hpcti_snap_add(sn, "rng", "state", HPCTI_CK_U64, 0, HPCT_RNG_STATE_WORDS, v->rng);
     if (with_opt) {
         rc |= hpcti_snap_add(sn, "optimizer", "step", HPCT_CKPT_I64, 1, 1, &v->opt_step);
@@ -469,13 +483,14 @@ static hpct_status_t assign_staging(hpct_ckpt_t ck)
 }
 
 /* The full layout: scalars, params/<name>, optimizer/slot<k>/<name>, extra/<name>. With
- * staged = 0 the big items point at the caller's (host) memory directly. */
+ * staged = 0 (saves only) the big items point at the caller's (host) memory directly;
+ * saving adds the run's steps per epoch when it is known. */
 static hpct_status_t build_layout(hpct_ckpt_t ck, hpct_params_t params, hpct_optimizer_t opt,
-                                  int slots, int staged)
+                                  int slots, int staged, int saving)
 {
     ck->snap.num = 0;
     int dev = ck->ctx->ops != &hpcti_cpu_ops;
-    int rc = add_scalars(ck, opt != NULL);
+    int rc = add_scalars(ck, opt != NULL, saving && ck->run_spe > 0);
     for (int i = 0; i < params->num && !rc; i++) {
         struct hpcti_param_buf *b = &params->bufs[i];
         rc = add_big(ck, "params", b->name, HPCT_CKPT_F32, 0, b->count, b->param, dev, staged);
@@ -559,7 +574,44 @@ static void fill_scalars(hpct_ckpt_t ck, hpct_optimizer_t opt, int slots, const 
     if (opt) hpct_optimizer_get_step(opt, &opt_step);
     v->opt_step = opt_step;
     v->opt_slots = slots;
+    v->steps_per_epoch = ck->run_spe;
     hpct_rng_get_state(ck->ctx, v->rng);
+}
+
+/* The scalars of ck as validate.c checks them; with_opt: the optimizer's are there. */
+static hpcti_ck_values_t values_of(const struct ck_scalars *sc, int with_opt, int with_spe)
+{
+    hpcti_ck_values_t v = {.step = sc->step,
+                           .epoch = sc->epoch,
+                           .cursor_epoch = sc->cursor_epoch,
+                           .cursor_step = sc->cursor_step,
+                           .world_size = sc->world_size,
+                           .global_batch = sc->global_batch,
+                           .serial = sc->serial,
+                           .steps_per_epoch = sc->steps_per_epoch,
+                           .opt_step = sc->opt_step,
+                           .opt_slots = sc->opt_slots,
+                           .has_spe = with_spe,
+                           .has_opt_step = with_opt,
+                           .has_slots = with_opt,
+                           .has_rng = 1,
+                           .saved_at = sc->saved_at};
+    memcpy(v.rng, sc->rng, sizeof v.rng);
+    return v;
+}
+
+/* A checkpoint a load would refuse is never written: the values about to be saved pass the
+ * checks of validate.c (ranges, optimizer step = step, cursor against the step). */
+static hpct_status_t check_saved_values(hpct_ckpt_t ck, int with_opt)
+{
+    hpcti_ck_values_t v = values_of(&ck->sc, with_opt, ck->run_spe > 0);
+    char why[700];
+    const char *bad = hpcti_ck_values_problem(&v, NULL, why, sizeof why);
+    if (!bad) return HPCT_SUCCESS;
+    return hpcti_error(ck->ctx, HPCT_ERR_INVALID_ARG,
+                       "hpct_ckpt_save: the checkpoint of step %lld would not load, so it is not "
+                       "written: %s",
+                       (long long)ck->sc.step, bad);
 }
 
 hpct_status_t hpct_ckpt_save(hpct_ckpt_t ck, hpct_params_t params, hpct_optimizer_t opt,
@@ -576,9 +628,13 @@ hpct_status_t hpct_ckpt_save(hpct_ckpt_t ck, hpct_params_t params, hpct_optimize
     }
     int staged = ck->has_thread || ck->ctx->ops != &hpcti_cpu_ops;
     snprintf(ck->snap.model, sizeof ck->snap.model, "%s", meta->model ? meta->model : "");
-    if ((s = build_layout(ck, params, opt, slots, staged)) || (s = add_model_item(ck))) return s;
+    if ((s = build_layout(ck, params, opt, slots, staged, 1)) || (s = add_model_item(ck))) return s;
     ck->serial++;
     fill_scalars(ck, opt, slots, meta);
+    if ((s = check_saved_values(ck, opt != NULL))) {
+        ck->serial--; /* nothing was queued under this serial */
+        return s;
+    }
     ck->snap.step = meta->step;
     ck->snap.serial = ck->serial;
     ck->snap.keep = ck->cfg.keep_every > 0 && ck->serial % ck->cfg.keep_every == 0;
@@ -660,60 +716,151 @@ hpct_status_t hpct_ckpt_rejected(hpct_ckpt_t ck, const char **detail)
 
 /* ---- load ---------------------------------------------------------------------- */
 
-/* The file's scalars are compatible with this run (config hash, optimizer slots). */
-static hpct_status_t check_compatible(hpct_ckpt_t ck, const char *path, int slots,
-                                      hpct_optimizer_t opt)
+static int item_by_path(const void *a, const void *b)
 {
-    if (ck->sc.config_hash != ck->cfg.config_hash && !ck->cfg.allow_config_change)
-        return hpcti_error(ck->ctx, HPCT_ERR_INVALID_ARG,
-                           "checkpoint %s was saved with training configuration hash %016llx, this "
-                           "run has %016llx; set hpct_ckpt_config_t.allow_config_change to load it",
-                           path, (unsigned long long)ck->sc.config_hash,
-                           (unsigned long long)ck->cfg.config_hash);
-    if (opt && ck->sc.opt_slots != slots)
-        return hpcti_error(ck->ctx, HPCT_ERR_FORMAT,
-                           "checkpoint %s: dataset optimizer/slots is %lld, this optimizer has %d "
-                           "state slots",
-                           path, (long long)ck->sc.opt_slots, slots);
+    return strcmp((*(hpcti_ckitem_t *const *)a)->path, (*(hpcti_ckitem_t *const *)b)->path);
+}
+
+/* ck->byname [snap.num]: the snapshot's items sorted by path, for the scan's sink. */
+static hpct_status_t index_items(hpct_ckpt_t ck)
+{
+    free(ck->byname);
+    size_t n = (size_t)ck->snap.num;
+    ck->byname = hpcti_calloc(ck->ctx, n ? n : 1, sizeof *ck->byname, "the checkpoint layout");
+    if (!ck->byname) return HPCT_ERR_NO_MEMORY;
+    for (size_t i = 0; i < n; i++) ck->byname[i] = &ck->snap.items[i];
+    qsort(ck->byname, n, sizeof *ck->byname, item_by_path);
     return HPCT_SUCCESS;
 }
 
-/* A file whose checksums pass must still hold sensible values (validate.c): scalars in
- * range and agreeing with the file name, finite parameters and optimizer state. */
-static hpcti_read_t check_values(hpct_ckpt_t ck, const char *path, int with_opt, hpcti_ckerr_t *err)
+/* The item the run loads from dataset path, or NULL. */
+static hpcti_ckitem_t *find_item(hpct_ckpt_t ck, const char *path)
 {
-    const struct ck_scalars *sc = &ck->sc;
-    hpcti_ck_values_t v = {.step = sc->step,
-                           .epoch = sc->epoch,
-                           .cursor_epoch = sc->cursor_epoch,
-                           .cursor_step = sc->cursor_step,
-                           .world_size = sc->world_size,
-                           .global_batch = sc->global_batch,
-                           .serial = sc->serial,
-                           .opt_step = sc->opt_step,
-                           .has_opt_step = with_opt,
-                           .has_rng = 1,
-                           .saved_at = sc->saved_at};
-    memcpy(v.rng, sc->rng, sizeof v.rng);
-    char why[400];
-    const char *bad = hpcti_ck_values_problem(&v, path, why, sizeof why);
-    if (bad) {
-        hpcti_ckerr_set(err, HPCT_ERR_FORMAT, "checkpoint %s: %s", path, bad);
-        return HPCTI_READ_CORRUPT;
-    }
+    hpcti_ckitem_t key, *kp = &key;
+    if (strlen(path) >= sizeof key.path) return NULL; /* longer than any item's path */
+    snprintf(key.path, sizeof key.path, "%s", path);
+    hpcti_ckitem_t **hit =
+        bsearch(&kp, ck->byname, (size_t)ck->snap.num, sizeof *ck->byname, item_by_path);
+    return hit ? *hit : NULL;
+}
+
+/* The scan's sink (scan.h): the buffer of the item called d->name when the dataset has the
+ * item's element type and count; else NULL (match_items reports the difference). */
+static void *item_sink(void *arg, const hpcti_ck_ds_t *d)
+{
+    hpcti_ckitem_t *it = find_item(arg, d->name);
+    if (!it) return NULL;
+    int dtype = it->dtype == HPCTI_CK_U64 ? HPCT_CKPT_U64 : it->dtype;
+    return dtype == (int)d->dtype && d->count == it->count ? it->data : NULL;
+}
+
+/* Every dataset the run asks for was read into its item (else a settings mismatch,
+ * HPCT_ERR_INVALID_ARG: the model, optimizer or extras differ); the model description into
+ * the snapshot. */
+static hpcti_read_t match_items(hpct_ckpt_t ck, const hpcti_ck_scan_t *scan, hpcti_ckerr_t *err)
+{
     for (int i = 0; i < ck->snap.num; i++) {
         const hpcti_ckitem_t *it = &ck->snap.items[i];
-        if (!hpcti_ck_must_be_finite(it->path, it->dtype)) continue;
-        long long k = hpcti_ck_first_nonfinite(it->data, it->dtype, it->count);
-        if (k >= 0) {
-            hpcti_ckerr_set(err, HPCT_ERR_NONFINITE,
-                            "checkpoint %s: dataset %s holds a NaN or Inf (element %lld): the run "
-                            "that saved it had diverged",
-                            path, it->path, k);
-            return HPCTI_READ_CORRUPT;
-        }
+        const hpcti_ck_ds_t *d = hpcti_ck_scan_find(scan, it->path);
+        if (d && d->sunk == it->data) continue;
+        if (!d)
+            hpcti_ckerr_set(err, HPCT_ERR_INVALID_ARG,
+                            "checkpoint %s has no dataset %s (the model, optimizer or extras "
+                            "differ)",
+                            scan->path, it->path);
+        else
+            hpcti_ckerr_set(err, HPCT_ERR_INVALID_ARG,
+                            "checkpoint %s: dataset %s holds %zu elements of %zu bytes, this run "
+                            "has %zu of %zu (the model, optimizer or extras differ)",
+                            scan->path, it->path, d->count, d->elsize, it->count,
+                            hpcti_ck_elsize(it->dtype));
+        return HPCTI_READ_MISMATCH;
     }
+    const hpcti_ck_ds_t *m = hpcti_ck_scan_find(scan, "meta/model"); /* validated: kept */
+    snprintf(ck->snap.model, sizeof ck->snap.model, "%.*s", (int)m->count, (const char *)m->kept);
     return HPCTI_READ_OK;
+}
+
+/* The file's steps per epoch against the run's (hpcti_ckpt_set_run); a file without one
+ * (written before 0.2) must have a data cursor that fits the run's. */
+static hpcti_read_t match_epochs(hpct_ckpt_t ck, const hpcti_ck_scan_t *scan, hpcti_ckerr_t *err)
+{
+    const hpcti_ck_ds_t *d = hpcti_ck_scan_find(scan, "meta/steps_per_epoch"); /* validated */
+    int64_t spe = 0;
+    if (d) memcpy(&spe, d->kept, sizeof spe);
+    if (!ck->run_spe || spe == ck->run_spe) return HPCTI_READ_OK;
+    if (d) {
+        hpcti_ckerr_set(err, HPCT_ERR_INVALID_ARG,
+                        "checkpoint %s was saved with %lld steps per epoch "
+                        "(meta/steps_per_epoch), this run has %ld (the training data or the "
+                        "global batch differ): the sample order would differ",
+                        scan->path, (long long)spe, ck->run_spe);
+        return HPCTI_READ_MISMATCH;
+    }
+    hpcti_ck_values_t v = values_of(&ck->sc, 0, 1);
+    v.steps_per_epoch = ck->run_spe;
+    char why[700];
+    const char *bad = hpcti_ck_values_problem(&v, NULL, why, sizeof why);
+    if (!bad) return HPCTI_READ_OK;
+    hpcti_ckerr_set(err, HPCT_ERR_INVALID_ARG,
+                    "checkpoint %s has no meta/steps_per_epoch (written before 0.2) and its data "
+                    "cursor does not fit this run's %ld steps per epoch (the training data "
+                    "differ?): %s",
+                    scan->path, ck->run_spe, bad);
+    return HPCTI_READ_MISMATCH;
+}
+
+/* The file's scalars against this run's settings: the configuration hash (unless
+ * allow_config_change), the optimizer's state slots, the global batch and the steps per
+ * epoch. A difference is a settings mismatch (HPCT_ERR_INVALID_ARG: stop, nothing moved),
+ * never a corrupt file. */
+static hpcti_read_t match_settings(hpct_ckpt_t ck, const hpcti_ck_scan_t *scan, int slots,
+                                   hpct_optimizer_t opt, hpcti_ckerr_t *err)
+{
+    const struct ck_scalars *v = &ck->sc;
+    if (v->config_hash != ck->cfg.config_hash && !ck->cfg.allow_config_change)
+        hpcti_ckerr_set(err, HPCT_ERR_INVALID_ARG,
+                        "checkpoint %s was saved with training configuration hash %016llx, this "
+                        "run has %016llx; set hpct_ckpt_config_t.allow_config_change to load it",
+                        scan->path, (unsigned long long)v->config_hash,
+                        (unsigned long long)ck->cfg.config_hash);
+    else if (opt && v->opt_slots != slots)
+        hpcti_ckerr_set(err, HPCT_ERR_INVALID_ARG,
+                        "checkpoint %s: dataset optimizer/slots is %lld, this optimizer has %d "
+                        "state slots",
+                        scan->path, (long long)v->opt_slots, slots);
+    else if (ck->run_batch && v->global_batch != ck->run_batch)
+        hpcti_ckerr_set(err, HPCT_ERR_INVALID_ARG,
+                        "checkpoint %s was saved with global batch %lld (meta/global_batch), this "
+                        "run uses %ld: the sample order would differ",
+                        scan->path, (long long)v->global_batch, ck->run_batch);
+    else
+        return match_epochs(ck, scan, err);
+    return HPCTI_READ_MISMATCH;
+}
+
+/* Judge the checkpoint at path for this run (the one pass of scan.c, the validator of
+ * validate.c, then the run's layout and settings): HPCTI_READ_OK with its state in the
+ * items' buffers, CORRUPT (fall back to an older file) or MISMATCH (stop), err saying why. */
+static hpcti_read_t judge_file(hpct_ckpt_t ck, const char *path, hpct_optimizer_t opt, int slots,
+                               hpcti_ckerr_t *err)
+{
+    hpcti_ck_scan_t *scan = calloc(1, sizeof *scan);
+    if (!scan) {
+        hpcti_ckerr_set(err, HPCT_ERR_NO_MEMORY, "cannot allocate the scan of checkpoint %s", path);
+        return HPCTI_READ_MISMATCH;
+    }
+    scan->sink = item_sink, scan->sink_arg = ck;
+    snprintf(scan->path, sizeof scan->path, "%s", path);
+    hpct_status_t s = hpcti_ck_scan(scan, err);
+    hpcti_read_t r = s == HPCT_ERR_NO_MEMORY ? HPCTI_READ_MISMATCH /* not the file's fault */
+                     : s                     ? HPCTI_READ_CORRUPT
+                                             : hpcti_ck_validate(scan, err);
+    if (r == HPCTI_READ_OK) r = match_items(ck, scan, err);
+    if (r == HPCTI_READ_OK) r = match_settings(ck, scan, slots, opt, err);
+    hpcti_ck_scan_free(scan);
+    free(scan);
+    return r;
 }
 
 /* Copy a verified file's state into the caller's objects and meta. */
@@ -758,7 +905,8 @@ static void set_aside(hpct_ckpt_t ck, const char *path, char *msg, size_t n)
         snprintf(msg + len, n - len, " (could not be moved aside: %s)", strerror(errno));
 }
 
-/* Try the files newest first; corrupt ones are skipped with a warning. */
+/* Try the files newest first; corrupt ones are skipped with a warning and set aside; a
+ * settings mismatch stops the load (an older file would not fit either). */
 static hpct_status_t load_first_valid(hpct_ckpt_t ck, char **names, int n, hpct_optimizer_t opt,
                                       int slots, hpct_ckpt_meta_t *meta)
 {
@@ -768,12 +916,10 @@ static hpct_status_t load_first_valid(hpct_ckpt_t ck, char **names, int n, hpct_
         char path[HPCTI_CKPT_PATH_MAX];
         hpcti_ck_join(path, ck->d.dir, names[i]);
         hpcti_ckerr_t err = {0, ""};
-        hpcti_read_t r = hpcti_ck_read(path, &ck->snap, &err);
+        hpcti_read_t r = judge_file(ck, path, opt, slots, &err);
         if (r == HPCTI_READ_MISMATCH) return hpcti_error(ck->ctx, err.status, "%s", err.msg);
-        if (r == HPCTI_READ_OK) r = check_values(ck, path, opt != NULL, &err);
         if (r == HPCTI_READ_OK) {
-            hpct_status_t s = check_compatible(ck, path, slots, opt);
-            if (!s) s = apply_loaded(ck, path, opt, meta);
+            hpct_status_t s = apply_loaded(ck, path, opt, meta);
             if (s) return s;
             snprintf(ck->rejected, sizeof ck->rejected, "%s", reasons);
             if (meta->rejected) /* success, but say why newer files were skipped */
@@ -806,7 +952,7 @@ hpct_status_t hpct_ckpt_load_latest(hpct_ckpt_t ck, hpct_params_t params, hpct_o
     hpct_status_t s = check_state_args(ck, params, opt, meta, "hpct_ckpt_load_latest", &slots);
     if (s || (s = drain(ck))) return s;
     ck->rejected[0] = '\0';
-    if ((s = build_layout(ck, params, opt, slots, 1))) return s;
+    if ((s = build_layout(ck, params, opt, slots, 1, 0)) || (s = index_items(ck))) return s;
     char **names;
     int n;
     hpcti_ckerr_t err = {0, ""};

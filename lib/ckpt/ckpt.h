@@ -84,7 +84,8 @@ void hpcti_ck_stop_if(const hpcti_ckdir_t *d, hpcti_stage_t stage);
  * dir/.hpctrain.lock and write this process's host, pid, job and start time in it;
  * HPCT_ERR_BUSY naming the holder when another process has it. *fd = the lock's descriptor,
  * -1 when none is held (another rank writes, HPCT_CKPT_LOCK=off, or no locking here). */
-HPCTI_CHECK hpct_status_t hpcti_ckpt_lock_dir(hpct_ctx_t ctx, const char *dir, int writer_rank, int *fd);
+HPCTI_CHECK hpct_status_t hpcti_ckpt_lock_dir(hpct_ctx_t ctx, const char *dir, int writer_rank,
+                                              int *fd);
 /* 1 when this process is rank writer_rank of ctx (rank 0 of a context without a distributed
  * runtime): the one that saves, locks the directory and sets rejected files aside. */
 int hpcti_ckpt_is_writer(hpct_ctx_t ctx, int writer_rank);
@@ -96,8 +97,8 @@ void hpcti_ckpt_unlock_dir(int fd);
  * began, when the file was written and synced, and when the commit ended (the timeline).
  * Runs on the writer thread in async mode. */
 HPCTI_CHECK hpct_status_t hpcti_ck_write(const hpcti_ckdir_t *d, const hpcti_snapshot_t *snap,
-                             char final[HPCTI_CKPT_PATH_MAX], hpcti_ckerr_t *err,
-                             double times[3]);
+                                         char final[HPCTI_CKPT_PATH_MAX], hpcti_ckerr_t *err,
+                                         double times[3]);
 /* out = dir/name (truncated to the buffer). */
 void hpcti_ck_join(char out[HPCTI_CKPT_PATH_MAX], const char *dir, const char *name);
 /* Remove temporary files of dead writers on this host. */
@@ -106,7 +107,7 @@ void hpcti_ck_clean_stale(const char *dir);
 /* h5io.c: the HDF5 part of hpcti_ck_write: snap's datasets into the existing file at path,
  * flushed, fsync'd and closed (under the HDF5 lock). */
 HPCTI_CHECK hpct_status_t hpcti_ck_write_file(const hpcti_ckdir_t *d, const hpcti_snapshot_t *snap,
-                                  const char *path, hpcti_ckerr_t *err);
+                                              const char *path, hpcti_ckerr_t *err);
 
 /* retention.c: checkpoint file names in dir, newest (highest step) first; *n entries, free
  * with free(). */
@@ -119,29 +120,37 @@ long hpcti_ck_last_serial(const char *dir, hpct_log_level_t log_level);
  * delete the rest. */
 void hpcti_ck_apply_retention(const hpcti_ckdir_t *d, long protect, hpcti_ckerr_t *err);
 
-/* How reading one file ended: fine, corrupt/torn (fall back), or incompatible (stop). */
+/* How judging one file ended: fine, corrupt/torn (fall back), or incompatible with the run
+ * (a settings mismatch: stop, nothing moved). */
 typedef enum { HPCTI_READ_OK = 0, HPCTI_READ_CORRUPT = 1, HPCTI_READ_MISMATCH = 2 } hpcti_read_t;
 
-/* Read and verify every item of snap (paths, types, counts expected) from path into the
- * items' data; model receives the description. Checks schema and checksums. */
-HPCTI_CHECK hpcti_read_t hpcti_ck_read(const char *path, hpcti_snapshot_t *snap, hpcti_ckerr_t *err);
-
-/* The scalar values of one checkpoint as validate.c checks them. */
+/* The scalar values of one checkpoint as validate.c checks them (the file's on load, those
+ * about to be written on save). */
 typedef struct hpcti_ck_values {
-    int64_t step, epoch, cursor_epoch, cursor_step, world_size, global_batch, serial, opt_step;
+    int64_t step, epoch, cursor_epoch, cursor_step, world_size, global_batch, serial;
+    int64_t steps_per_epoch, opt_step, opt_slots;
     uint64_t rng[HPCT_RNG_STATE_WORDS];
-    int has_opt_step, has_rng; /* 0: that value is not known (not checked) */
+    int has_spe, has_opt_step, has_slots, has_rng; /* 0: that value is absent (not checked) */
     double saved_at;
 } hpcti_ck_values_t;
-/* NULL when every value is in its range and the step agrees with the file name at path
- * (ckpt-<step>[-keep].h5; other names are not compared), else the problem, written in
- * why [n] ("meta/step is -5, outside [0, ...]"). */
+/* NULL when every value is in its range and the values agree with each other and with the
+ * file name at path (ckpt-<step>[-keep].h5; NULL or other names are not compared): the
+ * optimizer's step is the step, the cursor's epoch the epoch, and with steps per epoch S the
+ * cursor step is in [0, S) and step = cursor_epoch x S + cursor_step. Else the problem,
+ * written in why [n] ("meta/step is -5, outside [0, ...]"), naming datasets and values. */
 const char *hpcti_ck_values_problem(const hpcti_ck_values_t *v, const char *path, char *why,
                                     size_t n);
 /* 1 when a dataset at path of dtype must hold finite values (params/, optimizer/ floats). */
 int hpcti_ck_must_be_finite(const char *path, int dtype);
 /* Index of the first NaN or Inf in data [count] (F32 or F64), or -1 when all are finite. */
 long long hpcti_ck_first_nonfinite(const void *data, int dtype, size_t count);
+
+/* What the run that saves and loads through ck reads per step (hpct_train sets it): its
+ * global batch and its optimizer steps per epoch (0: unknown). Saves record steps_per_epoch
+ * (/meta/steps_per_epoch); a load refuses, as a settings mismatch, a checkpoint saved with
+ * another global batch or another number of steps per epoch, and one without that dataset
+ * whose data cursor does not fit steps_per_epoch. */
+void hpcti_ckpt_set_run(hpct_ckpt_t ck, long global_batch, long steps_per_epoch);
 
 /* The rank that saves (cfg.writer_rank): the training loop honours it. */
 int hpcti_ckpt_writer_rank(hpct_ckpt_t ck);

@@ -1,7 +1,8 @@
 /* h5io.c: one checkpoint file in HDF5: its datasets written (with a crc32c attribute each),
- * flushed and fsync'd, then read back and verified. Every HDF5 call here runs under
- * hpcti_hdf5_lock with HDF5's automatic error printing switched off; errors become detail
- * strings. The commit around the writing is in commit.c. */
+ * flushed and fsync'd; and the helpers that read it back (the signature check before HDF5
+ * opens it, attributes checked before they are read, checksums), used by scan.c. Every HDF5
+ * call here runs under hpcti_hdf5_lock with HDF5's automatic error printing switched off;
+ * errors become detail strings. The commit around the writing is in commit.c. */
 #include "h5io.h"
 #include "../core/h5safe.h"
 
@@ -326,76 +327,13 @@ hpct_status_t hpcti_ck_write_file(const hpcti_ckdir_t *d, const hpcti_snapshot_t
     return s;
 }
 
-/* ---- reading and verifying ------------------------------------------------------- */
+/* ---- reading ----------------------------------------------------------------------- */
 
-static hpcti_read_t corrupt(hpcti_ckerr_t *err, const char *file, const char *what,
-                            const char *path)
-{
-    char h5[400];
-    hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM, "checkpoint %s: %s %s: %s", file, what, path,
-                    hpcti_h5_detail(h5));
-    return HPCTI_READ_CORRUPT;
-}
-
-/* A soft or external link on the way to a dataset: refused (corrupt). */
-static hpcti_read_t refuse_link(hpcti_ckerr_t *err, const char *file, const char *link)
-{
-    hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM,
-                    "checkpoint %s: %s is a soft or external link (a checkpoint holds its data "
-                    "itself): refused",
-                    file, link);
-    return HPCTI_READ_CORRUPT;
-}
-
-/* A dataset whose bytes live in another file (external storage, virtual): refused. */
-static hpcti_read_t refuse_foreign(hid_t dset, const char *file, const char *path,
-                                   hpcti_ckerr_t *err)
-{
-    const char *why = hpcti_h5_foreign_storage(dset);
-    if (!why) return HPCTI_READ_OK;
-    hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM, "checkpoint %s: dataset %s is %s: refused", file, path,
-                    why);
-    return HPCTI_READ_CORRUPT;
-}
-
-/* What the dataset of item it must be: its class and element size, scalar or 1-D, count
- * elements (the model description: one fixed-length string of bounded size). */
-static hpcti_h5_want_t item_want(const hpcti_ckitem_t *it)
-{
-    if (it->dtype == HPCTI_CK_STR)
-        return (hpcti_h5_want_t){H5T_STRING, HPCTI_CKPT_MODEL_MAX * 16, 1, 1, 1};
-    int flt = it->dtype == HPCT_CKPT_F32 || it->dtype == HPCT_CKPT_F64;
-    return (hpcti_h5_want_t){flt ? H5T_FLOAT : H5T_INTEGER, hpcti_ck_elsize(it->dtype), 0, 1,
-                             (long long)it->count};
-}
-
-/* The dataset's class, element size, rank and count match the item (else MISMATCH). */
-static hpcti_read_t check_shape(hid_t dset, const hpcti_ckitem_t *it, const char *file,
-                                hpcti_ckerr_t *err)
-{
-    hid_t space = H5Dget_space(dset), type = H5Dget_type(dset);
-    if (space < 0 || type < 0) {
-        if (space >= 0) H5Sclose(space);
-        if (type >= 0) H5Tclose(type);
-        return corrupt(err, file, "cannot read the header of dataset", it->path);
-    }
-    hpcti_h5_want_t want = item_want(it);
-    char why[160];
-    const char *bad = hpcti_ck_h5_check(type, space, &want, why);
-    H5Sclose(space);
-    H5Tclose(type);
-    if (!bad) return HPCTI_READ_OK;
-    hpcti_ckerr_set(err, HPCT_ERR_FORMAT,
-                    "checkpoint %s: dataset %s %s (the model, optimizer or extras differ)", file,
-                    it->path, bad);
-    return HPCTI_READ_MISMATCH;
-}
-
-hpcti_read_t hpcti_ck_verify_crc(hid_t dset, const char *dataset, const void *data, size_t bytes,
-                                 const char *file, hpcti_ckerr_t *err)
+hpcti_read_t hpcti_ck_check_crc(hid_t dset, const char *dataset, uint32_t computed,
+                                const char *file, hpcti_ckerr_t *err)
 {
     static const hpcti_h5_want_t scalar_u32 = {H5T_INTEGER, 4, 0, 0, 1};
-    uint32_t stored = 0, computed = hpct_crc32c(0, data, bytes);
+    uint32_t stored = 0;
     if (hpcti_ck_read_attr(dset, dataset, "crc32c", &scalar_u32, H5T_NATIVE_UINT32, &stored, file,
                            err))
         return HPCTI_READ_CORRUPT;
@@ -407,204 +345,6 @@ hpcti_read_t hpcti_ck_verify_crc(hid_t dset, const char *dataset, const void *da
     return HPCTI_READ_CORRUPT;
 }
 
-/* ---- the links of a file, listed once ------------------------------------------------- */
-
-/* Every link of a checkpoint by its path ("params/dense0.weight"): its kind and, for a hard
- * link, the object's address. Looking each item up by name instead scanned its group's
- * compact link storage three times per item: quadratic (77 s to load 20,000 datasets). */
-typedef struct link_entry {
-    char *path;
-    H5L_type_t type;
-    haddr_t addr;
-    int broken; /* a hard link whose object HDF5 cannot open: what is below it is unknown */
-} link_entry_t;
-
-typedef struct link_index {
-    link_entry_t *e;
-    size_t n, cap;
-    hid_t fid;
-    const char *prefix;
-    int depth, failed; /* failed: 1 a group HDF5 cannot list, 2 out of memory */
-} link_index_t;
-
-static int index_group(link_index_t *x, hid_t group, const char *prefix, int depth);
-
-/* H5Literate's operator: record the link; descend into a hard-linked group. */
-static herr_t index_link(hid_t group, const char *name, const H5L_info_t *info, void *arg)
-{
-    (void)group;
-    link_index_t *x = arg;
-    char path[sizeof((hpcti_ckitem_t *)0)->path];
-    if (snprintf(path, sizeof path, "%s%s%s", x->prefix, *x->prefix ? "/" : "", name) >=
-        (int)sizeof path)
-        return 0; /* longer than any item path: never looked up */
-    if (x->n == x->cap) {
-        size_t cap = x->cap ? 2 * x->cap : 64;
-        link_entry_t *grown = realloc(x->e, cap * sizeof *grown);
-        if (!grown) return x->failed = 2, -1;
-        x->e = grown, x->cap = cap;
-    }
-    link_entry_t *e = &x->e[x->n];
-    if (!(e->path = strdup(path))) return x->failed = 2, -1;
-    e->type = info->type;
-    e->addr = info->type == H5L_TYPE_HARD ? info->u.address : HADDR_UNDEF;
-    e->broken = 0;
-    x->n++;
-    if (info->type != H5L_TYPE_HARD || x->depth >= 32) return 0;
-    hid_t obj = H5Oopen_by_addr(x->fid, e->addr);
-    if (obj < 0) {
-        x->e[x->n - 1].broken = 1; /* damaged, not missing: items below it are corrupt */
-        H5Eclear2(H5E_DEFAULT);
-        return 0;
-    }
-    int rc = H5Iget_type(obj) == H5I_GROUP ? index_group(x, obj, path, x->depth + 1) : 0;
-    H5Oclose(obj);
-    return rc;
-}
-
-static int index_group(link_index_t *x, hid_t group, const char *prefix, int depth)
-{
-    const char *outer_prefix = x->prefix;
-    int outer_depth = x->depth;
-    x->prefix = prefix, x->depth = depth;
-    hsize_t next = 0;
-    herr_t rc = H5Literate(group, H5_INDEX_NAME, H5_ITER_INC, &next, index_link, x);
-    x->prefix = outer_prefix, x->depth = outer_depth;
-    if (rc < 0) x->failed = 1;
-    return rc < 0 ? -1 : 0;
-}
-
-static int by_path(const void *a, const void *b)
-{
-    return strcmp(((const link_entry_t *)a)->path, ((const link_entry_t *)b)->path);
-}
-
-static void index_free(link_index_t *x)
-{
-    for (size_t i = 0; i < x->n; i++) free(x->e[i].path);
-    free(x->e);
-    memset(x, 0, sizeof *x);
-}
-
-/* List every link of fid into x, sorted by path; HPCTI_READ_OK, CORRUPT (err says why), or
- * MISMATCH when out of memory (an error, not the file's fault: it is not set aside). */
-static hpcti_read_t index_file(hid_t fid, link_index_t *x, const char *file, hpcti_ckerr_t *err)
-{
-    char h5[400];
-    memset(x, 0, sizeof *x);
-    x->fid = fid, x->prefix = "";
-    if (index_group(x, fid, "", 0) < 0 || x->failed) {
-        if (x->failed == 2)
-            hpcti_ckerr_set(err, HPCT_ERR_NO_MEMORY,
-                            "checkpoint %s: out of memory listing its links", file);
-        else
-            hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM,
-                            "checkpoint %s: cannot list its groups (damaged?): %s", file,
-                            hpcti_h5_detail(h5));
-        int oom = x->failed == 2;
-        index_free(x);
-        return oom ? HPCTI_READ_MISMATCH : HPCTI_READ_CORRUPT;
-    }
-    if (x->n > 1) qsort(x->e, x->n, sizeof *x->e, by_path);
-    return HPCTI_READ_OK;
-}
-
-static const link_entry_t *index_find(const link_index_t *x, const char *path)
-{
-    const link_entry_t key = {(char *)path, H5L_TYPE_HARD, HADDR_UNDEF, 0};
-    return x->n ? bsearch(&key, x->e, x->n, sizeof *x->e, by_path) : NULL;
-}
-
-/* The item's dataset, opened by the address in its link; refused when the link or a group
- * above it is soft or external; MISMATCH when the file has no such dataset. */
-static hpcti_read_t open_item(hid_t fid, const link_index_t *x, const char *path, const char *file,
-                              hid_t *dset, hpcti_ckerr_t *err)
-{
-    *dset = -1;
-    char part[sizeof((hpcti_ckitem_t *)0)->path];
-    snprintf(part, sizeof part, "%s", path);
-    for (char *slash = strchr(part, '/');; slash = strchr(slash + 1, '/')) {
-        if (slash) *slash = '\0';
-        const link_entry_t *e = index_find(x, part);
-        if (e && e->type != H5L_TYPE_HARD) return refuse_link(err, file, part);
-        if (e && e->broken && slash) return corrupt(err, file, "cannot open group", part);
-        if (!e) {
-            hpcti_ckerr_set(err, HPCT_ERR_FORMAT,
-                            "checkpoint %s has no dataset %s (the model, optimizer or extras "
-                            "differ)",
-                            file, path);
-            return HPCTI_READ_MISMATCH;
-        }
-        if (!slash) break;
-        *slash = '/';
-    }
-    *dset = H5Oopen_by_addr(fid, index_find(x, path)->addr);
-    if (*dset >= 0 && H5Iget_type(*dset) != H5I_DATASET) {
-        H5Oclose(*dset);
-        *dset = -1;
-    }
-    return *dset < 0 ? corrupt(err, file, "cannot open dataset", path) : HPCTI_READ_OK;
-}
-
-static hpcti_read_t read_item(hid_t fid, const link_index_t *x, const hpcti_ckitem_t *it,
-                              const char *file, hpcti_ckerr_t *err)
-{
-    hid_t dset;
-    hpcti_read_t found = open_item(fid, x, it->path, file, &dset, err);
-    if (found != HPCTI_READ_OK) return found;
-    hpcti_read_t r = refuse_foreign(dset, file, it->path, err);
-    if (r == HPCTI_READ_OK) r = check_shape(dset, it, file, err);
-    if (r == HPCTI_READ_OK) {
-        hid_t mt = hpcti_ck_mem_type(it->dtype);
-        size_t bytes = it->count * hpcti_ck_elsize(it->dtype);
-        if (H5Dread(dset, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, it->data) < 0)
-            r = corrupt(err, file, "cannot read dataset", it->path);
-        else
-            r = hpcti_ck_verify_crc(dset, it->path, it->data, bytes, file, err);
-    }
-    H5Dclose(dset);
-    return r;
-}
-
-/* The model description: a string dataset of any length, into snap->model. */
-static hpcti_read_t read_model(hid_t fid, hpcti_snapshot_t *snap, const char *file,
-                               hpcti_ckerr_t *err)
-{
-    static const hpcti_h5_want_t want = {H5T_STRING, HPCTI_CKPT_MODEL_MAX * 16, 1, 1, 1};
-    const char *path = "meta/model";
-    char link[512];
-    int e = hpcti_h5_hard_path(fid, path, link, sizeof link);
-    if (e == -2) return refuse_link(err, file, link);
-    hid_t dset = e == 1 ? H5Dopen2(fid, path, H5P_DEFAULT) : -1;
-    if (dset < 0) return corrupt(err, file, "cannot open dataset", path);
-    if (refuse_foreign(dset, file, path, err) != HPCTI_READ_OK) {
-        H5Dclose(dset);
-        return HPCTI_READ_CORRUPT;
-    }
-    hid_t type = H5Dget_type(dset), space = H5Dget_space(dset);
-    /* Only a scalar fixed-length string fits the buffer below (a crafted or h5py-written
-     * array or variable-length string would overflow it): anything else is corrupt. */
-    char why[160];
-    const char *bad = hpcti_ck_h5_check(type, space, &want, why);
-    size_t size = bad ? 0 : H5Tget_size(type);
-    if (space >= 0) H5Sclose(space);
-    char *buf = size ? calloc(1, size + 1) : NULL;
-    hpcti_read_t r = HPCTI_READ_OK;
-    if (bad) {
-        hpcti_ckerr_set(err, HPCT_ERR_CHECKSUM, "checkpoint %s: dataset %s %s", file, path, bad);
-        r = HPCTI_READ_CORRUPT;
-    } else if (!buf || H5Dread(dset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
-        r = corrupt(err, file, "cannot read dataset", path);
-    } else {
-        r = hpcti_ck_verify_crc(dset, path, buf, size, file, err);
-        snprintf(snap->model, sizeof snap->model, "%s", buf);
-    }
-    free(buf);
-    if (type >= 0) H5Tclose(type);
-    H5Dclose(dset);
-    return r;
-}
-
 hpcti_read_t hpcti_ck_read_schema(hid_t fid, const char *file, int *schema, hpcti_ckerr_t *err)
 {
     static const hpcti_h5_want_t scalar_i32 = {H5T_INTEGER, 4, 0, 0, 1};
@@ -613,17 +353,6 @@ hpcti_read_t hpcti_ck_read_schema(hid_t fid, const char *file, int *schema, hpct
                                         &v, file, err);
     *schema = r == HPCTI_READ_OK ? (int)v : -1;
     return r;
-}
-
-static hpcti_read_t check_schema(hid_t fid, const char *file, hpcti_ckerr_t *err)
-{
-    int schema;
-    if (hpcti_ck_read_schema(fid, file, &schema, err)) return HPCTI_READ_CORRUPT;
-    if (schema == HPCTI_CKPT_SCHEMA) return HPCTI_READ_OK;
-    hpcti_ckerr_set(err, HPCT_ERR_FORMAT,
-                    "checkpoint %s: schema_version is %d, this library reads %d", file, schema,
-                    HPCTI_CKPT_SCHEMA);
-    return HPCTI_READ_CORRUPT;
 }
 
 /* The first bytes of an HDF5 file written by this library: the signature, then the
@@ -694,44 +423,4 @@ hpcti_read_t hpcti_ck_h5_open(const char *path, hid_t *fid, hpcti_ckerr_t *err)
     H5Fclose(*fid);
     *fid = -1;
     return HPCTI_READ_CORRUPT;
-}
-
-/* 0 when path is a regular file; else err names it (a FIFO would block H5Fopen forever). */
-static int check_regular(const char *path, hpcti_ckerr_t *err)
-{
-    struct stat st;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    int rc = fd < 0 ? -1 : fstat(fd, &st);
-    int saved = errno;
-    if (fd >= 0) close(fd);
-    if (rc < 0)
-        hpcti_ckerr_set(err, HPCT_ERR_IO, "checkpoint %s cannot be opened: %s", path,
-                        strerror(saved));
-    else if (!S_ISREG(st.st_mode))
-        hpcti_ckerr_set(err, HPCT_ERR_IO, "checkpoint %s is not a regular file", path);
-    return rc < 0 || !S_ISREG(st.st_mode) ? -1 : 0;
-}
-
-static hpcti_read_t read_file(const char *path, hpcti_snapshot_t *snap, hpcti_ckerr_t *err)
-{
-    hid_t fid;
-    if (check_regular(path, err) || hpcti_ck_h5_open(path, &fid, err)) return HPCTI_READ_CORRUPT;
-    hpcti_read_t r = check_schema(fid, path, err);
-    if (r == HPCTI_READ_OK) r = read_model(fid, snap, path, err);
-    link_index_t links = {0};
-    if (r == HPCTI_READ_OK) r = index_file(fid, &links, path, err);
-    for (int i = 0; i < snap->num && r == HPCTI_READ_OK; i++)
-        r = read_item(fid, &links, &snap->items[i], path, err);
-    index_free(&links);
-    H5Fclose(fid);
-    return r;
-}
-
-hpcti_read_t hpcti_ck_read(const char *path, hpcti_snapshot_t *snap, hpcti_ckerr_t *err)
-{
-    hpcti_h5_quiet_t q;
-    hpcti_ck_h5_enter(&q);
-    hpcti_read_t r = read_file(path, snap, err);
-    hpcti_ck_h5_leave(&q);
-    return r;
 }

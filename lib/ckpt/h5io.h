@@ -1,6 +1,6 @@
-/* h5io.h: HDF5 helpers of lib/ckpt shared by the writer/loader (h5io.c), its file driver
- * (h5sink.c) and the inspection API (inspect.c). Library-internal; only these files include
- * HDF5. */
+/* h5io.h: HDF5 helpers of lib/ckpt shared by the writer (h5io.c), its file driver (h5sink.c),
+ * the one pass that reads a checkpoint (scan.c) and the inspection API (inspect.c).
+ * Library-internal; only the files that include it include HDF5. */
 #ifndef HPCTI_CKPT_H5IO_H
 #define HPCTI_CKPT_H5IO_H
 
@@ -57,18 +57,18 @@ HPCTI_CHECK hpcti_read_t hpcti_ck_read_attr(hid_t obj, const char *objname, cons
 /* Native memory type of an item type (hpct_ckpt_dtype_t, HPCTI_CK_U64; not HPCTI_CK_STR). */
 hid_t hpcti_ck_mem_type(int dtype);
 
-/* Compare the dataset's crc32c attribute with the CRC32C of bytes at data. On failure err
- * names file and dataset: HPCT_ERR_CHECKSUM for a mismatch or an unreadable attribute. */
-HPCTI_CHECK hpcti_read_t hpcti_ck_verify_crc(hid_t dset, const char *dataset, const void *data,
-                                             size_t bytes, const char *file, hpcti_ckerr_t *err);
+/* Compare the dataset's crc32c attribute with computed, the CRC32C of its bytes. On failure
+ * err names file and dataset: HPCT_ERR_CHECKSUM for a mismatch or an unreadable attribute. */
+HPCTI_CHECK hpcti_read_t hpcti_ck_check_crc(hid_t dset, const char *dataset, uint32_t computed,
+                                            const char *file, hpcti_ckerr_t *err);
 
-/* Root attribute schema_version into *schema; HPCTI_READ_CORRUPT (err set) if unreadable. */
 /* Open checkpoint path read-only into *fid, or say what it is instead, naming it: not a
  * readable HDF5 file (no signature at its start: damaged or not HDF5), the pre-1.8 format
  * (superblock version 0 or 1, which the library never writes: refused before HDF5 parses
  * it), a damaged HDF5 file (HDF5 cannot open it), or a valid HDF5 file that is not a
  * libhpctrain checkpoint (no schema_version attribute on /). *fid is closed on failure. */
 HPCTI_CHECK hpcti_read_t hpcti_ck_h5_open(const char *path, hid_t *fid, hpcti_ckerr_t *err);
+/* Root attribute schema_version into *schema; HPCTI_READ_CORRUPT (err set) if unreadable. */
 HPCTI_CHECK hpcti_read_t hpcti_ck_read_schema(hid_t fid, const char *file, int *schema,
                                               hpcti_ckerr_t *err);
 

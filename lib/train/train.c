@@ -132,22 +132,33 @@ static hpct_status_t setup(struct loop *L)
     return L->losses ? HPCT_SUCCESS : HPCT_ERR_NO_MEMORY;
 }
 
-/* Load the newest valid checkpoint on every rank, or make the replicas equal to rank 0's. */
+/* The checkpoints record this run's steps per epoch when its step count and data cursor
+ * agree (step = epoch x steps per epoch + cursor step: a run from step 0, or resumed from
+ * its checkpoints); a caller's optimizer that arrives at another step records none. */
+static void record_epochs(struct loop *L)
+{
+    long done = 0, epoch, cursor, at;
+    hpct_optimizer_get_step(L->opt, &done);
+    hpct_dataset_get_cursor(L->ds, &epoch, &cursor);
+    int fits = !__builtin_mul_overflow(epoch, L->steps_per_epoch, &at) && at + cursor == done;
+    hpcti_ckpt_set_run(L->ck, L->cfg->global_batch, fits ? L->steps_per_epoch : 0);
+}
+
+/* Load the newest valid checkpoint on every rank, or make the replicas equal to rank 0's.
+ * The loader refuses a checkpoint of another global batch or another number of steps per
+ * epoch as a settings mismatch (hpcti_ckpt_set_run). */
 static hpct_status_t resume(struct loop *L)
 {
     hpct_ckpt_meta_t meta = HPCT_CKPT_META_INITIALIZER;
     int found;
     L->res->resumed_from = -1;
+    hpcti_ckpt_set_run(L->ck, L->cfg->global_batch, L->steps_per_epoch);
     double t0 = hpcti_now();
     hpct_status_t s = hpcti_loop_load(L->ctx, "hpct_train", L->ck, L->params, L->opt,
                                       L->cfg->resume, &meta, &found);
     if (!s) hpcti_obs_resume(&L->obs, L->ck, found, &meta, hpcti_now() - t0);
+    if (!s && !found) record_epochs(L);
     if (s || !found) return s;
-    if (meta.global_batch != L->cfg->global_batch)
-        return hpcti_error(L->ctx, HPCT_ERR_STATE,
-                           "hpct_train: checkpoint %s was saved with global batch %ld, this run "
-                           "uses %d: the sample order would differ",
-                           meta.path, meta.global_batch, L->cfg->global_batch);
     if ((s = hpct_dataset_set_cursor(L->ds, meta.cursor_epoch, meta.cursor_step))) {
         char why[sizeof L->ctx->last_error]; /* say which checkpoint holds the bad cursor */
         snprintf(why, sizeof why, "%s", L->ctx->last_error);
@@ -157,6 +168,7 @@ static hpct_status_t resume(struct loop *L)
                            meta.path, meta.cursor_epoch, meta.cursor_step, why);
     }
     if ((s = hpcti_loop_adopt(L->ctx, "hpct_train", L->params, L->opt, &meta))) return s;
+    record_epochs(L);
     L->res->resumed_from = meta.step;
     L->unconfirmed = meta.step; /* the first step's loss measures it */
     L->res->rejected_checkpoints = meta.rejected;

@@ -1,11 +1,13 @@
 /* ckpt_fuzz.c: libFuzzer harness for the checkpoint loader (lib/ckpt). Each input is written
  * as the only checkpoint file of a directory, then inspected (hpct_ckpt_file_open, every
- * dataset verified and read, meta, versions) and resumed from (hpct_ckpt_load_latest into the
- * 4-8-3 MLP and SGD optimizer of t/lib/ckpt_make, which wrote the seeds in
- * t/fuzz/corpus-ckpt). Any status is fine, but no HDF5 object may stay open; ASan/UBSan
- * catch memory errors and UB in the library. Run by t/test_fuzz_ckpt.sh, built from lib/ckpt and
- * lib/core with clang. */
+ * dataset verified and read, meta with the validator's verdict, versions) and resumed from
+ * (hpct_ckpt_load_latest into the 4-8-3 MLP and SGD optimizer of t/lib/ckpt_make, with its
+ * run's global batch and steps per epoch, so the settings checks run too; ckpt_make wrote
+ * the seeds in t/fuzz/corpus-ckpt, some crafted). Any status is fine, but no HDF5 object may
+ * stay open; ASan/UBSan catch memory errors and UB in the library. Run by t/test_fuzz_ckpt.sh,
+ * built from lib/ckpt and lib/core with clang. */
 #include "../lib/ckpt_util.h"
+#include "../../lib/ckpt/ckpt.h"
 
 #include <dirent.h>
 #include <hdf5.h>
@@ -66,6 +68,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     cc.async = 0;
     cc.config_hash = 0x5eed5eed12345678ULL; /* as t/lib/ckpt_make saves */
     if (hpct_ckpt_open(ctx, &cc, &ck)) abort();
+    hpcti_ckpt_set_run(ck, 12, 10); /* ckpt_make's global batch and steps per epoch */
     atexit(clean_up);
     return 0;
 }

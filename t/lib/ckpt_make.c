@@ -1,11 +1,21 @@
-/* ckpt_make.c: real checkpoints for t/test_ckpt_tool.sh.
+/* ckpt_make.c: real checkpoints for t/test_ckpt_tool.sh and t/test_train_crafted.sh, and
+ * crafted ones (as a buggy or hostile writer would make them, checksums recomputed).
  *   ckpt_make save DIR [--ulp] [--deep] STEP...   train a tiny MLP (4-8-3, SGD with
- *       momentum) on a fixed batch and save a checkpoint after each listed step; --ulp moves
- *       params/dense0.weight[5] up by one ulp just before the last save; --deep trains
- *       4-8-8-3 instead (other shapes, one more layer).
+ *       momentum) on a fixed batch and save a checkpoint after each listed step (10 steps
+ *       per epoch); --ulp moves params/dense0.weight[5] up by one ulp just before the last
+ *       save; --deep trains 4-8-8-3 instead (other shapes, one more layer).
  *   ckpt_make flip FILE DATASET          XOR one byte in the middle of DATASET's data.
+ *   ckpt_make set FILE DATASET INT       the int64 scalar DATASET set to INT.
+ *   ckpt_make float FILE DATASET         the int64 scalar DATASET made a float64 scalar.
+ *   ckpt_make shape FILE DATASET         the int64 scalar DATASET made an int64 [1, 1].
+ *   ckpt_make words FILE DATASET N       DATASET replaced by uint64 [N] (nonzero words).
+ *   ckpt_make add FILE DATASET N X       a float32 [N] dataset of value X (nan, inf) added;
+ *                                        N "huge": 2^40 elements, never written.
+ *   ckpt_make delete FILE DATASET        DATASET deleted.
  * Exit status 0, or 1 with a message. */
 #include "hpctrain.h"
+#include "ckpt_craft.h"
+#include "../../lib/ckpt/ckpt.h"
 
 #include <fcntl.h>
 #include <hdf5.h>
@@ -74,6 +84,7 @@ static int save_steps(const char *dir, int ulp, int deep, char **steps, int nste
     cc.keep_last = 100;
     cc.config_hash = 0x5eed5eed12345678ULL;
     if (hpct_ckpt_open(ctx, &cc, &ck)) return fail("checkpoint directory", ctx);
+    hpcti_ckpt_set_run(ck, BATCH, 10); /* /meta/steps_per_epoch, as hpct_train records it */
     float x[BATCH * 4], loss;
     int32_t y[BATCH];
     make_batch(x, y);
@@ -124,6 +135,56 @@ static int flip(const char *file, const char *dataset)
     return rc;
 }
 
+/* The int64 scalar dataset of file as a float64 scalar (float) or int64 [1, 1] (shape). */
+static int reshape(const char *file, const char *dataset, int to_float)
+{
+    int64_t v = 0;
+    hid_t f = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t d = f < 0 ? -1 : H5Dopen2(f, dataset, H5P_DEFAULT);
+    int rc = d < 0 || H5Dread(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, &v) < 0;
+    if (d >= 0) H5Dclose(d);
+    if (f >= 0) H5Fclose(f);
+    if (rc) return fail("no int64 dataset to reshape", NULL);
+    double x = (double)v;
+    craft_ds_t c = {H5T_STD_I64LE, H5T_NATIVE_INT64, 2, {1, 1}, &v, sizeof v, 1, H5P_DEFAULT};
+    if (to_float)
+        c = (craft_ds_t){H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 0, {0, 0}, &x, 8, 1, H5P_DEFAULT};
+    return craft_replace(file, dataset, &c) ? fail("cannot reshape", NULL) : 0;
+}
+
+/* DATASET replaced by uint64 [n] of nonzero words, or (words < 0) a float32 [n] of x. */
+static int replace_n(const char *file, const char *dataset, const char *n_arg, double x, int words)
+{
+    int huge = !strcmp(n_arg, "huge");
+    hsize_t n = huge ? (hsize_t)1 << 40 : strtoull(n_arg, NULL, 10);
+    if (!huge && (n < 1 || n > 64)) return fail("N must be 1 to 64, or huge", NULL);
+    uint64_t w[64];
+    float v[64];
+    for (hsize_t k = 0; k < n && !huge; k++) w[k] = 0x9e3779b97f4a7c15ULL * (k + 1), v[k] = x;
+    craft_ds_t c = {H5T_IEEE_F32LE,  H5T_NATIVE_FLOAT, 1, {n, 1},
+                    huge ? NULL : v, huge ? 0 : 4 * n, 1, H5P_DEFAULT};
+    if (words)
+        c = (craft_ds_t){H5T_STD_U64LE, H5T_NATIVE_UINT64, 1, {n, 1}, w, 8 * n, 1, H5P_DEFAULT};
+    return craft_replace(file, dataset, &c) ? fail("cannot write the dataset", NULL) : 0;
+}
+
+/* The crafting commands (usage at the top); -1 when argv is none of them. */
+static int craft(int argc, char **argv)
+{
+    const char *cmd = argv[1], *file = argv[2], *dataset = argv[3];
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    if (argc == 5 && !strcmp(cmd, "set"))
+        return craft_i64(file, dataset, strtoll(argv[4], NULL, 10)) ? fail("cannot set", NULL) : 0;
+    if (argc == 4 && (!strcmp(cmd, "float") || !strcmp(cmd, "shape")))
+        return reshape(file, dataset, cmd[0] == 'f');
+    if (argc == 5 && !strcmp(cmd, "words")) return replace_n(file, dataset, argv[4], 0, 1);
+    if (argc == 6 && !strcmp(cmd, "add"))
+        return replace_n(file, dataset, argv[4], strtod(argv[5], NULL), 0);
+    if (argc == 4 && !strcmp(cmd, "delete"))
+        return craft_delete(file, dataset) ? fail("cannot delete", NULL) : 0;
+    return -1;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 4 && strcmp(argv[1], "save") == 0) {
@@ -140,7 +201,9 @@ int main(int argc, char **argv)
         return save_steps(argv[2], ulp, deep, argv + i, argc - i);
     }
     if (argc == 4 && strcmp(argv[1], "flip") == 0) return flip(argv[2], argv[3]);
-    fprintf(stderr,
-            "usage: ckpt_make save DIR [--ulp] [--deep] STEP... | ckpt_make flip FILE DATASET\n");
+    int rc = argc >= 4 ? craft(argc, argv) : -1;
+    if (rc >= 0) return rc;
+    fprintf(stderr, "usage: ckpt_make save DIR [--ulp] [--deep] STEP... | ckpt_make flip FILE "
+                    "DATASET | ckpt_make set|float|shape|words|add|delete FILE DATASET ...\n");
     return 1;
 }

@@ -834,6 +834,7 @@ contains
         call tap_ok(iand(due, HPCT_CKPT_DUE_STEPS) /= 0, "hpct_ckpt_due after every_steps")
         meta%step = 2
         meta%global_batch = 8
+        call hpct_optimizer_set_step(opt, 2_c_long) ! a load refuses optimizer/step /= meta/step
         call hpct_ckpt_save(ck, set, meta, opt, model="byog w(4)")
         call hpct_ckpt_before_update(ck)
         call hpct_ckpt_wait(ck)
