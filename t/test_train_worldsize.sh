@@ -15,18 +15,6 @@ train 1 "$work/ref" "$work/ref.out"
 [ $rc = 0 ] && [ "$(losses "$work/ref.out" | wc -l)" = $TOTAL_STEPS ]
 ok $? "W=1: uninterrupted run exits 0 with $TOTAL_STEPS per-step losses"
 
-# close_curves REF RUN...: every step's loss within TOL relative; prints the largest.
-close_curves() {
-    losses "$1" >"$work/want"; shift
-    losses "$@" | awk -v tol=$TOL -v total=$TOTAL_STEPS '
-        NR == FNR { want[$1] = $2; next }
-        { d = $2 - want[$1]; if (d < 0) d = -d; r = d / (want[$1] > 0 ? want[$1] : 1);
-          if (r > worst) worst = r; if (r > tol || !($1 in want)) bad++; seen[$1] = 1 }
-        END { for (s = 1; s <= total; s++) if (!(s in seen)) bad++;
-              printf "# largest relative loss difference %.3g over %d steps\n", worst, total;
-              exit bad > 0 }' "$work/want" -
-}
-
 # across FROM TO K: stop at W = FROM after step K, resume at W = TO.
 across() {
     d="$work/w$1to$2"

@@ -15,18 +15,6 @@ make_data
 echo "1..12"
 TOL=1e-4 GB="--global-batch 210" STEPS=18
 
-# close_curves REF RUN...: every step's loss within TOL relative; prints the largest.
-close_curves() {
-    losses "$1" >"$work/want"; shift
-    losses "$@" | awk -v tol=$TOL -v total=$STEPS '
-        NR == FNR { want[$1] = $2; next }
-        { d = $2 - want[$1]; if (d < 0) d = -d; r = d / (want[$1] > 0 ? want[$1] : 1);
-          if (r > worst) worst = r; if (r > tol || !($1 in want)) bad++; seen[$1] = 1 }
-        END { for (s = 1; s <= total; s++) if (!(s in seen)) bad++;
-              printf "# largest relative loss difference %.3g over %d steps\n", worst, total;
-              exit bad > 0 }' "$work/want" -
-}
-
 for W in 3 5 7; do
     train "$W" "$work/ref$W" "$work/ref$W.out" $GB
     [ $rc = 0 ] && [ "$(losses "$work/ref$W.out" | wc -l)" = $STEPS ]

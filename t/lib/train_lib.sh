@@ -89,6 +89,19 @@ resumed_step() { sed -n 's/^hpctrain: resumed from the checkpoint of step \([0-9
 ckpt_file() { printf '%s/ckpt-%012d.h5' "$1" "$2"; }
 # The per-step loss curve "step loss" from the progress lines.
 losses() { sed -n 's/^epoch [0-9]* step \([0-9]*\)\/[0-9]* loss \([^ ]*\) .*/\1 \2/p' "$@"; }
+
+# close_curves REF RUN...: the runs' losses together cover steps 1..${STEPS:-TOTAL_STEPS}, each
+# within $TOL relative of REF's loss at that step; prints the largest difference.
+close_curves() {
+    losses "$1" >"$work/want"; shift
+    losses "$@" | awk -v tol="$TOL" -v total="${STEPS:-$TOTAL_STEPS}" '
+        NR == FNR { want[$1] = $2; next }
+        { d = $2 - want[$1]; if (d < 0) d = -d; r = d / (want[$1] > 0 ? want[$1] : 1);
+          if (r > worst) worst = r; if (r > tol || !($1 in want)) bad++; seen[$1] = 1 }
+        END { for (s = 1; s <= total; s++) if (!(s in seen)) bad++;
+              printf "# largest relative loss difference %.3g over %d steps\n", worst, total;
+              exit bad > 0 }' "$work/want" -
+}
 # /params of a checkpoint as h5dump prints it, without the file name line.
 params_dump() { h5dump -g /params "$1" 2>&1 | sed 1d; }
 # Echo a file's last lines as TAP diagnostics.
