@@ -112,7 +112,7 @@ TESTS += t/test_train_config
 t_test_train_config_SOURCES = t/test_train_config.c tools/train_config.c tools/train_config.h
 t_test_train_config_LDADD = t/lib/libtap.a
 TRAIN_TESTS = t/test_train_preempt_w1.sh t/test_train_preempt_w2.sh t/test_train_preempt_early.sh \
-	t/test_train_worldsize.sh t/test_train_corrupt.sh t/test_train_hang.sh t/test_train_settings.sh \
+	t/test_train_worldsize.sh t/test_train_corrupt.sh t/test_train_hang.sh t/test_train_sigstop.sh t/test_train_settings.sh \
 	t/test_train_cadence.sh \
 	t/test_train_fifo.sh t/test_train_lock.sh t/test_train_worldsize_big.sh t/test_metrics.sh \
 	t/test_straggler.sh t/test_timeline.sh t/test_train_worldsize_job.sh \
@@ -176,7 +176,7 @@ EXTRA_DIST += t/test_doc_env.sh
 LONG_TESTS = t/test_train_preempt_w2.sh t/test_dist_algo.sh t/test_dist_grads.sh \
 	t/test_slurm_train.sh t/test_train_hang.sh t/test_slurm_insitu.sh t/test_fuzz_shard.sh \
 	t/test_bench_smoke.sh t/test_train_preempt_early.sh t/test_train_diverge.sh \
-	t/test_env_settings.sh t/test_train_worldsize_odd.sh
+	t/test_env_settings.sh t/test_train_worldsize_odd.sh t/test_train_sigstop.sh
 list-fast-tests:
 	@fast=; for t in $(TESTS); do case " $(LONG_TESTS) " in *" $$t "*) ;; \
 	*) fast="$$fast $$t" ;; esac; done; echo $$fast

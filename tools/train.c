@@ -373,14 +373,6 @@ static const char *timeline_prefix(struct run *r)
     return r->timeline;
 }
 
-/* Sleep min(seconds, 60), through interruptions by signals. */
-static void hang_grace(double seconds)
-{
-    if (seconds > 60.0) seconds = 60.0;
-    struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) continue;
-}
-
 /* Final parameters as one hash (the same on every rank), to compare runs bit for bit. */
 static void print_params_hash(const struct run *r)
 {
@@ -494,9 +486,8 @@ static int report(struct run *r, hpct_status_t s, const hpct_train_result_t *res
     }
     if (s == HPCT_ERR_TIMEOUT) {
         fail(r, "training (a rank hung)", s);
-        /* Rank 0 writes the emergency checkpoint and then aborts the job; the others give
-         * it up to one more deadline, so their abort does not kill it in the middle. */
-        if (r->topo.rank != 0) hang_grace(r->c.collective_timeout);
+        /* the writer has saved the emergency checkpoint, or the others have waited for it
+         * (hpct_train returns after that) */
         hpct_abort_job(r->ctx, HPCT_EXIT_HANG);
         return HPCT_EXIT_HANG;
     }

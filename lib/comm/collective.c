@@ -9,6 +9,7 @@
  * the start of the operation. On expiry, the ranks whose token has not arrived are the
  * missing ones; every waiting rank can name them without asking anyone. */
 #include "dist.h"
+#include "live.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -127,6 +128,7 @@ static hpct_status_t op_start(hpct_ctx_t ctx, const char *name, int max_red, siz
     d->in_op = 1;
     d->op_tokens = tokens;
     d->mpi_error = MPI_SUCCESS;
+    hpcti_live_op_start(d);
     int rc = MPI_SUCCESS;
     for (int p = 0; p < d->size; p++) {
         d->tok_req[p] = d->tok_req[d->size + p] = MPI_REQUEST_NULL;
@@ -232,37 +234,81 @@ static size_t last_seen(const struct hpcti_dist *d, int p, char *out, size_t cap
     return n > 0 ? (size_t)n : 0;
 }
 
-/* The HPCT_ERR_TIMEOUT detail: which ranks have not arrived at which operation, and what the
- * first few of them did last (their last arrival token). */
-static hpct_status_t timed_out(hpct_ctx_t ctx, const struct goal *g)
+/* This rank did not run for most of the deadline (stopped or descheduled): its peers time
+ * out on it, and it does not blame them. */
+static hpct_status_t self_stopped(hpct_ctx_t ctx, double gap)
 {
     struct hpcti_dist *d = ctx->dist;
-    char missing[512] = "", last[400] = "";
+    return hpcti_error(ctx, HPCT_ERR_TIMEOUT,
+                       "%s (operation #%llu): this rank (%d of %d, on %s) did not run for %.1f s "
+                       "of the %g s deadline (it was stopped, e.g. by SIGSTOP, or descheduled); "
+                       "the other ranks time out on it; end the job with hpct_abort_job(ctx, "
+                       "HPCT_EXIT_HANG)",
+                       d->op_name, (unsigned long long)d->op_seq, d->rank, d->size,
+                       d->boot.hostname, gap, d->deadline_s);
+}
+
+/* Ranks that arrived, then answered no liveness check for half the deadline: stopped. */
+static hpct_status_t stopped_inside(hpct_ctx_t ctx, const char *ranks, int count)
+{
+    struct hpcti_dist *d = ctx->dist;
+    return hpcti_error(
+        ctx, HPCT_ERR_TIMEOUT,
+        "%s (operation #%llu): rank%s %s of %d stopped during it: arrived, then answered no "
+        "liveness check for %.1f s (stopped, e.g. by SIGSTOP, or outside the library that long; "
+        "seen by rank %d on %s); end the job with hpct_abort_job(ctx, HPCT_EXIT_HANG)",
+        d->op_name, (unsigned long long)d->op_seq, count > 1 ? "s" : "", ranks, d->size,
+        hpcti_live_asked_s(d, hpcti_now()), d->rank, d->boot.hostname);
+}
+
+/* The ranks whose arrival token has not come, as "2,3" into out [cap], and what the first
+ * few did last (their last arrival token) into last [lcap]; returns their count. */
+static int tokens_missing(const struct hpcti_dist *d, char *out, size_t cap, char *last,
+                          size_t lcap)
+{
     size_t len = 0, ll = 0;
     int count = 0;
+    out[0] = last[0] = 0;
     for (int p = 0; p < d->size; p++) {
         if (d->tok_req[p] == MPI_REQUEST_NULL) continue;
-        if (len < sizeof missing - 16)
-            len +=
-                (size_t)snprintf(missing + len, sizeof missing - len, "%s%d", count ? "," : "", p);
-        if (count < 4 && ll < sizeof last - 100) {
-            ll +=
-                (size_t)snprintf(last + ll, sizeof last - ll, "%s", count ? "; " : "; last seen: ");
-            ll += last_seen(d, p, last + ll, sizeof last - ll);
+        if (len < cap - 16)
+            len += (size_t)snprintf(out + len, cap - len, "%s%d", count ? "," : "", p);
+        if (count < 4 && ll < lcap - 100) {
+            ll += (size_t)snprintf(last + ll, lcap - ll, "%s", count ? "; " : "; last seen: ");
+            ll += last_seen(d, p, last + ll, lcap - ll);
         }
         count++;
     }
+    return count;
+}
+
+/* The HPCT_ERR_TIMEOUT detail, first that applies: this rank itself did not run; ranks that
+ * have not arrived (their tokens, or the node window's counters), with those of them that
+ * answer no liveness check; ranks stopped inside the node window; ranks that arrived and
+ * then stopped answering; else all arrived and it did not complete. */
+static hpct_status_t timed_out(hpct_ctx_t ctx, const struct goal *g)
+{
+    struct hpcti_dist *d = ctx->dist;
+    char missing[512] = "", last[400] = "", silent[512] = "", quiet[600] = "";
+    int count = tokens_missing(d, missing, sizeof missing, last, sizeof last);
     d->broken = 1;
     d->in_op = 0;
     snprintf(d->broken_why, sizeof d->broken_why, "'%s' timed out", d->op_name);
+    double gap = hpcti_live_self_gap(d);
+    int nsilent = hpcti_live_silent(d, 0, silent, sizeof silent);
+    hpcti_live_found(d, gap <= 0.5 * d->deadline_s && nsilent > 0);
+    if (gap > 0.5 * d->deadline_s) return self_stopped(ctx, gap);
+    if (nsilent)
+        snprintf(quiet, sizeof quiet, "; no answer to a liveness check for %.1f s from rank%s %s",
+                 hpcti_live_asked_s(d, hpcti_now()), nsilent > 1 ? "s" : "", silent);
     if (!count) count = flags_behind(g, d->op_seq, 1, missing, sizeof missing);
     if (count)
         return hpcti_error(
             ctx, HPCT_ERR_TIMEOUT,
             "%s (operation #%llu): rank%s %s of %d did not arrive within %g s (seen by rank %d on "
-            "%s%s); end the job with hpct_abort_job(ctx, HPCT_EXIT_HANG)",
+            "%s%s%s); end the job with hpct_abort_job(ctx, HPCT_EXIT_HANG)",
             d->op_name, (unsigned long long)d->op_seq, count > 1 ? "s" : "", missing, d->size,
-            d->deadline_s, d->rank, d->boot.hostname, last);
+            d->deadline_s, d->rank, d->boot.hostname, last, quiet);
     int behind = flags_behind(g, d->op_seq, 0, missing, sizeof missing);
     if (behind)
         return hpcti_error(
@@ -272,12 +318,16 @@ static hpct_status_t timed_out(hpct_ctx_t ctx, const struct goal *g)
             "hpct_abort_job(ctx, HPCT_EXIT_HANG)",
             d->op_name, (unsigned long long)d->op_seq, behind > 1 ? "s" : "", missing, d->size,
             (unsigned long long)g->want, d->deadline_s, d->rank, d->boot.hostname);
+    if (nsilent) return stopped_inside(ctx, silent, nsilent);
     return hpcti_error(ctx, HPCT_ERR_TIMEOUT,
                        "%s (operation #%llu): all %d ranks arrived but it did not complete within "
-                       "%g s (a rank stopped during it; seen by rank %d on %s); end the job with "
+                       "%g s (%s; seen by rank %d on %s); end the job with "
                        "hpct_abort_job(ctx, HPCT_EXIT_HANG)",
-                       d->op_name, (unsigned long long)d->op_seq, d->size, d->deadline_s, d->rank,
-                       d->boot.hostname);
+                       d->op_name, (unsigned long long)d->op_seq, d->size, d->deadline_s,
+                       hpcti_live_asked_s(d, hpcti_now()) > 0.0
+                           ? "every rank still answers liveness checks: the exchange itself stalled"
+                           : "a rank stopped during it",
+                       d->rank, d->boot.hostname);
 }
 
 static int goal_met(struct hpcti_dist *d, struct goal *g)
@@ -297,6 +347,7 @@ static hpct_status_t wait_for(hpct_ctx_t ctx, struct goal *g)
 {
     struct hpcti_dist *d = ctx->dist;
     double t0 = hpcti_now(), idle0 = t0; /* idle0: when this wait last saw something move */
+    double polled = t0;                  /* the last poll (a long gap: this rank stopped) */
     unsigned long seen = d->moves;
     for (;;) {
         hpct_status_t s = hpcti_red_progress(ctx);
@@ -305,6 +356,7 @@ static hpct_status_t wait_for(hpct_ctx_t ctx, struct goal *g)
         if (d->mpi_error) return hpcti_mpi_failed(ctx, d->mpi_error, "testing its requests");
         if (met) break;
         double t = hpcti_now();
+        hpcti_live_poll(d, t, &polled);
         if (t - d->op_start > d->deadline_s) return timed_out(ctx, g);
         if (d->moves != seen) seen = d->moves, idle0 = t;
         hpcti_backoff(t - idle0, d->spin_s); /* lib/core/poll.c */

@@ -2,6 +2,7 @@
  * batch split, and the generic averaging call. */
 #include "config.h"
 #include "dist.h"
+#include "live.h"
 #include "agree.h"
 #include "vsum.h"
 #include "../device/ops.h"
@@ -183,6 +184,8 @@ static hpct_status_t setup(hpct_ctx_t ctx, MPI_Comm comm, hpct_status_t env, con
         return hpcti_error(ctx, HPCT_ERR_NO_MEMORY,
                            "hpct_init: cannot allocate per-rank tables for %d ranks", d->size);
     }
+    hpct_status_t live = hpcti_live_setup(ctx);
+    if (live) return live;
     int *tag_ub, flag = 0;
     MPI_Comm_get_attr(d->comm, MPI_TAG_UB, &tag_ub, &flag);
     d->tag_space = (flag ? *tag_ub : 32767) - 1000;
@@ -234,6 +237,7 @@ static hpct_status_t teardown(hpct_ctx_t ctx)
     hpcti_device_avg_release(ctx);
     if (d->stage && ok) ctx->ops->free_host(ctx, d->stage);
     if (d->dev_fusion && ok) ctx->ops->free(ctx, d->dev_fusion);
+    hpcti_live_release(d, !finalized && ok, ok);
     if (!finalized && ok) {
         hpcti_grads_free_all(d, 1);
         hpcti_node_win_free(d, 1);

@@ -99,6 +99,22 @@ struct hpcti_algo_table {
     int algo[HPCTI_ALGO_CLASSES];
 };
 
+/* Liveness checks of the operation in progress (live.c). */
+struct hpcti_live {
+    MPI_Request ping_req;  /* the standing receive of a ping from any rank */
+    uint64_t ping_in[2];   /* a ping: the asker's operation number and rank */
+    MPI_Request *pong_req; /* [size] answers sent to each rank */
+    uint64_t *pong_out;    /* [size] the operation number each answer echoes */
+    MPI_Request *ask_req;  /* [2 size] receives of answers from, then pings to, each rank */
+    uint64_t *ask_in;      /* [size] answers received */
+    uint64_t ping_out[2];  /* this rank's ping: operation number, rank */
+    unsigned char *silent; /* [size] 1: asked in this operation, no answer yet */
+    uint64_t asked_op;     /* the operation that asked (0: none) */
+    double ask_t;          /* when it asked (hpcti_now) */
+    double self_gap_s;     /* the longest gap between polls of this operation, if long */
+    int found_stopped;     /* the last timeout named silent ranks as stopped */
+};
+
 /* The distributed runtime of a context: ctx->dist, which core holds as an opaque pointer. */
 struct hpcti_dist {
     MPI_Comm comm;             /* dup of the caller's communicator (flat ops) */
@@ -138,6 +154,7 @@ struct hpcti_dist {
     uint64_t *tok_in;     /* [2 size] tokens received (operation number, step) */
     uint64_t *tok_last;   /* [2 size] each rank's token of the last completed operation */
     const char *last_op_name; /* the name of the last completed operation with tokens */
+    struct hpcti_live live;   /* liveness checks inside an operation (live.c) */
     struct hpcti_reduction *red;
     int nred, cap_red;
     char *scratch; /* shards, counts, wire copies of the current operation */

@@ -8,6 +8,7 @@
 #include "loop.h"
 #include "observe.h"
 #include "../comm/agree.h"
+#include "../comm/live.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -388,18 +389,24 @@ static float global_loss(hpct_insitu_t S, long B)
 }
 
 /* The state of the last completed step survives a hang (HPCT_ERR_TIMEOUT): the writer saves
- * it before the error goes back (the optimizer never ran on a half-averaged gradient). */
+ * it before the error goes back (the optimizer never ran on a half-averaged gradient) and
+ * says so; the others wait for that before they return (hpcti_live_await_writer). */
 static hpct_status_t emergency(hpct_insitu_t S, hpct_status_t why)
 {
     char detail[sizeof S->ctx->last_error];
     snprintf(detail, sizeof detail, "%s", S->ctx->last_error);
     hpcti_obs_stop(&S->obs, "error", S->step, why, detail);
-    if (S->ck && S->rank == hpcti_ckpt_writer_rank(S->ck) && S->last_saved != S->step) {
-        hpct_status_t s = save(S, 1);
-        hpcti_log(S->ctx, HPCT_LOG_ERROR, "emergency checkpoint of step %ld: %s", S->step,
-                  s ? hpct_last_error(S->ctx) : "written");
+    if (S->ck && S->rank == hpcti_ckpt_writer_rank(S->ck)) {
+        if (S->last_saved != S->step) {
+            hpct_status_t s = save(S, 1);
+            hpcti_log(S->ctx, HPCT_LOG_ERROR, "emergency checkpoint of step %ld: %s", S->step,
+                      s ? hpct_last_error(S->ctx) : "written");
+        }
+        hpcti_live_saved_notice(S->ctx);
     }
-    return hpcti_error(S->ctx, why, "%s", detail);
+    char after[240] = "";
+    if (S->ck) hpcti_live_await_writer(S->ctx, hpcti_ckpt_writer_rank(S->ck), after, sizeof after);
+    return hpcti_error(S->ctx, why, "%s%s", detail, after);
 }
 
 /* After the update: saves and stops the agreed flags [HPCTI_DUE_N] ask for. */

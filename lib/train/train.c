@@ -3,6 +3,7 @@
 #include "loop.h"
 #include "observe.h"
 #include "../comm/agree.h"
+#include "../comm/live.h"
 
 #include <stddef.h>
 #include <math.h>
@@ -458,7 +459,9 @@ static int eval_due(const struct loop *L, long done)
 
 /* A rank hung: keep the state of the last completed step, then report the hang. The hang
  * may strike inside a step (the update not applied) or after it (report, boundary): the
- * cursor recorded after each completed step matches the optimizer's step in both cases. */
+ * cursor recorded after each completed step matches the optimizer's step in both cases.
+ * The writer saves and says so; the others wait for that (hpcti_live_await_writer) so that
+ * their end of the job does not cut the save short. */
 static hpct_status_t emergency(struct loop *L, hpct_status_t why)
 {
     char detail[sizeof L->ctx->last_error];
@@ -467,8 +470,11 @@ static hpct_status_t emergency(struct loop *L, hpct_status_t why)
         hpct_status_t s = save(L, L->cursor_epoch, L->cursor_step, 1);
         hpcti_log(L->ctx, HPCT_LOG_ERROR, "emergency checkpoint of the last completed step: %s",
                   s ? hpct_last_error(L->ctx) : "written");
+        hpcti_live_saved_notice(L->ctx);
     }
-    return hpcti_error(L->ctx, why, "%s", detail);
+    char after[240] = "";
+    if (L->ck) hpcti_live_await_writer(L->ctx, hpcti_ckpt_writer_rank(L->ck), after, sizeof after);
+    return hpcti_error(L->ctx, why, "%s%s", detail, after);
 }
 
 /* The last report of a run (after its last boundary): its step times get an agreement of

@@ -1,0 +1,254 @@
+/* live.c: liveness checks inside a collective operation, so that a deadline names the rank
+ * that stopped (SIGSTOP, a debugger, a frozen node) and not just "it did not complete".
+ *
+ * Arrival tokens show who entered an operation; they cannot show who stopped inside it.
+ * So a wait that has lasted half the deadline asks every other rank once (an 8-byte ping on
+ * the control communicator) and every rank answers pings from inside its own waits (a
+ * receive from any rank is kept posted from hpct_init on). A rank that has answered nothing
+ * by the deadline is named as stopped. Pings are sent only by waits already half a deadline
+ * long, so a healthy job sends none; a stalled job sends W - 1 per waiting rank, once per
+ * operation.
+ *
+ * A rank also notices its own stop: a gap between two polls of one wait longer than a
+ * quarter of the deadline means this process did not run (it was stopped or descheduled),
+ * and its timeout says so instead of blaming a peer that was waiting for it.
+ *
+ * After a timeout the writer rank saves the last completed step (the emergency checkpoint)
+ * and tells the others, which wait for that word before they end the job, unless the writer
+ * is one of the ranks found stopped. */
+#include "dist.h"
+#include "live.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PING_TAG  7302
+#define PONG_TAG  7303
+#define SAVED_TAG 7304
+#define ASK_AT    0.5  /* of the deadline: when a wait asks its peers */
+#define SELF_GAP  0.25 /* of the deadline: a gap between polls that means this rank stopped */
+
+/* Post the receive of the next ping from any rank. */
+static void post_ping_recv(struct hpcti_dist *d)
+{
+    if (MPI_Irecv(d->live.ping_in, 2, MPI_UINT64_T, MPI_ANY_SOURCE, PING_TAG, d->ctl,
+                  &d->live.ping_req) != MPI_SUCCESS)
+        d->live.ping_req = MPI_REQUEST_NULL; /* this rank then answers nothing: named stopped */
+}
+
+hpct_status_t hpcti_live_setup(hpct_ctx_t ctx)
+{
+    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_live *l = &d->live;
+    size_t n = (size_t)d->size;
+    l->pong_req = calloc(n, sizeof *l->pong_req);
+    l->pong_out = calloc(n, sizeof *l->pong_out);
+    l->ask_req = calloc(2 * n, sizeof *l->ask_req);
+    l->ask_in = calloc(n, sizeof *l->ask_in);
+    l->silent = calloc(n, 1);
+    if (!l->pong_req || !l->pong_out || !l->ask_req || !l->ask_in || !l->silent)
+        return hpcti_error(ctx, HPCT_ERR_NO_MEMORY,
+                           "hpct_init: cannot allocate liveness tables for %d ranks", d->size);
+    for (size_t p = 0; p < 2 * n; p++) l->ask_req[p] = MPI_REQUEST_NULL;
+    for (size_t p = 0; p < n; p++) l->pong_req[p] = MPI_REQUEST_NULL;
+    l->ping_req = MPI_REQUEST_NULL;
+    if (d->size > 1) post_ping_recv(d);
+    return HPCT_SUCCESS;
+}
+
+/* 1 when request r is done (or null); errors count as done (the rank is then not trusted). */
+static int done(MPI_Request *r)
+{
+    int flag = 1;
+    if (*r != MPI_REQUEST_NULL && MPI_Test(r, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+        *r = MPI_REQUEST_NULL;
+        return 1;
+    }
+    return flag;
+}
+
+void hpcti_live_answer(struct hpcti_dist *d)
+{
+    struct hpcti_live *l = &d->live;
+    for (int k = 0; k < d->size && l->ping_req != MPI_REQUEST_NULL; k++) {
+        int flag = 0;
+        MPI_Status st;
+        if (MPI_Test(&l->ping_req, &flag, &st) != MPI_SUCCESS || !flag) return;
+        int p = st.MPI_SOURCE;
+        if (p >= 0 && p < d->size && done(&l->pong_req[p])) {
+            l->pong_out[p] = l->ping_in[0]; /* the asker's operation number, echoed */
+            if (MPI_Isend(&l->pong_out[p], 1, MPI_UINT64_T, p, PONG_TAG, d->ctl,
+                          &l->pong_req[p]) != MPI_SUCCESS)
+                l->pong_req[p] = MPI_REQUEST_NULL;
+        }
+        post_ping_recv(d);
+    }
+}
+
+/* Ask every other rank once in this operation: a receive of its answer, then the ping. */
+static void ask(struct hpcti_dist *d, double now)
+{
+    struct hpcti_live *l = &d->live;
+    l->asked_op = d->op_seq;
+    l->ask_t = now;
+    l->ping_out[0] = d->op_seq;
+    l->ping_out[1] = (uint64_t)d->rank;
+    for (int p = 0; p < d->size; p++) {
+        if (p == d->rank) continue;
+        MPI_Request *rx = &l->ask_req[p], *tx = &l->ask_req[d->size + p];
+        if (*rx == MPI_REQUEST_NULL &&
+            MPI_Irecv(&l->ask_in[p], 1, MPI_UINT64_T, p, PONG_TAG, d->ctl, rx) != MPI_SUCCESS)
+            *rx = MPI_REQUEST_NULL;
+        if (done(tx) &&
+            MPI_Isend(l->ping_out, 2, MPI_UINT64_T, p, PING_TAG, d->ctl, tx) != MPI_SUCCESS)
+            *tx = MPI_REQUEST_NULL;
+    }
+}
+
+/* Answers received: a rank is heard once its answer echoes this operation's number (an
+ * answer to an earlier operation's ping is dropped and the receive posted again). */
+static void collect(struct hpcti_dist *d)
+{
+    struct hpcti_live *l = &d->live;
+    for (int p = 0; p < d->size; p++) {
+        MPI_Request *rx = &l->ask_req[p];
+        if (p == d->rank || !l->silent[p] || *rx == MPI_REQUEST_NULL || !done(rx)) continue;
+        if (l->ask_in[p] == d->op_seq) {
+            l->silent[p] = 0;
+            continue;
+        }
+        if (MPI_Irecv(&l->ask_in[p], 1, MPI_UINT64_T, p, PONG_TAG, d->ctl, rx) != MPI_SUCCESS)
+            *rx = MPI_REQUEST_NULL;
+    }
+}
+
+void hpcti_live_poll(struct hpcti_dist *d, double now, double *prev)
+{
+    struct hpcti_live *l = &d->live;
+    double gap = now - *prev;
+    if (gap > SELF_GAP * d->deadline_s && gap > l->self_gap_s) l->self_gap_s = gap;
+    *prev = now;
+    if (d->size < 2) return;
+    hpcti_live_answer(d);
+    if (l->asked_op != d->op_seq && now - d->op_start > ASK_AT * d->deadline_s) {
+        for (int p = 0; p < d->size; p++) l->silent[p] = p != d->rank;
+        ask(d, now);
+    }
+    if (l->asked_op == d->op_seq) collect(d);
+}
+
+void hpcti_live_op_start(struct hpcti_dist *d)
+{
+    d->live.self_gap_s = 0.0;
+    d->live.found_stopped = 0;
+}
+
+int hpcti_live_silent(const struct hpcti_dist *d, int arrived_only, char *out, size_t cap)
+{
+    const struct hpcti_live *l = &d->live;
+    size_t len = 0;
+    int count = 0;
+    out[0] = 0;
+    if (l->asked_op != d->op_seq) return 0;
+    for (int p = 0; p < d->size; p++) {
+        if (!l->silent[p] || (arrived_only && d->tok_req[p] != MPI_REQUEST_NULL)) continue;
+        if (len < cap - 16)
+            len += (size_t)snprintf(out + len, cap - len, "%s%d", count ? "," : "", p);
+        count++;
+    }
+    return count;
+}
+
+double hpcti_live_asked_s(const struct hpcti_dist *d, double now)
+{
+    return d->live.asked_op == d->op_seq ? now - d->live.ask_t : 0.0;
+}
+
+double hpcti_live_self_gap(const struct hpcti_dist *d)
+{
+    return d->live.self_gap_s;
+}
+
+int hpcti_live_rank_stopped(hpct_ctx_t ctx, int rank)
+{
+    struct hpcti_dist *d = ctx->dist;
+    return d && rank >= 0 && rank < d->size && d->live.found_stopped &&
+           d->live.silent[rank] != 0;
+}
+
+void hpcti_live_found(struct hpcti_dist *d, int found)
+{
+    d->live.found_stopped = found;
+}
+
+void hpcti_live_saved_notice(hpct_ctx_t ctx)
+{
+    struct hpcti_dist *d = ctx->dist;
+    if (!d || d->size < 2) return;
+    static const uint64_t word = 1;
+    for (int p = 0; p < d->size; p++) {
+        MPI_Request r;
+        if (p != d->rank &&
+            MPI_Isend(&word, 1, MPI_UINT64_T, p, SAVED_TAG, d->ctl, &r) == MPI_SUCCESS)
+            MPI_Request_free(&r); /* 8 bytes, sent eagerly; the job ends next */
+    }
+}
+
+/* Wait up to one deadline for the writer's word (answering pings meanwhile); 1 when it came. */
+static int saved_word(struct hpcti_dist *d, int writer)
+{
+    uint64_t word = 0;
+    MPI_Request r;
+    if (MPI_Irecv(&word, 1, MPI_UINT64_T, writer, SAVED_TAG, d->ctl, &r) != MPI_SUCCESS) return 0;
+    double t0 = hpcti_now();
+    for (;;) {
+        int flag = 0;
+        if (MPI_Test(&r, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS) return 0;
+        if (flag) return 1;
+        hpcti_live_answer(d);
+        double waited = hpcti_now() - t0;
+        if (waited > d->deadline_s) {
+            if (MPI_Cancel(&r) == MPI_SUCCESS) MPI_Wait(&r, MPI_STATUS_IGNORE);
+            return 0;
+        }
+        hpcti_backoff(waited, 0.0);
+    }
+}
+
+void hpcti_live_await_writer(hpct_ctx_t ctx, int writer, char *out, size_t cap)
+{
+    struct hpcti_dist *d = ctx->dist;
+    out[0] = 0;
+    if (!d || writer < 0 || writer >= d->size || writer == d->rank) return;
+    if (hpcti_live_rank_stopped(ctx, writer))
+        snprintf(out, cap,
+                 "; no emergency checkpoint: the writer (rank %d) is a rank that stopped, so the "
+                 "newest checkpoint in the directory is the last state kept",
+                 writer);
+    else if (!saved_word(d, writer))
+        snprintf(out, cap,
+                 "; the writer (rank %d) did not confirm an emergency checkpoint within %g s",
+                 writer, d->deadline_s);
+}
+
+void hpcti_live_release(struct hpcti_dist *d, int cancel, int ok)
+{
+    struct hpcti_live *l = &d->live;
+    if (cancel) {
+        if (l->ping_req != MPI_REQUEST_NULL && MPI_Cancel(&l->ping_req) == MPI_SUCCESS)
+            MPI_Wait(&l->ping_req, MPI_STATUS_IGNORE);
+        for (int p = 0; l->ask_req && p < d->size; p++)
+            if (l->ask_req[p] != MPI_REQUEST_NULL && MPI_Cancel(&l->ask_req[p]) == MPI_SUCCESS)
+                MPI_Wait(&l->ask_req[p], MPI_STATUS_IGNORE);
+        for (int p = 0; l->ask_req && p < d->size; p++) {
+            if (l->ask_req[d->size + p] != MPI_REQUEST_NULL)
+                MPI_Request_free(&l->ask_req[d->size + p]);
+            if (l->pong_req[p] != MPI_REQUEST_NULL) MPI_Request_free(&l->pong_req[p]);
+        }
+    }
+    /* a broken runtime keeps the buffers its pending requests may still write (as dist.c) */
+    if (!ok) return;
+    free(l->pong_req), free(l->pong_out), free(l->ask_req), free(l->ask_in), free(l->silent);
+    memset(l, 0, sizeof *l);
+}

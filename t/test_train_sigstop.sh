@@ -1,0 +1,97 @@
+#!/bin/sh
+# SIGSTOP of one rank in mid-run (doc/reliability.md): in a 3-rank job with
+# collective_timeout = 5, rank K (0, 1, then 2) is stopped from outside with kill -STOP at a
+# random moment 0-1.5 s after training reaches step 400 (the job would run for minutes).
+# Per trial: the job ends with exit 124; every healthy rank that printed names rank K and no
+# other rank (it did not arrive, or it stopped during the operation), within 1.2 x the
+# deadline of the stop (each output line is time-stamped as it arrives); the stopped rank,
+# if it printed, blames no peer; when K is the writer (rank 0) the healthy ranks say that
+# there is no emergency checkpoint instead of waiting for one; no rank process is left.
+. "${top_srcdir:-.}/t/lib/train_lib.sh"
+need_tool
+need_mpi
+make_data
+DEADLINE=5
+echo "1..12"
+
+# stamp: each line of stdin prefixed with the time it arrived (seconds, 1 ns resolution).
+stamp() { while IFS= read -r l; do printf '%s %s\n' "$(date +%s.%N)" "$l"; done; }
+
+# reached OUT STEP: the time-stamped OUT shows a progress line of step >= STEP (at most 60 s).
+reached() {
+    i=0
+    while [ $i -lt 600 ]; do
+        s=$(sed -n 's/^[0-9.]* epoch [0-9]* step \([0-9]*\)\/.*/\1/p' "$1" 2>/dev/null | tail -n 1)
+        [ -n "$s" ] && [ "$s" -ge "$2" ] && return 0
+        sleep 0.1
+        i=$((i + 1))
+    done
+    return 1
+}
+
+# check_messages OUT K STOPPED_AT: the rules above for the messages in OUT; prints why not.
+check_messages() {
+    awk -v k="$2" -v t0="$3" -v limit="$(echo "1.2 * $DEADLINE" | bc)" '
+        / training \(a rank hung\) failed: / {
+            match($0, /rank [0-9]+: training/); r = substr($0, RSTART + 5, RLENGTH - 14) + 0
+            named = ""
+            if (match($0, /ranks? [0-9,]+ of 3 (did not arrive|stopped)/)) {
+                named = substr($0, RSTART, RLENGTH); sub(/^ranks? /, "", named); sub(/ of 3.*/, "", named)
+            }
+            late = $1 - t0
+            if (r == k) {
+                if (named != "") { print "# the stopped rank " r " blames rank(s) " named; bad++ }
+                next
+            }
+            healthy++
+            printf "# rank %d named rank(s) %s %.2f s after the stop\n", r, named == "" ? "none" : named, late
+            if (named != k) { print "#   expected rank " k ": " substr($0, 1, 400); bad++ }
+            if (late > limit) { print "#   later than " limit " s"; bad++ }
+            if (k == 0 && $0 !~ /no emergency checkpoint: the writer \(rank 0\) is a rank that stopped/) {
+                print "#   no word that the writer (rank 0) stopped"; bad++ }
+        }
+        END { if (!healthy) { print "# no healthy rank printed a message"; bad++ }
+              exit bad > 0 }' "$1"
+}
+
+for k in 0 1 2; do
+    out="$work/stop$k.out" dir="$work/stop$k"
+    rm -f "$out".pid.*
+    ( timeout -s KILL $RUN_LIMIT "$MPIRUN" --oversubscribe -np 3 \
+        sh -c 'echo $$ >"$0.pid.$OMPI_COMM_WORLD_RANK"; exec "$@"' "$out" \
+        "$TOOL" train --config "$work/train.conf" --checkpoint-dir "$dir" --epochs 5000 \
+        --log_interval 200 --collective_timeout $DEADLINE 2>&1
+      echo $? >"$out.rc" ) | stamp >"$out" &
+    job=$!
+    if reached "$out" 400; then
+        sleep "$(awk -v s="$k$$" 'BEGIN { srand(s); printf "%.2f", 1.5 * rand() }')"
+        kill -STOP "$(cat "$out.pid.$k")"
+        stopped=$(date +%s.%N)
+    else
+        stopped=0
+    fi
+    wait "$job"
+    rc=$(cat "$out.rc" 2>/dev/null || echo 255)
+    end=$(date +%s.%N)
+    echo "# rank $k stopped; the job ended with exit $rc $(echo "$end - $stopped" | bc) s later (deadline $DEADLINE s)"
+    [ "$stopped" != 0 ] && [ "$rc" = 124 ]
+    ok $? "W=3, rank $k stopped by SIGSTOP in mid-run: the job ends with exit 124 (got $rc)" ||
+        show "$out" 8
+    check_messages "$out" "$k" "$stopped"
+    ok $? "every healthy rank that printed names rank $k within 1.2 x the deadline; rank $k blames no peer"
+    reap "$out"
+    alive=0
+    for f in "$out".pid.*; do [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && alive=1; done
+    [ $alive = 0 ]; ok $? "no rank process of that job is left behind"
+    left=$(ls "$dir" 2>/dev/null | grep -c '^ckpt-')
+    if [ "$k" = 0 ]; then
+        # the others do not wait a second deadline for a writer that cannot save
+        echo "$end - $stopped < 1.2 * $DEADLINE + 2" | bc | grep -q 1
+        ok $? "the writer stopped: the job ended within 1.2 x the deadline + 2 s of the stop"
+    else
+        # no cadence in these settings: the one checkpoint is the emergency one
+        [ "$left" = 1 ] && ! grep -q "did not confirm an emergency checkpoint" "$out"
+        ok $? "the writer (rank 0) saved the emergency checkpoint before the job ended ($left file(s))" ||
+            show "$out" 6
+    fi
+done
