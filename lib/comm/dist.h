@@ -122,11 +122,11 @@ struct hpcti_dist {
     MPI_Comm node_rs, node_ag; /* node-local: reduce-scatter, allgather */
     MPI_Comm cross;            /* ranks with the same local rank */
     int rank, size, local_rank, local_size, node_id, num_nodes, cross_size;
-    int hier;     /* 1: reduce-scatter / cross allreduce / allgather */
-    int owns_mpi; /* 1: hpct_finalize calls MPI_Finalize */
+    int hier;              /* 1: reduce-scatter / cross allreduce / allgather */
+    int owns_mpi;          /* 1: hpct_finalize calls MPI_Finalize */
     int thread_level;      /* MPI_Query_thread after hpct_init (MPI_THREAD_SINGLE ..) */
     pthread_t init_thread; /* the thread that called hpct_init */
-    int broken;   /* a collective timed out or failed midway: only hpct_abort_job is useful */
+    int broken; /* a collective timed out or failed midway: only hpct_abort_job is useful */
     char broken_why[256]; /* what broke it (the operation and its error) */
     int mpi_error;        /* first MPI error code seen while testing the operation's requests */
     hpct_topo_source_t source;

@@ -78,8 +78,8 @@ void hpcti_live_answer(struct hpcti_dist *d)
         int p = st.MPI_SOURCE;
         if (p >= 0 && p < d->size && done(&l->pong_req[p])) {
             l->pong_out[p] = l->ping_in[0]; /* the asker's operation number, echoed */
-            if (MPI_Isend(&l->pong_out[p], 1, MPI_UINT64_T, p, PONG_TAG, d->ctl,
-                          &l->pong_req[p]) != MPI_SUCCESS)
+            if (MPI_Isend(&l->pong_out[p], 1, MPI_UINT64_T, p, PONG_TAG, d->ctl, &l->pong_req[p]) !=
+                MPI_SUCCESS)
                 l->pong_req[p] = MPI_REQUEST_NULL;
         }
         post_ping_recv(d);
@@ -173,8 +173,7 @@ double hpcti_live_self_gap(const struct hpcti_dist *d)
 int hpcti_live_rank_stopped(hpct_ctx_t ctx, int rank)
 {
     struct hpcti_dist *d = ctx->dist;
-    return d && rank >= 0 && rank < d->size && d->live.found_stopped &&
-           d->live.silent[rank] != 0;
+    return d && rank >= 0 && rank < d->size && d->live.found_stopped && d->live.silent[rank] != 0;
 }
 
 void hpcti_live_found(struct hpcti_dist *d, int found)
