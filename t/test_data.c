@@ -290,7 +290,7 @@ static void test_stalled_thread(void)
 }
 
 /* A shard file truncated while the dataset streams from its mapping (rewritten in place during
- * the job): the copy that touches the lost pages fails with HPCT_ERR_IO naming the file, on
+ * the job): the copy that touches the lost pages fails with HPCT_ERR_CHECKSUM naming the file, on
  * the caller's thread (depth 0) and on the prefetch thread (depth 2), instead of SIGBUS
  * killing the process. Each case writes its own copy of the files. */
 static void test_shrunk_shard(const char *dir, int depth)
@@ -321,9 +321,72 @@ static void test_shrunk_shard(const char *dir, int depth)
     /* with the thread, the caller may build a batch itself after the thread's fault turned
      * the mapped copies off: then preadv reports the short file */
     int named = strstr(msg, "shrank") || (depth && strstr(msg, "end of file"));
-    tap_ok(ok && s == HPCT_ERR_IO && strstr(msg, path) && named,
+    tap_ok(ok && s == HPCT_ERR_CHECKSUM && strstr(msg, path) && named,
            "a shard truncated under its mapping (prefetch depth %d): %s: %s", depth,
            hpct_strerror(s), msg);
+    hpct_dataset_close(ds);
+    unsetenv("HPCT_PREFETCH_THREAD");
+}
+
+/* Read one epoch (12 batches of 24) from the cursor (0, 0) into x [12 * 24 * FEATURES]. */
+static hpct_status_t read_epoch0(hpct_dataset_t ds, float *x)
+{
+    int32_t y[GLOBAL_BATCH];
+    hpct_status_t s = hpct_dataset_set_cursor(ds, 0, 0);
+    for (int st = 0; !s && st < 12; st++)
+        s = hpct_dataset_next_into(ds, x + (size_t)st * GLOBAL_BATCH * FEATURES, y);
+    return s;
+}
+
+/* A shard changed while a run streams it: replaced by rename (a new file under its name),
+ * the run keeps reading the file it opened, batch for batch the same; rewritten in place
+ * (the same size, other values: what a second "hpctrain shard -o" into the same folder
+ * does), the next epoch fails with HPCT_ERR_CHECKSUM naming the file, and every batch
+ * after it. */
+static void test_rewritten_shard(const char *dir, int depth)
+{
+    char sub[600], path[700], tmp[700];
+    snprintf(sub, sizeof sub, "%s/rewrite%d", dir, depth);
+    const char *names[3] = {"a.h5", "b.h5", "c.h5"};
+    uint64_t first = 0;
+    int ok = !mkdir(sub, 0700);
+    for (int i = 0; ok && i < 3; i++) {
+        tdu_shard_t sh = tdu_shard(shard_rows[i], first, FEATURES, 16);
+        snprintf(path, sizeof path, "%s/%s", sub, names[i]);
+        ok = !tdu_write_shard(path, &sh);
+        first += shard_rows[i];
+    }
+    ok = ok && !tdu_write_manifest(sub, "m.manifest", 3, names, "float32", FEATURES);
+    snprintf(path, sizeof path, "%s/m.manifest", sub);
+    if (depth) setenv("HPCT_PREFETCH_THREAD", "1", 1);
+    hpct_dataset_t ds = ok ? open_ds(path, 0, depth, 1) : NULL;
+    size_t floats = (size_t)12 * GLOBAL_BATCH * FEATURES;
+    float *before = calloc(floats, sizeof *before), *after = calloc(floats, sizeof *after);
+    ok = ds && before && after && !hpct_dataset_partition(ds, 0, 1, GLOBAL_BATCH) &&
+         !read_epoch0(ds, before);
+    /* c.h5 replaced by rename: a new file with other values */
+    tdu_shard_t other = tdu_shard(shard_rows[2], 5000, FEATURES, 16);
+    snprintf(tmp, sizeof tmp, "%s/c.h5.new", sub);
+    snprintf(path, sizeof path, "%s/c.h5", sub);
+    int replaced = ok && !tdu_write_shard(tmp, &other) && !rename(tmp, path);
+    hpct_status_t s = replaced ? read_epoch0(ds, after) : HPCT_ERR_IO;
+    tap_ok(replaced && s == HPCT_SUCCESS && !memcmp(before, after, floats * sizeof *before),
+           "a shard replaced by rename during the run (prefetch depth %d): the run reads the file "
+           "it opened, batch for batch the same (%s)",
+           depth, s ? hpct_last_error(ctx) : "ok");
+    /* a.h5 rewritten in place, the same size */
+    other = tdu_shard(shard_rows[0], 7000, FEATURES, 16);
+    snprintf(path, sizeof path, "%s/a.h5", sub);
+    int rewritten = ok && !tdu_write_shard(path, &other);
+    s = rewritten ? read_epoch0(ds, after) : HPCT_SUCCESS;
+    const char *msg = hpct_last_error(ctx);
+    tap_ok(rewritten && s == HPCT_ERR_CHECKSUM && strstr(msg, path) &&
+               strstr(msg, "modified while"),
+           "a shard rewritten in place during the run (prefetch depth %d): %s: %s", depth,
+           hpct_strerror(s), msg);
+    s = rewritten ? read_epoch0(ds, after) : HPCT_SUCCESS;
+    tap_ok(s == HPCT_ERR_CHECKSUM, "and every batch after it fails too (%s)", hpct_strerror(s));
+    free(before), free(after);
     hpct_dataset_close(ds);
     unsetenv("HPCT_PREFETCH_THREAD");
 }
@@ -363,7 +426,7 @@ static void test_partition_errors(void)
 
 int main(void)
 {
-    tap_plan(4 + 2 * 4 * 4 + 2 * 5 + 4 + 6 + 2 + 2 + 7);
+    tap_plan(4 + 2 * 4 * 4 + 2 * 5 + 4 + 6 + 2 + 2 + 6 + 7);
     if (hpct_ctx_create(NULL, &ctx)) tap_bail("no context");
     const char *dir = tdu_tmpdir();
     if (!dir) tap_bail("no temporary directory");
@@ -383,6 +446,8 @@ int main(void)
     test_stalled_thread();
     test_shrunk_shard(dir, 0);
     test_shrunk_shard(dir, 2);
+    test_rewritten_shard(dir, 0);
+    test_rewritten_shard(dir, 2);
     test_partition_errors();
     hpct_ctx_destroy(ctx);
     tdu_cleanup();

@@ -219,6 +219,7 @@ static int open_data(struct run *r)
 {
     hpct_data_config_t dc = HPCT_DATA_CONFIG_INITIALIZER;
     dc.seed = (uint64_t)r->c.seed;
+    dc.memory_budget_bytes = (size_t)r->c.data_memory_mib << 20;
     const char *st = r->c.data_store;
     dc.store = !strcmp(st, "off")    ? HPCT_STORE_OFF
                : !strcmp(st, "job")  ? HPCT_STORE_JOB

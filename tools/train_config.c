@@ -30,6 +30,7 @@ static const struct key keys[] = {
     {"train_manifest", K_STR, F(train_manifest), NULL, 0, 0, 0, ""},
     {"eval_manifest", K_STR, F(eval_manifest), NULL, 0, 0, 0, ""},
     {"data_store", K_STR, F(data_store), "auto|off|job|node", 0, 0, 0, "auto"},
+    {"data_memory_mib", K_LONG, F(data_memory_mib), NULL, 0, 1 << 30, 0, "1024"},
     {"hidden", K_WIDTHS, F(hidden), NULL, 1, 1 << 20, 1, "512,512"},
     {"activation", K_STR, F(activation), "identity|relu|tanh|gelu", 0, 0, 1, "relu"},
     {"loss", K_STR, F(loss), "softmax_ce|mse", 0, 0, 1, "softmax_ce"},

@@ -44,6 +44,7 @@ struct train_config {
     double divergence_factor; /* the divergence guard: limit over the best running loss; 0 off */
     long divergence_reports;  /* reports in a row above the limit before it stops the run */
     char data_store[8];        /* auto | off | job | node: hpct_data_config_t.store */
+    long data_memory_mib;      /* MiB a rank may load the set into (0: always stream) */
 };
 
 /* Fill every field with its documented default. */

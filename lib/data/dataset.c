@@ -328,7 +328,7 @@ static void map_shards(hpct_dataset_t ds)
             ds->shards[i].map = NULL, ds->shards[i].map_bytes = 0;
         }
     ds->hot = hpcti_mapped_hot(ds); /* checked again at each epoch (reader.c, assign) */
-    ds->hot_epoch = -1;
+    ds->hot_epoch = ds->files_epoch = -1;
     if (!ds->resident && ds->store_mode == HPCT_STORE_OFF)
         hpcti_log(ds->ctx, HPCT_LOG_INFO, "dataset %s: streaming %s", ds->manifest_path,
                   ds->mapped ? "from the mapped shard files while they are in the page cache, "
@@ -360,6 +360,7 @@ static hpct_status_t inspect_shards(hpct_dataset_t ds)
         ds->bytes_read += e->samples * loaded_row_bytes(ds); /* HDF5 read them at open */
         if (!ds->resident && (sh->fd = open(sh->path, O_RDONLY | O_CLOEXEC)) < 0)
             return hpcti_error(ds->ctx, HPCT_ERR_IO, "shard %s: %s", sh->path, strerror(errno));
+        if (!ds->resident) hpcti_shard_stamp(sh->fd, &sh->size0, &sh->mtime0_ns);
     }
     map_shards(ds);
     return HPCT_SUCCESS;
@@ -628,6 +629,7 @@ hpct_status_t hpct_dataset_set_cursor(hpct_dataset_t ds, long epoch, long step)
                            ds->manifest_path, epoch, step, ds->steps);
     hpcti_reader_stop(ds);
     ds->epoch = epoch, ds->step = step;
+    ds->files_epoch = -1; /* the shard files are checked again at the new position */
     return hpcti_reader_restart(ds);
 }
 

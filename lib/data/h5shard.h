@@ -25,6 +25,8 @@ typedef struct hpcti_shard {
     int fd;                   /* open for streaming; -1 otherwise */
     const unsigned char *map; /* streaming: the file mapped read-only (NULL: preadv only) */
     size_t map_bytes;         /* its length: the file's size at open */
+    long long size0;          /* streaming: fstat's size and mtime (ns) when fd was opened */
+    long long mtime0_ns;
     hpcti_rows_src_t in, tg;
 } hpcti_shard_t;
 

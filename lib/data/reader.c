@@ -119,10 +119,17 @@ static hpct_status_t readv_exact(hpct_dataset_t ds, const hpcti_shard_t *sh, con
     while (n > 0) {
         ssize_t got = preadv(sh->fd, iov, n, (off_t)off);
         if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) {
-            snprintf(err, errlen, "shard %s dataset /%s: %s at byte %llu (truncated?)", sh->path,
-                     name, got < 0 ? strerror(errno) : "end of file", (unsigned long long)off);
+        if (got < 0) {
+            snprintf(err, errlen, "shard %s dataset /%s: %s at byte %llu", sh->path, name,
+                     strerror(errno), (unsigned long long)off);
             return HPCT_ERR_IO;
+        }
+        if (got == 0) { /* shorter than open verified: no longer that data */
+            snprintf(err, errlen,
+                     "shard %s dataset /%s: end of file at byte %llu (it was %lld bytes when the "
+                     "dataset was opened: truncated or rewritten during the run?)",
+                     sh->path, name, (unsigned long long)off, sh->size0);
+            return HPCT_ERR_CHECKSUM;
         }
         __atomic_fetch_add(&ds->bytes_read, (uint64_t)got, __ATOMIC_RELAXED);
         off += (uint64_t)got;
@@ -221,7 +228,8 @@ static hpct_status_t copy_runs(hpct_dataset_t ds, int array, const uint64_t *idx
 
 /* copy_runs inside a SIGBUS guard (mapguard.h): when a shard file shrank under its mapping
  * (rewritten in place during the job), the copy fails naming the file instead of the process
- * dying, and later batches go through preadv, which reports the short file too. */
+ * dying (HPCT_ERR_CHECKSUM: bad input, not a failing disk), and later batches go through
+ * preadv, which reports the short file too. */
 static hpct_status_t copy_mapped(hpct_dataset_t ds, int array, const uint64_t *idx, size_t count,
                                  unsigned char *raw, char *err, size_t errlen)
 {
@@ -235,7 +243,7 @@ static hpct_status_t copy_mapped(hpct_dataset_t ds, int array, const uint64_t *i
                  "shard %s dataset /%s: the file shrank while it was read (it was %zu bytes when "
                  "the dataset was opened: rewritten during the job?)",
                  sh ? sh->path : "?", ds->names[array], sh ? sh->map_bytes : (size_t)0);
-        return HPCT_ERR_IO;
+        return HPCT_ERR_CHECKSUM; /* no longer the data open verified */
     }
     hpcti_mapguard_enter(&jb);
     hpct_status_t s = copy_runs(ds, array, idx, count, raw, &at, err, errlen);
@@ -382,6 +390,37 @@ static void nonfinite_message(hpct_dataset_t ds, const uint64_t *local, long j, 
              (unsigned long long)local[j], k);
 }
 
+void hpcti_shard_stamp(int fd, long long *size, long long *mtime_ns)
+{
+    struct stat st;
+    *size = *mtime_ns = -1;
+    if (fstat(fd, &st)) return;
+    *size = (long long)st.st_size;
+    *mtime_ns = (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+}
+
+/* Once an epoch: a streamed shard whose open file changed size or modification time since
+ * the dataset was opened was rewritten in place during the run (a file replaced by rename
+ * keeps the one this run opened, unchanged). 1 with the detail in err [errlen]. */
+static int shard_changed(hpct_dataset_t ds, char *err, size_t errlen)
+{
+    for (int i = 0; i < ds->num_shards; i++) {
+        const hpcti_shard_t *sh = &ds->shards[i];
+        long long size, mtime;
+        if (sh->fd < 0) continue;
+        hpcti_shard_stamp(sh->fd, &size, &mtime);
+        if (size == sh->size0 && mtime == sh->mtime0_ns) continue;
+        snprintf(err, errlen,
+                 "shard %s was modified while this run read it (%lld bytes, modified %.3f s "
+                 "after the dataset was opened; it had %lld bytes): batches from it may mix old "
+                 "and new samples; a dataset must not change during a run: restore it, or write "
+                 "the new one elsewhere, and resume from the last checkpoint",
+                 sh->path, size, (double)(mtime - sh->mtime0_ns) * 1e-9, sh->size0);
+        return 1;
+    }
+    return 0;
+}
+
 /* The next batch position (pe, ps) for slot, skipping bad batches, with this rank's indices
  * copied to slot->idx. Under ds->mu when the thread runs: it moves the shared producer. */
 static void assign(hpct_dataset_t ds, hpcti_slot_t *slot)
@@ -404,6 +443,15 @@ static void assign(hpct_dataset_t ds, hpcti_slot_t *slot)
         }
     }
     slot->epoch = ds->pe, slot->step = ds->ps;
+    if (ds->files_bad || ds->files_epoch != ds->pe) { /* once an epoch, and for good after */
+        ds->files_epoch = ds->pe;
+        ds->files_bad = shard_changed(ds, slot->err, sizeof slot->err);
+        if (ds->files_bad) { /* no longer the data open verified: a checksum error */
+            slot->status = HPCT_ERR_CHECKSUM;
+            slot->assign_failed = 1;
+            return;
+        }
+    }
     if (ds->mapped && ds->hot_epoch != ds->pe) { /* once an epoch: still in the page cache? */
         __atomic_store_n(&ds->hot, hpcti_mapped_hot(ds), __ATOMIC_RELAXED);
         ds->hot_epoch = ds->pe;

@@ -54,6 +54,8 @@ struct hpct_dataset {
     int hot;               /* mapped and about all in the page cache: copy from the mapping
                               (atomic: set by the producer at each epoch, read by fills) */
     long hot_epoch;        /* the producer epoch hot was last checked for */
+    long files_epoch;      /* the producer epoch the shard files were last checked for */
+    int files_bad;         /* a shard file changed during the run: every batch fails */
     float *res_inputs;     /* resident: [n, features] */
     void *res_targets;     /* resident, or held while streaming the inputs: [n, twidth] */
     uint64_t bytes_read;   /* from the shard files after open (atomic: the prefetch thread adds) */
@@ -93,6 +95,8 @@ struct hpct_dataset {
  * cache (mincore), so copying rows out of the mapping beats reading them (a page fault on a
  * cold mapping reads one page at a time). */
 int hpcti_mapped_hot(const hpct_dataset_t ds);
+/* fd's size and modification time (ns) into *size, *mtime_ns (-1 when fstat fails). */
+void hpcti_shard_stamp(int fd, long long *size, long long *mtime_ns);
 /* Whether to run the prefetch thread: prefetch_depth > 0 and the rank has a CPU to spare for
  * it (HPCT_PREFETCH_THREAD=0/1 overrides); logs the choice. */
 int hpcti_prefetch_rule(hpct_dataset_t ds);
