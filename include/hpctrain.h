@@ -1013,6 +1013,18 @@ hpct_status_t hpct_insitu_create(hpct_model_t model, hpct_params_t params, hpct_
  * cfg.resume is set and one exists, else make every replica equal to rank 0's.
  * *step (may be NULL) = optimizer steps already completed (0 on a fresh start). */
 hpct_status_t hpct_insitu_start(hpct_insitu_t session, long *step);
+/* Collective, before hpct_insitu_start: register a simulation array decomposed in blocks over
+ * the ranks. data is this rank's block, count[0] x ... x count[ndims-1] elements row-major, at
+ * offset[] in a global array of global_shape[] (ndims 1-3); blocks hold no halo. It is saved
+ * with every checkpoint as one global array /extra/<name> (shape in /extra/<name>.shape: the
+ * writer gathers the blocks) and loaded at any number of ranks: each rank gets the block it
+ * registers in that run. The blocks of all ranks must tile the global shape (no gap, no
+ * overlap; a block may be empty): HPCT_ERR_INVALID_ARG on every rank naming the rank or the
+ * ranks otherwise. Needs the session's checkpoint; the writer holds one global copy. */
+hpct_status_t hpct_insitu_add_block(hpct_insitu_t session, const char *name,
+                                    hpct_ckpt_dtype_t dtype, void *data, int ndims,
+                                    const size_t *global_shape, const size_t *offset,
+                                    const size_t *count);
 /* Collective: one step of the built-in model on this rank's batch: x [local_batch, inputs]
  * fp32, targets [local_batch] int32 (softmax CE) or [local_batch, outputs] fp32 (MSE).
  * local_batch may differ between ranks and may be 0 on some (not all); the gradient is the

@@ -6,11 +6,13 @@
 # registered fields bit-identical to an uninterrupted run's (state replicated on every rank
 # in one directory, or rank-local state in one directory per rank); cadence checkpoints;
 # the integer agreement at W = 3 and 41; a non-finite averaged gradient refused on every rank
-# with nothing changed (W = 2, 3).
+# with nothing changed (W = 2, 3); block-decomposed simulation state (hpct_insitu_add_block)
+# resumed at W = 2 -> 3 -> 4 -> 2 bit-identical to an uninterrupted run, blocks that do not
+# tile refused on every rank naming the rank, a changed global shape refused at resume.
 . "${top_srcdir:-.}/t/lib/dist_lib.sh"
 PROG="$top_builddir/t/lib/insitu_prog"
 need_mpi
-plan 19
+plan 26
 case_ok "W=2: 20 steps on different data, replicas bit-identical" mpi 2 -- same 20
 case_ok "W=3, two virtual nodes: the same" mpi 3 HPCT_RANKS_PER_NODE=2 -- same 20
 case_ok "W=2: local batches 3 + 5 (and 3 + 0) equal one process on 8 (and 3) rows" mpi 2 -- uneven 12
@@ -26,6 +28,38 @@ case_ok "W=3: hpcti_agree MAX/MIN/SUM, shared failure detail, found-checkpoint a
 # tiny program take a few seconds here, oversubscribed.
 case_ok "W=41: the same agreements where an fp32 mean of ones is below 1" \
     mpi 41 -- agree "$tmpdir/agree41"
+
+case_ok "W=3: block arrays that overlap, leave a gap, exceed or disagree on the global shape: refused on every rank naming the rank(s)" \
+    mpi 3 -- blocks_bad "$tmpdir/blocks_bad"
+
+# Block-decomposed state (a 10 x 7 field split by rows, a 3 x 5 x 4 cube split along its
+# middle dimension; their updates do not depend on W): stopped by SIGTERM at W = 2, 3 and 4
+# and resumed each time at another W, it ends as an uninterrupted run.
+blocks_line() { sed -n 's/^BLOCKS status=[0-9-]* steps=40 sim=40 \(field=.*\)$/\1/p' "$1"; }
+mpi 2 -- blocks "$tmpdir/blocks_ref" 40 0 5 >"$tmpdir/bref.out" 2>&1
+rc=$?
+bref=$(blocks_line "$tmpdir/bref.out")
+[ $rc -eq 0 ] && [ -n "$bref" ]
+ok $? "blocks: uninterrupted run of 40 steps at W = 2 (exit $rc, $bref)" "$tmpdir/bref.out"
+prev=0
+for spec in "2 12" "3 22" "4 31"; do
+    set -- $spec
+    mpi "$1" -- blocks "$tmpdir/blocks" 40 "$2" 5 >"$tmpdir/b$1.out" 2>&1
+    rc=$?
+    [ $rc -eq 75 ] && { [ $prev = 0 ] || grep -q "^RESUMED at step $prev on $1 ranks$" "$tmpdir/b$1.out"; } &&
+        grep -q "^BLOCKS status=1 steps=$2 " "$tmpdir/b$1.out"
+    ok $? "blocks: W = $1 resumed from step $prev, stopped by SIGTERM before step $2 (exit $rc)" "$tmpdir/b$1.out"
+    prev=$2
+done
+mpi 2 -- blocks "$tmpdir/blocks" 40 0 5 >"$tmpdir/bend.out" 2>&1
+rc=$?
+got=$(blocks_line "$tmpdir/bend.out")
+[ $rc -eq 0 ] && grep -q "^RESUMED at step 31 on 2 ranks$" "$tmpdir/bend.out" && [ "$got" = "$bref" ]
+ok $? "blocks: W = 2 resumed from step 31 ends bit-identical to the uninterrupted run (exit $rc, $got)" "$tmpdir/bend.out"
+mpi 2 INSITU_BLOCKS_TRANSPOSED=1 -- blocks "$tmpdir/blocks" 45 0 5 >"$tmpdir/btr.out" 2>&1
+rc=$?
+[ $rc -ne 0 ] && grep -q "rank 0 of 2 failed: block array 'sim/field': checkpoint .* holds the global shape 10 x 7 x 1, this run registers 7 x 10 x 1" "$tmpdir/btr.out"
+ok $? "blocks: a run that registers the field as 7 x 10 is refused at resume, naming both shapes (exit $rc)" "$tmpdir/btr.out"
 
 STEPS=14
 # result FILE: the RESULT line's hashes (params and fields), empty when absent.

@@ -381,6 +381,16 @@ static hpct_status_t add_extra(hpct_ckpt_t ck, const char *name, hpct_ckpt_dtype
     return HPCT_SUCCESS;
 }
 
+int hpcti_ckpt_extra_point(hpct_ckpt_t ck, const char *name, void *data)
+{
+    for (int i = 0; ck && i < ck->num_extras; i++)
+        if (strcmp(ck->extras[i].name, name) == 0) {
+            ck->extras[i].data = data;
+            return 1;
+        }
+    return 0;
+}
+
 hpct_status_t hpct_ckpt_add_array(hpct_ckpt_t ck, const char *name, hpct_ckpt_dtype_t dtype,
                                   void *data, size_t count)
 {
@@ -508,6 +518,11 @@ static hpct_status_t build_layout(hpct_ckpt_t ck, hpct_params_t params, hpct_opt
     }
     for (int i = 0; i < ck->num_extras && !rc; i++) {
         struct ck_extra *e = &ck->extras[i];
+        if (!e->data) /* a block array off the writer (lib/train/blocks.c) */
+            return hpcti_error(ck->ctx, HPCT_ERR_STATE,
+                               "extra '%s' is a block array: only the in-situ session saves it "
+                               "(its writer gathers the blocks of every rank first)",
+                               e->name);
         rc = add_big(ck, "extra", e->name, e->dtype, e->scalar, e->count, e->data, 0, staged);
     }
     if (rc) return hpcti_error(ck->ctx, HPCT_ERR_NO_MEMORY, "cannot grow the checkpoint layout");

@@ -154,6 +154,9 @@ void hpcti_ckpt_set_run(hpct_ckpt_t ck, long global_batch, long steps_per_epoch)
 
 /* The rank that saves (cfg.writer_rank): the training loop honours it. */
 int hpcti_ckpt_writer_rank(hpct_ckpt_t ck);
+/* Point the registered extra name at data (block arrays swap in their global staging);
+ * 0 when no extra has that name. */
+int hpcti_ckpt_extra_point(hpct_ckpt_t ck, const char *name, void *data);
 /* On the training thread: the timeline spans (track 1) of the last background copy, write and
  * commit once the writer has finished them; nothing without a timeline. */
 void hpcti_ckpt_trace(hpct_ckpt_t ck);

@@ -8,6 +8,7 @@
 #include "dist.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -126,5 +127,84 @@ hpct_status_t hpcti_agree_hosts(hpct_ctx_t ctx, char *hosts, int width)
         s = hpcti_error(ctx, HPCT_ERR_COMM, "host name exchange: MPI_Iallgather failed (code %d)",
                         rc);
     for (int r = 0; r < d->size; r++) hosts[(size_t)r * (size_t)width + (size_t)width - 1] = '\0';
+    return s;
+}
+
+#define BLOCK_TAG 7305 /* on the control communicator (tokens 7301, liveness 7302-7304) */
+
+/* Elements in rank r's block of table (0 when empty). */
+static size_t block_elems(const long *row, int ndims)
+{
+    size_t n = 1;
+    for (int k = 0; k < ndims; k++) n *= (size_t)row[ndims + k];
+    return n;
+}
+
+/* The root's own block: mine [count] into global at its offsets (row-major). */
+static void place_own(const void *mine, size_t elsize, int ndims, const long *gshape,
+                      const long *row, void *global)
+{
+    long c0 = row[ndims], c1 = ndims > 1 ? row[ndims + 1] : 1, c2 = ndims > 2 ? row[ndims + 2] : 1;
+    long g1 = ndims > 1 ? gshape[1] : 1, g2 = ndims > 2 ? gshape[2] : 1;
+    long o1 = ndims > 1 ? row[1] : 0, o2 = ndims > 2 ? row[2] : 0;
+    const char *src = mine;
+    for (long i = 0; i < c0; i++)
+        for (long j = 0; j < c1; j++) {
+            size_t at =
+                (((size_t)(row[0] + i) * (size_t)g1 + (size_t)(o1 + j)) * (size_t)g2 + (size_t)o2) *
+                elsize;
+            memcpy((char *)global + at, src, (size_t)c2 * elsize);
+            src += (size_t)c2 * elsize;
+        }
+}
+
+/* Post the root's receive of rank r's block as a subarray of global. */
+static int recv_block(struct hpcti_dist *d, MPI_Datatype elem, int ndims, const long *gshape,
+                      const long *row, void *global, int r, MPI_Request *req)
+{
+    int sizes[3], sub[3], starts[3];
+    for (int k = 0; k < ndims; k++)
+        sizes[k] = (int)gshape[k], starts[k] = (int)row[k], sub[k] = (int)row[ndims + k];
+    MPI_Datatype t;
+    int rc = MPI_Type_create_subarray(ndims, sizes, sub, starts, MPI_ORDER_C, elem, &t);
+    if (rc == MPI_SUCCESS) rc = MPI_Type_commit(&t);
+    if (rc == MPI_SUCCESS) rc = MPI_Irecv(global, 1, t, r, BLOCK_TAG, d->ctl, req);
+    if (rc == MPI_SUCCESS) MPI_Type_free(&t); /* freed when the receive completes */
+    return rc;
+}
+
+hpct_status_t hpcti_gather_blocks(hpct_ctx_t ctx, const char *name, const void *mine, size_t elsize,
+                                  int ndims, const long *gshape, const long *table, void *global,
+                                  int root)
+{
+    struct hpcti_dist *d = ctx->dist;
+    int rank = d ? d->rank : 0, size = d ? d->size : 1;
+    const long *own = table + (size_t)rank * 2 * (size_t)ndims;
+    if (rank == root && block_elems(own, ndims))
+        place_own(mine, elsize, ndims, gshape, own, global);
+    if (!d || size == 1) return HPCT_SUCCESS;
+    MPI_Request *reqs = calloc((size_t)size, sizeof *reqs);
+    if (!reqs) return hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "%s: %d requests", name, size);
+    MPI_Datatype elem;
+    int rc = MPI_Type_contiguous((int)elsize, MPI_BYTE, &elem), n = 0;
+    if (rc == MPI_SUCCESS) rc = MPI_Type_commit(&elem);
+    hpct_status_t s = rc == MPI_SUCCESS ? hpcti_op_begin(ctx, name, 0, 0) : HPCT_ERR_COMM;
+    if (s) {
+        free(reqs);
+        return s == HPCT_ERR_COMM ? hpcti_error(ctx, s, "%s: an MPI datatype failed", name) : s;
+    }
+    for (int r = 0; r < size && rc == MPI_SUCCESS; r++) {
+        const long *row = table + (size_t)r * 2 * (size_t)ndims;
+        size_t count = block_elems(row, ndims);
+        if (!count || r == root || (rank != root && r != rank)) continue;
+        if (rank == root)
+            rc = recv_block(d, elem, ndims, gshape, row, global, r, &reqs[n++]);
+        else
+            rc = MPI_Isend(mine, (int)count, elem, root, BLOCK_TAG, d->ctl, &reqs[n++]);
+    }
+    s = hpcti_op_end(ctx, reqs, n);
+    MPI_Type_free(&elem);
+    if (!s && rc != MPI_SUCCESS) s = hpcti_mpi_failed(ctx, rc, "posting the block exchange");
+    if (!d->broken) free(reqs); /* a broken runtime keeps what pending requests use */
     return s;
 }

@@ -5,6 +5,7 @@
  * The save/stop reasons are sampled before the step's averaging and acted on after its
  * update, so one agreement per step carries them and the error check together. */
 #include "insitu.h"
+#include "blocks.h"
 #include "loop.h"
 #include "observe.h"
 #include "../comm/agree.h"
@@ -42,6 +43,7 @@ struct hpct_insitu {
     int timeline;              /* 1: this session opened the context's timeline */
     double last_end;           /* monotonic time the last step call returned; 0: none yet */
     long evaluated_at;         /* step of the last evaluation; -1: none */
+    struct hpcti_blocks blocks; /* arrays decomposed in blocks (hpct_insitu_add_block) */
 };
 
 static double comm_wait_s(hpct_insitu_t S)
@@ -177,7 +179,13 @@ hpct_status_t hpct_insitu_start(hpct_insitu_t S, long *step)
     }
     hpcti_obs_run_start(&S->obs, "insitu", S->ck, S->model_desc, 0, 0);
     double t0 = hpcti_now();
+    if (S->blocks.n && (s = hpcti_blocks_before_load(&S->blocks, S->ctx, S->ck))) return s;
     s = hpcti_loop_load(S->ctx, fn, S->ck, S->params, S->opt, S->cfg.resume, &meta, &found);
+    if (S->blocks.n) {
+        hpct_status_t b = hpcti_blocks_after_load(&S->blocks, S->ctx, S->ck, S->rank,
+                                                  !s && found, meta.path);
+        if (!s) s = hpcti_agree_status(S->ctx, fn, b, S->ctx->last_error);
+    }
     if (!s) hpcti_obs_resume(&S->obs, S->ck, found, &meta, hpcti_now() - t0);
     if (!s && found) s = hpcti_loop_adopt(S->ctx, fn, S->params, S->opt, &meta);
     if (s) return s;
@@ -213,10 +221,12 @@ static hpct_status_t save(hpct_insitu_t S, int wait)
     return s;
 }
 
-/* save, then every rank learns its status (the writer's error becomes every rank's). */
+/* save (the writer gathers the block arrays first), then every rank learns its status (the
+ * writer's error becomes every rank's). */
 static hpct_status_t save_agreed(hpct_insitu_t S, const char *fn, int wait)
 {
-    hpct_status_t s = save(S, wait);
+    hpct_status_t s = hpcti_blocks_gather(&S->blocks, S->ctx, S->ck, S->rank);
+    if (!s) s = save(S, wait);
     return hpcti_agree_status(S->ctx, fn, s, S->ctx->last_error);
 }
 
@@ -273,8 +283,23 @@ void hpct_insitu_destroy(hpct_insitu_t S)
     hpct_signals_uninstall(S->signals);
     hpcti_obs_close(&S->obs);
     if (S->timeline) hpcti_timeline_close(S->ctx);
+    hpcti_blocks_free(&S->blocks);
     free(S->losses);
     free(S);
+}
+
+hpct_status_t hpct_insitu_add_block(hpct_insitu_t S, const char *name, hpct_ckpt_dtype_t dtype,
+                                    void *data, int ndims, const size_t *global_shape,
+                                    const size_t *offset, const size_t *count)
+{
+    if (!S) return HPCT_ERR_INVALID_ARG;
+    hpcti_clear_error(S->ctx);
+    if (S->started) /* the same on every rank: no agreement needed */
+        return hpcti_error(S->ctx, HPCT_ERR_STATE,
+                           "hpct_insitu_add_block: register block arrays before "
+                           "hpct_insitu_start");
+    return hpcti_blocks_add(&S->blocks, S->ctx, S->ck, S->rank, S->world, name, dtype, data,
+                            ndims, global_shape, offset, count);
 }
 
 /* ---- progress --------------------------------------------------------------------- */
@@ -396,16 +421,19 @@ static hpct_status_t emergency(hpct_insitu_t S, hpct_status_t why)
     char detail[sizeof S->ctx->last_error];
     snprintf(detail, sizeof detail, "%s", S->ctx->last_error);
     hpcti_obs_stop(&S->obs, "error", S->step, why, detail);
-    if (S->ck && S->rank == hpcti_ckpt_writer_rank(S->ck)) {
+    char after[240] = "";
+    if (S->ck && S->blocks.n) /* they would need every rank: the last checkpoint stays */
+        snprintf(after, sizeof after,
+                 "; no emergency checkpoint: the session's block arrays need every rank");
+    else if (S->ck && S->rank == hpcti_ckpt_writer_rank(S->ck)) {
         if (S->last_saved != S->step) {
             hpct_status_t s = save(S, 1);
             hpcti_log(S->ctx, HPCT_LOG_ERROR, "emergency checkpoint of step %ld: %s", S->step,
                       s ? hpct_last_error(S->ctx) : "written");
         }
         hpcti_live_saved_notice(S->ctx);
-    }
-    char after[240] = "";
-    if (S->ck) hpcti_live_await_writer(S->ctx, hpcti_ckpt_writer_rank(S->ck), after, sizeof after);
+    } else if (S->ck)
+        hpcti_live_await_writer(S->ctx, hpcti_ckpt_writer_rank(S->ck), after, sizeof after);
     return hpcti_error(S->ctx, why, "%s%s", detail, after);
 }
 

@@ -14,6 +14,17 @@
  *                              before step STOP_AT (0: never). Prints "RESULT ..." hashes of
  *                              the parameters and the simulation fields; exits 75 when
  *                              preempted, after checking that every rank stopped at once.
+ *   insitu_prog blocks DIR STEPS STOP_AT EVERY
+ *                              simulation state decomposed in blocks (hpct_insitu_add_block):
+ *                              a 2-D float64 field split by rows and a 3-D float32 cube split
+ *                              along its middle dimension, both advanced point by point from
+ *                              their global indices (W-independent), saved every EVERY steps in
+ *                              DIR; rank 0 raises SIGTERM before step STOP_AT (0: never). Any
+ *                              W resumes any W's checkpoint. Prints "BLOCKS ..." with the step
+ *                              and decomposition-independent hashes of both arrays; with
+ *                              INSITU_BLOCKS_TRANSPOSED set the field registers as [7][10].
+ *   insitu_prog blocks_bad     blocks that overlap, leave a gap, exceed the global shape or
+ *                              disagree on it: refused on every rank, naming the rank(s)
  *   insitu_prog agree          hpcti_agree (integer MAX/MIN/SUM), a failure's detail shared
  *                              by every rank, the found-checkpoint agreement at resume
  *   insitu_prog nonfinite      own gradients with an Inf or a NaN on the last rank only: every
@@ -398,6 +409,156 @@ static int run_sim(const char *dir, long steps, long stop_at, int sig_rank, long
     return rc ? rc : st == HPCT_PREEMPTED ? EXIT_PREEMPTED : st ? 3 : 0;
 }
 
+/* splitmix64: a well-mixed 64-bit hash of x. */
+static unsigned long long mix64(unsigned long long x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/* A hash of a distributed array that does not depend on its decomposition: the sum over
+ * ranks and elements of mix64(global index, value bits). */
+static unsigned long long spread_hash(unsigned long long mine)
+{
+    unsigned long long all = 0;
+    MPI_Allreduce(&mine, &all, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+    return all;
+}
+
+/* Rows [lo, hi) of n split over W ranks, for rank r. */
+static void split(size_t n, int r, size_t *lo, size_t *cnt)
+{
+    *lo = n * (size_t)r / (size_t)world_size;
+    *cnt = n * (size_t)(r + 1) / (size_t)world_size - *lo;
+}
+
+/* (f) Block-decomposed simulation state resumed at another W; see the top. */
+static int run_blocks(const char *dir, long steps, long stop_at, long every)
+{
+    enum { R = 10, C = 7, A = 3, B = 5, K = 4 };
+    hpct_ctx_t ctx = start(60);
+    hpct_params_t p;
+    hpct_model_t m = make_model(ctx, &p);
+    hpct_optimizer_t o = make_opt(p);
+    hpct_ckpt_t ck = open_ckpt(ctx, dir, every, 0);
+    size_t gf[2] = {R, C}, of[2] = {0, 0}, cf[2] = {0, C};
+    size_t gc[3] = {A, B, K}, oc[3] = {0, 0, 0}, cc[3] = {A, 0, K};
+    split(R, world_rank, &of[0], &cf[0]);
+    split(B, world_rank, &oc[1], &cc[1]);
+    double *field = calloc(R * C, sizeof *field); /* this rank's rows (at most all) */
+    float *cube = calloc(A * B * K, sizeof *cube);
+    long sim_step = 0;
+    hpct_ckpt_add_scalar(ck, "sim/step", HPCT_CKPT_I64, &sim_step);
+    hpct_insitu_t s = make_session(m, o, ck);
+    size_t gt[2] = {C, R}, ot[2] = {0, 0}, ct[2] = {0, R}; /* the field transposed */
+    split(C, world_rank, &ot[0], &ct[0]);
+    int t = getenv("INSITU_BLOCKS_TRANSPOSED") != NULL;
+    hpct_status_t st = hpct_insitu_add_block(s, "sim/field", HPCT_CKPT_F64, field, 2, t ? gt : gf,
+                                             t ? ot : of, t ? ct : cf);
+    if (!st) st = hpct_insitu_add_block(s, "sim/cube", HPCT_CKPT_F32, cube, 3, gc, oc, cc);
+    long done = -1;
+    if (!st) st = hpct_insitu_start(s, &done);
+    if (st || done != sim_step) {
+        fprintf(stderr, "rank %d: blocks start: %s (step %ld, sim %ld)\n", world_rank,
+                hpct_last_error(ctx), done, sim_step);
+        return 2;
+    }
+    if (world_rank == 0 && done) printf("RESUMED at step %ld on %d ranks\n", done, world_size);
+    float x[MAXB * FEATURES];
+    int32_t y[MAXB];
+    while (!st && done < steps) {
+        sim_step++;
+        for (size_t i = 0; i < cf[0]; i++) /* u <- u/2 + f(global row, column, step) */
+            for (size_t j = 0; j < C; j++)
+                field[i * C + j] = 0.5 * field[i * C + j] + 0.25 * (double)(of[0] + i + 1) +
+                                   1e-3 * (double)((j + 1) * (size_t)sim_step);
+        for (size_t a = 0; a < A; a++)
+            for (size_t b = 0; b < cc[1]; b++)
+                for (size_t k = 0; k < K; k++) {
+                    float *v = &cube[(a * cc[1] + b) * K + k];
+                    *v = 0.75f * *v + (float)((a + 1) * (oc[1] + b + 2) + k) * 1e-2f;
+                }
+        int bsz = 1 + (int)((sim_step * 5 + world_rank * 3) % MAXB);
+        toy_data(x, y, bsz, (unsigned long long)(sim_step * 16 + world_rank));
+        if (sim_step == stop_at && world_rank == 0) raise(SIGTERM);
+        st = hpct_insitu_step(s, x, y, bsz, NULL);
+        if (st >= 0) done++;
+    }
+    if (!st) st = hpct_insitu_finish(s);
+    if (st < 0) fprintf(stderr, "rank %d: %s\n", world_rank, hpct_last_error(ctx));
+    unsigned long long hf = 0, hc = 0;
+    for (size_t i = 0; i < cf[0] * C; i++) {
+        unsigned long long bits;
+        memcpy(&bits, &field[i], 8);
+        hf += mix64(((of[0] * C + i) << 32) ^ bits);
+    }
+    for (size_t a = 0; a < A; a++)
+        for (size_t b = 0; b < cc[1]; b++)
+            for (size_t k = 0; k < K; k++) {
+                uint32_t bits;
+                memcpy(&bits, &cube[(a * cc[1] + b) * K + k], 4);
+                hc += mix64(((((a * B) + oc[1] + b) * K + k) << 32) ^ bits);
+            }
+    hf = spread_hash(hf), hc = spread_hash(hc);
+    if (world_rank == 0)
+        printf("BLOCKS status=%d steps=%ld sim=%ld field=%016llx cube=%016llx\n", st, done,
+               sim_step, hf, hc);
+    free(field), free(cube);
+    hpct_insitu_destroy(s);
+    hpct_ckpt_close(ck);
+    hpct_optimizer_destroy(o);
+    hpct_model_destroy(m);
+    int rc = finish(ctx);
+    return rc ? rc : st == HPCT_PREEMPTED ? EXIT_PREEMPTED : st ? 3 : 0;
+}
+
+/* One registration of a 1-D block [off, off + cnt) of a global size g: refused on every rank
+ * with HPCT_ERR_INVALID_ARG and a detail holding want. */
+static void bad_block(hpct_ctx_t ctx, hpct_insitu_t s, const char *what, size_t g, size_t off,
+                      size_t cnt, const char *want)
+{
+    float buf[16] = {0};
+    size_t gs[1] = {g}, os[1] = {off}, cs[1] = {cnt};
+    hpct_status_t st = hpct_insitu_add_block(s, "bad", HPCT_CKPT_F32, buf, 1, gs, os, cs);
+    const char *msg = hpct_last_error(ctx);
+    check(st == HPCT_ERR_INVALID_ARG && strstr(msg, want), "%s: refused naming '%s' (%s)", what,
+          want, msg);
+}
+
+/* (g) Blocks that do not tile, on 3 ranks: each refused on every rank; then a good one. */
+static int run_blocks_bad(const char *dir)
+{
+    hpct_ctx_t ctx = start(60);
+    if (world_size != 3) return 2;
+    hpct_params_t p;
+    hpct_model_t m = make_model(ctx, &p);
+    hpct_optimizer_t o = make_opt(p);
+    hpct_ckpt_t ck = open_ckpt(ctx, dir, 0, 0);
+    hpct_insitu_t s = make_session(m, o, ck);
+    size_t lo[3] = {0, 4, 7}, n[3] = {4, 3, 3}; /* a good tiling of 10 */
+    int r = world_rank;
+    bad_block(ctx, s, "ranks 0 and 1 overlap", 10, r == 1 ? 3 : lo[r], r == 1 ? 4 : n[r],
+              "the blocks of rank 0 ([0, 4)) and rank 1 ([3, 7)) overlap");
+    bad_block(ctx, s, "a gap at index 3", 10, lo[r], r == 0 ? 3 : n[r],
+              "cover 9 of the 10 elements");
+    bad_block(ctx, s, "rank 2 beyond the global size", 10, lo[r], r == 2 ? 4 : n[r],
+              "rank 2 of 3 failed: hpct_insitu_add_block: 'bad': the block [7, 11) exceeds");
+    bad_block(ctx, s, "rank 1 with another global shape", r == 1 ? 11 : 10, lo[r], n[r],
+              "rank 1 registers another name, dtype or global shape");
+    float buf[4];
+    size_t gs[1] = {10}, os[1] = {lo[r]}, cs[1] = {n[r]};
+    hpct_status_t st = hpct_insitu_add_block(s, "good", HPCT_CKPT_F32, buf, 1, gs, os, cs);
+    check(st == HPCT_SUCCESS, "then a tiling block array is registered (%s)",
+          st ? hpct_last_error(ctx) : "ok");
+    hpct_insitu_destroy(s);
+    hpct_ckpt_close(ck);
+    hpct_optimizer_destroy(o);
+    hpct_model_destroy(m);
+    return finish(ctx);
+}
+
 /* Integer agreement: exact MAX/MIN/SUM at any W, a failure's detail shared, and the
  * found-checkpoint agreement of hpct_insitu_start (as hpct_train's, lib/train/loop.c).
  * The fp32 mean that train.c used before tested "every rank set the flag" as mean >= 1,
@@ -552,6 +713,9 @@ int main(int argc, char **argv)
         return run_sim(argv[2], atol(argv[3]), atol(argv[4]), atoi(argv[5]), atol(argv[6]),
                        !strcmp(argv[7], "local"));
     if (argc == 3 && !strcmp(argv[1], "agree")) return run_agree(argv[2]);
+    if (argc == 6 && !strcmp(argv[1], "blocks"))
+        return run_blocks(argv[2], atol(argv[3]), atol(argv[4]), atol(argv[5]));
+    if (argc == 3 && !strcmp(argv[1], "blocks_bad")) return run_blocks_bad(argv[2]);
     if (argc == 2 && !strcmp(argv[1], "nonfinite")) return run_nonfinite();
     fprintf(stderr, "usage: see the comment at the top of t/lib/insitu_prog.c\n");
     return 2;
