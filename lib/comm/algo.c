@@ -163,8 +163,8 @@ static int own_path(const struct hpcti_dist *d)
  * call, untimed, follows the agreement on the last class's decision, or hpct_init's on how
  * the table is chosen): without one rank 0's time depended on how far behind the previous
  * call left the peers, and over TCP the probe chose p2p where allgather was faster. The rule:
- * doc/distributed.md, "Algorithm per size"; measured: bench/results.md, 2026-11-26 (the first
- * section of the day, and the seventh session). */
+ * doc/distributed.md, "Algorithm per size"; measured: bench/results.md, "2026-11-26, 2-core
+ * VM (slower)" and the seventh session. */
 static hpct_status_t timed(hpct_ctx_t ctx, int algo, float *buf, size_t n, double *best)
 {
     struct hpcti_dist *d = ctx->dist;
