@@ -12,7 +12,7 @@
 /* The wire floor's messages: pieces of 1 MiB, two each way at once. Moving 16.4 MB each way
  * between 2 ranks over loopback TCP took 4.7-4.8 ms against 6.4-6.7 ms in one message,
  * and 7.6 ms with 16 pieces at once; over shared memory the same as one message (1.6 ms;
- * doc/averaging-measured.md, sixth session). */
+ * bench/results.md, 2026-11-26, sixth session). */
 #define WIRE_PIECE_BYTES   ((size_t)1 << 20)
 #define WIRE_IN_FLIGHT     2
 #define WIRE_MAX_IN_FLIGHT 64

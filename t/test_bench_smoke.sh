@@ -5,7 +5,7 @@
 # both fusion lines with the floor of their layout; bench_train's floor, read, least and wire
 # modes at W = 2 (no averaging plus a yardstick per step; least rewrites every gradient with
 # itself times 1) train the same bits, so they print the same test accuracy. Timings are not
-# checked (doc/averaging-measured.md has the figures).
+# checked (bench/results.md has the figures).
 . "${top_srcdir:-.}/t/lib/tap.sh"
 : "${top_builddir:=.}"
 : "${MPIRUN:=mpirun}"

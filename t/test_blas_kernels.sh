@@ -2,9 +2,9 @@
 # The cpu backend names OpenBLAS's kernels (info) and warns when they leave the CPU's AVX2 or
 # AVX-512 unused, naming OPENBLAS_CORETYPE: Debian 12's OpenBLAS 0.3.21 takes Emerald Rapids
 # for a Prescott and runs SSE3 kernels, 3.5 times slower on the training benchmark
-# (doc/averaging-measured.md). Kernels forced through OPENBLAS_CORETYPE: Prescott warns, with the
-# core that fits this CPU; Haswell (and SkylakeX on AVX-512 CPUs) does not. One-rank
-# `hpctrain train` runs, which still train with either.
+# (bench/results.md, 2026-11-26, third session). Kernels forced through OPENBLAS_CORETYPE:
+# Prescott warns, with the core that fits this CPU; Haswell (and SkylakeX on AVX-512 CPUs)
+# does not. One-rank `hpctrain train` runs, which still train with either.
 . "${top_srcdir:-.}/t/lib/train_lib.sh"
 need_tool
 grep -q '^#define HAVE_OPENBLAS_GET_CORENAME 1' "$top_builddir/config.h" ||

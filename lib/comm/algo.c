@@ -159,12 +159,12 @@ static int own_path(const struct hpcti_dist *d)
 /* One timed average of buf [n] through algo (every rank calls it). A call's time is the
  * slowest rank's (a MAX agreement, in nanoseconds), as bench_allreduce times it: rank 0's own
  * time favoured allgather at W = 4 on 2x2 virtual nodes (2 CPUs), where rank 0 could finish
- * early, and the class it won ran at 0.66-0.86x MPI_Allreduce. That agreement is also the
- * barrier the next call starts after (a class's first call, untimed, follows the agreement
- * on the last class's decision, or hpct_init's on how the table is chosen): without one rank
- * 0's time depended on how far behind the previous call left the peers, and over TCP the
- * probe chose p2p for 8-32 KiB in 3 of 7 runs, where allgather was 1.4x faster
- * (doc/averaging-measured.md). */
+ * early. That agreement is also the barrier the next call starts after (a class's first
+ * call, untimed, follows the agreement on the last class's decision, or hpct_init's on how
+ * the table is chosen): without one rank 0's time depended on how far behind the previous
+ * call left the peers, and over TCP the probe chose p2p where allgather was faster. The rule:
+ * doc/distributed.md, "Algorithm per size"; measured: bench/results.md, "2026-11-26, 2-core
+ * VM (slower)" and the seventh session. */
 static hpct_status_t timed(hpct_ctx_t ctx, int algo, float *buf, size_t n, double *best)
 {
     struct hpcti_dist *d = ctx->dist;
@@ -214,8 +214,8 @@ static hpct_status_t probe_size(hpct_ctx_t ctx, const int *cand, int nc, float *
 
 /* The table's entry for a class whose timed winner is algo: on one node where gradient
  * buffers can be averaged in place, p2p becomes shm/p2p (the probe times ordinary memory
- * only; in place measured 1.9-2.7x MPI_Allreduce from 4 KiB to 1 MiB at W = 2, where p2p
- * is about 1.0x: doc/averaging-measured.md). */
+ * only, and in place beats p2p: doc/distributed.md, "Algorithm per size"; measured:
+ * bench/results.md, 2026-11-26, later). */
 static int in_window(const struct hpcti_dist *d, int algo)
 {
     int one_node = d->nwin && d->cross_size == 1 && d->nwin->in_place;
@@ -413,11 +413,10 @@ hpct_status_t hpcti_red_start_sized(hpct_ctx_t ctx, float *buf, size_t n, int *i
 }
 
 /* In place through the window against the point-to-point engine, for gradient buffers across
- * several nodes: W = 4 on 2x2 virtual nodes (2 CPUs), HPCT_ALLREDUCE_ALGO=shm against p2p,
- * two runs each, in place 287-375 us at 1 MiB, 1.9-2.1 ms at 4 MiB and 8.8-9.2 ms at 16 MiB,
- * where p2p took 0.48-0.56, 2.6-3.2 and 12.4-13.8 ms on the same gradient buffers (and
- * 0.48-0.56, 2.3-2.8 and 12.9-13.5 ms on ordinary memory; doc/averaging-measured.md). The
- * table is probed on ordinary memory, which the window can only copy. */
+ * several nodes: at W = 4 on 2x2 virtual nodes in place took about two thirds of p2p's time
+ * at 1-16 MiB (doc/distributed.md, "Algorithm per size"; measured: bench/results.md,
+ * 2026-11-27, ninth session). The table is probed on ordinary memory, which the window can
+ * only copy. */
 static int in_place_beats(const struct hpcti_dist *d, int algo, size_t n)
 {
     return d->cross_size > 1 && d->nwin && d->nwin->in_place && n > d->nwin->small &&

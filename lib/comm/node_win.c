@@ -39,12 +39,13 @@
 #define FLAG_SLOTS 4
 #define SUM_CHUNK  2048 /* floats summed at a time: of 512 .. 8192, 2048 fastest at 1-4 MiB */
 /* default chunk per rank on one node: measured best of 128 KiB .. 8 MiB for 1-16 MiB
- * buffers at W = 2 (bench_allreduce, HPCT_NODE_CHUNK_BYTES; doc/averaging-measured.md) */
+ * buffers at W = 2 (bench_allreduce, HPCT_NODE_CHUNK_BYTES; doc/distributed.md, "Node-local
+ * reduction through a shared window") */
 #define CHUNK_BYTES ((size_t)1 << 20)
 /* defaults of HPCT_NODE_SMALL_BYTES, measured with bench_allreduce (contexts forced to 16, 32
  * and 64 KiB in one run, both creation orders): on one node the two-barrier block path beat
  * one barrier from 32 KiB per rank; across nodes one barrier and one cross-node round still
- * won at 32 KiB and lost at 64 KiB (doc/averaging-measured.md) */
+ * won at 32 KiB and lost at 64 KiB (bench/results.md, 2026-11-24 (recorded)) */
 #define SMALL_BYTES_ONE_NODE ((size_t)16 << 10)
 #define SMALL_BYTES_NODES    ((size_t)32 << 10)
 #define MIN_HALF             ((size_t)1 << 16) /* floats: smallest cap a fusion size can give */
@@ -390,8 +391,8 @@ static hpct_status_t counter_barrier(hpct_ctx_t ctx)
  * fp32 operations as reduce.c's owner sum. Keep the copies out of the accumulator: GCC makes
  * them rep movs, which writes whole lines of the window without first reading them from the
  * peer core that last read them; one loop that adds and stores straight into the window
- * measured 2.3 times slower at 16 MiB (W = 2; doc/averaging-measured.md). L >= 2: the window is
- * set up only with several ranks per node (unusable). */
+ * measured 2.3 times slower at 16 MiB (W = 2; bench/results.md, 2026-11-24 (recorded)).
+ * L >= 2: the window is set up only with several ranks per node (unusable). */
 static void sum_to(const struct hpcti_dist *d, size_t len, float *const *out, int nout)
 {
     const struct hpcti_node_win *w = d->nwin;

@@ -107,7 +107,8 @@ static void accumulate(const struct hpcti_dist *d, const void *src, float *acc, 
 
 /* Two fp32 ranks: own [m] = x0 + x1 in rank order (one is own, the other the received x),
  * times inv when scale, in one pass: the stack-accumulator loop below (two memcpy per
- * SUM_CHUNK) took about 100 us more of a 4 MiB average at W = 2 (doc/averaging-measured.md). */
+ * SUM_CHUNK) took about 100 us more of a 4 MiB average at W = 2 (bench/results.md,
+ * 2026-11-26, later). */
 static void sum_two(float *own, const float *x, size_t m, int scale, float inv)
 {
     if (scale)

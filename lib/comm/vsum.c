@@ -1,9 +1,8 @@
 /* vsum.c: the averages' element-wise kernels, one C body compiled three times (baseline,
  * AVX2, AVX-512F) through GCC/Clang target attributes, picked at run time with
  * __builtin_cpu_supports, so one build runs on every x86-64 CPU and uses the widest vectors
- * it has. The in-place window average of 1 MiB at W = 2 (AVX-512 VM, fastest of 80 calls):
- * 53-54 us with AVX-512F, 60-61 with AVX2 or SSE2, 68 us before these kernels
- * (doc/averaging-measured.md). */
+ * it has (doc/distributed.md, "Sum kernels"; measured: bench/results.md, 2026-11-26, fourth
+ * session). */
 #include "vsum.h"
 
 #include <stdatomic.h>
