@@ -25,6 +25,14 @@
  *                              INSITU_BLOCKS_TRANSPOSED set the field registers as [7][10].
  *   insitu_prog blocks_bad     blocks that overlap, leave a gap, exceed the global shape or
  *                              disagree on it: refused on every rank, naming the rank(s)
+ *   insitu_prog split DIR STEPS
+ *                              a simulation whose even world ranks train on a communicator of
+ *                              their own (hpct_init_comm) and whose odd ranks only simulate;
+ *                              every rank installs the signal handlers first (NULL context),
+ *                              and every step the world agrees (MPI_MAX) whether to stop: a
+ *                              training rank after HPCT_PREEMPTED, a simulating one when a
+ *                              signal is pending. Rank 0 prints "SPLIT ..." when it starts;
+ *                              every rank exits 75 after a preemption, 0 after STEPS steps.
  *   insitu_prog agree          hpcti_agree (integer MAX/MIN/SUM), a failure's detail shared
  *                              by every rank, the found-checkpoint agreement at resume
  *   insitu_prog nonfinite      own gradients with an Inf or a NaN on the last rank only: every
@@ -559,6 +567,78 @@ static int run_blocks_bad(const char *dir)
     return finish(ctx);
 }
 
+/* (h) Preemption of a job whose ranks do not all train; see the top. */
+static int run_split(const char *dir, long steps)
+{
+    hpct_signals_t sig; /* first: a signal from now on stays pending */
+    if (hpct_signals_install(NULL, NULL, 0, &sig)) return 2;
+    MPI_Init(NULL, NULL);
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    int trains = world_rank % 2 == 0;
+    MPI_Comm half;
+    MPI_Comm_split(MPI_COMM_WORLD, trains, world_rank, &half);
+    hpct_ctx_t ctx = NULL;
+    hpct_model_t m = NULL;
+    hpct_optimizer_t o = NULL;
+    hpct_ckpt_t ck = NULL;
+    hpct_insitu_t s = NULL;
+    long done = 0;
+    if (trains) {
+        hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
+        cfg.seed = 5;
+        if (hpct_init_comm(&cfg, (int)MPI_Comm_c2f(half), &ctx)) return 2;
+        hpct_params_t p;
+        m = make_model(ctx, &p);
+        o = make_opt(p);
+        ck = open_ckpt(ctx, dir, 0, 0);
+        s = make_session(m, o, ck);
+        if (hpct_insitu_start(s, &done)) return 2;
+    }
+    if (world_rank == 0) {
+        printf("SPLIT started at step %ld\n", done);
+        fflush(stdout);
+    }
+    int stop = 0, rc = 0;
+    float x[MAXB * FEATURES];
+    int32_t y[MAXB];
+    long k = done;
+    for (; !stop && !rc && k < steps; k++) {
+        int mine = 0; /* 1: a signal here, 2: the session stopped (saved), 3: failed */
+        if (trains) {
+            toy_data(x, y, 4, (unsigned long long)(k * 16 + world_rank));
+            hpct_status_t st = hpct_insitu_step(s, x, y, 4, NULL);
+            mine = st == HPCT_PREEMPTED ? 2 : st ? 3 : 0;
+        } else {
+            struct timespec ts = {0, 20 * 1000000L}; /* the simulation's work */
+            nanosleep(&ts, NULL);
+            mine = hpct_signals_pending(NULL, NULL);
+        }
+        int any = 0; /* the simulation's own agreement: MAX over the world */
+        MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        /* a signal caught only where nothing trains: the training ranks take it too, and
+         * their next step stops with its checkpoint */
+        if (any == 1 && trains && !hpct_signals_pending(NULL, NULL)) raise(SIGTERM);
+        stop = any == 2, rc = any == 3 ? 3 : 0;
+    }
+    if (trains && !stop && !rc && hpct_insitu_finish(s)) rc = 3;
+    if (trains && (stop || rc)) {
+        const char *path = "";
+        hpct_ckpt_last_path(ck, &path);
+        printf("SPLIT rank %d: %s after step %ld (%s)\n", world_rank,
+               stop ? "preempted" : "failed", k, rc ? hpct_last_error(ctx) : path);
+    }
+    hpct_insitu_destroy(s);
+    hpct_ckpt_close(ck);
+    hpct_optimizer_destroy(o);
+    hpct_model_destroy(m);
+    if (ctx) hpct_finalize(ctx);
+    MPI_Comm_free(&half);
+    MPI_Finalize();
+    hpct_signals_uninstall(sig); /* pending: SIG_IGN until the process ends */
+    return rc ? rc : stop ? EXIT_PREEMPTED : 0;
+}
+
 /* Integer agreement: exact MAX/MIN/SUM at any W, a failure's detail shared, and the
  * found-checkpoint agreement of hpct_insitu_start (as hpct_train's, lib/train/loop.c).
  * The fp32 mean that train.c used before tested "every rank set the flag" as mean >= 1,
@@ -716,6 +796,7 @@ int main(int argc, char **argv)
     if (argc == 6 && !strcmp(argv[1], "blocks"))
         return run_blocks(argv[2], atol(argv[3]), atol(argv[4]), atol(argv[5]));
     if (argc == 3 && !strcmp(argv[1], "blocks_bad")) return run_blocks_bad(argv[2]);
+    if (argc == 4 && !strcmp(argv[1], "split")) return run_split(argv[2], atol(argv[3]));
     if (argc == 2 && !strcmp(argv[1], "nonfinite")) return run_nonfinite();
     fprintf(stderr, "usage: see the comment at the top of t/lib/insitu_prog.c\n");
     return 2;
