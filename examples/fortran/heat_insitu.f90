@@ -13,12 +13,13 @@
 ! over the whole grid, relative to the size of the step itself: it falls as the model
 ! trains.
 !
-! The fields, the time and the step counter are registered with the checkpoints
-! (hpct_ckpt_add_array / hpct_ckpt_add_scalar), so a checkpoint holds simulation and model:
-! saved every 100 steps, on SIGTERM/SIGUSR1 and near the job's time limit; a restarted run
-! resumes exactly. Each rank owns its slab, so each rank writes its own checkpoint files
-! (DIR/rank<r>, writer_rank = r; doc/insitu.md "Replicated or rank-local state"), and a run
-! with another grid or number of ranks is refused (DIR/layout records them).
+! The field, the time and the step counter are registered with the checkpoints, so a
+! checkpoint holds simulation and model: saved every 100 steps, on SIGTERM/SIGUSR1 and near
+! the job's time limit; a restarted run resumes exactly. Each rank's slab is a block of one
+! global field (hpct_insitu_add_block: the writer gathers the slabs into one array), so a run
+! restarted on another number of ranks resumes too, each rank taking its new slab; the
+! halos are refilled by the first exchange. A run with another grid is refused (the
+! checkpoints' settings hash holds the grid size).
 !
 ! Build: mpif90 heat_insitu.f90 $(pkg-config --static --cflags --libs hpctrain)
 ! Run:   mpirun -np 2 ./heat_insitu [--steps N (600)] [--checkpoints DIR (heat-ckpt)]
@@ -61,8 +62,8 @@ program heat_insitu
     call hpct_init_comm(comm, ctx)                  ! libhpctrain on the same communicator
     call make_surrogate()
     call open_checkpoints()
-    call check_layout()                             ! the checkpoints' grid and ranks
     call hpct_insitu_create(opt, session, model=model, ck=ck) ! reads the flag of those handlers
+    call hpct_insitu_add_block(session, "heat/u", u(:, 1:ny), [nx + 2, nx], [1, j0 + 1]) ! any W
     call hpct_insitu_start(session, trained)        ! resumes u, t, n, the model, the optimizer
     if (rank == 0 .and. trained > 0) write (*, "('heat: resumed at step ', i0, ' (t ', f8.5, ')')") n, t
     if (trained == 0) call print_error(0.0_c_float) ! the untrained surrogate
@@ -224,65 +225,17 @@ contains
         call hpct_optimizer_create(params, oc, opt)
     end subroutine
 
-    !> Each rank its own directory and writer; the state: u (with its halo), t and n.
+    !> One directory, written by rank 0; the state: t and n here, the slabs of u as a block
+    !> array (after hpct_insitu_create).
     subroutine open_checkpoints()
         type(hpct_ckpt_config_t) :: kc
-        character(32) :: sub
-        write (sub, "('/rank', i0)") rank
         kc%every_steps = 100
         kc%keep_last = 2
-        kc%writer_rank = rank
-        kc%config_hash = int(nx, c_int64_t) * 1000003 + nranks ! another grid or split: no resume
+        kc%config_hash = int(nx, c_int64_t) * 1000003 ! another grid: no resume
         if (rank /= 0) kc%walltime_margin = 0       ! one rank asks the batch system
-        call hpct_ckpt_open(ctx, kc, ck, directory=trim(ckpt_dir) // trim(sub))
-        call hpct_ckpt_add_array(ck, "heat/u", u)
+        call hpct_ckpt_open(ctx, kc, ck, directory=trim(ckpt_dir))
         call hpct_ckpt_add_scalar(ck, "heat/t", t)
         call hpct_ckpt_add_scalar(ck, "heat/n", n)
-    end subroutine
-
-    !> Each rank checkpoints its own slab, so checkpoints resume only with the grid and the
-    !> number of ranks that wrote them: DIR/layout records both ("NX RANKS"), and a run with
-    !> another layout is refused with a message (before anything is loaded or overwritten).
-    subroutine check_layout()
-        character(4096) :: path
-        integer :: unit, ios, saved(2), verdict
-        logical :: exists
-        path = trim(ckpt_dir) // "/layout"
-        verdict = 0
-        if (rank == 0) then
-            inquire (file=trim(path), exist=exists)
-            if (exists) then
-                open (newunit=unit, file=trim(path), status="old", action="read", iostat=ios)
-                if (ios == 0) read (unit, *, iostat=ios) saved
-                if (ios == 0) close (unit)
-                if (ios /= 0) then
-                    write (*, "('heat: cannot read the layout file ', a)") trim(path)
-                    verdict = 1
-                else if (saved(1) /= nx .or. saved(2) /= nranks) then
-                    write (*, "('heat: the checkpoints in ', a, ' hold a ', i0, 'x', i0, ' grid split over ', &
-                        &i0, ' ranks, this run has ', i0, 'x', i0, ' over ', i0, ' ranks: each rank saves its ', &
-                        &'own slab, so resume with ', i0, ' ranks and --nx ', i0, &
-                        &', or give another --checkpoints directory')") trim(ckpt_dir), saved(1), saved(1), &
-                        saved(2), nx, nx, nranks, saved(2), saved(1)
-                    verdict = 1
-                end if
-            else
-                open (newunit=unit, file=trim(path), status="new", action="write", iostat=ios)
-                if (ios == 0) write (unit, "(i0, 1x, i0)", iostat=ios) nx, nranks
-                if (ios == 0) close (unit, iostat=ios)
-                if (ios /= 0) then
-                    write (*, "('heat: cannot write the layout file ', a)") trim(path)
-                    verdict = 1
-                end if
-            end if
-        end if
-        call MPI_Bcast(verdict, 1, MPI_INTEGER, 0, comm)
-        if (verdict == 0) return
-        flush (6)
-        call hpct_ckpt_close(ck)
-        call hpct_finalize(ctx)
-        call MPI_Finalize()
-        stop 1, quiet=.true.
     end subroutine
 
     !> The surrogate's RMS error against the solver's next step over the whole grid, and

@@ -334,7 +334,7 @@ module hpctrain
         c_hpct_walltime_remaining, c_hpct_train, c_hpct_evaluate, c_hpct_output_losses
     public :: c_hpct_insitu_create, c_hpct_insitu_start, c_hpct_insitu_step, &
         c_hpct_insitu_step_grads, c_hpct_insitu_progress, c_hpct_insitu_finish, &
-        c_hpct_insitu_destroy
+        c_hpct_insitu_destroy, c_hpct_insitu_add_block
     public :: c_hpct_get_api_version, c_hpct_shard_create, c_hpct_shard_write, c_hpct_shard_close, &
         c_hpct_manifest_create, c_hpct_manifest_add_shard, c_hpct_manifest_write, &
         c_hpct_manifest_destroy, c_hpct_manifest_check_path, c_hpct_ckpt_file_open, &
@@ -1112,6 +1112,24 @@ module hpctrain
             integer(c_int), value :: status
             integer(c_int) :: s
         end function
+        function hpcti_f_block_refused(session, status) bind(C, name="hpcti_f_block_refused") &
+            result(s)
+            import :: c_int, c_ptr
+            type(c_ptr), value :: session
+            integer(c_int), value :: status
+            integer(c_int) :: s
+        end function
+        function c_hpct_insitu_add_block(session, name, dtype, data, ndims, global_shape, offset, &
+            count) bind(C, name="hpct_insitu_add_block") result(s)
+            import :: c_int, c_ptr, c_char, c_size_t
+            type(c_ptr), value :: session
+            character(kind=c_char), intent(in) :: name(*)
+            integer(c_int), value :: dtype
+            type(c_ptr), value :: data
+            integer(c_int), value :: ndims
+            integer(c_size_t), intent(in) :: global_shape(*), offset(*), count(*)
+            integer(c_int) :: s
+        end function
         function hpcti_f_dataset_local_batch(ds, local_batch) &
             bind(C, name="hpcti_f_dataset_local_batch") result(s)
             import :: c_int, c_ptr
@@ -1165,7 +1183,7 @@ module hpctrain
     public :: hpct_ckpt_inspect, hpct_ckpt_inspect_close, hpct_signal_pending, hpct_signal_clear
     public :: hpct_train, hpct_evaluate, hpct_output_losses
     public :: hpct_insitu_create, hpct_insitu_start, hpct_insitu_step, hpct_insitu_step_grads, &
-        hpct_insitu_progress, hpct_insitu_finish, hpct_insitu_destroy
+        hpct_insitu_progress, hpct_insitu_finish, hpct_insitu_destroy, hpct_insitu_add_block
 
     !> The detail of the most recent error of the context that owns any handle.
     interface hpct_last_error
@@ -1211,6 +1229,10 @@ module hpctrain
     end interface
     interface hpct_insitu_step
         module procedure insitu_step_labels, insitu_step_values
+    end interface
+    !> The element type follows the Fortran array: real32/real64/int32/int64/int8.
+    interface hpct_insitu_add_block
+        module procedure add_block_f32, add_block_f64, add_block_i32, add_block_i64, add_block_u8
     end interface
     !> data(..., samples): real(c_float) (HPCT_DTYPE_FLOAT32) or integer(c_int32_t) (INT32).
     interface hpct_shard_write
@@ -3400,6 +3422,90 @@ contains
         type(hpct_insitu_t), intent(in) :: session
         integer, intent(out), optional :: ierr
         call finish(c_hpct_insitu_finish(session%ptr), session%ctx, "hpct_insitu_finish", ierr)
+    end subroutine
+
+    !> Shared body of the typed hpct_insitu_add_block specifics. The Fortran array order is
+    !> reversed for the C call (row-major): the saved global array has the bytes of the
+    !> Fortran global array.
+    subroutine add_block(session, name, dtype, data, global_shape, first, ierr)
+        type(hpct_insitu_t), intent(in) :: session
+        character(*), intent(in) :: name
+        integer(c_int), intent(in) :: dtype
+        type(*), intent(in), target :: data(..)
+        integer, intent(in) :: global_shape(:), first(:)
+        integer, intent(out), optional :: ierr
+        character(*), parameter :: fn = "hpct_insitu_add_block"
+        type(c_ptr) :: p
+        integer(c_size_t) :: n, g(3), o(3), c(3)
+        integer(c_int) :: s, nd, k
+        logical :: contiguous
+        call array_ref(data, p, n, contiguous)
+        nd = int(rank(data), c_int)
+        s = check_string(session%ctx, name, "the name", fn)
+        if (s == 0 .and. .not. contiguous) s = not_contiguous(session%ctx, "block '" // trim(name) // "'", fn)
+        if (s == 0 .and. (nd < 1 .or. nd > 3 .or. size(global_shape) /= nd .or. size(first) /= nd)) &
+            s = ferror(session%ctx, HPCT_ERR_INVALID_ARG, fn // ": '" // trim(name) // "': data of rank 1 to 3, " // &
+            "with global_shape(:) and first(:) of that length")
+        if (s == 0) then
+            if (any(first < 1)) s = ferror(session%ctx, HPCT_ERR_INVALID_ARG, fn // ": '" // trim(name) // &
+                "': first(:) holds 1-based global indices")
+        end if
+        if (s /= 0) then ! the other ranks' agreement: every rank fails at once, naming this one
+            s = hpcti_f_block_refused(session%ptr, s)
+        else
+            do k = 1, nd
+                g(nd + 1 - k) = int(global_shape(k), c_size_t)
+                o(nd + 1 - k) = int(first(k) - 1, c_size_t)
+                c(nd + 1 - k) = int(size(data, k), c_size_t)
+            end do
+            s = c_hpct_insitu_add_block(session%ptr, cstr(name), dtype, p, nd, g, o, c)
+        end if
+        call finish(s, session%ctx, fn, ierr)
+    end subroutine
+
+    !> Collective, before hpct_insitu_start: data is this rank's block (contiguous, TARGET,
+    !> rank 1-3, alive while the session is) of a global array of global_shape(:), starting at
+    !> the 1-based global index first(:). Saved as one global array and loaded at any number of
+    !> ranks (hpctrain.h, doc/insitu.md); the blocks of all ranks must tile the global array.
+    subroutine add_block_f32(session, name, data, global_shape, first, ierr)
+        type(hpct_insitu_t), intent(in) :: session
+        character(*), intent(in) :: name
+        real(c_float), intent(inout), target :: data(..)
+        integer, intent(in) :: global_shape(:), first(:)
+        integer, intent(out), optional :: ierr
+        call add_block(session, name, HPCT_CKPT_F32, data, global_shape, first, ierr)
+    end subroutine
+    subroutine add_block_f64(session, name, data, global_shape, first, ierr)
+        type(hpct_insitu_t), intent(in) :: session
+        character(*), intent(in) :: name
+        real(c_double), intent(inout), target :: data(..)
+        integer, intent(in) :: global_shape(:), first(:)
+        integer, intent(out), optional :: ierr
+        call add_block(session, name, HPCT_CKPT_F64, data, global_shape, first, ierr)
+    end subroutine
+    subroutine add_block_i32(session, name, data, global_shape, first, ierr)
+        type(hpct_insitu_t), intent(in) :: session
+        character(*), intent(in) :: name
+        integer(c_int32_t), intent(inout), target :: data(..)
+        integer, intent(in) :: global_shape(:), first(:)
+        integer, intent(out), optional :: ierr
+        call add_block(session, name, HPCT_CKPT_I32, data, global_shape, first, ierr)
+    end subroutine
+    subroutine add_block_i64(session, name, data, global_shape, first, ierr)
+        type(hpct_insitu_t), intent(in) :: session
+        character(*), intent(in) :: name
+        integer(c_int64_t), intent(inout), target :: data(..)
+        integer, intent(in) :: global_shape(:), first(:)
+        integer, intent(out), optional :: ierr
+        call add_block(session, name, HPCT_CKPT_I64, data, global_shape, first, ierr)
+    end subroutine
+    subroutine add_block_u8(session, name, data, global_shape, first, ierr)
+        type(hpct_insitu_t), intent(in) :: session
+        character(*), intent(in) :: name
+        integer(c_int8_t), intent(inout), target :: data(..)
+        integer, intent(in) :: global_shape(:), first(:)
+        integer, intent(out), optional :: ierr
+        call add_block(session, name, HPCT_CKPT_U8, data, global_shape, first, ierr)
     end subroutine
 
     subroutine hpct_insitu_destroy(session)

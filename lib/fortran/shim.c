@@ -36,3 +36,8 @@ hpct_status_t hpcti_f_insitu_refused(hpct_insitu_t session, hpct_status_t status
 {
     return hpcti_insitu_refuse(session, "hpct_insitu_step", status);
 }
+
+hpct_status_t hpcti_f_block_refused(hpct_insitu_t session, hpct_status_t status)
+{
+    return hpcti_insitu_block_refuse(session, status);
+}

@@ -19,5 +19,7 @@ hpct_status_t hpcti_f_dataset_local_batch(hpct_dataset_t ds, int *local_batch);
  * with gradient averaging on, and hpct_insitu_step. Return the agreed status. */
 hpct_status_t hpcti_f_loss_grad_refused(hpct_model_t model, hpct_status_t status);
 hpct_status_t hpcti_f_insitu_refused(hpct_insitu_t session, hpct_status_t status);
+/* hpct_insitu_add_block refused by the wrapper: joins the other ranks' agreement. */
+hpct_status_t hpcti_f_block_refused(hpct_insitu_t session, hpct_status_t status);
 
 #endif

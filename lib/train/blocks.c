@@ -199,6 +199,11 @@ static hpct_status_t register_extras(hpct_ctx_t ctx, hpct_ckpt_t ck, struct hpct
     return s;
 }
 
+hpct_status_t hpcti_blocks_refuse(hpct_ctx_t ctx, hpct_status_t status)
+{
+    return hpcti_agree_status(ctx, "hpct_insitu_add_block", status, ctx->last_error);
+}
+
 hpct_status_t hpcti_blocks_add(struct hpcti_blocks *B, hpct_ctx_t ctx, hpct_ckpt_t ck, int rank,
                                int ranks, const char *name, hpct_ckpt_dtype_t dtype, void *data,
                                int ndims, const size_t *gshape, const size_t *off,

@@ -21,6 +21,9 @@ HPCTI_CHECK hpct_status_t hpcti_blocks_add(struct hpcti_blocks *B, hpct_ctx_t ct
                                            hpct_ckpt_dtype_t dtype, void *data, int ndims,
                                            const size_t *gshape, const size_t *off,
                                            const size_t *cnt);
+/* This rank refuses a registration before checking it (a Fortran wrapper's check, detail in
+ * the context's last error): the first agreement of hpcti_blocks_add, with status. */
+HPCTI_CHECK hpct_status_t hpcti_blocks_refuse(hpct_ctx_t ctx, hpct_status_t status);
 /* Collective, before every save: the writer gathers every block into its global array. */
 HPCTI_CHECK hpct_status_t hpcti_blocks_gather(struct hpcti_blocks *B, hpct_ctx_t ctx,
                                               hpct_ckpt_t ck, int rank);

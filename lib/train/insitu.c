@@ -302,6 +302,13 @@ hpct_status_t hpct_insitu_add_block(hpct_insitu_t S, const char *name, hpct_ckpt
                             ndims, global_shape, offset, count);
 }
 
+hpct_status_t hpcti_insitu_block_refuse(hpct_insitu_t S, hpct_status_t status)
+{
+    if (!S || !status) return status;
+    if (S->started) return status; /* no collective then: every rank refuses alone */
+    return hpcti_blocks_refuse(S->ctx, status);
+}
+
 /* ---- progress --------------------------------------------------------------------- */
 
 /* Figures since the last report; the loss is the global one, the same on every rank. */

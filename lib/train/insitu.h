@@ -11,4 +11,9 @@
 HPCTI_CHECK hpct_status_t hpcti_insitu_refuse(hpct_insitu_t S, const char *fn,
                                               hpct_status_t status);
 
+/* hpct_insitu_add_block refused by a Fortran wrapper's own check (its detail in the context's
+ * last error): joins the first agreement of the other ranks' call, so every rank returns at
+ * once with this rank named. Collective; status unchanged when S is NULL or status is 0. */
+HPCTI_CHECK hpct_status_t hpcti_insitu_block_refuse(hpct_insitu_t S, hpct_status_t status);
+
 #endif
