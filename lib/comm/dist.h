@@ -113,6 +113,7 @@ struct hpcti_live {
     double ask_t;          /* when it asked (hpcti_now) */
     double self_gap_s;     /* the longest gap between polls of this operation, if long */
     int found_stopped;     /* the last timeout named silent ranks as stopped */
+    int ready;             /* set-up done: the requests above are valid */
 };
 
 /* The distributed runtime of a context: ctx->dist, which core holds as an opaque pointer. */

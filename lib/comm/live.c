@@ -53,6 +53,7 @@ hpct_status_t hpcti_live_setup(hpct_ctx_t ctx)
     for (size_t p = 0; p < 2 * n; p++) l->ask_req[p] = MPI_REQUEST_NULL;
     for (size_t p = 0; p < n; p++) l->pong_req[p] = MPI_REQUEST_NULL;
     l->ping_req = MPI_REQUEST_NULL;
+    l->ready = 1;
     if (d->size > 1) post_ping_recv(d);
     return HPCT_SUCCESS;
 }
@@ -71,6 +72,7 @@ static int done(MPI_Request *r)
 void hpcti_live_answer(struct hpcti_dist *d)
 {
     struct hpcti_live *l = &d->live;
+    if (!l->ready) return;
     for (int k = 0; k < d->size && l->ping_req != MPI_REQUEST_NULL; k++) {
         int flag = 0;
         MPI_Status st;
@@ -129,7 +131,7 @@ void hpcti_live_poll(struct hpcti_dist *d, double now, double *prev)
     double gap = now - *prev;
     if (gap > SELF_GAP * d->deadline_s && gap > l->self_gap_s) l->self_gap_s = gap;
     *prev = now;
-    if (d->size < 2) return;
+    if (d->size < 2 || !l->ready) return;
     hpcti_live_answer(d);
     if (l->asked_op != d->op_seq && now - d->op_start > ASK_AT * d->deadline_s) {
         for (int p = 0; p < d->size; p++) l->silent[p] = p != d->rank;
@@ -234,13 +236,18 @@ void hpcti_live_await_writer(hpct_ctx_t ctx, int writer, char *out, size_t cap)
 void hpcti_live_release(struct hpcti_dist *d, int cancel, int ok)
 {
     struct hpcti_live *l = &d->live;
+    if (!l->ready) { /* set-up failed or never ran: no request was posted */
+        free(l->pong_req), free(l->pong_out), free(l->ask_req), free(l->ask_in), free(l->silent);
+        memset(l, 0, sizeof *l);
+        return;
+    }
     if (cancel) {
         if (l->ping_req != MPI_REQUEST_NULL && MPI_Cancel(&l->ping_req) == MPI_SUCCESS)
             MPI_Wait(&l->ping_req, MPI_STATUS_IGNORE);
-        for (int p = 0; l->ask_req && p < d->size; p++)
+        for (int p = 0; p < d->size; p++)
             if (l->ask_req[p] != MPI_REQUEST_NULL && MPI_Cancel(&l->ask_req[p]) == MPI_SUCCESS)
                 MPI_Wait(&l->ask_req[p], MPI_STATUS_IGNORE);
-        for (int p = 0; l->ask_req && p < d->size; p++) {
+        for (int p = 0; p < d->size; p++) {
             if (l->ask_req[d->size + p] != MPI_REQUEST_NULL)
                 MPI_Request_free(&l->ask_req[d->size + p]);
             if (l->pong_req[p] != MPI_REQUEST_NULL) MPI_Request_free(&l->pong_req[p]);
