@@ -17,7 +17,7 @@
 need_fortran
 need_mpi
 PROG="$builddir/t/lib/fortran_mpi"
-plan 16
+plan 17
 
 # passed OUT: exit 0, some PASS lines and no FAIL line.
 passed() { [ "$rc" = 0 ] && grep -q '^PASS' "$1" && ! grep -q '^FAIL' "$1"; }
@@ -71,6 +71,14 @@ for call in insitu grad; do
     [ "$took" -lt 10 ]
     ok $? "$call: both ranks returned in ${took} s (< 10 s; the deadline is 60 s)"
 done
+
+start=$(date +%s)
+run "$work/badblock" mpi 2 "$PROG" badblock "$work/blockck"
+took=$(($(date +%s) - start))
+passed "$work/badblock" && [ "$(grep -c '^PASS' "$work/badblock")" = 6 ] && [ "$took" -lt 10 ] &&
+    [ -f "$work/blockck/ckpt-000000000000.h5" ]
+ok $? "W=2: a strided block on rank 1 fails hpct_insitu_add_block on both ranks at once (${took} s), naming rank 1; a tiling one registers and is saved (exit $rc)" ||
+    show "$work/badblock"
 
 # A handle never created (issue 37, finding 12): the message said "no context; set log_level =
 # HPCT_LOG_ERROR in the config for the detail", which cannot help; it now says what is wrong.

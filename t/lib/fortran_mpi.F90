@@ -14,6 +14,10 @@
 !                            x(3, 8), in CALL (insitu: hpct_insitu_step; grad:
 !                            hpct_model_loss_grad with averaging on): both ranks fail at
 !                            once naming rank 1, and hpct_finalize succeeds afterwards
+!   fortran_mpi badblock DIR 2 ranks: rank 1 passes a strided section to
+!                            hpct_insitu_add_block: both ranks fail at once naming rank 1;
+!                            then blocks that tile an array of 8 register, and the session
+!                            starts and finishes with checkpoints in DIR
 ! Prints "PASS ..." / "FAIL ..." lines (one per check and rank); exits 1 after a FAIL.
 program fortran_mpi
     use, intrinsic :: iso_c_binding
@@ -40,6 +44,8 @@ program fortran_mpi
         call insitu_uneven()
     case ("badshape")
         call bad_shape(trim(arg))
+    case ("badblock")
+        call bad_block(trim(arg))
     case default
         error stop "usage: fortran_mpi comm | fatal RANK | fatal_local | abort CODE | insitu | badshape CALL"
     end select
@@ -306,5 +312,58 @@ contains
         call hpct_model_destroy(model)
         call hpct_finalize(ctx, ierr)
         call check(ierr == HPCT_SUCCESS, call_name // ": hpct_finalize succeeds afterwards", topo%rank)
+    end subroutine
+
+    !> The wrapper's own refusal of hpct_insitu_add_block (a strided section on rank 1) joins
+    !> the other rank's agreement; a good registration then works.
+    subroutine bad_block(dir)
+        character(*), intent(in) :: dir
+        type(hpct_ctx_t) :: ctx
+        type(hpct_topology_t) :: topo
+        type(hpct_model_t) :: model
+        type(hpct_params_t) :: params
+        type(hpct_optimizer_t) :: opt
+        type(hpct_optim_config_t) :: oc
+        type(hpct_ckpt_config_t) :: kc
+        type(hpct_ckpt_t) :: ck
+        type(hpct_insitu_t) :: session
+        type(hpct_insitu_config_t) :: icfg
+        type(hpct_config_t) :: cfg
+        real(c_double), target :: a(8)
+        integer :: ierr, start
+        character(:), allocatable :: msg
+        cfg%collective_timeout_s = 60
+        call hpct_init(ctx, cfg)
+        call hpct_topology(ctx, topo)
+        call hpct_model_create(ctx, 3, model)
+        call hpct_model_add_dense(model, 2, HPCT_ACT_IDENTITY)
+        call hpct_model_set_loss(model, HPCT_LOSS_MSE)
+        call hpct_model_build(model, 8)
+        call hpct_model_params(model, params)
+        call hpct_optimizer_create(params, oc, opt)
+        call hpct_ckpt_open(ctx, kc, ck, directory=dir)
+        icfg%catch_signals = 0
+        call hpct_insitu_create(opt, session, model=model, ck=ck, cfg=icfg)
+        a = 1
+        start = 1 + 4 * topo%rank
+        if (topo%rank == 1) then
+            call hpct_insitu_add_block(session, "a", a(1:8:2), [8], [start], ierr)
+        else
+            call hpct_insitu_add_block(session, "a", a(1:4), [8], [start], ierr)
+        end if
+        msg = hpct_last_error(session)
+        write (*, "('DETAIL rank ', i0, ': ', a)") topo%rank, msg
+        call check(ierr == HPCT_ERR_INVALID_ARG .and. index(msg, "rank 1 of 2") > 0 .and. &
+            index(msg, "not contiguous") > 0, "a strided block on rank 1: both fail, naming it", topo%rank)
+        call hpct_insitu_add_block(session, "a", a(1:4), [8], [start], ierr)
+        call check(ierr == HPCT_SUCCESS, "then blocks that tile 8 elements register", topo%rank)
+        call hpct_insitu_start(session, ierr=ierr)
+        if (ierr == HPCT_SUCCESS) call hpct_insitu_finish(session, ierr)
+        call check(ierr == HPCT_SUCCESS, "the session starts and finishes (a checkpoint)", topo%rank)
+        call hpct_insitu_destroy(session)
+        call hpct_ckpt_close(ck)
+        call hpct_optimizer_destroy(opt)
+        call hpct_model_destroy(model)
+        call hpct_finalize(ctx)
     end subroutine
 end program fortran_mpi
