@@ -19,6 +19,7 @@
 #define TOKEN_TAG      7301
 #define SPIN_S         20e-6 /* seconds of a wait spent spinning (of 0, 5 and 20 us, best at 4 KiB) */
 #define SPIN_MAX_BYTES ((size_t)32 << 10) /* averages of more do not spin (hpcti_op_averages) */
+#define LIVE_IDLE_S    1e-3 /* seconds a wait sees nothing move before it answers liveness pings */
 
 struct hpcti_dist *hpcti_dist_of(hpct_ctx_t ctx, const char *fn)
 {
@@ -356,7 +357,10 @@ static hpct_status_t wait_for(hpct_ctx_t ctx, struct goal *g)
         if (d->mpi_error) return hpcti_mpi_failed(ctx, d->mpi_error, "testing its requests");
         if (met) break;
         double t = hpcti_now();
-        hpcti_live_poll(d, t, &polled);
+        if (t - idle0 > LIVE_IDLE_S) /* a wait that moves needs no liveness checks */
+            hpcti_live_poll(d, t, &polled);
+        else
+            polled = t;
         if (t - d->op_start > d->deadline_s) return timed_out(ctx, g);
         if (d->moves != seen) seen = d->moves, idle0 = t;
         hpcti_backoff(t - idle0, d->spin_s); /* lib/core/poll.c */
