@@ -25,10 +25,10 @@ extern "C" {
 
 /* ---- Version ---------------------------------------------------------- */
 
-#define HPCT_VERSION_MAJOR  0
-#define HPCT_VERSION_MINOR  1
-#define HPCT_VERSION_PATCH  0
-#define HPCT_VERSION_STRING "0.1.0"
+/* HPCT_VERSION_MAJOR, _MINOR, _PATCH and HPCT_VERSION_STRING: the release of this header,
+ * which configure writes (the version of configure.ac's AC_INIT) into hpctrain_version.h,
+ * installed beside this file. */
+#include "hpctrain_version.h"
 /* A version as one comparable integer, 0x00MMmmpp. */
 #define HPCT_MAKE_VERSION(major, minor, patch) (((major) << 16) | ((minor) << 8) | (patch))
 /* This header's release as one integer that grows with every release. */

@@ -22,10 +22,8 @@ module hpctrain
     private
 
     ! ---- Version -------------------------------------------------------------------------
-    integer, parameter, public :: HPCT_VERSION_MAJOR = 0
-    integer, parameter, public :: HPCT_VERSION_MINOR = 1
-    integer, parameter, public :: HPCT_VERSION_PATCH = 0
-    character(*), parameter, public :: HPCT_VERSION_STRING = "0.1.0"
+    ! HPCT_VERSION_MAJOR, _MINOR, _PATCH and HPCT_VERSION_STRING, written by configure
+    include "hpctrain_version.inc"
     integer, parameter, public :: HPCT_VERSION = &
         HPCT_VERSION_MAJOR * 65536 + HPCT_VERSION_MINOR * 256 + HPCT_VERSION_PATCH
     !> The API this module declares, HPCT_MAKE_VERSION(major, minor, 0); the linked library
