@@ -1073,16 +1073,6 @@ hpct_status_t hpct_tunable_get(int i, hpct_tunable_info_t *info);
  * bad one gives HPCT_ERR_INVALID_ARG and "NAME is 'VALUE': use ACCEPTED" in detail. */
 hpct_status_t hpct_tunables_check(char *detail, size_t len);
 
-/* ---- Deprecated names (kept for one release; NEWS lists them) ----------- */
-
-/* 0.1 names of hpct_ckpt_file_open and hpct_ckpt_file_close; removed in 0.3. */
-hpct_status_t hpct_ckpt_inspect(hpct_ctx_t ctx, const char *path, hpct_ckpt_file_t *file)
-    HPCT_DEPRECATED("hpct_ckpt_file_open");
-void hpct_ckpt_inspect_close(hpct_ckpt_file_t file) HPCT_DEPRECATED("hpct_ckpt_file_close");
-/* 0.1 names of hpct_signals_pending and hpct_signals_clear; removed in 0.3. */
-int hpct_signal_pending(int *signo, int *count) HPCT_DEPRECATED("hpct_signals_pending");
-void hpct_signal_clear(void) HPCT_DEPRECATED("hpct_signals_clear");
-
 #ifdef __cplusplus
 }
 #endif
