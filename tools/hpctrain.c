@@ -31,7 +31,8 @@ static void usage(FILE *out)
     fprintf(out, "\n'hpctrain COMMAND --help' describes a command.\n"
                  "exit status: 0 success, 1 failure (output not written, training failed,\n"
                  "ckpt diff: the checkpoints differ), 2 usage or settings error, 3 bad input\n"
-                 "data or checkpoint, 75 preempted (train: requeue), 124 a rank hung (train).\n");
+                 "data or checkpoint, 4 training diverged (train), 75 preempted (train:\n"
+                 "requeue), 124 a rank hung (train).\n");
 }
 
 static int dispatch(int argc, char **argv)

@@ -26,8 +26,9 @@ static const char usage_text[] =
     "It resumes from the newest valid checkpoint in checkpoint_dir unless resume = never.\n"
     "When done, rank 0 prints 'hpctrain: params hash 0x...' (the final parameters' hash).\n"
     "exit status: 0 done, 1 training failed (also: a file could not be written, e.g. a full\n"
-    "disk), 2 usage or settings error, 3 bad input data,\n"
-    "75 preempted (checkpoint written: requeue), 124 a rank hung (emergency checkpoint).\n";
+    "disk), 2 usage or settings error, 3 bad input data, 4 training diverged (the last good\n"
+    "checkpoint is kept), 75 preempted (checkpoint written: requeue), 124 a rank hung\n"
+    "(emergency checkpoint).\n";
 
 struct run {
     struct train_config c;
