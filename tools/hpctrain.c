@@ -52,7 +52,10 @@ static int dispatch(int argc, char **argv)
         return TOOL_OK;
     }
     for (size_t i = 0; i < sizeof subcommands / sizeof *subcommands; i++)
-        if (!strcmp(argv[1], subcommands[i].name)) return subcommands[i].run(argc - 1, argv + 1);
+        if (!strcmp(argv[1], subcommands[i].name)) {
+            tool_set_command(subcommands[i].name); /* errors say "hpctrain NAME: error: " */
+            return subcommands[i].run(argc - 1, argv + 1);
+        }
     fprintf(stderr, "hpctrain: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return TOOL_USAGE;

@@ -63,7 +63,7 @@ static int launcher_rank(void)
     return -1;
 }
 
-/* Print "hpctrain train: error: ..." on stderr as one write; returns code. Settings errors
+/* Print "hpctrain train: error: ..." on stderr (tool_error); returns code. Settings errors
  * are the same on every rank (same files, variables and arguments): only rank 0 prints. */
 static int conf_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int conf_error(int code, const char *fmt, ...)
@@ -75,14 +75,10 @@ static int conf_error(int code, const char *fmt, ...)
         while (nanosleep(&wait, &wait) != 0 && errno == EINTR) continue; /* a caught signal */
         return code;
     }
-    char line[1400] = "hpctrain train: error: ";
-    size_t n = strlen(line);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line + n, sizeof line - n - 1, fmt, ap);
+    tool_verror(code, fmt, ap);
     va_end(ap);
-    strcat(line, "\n");
-    fputs(line, stderr);
     return code;
 }
 
