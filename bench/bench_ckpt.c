@@ -152,15 +152,19 @@ static double timed_sync_save(model_t *m, hpct_ckpt_t ck, long step)
 
 /* 1 and 2: raw, sync and async alternate REPS times; best of each is reported. The sync
  * saves go to a directory that keeps every file (the write alone) and to one with
- * keep_last 1 (the write plus retention's unlink of the previous 100 MB file). */
+ * keep_last 1 (the write plus retention's unlink of the previous 100 MB file). Every handle
+ * has a directory of its own: hpct_ckpt_open locks its directory for one run, and a second
+ * handle on it, in this process too, is refused (HPCT_ERR_BUSY). */
 static void bench_write(model_t *m, const char *dir, double *sync_best)
 {
     double raw[REPS], sync[REPS], sync_ret[REPS], stall[REPS], async_total[REPS];
-    char keep_all[4200], keep_one[4200];
+    char keep_all[4200], keep_one[4200], async_dir[4200], defer_dir[4200];
     snprintf(keep_all, sizeof keep_all, "%s/all", dir);
     snprintf(keep_one, sizeof keep_one, "%s/one", dir);
+    snprintf(async_dir, sizeof async_dir, "%s/async", dir);
+    snprintf(defer_dir, sizeof defer_dir, "%s/defer", dir);
     hpct_ckpt_t cs = open_ck(m, keep_all, 0, 100), cr = open_ck(m, keep_one, 0, 1);
-    hpct_ckpt_t ca = open_ck(m, dir, 1, 1), cd = open_ck(m, dir, 2, 1);
+    hpct_ckpt_t ca = open_ck(m, async_dir, 1, 1), cd = open_ck(m, defer_dir, 2, 1);
     double dstall[REPS], work[REPS];
     hpct_ckpt_meta_t meta = HPCT_CKPT_META_INITIALIZER;
     sync_ret[0] = timed_sync_save(m, cr, 0); /* so that every timed save deletes one */

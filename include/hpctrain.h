@@ -25,10 +25,10 @@ extern "C" {
 
 /* ---- Version ---------------------------------------------------------- */
 
-#define HPCT_VERSION_MAJOR  0
-#define HPCT_VERSION_MINOR  1
-#define HPCT_VERSION_PATCH  0
-#define HPCT_VERSION_STRING "0.1.0"
+/* HPCT_VERSION_MAJOR, _MINOR, _PATCH and HPCT_VERSION_STRING: the release of this header,
+ * which configure writes (the version of configure.ac's AC_INIT) into hpctrain_version.h,
+ * installed beside this file. */
+#include "hpctrain_version.h"
 /* A version as one comparable integer, 0x00MMmmpp. */
 #define HPCT_MAKE_VERSION(major, minor, patch) (((major) << 16) | ((minor) << 8) | (patch))
 /* This header's release as one integer that grows with every release. */
@@ -1084,16 +1084,6 @@ hpct_status_t hpct_tunable_get(int i, hpct_tunable_info_t *info);
 /* Check every setting that is set, as hpct_init does first, without a context: the first
  * bad one gives HPCT_ERR_INVALID_ARG and "NAME is 'VALUE': use ACCEPTED" in detail. */
 hpct_status_t hpct_tunables_check(char *detail, size_t len);
-
-/* ---- Deprecated names (kept for one release; NEWS lists them) ----------- */
-
-/* 0.1 names of hpct_ckpt_file_open and hpct_ckpt_file_close; removed in 0.3. */
-hpct_status_t hpct_ckpt_inspect(hpct_ctx_t ctx, const char *path, hpct_ckpt_file_t *file)
-    HPCT_DEPRECATED("hpct_ckpt_file_open");
-void hpct_ckpt_inspect_close(hpct_ckpt_file_t file) HPCT_DEPRECATED("hpct_ckpt_file_close");
-/* 0.1 names of hpct_signals_pending and hpct_signals_clear; removed in 0.3. */
-int hpct_signal_pending(int *signo, int *count) HPCT_DEPRECATED("hpct_signals_pending");
-void hpct_signal_clear(void) HPCT_DEPRECATED("hpct_signals_clear");
 
 #ifdef __cplusplus
 }

@@ -169,6 +169,9 @@ endif
 # ---- environment settings: the man pages agree with the registry (lib/core/tunables.c) ----
 TESTS += t/test_doc_env.sh
 EXTRA_DIST += t/test_doc_env.sh
+# ---- the docs name every public call, exit code, option and settings key; one version ----
+TESTS += t/test_doc_complete.sh
+EXTRA_DIST += t/test_doc_complete.sh
 
 # ---- tiers: make check runs every test; make check-fast the ones to run after each change;
 # make check-long the long programs (over about 15 s each on an idle 2-core machine, and the

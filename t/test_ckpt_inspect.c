@@ -2,9 +2,9 @@
  * the dataset list of a saved training state (nested names, optimizer slots, extras), values
  * read raw and converted, a flipped byte found in the right dataset without failing the rest,
  * damaged /meta reported yet the rest filled, clear errors for missing, empty, garbage,
- * truncated and foreign HDF5 files, no crash on a sweep of damaged copies, the deprecated
- * 0.1 names still working, and the listing of a checkpoint directory (newest first, other
- * files ignored, missing and empty directories). */
+ * truncated and foreign HDF5 files, no crash on a sweep of damaged copies, and the listing
+ * of a checkpoint directory (newest first, other files ignored, missing and empty
+ * directories). */
 #include "config.h"
 #include "lib/ckpt_util.h"
 
@@ -263,27 +263,6 @@ static void test_sweep(state_t *st, const char *good, const char *dir)
              unnoticed);
 }
 
-/* hpct_ckpt_inspect and hpct_ckpt_inspect_close (0.1 names, deprecated for one release) open
- * and close the same handle as hpct_ckpt_file_open and hpct_ckpt_file_close. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-static void test_deprecated_names(state_t *st, const char *path)
-{
-    hpct_ckpt_file_t f = NULL, g = NULL;
-    int n_old = -1, n_new = -2;
-    hpct_status_t s = hpct_ckpt_inspect(st->ctx, path, &f);
-    if (!s) s = hpct_ckpt_file_num_datasets(f, &n_old);
-    if (!s) s = hpct_ckpt_file_open(st->ctx, path, &g);
-    if (!s) s = hpct_ckpt_file_num_datasets(g, &n_new);
-    hpct_ckpt_inspect_close(f);
-    hpct_ckpt_file_close(g);
-    tap_ok(s == HPCT_SUCCESS && n_old == n_new && n_old > 0 &&
-               hpct_ckpt_inspect(st->ctx, NULL, &f) == HPCT_ERR_INVALID_ARG,
-           "deprecated hpct_ckpt_inspect/_close work as hpct_ckpt_file_open/_close (%d datasets)",
-           n_old);
-}
-#pragma GCC diagnostic pop
-
 /* Checkpoints of steps 10, 200 and 30 (saved in that order) beside a file that is none. */
 static void test_dir_listing(state_t *st, const char *dir)
 {
@@ -341,7 +320,7 @@ static void test_dir_listing(state_t *st, const char *dir)
 
 int main(void)
 {
-    tap_plan(32);
+    tap_plan(31);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* the test's own HDF5 calls stay quiet */
     char dir[4096], path[4200];
     make_tmpdir(dir, sizeof dir, "inspect");
@@ -353,7 +332,6 @@ int main(void)
     test_flipped(&st, path, dir);
     test_bad_files(&st, path, dir);
     test_sweep(&st, path, dir);
-    test_deprecated_names(&st, path);
     test_dir_listing(&st, dir);
     st_destroy(&st);
     remove_tree(dir);

@@ -10,8 +10,9 @@ fuzz_init
 plan 9
 n=1
 for fmt in idx npy csv; do
-    fuzz_build "${fmt}_fuzz" -DFUZZ_FORMAT=$n -I"$bld" -I"$src/include" -I"$src/tools" \
-        -I"$src/t/fuzz" "$src/t/fuzz/inputs_fuzz.c" "$src/tools/inputs.c" "$src/tools/array.c" -lz
+    fuzz_build "${fmt}_fuzz" -DFUZZ_FORMAT=$n -I"$bld" -I"$bld/include" -I"$src/include" \
+        -I"$src/tools" -I"$src/t/fuzz" "$src/t/fuzz/inputs_fuzz.c" "$src/tools/inputs.c" \
+        "$src/tools/array.c" "$src/tools/error.c" -lz
     fuzz_run "$fmt" "$fuzz_work/${fmt}_fuzz" "$src/t/fuzz/corpus-$fmt"
     n=$((n + 1))
 done

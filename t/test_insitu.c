@@ -479,8 +479,8 @@ static void test_preempt_resume(void)
     tap_ok(st == HPCT_PREEMPTED && done == STOP,
            "SIGTERM raised before step %d: HPCT_PREEMPTED after it (status %d, %ld steps)", STOP,
            st, done);
-    tap_ok(hpct_signal_pending(NULL, NULL), "the signal stays pending for the caller to see");
-    hpct_signal_clear();
+    tap_ok(hpct_signals_pending(NULL, NULL), "the signal stays pending for the caller to see");
+    hpct_signals_clear();
     tap_ok(count_entries(db, "000000000006") == 1, "the checkpoint of step %d exists", STOP);
     free_run(cb, mb, ob);
     memset(fb, 0x7f, sizeof fb); /* what the load must overwrite */
@@ -520,7 +520,7 @@ static void test_caller_signals(void)
     tap_is_int(hpct_signals_install(ctx, NULL, 0, &again), HPCT_ERR_STATE,
                "destroy left the caller's installation in place");
     hpct_signals_uninstall(mine);
-    hpct_signal_clear();
+    hpct_signals_clear();
     hpct_optimizer_destroy(o);
     hpct_model_destroy(m);
     hpct_ctx_destroy(ctx);

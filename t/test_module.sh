@@ -31,12 +31,13 @@ command -v flock >/dev/null && lock="flock $builddir/.hpct-install.lock"
 ok $? "make install prefix=<temporary folder>" || tail -n 20 "$tmp/install.log" | sed 's/^/# /'
 
 missing=
-for f in lib/libhpctrain.a include/hpctrain.h lib/pkgconfig/hpctrain.pc share/man/man3/hpctrain.3 \
-    "share/modulefiles/hpctrain/$version" "share/modulefiles/hpctrain/$version.lua" \
+for f in lib/libhpctrain.a include/hpctrain.h include/hpctrain_version.h lib/pkgconfig/hpctrain.pc \
+    share/man/man3/hpctrain.3 "share/modulefiles/hpctrain/$version" \
+    "share/modulefiles/hpctrain/$version.lua" \
     share/libhpctrain/slurm/hpctrain.sbatch share/libhpctrain/slurm/README.site; do
     [ -f "$prefix/$f" ] || missing="$missing $f"
 done
-is "$missing" "" "installed: library, header, .pc, man page, both modulefiles, sbatch template, site notes"
+is "$missing" "" "installed: library, headers, .pc, man page, both modulefiles, sbatch template, site notes"
 
 # load MODULEPATH-DIR TAG: in a fresh bash with nothing but Lmod, load hpctrain and write
 # the environment to TAG.env; then build and run mlp_xor as an outside program (TAG.build).

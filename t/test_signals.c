@@ -1,9 +1,9 @@
 /* test_signals.c: preemption signals set the flag (raised, sent by another process, twice in
  * a row, during an asynchronous checkpoint write), the old handlers come back on uninstall,
  * a training process sent SIGTERM writes a durable checkpoint and exits cleanly, and a run
- * preempted after step k and resumed ends bit-identical to an uninterrupted one; the deprecated
- * 0.1 names hpct_signal_pending/hpct_signal_clear still work; handlers installed before any
- * context exists, and a signal caught before an install stays pending through it. */
+ * preempted after step k and resumed ends bit-identical to an uninterrupted one; handlers
+ * installed before any context exists, and a signal caught before an install stays pending
+ * through it. */
 #include "config.h"
 #include "lib/ckpt_util.h"
 
@@ -364,26 +364,9 @@ static void test_exact_resume(const char *base, long k)
     st_destroy(&run);
 }
 
-/* The 0.1 names (deprecated for one release) read and clear the same flag. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-static void test_deprecated_names(hpct_ctx_t ctx)
-{
-    hpct_signals_t h = NULL;
-    hpct_signals_install(ctx, NULL, 0, &h);
-    raise(SIGUSR1);
-    int signo = 0, count = 0, before = hpct_signal_pending(&signo, &count);
-    hpct_signal_clear();
-    int after = hpct_signals_pending(NULL, NULL);
-    hpct_signals_uninstall(h);
-    tap_ok(before == 1 && signo == SIGUSR1 && count == 1 && after == 0,
-           "deprecated hpct_signal_pending/_clear read and clear the flag");
-}
-#pragma GCC diagnostic pop
-
 int main(void)
 {
-    tap_plan(20);
+    tap_plan(19);
     alarm(120);
     hpct_ctx_t ctx;
     hpct_ctx_create(NULL, &ctx);
@@ -393,7 +376,6 @@ int main(void)
     test_restore(ctx);
     test_before_init();
     test_late_signal(ctx);
-    test_deprecated_names(ctx);
     test_async_write(base);
     test_preempted_process(base, 0, 0);
     test_preempted_process(base, 1, 1);

@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,18 +40,6 @@ static void ckpt_usage(FILE *out)
           out);
 }
 
-static int ckpt_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int ckpt_error(int code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("hpctrain ckpt: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    return code;
-}
-
 /* ---- opening files and directories ---------------------------------------------------- */
 
 /* path, or for a directory its newest checkpoint, into out; 0 or TOOL_DATA after a message. */
@@ -67,11 +54,11 @@ static int resolve(hpct_ctx_t ctx, const char *arg, char out[CKPT_PATH_MAX])
     int n = 0;
     const char *newest;
     if (hpct_ckpt_list_open(ctx, arg, &list))
-        return ckpt_error(TOOL_DATA, "%s", hpct_last_error(ctx));
+        return tool_error(TOOL_DATA, "%s", hpct_last_error(ctx));
     hpct_ckpt_list_size(list, &n);
     if (n > 0 && !hpct_ckpt_list_path(list, 0, &newest)) snprintf(out, CKPT_PATH_MAX, "%s", newest);
     hpct_ckpt_list_close(list);
-    if (n == 0) return ckpt_error(TOOL_DATA, "no checkpoint (ckpt-<step>.h5) in directory %s", arg);
+    if (n == 0) return tool_error(TOOL_DATA, "no checkpoint (ckpt-<step>.h5) in directory %s", arg);
     return TOOL_OK;
 }
 
@@ -81,7 +68,7 @@ static int open_file(hpct_ctx_t ctx, const char *arg, hpct_ckpt_file_t *f)
     char path[CKPT_PATH_MAX];
     int rc = resolve(ctx, arg, path);
     if (rc) return rc;
-    if (hpct_ckpt_file_open(ctx, path, f)) return ckpt_error(TOOL_DATA, "%s", hpct_last_error(ctx));
+    if (hpct_ckpt_file_open(ctx, path, f)) return tool_error(TOOL_DATA, "%s", hpct_last_error(ctx));
     return TOOL_OK;
 }
 
@@ -127,17 +114,17 @@ static int run_isolated(const ckpt_job_t *job)
         setrlimit(RLIMIT_CORE, &no_core);
         setvbuf(stdout, NULL, _IOLBF, 0); /* lines printed before a crash survive it */
         hpct_ctx_t ctx = NULL;
-        int rc = hpct_ctx_create(NULL, &ctx) ? ckpt_error(TOOL_DATA, "cannot create a context")
+        int rc = hpct_ctx_create(NULL, &ctx) ? tool_error(TOOL_DATA, "cannot create a context")
                                              : job->run(ctx, job);
         hpct_ctx_destroy(ctx);
         fflush(stdout);
         _exit(rc);
     }
     int st = 0;
-    if (pid < 0) return ckpt_error(TOOL_DATA, "cannot fork: %s", strerror(errno));
+    if (pid < 0) return tool_error(TOOL_DATA, "cannot fork: %s", strerror(errno));
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR) continue;
     if (WIFEXITED(st)) return WEXITSTATUS(st);
-    return ckpt_error(TOOL_DATA,
+    return tool_error(TOOL_DATA,
                       "the HDF5 library crashed (%s) reading %s%s%s: its HDF5 metadata is "
                       "corrupt",
                       strsignal(WTERMSIG(st)), job->a, job->b ? " or " : "", job->b ? job->b : "");
@@ -272,7 +259,7 @@ static int verify_paths(hpct_ctx_t ctx, const char *arg, int all)
     hpct_ckpt_list_t list;
     int n = 0, worst = TOOL_OK;
     if (hpct_ckpt_list_open(ctx, arg, &list))
-        return ckpt_error(TOOL_DATA, "%s", hpct_last_error(ctx));
+        return tool_error(TOOL_DATA, "%s", hpct_last_error(ctx));
     hpct_ckpt_list_size(list, &n);
     for (int i = 0; i < n; i++) {
         const char *path;
@@ -281,14 +268,14 @@ static int verify_paths(hpct_ctx_t ctx, const char *arg, int all)
             worst = TOOL_DATA;
     }
     hpct_ckpt_list_close(list);
-    if (n == 0) return ckpt_error(TOOL_DATA, "no checkpoint (ckpt-<step>.h5) in directory %s", arg);
+    if (n == 0) return tool_error(TOOL_DATA, "no checkpoint (ckpt-<step>.h5) in directory %s", arg);
     return worst;
 }
 
 static int ckpt_verify(const char *arg, int all)
 {
     hpct_ctx_t ctx;
-    if (hpct_ctx_create(NULL, &ctx)) return ckpt_error(TOOL_DATA, "cannot create a context");
+    if (hpct_ctx_create(NULL, &ctx)) return tool_error(TOOL_DATA, "cannot create a context");
     int rc = verify_paths(ctx, arg, all);
     hpct_ctx_destroy(ctx);
     return rc;
@@ -434,7 +421,7 @@ static int ckpt_diff(hpct_ctx_t ctx, const ckpt_job_t *job)
     int rc = open_file(ctx, arg_a, &a);
     if (!rc) rc = open_file(ctx, arg_b, &b);
     if (!rc && (count_bad(ctx, a, NULL) || count_bad(ctx, b, NULL))) {
-        ckpt_error(TOOL_DATA, "cannot compare damaged checkpoints:");
+        tool_error(TOOL_DATA, "cannot compare damaged checkpoints:");
         count_bad(ctx, a, stderr);
         count_bad(ctx, b, stderr);
         rc = TOOL_DATA;
@@ -480,7 +467,7 @@ int tool_ckpt_main(int argc, char **argv)
     int is_diff = !strcmp(action, "diff");
     if (!is_info && !is_verify && !is_diff) {
         ckpt_usage(stderr);
-        return ckpt_error(TOOL_USAGE, "unknown action '%s' (info, verify or diff)", action);
+        return tool_error(TOOL_USAGE, "unknown action '%s' (info, verify or diff)", action);
     }
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
@@ -494,16 +481,16 @@ int tool_ckpt_main(int argc, char **argv)
         } else if (!options_done && is_diff && !strcmp(a, "--strict")) {
             strict = 1;
         } else if (!options_done && a[0] == '-' && a[1]) {
-            return ckpt_error(TOOL_USAGE, "%s: unknown option '%s' (see hpctrain ckpt --help)",
+            return tool_error(TOOL_USAGE, "%s: unknown option '%s' (see hpctrain ckpt --help)",
                               action, a);
         } else if (nargs < 2) {
             args[nargs++] = a;
         } else {
-            return ckpt_error(TOOL_USAGE, "%s: too many arguments", action);
+            return tool_error(TOOL_USAGE, "%s: too many arguments", action);
         }
     }
     if (nargs != (is_diff ? 2 : 1))
-        return ckpt_error(TOOL_USAGE, "%s takes %s (see hpctrain ckpt --help)", action,
+        return tool_error(TOOL_USAGE, "%s takes %s (see hpctrain ckpt --help)", action,
                           is_diff ? "two checkpoints, A and B" : "one FILE or DIR");
     if (is_verify) return ckpt_verify(args[0], all);
     ckpt_job_t job = {is_info ? ckpt_info : ckpt_diff, args[0], is_diff ? args[1] : NULL, strict};

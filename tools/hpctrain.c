@@ -31,7 +31,8 @@ static void usage(FILE *out)
     fprintf(out, "\n'hpctrain COMMAND --help' describes a command.\n"
                  "exit status: 0 success, 1 failure (output not written, training failed,\n"
                  "ckpt diff: the checkpoints differ), 2 usage or settings error, 3 bad input\n"
-                 "data or checkpoint, 75 preempted (train: requeue), 124 a rank hung (train).\n");
+                 "data or checkpoint, 4 training diverged (train), 75 preempted (train:\n"
+                 "requeue), 124 a rank hung (train).\n");
 }
 
 static int dispatch(int argc, char **argv)
@@ -51,7 +52,10 @@ static int dispatch(int argc, char **argv)
         return TOOL_OK;
     }
     for (size_t i = 0; i < sizeof subcommands / sizeof *subcommands; i++)
-        if (!strcmp(argv[1], subcommands[i].name)) return subcommands[i].run(argc - 1, argv + 1);
+        if (!strcmp(argv[1], subcommands[i].name)) {
+            tool_set_command(subcommands[i].name); /* errors say "hpctrain NAME: error: " */
+            return subcommands[i].run(argc - 1, argv + 1);
+        }
     fprintf(stderr, "hpctrain: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return TOOL_USAGE;

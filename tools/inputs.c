@@ -15,17 +15,6 @@
 #include <unistd.h>
 #include <zlib.h>
 
-int tool_error(int code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("hpctrain shard: error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    return code;
-}
-
 /* Append len bytes to the growing buffer *buf [*n of *cap]; -1 when out of memory. */
 static int append(unsigned char **buf, size_t *n, size_t *cap, const void *src, size_t len)
 {

@@ -7,24 +7,10 @@
 
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-/* Print "hpctrain report: error: ..." on stderr; returns code. */
-static int report_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int report_error(int code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("hpctrain report: error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    return code;
-}
 
 static const char usage_text[] =
     "usage: hpctrain report [-o DIR] [--no-plots] RUN_DIR|METRICS_FILE\n"
@@ -190,8 +176,7 @@ static int read_file(const char *path, struct run *R)
 {
     FILE *f = fopen(path, "r");
     if (!f)
-        return report_error(TOOL_DATA, "%s: cannot open the metrics file: %s", path,
-                            strerror(errno));
+        return tool_error(TOOL_DATA, "%s: cannot open the metrics file: %s", path, strerror(errno));
     static char line[65536];
     static struct report_record rec;
     long at = 0;
@@ -394,7 +379,7 @@ static void free_run(struct run *R)
 static int locate(const char *arg, char *file, size_t flen, char *dir, size_t dlen)
 {
     struct stat st;
-    if (stat(arg, &st)) return report_error(TOOL_DATA, "%s: %s", arg, strerror(errno));
+    if (stat(arg, &st)) return tool_error(TOOL_DATA, "%s: %s", arg, strerror(errno));
     if (S_ISDIR(st.st_mode)) {
         snprintf(file, flen, "%s/metrics.jsonl", arg);
         snprintf(dir, dlen, "%s", arg);
@@ -415,10 +400,10 @@ int tool_report_main(int argc, char **argv)
             fputs(usage_text, stdout);
             return TOOL_OK;
         } else if (!strcmp(argv[i], "-o") && i + 1 < argc && tool_is_option_word(argv[i + 1]))
-            return report_error(TOOL_USAGE,
-                                "-o needs a value (the next word, '%s', is an option; write "
-                                "-o ./%s for a file of that name)",
-                                argv[i + 1], argv[i + 1]);
+            return tool_error(TOOL_USAGE,
+                              "-o needs a value (the next word, '%s', is an option; write "
+                              "-o ./%s for a file of that name)",
+                              argv[i + 1], argv[i + 1]);
         else if (!strcmp(argv[i], "-o") && i + 1 < argc)
             out = argv[++i];
         else if (!strcmp(argv[i], "--no-plots"))
@@ -440,12 +425,12 @@ int tool_report_main(int argc, char **argv)
     R.ckpt_min = -1;
     if (!code) code = read_file(file, &R);
     if (!code && !R.nseg)
-        code = report_error(TOOL_DATA, "%s: no records (is it a metrics file?)", file);
+        code = tool_error(TOOL_DATA, "%s: no records (is it a metrics file?)", file);
     if (!code) print_summary(file, &R);
     if (!code && plots) {
         const char *d = out ? out : dir;
         if (plot_loss(d, &R) || plot_throughput(d, &R) || plot_time_split(d, &R))
-            code = report_error(TOOL_FAILED, "%s: cannot write the plots: %s", d, strerror(errno));
+            code = tool_error(TOOL_FAILED, "%s: cannot write the plots: %s", d, strerror(errno));
         else
             printf("plots: %s/loss.svg %s/throughput.svg %s/time_split.svg\n", d, d, d);
     }

@@ -4,6 +4,8 @@
 
 #include "hpctrain.h"
 
+#include <stdarg.h>
+
 /* Exit codes of every subcommand (documented in doc/hpctrain.1 and --help). */
 #define TOOL_OK     0
 #define TOOL_FAILED 1 /* could not write the output (I/O) */
@@ -50,8 +52,12 @@ static inline int tool_is_option_word(const char *word)
     return word[0] == '-' && word[1] == '-';
 }
 
-/* Print "hpctrain shard: error: ..." on stderr; returns code. */
+/* Print "hpctrain CMD: error: MESSAGE" on stderr as one write (CMD: the subcommand the
+ * dispatcher named with tool_set_command; "hpctrain: error: ..." before it does); returns
+ * code. tools/error.c; every subcommand reports its errors through it. */
 int tool_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int tool_verror(int code, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+void tool_set_command(const char *name);
 /* Readers (gzip or plain): 0 or an exit code after printing why. */
 int tool_read_idx(const char *path, tool_array_t *a);
 int tool_read_npy(const char *path, tool_array_t *a);

@@ -19,8 +19,7 @@ static const char usage_text[] =
 
 static int trace_error(int code, const char *what, const char *path)
 {
-    fprintf(stderr, "hpctrain trace: error: %s %s: %s\n", what, path, strerror(errno));
-    return code;
+    return tool_error(code, "%s %s: %s", what, path, strerror(errno));
 }
 
 /* Whether a trimmed line is part of the file's frame rather than an event: blank, the opening

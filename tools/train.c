@@ -26,8 +26,9 @@ static const char usage_text[] =
     "It resumes from the newest valid checkpoint in checkpoint_dir unless resume = never.\n"
     "When done, rank 0 prints 'hpctrain: params hash 0x...' (the final parameters' hash).\n"
     "exit status: 0 done, 1 training failed (also: a file could not be written, e.g. a full\n"
-    "disk), 2 usage or settings error, 3 bad input data,\n"
-    "75 preempted (checkpoint written: requeue), 124 a rank hung (emergency checkpoint).\n";
+    "disk), 2 usage or settings error, 3 bad input data, 4 training diverged (the last good\n"
+    "checkpoint is kept), 75 preempted (checkpoint written: requeue), 124 a rank hung\n"
+    "(emergency checkpoint).\n";
 
 struct run {
     struct train_config c;
@@ -62,7 +63,7 @@ static int launcher_rank(void)
     return -1;
 }
 
-/* Print "hpctrain train: error: ..." on stderr as one write; returns code. Settings errors
+/* Print "hpctrain train: error: ..." on stderr (tool_error); returns code. Settings errors
  * are the same on every rank (same files, variables and arguments): only rank 0 prints. */
 static int conf_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int conf_error(int code, const char *fmt, ...)
@@ -74,14 +75,10 @@ static int conf_error(int code, const char *fmt, ...)
         while (nanosleep(&wait, &wait) != 0 && errno == EINTR) continue; /* a caught signal */
         return code;
     }
-    char line[1400] = "hpctrain train: error: ";
-    size_t n = strlen(line);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line + n, sizeof line - n - 1, fmt, ap);
+    tool_verror(code, fmt, ap);
     va_end(ap);
-    strcat(line, "\n");
-    fputs(line, stderr);
     return code;
 }
 

@@ -257,15 +257,3 @@ hpct_status_t hpct_ckpt_file_read(hpct_ckpt_file_t f, const char *name, hpct_ckp
     hpcti_ck_h5_leave(&q);
     return s ? hpcti_error(f->ctx, s, "%s", err.msg) : HPCT_SUCCESS;
 }
-
-/* ---- deprecated names (0.1) ---------------------------------------------------------- */
-
-hpct_status_t hpct_ckpt_inspect(hpct_ctx_t ctx, const char *path, hpct_ckpt_file_t *out)
-{
-    return hpct_ckpt_file_open(ctx, path, out);
-}
-
-void hpct_ckpt_inspect_close(hpct_ckpt_file_t f)
-{
-    hpct_ckpt_file_close(f);
-}

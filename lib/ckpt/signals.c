@@ -132,15 +132,3 @@ void hpcti_signals_stopping(void)
 {
     stopping = 1;
 }
-
-/* ---- deprecated names (0.1) ---------------------------------------------------------- */
-
-int hpct_signal_pending(int *signo, int *count)
-{
-    return hpct_signals_pending(signo, count);
-}
-
-void hpct_signal_clear(void)
-{
-    hpct_signals_clear();
-}

@@ -5,7 +5,9 @@
 
 # Every Fortran compile writes and reads modules in the build tree's lib/fortran (compiles
 # run in the top build directory): hpctrain.mod for consumers, tapf.mod for the tests.
-AM_FCFLAGS = $(FC_MODOUT)lib/fortran $(FC_MODINC)lib/fortran $(HPCT_WARN_FCFLAGS)
+# hpctrain.F90 includes hpctrain_version.inc, which configure writes into the build tree's
+# lib/fortran (from its .in, with AC_INIT's version).
+AM_FCFLAGS = $(FC_MODOUT)lib/fortran $(FC_MODINC)lib/fortran -Ilib/fortran $(HPCT_WARN_FCFLAGS)
 CLEANFILES += lib/fortran/*.$(FC_MODEXT)
 
 if HPCT_FORTRAN
@@ -22,6 +24,7 @@ $(HPCT_FMOD): lib/fortran/hpctrain.$(OBJEXT)
 	@test -f $@ || { rm -f lib/fortran/hpctrain.$(OBJEXT); \
 		$(MAKE) $(AM_MAKEFLAGS) lib/fortran/hpctrain.$(OBJEXT); }
 fmod_DATA = $(HPCT_FMOD)
+lib/fortran/hpctrain.$(OBJEXT): lib/fortran/hpctrain_version.inc
 
 else
 HPCT_FORTRAN_BUILT = no

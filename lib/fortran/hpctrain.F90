@@ -22,10 +22,8 @@ module hpctrain
     private
 
     ! ---- Version -------------------------------------------------------------------------
-    integer, parameter, public :: HPCT_VERSION_MAJOR = 0
-    integer, parameter, public :: HPCT_VERSION_MINOR = 1
-    integer, parameter, public :: HPCT_VERSION_PATCH = 0
-    character(*), parameter, public :: HPCT_VERSION_STRING = "0.1.0"
+    ! HPCT_VERSION_MAJOR, _MINOR, _PATCH and HPCT_VERSION_STRING, written by configure
+    include "hpctrain_version.inc"
     integer, parameter, public :: HPCT_VERSION = &
         HPCT_VERSION_MAJOR * 65536 + HPCT_VERSION_MINOR * 256 + HPCT_VERSION_PATCH
     !> The API this module declares, HPCT_MAKE_VERSION(major, minor, 0); the linked library
@@ -326,11 +324,10 @@ module hpctrain
         c_hpct_params_hash, c_hpct_model_set_grad_averaging, c_hpct_batch_split, c_hpct_comm_stats, &
         c_hpct_ckpt_open, c_hpct_ckpt_close, c_hpct_ckpt_add_array, c_hpct_ckpt_add_scalar, &
         c_hpct_ckpt_due, c_hpct_ckpt_save, c_hpct_ckpt_before_update, c_hpct_ckpt_wait, &
-        c_hpct_ckpt_load_latest, c_hpct_ckpt_last_path, c_hpct_ckpt_rejected, c_hpct_ckpt_inspect, &
-        c_hpct_ckpt_inspect_close, c_hpct_ckpt_file_versions, c_hpct_ckpt_file_meta, &
-        c_hpct_ckpt_file_num_datasets, c_hpct_ckpt_file_dataset, c_hpct_ckpt_file_find, &
-        c_hpct_ckpt_file_verify, c_hpct_ckpt_file_read, c_hpct_crc32c, c_hpct_signals_install, &
-        c_hpct_signals_uninstall, c_hpct_signal_pending, c_hpct_signal_clear, &
+        c_hpct_ckpt_load_latest, c_hpct_ckpt_last_path, c_hpct_ckpt_rejected, &
+        c_hpct_ckpt_file_versions, c_hpct_ckpt_file_meta, c_hpct_ckpt_file_num_datasets, &
+        c_hpct_ckpt_file_dataset, c_hpct_ckpt_file_find, c_hpct_ckpt_file_verify, &
+        c_hpct_ckpt_file_read, c_hpct_crc32c, c_hpct_signals_install, c_hpct_signals_uninstall, &
         c_hpct_walltime_remaining, c_hpct_train, c_hpct_evaluate, c_hpct_output_losses
     public :: c_hpct_insitu_create, c_hpct_insitu_start, c_hpct_insitu_step, &
         c_hpct_insitu_step_grads, c_hpct_insitu_progress, c_hpct_insitu_finish, &
@@ -901,18 +898,6 @@ module hpctrain
             import :: c_ptr
             type(c_ptr), value :: file
         end subroutine
-        ! deprecated 0.1 names of hpct_ckpt_file_open and _close (removed in 0.3)
-        function c_hpct_ckpt_inspect(ctx, path, file) bind(C, name="hpct_ckpt_inspect") result(s)
-            import :: c_int, c_ptr, c_char
-            type(c_ptr), value :: ctx
-            character(kind=c_char), intent(in) :: path(*)
-            type(c_ptr), intent(out) :: file
-            integer(c_int) :: s
-        end function
-        subroutine c_hpct_ckpt_inspect_close(file) bind(C, name="hpct_ckpt_inspect_close")
-            import :: c_ptr
-            type(c_ptr), value :: file
-        end subroutine
         function c_hpct_ckpt_file_versions(file, schema, library) &
             bind(C, name="hpct_ckpt_file_versions") result(s)
             import :: c_int, c_ptr
@@ -1011,14 +996,6 @@ module hpctrain
             integer(c_int) :: r
         end function
         subroutine c_hpct_signals_clear() bind(C, name="hpct_signals_clear")
-        end subroutine
-        ! deprecated 0.1 names of hpct_signals_pending and _clear (removed in 0.3)
-        function c_hpct_signal_pending(signo, count) bind(C, name="hpct_signal_pending") result(r)
-            import :: c_int, c_ptr
-            type(c_ptr), value :: signo, count
-            integer(c_int) :: r
-        end function
-        subroutine c_hpct_signal_clear() bind(C, name="hpct_signal_clear")
         end subroutine
         function c_hpct_walltime_remaining(ctx, seconds) bind(C, name="hpct_walltime_remaining") result(s)
             import :: c_int, c_ptr, c_double
@@ -1178,9 +1155,6 @@ module hpctrain
         hpct_ckpt_list_open, hpct_ckpt_list_size, hpct_ckpt_list_path, hpct_ckpt_list_close, &
         hpct_crc32c, hpct_signals_install, hpct_signals_uninstall, hpct_signals_pending, &
         hpct_signals_clear, hpct_walltime_remaining
-    ! Deprecated 0.1 names, kept for one release (removed in 0.3): hpct_ckpt_file_open,
-    ! hpct_ckpt_file_close, hpct_signals_pending and hpct_signals_clear replace them.
-    public :: hpct_ckpt_inspect, hpct_ckpt_inspect_close, hpct_signal_pending, hpct_signal_clear
     public :: hpct_train, hpct_evaluate, hpct_output_losses
     public :: hpct_insitu_create, hpct_insitu_start, hpct_insitu_step, hpct_insitu_step_grads, &
         hpct_insitu_progress, hpct_insitu_finish, hpct_insitu_destroy, hpct_insitu_add_block
@@ -2875,21 +2849,6 @@ contains
         file%ptr = c_null_ptr
     end subroutine
 
-    !> Deprecated 0.1 name of hpct_ckpt_file_open (removed in 0.3).
-    subroutine hpct_ckpt_inspect(ctx, path, file, ierr)
-        type(hpct_ctx_t), intent(in) :: ctx
-        character(*), intent(in) :: path
-        type(hpct_ckpt_file_t), intent(out) :: file
-        integer, intent(out), optional :: ierr
-        call hpct_ckpt_file_open(ctx, path, file, ierr)
-    end subroutine
-
-    !> Deprecated 0.1 name of hpct_ckpt_file_close (removed in 0.3).
-    subroutine hpct_ckpt_inspect_close(file)
-        type(hpct_ckpt_file_t), intent(inout) :: file
-        call hpct_ckpt_file_close(file)
-    end subroutine
-
     !> The file's schema version (-1 if unreadable) and library version ("" if absent).
     subroutine hpct_ckpt_file_versions(file, schema, library, ierr)
         type(hpct_ckpt_file_t), intent(in) :: file
@@ -3211,18 +3170,6 @@ contains
     !> Forget caught signals (e.g. after the checkpoint they asked for).
     subroutine hpct_signals_clear()
         call c_hpct_signals_clear()
-    end subroutine
-
-    !> Deprecated 0.1 name of hpct_signals_pending (removed in 0.3).
-    function hpct_signal_pending(signo, count) result(pending)
-        integer, intent(out), optional :: signo, count
-        logical :: pending
-        pending = hpct_signals_pending(signo, count)
-    end function
-
-    !> Deprecated 0.1 name of hpct_signals_clear (removed in 0.3).
-    subroutine hpct_signal_clear()
-        call hpct_signals_clear()
     end subroutine
 
     !> Seconds until the batch job's end; HPCT_ERR_NOT_FOUND when none is known (pass ierr).

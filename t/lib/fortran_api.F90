@@ -937,12 +937,6 @@ contains
         call tap_ok(ierr /= 0 .and. .not. c_associated(file%ptr) .and. &
             contains_text(hpct_last_error(file), "no-such-file.h5"), &
             "hpct_ckpt_file_open of a missing file fails naming it")
-        ! The deprecated 0.1 names still work (removed in 0.3).
-        call hpct_ckpt_inspect(ctx, path, file, ierr)
-        call hpct_ckpt_file_num_datasets(file, i)
-        call hpct_ckpt_inspect_close(file)
-        call tap_ok(ierr == 0 .and. i == n .and. .not. c_associated(file%ptr), &
-            "deprecated hpct_ckpt_inspect/_close work as hpct_ckpt_file_open/_close")
         call tap_ok(hpct_crc32c(0_c_int32_t, "123456789") == int(z'E3069283', c_int32_t), &
             "hpct_crc32c('123456789') is the CRC-32C check value E3069283")
         call tap_ok(hpct_crc32c(0_c_int32_t, [49_c_int8_t, 50_c_int8_t, 51_c_int8_t]) == &
@@ -974,11 +968,7 @@ contains
         call hpct_signals_install(ctx, sig) ! the defaults: SIGTERM and SIGUSR1
         if (c_raise(SIGUSR1) /= 0) call tap_diag("raise failed")
         call tap_ok(hpct_signals_pending(signo) .and. signo == SIGUSR1, "the default signals include SIGUSR1")
-        ! The deprecated 0.1 names read and clear the same flag (removed in 0.3).
-        call tap_ok(hpct_signal_pending(signo, count) .and. signo == SIGUSR1 .and. count == 1, &
-            "deprecated hpct_signal_pending sees the same signal")
-        call hpct_signal_clear()
-        call tap_ok(.not. hpct_signals_pending(), "deprecated hpct_signal_clear clears it")
+        call hpct_signals_clear()
         call hpct_signals_uninstall(sig)
         call tap_ok(.not. c_associated(sig%ptr), "hpct_signals_uninstall")
         call hpct_walltime_remaining(ctx, seconds, ierr)

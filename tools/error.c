@@ -1,0 +1,49 @@
+/* error.c: the one error printer of the hpctrain subcommands: "hpctrain CMD: error: ..." on
+ * standard error, one write a message. */
+#include "tools.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *command; /* the running subcommand; NULL: "hpctrain: error: ..." */
+
+void tool_set_command(const char *name)
+{
+    command = name;
+}
+
+int tool_verror(int code, const char *fmt, va_list ap)
+{
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "hpctrain%s%s: error: ", command ? " " : "",
+             command ? command : "");
+    va_list measure;
+    va_copy(measure, ap);
+    int len = vsnprintf(NULL, 0, fmt, measure);
+    va_end(measure);
+    size_t n = strlen(prefix), size = n + (len > 0 ? (size_t)len : 0) + 2;
+    char *line = malloc(size);
+    if (!line) { /* out of memory: the same words, in pieces */
+        fputs(prefix, stderr);
+        vfprintf(stderr, fmt, ap);
+        fputc('\n', stderr);
+        return code;
+    }
+    memcpy(line, prefix, n);
+    vsnprintf(line + n, size - n - 1, fmt, ap);
+    strcat(line, "\n");
+    fputs(line, stderr);
+    free(line);
+    return code;
+}
+
+int tool_error(int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    tool_verror(code, fmt, ap);
+    va_end(ap);
+    return code;
+}
