@@ -2,7 +2,8 @@
 # hpctrain ckpt info|verify|diff on real checkpoints written by t/lib/ckpt_make (a tiny MLP with
 # SGD momentum): info prints step and model; verify passes a good file and exits 3 naming
 # the dataset after a flipped byte, and on a truncated file; diff exits 0 on two identical
-# runs, 1 naming the dataset and the difference after a 1-ulp change, 3 on a garbage file;
+# runs, 1 naming the dataset and the difference after a 1-ulp change, 3 on a garbage file
+# and on a file verify refuses for its values;
 # bad usage exits 2; info into a pipe closed early (| head -1) exits 0 with no message.
 build=${top_builddir:-.}
 tool="$build/tools/hpctrain"
@@ -14,7 +15,7 @@ trap 'rm -rf "$work"' EXIT
 check() { ok "$1" "$2" "$work/out"; }
 status() { timeout 60 "$@" >"$work/out" 2>&1; echo $?; }
 
-plan 23
+plan 24
 "$make" save "$work/a" 5 10 20 >/dev/null && "$make" save "$work/b" 5 10 20 >/dev/null &&
     "$make" save "$work/u" --ulp 20 >/dev/null
 check $? "ckpt_make writes checkpoints of steps 5, 10, 20 twice, and one with a 1-ulp change"
@@ -68,6 +69,14 @@ head -c 3000 /dev/urandom >"$work/garbage.h5"
 check $? "diff with a garbage file exits 3 naming it"
 [ "$(status "$tool" ckpt diff "$a20" "$work/flipped.h5")" = 3 ] && grep -q 'params/dense1.weight' "$work/out"
 check $? "diff with a damaged file exits 3 naming the dataset"
+# Sound checksums, values that break a cross-field check (red team, issue 37): verify refuses
+# it, so diff must not call it identical.
+cp "$a20" "$work/stepped.h5"
+"$make" set "$work/stepped.h5" meta/step 41 >/dev/null
+[ "$(status "$tool" ckpt verify "$work/stepped.h5")" = 3 ] &&
+    [ "$(status "$tool" ckpt diff --strict "$a20" "$work/stepped.h5")" = 3 ] &&
+    grep -q "cannot compare $work/stepped.h5: it fails verification: .*meta/step is 41" "$work/out"
+check $? "diff with a file whose meta/step contradicts its optimizer step exits 3, as verify"
 
 # A deeper model: dense1.weight has another shape, dense2.* exist only in B.
 "$make" save "$work/d" --deep 20 >/dev/null

@@ -413,6 +413,17 @@ static void print_side(hpct_ckpt_file_t f, const char *side)
     printf("%s: %s (step %ld)\n", side, m.path, m.step);
 }
 
+/* The whole-file verdict verify and resume share (hpct_ckpt_file_meta): 1 after printing why
+ * when f (opened from path) is refused, so diff never compares a file resume would reject. */
+static int judged(hpct_ctx_t ctx, hpct_ckpt_file_t f, const char *path)
+{
+    hpct_ckpt_meta_t m = HPCT_CKPT_META_INITIALIZER;
+    if (hpct_ckpt_file_meta(f, &m) == HPCT_SUCCESS) return 0;
+    tool_error(TOOL_DATA, "cannot compare %s: it fails verification: %s", path,
+               hpct_last_error(ctx));
+    return 1;
+}
+
 static int ckpt_diff(hpct_ctx_t ctx, const ckpt_job_t *job)
 {
     const char *arg_a = job->a, *arg_b = job->b;
@@ -426,6 +437,7 @@ static int ckpt_diff(hpct_ctx_t ctx, const ckpt_job_t *job)
         count_bad(ctx, b, stderr);
         rc = TOOL_DATA;
     }
+    if (!rc) rc = judged(ctx, a, arg_a) || judged(ctx, b, arg_b) ? TOOL_DATA : TOOL_OK;
     if (rc) {
         hpct_ckpt_file_close(a);
         hpct_ckpt_file_close(b);
