@@ -173,6 +173,10 @@ EXTRA_DIST += t/test_doc_env.sh
 TESTS += t/test_doc_complete.sh
 EXTRA_DIST += t/test_doc_complete.sh
 
+# ---- the Spack recipe in spack/ agrees with configure (Spack's own checks where one is installed) ----
+TESTS += t/test_spack_recipe.sh
+EXTRA_DIST += t/test_spack_recipe.sh
+
 # ---- tiers: make check runs every test; make check-fast the ones to run after each change;
 # make check-long the long programs (over about 15 s each on an idle 2-core machine, and the
 # benchmarks' smoke test). make list-fast-tests prints the fast tier (.ci/run's distcheck).
