@@ -24,11 +24,11 @@ class Libhpctrain(AutotoolsPackage, CudaPackage):
     homepage = "https://libhpctrain.invalid"
     # There is no public download site: a site serves the release tarball ("make dist")
     # from a Spack mirror under libhpctrain/libhpctrain-<version>.tar.gz.
-    url = "https://libhpctrain.invalid/releases/libhpctrain-0.1.0.tar.gz"
+    url = "https://libhpctrain.invalid/releases/libhpctrain-0.2.0.tar.gz"
 
     # No checksum: the tarball holds this file, so it cannot also name its own sha256.
     # Installs from the mirror need "spack install --no-checksum" (README).
-    version("0.1.0")
+    version("0.2.0")
 
     variant("fortran", default=False,
             description="Build the Fortran module hpctrain (needs an MPI with mpi_f08)")
