@@ -12,7 +12,7 @@ trap 'rm -rf "$work"' EXIT
 . "${top_srcdir:-.}/t/lib/tap.sh"
 status() { "$@" >"$work/out" 2>&1; echo $?; }
 
-plan 39
+plan 42
 "$tool" --version | grep -q '^hpctrain [0-9]' ; ok $? "hpctrain --version"
 [ "$(status "$tool" frobnicate)" = 2 ]; ok $? "unknown command exits 2"
 [ "$(status "$tool" shard "$fm/train-images-idx3-ubyte.gz")" = 2 ] && grep -q -- '-o' "$work/out"
@@ -221,4 +221,21 @@ for f in empty:'is empty' junk:'is not a timeline' none:'holds no whole event'; 
         [ ! -e "$work/m.json" ] || { refused=1; cat "$work/out"; }
 done
 ok $refused "trace merge refuses an empty, a junk and an event-less rank file, naming it (exit 3, no OUT)"
+
+# Red team rerun (issue 37): targets a loss cannot use, labels float32 cannot hold, and an
+# output that is an input are refused before anything is written.
+printf '0.5,0.25,1\n0.5,0.75,nan\n' >"$work/nanlab.csv"
+[ "$(status "$tool" shard -o "$work/nl" "$work/nanlab.csv")" = 3 ] &&
+    grep -q "nanlab.csv: sample 1, target 0 is nan: targets must be finite" "$work/out" && [ ! -e "$work/nl" ]
+ok $? "a NaN label exits 3 naming sample 1, nothing written (it was written, and training later stopped as 'diverged')"
+printf '0.1,0.2,3\n0.3,0.4,16777219\n' >"$work/biglab.csv"
+[ "$(status "$tool" shard -o "$work/bl" "$work/biglab.csv")" = 3 ] &&
+    grep -q "biglab.csv: sample 1: the label 16777220 is beyond 2^24" "$work/out"
+ok $? "a label above 2^24 exits 3 (float32 read 16777219 as 16777220 and it was stored so)"
+mkdir -p "$work/same" && printf '0.1,0.2,1\n0.3,0.4,2\n' >"$work/same/data.csv"
+before=$(cksum <"$work/same/data.csv")
+[ "$(status "$tool" shard -o "$work/same" --manifest data.csv "$work/same/data.csv")" = 2 ] &&
+    grep -q "the output $work/same/data.csv is the input $work/same/data.csv" "$work/out" &&
+    [ "$(cksum <"$work/same/data.csv")" = "$before" ]
+ok $? "--manifest naming the input exits 2 and leaves the input as it was (it was overwritten, exit 0)"
 done_testing

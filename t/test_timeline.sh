@@ -15,7 +15,7 @@ need_tool
 need_mpi
 command -v python3 >/dev/null 2>&1 || { echo "1..0 # SKIP no python3 (the test reads JSON with it)"; exit 0; }
 make_data
-echo "1..8"
+echo "1..9"
 LAYERS=2 # hidden = 32: dense 0 and dense 1
 
 # check.py FILE: "steps S..." then the problems found, one per line ("ok" when none).
@@ -91,6 +91,12 @@ r=$?
 pids=$(python3 -c "import json,sys; print(sorted({e['pid'] for e in json.load(open(sys.argv[1]))['traceEvents']}))" "$work/merged.json" 2>&1)
 [ $r = 0 ] && [ "$pids" = "[0, 1]" ]
 ok $? "(d) hpctrain trace merge: exit $r, one JSON file with processes $pids"
+cp "$work/tl/timeline-rank0.json" "$work/in0.json"
+before=$(cksum <"$work/in0.json")
+"$TOOL" trace merge -o "$work/in0.json" "$work/in0.json" "$work/tl/timeline-rank1.json" >"$work/merge0.out" 2>&1
+r=$?
+[ $r = 2 ] && grep -q "is also the input" "$work/merge0.out" && [ "$(cksum <"$work/in0.json")" = "$before" ]
+ok $? "(d) -o naming one of the inputs: exit $r (2), that input kept (it was emptied, then removed)"
 printf '{"ph":"X","pid":1,"tid":0,"name":"cut' >>"$work/tl/timeline-rank1.json"
 "$TOOL" trace merge -o "$work/merged2.json" "$work/tl/timeline-rank0.json" "$work/tl/timeline-rank1.json" >"$work/merge2.out" 2>&1
 r=$?

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char *command; /* the running subcommand; NULL: "hpctrain: error: ..." */
 
@@ -46,4 +47,10 @@ int tool_error(int code, const char *fmt, ...)
     tool_verror(code, fmt, ap);
     va_end(ap);
     return code;
+}
+
+int tool_same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return !stat(a, &sa) && !stat(b, &sb) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -407,9 +408,10 @@ static long parse_row(char *line, float **v, size_t *n, size_t *cap)
     }
 }
 
-/* Split the label column out of values [rows, cols] into labels (int32 if integral). */
-static int split_labels(float *v, uint64_t rows, long cols, long lc, tool_array_t *in,
-                        tool_array_t *lab)
+/* Split the label column out of values [rows, cols] into labels (int32 if integral); -1 when
+ * out of memory, TOOL_DATA (said) for a label float32 cannot hold exactly. */
+static int split_labels(const char *path, float *v, uint64_t rows, long cols, long lc,
+                        tool_array_t *in, tool_array_t *lab)
 {
     int integral = 1;
     float *x = malloc(rows * (size_t)(cols - 1) * sizeof *x), *y = malloc(rows * sizeof *y);
@@ -422,6 +424,16 @@ static int split_labels(float *v, uint64_t rows, long cols, long lc, tool_array_
         for (long c = 0, k = 0; c < cols; c++)
             if (c != lc) dst[k++] = row[c];
     }
+    for (uint64_t r = 0; integral && r < rows; r++)
+        if (fabsf(y[r]) > 0x1p24f) { /* read as float32: 16777219 became 16777220 */
+            double label = y[r];
+            free(x), free(y);
+            return tool_error(TOOL_DATA,
+                              "%s: sample %llu: the label %.0f is beyond 2^24, where float32 "
+                              "(the CSV reader's type) holds no exact integers; class labels "
+                              "must be below 16777216",
+                              path, (unsigned long long)r, label);
+        }
     if (integral)
         for (uint64_t r = 0; r < rows; r++) ((int32_t *)y)[r] = (int32_t)y[r];
     *in = (tool_array_t){TOOL_F32, 2, {rows, (uint64_t)(cols - 1)}, x};
@@ -467,8 +479,8 @@ int tool_read_csv(const char *path, int label_column, int skip_header, tool_arra
     if (!rc && (lc < 0 || lc >= cols))
         rc = tool_error(TOOL_USAGE, "--label-column %d: %s has %ld columns", label_column, path,
                         cols);
-    if (!rc && split_labels(v, rows, cols, lc, inputs, labels))
-        rc = tool_error(TOOL_FAILED, "out of memory");
+    if (!rc) rc = split_labels(path, v, rows, cols, lc, inputs, labels);
+    if (rc < 0) rc = tool_error(TOOL_FAILED, "out of memory");
     free(v);
     return rc;
 }

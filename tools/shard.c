@@ -225,6 +225,26 @@ static int write_shard(hpct_ctx_t ctx, const shard_opts_t *o, const char *path,
     return TOOL_OK;
 }
 
+/* 0 when no output (the manifest, shard k < shards) is one of the inputs [n]; else says which
+ * (TOOL_USAGE): writing it would replace the source data before or while it is read. */
+static int outputs_spare_inputs(const shard_opts_t *o, long shards, char *const *inputs, int n)
+{
+    char path[4096];
+    for (long k = -1; k < shards; k++) {
+        if (k < 0)
+            snprintf(path, sizeof path, "%s/%s", o->output, o->manifest);
+        else
+            snprintf(path, sizeof path, "%s/%s-%05ld.h5", o->output, o->prefix, k);
+        for (int i = 0; i < n; i++)
+            if (tool_same_file(path, inputs[i]))
+                return tool_error(TOOL_USAGE,
+                                  "the output %s is the input %s: it would be overwritten; "
+                                  "choose another -o, --manifest or --prefix",
+                                  path, inputs[i]);
+    }
+    return TOOL_OK;
+}
+
 /* Write the shards and the manifest under o->output. */
 static int write_shards(hpct_ctx_t ctx, const shard_opts_t *o, const tool_array_t *in,
                         const tool_array_t *tg)
@@ -275,6 +295,24 @@ static int check_finite(const tool_array_t *in, const char *name, double scale)
     return TOOL_OK;
 }
 
+/* Targets as the reader and the loss need them: float targets finite (a NaN label would stop
+ * training as "diverged" at that sample, not as bad data); integer labels read from text
+ * within float32's exact integers (|label| <= 2^24: the CSV reader parses float32). */
+static int check_targets(const tool_array_t *tg, const char *name)
+{
+    uint64_t m = 1;
+    for (int i = 0; i < tg->rank; i++) m *= tg->dims[i];
+    uint64_t per = tg->dims[0] ? m / tg->dims[0] : 1;
+    for (uint64_t i = 0; tg->type == TOOL_F32 && i < m; i++)
+        if (!isfinite(((const float *)tg->data)[i]))
+            return tool_error(TOOL_DATA,
+                              "%s: sample %llu, target %llu is %g: targets must be finite "
+                              "(a class label or a regression value)",
+                              name, (unsigned long long)(i / per), (unsigned long long)(i % per),
+                              (double)((const float *)tg->data)[i]);
+    return TOOL_OK;
+}
+
 static int convert(hpct_ctx_t ctx, const shard_opts_t *o, int argc, char **argv)
 {
     tool_array_t in = {0}, tg = {0};
@@ -300,6 +338,8 @@ static int convert(hpct_ctx_t ctx, const shard_opts_t *o, int argc, char **argv)
         for (uint64_t i = 0; i < in.dims[0] * in.dims[1]; i++)
             ((float *)in.data)[i] = (float)(((float *)in.data)[i] * o->scale);
     if (!rc) rc = check_finite(&in, argv[0], o->scale);
+    if (!rc) rc = check_targets(&tg, argv[argc - 1]);
+    if (!rc) rc = outputs_spare_inputs(o, o->shards, argv, argc);
     if (!rc) rc = write_shards(ctx, o, &in, &tg);
     free(in.data), free(tg.data);
     return rc;
@@ -316,6 +356,12 @@ static int listed_before(char **seen, int n, const char *resolved)
 static int index_shards(hpct_ctx_t ctx, const shard_opts_t *o, int argc, char **argv)
 {
     if (argc < 1) return tool_error(TOOL_USAGE, "--index needs at least one shard file");
+    for (int i = 0; i < argc; i++)
+        if (tool_same_file(o->output, argv[i]))
+            return tool_error(TOOL_USAGE,
+                              "the manifest %s is the shard %s: it would be "
+                              "overwritten; write the manifest under another name",
+                              o->output, argv[i]);
     hpct_manifest_t m;
     hpct_status_t made = hpct_manifest_create(ctx, o->output, o->inputs_name, o->targets_name, &m);
     if (made)

@@ -90,6 +90,14 @@ int tool_trace_main(int argc, char **argv)
                 out_path, out_path);
         return TOOL_USAGE;
     }
+    for (int i = 4; i < argc; i++)
+        if (tool_same_file(out_path, argv[i])) {
+            fprintf(stderr,
+                    "hpctrain trace: error: -o %s is also the input %s: it would be emptied "
+                    "before it is read; write the merged file under another name\n",
+                    out_path, argv[i]);
+            return TOOL_USAGE;
+        }
     FILE *out = fopen(out_path, "w");
     if (!out) return trace_error(TOOL_FAILED, "cannot write", out_path);
     fputs("{\"traceEvents\":[\n", out);
