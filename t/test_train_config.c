@@ -18,7 +18,7 @@ static void write_file(const char *text)
 
 int main(void)
 {
-    tap_plan(16);
+    tap_plan(21);
     int fd = mkstemp(path);
     if (fd < 0) tap_bail("mkstemp failed");
     close(fd);
@@ -77,6 +77,24 @@ int main(void)
     train_config_set(&c, "micro_batches", "3", "test", err, sizeof err);
     tap_ok(train_config_validate(&c, err, sizeof err) < 0 && strstr(err, "micro_batches"),
            "validation: global_batch must divide into micro-batches: %s", err);
+
+    /* red team rerun (issue 37, F2, F5): integers exact beyond 2^53, no hexadecimal, no
+     * silent rounding; an over-long value shown with its choices */
+    train_config_defaults(&c);
+    tap_ok(train_config_set(&c, "seed", "9007199254740993", "test", err, sizeof err) == 0 &&
+               c.seed == 9007199254740993L,
+           "seed 2^53 + 1 is kept exactly (it was rounded to 2^53)");
+    tap_ok(train_config_set(&c, "seed", "0x10", "test", err, sizeof err) < 0 &&
+               strstr(err, "'0x10'"),
+           "a hexadecimal integer is refused: %s", err);
+    tap_ok(train_config_set(&c, "seed", "1e17", "test", err, sizeof err) < 0 &&
+               strstr(err, "decimal digits"),
+           "an integer past 2^53 written as a real number is refused: %s", err);
+    tap_ok(train_config_set(&c, "epochs", "1e3", "test", err, sizeof err) == 0 && c.epochs == 1000,
+           "1e3 still reads as 1000");
+    tap_ok(train_config_set(&c, "data_store", "verylongvalue", "test", err, sizeof err) < 0 &&
+               strstr(err, "verylongvalue") && strstr(err, "auto|off|job|node"),
+           "an over-long value is shown with the choices: %s", err);
     unlink(path);
     return tap_done();
 }

@@ -107,16 +107,25 @@ static int in_choices(const char *choices, const char *v)
     return 0;
 }
 
-/* Whole-string number parse with range check. */
-static int parse_number(const struct key *k, const char *v, double *out)
+/* Whole-string number parse with range check; integers (*exact) in decimal digits exactly
+ * (strtoll), or written as a real number ("1e3") only up to 2^53, where every integer is a
+ * double; hexadecimal is refused (strtod would read "0x10" as 16). */
+static int parse_number(const struct key *k, const char *v, double *out, long *exact)
 {
     char *end;
     errno = 0;
+    if (strpbrk(v, "xX")) return -1;
+    if (k->kind != K_DOUBLE && v[strspn(v, "+-0123456789")] == '\0') {
+        long long n = strtoll(v, &end, 10);
+        if (end == v || *end || errno || (double)n < k->min || (double)n > k->max) return -1;
+        *exact = (long)n, *out = (double)n;
+        return 0;
+    }
     double d = strtod(v, &end);
     if (end == v || *end || errno || !isfinite(d)) return -1;
-    if (k->kind != K_DOUBLE && d != floor(d)) return -1;
+    if (k->kind != K_DOUBLE && (d != floor(d) || fabs(d) > 0x1p53)) return -1;
     if (d < k->min || d > k->max) return -1;
-    *out = d;
+    *out = d, *exact = (long)d;
     return 0;
 }
 
@@ -156,11 +165,13 @@ int train_config_set(struct train_config *c, const char *name, const char *v, co
                     name);
     char *field = (char *)c + k->offset;
     double d;
+    long n;
     switch (k->kind) {
     case K_STR:
         if (strlen(v) >= k->size)
-            return fail(err, errlen, "%s: %s is longer than %zu characters", source, name,
-                        k->size - 1);
+            return fail(err, errlen, "%s: %s is longer than %zu characters ('%.40s%s'%s%s)", source,
+                        name, k->size - 1, v, strlen(v) > 40 ? "..." : "",
+                        k->choices ? "; one of " : "", k->choices ? k->choices : "");
         if (k->choices && !in_choices(k->choices, v))
             return fail(err, errlen, "%s: %s = '%s' is not one of %s", source, name, v, k->choices);
         strcpy(field, v);
@@ -182,13 +193,19 @@ int train_config_set(struct train_config *c, const char *name, const char *v, co
                         name, v);
         return 0;
     default:
-        if (parse_number(k, v, &d))
+        if (parse_number(k, v, &d, &n) && k->kind != K_DOUBLE && strpbrk(v, "eE.") &&
+            fabs(strtod(v, NULL)) > 0x1p53)
+            return fail(err, errlen,
+                        "%s: %s = '%s': write it in decimal digits (as a real number an integer "
+                        "is exact only up to 2^53)",
+                        source, name, v);
+        if (parse_number(k, v, &d, &n))
             return fail(err, errlen, "%s: %s = '%s' must be %s in [%g, %g]", source, name, v,
                         k->kind == K_DOUBLE ? "a number" : "an integer", k->min, k->max);
         if (k->kind == K_DOUBLE)
             *(double *)field = d;
         else
-            *(long *)field = (long)d;
+            *(long *)field = n;
         return 0;
     }
 }
