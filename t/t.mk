@@ -81,7 +81,7 @@ EXTRA_DIST += t/test_data_store.sh
 DIST_TESTS = t/test_dist_topology.sh t/test_dist_allreduce.sh t/test_dist_replicas.sh \
 	t/test_dist_curve.sh t/test_dist_hang.sh t/test_dist_nodewin.sh t/test_dist_opfail.sh \
 	t/test_dist_badstep.sh t/test_dist_algo.sh t/test_dist_grads.sh t/test_bench_smoke.sh \
-	t/test_dist_thread.sh
+	t/test_dist_thread.sh t/test_dist_versions.sh
 TESTS += $(DIST_TESTS)
 EXTRA_DIST += $(DIST_TESTS) t/lib/dist_lib.sh
 
