@@ -24,7 +24,7 @@
 
 static const char *const names[HPCTI_V_COUNT] = {
     "libhpctrain", "MPI library",  "HDF5",   "PMIx", "BLAS",
-    "CUDA driver", "CUDA runtime", "cuBLAS", "NCCL", "settings",
+    "CUDA driver", "CUDA runtime", "cuBLAS", "NCCL", "settings hash",
 };
 
 const char *hpcti_version_name(int component)
