@@ -78,11 +78,23 @@ static int launcher_rank(void)
     return -1;
 }
 
+/* On ranks other than 0, before a failure's exit: the same failure stops rank 0, which prints
+ * it; give it time to, before this rank's exit makes the launcher end the job. */
+static void let_rank0_print(void)
+{
+    struct timespec wait = {2, 0};
+    if (launcher_rank() > 0)
+        while (nanosleep(&wait, &wait) != 0 && errno == EINTR) continue;
+}
+
 /* A usage or settings error, printed by rank 0 only (every rank has the same arguments). */
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int usage_error(const char *fmt, ...)
 {
-    if (launcher_rank() > 0) return TOOL_USAGE;
+    if (launcher_rank() > 0) {
+        let_rank0_print();
+        return TOOL_USAGE;
+    }
     char line[1400] = "hpctrain doctor: error: ";
     size_t n = strlen(line);
     va_list ap;
@@ -245,6 +257,7 @@ static int init_failed(const struct doctor *D, hpct_status_t s)
     doc_add(&t, "runtime", HPCT_CHECK_FAIL, "hpct_init failed: %s: %s", hpct_strerror(s),
             hpct_last_error(NULL));
     if (launcher_rank() <= 0) print_table(&t, D->strict, TOOL_FAILED);
+    let_rank0_print(); /* the error is every rank's: hpct_init agreed on it */
     return TOOL_FAILED;
 }
 
