@@ -9,7 +9,8 @@
 #  (d) a slowed rank (HPCT_TEST_SLOW_RANK=R,MS sleeps before each timed repetition): at W = 3
 #      on three virtual nodes its node is named by the links row, at W = 4 on two virtual
 #      nodes of two by the nodes row, and no other node is named;
-#  (e) two ranks bound to one CPU (taskset): the CPU binding row names them (2+ CPUs only);
+#  (e) two ranks bound to one CPU, and to overlapping CPU sets (taskset): the CPU binding row
+#      names them (2+ CPUs only);
 #  (f) checkpoint_dir under a regular file, and on a read-only tmpfs: FAIL with the reason;
 #  (g) checkpoint_dir on a full 1 MiB tmpfs: FAIL (no space), and on an empty one too small
 #      for checkpoint_keep + 1 checkpoints of a larger model: the room row FAILs with sizes.
@@ -52,7 +53,7 @@ small_fs() {
     mounts="$1 $mounts"
 }
 
-plan 17
+plan 18
 cd "$work" || exit 1
 
 # (a)
@@ -98,7 +99,7 @@ ok $? "rank 1 with lr = 0.2: the settings hash row FAILs naming rank 1 (exit $rc
     show "$work/settings"
 
 # (d)
-HPCT_RANKS_PER_NODE=1 HPCT_TEST_SLOW_RANK=1,50 doctor "$work/slow3" 3 --
+HPCT_RANKS_PER_NODE=1 HPCT_TEST_SLOW_RANK=1,200 doctor "$work/slow3" 3 --
 r=$(row "$work/slow3" "fabric: links")
 case $r in
 "WARN node 1 (host $host, rank 1): its fastest link "*) ! echo "$r" | grep -q "node [02] (" ;;
@@ -106,7 +107,7 @@ case $r in
 esac
 ok $? "a slowed rank 1 at W = 3 (3 nodes): the links row names node 1, rank 1 only (exit $rc)" ||
     show "$work/slow3"
-HPCT_RANKS_PER_NODE=2 HPCT_TEST_SLOW_RANK=3,50 doctor "$work/slow4" 4 --
+HPCT_RANKS_PER_NODE=2 HPCT_TEST_SLOW_RANK=3,200 doctor "$work/slow4" 4 --
 r=$(row "$work/slow4" "fabric: nodes")
 case $r in
 "WARN node 1 (host $host, ranks 2-3) "*) ! echo "$r" | grep -q "node 0 (" ;;
@@ -119,11 +120,19 @@ is "$rc" 0 "... a WARN: exit 0"
 # (e)
 if [ "$(getconf _NPROCESSORS_ONLN)" -ge 2 ] && command -v taskset >/dev/null 2>&1; then
     doctor "$work/bind" 2 --bind-to none taskset -c 0 -- --no-fabric
-    row "$work/bind" "CPU binding" | grep -q "^WARN ranks 0 and 1 on host $host share CPUs 0 "
+    row "$work/bind" "CPU binding" |
+        grep -q "^WARN ranks 0,1 on host $host share the 1 CPU(s) 0: more ranks than CPUs; "
     ok $? "two ranks bound to CPU 0: the binding row names ranks 0 and 1 and CPU 0" ||
         show "$work/bind"
+    printf '#!/bin/sh\n[ "$OMPI_COMM_WORLD_RANK" = 0 ] && exec taskset -c 0 "$@"\n%s\n' \
+        'exec taskset -c 0-1 "$@"' >"$work/cpus.sh"
+    chmod +x "$work/cpus.sh"
+    doctor "$work/overlap" 2 --bind-to none "$work/cpus.sh" -- --no-fabric
+    row "$work/overlap" "CPU binding" | grep -q "^WARN ranks 0 and 1 on host $host are bound to overlapping CPUs: 0 (rank 0: 0; rank 1: 0-1); "
+    ok $? "rank 0 on CPU 0, rank 1 on CPUs 0-1: the binding row names the overlap" ||
+        show "$work/overlap"
 else
-    skip 1 "needs 2 or more CPUs and taskset"
+    skip 2 "needs 2 or more CPUs and taskset"
 fi
 
 # (f)

@@ -206,36 +206,66 @@ static void ranks_row(hpct_ctx_t ctx, const struct place *pl, const char *hosts,
     free(count), free(first);
 }
 
-/* "CPU binding": no two ranks of a node share a CPU, unless neither is bound. */
+static int same_cpus(const struct place *a, const struct place *b)
+{
+    return !memcmp(a->mask, b->mask, sizeof a->mask);
+}
+
+/* The ranks of a's node whose CPUs are a's, as "0,1,2" (cut) into out [len]; their count. */
+static int sharing(const struct place *pl, int size, int a, char *out, size_t len)
+{
+    int n = 0;
+    size_t used = 0;
+    out[0] = '\0';
+    for (int b = 0; b < size; b++) {
+        if (pl[b].node != pl[a].node || !same_cpus(&pl[a], &pl[b])) continue;
+        if (used + 16 < len)
+            used += (size_t)snprintf(out + used, len - used, "%s%d", n ? "," : "", b);
+        n++;
+    }
+    return n;
+}
+
+/* "CPU binding": ranks of a node either on CPUs of their own, or on the same set (not bound:
+ * the system places them) with no more ranks than CPUs in it; two ranks whose sets differ but
+ * overlap, or more ranks than CPUs on one set, are named. */
 static void binding_row(hpct_ctx_t ctx, const struct place *pl, const char *hosts, struct report *r)
 {
     struct hpcti_dist *d = ctx->dist;
-    int pairs = 0, fa = -1, fb = -1, bound = 0;
-    uint64_t both[MASK_WORDS], first_both[MASK_WORDS];
+    static const char fix[] = "bind each rank to CPUs of its own (srun --cpu-bind=cores, "
+                              "mpirun --bind-to core)";
+    uint64_t both[MASK_WORDS];
+    char shared[200], ca[200], cb[200], who[120];
+    int own = 1; /* every rank's set is its own */
     for (int a = 0; a < d->size; a++) {
-        bound += pl[a].cpus < pl[a].online;
+        int n = sharing(pl, d->size, a, who, sizeof who);
+        own &= n == 1;
+        if (n > pl[a].cpus) {
+            format_cpus(pl[a].mask, ca, sizeof ca);
+            row(r, "CPU binding", HPCT_CHECK_WARN,
+                "ranks %s on host %s share the %d CPU(s) %s: more ranks than CPUs; %s", who,
+                host_of(hosts, a), pl[a].cpus, ca, fix);
+            return;
+        }
         for (int b = a + 1; b < d->size; b++) {
-            if (pl[a].node != pl[b].node) continue;
-            if (pl[a].cpus >= pl[a].online && pl[b].cpus >= pl[b].online) continue; /* unbound */
-            if (!common_cpus(&pl[a], &pl[b], both)) continue;
-            if (!pairs++) fa = a, fb = b, memcpy(first_both, both, sizeof both);
+            if (pl[a].node != pl[b].node || same_cpus(&pl[a], &pl[b]) ||
+                !common_cpus(&pl[a], &pl[b], both))
+                continue;
+            format_cpus(both, shared, sizeof shared);
+            format_cpus(pl[a].mask, ca, sizeof ca), format_cpus(pl[b].mask, cb, sizeof cb);
+            row(r, "CPU binding", HPCT_CHECK_WARN,
+                "ranks %d and %d on host %s are bound to overlapping CPUs: %s (rank %d: %s; rank "
+                "%d: %s); %s",
+                a, b, host_of(hosts, a), shared, a, ca, b, cb, fix);
+            return;
         }
     }
-    char shared[200], ca[200], cb[200];
-    if (pairs) {
-        format_cpus(first_both, shared, sizeof shared);
-        format_cpus(pl[fa].mask, ca, sizeof ca), format_cpus(pl[fb].mask, cb, sizeof cb);
-        row(r, "CPU binding", HPCT_CHECK_WARN,
-            "ranks %d and %d on host %s share CPUs %s (rank %d: %s; rank %d: %s)%s: bind each "
-            "rank to CPUs of its own (srun --cpu-bind=cores, mpirun --bind-to core)",
-            fa, fb, host_of(hosts, fa), shared, fa, ca, fb, cb,
-            pairs > 1 ? "; more pairs of ranks overlap" : "");
-        return;
-    }
-    if (!bound) {
+    format_cpus(pl[0].mask, ca, sizeof ca);
+    if (!own) {
         row(r, "CPU binding", HPCT_CHECK_OK,
-            "not bound: each rank may run on every CPU of its node (%d on host %s)", pl[0].online,
-            host_of(hosts, 0));
+            "not bound: the ranks of a node share its CPUs (rank 0 on host %s: %s, %d of %d "
+            "online)",
+            host_of(hosts, 0), ca, pl[0].cpus, pl[0].online);
         return;
     }
     char list[700] = "";
