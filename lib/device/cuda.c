@@ -408,10 +408,10 @@ static void cuda_version_text(char *out, size_t len, const char *name, cudaError
 void hpcti_cuda_versions(hpct_ctx_t ctx, struct hpcti_device_versions *v)
 {
     int driver = 0, runtime = 0, blas = 0, count = 0;
-    cuda_version_text(v->cuda_driver, sizeof v->cuda_driver, "CUDA driver",
-                      cudaDriverGetVersion(&driver), driver);
-    cuda_version_text(v->cuda_runtime, sizeof v->cuda_runtime, "CUDA runtime",
-                      cudaRuntimeGetVersion(&runtime), runtime);
+    cudaError_t e = cudaDriverGetVersion(&driver); /* before driver is read: its own statement */
+    cuda_version_text(v->cuda_driver, sizeof v->cuda_driver, "CUDA driver", e, driver);
+    e = cudaRuntimeGetVersion(&runtime);
+    cuda_version_text(v->cuda_runtime, sizeof v->cuda_runtime, "CUDA runtime", e, runtime);
     struct cuda_state *st = state_of(ctx);
     /* cuBLAS numbers its versions major 10000 + minor 100 + patch (CUBLAS_VERSION) */
     if (st && st->blas && cublasGetVersion(st->blas, &blas) == CUBLAS_STATUS_SUCCESS)
