@@ -11,7 +11,8 @@
 #      nodes of two by the nodes row, and no other node is named;
 #  (e) two ranks bound to one CPU, and to overlapping CPU sets (taskset): the CPU binding row
 #      names them (2+ CPUs only);
-#  (f) checkpoint_dir under a regular file, and on a read-only tmpfs: FAIL with the reason;
+#  (f) checkpoint_dir under a regular file, and on a read-only tmpfs: FAIL with the reason; a
+#      checkpoint that takes longer to write than walltime_margin: FAIL;
 #  (g) checkpoint_dir on a full 1 MiB tmpfs: FAIL (no space), and on an empty one too small
 #      for checkpoint_keep + 1 checkpoints of a larger model: the room row FAILs with sizes.
 # The tmpfs cases need root (mount); elsewhere they are skipped with the reason.
@@ -53,7 +54,7 @@ small_fs() {
     mounts="$1 $mounts"
 }
 
-plan 18
+plan 19
 cd "$work" || exit 1
 
 # (a)
@@ -147,6 +148,13 @@ if small_fs "$work/ro" ro,size=1m; then
 else
     skip 1 "mount -t tmpfs -o ro is not permitted here: $why"
 fi
+
+doctor "$work/slowdisk" 1 -- --no-fabric --checkpoint-dir "$work/ck" --hidden 2048,2048 \
+    --walltime-margin 0.001
+[ "$rc" = 1 ] && row "$work/slowdisk" "checkpoint time" |
+    grep -q "^FAIL .*: a checkpoint of 32.4 MiB takes .*walltime_margin 0.001 s: longer than walltime_margin"
+ok $? "a 32 MiB checkpoint against walltime_margin = 1 ms: the time row FAILs (exit $rc)" ||
+    show "$work/slowdisk"
 
 # (g)
 if small_fs "$work/full" size=1m && small_fs "$work/small" size=1m; then

@@ -237,11 +237,16 @@ static void time_row(struct doc_local *l, double seconds, size_t bytes, struct d
     else if (cadence > 0 && l->ckpt_s > cadence)
         verdict = HPCT_CHECK_WARN,
         why = ": longer than checkpoint_every_seconds, so checkpoints would queue up";
+    char took[32];
+    if (l->ckpt_s < 0.01)
+        snprintf(took, sizeof took, "under 0.01 s");
+    else
+        snprintf(took, sizeof took, "about %.2f s", l->ckpt_s);
     doc_add(t, "checkpoint time", verdict,
-            "%s written and fsync'd in %.3f s (%.0f MB/s): a checkpoint of %s takes about %.2f s; "
+            "%s written and fsync'd in %.3f s (%.0f MB/s): a checkpoint of %s takes %s; "
             "checkpoint_every_seconds %g, walltime_margin %g s%s",
             human((double)bytes, a, sizeof a), seconds, rate / 1e6,
-            human(l->ckpt_bytes, b, sizeof b), l->ckpt_s, cadence, margin, why);
+            human(l->ckpt_bytes, b, sizeof b), took, cadence, margin, why);
 }
 
 void doc_storage(struct doc_local *l, struct doc_table *t)
