@@ -95,14 +95,10 @@ static int usage_error(const char *fmt, ...)
         let_rank0_print();
         return TOOL_USAGE;
     }
-    char line[1400] = "hpctrain doctor: error: ";
-    size_t n = strlen(line);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line + n, sizeof line - n - 1, fmt, ap);
+    tool_verror(TOOL_USAGE, fmt, ap);
     va_end(ap);
-    strcat(line, "\n");
-    fputs(line, stderr);
     return TOOL_USAGE;
 }
 
