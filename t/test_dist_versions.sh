@@ -20,7 +20,7 @@ unset HPCT_LOG_LEVEL HPCT_ALLOW_VERSION_MISMATCH HPCT_TEST_FAKE_VERSION HPCT_RAN
 work=$(mktemp -d "${TMPDIR:-/tmp}/hpct-versions.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT
 args="train --train-manifest $work/none/manifest.txt --checkpoint-dir $work/ckpt"
-version=$(sed -n 's/^#define HPCT_VERSION_STRING "\(.*\)"$/\1/p' "${top_srcdir:-.}/include/hpctrain.h")
+version=$("$TOOL" --version | sed -n "s/^hpctrain //p") # the linked library's
 host=$(hostname)
 fake="libhpctrain 0.0.9-test"
 

@@ -27,7 +27,7 @@ trap 'for m in $mounts; do umount "$m" 2>/dev/null; done; kill_leftovers; rm -rf
 make_data
 TOOL="$(cd "$(dirname "$TOOL")" && pwd)/$(basename "$TOOL")" # the tests run in $work
 host=$(hostname)
-version=$(sed -n 's/^#define HPCT_VERSION_STRING "\(.*\)"$/\1/p' "${top_srcdir:-.}/include/hpctrain.h")
+version=$("$TOOL" --version | sed -n "s/^hpctrain //p") # the linked library's
 
 # doctor OUT W [mpirun options] -- [doctor options]: the doctor at W ranks (W = 1: alone) with
 # the tests' settings; sets rc.
