@@ -600,6 +600,46 @@ hpct_status_t hpct_batch_split(hpct_ctx_t ctx, int global_batch, int *local_batc
  * gradient averaging counts two: the agreement on every rank's status, then the average). */
 hpct_status_t hpct_comm_stats(hpct_ctx_t ctx, double *wait_seconds, long *operations);
 
+/* ---- Preflight checks (hpctrain doctor) --------------------------------- */
+
+/* The verdict of one row of hpct_doctor's report (and of the worst of them). */
+#define HPCT_CHECK_OK   0 /* as it should be */
+#define HPCT_CHECK_WARN 1 /* the job runs, slower or less safely than it could */
+#define HPCT_CHECK_FAIL 2 /* the job would fail, or lose its work */
+
+/* Versioned, append-only; start from HPCT_DOCTOR_CONFIG_INITIALIZER. */
+#define HPCT_DOCTOR_CONFIG_VERSION 1
+/* clang-format off */
+#define HPCT_DOCTOR_CONFIG_INITIALIZER {                                                           \
+    HPCT_DOCTOR_CONFIG_VERSION, /* version */                                                      \
+    NULL,                       /* settings */                                                     \
+    1048576,                    /* fabric_bytes */                                                 \
+    5,                          /* fabric_reps */                                                  \
+    0.5,                        /* fabric_threshold */                                             \
+    1,                          /* fabric */                                                       \
+    HPCT_CHECK_OK               /* caller_verdict */                                               \
+}
+/* clang-format on */
+typedef struct hpct_doctor_config {
+    unsigned version;        /* HPCT_DOCTOR_CONFIG_VERSION */
+    const char *settings;    /* text every rank must share (a settings file's hash); NULL: none */
+    size_t fabric_bytes;     /* of each timed allreduce and exchange, 4 to 2^30 */
+    int fabric_reps;         /* timed repetitions of each (after one untimed), 1 to 1000 */
+    double fabric_threshold; /* a node or link below this fraction of the median is named */
+    int fabric;              /* 0: no fabric measurement */
+    int caller_verdict;      /* the worst HPCT_CHECK_* of the caller's own checks on this rank */
+} hpct_doctor_config_t;
+
+/* Preflight checks, collective over the context's ranks: versions (library, MPI, HDF5, PMIx,
+ * BLAS; CUDA, cuBLAS, NCCL on cuda; cfg->settings) the same on every rank; placement (ranks per
+ * node, CPU binding overlaps, one GPU per rank); fabric (timed allreduces inside each node and
+ * exchanges between nodes, against the job's median). report [len] gets one line per check,
+ * the same on every rank, "CHECK\tRESULT\tDETAIL\n" (RESULT ok, WARN or FAIL; cut at a line
+ * when len is short), naming ranks and hosts; *worst the worst HPCT_CHECK_* of the rows and of
+ * every rank's cfg->caller_verdict, the same on every rank (may be NULL). */
+hpct_status_t hpct_doctor(hpct_ctx_t ctx, const hpct_doctor_config_t *cfg, char *report, size_t len,
+                          int *worst);
+
 /* ---- Checkpoints and preemption (lib/ckpt) ------------------------------ */
 
 /* One HDF5 file per checkpoint (format: doc/checkpoint-format.md), committed atomically

@@ -15,13 +15,13 @@ AC_DEFUN([HPCT_CHECK_HDF5], [
 ])
 
 dnl HPCT_CHECK_BLAS: BLAS_CFLAGS/BLAS_LIBS for CBLAS, HAVE_OPENBLAS_SET_NUM_THREADS and
-dnl HAVE_OPENBLAS_GET_CORENAME.
+dnl HAVE_OPENBLAS_GET_CORENAME and HAVE_OPENBLAS_GET_CONFIG.
 AC_DEFUN([HPCT_CHECK_BLAS], [
     HPCT_DEP_PKG([BLAS], [blas], [openblas], [-lopenblas], [libopenblas-dev],
         [CBLAS (OpenBLAS) installation prefix (default: pkg-config openblas)])
     HPCT_DEP_CHECK([BLAS], [cblas.h], [cblas_sgemm], [libopenblas-dev])
     hpct_save_LIBS="$LIBS"; LIBS="$BLAS_LIBS $LIBS"
-    AC_CHECK_FUNCS([openblas_set_num_threads openblas_get_corename])
+    AC_CHECK_FUNCS([openblas_set_num_threads openblas_get_corename openblas_get_config])
     LIBS="$hpct_save_LIBS"
 ])
 

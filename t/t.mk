@@ -81,7 +81,7 @@ EXTRA_DIST += t/test_data_store.sh
 DIST_TESTS = t/test_dist_topology.sh t/test_dist_allreduce.sh t/test_dist_replicas.sh \
 	t/test_dist_curve.sh t/test_dist_hang.sh t/test_dist_nodewin.sh t/test_dist_opfail.sh \
 	t/test_dist_badstep.sh t/test_dist_algo.sh t/test_dist_grads.sh t/test_bench_smoke.sh \
-	t/test_dist_thread.sh
+	t/test_dist_thread.sh t/test_dist_versions.sh
 TESTS += $(DIST_TESTS)
 EXTRA_DIST += $(DIST_TESTS) t/lib/dist_lib.sh
 
@@ -121,6 +121,11 @@ TRAIN_TESTS = t/test_train_preempt_w1.sh t/test_train_preempt_w2.sh t/test_train
 TESTS += $(TRAIN_TESTS)
 EXTRA_DIST += $(TRAIN_TESTS) t/lib/train_lib.sh t/lib/train_data.sh t/lib/train_preempt.sh
 
+# ---- hpctrain doctor: a preflight at W = 1 to 4, each planted fault named (the tmpfs cases
+# need root) ----
+TESTS += t/test_doctor.sh
+EXTRA_DIST += t/test_doctor.sh
+
 # ---- Slurm: a private two-node cluster on loopback, and the installed modulefiles ----
 # t/lib/pmix_probe prints the PMIx rank, node id, local rank and local size of each task.
 # t/test_slurm_insitu.sh runs the Fortran in-situ example (SKIP in a build without the module).
@@ -128,7 +133,7 @@ check_PROGRAMS += t/lib/pmix_probe t/lib/walltime_probe
 t_lib_pmix_probe_LDADD = $(PMIX_LIBS)
 t_lib_walltime_probe_LDADD = $(HPCT_LIBS)
 SLURM_TESTS = t/test_slurm_pmix.sh t/test_slurm_requeue.sh t/test_slurm_sbatch.sh t/test_module.sh \
-	t/test_slurm_train.sh t/test_walltime_slurm.sh t/test_slurm_insitu.sh
+	t/test_slurm_train.sh t/test_walltime_slurm.sh t/test_slurm_insitu.sh t/test_slurm_doctor.sh
 TESTS += $(SLURM_TESTS)
 EXTRA_DIST += $(SLURM_TESTS) t/slurm/cluster.sh t/slurm/setup.sh t/lib/tap.sh
 
@@ -183,7 +188,8 @@ EXTRA_DIST += t/test_spack_recipe.sh
 LONG_TESTS = t/test_train_preempt_w2.sh t/test_dist_algo.sh t/test_dist_grads.sh \
 	t/test_slurm_train.sh t/test_train_hang.sh t/test_slurm_insitu.sh t/test_fuzz_shard.sh \
 	t/test_bench_smoke.sh t/test_train_preempt_early.sh t/test_train_diverge.sh \
-	t/test_env_settings.sh t/test_train_worldsize_odd.sh t/test_train_sigstop.sh
+	t/test_env_settings.sh t/test_train_worldsize_odd.sh t/test_train_sigstop.sh \
+	t/test_doctor.sh t/test_slurm_doctor.sh
 list-fast-tests:
 	@fast=; for t in $(TESTS); do case " $(LONG_TESTS) " in *" $$t "*) ;; \
 	*) fast="$$fast $$t" ;; esac; done; echo $$fast

@@ -3,7 +3,8 @@
 # settings (`hpctrain info --names`, lib/core/tunables.c): doc/hpctrain.3 describes every
 # registered variable (a ".B NAME" entry) and names no HPCT_ variable that is not
 # registered; doc/hpctrain.1 names no HPCT_ variable that is neither registered nor the
-# tool's own (HPCT_LOG_LEVEL, HPCT_KEY, HPCT_CONFIG, HPCT_TRAIN, HPCT_MAX_RESTARTS).
+# tool's own (HPCT_LOG_LEVEL, HPCT_KEY, HPCT_CONFIG, HPCT_TRAIN, HPCT_MAX_RESTARTS,
+# HPCT_PREFLIGHT).
 . "${top_srcdir:-.}/t/lib/tap.sh"
 src=${top_srcdir:-.}
 tool=${top_builddir:-.}/tools/hpctrain
@@ -27,7 +28,7 @@ section "$src/doc/hpctrain.3" | grep -o 'HPCT_[A-Z0-9_]*' | sort -u >"$tmp/named
 extra=$(comm -23 "$tmp/named3" "$tmp/registry" | grep -v '^HPCT_ERR_' | tr '\n' ' ')
 is "${extra% }" "" "hpctrain.3 ENVIRONMENT names no unregistered HPCT_ variable"
 
-printf '%s\n' HPCT_LOG_LEVEL HPCT_ HPCT_EPOCHS HPCT_CONFIG HPCT_TRAIN HPCT_MAX_RESTARTS \
+printf '%s\n' HPCT_LOG_LEVEL HPCT_ HPCT_EPOCHS HPCT_CONFIG HPCT_TRAIN HPCT_MAX_RESTARTS HPCT_PREFLIGHT \
     >>"$tmp/registry"
 sort -u -o "$tmp/known" "$tmp/registry"
 section "$src/doc/hpctrain.1" | grep -o 'HPCT_[A-Z0-9_]*' | sort -u >"$tmp/named1"

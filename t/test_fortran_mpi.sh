@@ -1,7 +1,8 @@
 #!/bin/sh
 # test_fortran_mpi.sh: the Fortran module under mpirun (t/lib/fortran_mpi):
 #  - contexts on subsets of MPI_COMM_WORLD, given as type(MPI_Comm) (mpi_f08) and as an
-#    integer handle (use mpi), at W = 3 and W = 4 (two virtual nodes: hierarchical path);
+#    integer handle (use mpi), at W = 3 and W = 4 (two virtual nodes: hierarchical path),
+#    with hpct_doctor's report on the mpi_f08 subsets;
 #  - an error without ierr on one rank while the other waits in a collective: the message
 #    names the call, the status and the detail, and MPI_Abort ends the job at once (the
 #    collective deadline is 120 s);
@@ -26,7 +27,7 @@ run "$work/comm3" mpi 3 "$PROG" comm
 passed "$work/comm3"
 ok $? "W=3: hpct_init_comm on subsets, with type(MPI_Comm) and with an integer handle (exit $rc)" ||
     show "$work/comm3"
-is "$(grep -c '^PASS' "$work/comm3")" 24 "W=3: every rank passed every check (8 checks x 3 ranks)"
+is "$(grep -c '^PASS' "$work/comm3")" 27 "W=3: every rank passed every check (9 checks x 3 ranks)"
 
 run "$work/comm4" env HPCT_RANKS_PER_NODE=2 timeout -s KILL 120 "$MPIRUN" --oversubscribe \
     -np 4 "$PROG" comm

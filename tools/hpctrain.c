@@ -20,6 +20,7 @@ static const subcommand_t subcommands[] = {
     {"report", tool_report_main, "summarise a run from its metrics file and plot it (SVG)"},
     {"trace", tool_trace_main, "merge the per-rank timelines into one (trace merge)"},
     {"info", tool_info_main, "list the library's HPCT_* settings: value, source, accepted"},
+    {"doctor", tool_doctor_main, "preflight a job: versions, placement, fabric, storage, Slurm"},
 };
 
 static void usage(FILE *out)
@@ -30,9 +31,9 @@ static void usage(FILE *out)
         fprintf(out, "  %-8s %s\n", subcommands[i].name, subcommands[i].summary);
     fprintf(out, "\n'hpctrain COMMAND --help' describes a command.\n"
                  "exit status: 0 success, 1 failure (output not written, training failed,\n"
-                 "ckpt diff: the checkpoints differ), 2 usage or settings error, 3 bad input\n"
-                 "data or checkpoint, 4 training diverged (train), 75 preempted (train:\n"
-                 "requeue), 124 a rank hung (train).\n");
+                 "ckpt diff: the checkpoints differ, doctor: a check failed), 2 usage or\n"
+                 "settings error, 3 bad input data or checkpoint, 4 training diverged (train),\n"
+                 "75 preempted (train: requeue), 124 a rank hung (train, doctor).\n");
 }
 
 static int dispatch(int argc, char **argv)

@@ -75,5 +75,6 @@ int tool_ckpt_main(int argc, char **argv);
 int tool_report_main(int argc, char **argv);
 int tool_trace_main(int argc, char **argv);
 int tool_info_main(int argc, char **argv);
+int tool_doctor_main(int argc, char **argv);
 
 #endif

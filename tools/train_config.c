@@ -295,9 +295,9 @@ int train_config_load_env(struct train_config *c, char *err, size_t errlen)
  * knows those, from the registry): read by the tool, the sbatch templates or the tests
  * (doc/hpctrain.1 ENVIRONMENT). A name ending in '*' is a prefix. */
 static const char *const other_vars[] = {
-    "HPCT_CONFIG",  "HPCT_TRAIN",       "HPCT_MAX_RESTARTS", "HPCT_SLURM_DIR", "HPCT_LOG_LEVEL",
-    "HPCT_TEST_*",  "HPCT_CKPT_TEST_*", "HPCT_SLURM_*",      "HPCT_FORTRAN",   "HPCT_FUZZ_*",
-    "HPCT_BENCH_*", "HPCT_METRICS*",    "HPCT_TRACE*",
+    "HPCT_CONFIG",    "HPCT_TRAIN",   "HPCT_MAX_RESTARTS", "HPCT_SLURM_DIR", "HPCT_LOG_LEVEL",
+    "HPCT_PREFLIGHT", "HPCT_TEST_*",  "HPCT_CKPT_TEST_*",  "HPCT_SLURM_*",   "HPCT_FORTRAN",
+    "HPCT_FUZZ_*",    "HPCT_BENCH_*", "HPCT_METRICS*",     "HPCT_TRACE*",
 };
 
 static int is_known_var(const char *name, size_t len)

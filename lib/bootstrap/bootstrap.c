@@ -20,6 +20,12 @@ const char *hpcti_topo_source_name(hpct_topo_source_t source)
     }
 }
 
+const char *hpcti_pmix_version(void)
+{
+    const char *v = PMIx_Get_version();
+    return v ? v : "";
+}
+
 /* Integer value of an environment variable, or -1 when unset or not a number. */
 static long env_long(const char *name)
 {

@@ -21,6 +21,8 @@ struct hpcti_boot {
 HPCTI_CHECK hpct_status_t hpcti_bootstrap_probe(hpct_ctx_t ctx, struct hpcti_boot *boot);
 /* Release what the probe holds (PMIx). */
 void hpcti_bootstrap_release(struct hpcti_boot *boot);
+/* The PMIx library's own version string ("OpenPMIx 4.2.2 ..."), static. */
+const char *hpcti_pmix_version(void);
 /* Static name of a topology source ("pmix", "openmpi-env", ...). */
 const char *hpcti_topo_source_name(hpct_topo_source_t source);
 

@@ -5,6 +5,7 @@
 #include "live.h"
 #include "agree.h"
 #include "vsum.h"
+#include "versions.h"
 #include "../device/ops.h"
 #include "../../kernels/gpu_logic.h"
 #include "../obs/obs.h"
@@ -191,6 +192,7 @@ static hpct_status_t setup(hpct_ctx_t ctx, MPI_Comm comm, hpct_status_t env, con
     d->tag_space = (flag ? *tag_ub : 32767) - 1000;
     hpct_status_t s =
         hpcti_agree_status(ctx, "hpct_init (environment settings)", env, env ? bad_env : NULL);
+    if (!s) s = hpcti_versions_agree(ctx);
     if (!s) s = learn_nodes(ctx, keys);
     free(keys);
     if (!s) hpcti_wait_setup(ctx);

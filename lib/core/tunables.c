@@ -21,6 +21,8 @@
 static const hpcti_tunable_t table[] = {
     {"HPCT_ALLOW_GPU_SHARING", HPCTI_TUN_FLAG, "0", 0, 1, NULL, 0, "0 or 1",
      "1: ranks of a node may share one GPU (cuda backend); 0: hpct_init refuses it"},
+    {"HPCT_ALLOW_VERSION_MISMATCH", HPCTI_TUN_FLAG, "0", 0, 1, NULL, 1, "0 or 1",
+     "1: ranks may run different library, MPI or HDF5 versions; 0: hpct_init refuses it"},
     {"HPCT_ALLREDUCE_ALGO", HPCTI_TUN_TEXT, "auto", 0, 0, NULL, 1,
      "auto, one of shm, shm/p2p, p2p, allgather, mpi, or BYTES:ALGO,... (the first 0, "
      "increasing; sizes with K, M or G)",

@@ -6,6 +6,7 @@
 
 #include <cblas.h>
 #include <float.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -46,6 +47,18 @@ static void check_blas_kernels(hpct_ctx_t ctx)
 #else
 static void check_blas_kernels(hpct_ctx_t ctx) {}
 #endif
+
+void hpcti_cpu_blas_version(char *out, size_t len)
+{
+#ifdef HAVE_OPENBLAS_GET_CONFIG
+    const char *config = openblas_get_config(); /* "OpenBLAS 0.3.21 DYNAMIC_ARCH ... Haswell" */
+    snprintf(out, len, "%s", config ? config : "OpenBLAS");
+    size_t n = strlen(out);
+    while (n > 0 && out[n - 1] == ' ') out[--n] = '\0';
+#else
+    snprintf(out, len, "CBLAS (no version call)");
+#endif
+}
 
 static hpct_status_t cpu_init(hpct_ctx_t ctx)
 {

@@ -7,6 +7,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -393,6 +394,32 @@ hpct_status_t hpcti_cuda_identity(hpct_ctx_t ctx, uint64_t *id)
         h = (h ^ (unsigned char)prop.uuid.bytes[i]) * 0x100000001b3ull;
     *id = h;
     return HPCT_SUCCESS;
+}
+
+/* A CUDA version number (1000 major + 10 minor) as "NAME M.m", or "NAME unknown (why)". */
+static void cuda_version_text(char *out, size_t len, const char *name, cudaError_t e, int v)
+{
+    if (e != cudaSuccess)
+        snprintf(out, len, "%s unknown (%s)", name, cudaGetErrorName(e));
+    else
+        snprintf(out, len, "%s %d.%d", name, v / 1000, v % 1000 / 10);
+}
+
+void hpcti_cuda_versions(hpct_ctx_t ctx, struct hpcti_device_versions *v)
+{
+    int driver = 0, runtime = 0, blas = 0, count = 0;
+    cudaError_t e = cudaDriverGetVersion(&driver); /* before driver is read: its own statement */
+    cuda_version_text(v->cuda_driver, sizeof v->cuda_driver, "CUDA driver", e, driver);
+    e = cudaRuntimeGetVersion(&runtime);
+    cuda_version_text(v->cuda_runtime, sizeof v->cuda_runtime, "CUDA runtime", e, runtime);
+    struct cuda_state *st = state_of(ctx);
+    /* cuBLAS numbers its versions major 10000 + minor 100 + patch (CUBLAS_VERSION) */
+    if (st && st->blas && cublasGetVersion(st->blas, &blas) == CUBLAS_STATUS_SUCCESS)
+        snprintf(v->cublas, sizeof v->cublas, "cuBLAS %d.%d.%d", blas / 10000, blas / 100 % 100,
+                 blas % 100);
+    else
+        snprintf(v->cublas, sizeof v->cublas, "cuBLAS unknown");
+    v->gpus_visible = cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
 }
 
 const struct hpcti_ops hpcti_cuda_ops = {

@@ -73,6 +73,17 @@ hpct_status_t hpcti_device_identity(hpct_ctx_t ctx, uint64_t *id)
     return HPCT_SUCCESS;
 }
 
+void hpcti_device_versions(hpct_ctx_t ctx, struct hpcti_device_versions *v)
+{
+    memset(v, 0, sizeof *v);
+    hpcti_cpu_blas_version(v->blas, sizeof v->blas);
+#ifdef HPCT_HAVE_CUDA
+    if (ctx->ops == &hpcti_cuda_ops) hpcti_cuda_versions(ctx, v);
+#else
+    (void)ctx;
+#endif
+}
+
 void hpct_ctx_destroy(hpct_ctx_t ctx)
 {
     if (!ctx) return;

@@ -74,6 +74,19 @@ int hpcti_gpu_sharing_allowed(void);
 /* A 64-bit identity of the context's device (cuda: its UUID folded; cpu: 0, never shared). */
 HPCTI_CHECK hpct_status_t hpcti_device_identity(hpct_ctx_t ctx, uint64_t *id);
 
+/* The libraries the backend computes with, for the version comparisons across ranks of
+ * hpct_init and hpct_doctor (lib/comm/versions.c): "" where one does not apply. */
+struct hpcti_device_versions {
+    char blas[160];        /* the host BLAS: OpenBLAS's configuration string, or "CBLAS" */
+    char cuda_driver[48];  /* cuda backend: "CUDA driver 12.4" */
+    char cuda_runtime[48]; /* cuda backend: "CUDA runtime 12.4" */
+    char cublas[48];       /* cuda backend: "cuBLAS 12.4.5" */
+    int gpus_visible;      /* cuda backend: cudaGetDeviceCount (0 on cpu or on failure) */
+};
+void hpcti_device_versions(hpct_ctx_t ctx, struct hpcti_device_versions *v);
+/* The cpu backend's part: the BLAS into out [len] (cpu.c). */
+void hpcti_cpu_blas_version(char *out, size_t len);
+
 /* The table for a backend, or NULL when it was not built in. */
 const struct hpcti_ops *hpcti_ops_lookup(hpct_backend_t backend);
 
@@ -82,6 +95,8 @@ extern const struct hpcti_ops hpcti_cpu_ops;
 extern const struct hpcti_ops hpcti_cuda_ops;
 /* The cuda backend's hpcti_device_identity (cuda.c). */
 HPCTI_CHECK hpct_status_t hpcti_cuda_identity(hpct_ctx_t ctx, uint64_t *id);
+/* The cuda backend's part of hpcti_device_versions (cuda.c). */
+void hpcti_cuda_versions(hpct_ctx_t ctx, struct hpcti_device_versions *v);
 #endif
 
 #endif

@@ -83,6 +83,8 @@ module hpctrain
         HPCT_TOPO_OPENMPI_ENV = 2, HPCT_TOPO_SLURM_ENV = 3, HPCT_TOPO_OVERRIDE = 4
     integer(c_int), parameter, public :: HPCT_TOPOLOGY_VERSION = 1
     integer(c_int), parameter, public :: HPCT_TUNABLE_INFO_VERSION = 1
+    integer(c_int), parameter, public :: HPCT_CHECK_OK = 0, HPCT_CHECK_WARN = 1, HPCT_CHECK_FAIL = 2
+    integer(c_int), parameter, public :: HPCT_DOCTOR_CONFIG_VERSION = 1
     integer(c_int), parameter, public :: HPCT_CKPT_CONFIG_VERSION = 1
     integer(c_int), parameter, public :: HPCT_CKPT_META_VERSION = 1
     integer(c_int), parameter, public :: HPCT_CKPT_F32 = 0, HPCT_CKPT_F64 = 1, HPCT_CKPT_I32 = 2, &
@@ -215,6 +217,17 @@ module hpctrain
         integer(c_int) :: ranks_agree = 0
     end type
 
+    !> hpct_doctor's settings; the wrapper's settings= argument sets settings.
+    type, bind(C), public :: hpct_doctor_config_t
+        integer(c_int) :: version = HPCT_DOCTOR_CONFIG_VERSION
+        type(c_ptr) :: settings = c_null_ptr
+        integer(c_size_t) :: fabric_bytes = 1048576_c_size_t
+        integer(c_int) :: fabric_reps = 5
+        real(c_double) :: fabric_threshold = 0.5_c_double
+        integer(c_int) :: fabric = 1
+        integer(c_int) :: caller_verdict = HPCT_CHECK_OK
+    end type
+
     type, bind(C), public :: hpct_ckpt_config_t
         integer(c_int) :: version = HPCT_CKPT_CONFIG_VERSION
         type(c_ptr) :: directory = c_null_ptr        ! the wrappers' directory= argument
@@ -322,6 +335,7 @@ module hpctrain
         c_hpct_alloc_grads, c_hpct_free_grads, c_hpct_params_average_grads, &
         c_hpct_params_broadcast, c_hpct_params_check_replicas, c_hpct_params_check_replicas_at, &
         c_hpct_params_hash, c_hpct_model_set_grad_averaging, c_hpct_batch_split, c_hpct_comm_stats, &
+        c_hpct_doctor, &
         c_hpct_ckpt_open, c_hpct_ckpt_close, c_hpct_ckpt_add_array, c_hpct_ckpt_add_scalar, &
         c_hpct_ckpt_due, c_hpct_ckpt_save, c_hpct_ckpt_before_update, c_hpct_ckpt_wait, &
         c_hpct_ckpt_load_latest, c_hpct_ckpt_last_path, c_hpct_ckpt_rejected, &
@@ -811,6 +825,14 @@ module hpctrain
             type(c_ptr), value :: ctx, wait_seconds, operations
             integer(c_int) :: s
         end function
+        function c_hpct_doctor(ctx, cfg, report, len, worst) bind(C, name="hpct_doctor") result(s)
+            import :: c_int, c_ptr, c_char, c_size_t
+            type(c_ptr), value :: ctx, cfg
+            character(kind=c_char), intent(out) :: report(*)
+            integer(c_size_t), value :: len
+            integer(c_int), intent(out) :: worst
+            integer(c_int) :: s
+        end function
         function c_hpct_output_losses(ctx, metrics_records, timeline_rewrites, detail) &
             bind(C, name="hpct_output_losses") result(s)
             import :: c_int, c_ptr
@@ -1145,7 +1167,7 @@ module hpctrain
         hpct_params_average_grads, &
         hpct_params_broadcast, &
         hpct_params_check_replicas, hpct_params_check_replicas_at, hpct_params_hash, &
-        hpct_model_set_grad_averaging, hpct_batch_split, hpct_comm_stats
+        hpct_model_set_grad_averaging, hpct_batch_split, hpct_comm_stats, hpct_doctor
     public :: hpct_ckpt_open, hpct_ckpt_close, hpct_ckpt_add_array, hpct_ckpt_add_scalar, &
         hpct_ckpt_due, hpct_ckpt_save, hpct_ckpt_before_update, hpct_ckpt_wait, &
         hpct_ckpt_load_latest, hpct_ckpt_last_path, hpct_ckpt_rejected, hpct_ckpt_file_open, &
@@ -2568,6 +2590,36 @@ contains
             "hpct_batch_split", ierr)
         local_batch = lb
         if (present(offset)) offset = off
+    end subroutine
+
+    !> Preflight checks, collective (hpct_doctor in hpctrain.h): report holds one line per check,
+    !> "CHECK<TAB>RESULT<TAB>DETAIL" (RESULT ok, WARN or FAIL), the same on every rank; worst the
+    !> worst HPCT_CHECK_*. settings: text every rank must share (e.g. a settings file's hash).
+    subroutine hpct_doctor(ctx, report, worst, cfg, settings, ierr)
+        type(hpct_ctx_t), intent(in) :: ctx
+        character(:), allocatable, intent(out) :: report
+        integer, intent(out) :: worst
+        type(hpct_doctor_config_t), intent(in), optional :: cfg
+        character(*), intent(in), optional :: settings
+        integer, intent(out), optional :: ierr
+        type(hpct_doctor_config_t), target :: c
+        character(kind=c_char), allocatable, target :: text(:)
+        character(kind=c_char), allocatable :: buf(:)
+        integer(c_int) :: s, w
+        if (present(cfg)) c = cfg
+        s = HPCT_SUCCESS
+        if (present(settings)) then
+            s = check_string(ctx%ptr, settings, "the settings", "hpct_doctor")
+            text = cchars(settings)
+            c%settings = c_loc(text)
+        end if
+        allocate (buf(65536))
+        buf(1) = c_null_char
+        w = HPCT_CHECK_FAIL
+        if (s == 0) s = c_hpct_doctor(ctx%ptr, c_loc(c), buf, int(size(buf), c_size_t), w)
+        report = fstr_chars(buf)
+        worst = int(w)
+        call finish(s, ctx%ptr, "hpct_doctor", ierr)
     end subroutine
 
     !> Seconds spent waiting for collectives and the number of collective operations completed

@@ -34,6 +34,15 @@ cublasStatus_t cublasSetMathMode(cublasHandle_t h, cublasMath_t mode)
     return CUBLAS_STATUS_SUCCESS;
 }
 
+/* cuBLAS numbers versions major 10000 + minor 100 + patch: a made-up 12.4.5. */
+cublasStatus_t cublasGetVersion(cublasHandle_t h, int *version)
+{
+    if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (!version) return CUBLAS_STATUS_INVALID_VALUE;
+    *version = 120405;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
 const char *cublasGetStatusString(cublasStatus_t s)
 {
     switch (s) {

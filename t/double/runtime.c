@@ -273,6 +273,22 @@ cudaError_t cudaGetDeviceCount(int *count)
     return cudaSuccess;
 }
 
+/* Versions as CUDA numbers them (1000 major + 10 minor): a made-up 12.4 for both, so the
+ * library's formatting is checked (hpct_doctor shows "CUDA driver 12.4"). */
+cudaError_t cudaDriverGetVersion(int *version)
+{
+    if (!version) return cudaErrorInvalidValue;
+    *version = 12040;
+    return cudaSuccess;
+}
+
+cudaError_t cudaRuntimeGetVersion(int *version)
+{
+    if (!version) return cudaErrorInvalidValue;
+    *version = 12040;
+    return cudaSuccess;
+}
+
 cudaError_t cudaSetDevice(int device)
 {
     dd_stream(NULL);

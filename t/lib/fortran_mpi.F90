@@ -1,6 +1,7 @@
 ! fortran_mpi.F90: the Fortran module under mpirun (run by t/test_fortran_mpi.sh):
 !   fortran_mpi comm         3+ ranks: contexts on subsets of MPI_COMM_WORLD given as
-!                            type(MPI_Comm) (mpi_f08) and as an integer handle (use mpi)
+!                            type(MPI_Comm) (mpi_f08, with hpct_doctor's report) and as an
+!                            integer handle (use mpi)
 !   fortran_mpi fatal RANK   an error without ierr on rank RANK while the others wait in a
 !                            collective: message on stderr and the whole job ends (MPI_Abort)
 !   fortran_mpi fatal_local  the same on a local context (no MPI): message and ERROR STOP
@@ -74,7 +75,9 @@ contains
         type(hpct_topology_t) :: topo
         type(hpct_params_t) :: set
         type(hpct_config_t) :: cfg
-        integer :: wrank, wsize, color, ierr
+        type(hpct_doctor_config_t) :: dcfg
+        character(:), allocatable :: report
+        integer :: wrank, wsize, color, ierr, worst
         real(c_float), target :: buf(3), p(2), g(2)
         real(c_float) :: mean
         call MPI_Init()
@@ -100,6 +103,12 @@ contains
         call hpct_params_average_grads(set)
         call check(all(g == mean), "mpi_f08: hpct_params_average_grads over the subset only", wrank)
         call hpct_params_destroy(set)
+        dcfg%fabric_bytes = 65536
+        call hpct_doctor(ctx, report, worst, dcfg, settings="0x1234", ierr=ierr)
+        call check(ierr == HPCT_SUCCESS .and. worst /= HPCT_CHECK_FAIL .and. &
+            index(report, "libhpctrain" // achar(9) // "ok" // achar(9)) == 1 .and. &
+            index(report, "0x1234 on all") > 0, &
+            "mpi_f08: hpct_doctor on the subset: versions agree, settings compared", wrank)
         call hpct_finalize(ctx)
         call hpct_init_comm(MPI_COMM_NULL, ctx, ierr=ierr)
         call check(ierr == HPCT_ERR_INVALID_ARG .and. .not. c_associated(ctx%ptr), &
