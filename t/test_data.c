@@ -289,15 +289,12 @@ static void test_stalled_thread(void)
            steals, took * 1e3);
 }
 
-/* A shard file truncated while the dataset streams from its mapping (rewritten in place during
- * the job): the copy that touches the lost pages fails with HPCT_ERR_CHECKSUM naming the file, on
- * the caller's thread (depth 0) and on the prefetch thread (depth 2), instead of SIGBUS
- * killing the process. Each case writes its own copy of the files. */
-static void test_shrunk_shard(const char *dir, int depth)
+/* A new folder sub with shards a.h5, b.h5, c.h5 (shard_rows, chunks of 16 rows) and their
+ * manifest m.manifest, each a copy of its own for a test that changes files; 1 when done. */
+static int three_shards(const char *sub)
 {
-    char sub[600], path[700];
-    snprintf(sub, sizeof sub, "%s/shrink%d", dir, depth);
     const char *names[3] = {"a.h5", "b.h5", "c.h5"};
+    char path[700];
     uint64_t first = 0;
     int ok = !mkdir(sub, 0700);
     for (int i = 0; ok && i < 3; i++) {
@@ -306,7 +303,18 @@ static void test_shrunk_shard(const char *dir, int depth)
         ok = !tdu_write_shard(path, &sh);
         first += shard_rows[i];
     }
-    ok = ok && !tdu_write_manifest(sub, "m.manifest", 3, names, "float32", FEATURES);
+    return ok && !tdu_write_manifest(sub, "m.manifest", 3, names, "float32", FEATURES);
+}
+
+/* A shard file truncated while the dataset streams from its mapping (rewritten in place during
+ * the job): the copy that touches the lost pages fails with HPCT_ERR_CHECKSUM naming the file, on
+ * the caller's thread (depth 0) and on the prefetch thread (depth 2), instead of SIGBUS
+ * killing the process. Each case writes its own copy of the files. */
+static void test_shrunk_shard(const char *dir, int depth)
+{
+    char sub[600], path[700];
+    snprintf(sub, sizeof sub, "%s/shrink%d", dir, depth);
+    int ok = three_shards(sub);
     snprintf(path, sizeof path, "%s/m.manifest", sub);
     if (depth) setenv("HPCT_PREFETCH_THREAD", "1", 1);
     hpct_dataset_t ds = ok ? open_ds(path, 0, depth, 1) : NULL;
@@ -347,16 +355,7 @@ static void test_rewritten_shard(const char *dir, int depth)
 {
     char sub[600], path[700], tmp[700];
     snprintf(sub, sizeof sub, "%s/rewrite%d", dir, depth);
-    const char *names[3] = {"a.h5", "b.h5", "c.h5"};
-    uint64_t first = 0;
-    int ok = !mkdir(sub, 0700);
-    for (int i = 0; ok && i < 3; i++) {
-        tdu_shard_t sh = tdu_shard(shard_rows[i], first, FEATURES, 16);
-        snprintf(path, sizeof path, "%s/%s", sub, names[i]);
-        ok = !tdu_write_shard(path, &sh);
-        first += shard_rows[i];
-    }
-    ok = ok && !tdu_write_manifest(sub, "m.manifest", 3, names, "float32", FEATURES);
+    int ok = three_shards(sub);
     snprintf(path, sizeof path, "%s/m.manifest", sub);
     if (depth) setenv("HPCT_PREFETCH_THREAD", "1", 1);
     hpct_dataset_t ds = ok ? open_ds(path, 0, depth, 1) : NULL;

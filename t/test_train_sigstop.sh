@@ -12,29 +12,21 @@ need_tool
 need_mpi
 make_data
 DEADLINE=5
+# The library names the stopped rank at the deadline (5.0-5.1 s after the stop on an idle
+# machine); SLACK covers the log line's trip through mpirun and a loaded 2-core machine's
+# scheduling (one rank's line came 6.1 s after the stop under a load average of 5).
+SLACK=1.5
 echo "1..12"
 
 # stamp: each line of stdin prefixed with the time it arrived (seconds, 1 ns resolution).
 stamp() { while IFS= read -r l; do printf '%s %s\n' "$(date +%s.%N)" "$l"; done; }
-
-# reached OUT STEP: the time-stamped OUT shows a progress line of step >= STEP (at most 60 s).
-reached() {
-    i=0
-    while [ $i -lt 600 ]; do
-        s=$(sed -n 's/^[0-9.]* epoch [0-9]* step \([0-9]*\)\/.*/\1/p' "$1" 2>/dev/null | tail -n 1)
-        [ -n "$s" ] && [ "$s" -ge "$2" ] && return 0
-        sleep 0.1
-        i=$((i + 1))
-    done
-    return 1
-}
 
 # check_messages OUT K STOPPED_AT: the rules above for the messages in OUT; prints why not.
 # A rank names the stopped one in its library error log line (HPCT_LOG_LEVEL=1), written at
 # the deadline ("... seen by rank R ..."); its final "training (a rank hung) failed" line
 # comes after the emergency checkpoint's coordination.
 check_messages() {
-    awk -v k="$2" -v t0="$3" -v limit="$(echo "1.2 * $DEADLINE" | bc)" '
+    awk -v k="$2" -v t0="$3" -v limit="$(echo "1.2 * $DEADLINE + $SLACK" | bc)" '
         / hpctrain: error: .*collective deadline|hpctrain: error: .*\(operation #/ {
             if (match($0, /this rank \([0-9]+ of 3/)) {
                 r = substr($0, RSTART + 11, RLENGTH - 16) + 0
@@ -77,7 +69,7 @@ for k in 0 1 2; do
         --log_interval 200 --collective_timeout $DEADLINE 2>&1
       echo $? >"$out.rc" ) | stamp >"$out" &
     job=$!
-    if reached "$out" 400; then
+    if wait_for_step "$out" 400 "[0-9.]* "; then
         sleep "$(awk -v s="$k$$" 'BEGIN { srand(s); printf "%.2f", 1.5 * rand() }')"
         kill -STOP "$(cat "$out.pid.$k")"
         stopped=$(date +%s.%N)
@@ -92,7 +84,7 @@ for k in 0 1 2; do
     ok $? "W=3, rank $k stopped by SIGSTOP in mid-run: the job ends with exit 124 (got $rc)" ||
         show "$out" 8
     check_messages "$out" "$k" "$stopped"
-    ok $? "every healthy rank that printed names rank $k within 1.2 x the deadline; rank $k blames no peer"
+    ok $? "every healthy rank that logged names rank $k within 1.2 x the deadline (+ $SLACK s of output and scheduling); rank $k blames no peer"
     reap "$out"
     alive=0
     for f in "$out".pid.*; do [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && alive=1; done
@@ -100,8 +92,8 @@ for k in 0 1 2; do
     left=$(ls "$dir" 2>/dev/null | grep -c '^ckpt-')
     if [ "$k" = 0 ]; then
         # the others do not wait a second deadline for a writer that cannot save
-        echo "$end - $stopped < 1.2 * $DEADLINE + 2" | bc | grep -q 1
-        ok $? "the writer stopped: the job ended within 1.2 x the deadline + 2 s of the stop"
+        echo "$end - $stopped < 1.2 * $DEADLINE + 2 + $SLACK" | bc | grep -q 1
+        ok $? "the writer stopped: the job ended within 1.2 x the deadline + $((2 + 1)).5 s of the stop (not after a second deadline)"
     else
         # no cadence in these settings: the one checkpoint is the emergency one
         [ "$left" = 1 ] && ! grep -q "did not confirm an emergency checkpoint" "$out"

@@ -215,9 +215,7 @@ static int flags_behind(const struct goal *g, uint64_t op, int absent, char *out
         uint64_t at =
             atomic_load_explicit((_Atomic uint64_t *)&g->flags[i][1], memory_order_relaxed);
         if ((at < op) != absent) continue;
-        if (len < cap - 16)
-            len += (size_t)snprintf(out + len, cap - len, "%s%d", count ? "," : "", g->world[i]);
-        count++;
+        len = hpcti_rank_list_add(out, cap, len, count++, g->world[i]);
     }
     return count;
 }
@@ -255,11 +253,12 @@ static hpct_status_t stopped_inside(hpct_ctx_t ctx, const char *ranks, int count
     struct hpcti_dist *d = ctx->dist;
     return hpcti_error(
         ctx, HPCT_ERR_TIMEOUT,
-        "%s (operation #%llu): rank%s %s of %d stopped during it: arrived, then answered no "
-        "liveness check for %.1f s (stopped, e.g. by SIGSTOP, or outside the library that long; "
-        "seen by rank %d on %s); end the job with hpct_abort_job(ctx, HPCT_EXIT_HANG)",
+        "%s (operation #%llu): rank%s %s of %d stopped during it: arrived, did not complete it "
+        "within %g s and answered no liveness check for %.1f s (stopped, e.g. by SIGSTOP, or "
+        "outside the library that long, e.g. after an error of its own; seen by rank %d on %s); "
+        "end the job with hpct_abort_job(ctx, HPCT_EXIT_HANG)",
         d->op_name, (unsigned long long)d->op_seq, count > 1 ? "s" : "", ranks, d->size,
-        hpcti_live_asked_s(d, hpcti_now()), d->rank, d->boot.hostname);
+        d->deadline_s, hpcti_live_asked_s(d, hpcti_now()), d->rank, d->boot.hostname);
 }
 
 /* The ranks whose arrival token has not come, as "2,3" into out [cap], and what the first
@@ -272,8 +271,7 @@ static int tokens_missing(const struct hpcti_dist *d, char *out, size_t cap, cha
     out[0] = last[0] = 0;
     for (int p = 0; p < d->size; p++) {
         if (d->tok_req[p] == MPI_REQUEST_NULL) continue;
-        if (len < cap - 16)
-            len += (size_t)snprintf(out + len, cap - len, "%s%d", count ? "," : "", p);
+        len = hpcti_rank_list_add(out, cap, len, count, p);
         if (count < 4 && ll < lcap - 100) {
             ll += (size_t)snprintf(last + ll, lcap - ll, "%s", count ? "; " : "; last seen: ");
             ll += last_seen(d, p, last + ll, lcap - ll);

@@ -10,6 +10,7 @@
 
 #include <mpi.h>
 #include <pthread.h>
+#include <stdio.h>
 
 /* One phase of an average: a direct reduce-scatter or allgather of a vector on one
  * communicator (every rank exchanges blocks with every other rank point-to-point). */
@@ -190,6 +191,15 @@ static inline size_t hpcti_block_start(size_t count, int p, int b)
 static inline size_t hpcti_block_len(size_t count, int p, int b)
 {
     return count / (size_t)p + ((size_t)b < count % (size_t)p);
+}
+
+/* Append rank to the list "2,3" at out [cap] (len bytes so far, count ranks so far); returns
+ * the new length. A full buffer keeps what fits. */
+static inline size_t hpcti_rank_list_add(char *out, size_t cap, size_t len, int count, int rank)
+{
+    if (len >= cap - 16) return len;
+    int n = snprintf(out + len, cap - len, "%s%d", count ? "," : "", rank);
+    return n > 0 ? len + (size_t)n : len;
 }
 
 /* The distributed state of ctx, or NULL after recording HPCT_ERR_STATE for fn. */

@@ -155,9 +155,7 @@ int hpcti_live_silent(const struct hpcti_dist *d, int arrived_only, char *out, s
     if (l->asked_op != d->op_seq) return 0;
     for (int p = 0; p < d->size; p++) {
         if (!l->silent[p] || (arrived_only && d->tok_req[p] != MPI_REQUEST_NULL)) continue;
-        if (len < cap - 16)
-            len += (size_t)snprintf(out + len, cap - len, "%s%d", count ? "," : "", p);
-        count++;
+        len = hpcti_rank_list_add(out, cap, len, count++, p);
     }
     return count;
 }

@@ -69,11 +69,12 @@ kill_leftovers() {
     while read -r p; do kill -0 "$p" 2>/dev/null && kill -KILL "$p" 2>/dev/null; done <"$work/all-pids"
 }
 
-# wait_for_step OUT K: until OUT shows a progress line of step >= K (at most 60 s).
+# wait_for_step OUT K [PREFIX]: until OUT shows a progress line of step >= K (at most 60 s);
+# PREFIX: a sed pattern before each line (a time stamp), empty by default.
 wait_for_step() {
     i=0
     while [ $i -lt 600 ]; do
-        s=$(sed -n 's/^epoch [0-9]* step \([0-9]*\)\/.*/\1/p' "$1" 2>/dev/null | tail -n 1)
+        s=$(sed -n "s/^${3:-}epoch [0-9]* step \([0-9]*\)\/.*/\1/p" "$1" 2>/dev/null | tail -n 1)
         [ -n "$s" ] && [ "$s" -ge "$2" ] && return 0
         sleep 0.1
         i=$((i + 1))
