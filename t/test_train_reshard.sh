@@ -21,14 +21,18 @@ data_store = off
 CONF
 HPCT_TEST_SLOW_RANK=1,20 train_bg 2 "$work/ck" "$work/run.out" --epochs 60 --log_interval 10
 wait_for_step "$work/run.out" 100
-# other samples: the same shapes, another awk seed
-sed 's/srand(7)/srand(11)/' "${top_srcdir:-.}/t/lib/train_data.sh" >"$work/other.sh"
+# other samples: the same shapes, another awk seed, inputs 1000 times larger, so that a batch
+# read from the new bytes within the epoch makes the loss diverge before the next epoch's
+# check: the run must still say that the data changed (exit 3), not that it diverged (4)
+sed 's/srand(7)/srand(11)/; s/x = 2 \* rand() - 1/x = 2000 * rand() - 1000/' \
+    "${top_srcdir:-.}/t/lib/train_data.sh" >"$work/other.sh"
 . "$work/other.sh"
 train_csv "$work/other.csv"
 "$TOOL" shard -o "$work/data" "$work/other.csv" >"$work/shard.out" 2>&1
 changed=$(date +%s)
 train_wait "$work/run.out"
 echo "# the run ended with exit $rc $(($(date +%s) - changed)) s after the rewrite"
+grep -q "what stopped the run" "$work/run.out" && echo "# (the loss diverged on the new bytes first)"
 last=$(sed -n 's/^epoch [0-9]* step \([0-9]*\)\/.*/\1/p' "$work/run.out" | tail -n 1)
 [ "$rc" = 3 ] && [ "${last:-0}" -lt 2520 ]
 ok $? "the run stops with exit 3 (got $rc) at step ${last:-?} of 2520, not at the end" ||

@@ -421,6 +421,11 @@ static int shard_changed(hpct_dataset_t ds, char *err, size_t errlen)
     return 0;
 }
 
+int hpcti_dataset_files_changed(hpct_dataset_t ds, char *err, size_t errlen)
+{
+    return ds && !ds->resident && shard_changed(ds, err, errlen);
+}
+
 /* The next batch position (pe, ps) for slot, skipping bad batches, with this rank's indices
  * copied to slot->idx. Under ds->mu when the thread runs: it moves the shared producer. */
 static void assign(hpct_dataset_t ds, hpcti_slot_t *slot)

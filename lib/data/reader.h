@@ -95,6 +95,9 @@ struct hpct_dataset {
  * cache (mincore), so copying rows out of the mapping beats reading them (a page fault on a
  * cold mapping reads one page at a time). */
 int hpcti_mapped_hot(const hpct_dataset_t ds);
+/* 1 when a streamed shard of ds changed (size or mtime) since open, with the detail in
+ * err [errlen]; 0 otherwise (and for a resident set). Callable from any thread. */
+int hpcti_dataset_files_changed(hpct_dataset_t ds, char *err, size_t errlen);
 /* fd's size and modification time (ns) into *size, *mtime_ns (-1 when fstat fails). */
 void hpcti_shard_stamp(int fd, long long *size, long long *mtime_ns);
 /* Whether to run the prefetch thread: prefetch_depth > 0 and the rank has a CPU to spare for

@@ -4,6 +4,7 @@
 #include "observe.h"
 #include "../comm/agree.h"
 #include "../comm/live.h"
+#include "../data/reader.h"
 
 #include <stddef.h>
 #include <math.h>
@@ -497,6 +498,18 @@ static hpct_status_t stop_before_first(struct loop *L, long done, int *stop)
     return s;
 }
 
+/* A run stopped by its loss or by a non-finite input: when a streamed shard changed under it
+ * (rewritten within the epoch, before the next epoch's check), that is the cause to report,
+ * as bad data, not the loss. Every rank sees the same files, so the same verdict. */
+static hpct_status_t data_changed(struct loop *L, hpct_status_t s)
+{
+    char why[700];
+    if (!hpcti_dataset_files_changed(L->ds, why, sizeof why)) return s;
+    char detail[sizeof L->ctx->last_error];
+    snprintf(detail, sizeof detail, "%s", L->ctx->last_error);
+    return hpcti_error(L->ctx, HPCT_ERR_CHECKSUM, "%s (what stopped the run: %.300s)", why, detail);
+}
+
 static hpct_status_t run(struct loop *L)
 {
     long done = 0;
@@ -635,6 +648,7 @@ hpct_status_t hpct_train(hpct_model_t model, hpct_optimizer_t opt, hpct_dataset_
     if (!s) comm0 = comm_wait_s(&L);
     if (!s) s = resume(&L);
     if (!s) s = run(&L);
+    if (s == HPCT_ERR_LOSS_DIVERGED || s == HPCT_ERR_NONFINITE) s = data_changed(&L, s);
     char detail[sizeof ctx->last_error]; /* the bookkeeping calls below clear it */
     snprintf(detail, sizeof detail, "%s", ctx->last_error);
     int shared = ctx->error_shared;
