@@ -261,6 +261,35 @@ static hpct_status_t stopped_inside(hpct_ctx_t ctx, const char *ranks, int count
         d->deadline_s, hpcti_live_asked_s(d, hpcti_now()), d->rank, d->boot.hostname);
 }
 
+/* Ranks that did not arrive but answer liveness checks (waiting in an earlier operation for
+ * a stopped rank), as "2,3" into out [cap]; returns their count. After a liveness ask. */
+static int missing_alive(const struct hpcti_dist *d, char *out, size_t cap)
+{
+    size_t len = 0;
+    int count = 0;
+    out[0] = 0;
+    for (int p = 0; p < d->size; p++)
+        if (d->tok_req[p] != MPI_REQUEST_NULL && !d->live.silent[p])
+            len = hpcti_rank_list_add(out, cap, len, count++, p);
+    return count;
+}
+
+/* Some ranks did not arrive: the silent ones stopped, the others (alive) wait for them. */
+static hpct_status_t stopped_elsewhere(hpct_ctx_t ctx, const char *silent, int nsilent,
+                                       const char *alive, const char *last)
+{
+    struct hpcti_dist *d = ctx->dist;
+    return hpcti_error(
+        ctx, HPCT_ERR_TIMEOUT,
+        "%s (operation #%llu): rank%s %s of %d stopped: no arrival within %g s and no answer to "
+        "a liveness check for %.1f s (rank%s %s did not arrive either but answer: waiting in an "
+        "earlier operation; seen by rank %d on %s%s); end the job with hpct_abort_job(ctx, "
+        "HPCT_EXIT_HANG)",
+        d->op_name, (unsigned long long)d->op_seq, nsilent > 1 ? "s" : "", silent, d->size,
+        d->deadline_s, hpcti_live_asked_s(d, hpcti_now()), strchr(alive, ',') ? "s" : "", alive,
+        d->rank, d->boot.hostname, last);
+}
+
 /* The ranks whose arrival token has not come, as "2,3" into out [cap], and what the first
  * few did last (their last arrival token) into last [lcap]; returns their count. */
 static int tokens_missing(const struct hpcti_dist *d, char *out, size_t cap, char *last,
@@ -300,6 +329,9 @@ static hpct_status_t timed_out(hpct_ctx_t ctx, const struct goal *g)
     if (nsilent)
         snprintf(quiet, sizeof quiet, "; no answer to a liveness check for %.1f s from rank%s %s",
                  hpcti_live_asked_s(d, hpcti_now()), nsilent > 1 ? "s" : "", silent);
+    char alive[512];
+    if (count && nsilent && missing_alive(d, alive, sizeof alive))
+        return stopped_elsewhere(ctx, silent, nsilent, alive, last);
     if (!count) count = flags_behind(g, d->op_seq, 1, missing, sizeof missing);
     if (count)
         return hpcti_error(
