@@ -66,24 +66,12 @@ void doc_add(struct doc_table *t, const char *check, int result, const char *fmt
     va_end(ap);
 }
 
-/* This process's rank from the launcher's environment, before hpct_init; -1: none says. */
-static int launcher_rank(void)
-{
-    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK",
-                                       "SLURM_PROCID"};
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-        const char *v = getenv(vars[i]);
-        if (v && *v) return atoi(v);
-    }
-    return -1;
-}
-
 /* On ranks other than 0, before a failure's exit: the same failure stops rank 0, which prints
  * it; give it time to, before this rank's exit makes the launcher end the job. */
 static void let_rank0_print(void)
 {
     struct timespec wait = {2, 0};
-    if (launcher_rank() > 0)
+    if (tool_launcher_rank() > 0)
         while (nanosleep(&wait, &wait) != 0 && errno == EINTR) continue;
 }
 
@@ -91,7 +79,7 @@ static void let_rank0_print(void)
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int usage_error(const char *fmt, ...)
 {
-    if (launcher_rank() > 0) {
+    if (tool_launcher_rank() > 0) {
         let_rank0_print();
         return TOOL_USAGE;
     }
@@ -158,7 +146,7 @@ static int parse(struct doctor *D, int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            if (launcher_rank() <= 0) fputs(usage_text, stdout);
+            if (tool_launcher_rank() <= 0) fputs(usage_text, stdout);
             exit(TOOL_OK);
         }
         if (!strcmp(a, "--config")) {
@@ -252,7 +240,7 @@ static int init_failed(const struct doctor *D, hpct_status_t s)
     static struct doc_table t;
     doc_add(&t, "runtime", HPCT_CHECK_FAIL, "hpct_init failed: %s: %s", hpct_strerror(s),
             hpct_last_error(NULL));
-    if (launcher_rank() <= 0) print_table(&t, D->strict, TOOL_FAILED);
+    if (tool_launcher_rank() <= 0) print_table(&t, D->strict, TOOL_FAILED);
     let_rank0_print(); /* the error is every rank's: hpct_init agreed on it */
     return TOOL_FAILED;
 }

@@ -47,6 +47,10 @@ int tool_to_i32(tool_type_t t, const void *src, int32_t *dst, size_t count, size
 /* Whether a word taken as an option's value is itself an option ("--x"). The rule of every
  * subcommand: a value given as the next word may not start with "--" (the value was missing
  * and the next option would be swallowed); write --opt=VALUE for such a value. */
+/* This process's rank from the launcher's environment (Open MPI, PMIx, PMI, Slurm), before
+ * the runtime starts; -1 when no launcher says (one process). tools/error.c. */
+int tool_launcher_rank(void);
+
 /* 1 when paths a and b both exist and are the same file (device and inode): an output that
  * is also an input would be emptied before it is read. */
 int tool_same_file(const char *a, const char *b);

@@ -50,25 +50,12 @@ struct run {
     char metrics[TC_PATH_MAX + 32], timeline[TC_PATH_MAX + 32];
 };
 
-/* This process's rank from the launcher's environment, before the runtime starts; -1 when
- * no launcher says (one process). */
-static int launcher_rank(void)
-{
-    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK",
-                                       "SLURM_PROCID"};
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-        const char *v = getenv(vars[i]);
-        if (v && *v) return atoi(v);
-    }
-    return -1;
-}
-
 /* Print "hpctrain train: error: ..." on stderr (tool_error); returns code. Settings errors
  * are the same on every rank (same files, variables and arguments): only rank 0 prints. */
 static int conf_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int conf_error(int code, const char *fmt, ...)
 {
-    if (launcher_rank() > 0) {
+    if (tool_launcher_rank() > 0) {
         /* the same error stops rank 0, which prints it: give it time to, before this rank's
          * exit makes the launcher kill the job (and lose the message) */
         struct timespec wait = {2, 0};
