@@ -359,6 +359,19 @@ static hpct_ckpt_t open_ckpt(hpct_ctx_t ctx, const char *dir, long every, int lo
     return ck;
 }
 
+/* Free a simulation's session, checkpoint, optimizer and model, finalize, and its exit
+ * status: finalize's failure, else 75 preempted, 3 another error, 0 done. */
+static int end_sim(hpct_ctx_t ctx, hpct_insitu_t s, hpct_ckpt_t ck, hpct_optimizer_t o,
+                   hpct_model_t m, hpct_status_t st)
+{
+    hpct_insitu_destroy(s);
+    hpct_ckpt_close(ck);
+    hpct_optimizer_destroy(o);
+    hpct_model_destroy(m);
+    int rc = finish(ctx);
+    return rc ? rc : st == HPCT_PREEMPTED ? EXIT_PREEMPTED : st ? 3 : 0;
+}
+
 /* (d), (e) A simulation training in situ; see the comment at the top. */
 static int run_sim(const char *dir, long steps, long stop_at, int sig_rank, long every, int local)
 {
@@ -409,12 +422,7 @@ static int run_sim(const char *dir, long steps, long stop_at, int sig_rank, long
         if (st == HPCT_PREEMPTED) printf("STOPPED after step %ld\n", done);
     }
     free(all);
-    hpct_insitu_destroy(s);
-    hpct_ckpt_close(ck);
-    hpct_optimizer_destroy(o);
-    hpct_model_destroy(m);
-    int rc = finish(ctx);
-    return rc ? rc : st == HPCT_PREEMPTED ? EXIT_PREEMPTED : st ? 3 : 0;
+    return end_sim(ctx, s, ck, o, m, st);
 }
 
 /* splitmix64: a well-mixed 64-bit hash of x. */
@@ -514,12 +522,7 @@ static int run_blocks(const char *dir, long steps, long stop_at, long every)
         printf("BLOCKS status=%d steps=%ld sim=%ld field=%016llx cube=%016llx\n", st, done,
                sim_step, hf, hc);
     free(field), free(cube);
-    hpct_insitu_destroy(s);
-    hpct_ckpt_close(ck);
-    hpct_optimizer_destroy(o);
-    hpct_model_destroy(m);
-    int rc = finish(ctx);
-    return rc ? rc : st == HPCT_PREEMPTED ? EXIT_PREEMPTED : st ? 3 : 0;
+    return end_sim(ctx, s, ck, o, m, st);
 }
 
 /* One registration of a 1-D block [off, off + cnt) of a global size g: refused on every rank
@@ -625,8 +628,8 @@ static int run_split(const char *dir, long steps)
     if (trains && (stop || rc)) {
         const char *path = "";
         hpct_ckpt_last_path(ck, &path);
-        printf("SPLIT rank %d: %s after step %ld (%s)\n", world_rank,
-               stop ? "preempted" : "failed", k, rc ? hpct_last_error(ctx) : path);
+        printf("SPLIT rank %d: %s after step %ld (%s)\n", world_rank, stop ? "preempted" : "failed",
+               k, rc ? hpct_last_error(ctx) : path);
     }
     hpct_insitu_destroy(s);
     hpct_ckpt_close(ck);
