@@ -26,7 +26,7 @@ stamp() { while IFS= read -r l; do printf '%s %s\n' "$(date +%s.%N)" "$l"; done;
 # the deadline ("... seen by rank R ..."); its final "training (a rank hung) failed" line
 # comes after the emergency checkpoint's coordination.
 check_messages() {
-    awk -v k="$2" -v t0="$3" -v limit="$(echo "1.2 * $DEADLINE + $SLACK" | bc)" '
+    awk -v k="$2" -v t0="$3" -v limit="$(awk -v d=$DEADLINE -v s=$SLACK 'BEGIN { print 1.2 * d + s }')" '
         / hpctrain: error: .*collective deadline|hpctrain: error: .*\(operation #/ {
             if (match($0, /this rank \([0-9]+ of 3/)) {
                 r = substr($0, RSTART + 11, RLENGTH - 16) + 0
@@ -79,7 +79,7 @@ for k in 0 1 2; do
     wait "$job"
     rc=$(cat "$out.rc" 2>/dev/null || echo 255)
     end=$(date +%s.%N)
-    echo "# rank $k stopped; the job ended with exit $rc $(echo "$end - $stopped" | bc) s later (deadline $DEADLINE s)"
+    echo "# rank $k stopped; the job ended with exit $rc $(awk -v a="$end" -v b="$stopped" 'BEGIN { printf "%.2f", a - b }') s later (deadline $DEADLINE s)"
     [ "$stopped" != 0 ] && [ "$rc" = 124 ]
     ok $? "W=3, rank $k stopped by SIGSTOP in mid-run: the job ends with exit 124 (got $rc)" ||
         show "$out" 8
@@ -92,7 +92,7 @@ for k in 0 1 2; do
     left=$(ls "$dir" 2>/dev/null | grep -c '^ckpt-')
     if [ "$k" = 0 ]; then
         # the others do not wait a second deadline for a writer that cannot save
-        echo "$end - $stopped < 1.2 * $DEADLINE + 2 + $SLACK" | bc | grep -q 1
+        awk -v a="$end" -v b="$stopped" -v d=$DEADLINE -v s=$SLACK 'BEGIN { exit !(a - b < 1.2 * d + 2 + s) }'
         ok $? "the writer stopped: the job ended within 1.2 x the deadline + $((2 + 1)).5 s of the stop (not after a second deadline)"
     else
         # no cadence in these settings: the one checkpoint is the emergency one
