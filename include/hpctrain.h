@@ -991,6 +991,84 @@ hpct_status_t hpct_output_losses(hpct_ctx_t ctx, long *metrics_records, long *ti
 hpct_status_t hpct_evaluate(hpct_model_t model, hpct_dataset_t ds, double *loss, double *accuracy,
                             long *samples);
 
+/* ---- Settings files: hpctrain.conf(5) (lib/train) ------------------------------------ */
+
+/* Every key of hpctrain.conf(5), read by `hpctrain train` and by hpct_insitu_open: the file's
+ * "key = value" lines, HPCT_<KEY> environment variables and command-line options all go
+ * through hpct_settings_set. Fill it with hpct_settings_defaults first. The failing calls
+ * below return HPCT_ERR_INVALID_ARG and leave their message (naming the file and line, the
+ * variable or the option) in hpct_last_error(NULL). */
+#define HPCT_SETTINGS_VERSION    1
+#define HPCT_SETTINGS_PATH_MAX   1024 /* bytes of a path value, with its terminating NUL */
+#define HPCT_SETTINGS_MAX_HIDDEN 16   /* hidden layers */
+typedef struct hpct_settings {
+    unsigned version; /* HPCT_SETTINGS_VERSION (set by hpct_settings_defaults) */
+    /* data (hpctrain train) */
+    char train_manifest[HPCT_SETTINGS_PATH_MAX];
+    char eval_manifest[HPCT_SETTINGS_PATH_MAX];
+    /* model: hidden widths; `hpctrain train` takes the input and output widths from the data */
+    int hidden[HPCT_SETTINGS_MAX_HIDDEN];
+    int num_hidden;
+    char activation[16]; /* identity | relu | tanh | gelu */
+    char loss[16];       /* softmax_ce | mse */
+    long outputs;        /* classes for softmax_ce; for mse the target width (0: the data's) */
+    /* optimizer and schedule */
+    char optimizer[16]; /* sgd | adamw */
+    double lr, momentum, weight_decay, beta1, beta2, eps, clip_norm, gamma, min_lr;
+    int nesterov;
+    char schedule[16]; /* constant | step | cosine */
+    long warmup_steps, step_size, total_steps;
+    /* run */
+    long global_batch, micro_batches, epochs, seed, threads, log_interval;
+    double collective_timeout; /* seconds */
+    /* checkpoints */
+    char checkpoint_dir[HPCT_SETTINGS_PATH_MAX];
+    long checkpoint_every_steps, checkpoint_keep, checkpoint_keep_every;
+    double checkpoint_every_seconds, walltime_margin; /* seconds */
+    int checkpoint_async;
+    char resume[16];           /* auto | never */
+    char backend[16];          /* cpu | cuda (not hashed: a run may resume on the other one) */
+    long consistency_interval; /* steps between replica hash checks across ranks; 0 = never */
+    /* what the run leaves behind (doc/metrics.md) */
+    char metrics_file[HPCT_SETTINGS_PATH_MAX];  /* auto: checkpoint_dir/metrics.jsonl; none */
+    long eval_every_steps, eval_every_epochs;   /* evaluation cadence; 0 = at the end only */
+    double straggler_threshold;                 /* fraction above the median step time; 0 off */
+    char timeline_file[HPCT_SETTINGS_PATH_MAX]; /* none | auto: checkpoint_dir/timeline | prefix */
+    long timeline_steps, timeline_first;        /* ring of the last steps, or a window from first */
+    double divergence_factor; /* the divergence guard: limit over the best running loss; 0 off */
+    long divergence_reports;  /* reports in a row above the limit before it stops the run */
+    char data_store[8];       /* auto | off | job | node: hpct_data_config_t.store */
+    long data_memory_mib;     /* MiB a rank may load the set into (0: always stream) */
+    long inputs; /* input width: hpct_insitu_open's model (hpctrain train: 0, the data's) */
+} hpct_settings_t;
+
+/* What hpct_settings_check checks a complete set of settings for. */
+typedef enum hpct_settings_use {
+    HPCT_SETTINGS_TRAIN = 0, /* hpctrain train: train_manifest set, ... */
+    HPCT_SETTINGS_INSITU = 1 /* hpct_insitu_open: inputs and outputs set, no data keys */
+} hpct_settings_use_t;
+
+/* Every field at its documented default (hpctrain.conf(5)). */
+hpct_status_t hpct_settings_defaults(hpct_settings_t *s);
+/* Apply one setting: key as in the file, value as text; source names where it came from in
+ * messages ("option --lr", "heat.conf:12"; NULL: "argument"). */
+hpct_status_t hpct_settings_set(hpct_settings_t *s, const char *key, const char *value,
+                                const char *source);
+/* Apply a "key = value" file ('#' comments, each key at most once). */
+hpct_status_t hpct_settings_read_file(hpct_settings_t *s, const char *path);
+/* Apply the HPCT_<KEY> environment variables (HPCT_LR=0.1 sets lr). */
+hpct_status_t hpct_settings_read_env(hpct_settings_t *s);
+/* Check the rules between keys (min_lr <= lr, nesterov needs sgd, ...) for use. */
+hpct_status_t hpct_settings_check(const hpct_settings_t *s, hpct_settings_use_t use);
+/* The name of key i (0, 1, ...) in hpctrain.conf(5)'s order; NULL past the last. */
+const char *hpct_settings_key(int i);
+/* The value of key in file syntax into value [n] (truncated to fit). */
+hpct_status_t hpct_settings_format(const hpct_settings_t *s, const char *key, char *value,
+                                   size_t n);
+/* A stable 64-bit hash of the keys that change what training computes (not paths, cadence,
+ * threads or backend): the checkpoints' config_hash. */
+uint64_t hpct_settings_hash(const hpct_settings_t *s);
+
 /* ---- In-situ training: the caller owns the time loop (lib/train) ---------- */
 
 /* A simulation that trains while it runs calls hpct_insitu_step once per training step on

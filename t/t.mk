@@ -109,8 +109,8 @@ EXTRA_DIST += t/lib/ckpt_util.h t/lib/ckpt_craft.h t/test_ckpt_tool.sh
 # ---- the training loop and hpctrain train: real processes, real signals ------------
 check_PROGRAMS += t/test_train_config
 TESTS += t/test_train_config
-t_test_train_config_SOURCES = t/test_train_config.c tools/train_config.c tools/train_config.h
-t_test_train_config_LDADD = t/lib/libtap.a
+t_test_train_config_SOURCES = t/test_train_config.c
+t_test_train_config_LDADD = $(TEST_LIBS)
 TRAIN_TESTS = t/test_train_preempt_w1.sh t/test_train_preempt_w2.sh t/test_train_preempt_early.sh \
 	t/test_train_worldsize.sh t/test_train_corrupt.sh t/test_train_hang.sh t/test_train_sigstop.sh t/test_train_settings.sh \
 	t/test_train_cadence.sh \

@@ -46,7 +46,7 @@ static const char usage_text[] =
 
 /* The settings and the options of one run. */
 struct doctor {
-    struct train_config c;
+    hpct_settings_t c;
     const char *config_path;
     int strict, fabric, reps, given; /* given: a settings file or a manifest was named */
     double threshold, timeout;
@@ -130,19 +130,18 @@ static int own_option(struct doctor *D, int argc, char **argv, int *i)
 /* Defaults, --config FILE, HPCT_<KEY> variables, then --KEY=VALUE flags, as hpctrain train. */
 static int parse(struct doctor *D, int argc, char **argv)
 {
-    char err[512];
-    train_config_defaults(&D->c);
+    hpct_settings_defaults(&D->c);
     D->fabric = 1, D->reps = 5, D->threshold = 0.5, D->timeout = DOCTOR_TIMEOUT_S;
     D->bytes = 1048576, D->write_bytes = 8 << 20;
     for (int i = 1; i < argc; i++) {
         const char *file = !strncmp(argv[i], "--config=", 9)              ? argv[i] + 9
                            : !strcmp(argv[i], "--config") && i + 1 < argc ? argv[++i]
                                                                           : NULL;
-        if (file && train_config_load_file(&D->c, file, err, sizeof err))
-            return usage_error("%s", err);
+        if (file && hpct_settings_read_file(&D->c, file))
+            return usage_error("%s", hpct_last_error(NULL));
         if (file) D->config_path = file;
     }
-    if (train_config_load_env(&D->c, err, sizeof err)) return usage_error("%s", err);
+    if (hpct_settings_read_env(&D->c)) return usage_error("%s", hpct_last_error(NULL));
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -171,8 +170,8 @@ static int parse(struct doctor *D, int argc, char **argv)
         else
             return usage_error("option '%s' needs a value", a);
         snprintf(where, sizeof where, "option --%s", key);
-        if (train_config_set(&D->c, key, value, where, err, sizeof err))
-            return usage_error("%s", err);
+        if (hpct_settings_set(&D->c, key, value, where))
+            return usage_error("%s", hpct_last_error(NULL));
     }
     D->given = D->config_path || D->c.train_manifest[0];
     return TOOL_OK;
@@ -215,7 +214,6 @@ static int exit_code(int worst, int strict)
 /* Rank 0's own rows: the settings, the checkpoint directory, the Slurm job. */
 static void local_checks(struct doctor *D, struct doc_table *t)
 {
-    char err[512];
     struct doc_local l = {&D->c, D->config_path, D->write_bytes, -1, -1};
     if (!D->given) {
         doc_add(t, "settings", HPCT_CHECK_OK,
@@ -224,9 +222,9 @@ static void local_checks(struct doctor *D, struct doc_table *t)
         doc_slurm(&l, t);
         return;
     }
-    if (train_config_validate(&D->c, err, sizeof err))
+    if (hpct_settings_check(&D->c, HPCT_SETTINGS_TRAIN))
         doc_add(t, "settings", HPCT_CHECK_FAIL, "%s%s%s", D->config_path ? D->config_path : "",
-                D->config_path ? ": " : "", err);
+                D->config_path ? ": " : "", hpct_last_error(NULL));
     else
         doc_add(t, "settings", HPCT_CHECK_OK, "%s: valid (hpctrain train would accept them)",
                 D->config_path ? D->config_path : "the environment and options");
@@ -271,7 +269,7 @@ int tool_doctor_main(int argc, char **argv)
     hpct_topology(ctx, &topo);
     if (topo.rank == 0) local_checks(&D, &t); /* rank 0 writes the checkpoints */
     char hash[32];
-    snprintf(hash, sizeof hash, "0x%016llx", train_config_hash(&D.c));
+    snprintf(hash, sizeof hash, "0x%016llx", (unsigned long long)hpct_settings_hash(&D.c));
     hpct_doctor_config_t dc = HPCT_DOCTOR_CONFIG_INITIALIZER;
     dc.settings = D.given ? hash : NULL;
     dc.fabric_bytes = D.bytes, dc.fabric_reps = D.reps, dc.fabric_threshold = D.threshold;

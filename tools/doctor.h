@@ -5,7 +5,6 @@
 #define HPCT_DOCTOR_H
 
 #include "hpctrain.h"
-#include "train_config.h"
 
 #define DOC_MAX_ROWS 64
 
@@ -28,7 +27,7 @@ void doc_add(struct doc_table *t, const char *check, int result, const char *fmt
 
 /* What the local checks need beyond the settings. */
 struct doc_local {
-    const struct train_config *c;
+    const hpct_settings_t *c;
     const char *config_path; /* the --config file, or NULL */
     size_t write_bytes;      /* of the write test (a smaller file where less is free) */
     double ckpt_s;           /* out: the estimated seconds of one checkpoint, -1: unknown */

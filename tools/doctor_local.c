@@ -82,7 +82,7 @@ static int manifest_widths(const char *path, long *inputs, long *targets, char *
 
 /* Bytes of one checkpoint of the settings' model: parameters x 4 x (1 + optimizer slots),
  * plus the file's own overhead; -1 with why when the manifest cannot tell the widths. */
-static double checkpoint_bytes(const struct train_config *c, double *params, int *slots, char *why,
+static double checkpoint_bytes(const hpct_settings_t *c, double *params, int *slots, char *why,
                                size_t len)
 {
     long in, targets;
@@ -101,9 +101,10 @@ static double checkpoint_bytes(const struct train_config *c, double *params, int
 /* ---- the directory ----------------------------------------------------------------------- */
 
 /* mkdir -p dir; the folders it made into made [MAX_CREATED] (deepest last), *n their count. */
-static int make_dirs(const char *dir, char made[][TC_PATH_MAX], int *n, char *why, size_t len)
+static int make_dirs(const char *dir, char made[][HPCT_SETTINGS_PATH_MAX], int *n, char *why,
+                     size_t len)
 {
-    char path[TC_PATH_MAX];
+    char path[HPCT_SETTINGS_PATH_MAX];
     snprintf(path, sizeof path, "%s", dir);
     *n = 0;
     for (char *p = path + 1;; p++) {
@@ -116,7 +117,7 @@ static int make_dirs(const char *dir, char made[][TC_PATH_MAX], int *n, char *wh
                 snprintf(why, len, "cannot create %s: %s", path, strerror(errno));
                 return -1;
             }
-            if (*n < MAX_CREATED) snprintf(made[(*n)++], TC_PATH_MAX, "%s", path);
+            if (*n < MAX_CREATED) snprintf(made[(*n)++], HPCT_SETTINGS_PATH_MAX, "%s", path);
         } else if (!S_ISDIR(st.st_mode)) {
             snprintf(why, len, "%s is not a directory", path);
             return -1;
@@ -126,7 +127,7 @@ static int make_dirs(const char *dir, char made[][TC_PATH_MAX], int *n, char *wh
     }
 }
 
-static void remove_made(char made[][TC_PATH_MAX], int n)
+static void remove_made(char made[][HPCT_SETTINGS_PATH_MAX], int n)
 {
     while (n-- > 0) rmdir(made[n]);
 }
@@ -135,7 +136,7 @@ static void remove_made(char made[][TC_PATH_MAX], int n)
  * with why (the system's reason: read-only, no space, no permission). */
 static double write_test(const char *dir, size_t bytes, char *why, size_t len)
 {
-    char path[TC_PATH_MAX + 64];
+    char path[HPCT_SETTINGS_PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/.hpctrain-doctor-%ld.tmp", dir, (long)getpid());
     char *chunk = malloc(TEST_FILE_CHUNK);
     if (!chunk) {
@@ -181,10 +182,10 @@ static double free_bytes(const char *dir)
 /* "checkpoint room": keep + 1 checkpoints (the one being written beside the kept ones). */
 static void room_row(struct doc_local *l, double avail, struct doc_table *t)
 {
-    const struct train_config *c = l->c;
+    const hpct_settings_t *c = l->c;
     double params = 0;
     int slots = 0;
-    char why[TC_PATH_MAX + 200], a[32], b[32], d[32];
+    char why[HPCT_SETTINGS_PATH_MAX + 200], a[32], b[32], d[32];
     l->ckpt_bytes = checkpoint_bytes(c, &params, &slots, why, sizeof why);
     if (l->ckpt_bytes < 0) {
         doc_add(t, "checkpoint room", HPCT_CHECK_WARN, "not checked: %s", why);
@@ -214,7 +215,7 @@ static void room_row(struct doc_local *l, double avail, struct doc_table *t)
 /* "checkpoint time": one checkpoint at the test's speed against the cadence and the margin. */
 static void time_row(struct doc_local *l, double seconds, size_t bytes, struct doc_table *t)
 {
-    const struct train_config *c = l->c;
+    const hpct_settings_t *c = l->c;
     double rate = bytes / (seconds > 1e-6 ? seconds : 1e-6);
     char a[32], b[32];
     if (l->ckpt_bytes < 0) {
@@ -251,8 +252,8 @@ static void time_row(struct doc_local *l, double seconds, size_t bytes, struct d
 
 void doc_storage(struct doc_local *l, struct doc_table *t)
 {
-    const struct train_config *c = l->c;
-    char made[MAX_CREATED][TC_PATH_MAX], why[TC_PATH_MAX + 200], a[32];
+    const hpct_settings_t *c = l->c;
+    char made[MAX_CREATED][HPCT_SETTINGS_PATH_MAX], why[HPCT_SETTINGS_PATH_MAX + 200], a[32];
     int n = 0;
     l->ckpt_s = l->ckpt_bytes = -1;
     if (make_dirs(c->checkpoint_dir, made, &n, why, sizeof why)) {

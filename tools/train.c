@@ -3,8 +3,8 @@
 #include "config.h"
 #include "hpctrain.h"
 #include "tools.h"
-#include "train_config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -31,7 +31,7 @@ static const char usage_text[] =
     "(emergency checkpoint).\n";
 
 struct run {
-    struct train_config c;
+    hpct_settings_t c;
     int allow_config_change, print_config;
     int agreed_failure; /* the failure was every rank's (hpct_last_error_shared): no abort */
     hpct_ctx_t ctx;
@@ -47,7 +47,7 @@ struct run {
     /* the latest evaluation (hpct_train runs it on eval_manifest's data) */
     double eval_loss, eval_acc;
     long eval_n;
-    char metrics[TC_PATH_MAX + 32], timeline[TC_PATH_MAX + 32];
+    char metrics[HPCT_SETTINGS_PATH_MAX + 32], timeline[HPCT_SETTINGS_PATH_MAX + 32];
 };
 
 /* Print "hpctrain train: error: ..." on stderr (tool_error); returns code. Settings errors
@@ -72,7 +72,6 @@ static int conf_error(int code, const char *fmt, ...)
 /* --key=value, --key value; dashes in keys become underscores. */
 static int parse_args(struct run *r, int argc, char **argv)
 {
-    char err[512];
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -109,17 +108,25 @@ static int parse_args(struct run *r, int argc, char **argv)
         if (!strcmp(key, "config")) continue; /* loaded first, in load_settings */
         char where[160];
         snprintf(where, sizeof where, "option --%s", key);
-        if (train_config_set(&r->c, key, value, where, err, sizeof err))
-            return conf_error(TOOL_USAGE, "%s", err);
+        if (hpct_settings_set(&r->c, key, value, where))
+            return conf_error(TOOL_USAGE, "%s", hpct_last_error(NULL));
     }
     return TOOL_OK;
+}
+
+/* Every setting with its value, in file syntax (--print-config). */
+static void print_settings(const hpct_settings_t *c)
+{
+    char v[HPCT_SETTINGS_PATH_MAX + 8];
+    for (int i = 0; hpct_settings_key(i); i++)
+        if (!hpct_settings_format(c, hpct_settings_key(i), v, sizeof v))
+            printf("%s = %s\n", hpct_settings_key(i), v);
 }
 
 /* Defaults, then --config FILE, then the environment, then the other flags. */
 static int load_settings(struct run *r, int argc, char **argv)
 {
-    char err[512];
-    train_config_defaults(&r->c);
+    hpct_settings_defaults(&r->c);
     for (int i = 1; i < argc; i++) {
         const char *file = NULL;
         if (!strncmp(argv[i], "--config=", 9))
@@ -127,17 +134,18 @@ static int load_settings(struct run *r, int argc, char **argv)
         else if (!strcmp(argv[i], "--config") && i + 1 < argc &&
                  !tool_is_option_word(argv[i + 1])) /* else parse_args says it is missing */
             file = argv[++i];
-        if (file && train_config_load_file(&r->c, file, err, sizeof err))
-            return conf_error(TOOL_USAGE, "%s", err);
+        if (file && hpct_settings_read_file(&r->c, file))
+            return conf_error(TOOL_USAGE, "%s", hpct_last_error(NULL));
     }
-    if (train_config_load_env(&r->c, err, sizeof err)) return conf_error(TOOL_USAGE, "%s", err);
+    if (hpct_settings_read_env(&r->c)) return conf_error(TOOL_USAGE, "%s", hpct_last_error(NULL));
     int code = parse_args(r, argc, argv);
     if (code) return code;
     if (r->print_config) {
-        train_config_print(&r->c, stdout);
+        print_settings(&r->c);
         exit(TOOL_OK);
     }
-    if (train_config_validate(&r->c, err, sizeof err)) return conf_error(TOOL_USAGE, "%s", err);
+    if (hpct_settings_check(&r->c, HPCT_SETTINGS_TRAIN))
+        return conf_error(TOOL_USAGE, "%s", hpct_last_error(NULL));
     return TOOL_OK;
 }
 
@@ -245,7 +253,7 @@ static int build_model(struct run *r)
 
 static int make_optimizer(struct run *r, long steps_per_epoch)
 {
-    const struct train_config *c = &r->c;
+    const hpct_settings_t *c = &r->c;
     hpct_optim_config_t oc = HPCT_OPTIM_CONFIG_INITIALIZER;
     oc.kind = !strcmp(c->optimizer, "adamw") ? HPCT_OPT_ADAMW : HPCT_OPT_SGD;
     oc.lr = (float)c->lr, oc.momentum = (float)c->momentum, oc.nesterov = c->nesterov;
@@ -276,7 +284,7 @@ static int open_checkpoints(struct run *r)
     kc.async = r->c.checkpoint_async;
     kc.defer_copy = kc.async; /* the writer copies during the next forward/backward */
     kc.allow_config_change = r->allow_config_change;
-    kc.config_hash = train_config_hash(&r->c);
+    kc.config_hash = hpct_settings_hash(&r->c);
     kc.walltime_margin = r->topo.rank == 0 ? r->c.walltime_margin : 0.0; /* one Slurm query */
     hpct_status_t s = hpct_ckpt_open(r->ctx, &kc, &r->ck);
     return s ? fail(r, "opening the checkpoint directory", s) : TOOL_OK;
@@ -534,6 +542,61 @@ static int library_var(const char *name, size_t len)
     return 0;
 }
 
+/* HPCT_* variables that are neither settings nor the library's (library_var): read by the
+ * tool, the sbatch templates or the tests (doc/hpctrain.1 ENVIRONMENT). A name ending in '*'
+ * is a prefix. */
+static const char *const other_vars[] = {
+    "HPCT_CONFIG",    "HPCT_TRAIN",   "HPCT_MAX_RESTARTS", "HPCT_SLURM_DIR", "HPCT_LOG_LEVEL",
+    "HPCT_PREFLIGHT", "HPCT_TEST_*",  "HPCT_CKPT_TEST_*",  "HPCT_SLURM_*",   "HPCT_FORTRAN",
+    "HPCT_FUZZ_*",    "HPCT_BENCH_*", "HPCT_METRICS*",     "HPCT_TRACE*",
+};
+
+/* 1 when name [len] is HPCT_<KEY> of a setting (hpct_settings_key). */
+static int setting_var(const char *name, size_t len)
+{
+    for (int i = 0; hpct_settings_key(i); i++) {
+        const char *key = hpct_settings_key(i);
+        size_t m = strlen(key), j = 0;
+        if (len != m + 5) continue;
+        while (j < m && name[5 + j] == toupper((unsigned char)key[j])) j++;
+        if (j == m) return 1;
+    }
+    return 0;
+}
+
+static int other_var(const char *name, size_t len)
+{
+    for (size_t i = 0; i < sizeof other_vars / sizeof other_vars[0]; i++) {
+        size_t m = strlen(other_vars[i]);
+        if (other_vars[i][m - 1] == '*' ? len >= m - 1 && !strncmp(name, other_vars[i], m - 1)
+                                        : len == m && !strncmp(name, other_vars[i], m))
+            return 1;
+    }
+    return 0;
+}
+
+/* The HPCT_* environment variables that are neither a setting, nor one the tool or its
+ * scripts read, nor the library's (a typo such as HPCT_HIDEN), blank-separated into out [n];
+ * their count. */
+static int unknown_env(char *out, size_t n)
+{
+    extern char **environ;
+    int count = 0;
+    out[0] = '\0';
+    for (char **e = environ; e && *e; e++) {
+        const char *eq = strchr(*e, '=');
+        size_t len = eq ? (size_t)(eq - *e) : 0;
+        if (strncmp(*e, "HPCT_", 5) || !eq || other_var(*e, len) || setting_var(*e, len) ||
+            library_var(*e, len))
+            continue;
+        size_t used = strlen(out);
+        if (used + len + 2 < n)
+            snprintf(out + used, n - used, "%s%.*s", count ? " " : "", (int)len, *e);
+        count++;
+    }
+    return count;
+}
+
 int tool_train_main(int argc, char **argv)
 {
     static struct run r; /* zeroed; large settings struct kept off the stack */
@@ -564,7 +627,7 @@ int tool_train_main(int argc, char **argv)
     hpct_topology(r.ctx, &r.topo);
     read_test_hooks(&r);
     char unknown[512];
-    if (r.topo.rank == 0 && train_config_unknown_env(unknown, sizeof unknown, library_var))
+    if (r.topo.rank == 0 && unknown_env(unknown, sizeof unknown))
         fprintf(stderr, "hpctrain train: warning: not hpctrain variables (a typo?): %s\n", unknown);
     code = open_data(&r);
     if (!code) code = build_model(&r);

@@ -1,6 +1,7 @@
-/* train_config.c: one table describes every setting of `hpctrain train`; the file, the
- * environment and the command line all go through train_config_set(). */
-#include "train_config.h"
+/* settings.c: hpctrain.conf(5). One table describes every key read by `hpctrain train` and
+ * hpct_insitu_open; the file, the environment and the command line all go through
+ * hpct_settings_set(). A failed call leaves its message in hpct_last_error(NULL). */
+#include "../core/core.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -25,7 +26,7 @@ struct key {
     const char *deflt;
 };
 
-#define F(field) offsetof(struct train_config, field), sizeof(((struct train_config *)0)->field)
+#define F(field) offsetof(hpct_settings_t, field), sizeof(((hpct_settings_t *)0)->field)
 static const struct key keys[] = {
     {"train_manifest", K_STR, F(train_manifest), NULL, 0, 0, 0, ""},
     {"eval_manifest", K_STR, F(eval_manifest), NULL, 0, 0, 0, ""},
@@ -76,16 +77,22 @@ static const struct key keys[] = {
     {"timeline_file", K_STR, F(timeline_file), NULL, 0, 0, 0, "none"},
     {"timeline_steps", K_LONG, F(timeline_steps), NULL, 1, 1e6, 0, "100"},
     {"timeline_first", K_LONG, F(timeline_first), NULL, 0, 1e15, 0, "0"},
+    /* not hashed: a model of another input width does not load its checkpoint anyway */
+    {"inputs", K_LONG, F(inputs), NULL, 0, 1 << 24, 0, "0"},
 };
 #define NUM_KEYS (sizeof keys / sizeof keys[0])
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
+/* HPCT_ERR_INVALID_ARG with the message in hpct_last_error(NULL). */
+static hpct_status_t fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static hpct_status_t fail(const char *fmt, ...)
 {
+    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return -1;
+    hpcti_set_init_error(msg);
+    return HPCT_ERR_INVALID_ARG;
 }
 
 static const struct key *find_key(const char *name)
@@ -131,9 +138,9 @@ static int parse_number(const struct key *k, const char *v, double *out, long *e
 
 /* "W1,W2,..." (blanks around the commas allowed): every item a width in [1, 2^20], none
  * empty ("32," and "" are refused; "none" is the way to ask for no hidden layer). */
-static int parse_widths(struct train_config *c, const char *v)
+static int parse_widths(hpct_settings_t *c, const char *v)
 {
-    int widths[TC_MAX_HIDDEN], n = 0;
+    int widths[HPCT_SETTINGS_MAX_HIDDEN], n = 0;
     if (!strcmp(v, "none")) {
         c->num_hidden = 0;
         return 0;
@@ -143,7 +150,7 @@ static int parse_widths(struct train_config *c, const char *v)
         char *end;
         errno = 0;
         long w = strtol(p, &end, 10);
-        if (end == p || errno || w < 1 || w > (1 << 20) || n == TC_MAX_HIDDEN) return -1;
+        if (end == p || errno || w < 1 || w > (1 << 20) || n == HPCT_SETTINGS_MAX_HIDDEN) return -1;
         widths[n++] = (int)w;
         for (p = end; *p == ' ' || *p == '\t'; p++) {
         }
@@ -155,13 +162,14 @@ static int parse_widths(struct train_config *c, const char *v)
     return 0;
 }
 
-int train_config_set(struct train_config *c, const char *name, const char *v, const char *source,
-                     char *err, size_t errlen)
+hpct_status_t hpct_settings_set(hpct_settings_t *c, const char *name, const char *v,
+                                const char *source)
 {
+    if (!c || !name || !v) return fail("hpct_settings_set: settings, key or value is NULL");
+    if (!source) source = "argument";
     const struct key *k = find_key(name);
     if (!k)
-        return fail(err, errlen,
-                    "%s: unknown setting '%s' (hpctrain train --print-config lists them)", source,
+        return fail("%s: unknown setting '%s' (hpctrain train --print-config lists them)", source,
                     name);
     char *field = (char *)c + k->offset;
     double d;
@@ -169,53 +177,54 @@ int train_config_set(struct train_config *c, const char *name, const char *v, co
     switch (k->kind) {
     case K_STR:
         if (strlen(v) >= k->size)
-            return fail(err, errlen, "%s: %s is longer than %zu characters ('%.40s%s'%s%s)", source,
-                        name, k->size - 1, v, strlen(v) > 40 ? "..." : "",
-                        k->choices ? "; one of " : "", k->choices ? k->choices : "");
+            return fail("%s: %s is longer than %zu characters ('%.40s%s'%s%s)", source, name,
+                        k->size - 1, v, strlen(v) > 40 ? "..." : "", k->choices ? "; one of " : "",
+                        k->choices ? k->choices : "");
         if (k->choices && !in_choices(k->choices, v))
-            return fail(err, errlen, "%s: %s = '%s' is not one of %s", source, name, v, k->choices);
+            return fail("%s: %s = '%s' is not one of %s", source, name, v, k->choices);
         strcpy(field, v);
-        return 0;
+        return HPCT_SUCCESS;
     case K_WIDTHS:
         if (parse_widths(c, v))
-            return fail(err, errlen,
-                        "%s: hidden = '%s' must be up to %d comma-separated widths in [1, "
+            return fail("%s: hidden = '%s' must be up to %d comma-separated widths in [1, "
                         "1048576], or 'none' for no hidden layer",
-                        source, v, TC_MAX_HIDDEN);
-        return 0;
+                        source, v, HPCT_SETTINGS_MAX_HIDDEN);
+        return HPCT_SUCCESS;
     case K_BOOL:
         if (strcmp(v, "1") == 0 || strcmp(v, "yes") == 0 || strcmp(v, "true") == 0)
             *(int *)field = 1;
         else if (strcmp(v, "0") == 0 || strcmp(v, "no") == 0 || strcmp(v, "false") == 0)
             *(int *)field = 0;
         else
-            return fail(err, errlen, "%s: %s = '%s' must be 0/1, yes/no or true/false", source,
-                        name, v);
-        return 0;
+            return fail("%s: %s = '%s' must be 0/1, yes/no or true/false", source, name, v);
+        return HPCT_SUCCESS;
     default:
         if (parse_number(k, v, &d, &n) && k->kind != K_DOUBLE && strpbrk(v, "eE.") &&
             fabs(strtod(v, NULL)) > 0x1p53)
-            return fail(err, errlen,
-                        "%s: %s = '%s': write it in decimal digits (as a real number an integer "
+            return fail("%s: %s = '%s': write it in decimal digits (as a real number an integer "
                         "is exact only up to 2^53)",
                         source, name, v);
         if (parse_number(k, v, &d, &n))
-            return fail(err, errlen, "%s: %s = '%s' must be %s in [%g, %g]", source, name, v,
+            return fail("%s: %s = '%s' must be %s in [%g, %g]", source, name, v,
                         k->kind == K_DOUBLE ? "a number" : "an integer", k->min, k->max);
         if (k->kind == K_DOUBLE)
             *(double *)field = d;
         else
             *(long *)field = n;
-        return 0;
+        return HPCT_SUCCESS;
     }
 }
 
-void train_config_defaults(struct train_config *c)
+hpct_status_t hpct_settings_defaults(hpct_settings_t *c)
 {
-    char err[256];
+    if (!c) return fail("hpct_settings_defaults: settings is NULL");
     memset(c, 0, sizeof *c);
-    for (size_t i = 0; i < NUM_KEYS; i++)
-        train_config_set(c, keys[i].name, keys[i].deflt, "default", err, sizeof err);
+    c->version = HPCT_SETTINGS_VERSION;
+    for (size_t i = 0; i < NUM_KEYS; i++) {
+        hpct_status_t s = hpct_settings_set(c, keys[i].name, keys[i].deflt, "default");
+        if (s) return s;
+    }
+    return HPCT_SUCCESS;
 }
 
 static char *trim(char *s)
@@ -226,56 +235,59 @@ static char *trim(char *s)
     return s;
 }
 
-int train_config_load_file(struct train_config *c, const char *path, char *err, size_t errlen)
+/* One "key = value" line of a file (comment and blanks still in it) at where; first_line
+ * [NUM_KEYS]: the line each key was set on (0: not yet). */
+static hpct_status_t apply_line(hpct_settings_t *c, char *line, const char *where, int lineno,
+                                int *first_line)
 {
+    char *hash = strchr(line, '#');
+    if (hash) *hash = '\0';
+    char *s = trim(line);
+    if (!*s) return HPCT_SUCCESS;
+    char *eq = strchr(s, '=');
+    if (!eq) return fail("%s: expected 'key = value', got '%s'", where, s);
+    *eq = '\0';
+    char *name = trim(s);
+    const struct key *k = find_key(name);
+    if (k && first_line[k - keys])
+        return fail("%s: %s is set twice (first on line %d)", where, name, first_line[k - keys]);
+    if (k) first_line[k - keys] = lineno;
+    return hpct_settings_set(c, name, trim(eq + 1), where);
+}
+
+hpct_status_t hpct_settings_read_file(hpct_settings_t *c, const char *path)
+{
+    if (!c || !path) return fail("hpct_settings_read_file: settings or path is NULL");
     struct stat st;
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block */
-    if (fd < 0)
-        return fail(err, errlen, "%s: cannot open the config file: %s", path, strerror(errno));
+    if (fd < 0) return fail("%s: cannot open the config file: %s", path, strerror(errno));
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
         close(fd);
-        return fail(err, errlen, "%s: the config file is not a regular file", path);
+        return fail("%s: the config file is not a regular file", path);
     }
     FILE *f = fdopen(fd, "r");
     if (!f) {
         close(fd);
-        return fail(err, errlen, "%s: cannot open the config file: %s", path, strerror(errno));
+        return fail("%s: cannot open the config file: %s", path, strerror(errno));
     }
-    char line[2048], where[TC_PATH_MAX + 32];
-    int lineno = 0, rc = 0, first_line[NUM_KEYS] = {0}; /* where each key was set, 0: not */
-    while (rc == 0 && fgets(line, sizeof line, f)) {
+    char line[2048], where[HPCT_SETTINGS_PATH_MAX + 32];
+    int lineno = 0, first_line[NUM_KEYS] = {0};
+    hpct_status_t rc = HPCT_SUCCESS;
+    while (rc == HPCT_SUCCESS && fgets(line, sizeof line, f)) {
         lineno++;
         snprintf(where, sizeof where, "%s:%d", path, lineno);
-        if (!strchr(line, '\n') && !feof(f)) {
-            rc = fail(err, errlen, "%s: line too long", where);
-            break;
-        }
-        char *hash = strchr(line, '#');
-        if (hash) *hash = '\0';
-        char *s = trim(line);
-        if (!*s) continue;
-        char *eq = strchr(s, '=');
-        if (!eq) {
-            rc = fail(err, errlen, "%s: expected 'key = value', got '%s'", where, s);
-            break;
-        }
-        *eq = '\0';
-        char *name = trim(s);
-        const struct key *k = find_key(name);
-        if (k && first_line[k - keys]) {
-            rc = fail(err, errlen, "%s: %s is set twice (first on line %d)", where, name,
-                      first_line[k - keys]);
-            break;
-        }
-        if (k) first_line[k - keys] = lineno;
-        rc = train_config_set(c, name, trim(eq + 1), where, err, errlen);
+        if (!strchr(line, '\n') && !feof(f))
+            rc = fail("%s: line too long", where);
+        else
+            rc = apply_line(c, line, where, lineno, first_line);
     }
     fclose(f);
     return rc;
 }
 
-int train_config_load_env(struct train_config *c, char *err, size_t errlen)
+hpct_status_t hpct_settings_read_env(hpct_settings_t *c)
 {
+    if (!c) return fail("hpct_settings_read_env: settings is NULL");
     for (size_t i = 0; i < NUM_KEYS; i++) {
         char var[64], where[80];
         snprintf(var, sizeof var, "HPCT_");
@@ -286,80 +298,67 @@ int train_config_load_env(struct train_config *c, char *err, size_t errlen)
         const char *v = getenv(var);
         if (!v) continue;
         snprintf(where, sizeof where, "environment %s", var);
-        if (train_config_set(c, keys[i].name, v, where, err, errlen)) return -1;
+        hpct_status_t s = hpct_settings_set(c, keys[i].name, v, where);
+        if (s) return s;
     }
-    return 0;
+    return HPCT_SUCCESS;
 }
 
-/* HPCT_* variables that are neither settings nor the library's (the caller's is_library
- * knows those, from the registry): read by the tool, the sbatch templates or the tests
- * (doc/hpctrain.1 ENVIRONMENT). A name ending in '*' is a prefix. */
-static const char *const other_vars[] = {
-    "HPCT_CONFIG",    "HPCT_TRAIN",   "HPCT_MAX_RESTARTS", "HPCT_SLURM_DIR", "HPCT_LOG_LEVEL",
-    "HPCT_PREFLIGHT", "HPCT_TEST_*",  "HPCT_CKPT_TEST_*",  "HPCT_SLURM_*",   "HPCT_FORTRAN",
-    "HPCT_FUZZ_*",    "HPCT_BENCH_*", "HPCT_METRICS*",     "HPCT_TRACE*",
-};
-
-static int is_known_var(const char *name, size_t len)
+/* The rules between keys that hold for every use. */
+static hpct_status_t check_common(const hpct_settings_t *c)
 {
-    for (size_t i = 0; i < sizeof other_vars / sizeof other_vars[0]; i++) {
-        size_t m = strlen(other_vars[i]);
-        if (other_vars[i][m - 1] == '*' ? len >= m - 1 && !strncmp(name, other_vars[i], m - 1)
-                                        : len == m && !strncmp(name, other_vars[i], m))
-            return 1;
-    }
-    for (size_t i = 0; i < NUM_KEYS; i++) {
-        size_t m = strlen(keys[i].name);
-        if (len != m + 5) continue;
-        size_t j = 0;
-        while (j < m && name[5 + j] == toupper((unsigned char)keys[i].name[j])) j++;
-        if (j == m) return 1;
-    }
-    return 0;
+    if (c->global_batch % c->micro_batches)
+        return fail("global_batch %ld is not a multiple of micro_batches %ld", c->global_batch,
+                    c->micro_batches);
+    if (c->min_lr > c->lr) return fail("min_lr %g is above lr %g", c->min_lr, c->lr);
+    if (c->nesterov && (strcmp(c->optimizer, "sgd") || c->momentum <= 0))
+        return fail("nesterov = 1 needs optimizer = sgd with momentum > 0");
+    if (!c->checkpoint_dir[0]) return fail("checkpoint_dir is empty");
+    if (c->eval_every_steps && c->eval_every_epochs)
+        return fail("set eval_every_steps or eval_every_epochs, not both");
+    return HPCT_SUCCESS;
 }
 
-int train_config_unknown_env(char *out, size_t n, int (*is_library)(const char *, size_t))
+/* hpct_insitu_open: the model's widths come from the settings, not from data; no epochs. */
+static hpct_status_t check_insitu(const hpct_settings_t *c)
 {
-    extern char **environ;
-    int count = 0;
-    out[0] = '\0';
-    for (char **e = environ; e && *e; e++) {
-        const char *eq = strchr(*e, '=');
-        size_t len = eq ? (size_t)(eq - *e) : 0;
-        if (strncmp(*e, "HPCT_", 5) || !eq || is_known_var(*e, len) ||
-            (is_library && is_library(*e, len)))
-            continue;
-        size_t used = strlen(out);
-        if (used + (size_t)(eq - *e) + 2 < n)
-            snprintf(out + used, n - used, "%s%.*s", count ? " " : "", (int)(eq - *e), *e);
-        count++;
-    }
-    return count;
+    if (c->inputs <= 0) return fail("inputs is not set (the model's input width, > 0)");
+    if (c->outputs <= 0)
+        return fail("outputs is not set (the number of classes for loss = softmax_ce, the "
+                    "target width for loss = mse)");
+    if (c->eval_every_epochs)
+        return fail("eval_every_epochs has no meaning in an in-situ session (no epochs): use "
+                    "eval_every_steps");
+    if (!strcmp(c->schedule, "cosine") && c->total_steps <= 0)
+        return fail("schedule = cosine needs total_steps in an in-situ session (no epochs "
+                    "to count them from)");
+    if (c->eval_every_steps && !c->eval_manifest[0])
+        return fail("eval_every_steps needs eval_manifest");
+    return HPCT_SUCCESS;
 }
 
-int train_config_validate(const struct train_config *c, char *err, size_t errlen)
+hpct_status_t hpct_settings_check(const hpct_settings_t *c, hpct_settings_use_t use)
 {
+    if (!c || c->version < 1 || c->version > HPCT_SETTINGS_VERSION)
+        return fail("hpct_settings_check: settings is NULL or not filled by "
+                    "hpct_settings_defaults");
+    hpct_status_t s = check_common(c);
+    if (s || use == HPCT_SETTINGS_INSITU) return s ? s : check_insitu(c);
     if (!c->train_manifest[0])
         return fail(
-            err, errlen,
             "train_manifest is not set (config file, HPCT_TRAIN_MANIFEST or --train-manifest)");
-    if (c->global_batch % c->micro_batches)
-        return fail(err, errlen, "global_batch %ld is not a multiple of micro_batches %ld",
-                    c->global_batch, c->micro_batches);
-    if (c->min_lr > c->lr) return fail(err, errlen, "min_lr %g is above lr %g", c->min_lr, c->lr);
-    if (c->nesterov && (strcmp(c->optimizer, "sgd") || c->momentum <= 0))
-        return fail(err, errlen, "nesterov = 1 needs optimizer = sgd with momentum > 0");
-    if (!c->checkpoint_dir[0]) return fail(err, errlen, "checkpoint_dir is empty");
-    if (c->eval_every_steps && c->eval_every_epochs)
-        return fail(err, errlen, "set eval_every_steps or eval_every_epochs, not both");
     if ((c->eval_every_steps || c->eval_every_epochs) && !c->eval_manifest[0])
-        return fail(err, errlen, "eval_every_%s needs eval_manifest",
-                    c->eval_every_steps ? "steps" : "epochs");
-    return 0;
+        return fail("eval_every_%s needs eval_manifest", c->eval_every_steps ? "steps" : "epochs");
+    return HPCT_SUCCESS;
+}
+
+const char *hpct_settings_key(int i)
+{
+    return i >= 0 && (size_t)i < NUM_KEYS ? keys[i].name : NULL;
 }
 
 /* Current value of key k in file syntax. */
-static void format_value(const struct train_config *c, const struct key *k, char *out, size_t n)
+static void format_value(const hpct_settings_t *c, const struct key *k, char *out, size_t n)
 {
     const char *field = (const char *)c + k->offset;
     switch (k->kind) {
@@ -376,20 +375,20 @@ static void format_value(const struct train_config *c, const struct key *k, char
     }
 }
 
-void train_config_print(const struct train_config *c, void *file)
+hpct_status_t hpct_settings_format(const hpct_settings_t *c, const char *key, char *value, size_t n)
 {
-    char v[TC_PATH_MAX + 8];
-    for (size_t i = 0; i < NUM_KEYS; i++) {
-        format_value(c, &keys[i], v, sizeof v);
-        fprintf((FILE *)file, "%s = %s\n", keys[i].name, v);
-    }
+    const struct key *k = key ? find_key(key) : NULL;
+    if (!c || !value || !n) return fail("hpct_settings_format: settings or value is NULL");
+    if (!k) return fail("hpct_settings_format: unknown setting '%s'", key ? key : "(null)");
+    format_value(c, k, value, n);
+    return HPCT_SUCCESS;
 }
 
-unsigned long long train_config_hash(const struct train_config *c)
+uint64_t hpct_settings_hash(const hpct_settings_t *c)
 {
-    unsigned long long h = 0xcbf29ce484222325ULL; /* FNV-1a over "key=value;" of hashed keys */
-    char v[TC_PATH_MAX + 8];
-    for (size_t i = 0; i < NUM_KEYS; i++) {
+    uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a over "key=value;" of hashed keys */
+    char v[HPCT_SETTINGS_PATH_MAX + 8];
+    for (size_t i = 0; c && i < NUM_KEYS; i++) {
         if (!keys[i].hashed) continue;
         format_value(c, &keys[i], v, sizeof v);
         for (const char *p = keys[i].name; *p; p++) h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
