@@ -836,7 +836,9 @@ static hpcti_read_t match_settings(hpct_ckpt_t ck, const hpcti_ck_scan_t *scan, 
     if (v->config_hash != ck->cfg.config_hash && !ck->cfg.allow_config_change)
         hpcti_ckerr_set(err, HPCT_ERR_INVALID_ARG,
                         "checkpoint %s was saved with training configuration hash %016llx, this "
-                        "run has %016llx; set hpct_ckpt_config_t.allow_config_change to load it",
+                        "run has %016llx; set hpct_ckpt_config_t.allow_config_change to load it "
+                        "(hpctrain train --allow-config-change, hpct_insitu_open's "
+                        "HPCT_INSITU_ALLOW_SETTINGS_CHANGE)",
                         scan->path, (unsigned long long)v->config_hash,
                         (unsigned long long)ck->cfg.config_hash);
     else if (opt && v->opt_slots != slots)

@@ -17,7 +17,7 @@
 module hpctrain
     use, intrinsic :: iso_c_binding
     use, intrinsic :: iso_fortran_env, only: error_unit
-    use mpi_f08, only: MPI_Comm
+    use mpi_f08, only: MPI_Comm, MPI_Comm_rank, MPI_Initialized, MPI_Finalized
     implicit none
     private
 
@@ -133,6 +133,7 @@ module hpctrain
     type, public :: hpct_insitu_t
         type(c_ptr) :: ptr = c_null_ptr, ctx = c_null_ptr
         type(c_ptr) :: model = c_null_ptr ! the session's built-in model, for the shape checks
+        logical :: opened = .false.       ! made by hpct_insitu_open (finish_session)
     end type
 
     ! ---- Versioned config structs: the C layouts, initialised as the C INITIALIZER macros.
@@ -345,7 +346,8 @@ module hpctrain
         c_hpct_walltime_remaining, c_hpct_train, c_hpct_evaluate, c_hpct_output_losses
     public :: c_hpct_insitu_create, c_hpct_insitu_start, c_hpct_insitu_step, &
         c_hpct_insitu_step_grads, c_hpct_insitu_progress, c_hpct_insitu_finish, &
-        c_hpct_insitu_destroy, c_hpct_insitu_add_block
+        c_hpct_insitu_destroy, c_hpct_insitu_add_block, c_hpct_insitu_open, c_hpct_insitu_close, &
+        c_hpct_insitu_predict, c_hpct_insitu_ctx
     public :: c_hpct_get_api_version, c_hpct_shard_create, c_hpct_shard_write, c_hpct_shard_close, &
         c_hpct_manifest_create, c_hpct_manifest_add_shard, c_hpct_manifest_write, &
         c_hpct_manifest_destroy, c_hpct_manifest_check_path, c_hpct_ckpt_file_open, &
@@ -1111,6 +1113,38 @@ module hpctrain
             integer(c_int), value :: status
             integer(c_int) :: s
         end function
+        function c_hpct_insitu_open(fortran_comm, settings, overrides, flags, session) &
+            bind(C, name="hpct_insitu_open") result(s)
+            import :: c_int, c_ptr, c_char
+            integer(c_int), value :: fortran_comm
+            character(kind=c_char), intent(in) :: settings(*)
+            type(c_ptr), value :: overrides
+            integer(c_int), value :: flags ! unsigned in C: the flags fit in 31 bits
+            type(c_ptr), intent(out) :: session
+            integer(c_int) :: s
+        end function
+        function c_hpct_insitu_close(session) bind(C, name="hpct_insitu_close") result(s)
+            import :: c_int, c_ptr
+            type(c_ptr), value :: session
+            integer(c_int) :: s
+        end function
+        function c_hpct_insitu_predict(session, x, batch, out) bind(C, name="hpct_insitu_predict") &
+            result(s)
+            import :: c_int, c_ptr
+            type(c_ptr), value :: session, x, out
+            integer(c_int), value :: batch
+            integer(c_int) :: s
+        end function
+        function c_hpct_insitu_ctx(session) bind(C, name="hpct_insitu_ctx") result(ctx)
+            import :: c_ptr
+            type(c_ptr), value :: session
+            type(c_ptr) :: ctx
+        end function
+        function hpcti_f_insitu_model(session) bind(C, name="hpcti_f_insitu_model") result(model)
+            import :: c_ptr
+            type(c_ptr), value :: session
+            type(c_ptr) :: model
+        end function
         function hpcti_f_block_refused(session, status) bind(C, name="hpcti_f_block_refused") &
             result(s)
             import :: c_int, c_ptr
@@ -1179,7 +1213,9 @@ module hpctrain
         hpct_signals_clear, hpct_walltime_remaining
     public :: hpct_train, hpct_evaluate, hpct_output_losses
     public :: hpct_insitu_create, hpct_insitu_start, hpct_insitu_step, hpct_insitu_step_grads, &
-        hpct_insitu_progress, hpct_insitu_finish, hpct_insitu_destroy, hpct_insitu_add_block
+        hpct_insitu_progress, hpct_insitu_finish, hpct_insitu_destroy, hpct_insitu_add_block, &
+        hpct_insitu_open, hpct_insitu_close, hpct_insitu_predict
+    integer, parameter, public :: HPCT_INSITU_ALLOW_SETTINGS_CHANGE = 1, HPCT_COMM_WORLD = -1
 
     !> The detail of the most recent error of the context that owns any handle.
     interface hpct_last_error
@@ -1190,6 +1226,10 @@ module hpctrain
     !> A C string (type(c_ptr)) or a NUL-terminated character array as a Fortran string.
     interface hpct_f_string
         module procedure fstr, fstr_chars
+    end interface
+    !> The in-situ session from a settings file on type(MPI_Comm) or an integer communicator.
+    interface hpct_insitu_open
+        module procedure insitu_open_f08, insitu_open_int
     end interface
     !> The context on a communicator: type(MPI_Comm) (mpi_f08) or an integer handle (mpi).
     interface hpct_init_comm
@@ -3305,7 +3345,7 @@ contains
         integer, intent(out), optional :: ierr
         integer(c_long), target :: n
         n = 0
-        call finish(c_hpct_insitu_start(session%ptr, c_loc(n)), session%ctx, "hpct_insitu_start", ierr)
+        call finish_session(c_hpct_insitu_start(session%ptr, c_loc(n)), session, "hpct_insitu_start", ierr)
         if (present(step)) step = n
     end subroutine
 
@@ -3340,12 +3380,13 @@ contains
     !> Collective: one step on x(inputs, local_batch) with int32 labels y(local_batch)
     !> (local_batch may differ between ranks, and be 0). HPCT_PREEMPTED (not an error: pass
     !> ierr) means the run stopped after this step's checkpoint: exit 75.
-    subroutine insitu_step_labels(session, x, y, loss, ierr)
+    subroutine insitu_step_labels(session, x, y, loss, ierr, preempted)
         type(hpct_insitu_t), intent(in) :: session
         real(c_float), intent(in), target :: x(:, :)
         integer(c_int32_t), intent(in), target :: y(:)
         real(c_float), intent(out), optional :: loss
         integer, intent(out), optional :: ierr
+        logical, intent(out), optional :: preempted ! HPCT_PREEMPTED: without ierr, errors stop
         character(*), parameter :: fn = "hpct_insitu_step"
         type(c_ptr) :: px, py
         integer(c_int) :: s, batch, outputs
@@ -3356,16 +3397,18 @@ contains
         else ! the step's agreement: every rank fails at once, naming this one
             s = hpcti_f_insitu_refused(session%ptr, s)
         end if
-        call finish(s, session%ctx, fn, ierr)
+        if (present(preempted)) preempted = s == HPCT_PREEMPTED
+        call finish_session(s, session, fn, ierr)
     end subroutine
 
     !> As above with fp32 targets y(outputs, local_batch) (MSE).
-    subroutine insitu_step_values(session, x, y, loss, ierr)
+    subroutine insitu_step_values(session, x, y, loss, ierr, preempted)
         type(hpct_insitu_t), intent(in) :: session
         real(c_float), intent(in), target :: x(:, :)
         real(c_float), intent(in), target :: y(:, :)
         real(c_float), intent(out), optional :: loss
         integer, intent(out), optional :: ierr
+        logical, intent(out), optional :: preempted ! HPCT_PREEMPTED: without ierr, errors stop
         character(*), parameter :: fn = "hpct_insitu_step"
         type(c_ptr) :: px, py
         integer(c_int) :: s, batch, outputs
@@ -3378,7 +3421,8 @@ contains
         else ! the step's agreement: every rank fails at once, naming this one
             s = hpcti_f_insitu_refused(session%ptr, s)
         end if
-        call finish(s, session%ctx, fn, ierr)
+        if (present(preempted)) preempted = s == HPCT_PREEMPTED
+        call finish_session(s, session, fn, ierr)
     end subroutine
 
     function insitu_step_call(session, px, py, batch, loss) result(s)
@@ -3406,21 +3450,22 @@ contains
         l = 0
         s = c_hpct_insitu_step_grads(session%ptr, int(local_batch, c_int), local_loss, c_loc(l))
         if (present(loss)) loss = l
-        call finish(s, session%ctx, "hpct_insitu_step_grads", ierr)
+        call finish_session(s, session, "hpct_insitu_step_grads", ierr)
     end subroutine
 
     subroutine hpct_insitu_progress(session, progress, ierr)
         type(hpct_insitu_t), intent(in) :: session
         type(hpct_progress_t), intent(out) :: progress
         integer, intent(out), optional :: ierr
-        call finish(c_hpct_insitu_progress(session%ptr, progress), session%ctx, "hpct_insitu_progress", ierr)
+        call finish_session(c_hpct_insitu_progress(session%ptr, progress), session, "hpct_insitu_progress", &
+            ierr)
     end subroutine
 
     !> Collective: a final checkpoint (when due) and the asynchronous writes waited for.
     subroutine hpct_insitu_finish(session, ierr)
         type(hpct_insitu_t), intent(in) :: session
         integer, intent(out), optional :: ierr
-        call finish(c_hpct_insitu_finish(session%ptr), session%ctx, "hpct_insitu_finish", ierr)
+        call finish_session(c_hpct_insitu_finish(session%ptr), session, "hpct_insitu_finish", ierr)
     end subroutine
 
     !> Shared body of the typed hpct_insitu_add_block specifics. The Fortran array order is
@@ -3459,7 +3504,7 @@ contains
             end do
             s = c_hpct_insitu_add_block(session%ptr, cstr(name), dtype, p, nd, g, o, c)
         end if
-        call finish(s, session%ctx, fn, ierr)
+        call finish_session(s, session, fn, ierr)
     end subroutine
 
     !> Collective, before hpct_insitu_start: data is this rank's block (contiguous, TARGET,
@@ -3511,5 +3556,149 @@ contains
         type(hpct_insitu_t), intent(inout) :: session
         call c_hpct_insitu_destroy(session%ptr)
         session%ptr = c_null_ptr
+    end subroutine
+
+    !> The session of settings (a hpctrain.conf(5) file; "" for none) on comm, a
+    !> type(MPI_Comm): see insitu_open_int.
+    subroutine insitu_open_f08(settings, session, comm, overrides, allow_change, ierr)
+        character(*), intent(in) :: settings
+        type(hpct_insitu_t), intent(out) :: session
+        type(MPI_Comm), intent(in) :: comm
+        character(*), intent(in), optional :: overrides
+        logical, intent(in), optional :: allow_change
+        integer, intent(out), optional :: ierr
+        call insitu_open_int(settings, session, comm%MPI_VAL, overrides, allow_change, ierr)
+    end subroutine
+
+    !> The same on an integer handle; comm absent: MPI_COMM_WORLD, with MPI_Init (and the
+    !> preemption handlers installed before it) when the program did not call it, and
+    !> MPI_Finalize in hpct_insitu_close. overrides: "key = value" items separated by ';';
+    !> allow_change: resume from a checkpoint of other settings. Without ierr a failure (the
+    !> same on every rank) ends the program after the first rank printed it: STOP 2 for a
+    !> settings error (HPCT_ERR_INVALID_ARG, as hpctrain train exits 2), else STOP 1.
+    subroutine insitu_open_int(settings, session, comm, overrides, allow_change, ierr)
+        character(*), intent(in) :: settings
+        type(hpct_insitu_t), intent(out) :: session
+        integer, intent(in), optional :: comm
+        character(*), intent(in), optional :: overrides
+        logical, intent(in), optional :: allow_change
+        integer, intent(out), optional :: ierr
+        character(kind=c_char), allocatable, target :: over(:)
+        type(c_ptr) :: po
+        integer(c_int) :: s, flags, fcomm
+        po = c_null_ptr
+        flags = 0
+        fcomm = HPCT_COMM_WORLD
+        if (present(comm)) fcomm = int(comm, c_int)
+        if (present(overrides)) then
+            allocate (over, source=cchars(overrides))
+            po = c_loc(over)
+        end if
+        if (present(allow_change)) then
+            if (allow_change) flags = HPCT_INSITU_ALLOW_SETTINGS_CHANGE
+        end if
+        s = c_hpct_insitu_open(fcomm, cstr(settings), po, flags, session%ptr)
+        session%ctx = c_hpct_insitu_ctx(session%ptr)
+        session%model = hpcti_f_insitu_model(session%ptr)
+        session%opened = s == 0
+        if (present(ierr)) then
+            ierr = int(s)
+        else if (s /= 0) then
+            if (rank_in(comm) <= 0) then ! the failure is every rank's: one prints it
+                write (error_unit, "(a)") "hpctrain: hpct_insitu_open failed: " // &
+                    hpct_strerror(int(s)) // ": " // fstr(c_hpct_last_error(c_null_ptr))
+                flush (error_unit)
+            end if
+            if (s == HPCT_ERR_INVALID_ARG) stop 2, quiet=.true. ! every rank's, agreed: a clean end
+            stop 1, quiet=.true.
+        end if
+    end subroutine
+
+    !> This process's rank in comm where MPI runs, else in the job (launcher_rank).
+    function rank_in(comm) result(rank)
+        integer, intent(in), optional :: comm
+        type(MPI_Comm) :: c
+        integer :: rank
+        logical :: up, down
+        call MPI_Initialized(up)
+        call MPI_Finalized(down)
+        rank = launcher_rank()
+        if (.not. present(comm) .or. .not. up .or. down) return
+        c%MPI_VAL = comm
+        call MPI_Comm_rank(c, rank)
+    end function
+
+    !> finish for a call on a session: one of hpct_insitu_open, without ierr, ends on an error
+    !> every rank returned (agreed) as the open call does: the first rank prints it, then STOP 2
+    !> (HPCT_ERR_INVALID_ARG: e.g. a checkpoint of other settings) or STOP 1 on every rank.
+    subroutine finish_session(status, session, where, ierr)
+        integer(c_int), intent(in) :: status
+        type(hpct_insitu_t), intent(in) :: session
+        character(*), intent(in) :: where
+        integer, intent(out), optional :: ierr
+        type(hpct_ctx_t) :: ctx
+        type(hpct_topology_t) :: topo
+        character(:), allocatable :: detail
+        integer :: e
+        if (.not. present(ierr) .and. status < 0 .and. session%opened) then
+            if (c_hpct_last_error_shared(session%ctx) /= 0) then
+                detail = fstr(c_hpct_last_error(session%ctx)) ! before hpct_topology clears it
+                ctx%ptr = session%ctx
+                call hpct_topology(ctx, topo, e)
+                if (e /= 0 .or. topo%rank == 0) write (error_unit, "(a)") "hpctrain: " // where // &
+                    " failed: " // hpct_strerror(int(status)) // ": " // detail
+                flush (error_unit)
+                if (status == HPCT_ERR_INVALID_ARG) stop 2, quiet=.true.
+                stop 1, quiet=.true.
+            end if
+        end if
+        call finish(status, session%ctx, where, ierr)
+    end subroutine
+
+    !> This process's rank in the job from the launcher's environment (Open MPI, PMIx,
+    !> Slurm, MPICH), or -1 when none says.
+    function launcher_rank() result(rank)
+        character(*), parameter :: names(4) = [character(20) :: "OMPI_COMM_WORLD_RANK", &
+            "PMIX_RANK", "SLURM_PROCID", "PMI_RANK"]
+        character(32) :: v
+        integer :: rank, i, length, stat
+        rank = -1
+        do i = 1, size(names)
+            call get_environment_variable(trim(names(i)), v, length, stat)
+            if (stat /= 0 .or. length == 0) cycle
+            read (v, *, iostat=stat) rank
+            if (stat == 0) return
+            rank = -1
+        end do
+    end function
+
+    !> hpct_insitu_finish unless it succeeded, then free the session and what
+    !> hpct_insitu_open made for it (model, optimizer, checkpoints, data, context).
+    subroutine hpct_insitu_close(session, ierr)
+        type(hpct_insitu_t), intent(inout) :: session
+        integer, intent(out), optional :: ierr
+        integer(c_int) :: s
+        s = c_hpct_insitu_close(session%ptr)
+        session%ptr = c_null_ptr
+        session%ctx = c_null_ptr
+        session%model = c_null_ptr
+        call finish(s, c_null_ptr, "hpct_insitu_close", ierr) ! detail: hpct_last_error(NULL)
+    end subroutine
+
+    !> The session model's outputs out(outputs, batch) for x(inputs, batch).
+    subroutine hpct_insitu_predict(session, x, out, ierr)
+        type(hpct_insitu_t), intent(in) :: session
+        real(c_float), intent(in), target :: x(:, :)
+        real(c_float), intent(inout), target :: out(:, :)
+        integer, intent(out), optional :: ierr
+        type(hpct_model_t) :: m
+        if (.not. c_associated(session%model)) then
+            call finish(ferror(session%ctx, HPCT_ERR_STATE, "hpct_insitu_predict: the session " // &
+                "has no model (it brings its own gradients)"), session%ctx, "hpct_insitu_predict", ierr)
+            return
+        end if
+        m%ptr = session%model
+        m%ctx = session%ctx
+        call hpct_model_forward(m, x, out, ierr)
     end subroutine
 end module hpctrain

@@ -38,12 +38,14 @@ struct hpct_insitu {
     hpct_progress_t progress;
     double report_t0, inside_s, inside0, comm0, loss_sum;
     long loss_n, samples, report_step0;
-    long test_delay_ms;        /* test hook HPCT_TEST_STEP_DELAY_MS: sleep after each step, ms */
-    struct hpcti_observer obs; /* metrics file and step times (observe.h), from start */
-    int timeline;              /* 1: this session opened the context's timeline */
-    double last_end;           /* monotonic time the last step call returned; 0: none yet */
-    long evaluated_at;         /* step of the last evaluation; -1: none */
+    long test_delay_ms;         /* test hook HPCT_TEST_STEP_DELAY_MS: sleep after each step, ms */
+    struct hpcti_observer obs;  /* metrics file and step times (observe.h), from start */
+    int timeline;               /* 1: this session opened the context's timeline */
+    double last_end;            /* monotonic time the last step call returned; 0: none yet */
+    long evaluated_at;          /* step of the last evaluation; -1: none */
     struct hpcti_blocks blocks; /* arrays decomposed in blocks (hpct_insitu_add_block) */
+    void *owned;                /* what hpct_insitu_open made (open.c), or NULL ... */
+    void (*free_owned)(void *); /* ... and how to free it after the session */
 };
 
 static double comm_wait_s(hpct_insitu_t S)
@@ -182,8 +184,8 @@ hpct_status_t hpct_insitu_start(hpct_insitu_t S, long *step)
     if (S->blocks.n && (s = hpcti_blocks_before_load(&S->blocks, S->ctx, S->ck))) return s;
     s = hpcti_loop_load(S->ctx, fn, S->ck, S->params, S->opt, S->cfg.resume, &meta, &found);
     if (S->blocks.n) {
-        hpct_status_t b = hpcti_blocks_after_load(&S->blocks, S->ctx, S->ck, S->rank,
-                                                  !s && found, meta.path);
+        hpct_status_t b =
+            hpcti_blocks_after_load(&S->blocks, S->ctx, S->ck, S->rank, !s && found, meta.path);
         if (!s) s = hpcti_agree_status(S->ctx, fn, b, S->ctx->last_error);
     }
     if (!s) hpcti_obs_resume(&S->obs, S->ck, found, &meta, hpcti_now() - t0);
@@ -285,7 +287,41 @@ void hpct_insitu_destroy(hpct_insitu_t S)
     if (S->timeline) hpcti_timeline_close(S->ctx);
     hpcti_blocks_free(&S->blocks);
     free(S->losses);
+    void *owned = S->owned;
+    void (*free_owned)(void *) = S->free_owned;
     free(S);
+    if (free_owned) free_owned(owned);
+}
+
+void hpcti_insitu_own(hpct_insitu_t S, void *owned, void (*free_owned)(void *))
+{
+    S->owned = owned, S->free_owned = free_owned;
+}
+
+int hpcti_insitu_finished(hpct_insitu_t S)
+{
+    return S && S->finished == 1;
+}
+
+hpct_model_t hpcti_insitu_model(hpct_insitu_t S)
+{
+    return S ? S->model : NULL;
+}
+
+hpct_ctx_t hpct_insitu_ctx(hpct_insitu_t S)
+{
+    return S ? S->ctx : NULL;
+}
+
+hpct_status_t hpct_insitu_predict(hpct_insitu_t S, const float *x, int batch, float *out)
+{
+    if (!S) return HPCT_ERR_INVALID_ARG;
+    hpcti_clear_error(S->ctx);
+    if (!S->model)
+        return hpcti_error(S->ctx, HPCT_ERR_STATE,
+                           "hpct_insitu_predict: the session has no model (it brings its own "
+                           "gradients)");
+    return hpct_model_forward(S->model, x, batch, out);
 }
 
 hpct_status_t hpct_insitu_add_block(hpct_insitu_t S, const char *name, hpct_ckpt_dtype_t dtype,
@@ -298,8 +334,8 @@ hpct_status_t hpct_insitu_add_block(hpct_insitu_t S, const char *name, hpct_ckpt
         return hpcti_error(S->ctx, HPCT_ERR_STATE,
                            "hpct_insitu_add_block: register block arrays before "
                            "hpct_insitu_start");
-    return hpcti_blocks_add(&S->blocks, S->ctx, S->ck, S->rank, S->world, name, dtype, data,
-                            ndims, global_shape, offset, count);
+    return hpcti_blocks_add(&S->blocks, S->ctx, S->ck, S->rank, S->world, name, dtype, data, ndims,
+                            global_shape, offset, count);
 }
 
 hpct_status_t hpcti_insitu_block_refuse(hpct_insitu_t S, hpct_status_t status)
