@@ -1,5 +1,6 @@
 /* train.c: the synchronous data-parallel step loop: data -> forward/backward -> averaged
  * gradients -> optimizer -> checkpoints, with agreement across ranks at every step boundary. */
+#include "guard.h"
 #include "loop.h"
 #include "observe.h"
 #include "../comm/agree.h"
@@ -38,19 +39,11 @@ struct loop {
     int reported;
     long evaluated_at; /* step of the last evaluation; -1: none */
     /* the divergence guard (cfg->divergence_factor) on every step's loss, the mean over ranks */
-    double *losses;            /* [world] every rank's loss of the last step, agreed */
-    double loss_ema, best_ema; /* running mean (0.1 per step) and its lowest; best < 0: none */
-    double first_loss;         /* this call's first step: a low best never makes noise fatal */
-    double limit;              /* divergence_factor x best_ema, at least first_loss */
-    double above_loss;         /* the last loss above the limit (or not finite) */
-    long above;                /* steps in a row above the limit */
-    long unconfirmed;          /* step of the newest checkpoint, whose loss the next step
-                                  measures; -1: none */
-    long good;                 /* newest checkpoint known good (its next step's loss was within
-                                  the limit): retention keeps it; -1: none */
-    int slow_rank;             /* test hook HPCT_TEST_SLOW_RANK=rank,ms: that rank sleeps ms ... */
-    struct timespec slow;      /* ... in every step (a straggler made on purpose) */
-    uint64_t exchange0;        /* store exchange bytes at the last report */
+    double *losses; /* [world] every rank's loss of the last step, agreed */
+    struct hpcti_guard guard;
+    int slow_rank;        /* test hook HPCT_TEST_SLOW_RANK=rank,ms: that rank sleeps ms ... */
+    struct timespec slow; /* ... in every step (a straggler made on purpose) */
+    uint64_t exchange0;   /* store exchange bytes at the last report */
 };
 
 /* Real-valued figures [n] (loss, accuracy) become their mean over ranks. Decisions never go
@@ -172,7 +165,7 @@ static hpct_status_t resume(struct loop *L)
     if ((s = hpcti_loop_adopt(L->ctx, "hpct_train", L->params, L->opt, &meta))) return s;
     record_epochs(L);
     L->res->resumed_from = meta.step;
-    L->unconfirmed = meta.step; /* the first step's loss measures it */
+    hpcti_guard_saved(&L->guard, meta.step); /* the first step's loss measures it */
     L->res->rejected_checkpoints = meta.rejected;
     hpcti_log(L->ctx, HPCT_LOG_INFO, "resumed from %s at step %ld (saved by %d ranks)", meta.path,
               meta.step, meta.world_size);
@@ -199,7 +192,7 @@ static hpct_status_t save(struct loop *L, long cursor_epoch, long cursor_step, i
         L->res->checkpoints++;
         hpcti_obs_saved(&L->obs, L->ck, meta.step, t0, block);
     }
-    if (!s && L->ck) L->unconfirmed = meta.step; /* every rank: the saves are agreed */
+    if (!s && L->ck) hpcti_guard_saved(&L->guard, meta.step); /* every rank: saves are agreed */
     return s;
 }
 
@@ -270,89 +263,19 @@ static double step_loss(const struct loop *L)
     return total / L->world;
 }
 
-/* The divergence guard after each step, on its agreed loss: 0 within the limit; 1 above it
- * (the loss and its running mean both: no cadence save); 2 diverged (the loss is not finite,
- * or above for divergence_reports steps in a row). The same on every rank. */
-static int watch_loss(struct loop *L, double loss)
-{
-    double f = L->cfg->divergence_factor;
-    if (f <= 0) return 0;
-    if (!isfinite(loss)) return L->above_loss = loss, 2;
-    if (L->best_ema < 0) L->first_loss = L->loss_ema = L->best_ema = loss; /* the baseline */
-    L->loss_ema = 0.9 * L->loss_ema + 0.1 * loss;
-    L->best_ema = fmin(L->best_ema, L->loss_ema);
-    L->limit = fmax(f * L->best_ema, L->first_loss);
-    int above = L->best_ema > 0 && loss > L->limit && L->loss_ema > L->limit;
-    L->above = above ? L->above + 1 : 0;
-    if (above) L->above_loss = loss;
-    return !above ? 0 : L->above >= L->cfg->divergence_reports ? 2 : 1;
-}
-
-/* After step `done` within the limit: the checkpoint of the step before holds the state that
- * loss measured, so it is known good, and retention keeps it from the next save on. */
-static void vouch(struct loop *L, long done)
-{
-    if (L->cfg->divergence_factor <= 0 || L->unconfirmed != done - 1) return;
-    L->good = L->unconfirmed;
-    hpcti_ckpt_protect(L->ck, L->good);
-}
-
-/* What a diverged run leaves to resume from, into buf [n] (the same text on every rank). */
-static void newest(const struct loop *L, char *buf, size_t n)
-{
-    if (L->good >= 0 && L->unconfirmed > L->good)
-        snprintf(buf, n,
-                 "the last good checkpoint is of step %ld; the newer one of step %ld holds the "
-                 "state whose loss was above the limit (move it aside to resume from step %ld)",
-                 L->good, L->unconfirmed, L->good);
-    else if (L->good >= 0)
-        snprintf(buf, n, "the newest checkpoint, of step %ld, is the last good one", L->good);
-    else if (L->unconfirmed >= 0)
-        snprintf(buf, n, "the newest checkpoint is of step %ld, not known good", L->unconfirmed);
-    else
-        snprintf(buf, n, "no checkpoint was written");
-}
-
-/* The error of a diverged run, agreed: every rank reached it with the same values. */
-static hpct_status_t shared(struct loop *L)
-{
-    if (L->dist) hpcti_mark_error_shared(L->ctx);
-    return HPCT_ERR_LOSS_DIVERGED;
-}
-
-/* The guard stopped the run after `done` steps: every rank stops, nothing of it is saved. */
-static hpct_status_t diverged(struct loop *L, long done)
-{
-    char where[300];
-    newest(L, where, sizeof where);
-    if (!isfinite(L->above_loss))
-        hpcti_error(L->ctx, HPCT_ERR_LOSS_DIVERGED,
-                    "hpct_train: training diverged at step %ld: its loss is %g (mean over "
-                    "ranks); no checkpoint of this state was saved; %s",
-                    done, L->above_loss, where);
-    else
-        hpcti_error(L->ctx, HPCT_ERR_LOSS_DIVERGED,
-                    "hpct_train: training diverged after step %ld: its loss %g (mean over ranks) "
-                    "is above its limit %g (%g x its best running mean %g, and at least the "
-                    "first step's %g) for %ld step(s) in a row (divergence_factor, "
-                    "divergence_reports); no checkpoint of this state was saved; %s",
-                    done, L->above_loss, L->limit, L->cfg->divergence_factor, L->best_ema,
-                    L->first_loss, L->above, where);
-    return shared(L);
-}
-
 /* Step `at` found a loss or gradient norm that is not finite (on some rank: the detail in the
  * context is the agreed one) and did not update the state: every rank stops. */
 static hpct_status_t nonfinite(struct loop *L, long at)
 {
     char detail[sizeof L->ctx->last_error], where[300];
     snprintf(detail, sizeof detail, "%s", L->ctx->last_error);
-    newest(L, where, sizeof where);
+    hpcti_guard_newest(&L->guard, where, sizeof where);
     hpcti_error(L->ctx, HPCT_ERR_LOSS_DIVERGED,
                 "hpct_train: training diverged at step %ld: %.600s; no checkpoint of this state "
                 "was saved; %s",
                 at, detail, where);
-    return shared(L);
+    if (L->dist) hpcti_mark_error_shared(L->ctx); /* every rank reached it with these values */
+    return HPCT_ERR_LOSS_DIVERGED;
 }
 
 /* Mean loss over ranks since the last report, then the progress callback. */
@@ -427,9 +350,8 @@ static hpct_status_t boundary(struct loop *L, long done, float loss, int *stop)
     hpcti_obs_poll_ckpt(&L->obs, L->ck);
     hpcti_ckpt_trace(L->ck);
     if (s) return s;
-    int guard = watch_loss(L, step_loss(L));
-    if (guard == 2) return diverged(L, done);
-    if (!guard) vouch(L, done);
+    int guard = hpcti_guard_watch(&L->guard, L->ck, done, step_loss(L));
+    if (guard == 2) return hpcti_guard_diverged(&L->guard, L->ctx, "hpct_train", done, L->dist);
     *stop = hpcti_loop_stop(L->ctx, flags, done, &L->res->stop_signal);
     if (!*stop && (!flags[HPCTI_DUE_SAVE] || guard)) return HPCT_SUCCESS; /* no save above it */
     long epoch, cursor;
@@ -542,7 +464,8 @@ static hpct_status_t run(struct loop *L)
     if (s) return s;
     if (stop && done < L->total_steps) return HPCT_PREEMPTED;
     if (L->loss_n && (s = report(L, done))) return s;
-    if (L->above) return diverged(L, done); /* ended above its limit: no final save */
+    if (L->guard.above) /* ended above its limit: no final save */
+        return hpcti_guard_diverged(&L->guard, L->ctx, "hpct_train", done, L->dist);
     if (L->reported && (s = final_times(L, done))) return s;
     if (L->cfg->eval_data && done != L->evaluated_at && (s = evaluate(L, done))) return s;
     if (stop) { /* the signal came with the last step: done, and its checkpoint is written */
@@ -625,11 +548,10 @@ hpct_status_t hpct_train(hpct_model_t model, hpct_optimizer_t opt, hpct_dataset_
            cfg->version >= 3   ? sizeof c
            : cfg->version == 2 ? offsetof(hpct_train_config_t, divergence_factor)
                                : offsetof(hpct_train_config_t, metrics_path));
-    if (c.divergence_factor < 0 || (c.divergence_factor > 0 && c.divergence_reports < 1))
-        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
-                           "hpct_train: divergence_factor (%g) must be >= 0 and "
-                           "divergence_reports (%ld) >= 1",
-                           c.divergence_factor, c.divergence_reports);
+    struct hpcti_guard guard;
+    hpct_status_t s =
+        hpcti_guard_init(&guard, ctx, "hpct_train", c.divergence_factor, c.divergence_reports, ck);
+    if (s) return s;
     struct loop L = {.ctx = ctx,
                      .model = model,
                      .opt = opt,
@@ -637,13 +559,10 @@ hpct_status_t hpct_train(hpct_model_t model, hpct_optimizer_t opt, hpct_dataset_
                      .ck = ck,
                      .cfg = &c,
                      .res = res,
-                     .best_ema = -1.0,
-                     .unconfirmed = -1,
-                     .good = -1};
+                     .guard = guard};
     double t0 = hpcti_now(), comm0 = 0.0;
     hpcti_model_set_nonfinite_loss(model, c.divergence_factor > 0 ? HPCT_ERR_LOSS_DIVERGED : 0);
-    hpcti_ckpt_protect(ck, -1); /* until this call knows a good checkpoint (vouch) */
-    hpct_status_t s = setup(&L);
+    s = setup(&L);
     if (!s) s = observe(&L);
     if (!s) comm0 = comm_wait_s(&L);
     if (!s) s = resume(&L);
