@@ -1078,7 +1078,7 @@ uint64_t hpct_settings_hash(const hpct_settings_t *s);
 typedef struct hpct_insitu *hpct_insitu_t;
 
 /* Versioned, append-only; always start from HPCT_INSITU_CONFIG_INITIALIZER. */
-#define HPCT_INSITU_CONFIG_VERSION 3
+#define HPCT_INSITU_CONFIG_VERSION 4
 typedef struct hpct_insitu_config {
     unsigned version;  /* HPCT_INSITU_CONFIG_VERSION */
     int resume;        /* 1: hpct_insitu_start loads the newest valid checkpoint (default) */
@@ -1098,6 +1098,11 @@ typedef struct hpct_insitu_config {
     long eval_interval;       /* steps between evaluations; 0 = only in hpct_insitu_finish */
     /* each evaluation's result (NULL: none), with progress_arg; also an eval record */
     void (*evaluated)(long step, double loss, double accuracy, long samples, void *arg);
+    /* version 4: the divergence guard, as hpct_train_config_t's (a step whose loss ran away
+     * returns HPCT_ERR_LOSS_DIVERGED on every rank; the session then trains no more and
+     * saves nothing of that state); 0 = off (the default here; hpct_insitu_open: 10) */
+    double divergence_factor;
+    long divergence_reports;
 } hpct_insitu_config_t;
 
 /* clang-format off */
@@ -1115,7 +1120,9 @@ typedef struct hpct_insitu_config {
     0,                          /* timeline_first: the last timeline_steps steps */                \
     NULL,                       /* eval_data: none */                                              \
     0,                          /* eval_interval: in hpct_insitu_finish only */                    \
-    NULL                        /* evaluated */                                                    \
+    NULL,                       /* evaluated */                                                    \
+    0.0,                        /* divergence_factor: off */                                       \
+    3                           /* divergence_reports */                                           \
 }
 /* clang-format on */
 

@@ -279,6 +279,60 @@ static void test_finish(void)
     hpct_ctx_destroy(ctx);
 }
 
+/* The divergence guard (hpct_insitu_config_t version 4, factor 2, 2 reports), checkpoints
+ * on every step: a loss of 1 for 5 steps, then 100 twice. The first 100 is above the limit:
+ * no cadence save of that state; the second stops the session with HPCT_ERR_LOSS_DIVERGED,
+ * naming the step and the last good checkpoint (4: step 6's loss measured the state saved
+ * at 5); a step after it is refused, and finish saves nothing of that state. */
+static void test_divergence(void)
+{
+    enum { N = 5 };
+    char dir[] = "/tmp/hpct-insitu-guard-XXXXXX", path[96];
+    if (!mkdtemp(dir)) tap_bail("mkdtemp failed");
+    hpct_ctx_t ctx = new_ctx();
+    float w[N] = {0}, g[N] = {0};
+    hpct_params_t p;
+    hpct_optimizer_t o;
+    hpct_optim_config_t oc = HPCT_OPTIM_CONFIG_INITIALIZER;
+    hpct_ckpt_config_t cc = HPCT_CKPT_CONFIG_INITIALIZER;
+    cc.directory = dir, cc.every_steps = 1, cc.keep_last = 10, cc.async = 0;
+    hpct_insitu_config_t c = HPCT_INSITU_CONFIG_INITIALIZER;
+    c.catch_signals = 0, c.divergence_factor = 2.0, c.divergence_reports = 2;
+    hpct_ckpt_t ck;
+    hpct_insitu_t s;
+    if (hpct_params_create(ctx, &p) || hpct_params_register(p, "w", w, g, N) ||
+        hpct_optimizer_create(p, &oc, &o) || hpct_ckpt_open(ctx, &cc, &ck) ||
+        hpct_insitu_create(NULL, p, o, ck, &c, &s) || hpct_insitu_start(s, NULL))
+        tap_bail("cannot start a session with the guard: %s", hpct_last_error(ctx));
+    int ok = 1;
+    for (int k = 0; k < 5; k++) ok &= hpct_insitu_step_grads(s, 4, 1.0f, NULL) == HPCT_SUCCESS;
+    ok &= hpct_insitu_step_grads(s, 4, 100.0f, NULL) == HPCT_SUCCESS; /* above, once */
+    snprintf(path, sizeof path, "%s/ckpt-%012d.h5", dir, 6);
+    tap_ok(ok && access(path, F_OK) != 0,
+           "guard: 5 steps at loss 1 then one at 100 train; the cadence save of step 6 (above "
+           "the limit) is skipped");
+    expect_error(hpct_insitu_step_grads(s, 4, 100.0f, NULL), HPCT_ERR_LOSS_DIVERGED, ctx,
+                 "training diverged after step 7: its loss 100 (mean over ranks) is above its "
+                 "limit",
+                 "guard: the second step at 100 stops the session");
+    /* step 6's loss measured the state of checkpoint 5: above the limit, so 4 is the good one */
+    tap_ok(strstr(hpct_last_error(ctx), "the last good checkpoint is of step 4; the newer one of "
+                                        "step 5 holds the state whose loss was above") != NULL,
+           "guard: the message names the last good checkpoint: %s", hpct_last_error(ctx));
+    expect_error(hpct_insitu_step_grads(s, 4, 1.0f, NULL), HPCT_ERR_STATE, ctx,
+                 "the divergence guard stopped the session after step 7",
+                 "guard: a step after it is refused");
+    hpct_status_t f = hpct_insitu_finish(s);
+    snprintf(path, sizeof path, "%s/ckpt-%012d.h5", dir, 7);
+    tap_ok(f == HPCT_ERR_LOSS_DIVERGED && access(path, F_OK) != 0,
+           "guard: finish returns HPCT_ERR_LOSS_DIVERGED (%d) and saves nothing of that state", f);
+    hpct_insitu_destroy(s);
+    hpct_ckpt_close(ck);
+    hpct_optimizer_destroy(o);
+    hpct_params_destroy(p);
+    hpct_ctx_destroy(ctx);
+}
+
 static void test_arguments(void)
 {
     hpct_ctx_t ctx = new_ctx(), other = new_ctx();
@@ -642,12 +696,13 @@ static void test_eval_cadence(void)
 
 int main(void)
 {
-    tap_plan(56);
+    tap_plan(61);
     test_same_bits();
     test_byog();
     test_nonfinite_grads(0.0f);
     test_nonfinite_grads(10.0f);
     test_finish();
+    test_divergence();
     test_arguments();
     test_progress();
     test_preempt_resume();

@@ -94,7 +94,7 @@ module hpctrain
     integer, parameter, public :: HPCT_CKPT_DUE_STEPS = 1, HPCT_CKPT_DUE_SECONDS = 2, &
         HPCT_CKPT_DUE_WALLTIME = 4, HPCT_CKPT_DUE_SIGNAL = 8
     integer(c_int), parameter, public :: HPCT_TRAIN_CONFIG_VERSION = 3
-    integer(c_int), parameter, public :: HPCT_INSITU_CONFIG_VERSION = 3
+    integer(c_int), parameter, public :: HPCT_INSITU_CONFIG_VERSION = 4
 
     ! ---- Handles: the C pointer and the context that owns it (for error detail) ----------
     type, public :: hpct_ctx_t
@@ -315,6 +315,8 @@ module hpctrain
         type(c_ptr) :: eval_data = c_null_ptr        ! version 3: hpct_dataset_t
         integer(c_long) :: eval_interval = 0
         type(c_funptr) :: evaluated = c_null_funptr  ! subroutine (step, loss, acc, n, arg) bind(C)
+        real(c_double) :: divergence_factor = 0d0    ! version 4: the divergence guard, 0 = off
+        integer(c_long) :: divergence_reports = 3
     end type
 
     ! ---- BIND(C) interfaces: every public C function --------------------------------------

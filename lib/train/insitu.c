@@ -6,6 +6,7 @@
  * update, so one agreement per step carries them and the error check together. */
 #include "insitu.h"
 #include "blocks.h"
+#include "guard.h"
 #include "loop.h"
 #include "observe.h"
 #include "../comm/agree.h"
@@ -44,6 +45,8 @@ struct hpct_insitu {
     double last_end;            /* monotonic time the last step call returned; 0: none yet */
     long evaluated_at;          /* step of the last evaluation; -1: none */
     struct hpcti_blocks blocks; /* arrays decomposed in blocks (hpct_insitu_add_block) */
+    struct hpcti_guard guard;   /* the divergence guard (cfg.divergence_factor) */
+    int diverged;               /* 1: the guard stopped the session (nothing more to train) */
     void *owned;                /* what hpct_insitu_open made (open.c), or NULL ... */
     void (*free_owned)(void *); /* ... and how to free it after the session */
 };
@@ -135,7 +138,8 @@ hpct_status_t hpct_insitu_create(hpct_model_t model, hpct_params_t params, hpct_
     if (!S) return HPCT_ERR_NO_MEMORY;
     *S = (struct hpct_insitu){.ctx = ctx, .model = model, .opt = opt, .ck = ck, .cfg = defaults};
     memcpy(&S->cfg, cfg,
-           cfg->version >= 3   ? sizeof S->cfg
+           cfg->version >= 4   ? sizeof S->cfg
+           : cfg->version == 3 ? offsetof(hpct_insitu_config_t, divergence_factor)
            : cfg->version == 2 ? offsetof(hpct_insitu_config_t, eval_data)
                                : offsetof(hpct_insitu_config_t, metrics_path));
     S->params = hpcti_optimizer_params(opt);
@@ -148,7 +152,10 @@ hpct_status_t hpct_insitu_create(hpct_model_t model, hpct_params_t params, hpct_
     /* the session averages after the local step: no averaging inside backward */
     if (model) hpct_model_set_grad_averaging(model, 0);
     S->losses = hpcti_calloc(ctx, (size_t)S->world, sizeof *S->losses, "the per-rank losses");
-    s = S->losses ? catch_signals(S) : HPCT_ERR_NO_MEMORY;
+    s = S->losses ? hpcti_guard_init(&S->guard, ctx, "hpct_insitu_create", S->cfg.divergence_factor,
+                                     S->cfg.divergence_reports, ck)
+                  : HPCT_ERR_NO_MEMORY;
+    if (!s) s = catch_signals(S);
     if (s) {
         hpct_insitu_destroy(S);
         return s;
@@ -194,6 +201,7 @@ hpct_status_t hpct_insitu_start(hpct_insitu_t S, long *step)
     hpct_optimizer_get_step(S->opt, &S->step);
     if (found) {
         S->last_saved = S->step, S->last_batch = meta.global_batch;
+        hpcti_guard_saved(&S->guard, S->step); /* the first step's loss measures it */
         hpcti_log(S->ctx, HPCT_LOG_INFO, "resumed from %s at step %ld (saved by %d ranks)",
                   meta.path, meta.step, meta.world_size);
     }
@@ -220,6 +228,7 @@ static hpct_status_t save(hpct_insitu_t S, int wait)
     hpcti_obs_wait(&S->obs, hpcti_now() - t0);
     if (!s && wrote) hpcti_obs_saved(&S->obs, S->ck, S->step, t0, hpcti_now() - t0);
     if (!s) S->last_saved = S->step;
+    if (!s) hpcti_guard_saved(&S->guard, S->step);
     return s;
 }
 
@@ -266,7 +275,9 @@ hpct_status_t hpct_insitu_finish(hpct_insitu_t S)
                            "checkpoint written)",
                            fn, S->step);
     hpct_status_t s = HPCT_SUCCESS;
-    if (S->ck && S->last_saved != S->step)
+    if (S->diverged) /* its state is the one not to save */
+        s = hpcti_guard_diverged(&S->guard, S->ctx, fn, S->step, S->dist);
+    else if (S->ck && S->last_saved != S->step)
         s = save_agreed(S, fn, 1);
     else if (S->ck) {
         s = S->rank == hpcti_ckpt_writer_rank(S->ck) ? hpct_ckpt_wait(S->ck) : 0;
@@ -412,6 +423,12 @@ static hpct_status_t check_step(hpct_insitu_t S, const char *fn, int local_batch
                            "step now would train past its final checkpoint; create a new "
                            "session to train on",
                            fn, S->step);
+    if (S->diverged)
+        return hpcti_error(S->ctx, HPCT_ERR_STATE,
+                           "%s: the divergence guard stopped the session after step %ld: its "
+                           "state is not saved; run again to resume from the last good "
+                           "checkpoint",
+                           fn, S->step);
     if (local_batch < 0)
         return hpcti_error(S->ctx, HPCT_ERR_INVALID_ARG, "%s: local_batch is %d, must be >= 0", fn,
                            local_batch);
@@ -480,12 +497,13 @@ static hpct_status_t emergency(hpct_insitu_t S, hpct_status_t why)
     return hpcti_error(S->ctx, why, "%s%s", detail, after);
 }
 
-/* After the update: saves and stops the agreed flags [HPCTI_DUE_N] ask for. */
-static hpct_status_t boundary(hpct_insitu_t S, const char *fn, const long *flags)
+/* After the update: saves and stops the agreed flags [HPCTI_DUE_N] ask for; above (the
+ * guard found the loss above its limit): no cadence save of this state. */
+static hpct_status_t boundary(hpct_insitu_t S, const char *fn, const long *flags, int above)
 {
     int signo;
     int stop = hpcti_loop_stop(S->ctx, flags, S->step, &signo);
-    if (S->ck && (stop || flags[HPCTI_DUE_SAVE])) {
+    if (S->ck && (stop || (flags[HPCTI_DUE_SAVE] && !above))) {
         hpct_status_t s = save_agreed(S, fn, stop);
         if (s) return s;
     }
@@ -499,6 +517,7 @@ static hpct_status_t boundary(hpct_insitu_t S, const char *fn, const long *flags
 static hpct_status_t complete(hpct_insitu_t S, const char *fn, struct local *me, float *loss)
 {
     long max[1 + HPCTI_DUE_N], sum[1] = {me->status ? 0 : me->batch};
+    float l = 0.0f; /* the step's global mean loss */
     max[0] = hpcti_fail_code(S->ctx, me->status);
     hpcti_loop_due(S->ck, S->step + 1, max + 1); /* reasons to save or stop after this step */
     struct hpcti_agreement a = {max, 1 + HPCTI_DUE_N, sum, 1, me->loss_sum, S->losses, 0.0, NULL};
@@ -526,7 +545,7 @@ static hpct_status_t complete(hpct_insitu_t S, const char *fn, struct local *me,
     if (!s) {
         hpct_optimizer_get_step(S->opt, &S->step);
         S->last_batch = sum[0];
-        float l = global_loss(S, sum[0]);
+        l = global_loss(S, sum[0]);
         if (loss) *loss = l;
         S->loss_sum += l, S->loss_n++, S->samples += sum[0];
         hpcti_obs_first_step(&S->obs, S->step);
@@ -535,7 +554,13 @@ static hpct_status_t complete(hpct_insitu_t S, const char *fn, struct local *me,
     if (s == HPCT_ERR_TIMEOUT) return emergency(S, s);
     if (s) return s;
     if (S->cfg.log_interval > 0 && S->step % S->cfg.log_interval == 0) report(S);
-    s = boundary(S, fn, max + 1);
+    int guard = hpcti_guard_watch(&S->guard, S->ck, S->step, l);
+    if (guard == 2) {
+        S->diverged = 1;
+        hpcti_obs_stop(&S->obs, "error", S->step, HPCT_ERR_LOSS_DIVERGED, NULL);
+        return hpcti_guard_diverged(&S->guard, S->ctx, fn, S->step, S->dist);
+    }
+    s = boundary(S, fn, max + 1, guard);
     if (!s && eval_due(S)) s = evaluate(S);
     return s == HPCT_ERR_TIMEOUT ? emergency(S, s) : s;
 }

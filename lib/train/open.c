@@ -181,6 +181,7 @@ static hpct_insitu_config_t session_config(struct opened *o, const int *rank)
     ic.timeline_steps = c->timeline_steps, ic.timeline_first = c->timeline_first;
     ic.eval_data = o->own.eval;
     ic.eval_interval = c->eval_every_steps;
+    ic.divergence_factor = c->divergence_factor, ic.divergence_reports = c->divergence_reports;
     ic.catch_signals = o->own.signals == NULL; /* else open installed them: their flag holds */
     return ic;
 }
