@@ -12,7 +12,7 @@ installcheck-local:
 	rm -f installcheck-mlp
 
 # Fortran examples (the module is built: configure found an MPI Fortran compiler with mpi_f08).
-EXTRA_DIST += examples/fortran/heat_insitu.sbatch
+EXTRA_DIST += examples/fortran/heat_insitu.sbatch examples/fortran/heat_insitu.conf
 if HPCT_FORTRAN
 noinst_PROGRAMS += examples/fortran/mlp_shards examples/fortran/byog examples/fortran/heat_insitu
 examples_fortran_mlp_shards_SOURCES = examples/fortran/mlp_shards.f90

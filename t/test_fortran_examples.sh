@@ -12,15 +12,18 @@
 #    slabs gathered: hpct_insitu_add_block) on the cadence; SIGTERM gives exit 75 and a
 #    checkpoint; resumed at W = 2 it ends bit-identical, at W = 3 and 4 with the same field;
 #    --help prints the usage and exits 0 without running; a relative error above 10 is
-#    printed as a number, not *******.
+#    printed as a number, not *******; its settings file (hpct_insitu_open): an unknown key,
+#    a bad value, a missing file and changed settings on resume end it with hpctrain
+#    train's message and exit code 2, nothing trained.
 . "${top_srcdir:-.}/t/lib/fortran_lib.sh"
 need_fortran
 need_mpi
 make_data
-plan 20
+plan 24
 BYOG="$builddir/examples/fortran/byog"
 MLP="$builddir/examples/fortran/mlp_shards"
 HEAT="$builddir/examples/fortran/heat_insitu"
+CONF="$srcdir/examples/fortran/heat_insitu.conf"
 DATA="$work/data/manifest.txt"
 
 run "$work/byog1" timeout -s KILL 120 "$BYOG"
@@ -75,7 +78,7 @@ is "$(hash_of "$work/sig2")" "$ref" "its parameters are bit-identical to the uni
 
 # heat OUT DIR NP: heat_insitu (600 steps) on NP ranks, checkpoints in DIR; sets rc.
 heat() {
-    run "$1" mpi "$3" "$HEAT" --checkpoints "$2"
+    run "$1" mpi "$3" "$HEAT" --checkpoints "$2" --settings "$CONF"
     echo "$rc" >"$1.rc"
 }
 # error OUT STEP FIELD: field 11 (the rms error) or 16 (relative to the step) of the report of STEP.
@@ -94,25 +97,25 @@ ls "$work/hk2/ckpt-000000000500.h5" "$work/hk2/ckpt-000000000600.h5" >/dev/null 
     grep -q 'float64 *4224  ok *extra/heat/u$'
 ok $? "the writer saved the whole 66 x 64 field (the slabs gathered) on the cadence (step 500) and at the end (600)" ||
     ls -R "$work/hk2" | sed 's/^/#   /'
-field() { done_line "$1" | sed -n 's/.*field crc \([0-9A-F]*\),.*/\1/p'; }
+field() { done_line "$1" | sed -n 's/.*field checksum \([0-9A-F]*\)$/\1/p'; }
 heat "$work/heat1" "$work/hk1" 1
 heat "$work/heat3" "$work/hk3" 3
 f2=$(field "$work/heat2")
 [ -n "$f2" ] && [ "$(field "$work/heat1")" = "$f2" ] && [ "$(field "$work/heat3")" = "$f2" ]
-ok $? "the field after 600 steps is the same at W = 1, 2 and 3 (crc ${f2:-none}): the halo exchange is exact" ||
+ok $? "the field after 600 steps is the same at W = 1, 2 and 3 (checksum ${f2:-none}): the halo exchange is exact" ||
     { show "$work/heat1"; show "$work/heat3"; }
 
 # SIGTERM to both ranks after the first report (stopped first, so the run cannot end before).
 heat "$work/hsig" "$work/hks" 2 &
 i=0
 until grep -q '^heat: step 0 ' "$work/hsig" 2>/dev/null || [ $i -ge 3000 ]; do sleep 0.02; i=$((i + 1)); done
-ranks=$(pgrep -f "^$HEAT --checkpoints $work/hks\$" | tr '\n' ' ')
+ranks=$(pgrep -f "^$HEAT --checkpoints $work/hks --settings" | tr '\n' ' ')
 for p in $ranks; do kill -STOP "$p"; done
 for p in $ranks; do kill -TERM "$p"; done
 for p in $ranks; do kill -CONT "$p"; done
 wait
 rc=$(cat "$work/hsig.rc")
-step=$(sed -n 's/^heat: stopped by signal 15 after step \([0-9]*\);.*/\1/p' "$work/hsig")
+step=$(sed -n 's/^heat: preempted after step \([0-9]*\);.*/\1/p' "$work/hsig")
 file=$(printf 'ckpt-%012d.h5' "${step:-0}")
 [ "$rc" = 75 ] && [ -n "$step" ] && [ -f "$work/hks/$file" ]
 ok $? "SIGTERM to both ranks (${ranks:-none found}): the field checkpointed at step ${step:-?}, exit 75 (got $rc)" ||
@@ -136,7 +139,7 @@ for w in 3 4; do
     heat "$work/hw$w" "$work/hks$w" $w
     [ "$rc" = 0 ] && grep -q "^heat: resumed at step ${step:-none} " "$work/hw$w" &&
         [ "$(field "$work/hw$w")" = "$f2" ]
-    ok $? "the W=2 checkpoint of step ${step:-?} resumed at W=$w: the field after 600 steps is the uninterrupted run's (crc $(field "$work/hw$w"), exit $rc)" ||
+    ok $? "the W=2 checkpoint of step ${step:-?} resumed at W=$w: the field after 600 steps is the uninterrupted run's (checksum $(field "$work/hw$w"), exit $rc)" ||
         show "$work/hw$w"
 done
 
@@ -148,9 +151,37 @@ rc=$?
 ok $? "heat_insitu --help at W=2: the usage, exit 0, nothing run or written (exit $rc)" ||
     show "$work/hhelp.out"
 # On a 4x4 grid the surrogate's error relative to the step passes 10 by step 40 (f7.5: *******).
-run "$work/hsmall" mpi 1 "$HEAT" --nx 4 --steps 40 --report 20 --checkpoints "$work/hksmall"
+run "$work/hsmall" mpi 1 "$HEAT" --nx 4 --steps 40 --report 20 --checkpoints "$work/hksmall" \
+    --settings "$CONF"
 rel=$(error "$work/hsmall" 40 16)
 [ "$rc" = 0 ] && ! grep -q '\*\*' "$work/hsmall" && awk -v r="${rel:-0}" 'BEGIN { exit !(r > 10) }'
 ok $? "heat_insitu --nx 4: a relative error of ${rel:-?} (> 10) printed as a number, no ******* (exit $rc)" ||
     show "$work/hsmall"
+
+# The settings file: hpctrain train's message for it, exit 2, nothing trained or written.
+# bad_settings NAME TEXT PATTERN: heat_insitu at W = 2 on a file of TEXT (NAME "missing": no
+# file) must exit 2 with PATTERN on stderr, once.
+bad_settings() {
+    conf="$work/$1.conf"
+    [ "$1" = missing ] || printf '%s\n' "$2" >"$conf"
+    mpi 2 "$HEAT" --checkpoints "$work/hk-$1" --settings "$conf" >"$work/$1.out" 2>&1
+    rc=$?
+    [ "$rc" = 2 ] && [ "$(grep -c "^hpctrain: hpct_insitu_open failed: invalid argument: $3" "$work/$1.out")" = 1 ] &&
+        ! grep -q '^heat: ' "$work/$1.out" && [ ! -e "$work/hk-$1" ]
+    ok $? "settings: $1: exit 2, the message once, nothing run (exit $rc)" || show "$work/$1.out"
+}
+bad_settings unknown "$(sed 's/^hidden = /hiden = /' "$CONF")" \
+    ".*unknown.conf:8: unknown setting 'hiden' (hpctrain train --print-config lists them)\$"
+bad_settings value "$(sed 's/^lr = .*/lr = fast/' "$CONF")" \
+    ".*value.conf:[0-9]*: lr = 'fast' must be a number in \[1e-12, 1e+06\]\$"
+bad_settings missing "" \
+    ".*missing.conf: cannot open the config file: No such file or directory\$"
+# the checkpoint of step ${step} (hks: W = 2, finished) under a changed learning rate
+sed 's/^lr = .*/lr = 1e-3/' "$CONF" >"$work/changed.conf"
+mpi 2 "$HEAT" --checkpoints "$work/hks" --settings "$work/changed.conf" >"$work/changed.out" 2>&1
+rc=$?
+[ "$rc" = 2 ] && grep -q "^hpctrain: hpct_insitu_start failed: invalid argument: .*was saved with training configuration hash [0-9a-f]*, this run has [0-9a-f]*; .*HPCT_INSITU_ALLOW_SETTINGS_CHANGE" "$work/changed.out" &&
+    ! grep -q '^heat: ' "$work/changed.out"
+ok $? "settings changed on resume (lr): refused at start with the hash message, exit 2 (exit $rc)" ||
+    show "$work/changed.out"
 done_testing

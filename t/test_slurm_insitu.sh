@@ -7,7 +7,7 @@
 # (b) a second job is requeued with "scontrol requeue" after its report of step 100: the
 #     program checkpoints simulation and surrogate on SIGTERM and exits 75, the script leaves
 #     the requeue to Slurm, the job returns to PENDING, starts again (StartTime=now),
-#     resumes at that step and COMPLETES with Restarts=1; its field crc and params hash equal
+#     resumes at that step and COMPLETES with Restarts=1; its field checksum equals
 #     (a)'s, and "hpctrain ckpt diff --strict" finds the final checkpoints equal.
 # The program needs about 1 ms a step: job (b) sleeps 15 ms after each (the library's test
 # hook HPCT_TEST_STEP_DELAY_MS, doc/insitu.md) so that the requeue comes mid-run.
@@ -36,8 +36,9 @@ STEPS=400
 unset HPCT_TEST_RAISE_AT_STEP HPCT_TEST_STOP_AT_STEP HPCT_TEST_STEP_DELAY_MS HPCT_LOG_LEVEL \
     HPCT_CKPT_TEST_STOP_AT HPCT_RANKS_PER_NODE HPCT_JOB_END_TIME HPCTRAIN_ROOT HEAT_CHECKPOINTS
 HEAT_PROGRAM=$heat HPCT_SLURM_DIR=$slurm_dir HPCT_MAX_RESTARTS=2
+HEAT_SETTINGS=$(cd "${top_srcdir:-.}/examples/fortran" && pwd)/heat_insitu.conf
 OMPI_MCA_btl=self,tcp OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export HEAT_PROGRAM HPCT_SLURM_DIR HPCT_MAX_RESTARTS OMPI_MCA_btl OMPI_ALLOW_RUN_AS_ROOT \
+export HEAT_PROGRAM HEAT_SETTINGS HPCT_SLURM_DIR HPCT_MAX_RESTARTS OMPI_MCA_btl OMPI_ALLOW_RUN_AS_ROOT \
     OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
 
 # submit NAME: sbatch the script for 2 ranks on 2 nodes, checkpoints in $work/NAME.ck,
@@ -65,7 +66,7 @@ is "$(job_field "$ref" 'JobState|ExitCode')" "JobState=COMPLETED ExitCode=0:0 " 
 ref_done=$(done_line ref)
 diag "heat: done: $ref_done"
 case $ref_done in
-"$STEPS steps, t "*", field crc "*", params hash "*) r=0 ;;
+"$STEPS steps, t "*", field checksum "*) r=0 ;;
 *) r=1 ;;
 esac
 [ $r = 0 ] && [ -f "$(ckpt ref $STEPS)" ]
@@ -82,8 +83,8 @@ sctl requeue "$job"
 ok $? "scontrol requeue $job after the report of step $(last_step req)"
 wait_for 30 state_is "$job" PENDING
 ok $? "the job is PENDING again (reason: $(sq -h -j "$job" -o %r 2>/dev/null))" || show_job "$job" req
-stop=$(sed -n 's/^heat: stopped by signal 15 after step \([0-9]*\); checkpoint written; exit 75$/\1/p' "$work/req.out")
-diag "$(grep -E '^heat: stopped|^heat_insitu.sbatch: .*(SIGTERM|status)' "$work/req.out" | tr '\n' ' ')"
+stop=$(sed -n 's/^heat: preempted after step \([0-9]*\); checkpoint written; exit 75$/\1/p' "$work/req.out")
+diag "$(grep -E '^heat: preempted|^heat_insitu.sbatch: .*(SIGTERM|status)' "$work/req.out" | tr '\n' ' ')"
 [ -n "$stop" ] && [ "$stop" -lt $STEPS ] && [ -f "$(ckpt req "$stop")" ]
 ok $? "the program checkpointed the field of both ranks on SIGTERM after step ${stop:-?} and exited 75" ||
     show_job "$job" req
@@ -101,7 +102,7 @@ resumed=$(sed -n 's/^heat: resumed at step \([0-9]*\) (t .*/\1/p' "$work/req.out
 ok $? "the second run resumed at step ${resumed:-none} (the SIGTERM checkpoint: ${stop:-none})" ||
     show_job "$job" req
 [ -n "$ref_done" ] && [ "$(done_line req)" = "$ref_done" ]
-ok $? "its \"heat: done:\" line (field crc, params hash) equals the uninterrupted job's" ||
+ok $? "its \"heat: done:\" line (the field's checksum) equals the uninterrupted job's" ||
     diag "requeued: $(done_line req)" "reference: $ref_done"
 
 timeout 30 "$tool" ckpt diff --strict "$(ckpt ref $STEPS)" "$(ckpt req $STEPS)" >"$work/diff" 2>&1

@@ -13,18 +13,26 @@
 ! over the whole grid, relative to the size of the step itself: it falls as the model
 ! trains.
 !
-! The field, the time and the step counter are registered with the checkpoints, so a
-! checkpoint holds simulation and model: saved every 100 steps, on SIGTERM/SIGUSR1 and near
-! the job's time limit; a restarted run resumes exactly. Each rank's slab is a block of one
-! global field (hpct_insitu_add_block: the writer gathers the slabs into one array), so a run
-! restarted on another number of ranks resumes too, each rank taking its new slab; the
-! halos are refilled by the first exchange. A run with another grid is refused (the
-! checkpoints' settings hash holds the grid size).
+! The surrogate, its optimizer, schedule and checkpoints come from a settings file
+! (heat_insitu.conf, hpctrain.conf(5)): one call opens the session, one registers the field.
+! The field is saved with every checkpoint (every 100 steps, on SIGTERM/SIGUSR1 and near the
+! job's time limit) as one global array (the writer gathers the slabs), so a restarted run
+! resumes exactly, on this or on another number of ranks: each rank takes its new slab and
+! the first exchange refills the halos. The time and the step counter follow from the steps
+! the session trained. A run with another grid is refused (the saved field has another
+! shape).
+!
+! Library calls: 6. hpct_insitu_open (first: it installs the SIGTERM/SIGUSR1 handlers and
+! then initialises MPI), hpct_insitu_add_block, hpct_insitu_start, hpct_insitu_step,
+! hpct_insitu_predict (the surrogate's error) and hpct_insitu_close (the final checkpoint;
+! it finalises MPI). Errors stop the program with the library's message.
 !
 ! Build: mpif90 heat_insitu.f90 $(pkg-config --static --cflags --libs hpctrain)
-! Run:   mpirun -np 2 ./heat_insitu [--steps N (600)] [--checkpoints DIR (heat-ckpt)]
-!        [--report N (50)] [--nx N (64)]; --help prints the usage (exit 0)
-! Exit:  0 done, 75 preempted (checkpoint written: run again to resume), 1 error.
+! Run:   mpirun -np 2 ./heat_insitu [--settings FILE (heat_insitu.conf)] [--steps N (600)]
+!        [--checkpoints DIR (heat-ckpt)] [--report N (50)] [--nx N (64)]; --help prints the
+!        usage (exit 0)
+! Exit:  0 done, 75 preempted (checkpoint written: run again to resume), 2 a bad settings
+!        file, 1 error.
 program heat_insitu
     use, intrinsic :: iso_c_binding
     use, intrinsic :: iso_fortran_env, only: real64, int64
@@ -34,38 +42,31 @@ program heat_insitu
     integer, parameter :: EXIT_PREEMPTED = 75, STENCIL = 4, LOCAL_BATCH = 64, CHUNK = 256
     real(real64), parameter :: R = 0.2d0               ! diffusion number dt / h**2 (<= 1/4)
     integer :: nsteps = 600, report = 50, nx = 64
-    character(4096) :: ckpt_dir = "heat-ckpt"
+    character(4096) :: ckpt_dir = "heat-ckpt", settings = "heat_insitu.conf"
+    character(8) :: steps_arg = ""
     type(MPI_Comm) :: comm
     integer :: rank, nranks, ny, j0, down, up
     real(real64), allocatable, target :: u(:, :)     ! (0:nx+1, 0:ny+1): the slab and its halo
     real(real64), allocatable :: u_next(:, :)
-    real(real64), target :: t = 0                     ! simulated time
-    integer(c_int64_t), target :: n = 0               ! time steps done
+    integer(int64) :: n                               ! time steps done
     real(c_float) :: x(STENCIL, LOCAL_BATCH), y(1, LOCAL_BATCH)
-    type(hpct_ctx_t) :: ctx
-    type(hpct_model_t) :: model
-    type(hpct_optimizer_t) :: opt
-    type(hpct_ckpt_t) :: ck
     type(hpct_insitu_t) :: session
-    type(hpct_signals_t) :: signals
     integer(c_long) :: trained
     real(c_float) :: loss
-    integer :: ierr
+    logical :: preempted
 
-    call hpct_signals_install(ctx, signals)         ! first (ctx not created yet): a SIGTERM or
-    call MPI_Init()                                 ! SIGUSR1 during start-up is kept, not fatal
+    call read_arguments()                           ! before MPI: --help needs none
+    write (steps_arg, "(i0)") nsteps
+    call hpct_insitu_open(trim(settings), session, overrides="checkpoint_dir = " // &
+        trim(ckpt_dir) // "; total_steps = " // trim(steps_arg))
     call MPI_Comm_dup(MPI_COMM_WORLD, comm)         ! the simulation's own communicator
     call MPI_Comm_rank(comm, rank)
     call MPI_Comm_size(comm, nranks)
-    call read_arguments()
     call make_grid()
-    call hpct_init_comm(comm, ctx)                  ! libhpctrain on the same communicator
-    call make_surrogate()
-    call open_checkpoints()
-    call hpct_insitu_create(opt, session, model=model, ck=ck) ! reads the flag of those handlers
     call hpct_insitu_add_block(session, "heat/u", u(:, 1:ny), [nx + 2, nx], [1, j0 + 1]) ! any W
-    call hpct_insitu_start(session, trained)        ! resumes u, t, n, the model, the optimizer
-    if (rank == 0 .and. trained > 0) write (*, "('heat: resumed at step ', i0, ' (t ', f8.5, ')')") n, t
+    call hpct_insitu_start(session, trained)        ! resumes u, the model, the optimizer
+    n = trained                                     ! one training step per time step
+    if (rank == 0 .and. trained > 0) write (*, "('heat: resumed at step ', i0, ' (t ', f8.5, ')')") n, t()
     if (trained == 0) call print_error(0.0_c_float) ! the untrained surrogate
 
     do while (n < nsteps)
@@ -73,27 +74,19 @@ program heat_insitu
         call solver_step(u_next)                    ! the simulation
         call make_batch()                           ! from u and the solver's next field
         u = u_next
-        t = t + R / real((nx + 1)**2, real64)       ! dt = R h**2, h = 1 / (nx + 1)
-        n = n + 1                                   ! u, t, n are final for this step: train
-        call hpct_insitu_step(session, x, y, loss, ierr)
-        if (ierr == HPCT_PREEMPTED) call stop_preempted()
-        if (ierr /= HPCT_SUCCESS) call fail("hpct_insitu_step", ierr)
-        if (mod(n, int(report, c_int64_t)) == 0) call print_error(loss)
+        n = n + 1                                   ! u and n are final for this step: train
+        call hpct_insitu_step(session, x, y, loss, preempted=preempted)
+        if (preempted) call stop_preempted()
+        if (mod(n, int(report, int64)) == 0) call print_error(loss)
     end do
 
-    call hpct_insitu_finish(session)                ! the final checkpoint
     call print_summary()
-    call hpct_insitu_destroy(session)
-    call hpct_ckpt_close(ck)
-    call hpct_optimizer_destroy(opt)
-    call hpct_model_destroy(model)
-    call hpct_finalize(ctx)
     call MPI_Comm_free(comm)
-    call MPI_Finalize()
-    call hpct_signals_uninstall(signals)
+    call hpct_insitu_close(session)                 ! the final checkpoint; MPI_Finalize
 
 contains
 
+    !> The options, read on every rank before MPI starts.
     subroutine read_arguments()
         character(4096) :: arg, value
         integer :: i
@@ -103,6 +96,8 @@ contains
             if (i == command_argument_count()) call usage_exit(2) ! an option without its value
             call get_command_argument(i + 1, value)
             select case (arg)
+            case ("--settings")
+                settings = value
             case ("--steps")
                 read (value, *) nsteps
             case ("--checkpoints")
@@ -117,17 +112,22 @@ contains
         end do
     end subroutine
 
-    !> The usage on rank 0; code 0 (--help): a clean end without running, else MPI_Abort.
+    !> The usage, printed by the first rank; code 0 (--help): a clean end without running.
     subroutine usage_exit(code)
         integer, intent(in) :: code
-        if (rank == 0) write (*, "(a)") "usage: heat_insitu [--steps N (600)] " // &
-            "[--checkpoints DIR (heat-ckpt)] [--report N (50)] [--nx N (64)] | --help"
-        if (code /= 0) call MPI_Abort(comm, code)
-        call MPI_Comm_free(comm)
+        call MPI_Init()
+        call MPI_Comm_rank(MPI_COMM_WORLD, rank)
+        if (rank == 0) write (*, "(a)") "usage: heat_insitu [--settings FILE (heat_insitu.conf)] " // &
+            "[--steps N (600)] [--checkpoints DIR (heat-ckpt)] [--report N (50)] [--nx N (64)] | --help"
+        if (code /= 0) call MPI_Abort(MPI_COMM_WORLD, code)
         call MPI_Finalize()
-        call hpct_signals_uninstall(signals)
         stop
     end subroutine
+
+    !> The simulated time after n steps: dt = R h**2, h = 1 / (nx + 1).
+    real(real64) function t()
+        t = n * (R / real((nx + 1)**2, real64))
+    end function
 
     !> This rank's columns j0+1 .. j0+ny of the nx x nx interior, the boundary values and
     !> the initial field (a warm blob around (0.6, 0.5)).
@@ -206,38 +206,6 @@ contains
         end do
     end subroutine
 
-    !> 4 -> 32 (tanh) -> 32 (tanh) -> 1, mean squared error, AdamW.
-    subroutine make_surrogate()
-        type(hpct_params_t) :: params
-        type(hpct_optim_config_t) :: oc
-        call hpct_model_create(ctx, STENCIL, model)
-        call hpct_model_add_dense(model, 32, HPCT_ACT_TANH)
-        call hpct_model_add_dense(model, 32, HPCT_ACT_TANH)
-        call hpct_model_add_dense(model, 1, HPCT_ACT_IDENTITY)
-        call hpct_model_set_loss(model, HPCT_LOSS_MSE)
-        call hpct_model_build(model, max(LOCAL_BATCH, CHUNK))
-        call hpct_model_params(model, params)
-        oc%kind = HPCT_OPT_ADAMW
-        oc%lr = 3e-3
-        oc%schedule = HPCT_SCHED_COSINE              ! down to lr / 100 at the last step
-        oc%total_steps = nsteps
-        oc%min_lr = 3e-5
-        call hpct_optimizer_create(params, oc, opt)
-    end subroutine
-
-    !> One directory, written by rank 0; the state: t and n here, the slabs of u as a block
-    !> array (after hpct_insitu_create).
-    subroutine open_checkpoints()
-        type(hpct_ckpt_config_t) :: kc
-        kc%every_steps = 100
-        kc%keep_last = 2
-        kc%config_hash = int(nx, c_int64_t) * 1000003 ! another grid: no resume
-        if (rank /= 0) kc%walltime_margin = 0       ! one rank asks the batch system
-        call hpct_ckpt_open(ctx, kc, ck, directory=trim(ckpt_dir))
-        call hpct_ckpt_add_scalar(ck, "heat/t", t)
-        call hpct_ckpt_add_scalar(ck, "heat/n", n)
-    end subroutine
-
     !> The surrogate's RMS error against the solver's next step over the whole grid, and
     !> that divided by the RMS of the step itself, printed by rank 0.
     subroutine print_error(last_loss)
@@ -254,7 +222,7 @@ contains
                 m = m + 1
                 call stencil_of(u, i, j, inputs(:, m), scales(m))
                 if (m == CHUNK .or. (i == nx .and. j == ny)) then
-                    call hpct_model_forward(model, inputs(:, 1:m), out(:, 1:m))
+                    call hpct_insitu_predict(session, inputs(:, 1:m), out(:, 1:m))
                     call add_errors(inputs(:, 1:m), scales(1:m), out(1, 1:m), sums)
                     m = 0
                 end if
@@ -262,7 +230,7 @@ contains
         end do
         call MPI_Allreduce(sums, total, 2, MPI_DOUBLE_PRECISION, MPI_SUM, comm)
         if (rank == 0) write (*, "('heat: step ', i0, ' t ', f8.5, ' loss ', es9.3, ' surrogate rms error ', &
-            &es9.3, ', relative to the step ', es9.3)") n, t, last_loss, sqrt(total(1) / nx**2), &
+            &es9.3, ', relative to the step ', es9.3)") n, t(), last_loss, sqrt(total(1) / nx**2), &
             sqrt(total(1) / total(2))
     end subroutine
 
@@ -281,12 +249,10 @@ contains
         end do
     end subroutine
 
-    !> The final state as two numbers to compare runs bit for bit: the CRC32C of the whole
-    !> field (gathered on rank 0: the same at any number of ranks) and the hash of the
-    !> surrogate's parameters.
+    !> The final field as one number to compare runs bit for bit: a checksum of the whole
+    !> field (gathered on rank 0: the same at any number of ranks). The surrogate is in the
+    !> final checkpoint (hpctrain ckpt diff compares two).
     subroutine print_summary()
-        type(hpct_params_t) :: params
-        integer(c_int64_t) :: hash
         integer, allocatable :: counts(:), offsets(:)
         real(real64), allocatable :: interior(:, :), field(:)
         integer :: r
@@ -296,35 +262,32 @@ contains
         offsets = [(sum(counts(1:r)), r = 0, nranks - 1)]
         call MPI_Gatherv(interior, nx * ny, MPI_DOUBLE_PRECISION, field, counts, offsets, &
             MPI_DOUBLE_PRECISION, 0, comm)
-        call hpct_model_params(model, params)
-        call hpct_params_hash(params, hash)
-        if (rank == 0) write (*, "('heat: done: ', i0, ' steps, t ', f8.5, ', field crc ', z8.8, &
-            &', params hash ', z16.16)") n, t, hpct_crc32c(0_c_int32_t, field), hash
+        if (rank == 0) write (*, "('heat: done: ', i0, ' steps, t ', f8.5, ', field checksum ', z16.16)") &
+            n, t(), checksum(field)
     end subroutine
+
+    !> FNV-1a over the bits of f: equal fields give equal sums, any changed bit another one.
+    integer(int64) function checksum(f)
+        real(real64), intent(in) :: f(:)
+        integer(int64), parameter :: PRIME = 1099511628211_int64
+        integer(int64) :: bits
+        integer :: k, b
+        checksum = -3750763034362895579_int64        ! the FNV offset basis 0xcbf29ce484222325
+        do k = 1, size(f)
+            bits = transfer(f(k), bits)
+            do b = 0, 56, 8
+                checksum = ieor(checksum, iand(shiftr(bits, b), 255_int64)) * PRIME
+            end do
+        end do
+    end function
 
     !> HPCT_PREEMPTED: the checkpoint of this step is written on every rank; exit 75.
     subroutine stop_preempted()
-        integer :: signo
-        logical :: pending
-        pending = hpct_signals_pending(signo)
-        if (rank == 0 .and. pending) write (*, "('heat: stopped by signal ', i0, ' after step ', i0, &
-            &'; checkpoint written; exit ', i0)") signo, n, EXIT_PREEMPTED
-        if (rank == 0 .and. .not. pending) write (*, "('heat: stopped after step ', i0, &
-            &': the time limit is near; checkpoint written; exit ', i0)") n, EXIT_PREEMPTED
+        if (rank == 0) write (*, "('heat: preempted after step ', i0, &
+            &'; checkpoint written; exit ', i0)") n, EXIT_PREEMPTED
         flush (6)
-        call hpct_insitu_destroy(session)
-        call hpct_ckpt_close(ck)
-        call hpct_finalize(ctx)
-        call MPI_Finalize()
-        call hpct_signals_uninstall(signals)            ! still pending: a late signal is ignored
+        call MPI_Comm_free(comm)
+        call hpct_insitu_close(session)             ! MPI_Finalize; a late signal is ignored
         stop EXIT_PREEMPTED, quiet=.true.
-    end subroutine
-
-    subroutine fail(what, status)
-        character(*), intent(in) :: what
-        integer, intent(in) :: status
-        write (*, "('heat: rank ', i0, ': ', a, ': ', a, ': ', a)") rank, what, hpct_strerror(status), &
-            hpct_last_error(session)
-        call hpct_abort_job(ctx, 1)
     end subroutine
 end program heat_insitu
