@@ -1214,8 +1214,9 @@ hpct_status_t hpct_insitu_close(hpct_insitu_t session);
 /* The session model's outputs out [batch, outputs] for x [batch, inputs] (hpct_model_forward,
  * batch up to the model's; not collective); HPCT_ERR_STATE for a session without a model. */
 hpct_status_t hpct_insitu_predict(hpct_insitu_t session, const float *x, int batch, float *out);
-/* The session's context (hpct_last_error, hpct_topology); NULL for NULL. */
-hpct_ctx_t hpct_insitu_ctx(hpct_insitu_t session);
+/* The detail of the session's last error ("" if none; valid until its next call); with
+ * NULL: of this thread's last failed hpct_insitu_open or hpct_insitu_close. */
+const char *hpct_insitu_last_error(hpct_insitu_t session);
 
 /* ---- Environment settings ---------------------------------------------- */
 

@@ -349,7 +349,7 @@ module hpctrain
     public :: c_hpct_insitu_create, c_hpct_insitu_start, c_hpct_insitu_step, &
         c_hpct_insitu_step_grads, c_hpct_insitu_progress, c_hpct_insitu_finish, &
         c_hpct_insitu_destroy, c_hpct_insitu_add_block, c_hpct_insitu_open, c_hpct_insitu_close, &
-        c_hpct_insitu_predict, c_hpct_insitu_ctx
+        c_hpct_insitu_predict
     public :: c_hpct_get_api_version, c_hpct_shard_create, c_hpct_shard_write, c_hpct_shard_close, &
         c_hpct_manifest_create, c_hpct_manifest_add_shard, c_hpct_manifest_write, &
         c_hpct_manifest_destroy, c_hpct_manifest_check_path, c_hpct_ckpt_file_open, &
@@ -1137,7 +1137,7 @@ module hpctrain
             integer(c_int), value :: batch
             integer(c_int) :: s
         end function
-        function c_hpct_insitu_ctx(session) bind(C, name="hpct_insitu_ctx") result(ctx)
+        function hpcti_f_insitu_ctx(session) bind(C, name="hpcti_f_insitu_ctx") result(ctx)
             import :: c_ptr
             type(c_ptr), value :: session
             type(c_ptr) :: ctx
@@ -3600,7 +3600,7 @@ contains
             if (allow_change) flags = HPCT_INSITU_ALLOW_SETTINGS_CHANGE
         end if
         s = c_hpct_insitu_open(fcomm, cstr(settings), po, flags, session%ptr)
-        session%ctx = c_hpct_insitu_ctx(session%ptr)
+        session%ctx = hpcti_f_insitu_ctx(session%ptr)
         session%model = hpcti_f_insitu_model(session%ptr)
         session%opened = s == 0
         if (present(ierr)) then

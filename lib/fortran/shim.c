@@ -37,6 +37,11 @@ hpct_status_t hpcti_f_insitu_refused(hpct_insitu_t session, hpct_status_t status
     return hpcti_insitu_refuse(session, "hpct_insitu_step", status);
 }
 
+void *hpcti_f_insitu_ctx(hpct_insitu_t session)
+{
+    return hpcti_insitu_ctx(session);
+}
+
 void *hpcti_f_insitu_model(hpct_insitu_t session)
 {
     return hpcti_insitu_model(session);

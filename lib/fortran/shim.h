@@ -21,6 +21,8 @@ hpct_status_t hpcti_f_loss_grad_refused(hpct_model_t model, hpct_status_t status
 hpct_status_t hpcti_f_insitu_refused(hpct_insitu_t session, hpct_status_t status);
 /* hpct_insitu_add_block refused by the wrapper: joins the other ranks' agreement. */
 hpct_status_t hpcti_f_block_refused(hpct_insitu_t session, hpct_status_t status);
+/* The session's context, for the wrappers' error reports. */
+void *hpcti_f_insitu_ctx(hpct_insitu_t session);
 /* The session's built-in model (NULL: none), for the wrappers' shape checks. */
 void *hpcti_f_insitu_model(hpct_insitu_t session);
 

@@ -319,9 +319,14 @@ hpct_model_t hpcti_insitu_model(hpct_insitu_t S)
     return S ? S->model : NULL;
 }
 
-hpct_ctx_t hpct_insitu_ctx(hpct_insitu_t S)
+hpct_ctx_t hpcti_insitu_ctx(hpct_insitu_t S)
 {
     return S ? S->ctx : NULL;
+}
+
+const char *hpct_insitu_last_error(hpct_insitu_t S)
+{
+    return hpct_last_error(S ? S->ctx : NULL);
 }
 
 hpct_status_t hpct_insitu_predict(hpct_insitu_t S, const float *x, int batch, float *out)

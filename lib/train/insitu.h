@@ -21,6 +21,8 @@ HPCTI_CHECK hpct_status_t hpcti_insitu_block_refuse(hpct_insitu_t S, hpct_status
 void hpcti_insitu_own(hpct_insitu_t S, void *owned, void (*free_owned)(void *));
 /* The session's built-in model; NULL for a bring-your-own-gradients session or NULL. */
 hpct_model_t hpcti_insitu_model(hpct_insitu_t S);
+/* The session's context; NULL for NULL. */
+hpct_ctx_t hpcti_insitu_ctx(hpct_insitu_t S);
 /* 1 when hpct_insitu_finish succeeded on S (hpct_insitu_close does not call it again). */
 int hpcti_insitu_finished(hpct_insitu_t S);
 

@@ -298,7 +298,7 @@ hpct_status_t hpct_insitu_close(hpct_insitu_t session)
 {
     if (!session) return HPCT_SUCCESS;
     hpct_status_t s = hpcti_insitu_finished(session) ? HPCT_SUCCESS : hpct_insitu_finish(session);
-    if (s) hpcti_set_init_error(hpct_last_error(hpct_insitu_ctx(session))); /* outlives it */
+    if (s) hpcti_set_init_error(hpct_insitu_last_error(session)); /* outlives it */
     hpct_insitu_destroy(session);
     return s;
 }
