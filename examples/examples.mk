@@ -1,8 +1,9 @@
 # examples: programs a user copies from (built, not installed), and the main job.
-noinst_PROGRAMS += examples/mlp_xor examples/byog
+noinst_PROGRAMS += examples/mlp_xor examples/byog examples/burgers_insitu
 examples_mlp_xor_LDADD = $(HPCT_LIBS)
 examples_byog_LDADD = $(HPCT_LIBS)
-EXTRA_DIST += examples/fashion-mnist.sh examples/fashion-mnist.conf
+examples_burgers_insitu_LDADD = $(HPCT_LIBS)
+EXTRA_DIST += examples/fashion-mnist.sh examples/fashion-mnist.conf examples/burgers_insitu.conf
 
 # After "make install": an outside program compiles and links with pkg-config --static.
 installcheck-local:

@@ -139,10 +139,10 @@ EXTRA_DIST += $(SLURM_TESTS) t/slurm/cluster.sh t/slurm/setup.sh t/lib/tap.sh
 
 # ---- the in-situ session: one process, and 2, 3 and 41 ranks under mpirun ------------
 check_PROGRAMS += t/test_insitu t/lib/insitu_prog
-TESTS += t/test_insitu t/test_insitu_dist.sh t/test_insitu_preempt_split.sh
+TESTS += t/test_insitu t/test_insitu_dist.sh t/test_insitu_preempt_split.sh t/test_insitu_burgers.sh
 t_test_insitu_LDADD = $(TEST_LIBS)
 t_lib_insitu_prog_LDADD = t/lib/libmpiprog.a $(TEST_LIBS)
-EXTRA_DIST += t/test_insitu_dist.sh t/test_insitu_preempt_split.sh
+EXTRA_DIST += t/test_insitu_dist.sh t/test_insitu_preempt_split.sh t/test_insitu_burgers.sh
 
 # ---- Fortran: the module's bindings, wrappers, MPI use, C twin, examples, install routes ----
 # Always listed; each says SKIP in a build without the module. (t/test_fortran_install.sh and
@@ -189,7 +189,7 @@ LONG_TESTS = t/test_train_preempt_w2.sh t/test_dist_algo.sh t/test_dist_grads.sh
 	t/test_slurm_train.sh t/test_train_hang.sh t/test_slurm_insitu.sh t/test_fuzz_shard.sh \
 	t/test_bench_smoke.sh t/test_train_preempt_early.sh t/test_train_diverge.sh \
 	t/test_env_settings.sh t/test_train_worldsize_odd.sh t/test_train_sigstop.sh \
-	t/test_doctor.sh t/test_slurm_doctor.sh
+	t/test_doctor.sh t/test_slurm_doctor.sh t/test_insitu_burgers.sh
 list-fast-tests:
 	@fast=; for t in $(TESTS); do case " $(LONG_TESTS) " in *" $$t "*) ;; \
 	*) fast="$$fast $$t" ;; esac; done; echo $$fast
