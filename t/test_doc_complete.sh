@@ -8,13 +8,13 @@
 #    "Exit status of train" list;
 #  - every long option of the subcommands (getopt tables and "--x" compared in tools/*.c) is
 #    named in doc/hpctrain.1;
-#  - every settings key tools/train_config.c accepts has an entry in doc/hpctrain.conf.5;
+#  - every settings key lib/train/settings.c accepts has an entry in doc/hpctrain.conf.5;
 #  - the man pages' .TH lines name the version of AC_INIT in configure.ac.
 # (The HPCT_* variables of the man pages are checked by t/test_doc_env.sh.)
 . "${top_srcdir:-.}/t/lib/tap.sh"
 src=${top_srcdir:-.}
 tool=${top_builddir:-.}/tools/hpctrain
-for f in include/hpctrain.h tools/tools.h tools/train.c tools/train_config.c doc/hpctrain.1 \
+for f in include/hpctrain.h tools/tools.h tools/train.c lib/train/settings.c doc/hpctrain.1 \
     doc/hpctrain.3 doc/hpctrain.conf.5 README configure.ac; do
     [ -f "$src/$f" ] || skip_all "$src/$f not found"
 done
@@ -88,8 +88,8 @@ gone=$(missing "$tmp/options" "$tmp/named-options")
 ok $? "hpctrain.1 names each of the $n long options of the subcommands" ||
     diag "options found: $n; not in hpctrain.1: $gone"
 
-# 8. Settings keys: the rows of the keys[] table of tools/train_config.c.
-sed -n 's/^    {"\([a-z][a-z0-9_]*\)", K_[A-Z]*,.*/\1/p' "$src/tools/train_config.c" | sort -u \
+# 8. Settings keys: the rows of the keys[] table of lib/train/settings.c.
+sed -n 's/^    {"\([a-z][a-z0-9_]*\)", K_[A-Z]*,.*/\1/p' "$src/lib/train/settings.c" | sort -u \
     >"$tmp/keys"
 tags "$src/doc/hpctrain.conf.5" | tr -c 'a-z0-9_\n' ' ' | tr ' ' '\n' | sort -u >"$tmp/entries5"
 n=$(wc -l <"$tmp/keys")
