@@ -1182,27 +1182,24 @@ void hpct_insitu_destroy(hpct_insitu_t session);
  * initialised (with the preemption handlers installed first; hpct_insitu_close then calls
  * MPI_Finalize). */
 #define HPCT_COMM_WORLD (-1)
-/* hpct_insitu_open's flags. */
-#define HPCT_INSITU_ALLOW_SETTINGS_CHANGE                                                          \
-    1u /* resume from a checkpoint of other settings (the                                          \
-          hash differs; hpctrain train                                                             \
-          --allow-config-change) */
+/* hpct_insitu_open's flags: resume from a checkpoint of other settings (its hash differs;
+ * hpctrain train --allow-config-change). */
+#define HPCT_INSITU_ALLOW_SETTINGS_CHANGE 1u
 
 /* Collective over the caller's communicator (a Fortran handle: MPI_Comm_c2f(comm) in C, MPI
- * initialised by the caller) or HPCT_COMM_WORLD: what the long form does in about 15 calls. Reads
- * the settings file (hpctrain.conf(5); NULL or "": none), then overrides ("key = value" items
- * separated by
- * ';' or newlines; NULL: none), checks them (HPCT_SETTINGS_INSITU) and makes: the context on
- * comm (seed, threads, backend, collective_timeout, consistency_interval; HPCT_LOG_LEVEL=0..4
- * as for hpctrain, else warnings), the model (inputs -> hidden (activation) -> outputs, loss;
+ * initialised by the caller) or HPCT_COMM_WORLD: what the long form does in about 15 calls.
+ * Reads the settings file (hpctrain.conf(5); NULL or "": none), then overrides ("key = value"
+ * items separated by ';' or newlines; NULL: none), checks them (HPCT_SETTINGS_INSITU) and
+ * makes: the context on comm (seed, threads, backend, collective_timeout,
+ * consistency_interval; no log), the model (inputs -> hidden (activation) -> outputs, loss;
  * local batches up to global_batch rows), the optimizer and its schedule, the checkpoint
  * directory (cadence, retention, walltime_margin; the settings' hash is its config_hash:
  * another hash is refused at hpct_insitu_start unless flags hold
  * HPCT_INSITU_ALLOW_SETTINGS_CHANGE), the evaluation data (eval_manifest, eval_every_steps),
  * metrics, timeline, log_interval (rank 0 prints a progress line on standard output),
- * resume, and the session over them, catching SIGTERM and SIGUSR1. An error on any rank
- * (a settings error: HPCT_ERR_INVALID_ARG, the message of hpctrain train) is every rank's,
- * with its detail in hpct_last_error(NULL); nothing is left made. Free with
+ * resume, the divergence guard, and the session over them, catching SIGTERM and SIGUSR1. An
+ * error on any rank (a settings error: HPCT_ERR_INVALID_ARG, the message of hpctrain train)
+ * is every rank's, with its detail in hpct_last_error(NULL); nothing is left made. Free with
  * hpct_insitu_close. */
 hpct_status_t hpct_insitu_open(int fortran_comm, const char *settings, const char *overrides,
                                unsigned flags, hpct_insitu_t *session);

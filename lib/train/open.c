@@ -68,19 +68,16 @@ static hpct_status_t read_settings(hpct_settings_t *set, const char *path, const
     return s;
 }
 
-/* The context's configuration from the settings; HPCT_LOG_LEVEL=0..4 as for hpctrain. */
+/* The context's configuration from the settings; no log (the caller reports failures, as
+ * hpctrain does). */
 static hpct_config_t context_config(const hpct_settings_t *set)
 {
     hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
-    const char *level = getenv("HPCT_LOG_LEVEL");
     cfg.seed = (uint64_t)set->seed;
     cfg.num_threads = (int)set->threads;
     cfg.backend = strcmp(set->backend, "cuda") ? HPCT_BACKEND_CPU : HPCT_BACKEND_CUDA;
     cfg.consistency_interval = set->consistency_interval;
     cfg.collective_timeout_s = set->collective_timeout;
-    cfg.log_level = level && strlen(level) == 1 && level[0] >= '0' && level[0] <= '4'
-                        ? (hpct_log_level_t)(level[0] - '0')
-                        : HPCT_LOG_NONE; /* the caller reports failures, as hpctrain does */
     return cfg;
 }
 
@@ -211,8 +208,14 @@ static hpct_status_t build(struct opened *o, unsigned flags, hpct_insitu_t *sess
  * MPI). */
 static hpct_status_t start_context(struct opened *o, const hpct_config_t *cfg, int fortran_comm)
 {
-    int up = 0;
+    int up = 0, down = 0;
     MPI_Initialized(&up);
+    MPI_Finalized(&down);
+    if (down) {
+        hpcti_set_init_error("hpct_insitu_open: MPI is finalized already (by this program, or "
+                             "by the hpct_insitu_close of a session that initialised it)");
+        return HPCT_ERR_STATE;
+    }
     if (up)
         return hpct_init_comm(
             cfg, fortran_comm == HPCT_COMM_WORLD ? (int)MPI_Comm_c2f(MPI_COMM_WORLD) : fortran_comm,
@@ -283,7 +286,8 @@ hpct_status_t hpct_insitu_open(int fortran_comm, const char *settings, const cha
     s = agree_settings(o->own.ctx, mine, detail);
     if (!s) {
         s = build(o, flags, session);
-        s = hpcti_agree_status(o->own.ctx, fn, s, hpct_last_error(o->own.ctx));
+        if (!(s && hpct_last_error_shared(o->own.ctx))) /* not agreed by the failing call */
+            s = hpcti_agree_status(o->own.ctx, fn, s, hpct_last_error(o->own.ctx));
     }
     if (s) {
         hpct_insitu_destroy(*session);
