@@ -13,12 +13,14 @@
 #    global loss, bit for bit, on both ranks, and identical replicas;
 #  - a wrong x shape on rank 1 only, in hpct_insitu_step and in hpct_model_loss_grad with
 #    averaging on: both ranks fail within seconds naming rank 1 (deadline 60 s), and
-#    hpct_finalize succeeds on both (issue 37, finding 5).
+#    hpct_finalize succeeds on both (issue 37, finding 5);
+#  - hpct_insitu_open without a communicator (MPI initialised and finalized by the session),
+#    steps, hpct_insitu_predict, hpct_insitu_close, and the reason a second open is refused.
 . "${top_srcdir:-.}/t/lib/fortran_lib.sh"
 need_fortran
 need_mpi
 PROG="$builddir/t/lib/fortran_mpi"
-plan 17
+plan 18
 
 # passed OUT: exit 0, some PASS lines and no FAIL line.
 passed() { [ "$rc" = 0 ] && grep -q '^PASS' "$1" && ! grep -q '^FAIL' "$1"; }
@@ -53,6 +55,12 @@ ok $? "a local context: an error without ierr prints the detail and stops with E
 
 run "$work/abort" mpi 1 "$PROG" abort 3
 is "$rc" 3 "hpct_abort_job(ctx, 3) ends the job with exit code 3"
+
+run "$work/open" mpi 2 "$PROG" open "$work/open-ck"
+passed "$work/open" && [ "$(grep -c '^PASS' "$work/open")" = 10 ] &&
+    [ -f "$work/open-ck/ckpt-000000000003.h5" ]
+ok $? "W=2: hpct_insitu_open without a communicator initialises MPI, 3 steps, predict, close (final checkpoint, MPI_Finalize); a second open says MPI is finalized (exit $rc)" ||
+    show "$work/open"
 
 run "$work/insitu" mpi 2 "$PROG" insitu
 passed "$work/insitu"

@@ -17,7 +17,7 @@
 module hpctrain
     use, intrinsic :: iso_c_binding
     use, intrinsic :: iso_fortran_env, only: error_unit
-    use mpi_f08, only: MPI_Comm, MPI_Comm_rank, MPI_Initialized, MPI_Finalized
+    use mpi_f08, only: MPI_Comm
     implicit none
     private
 
@@ -95,6 +95,9 @@ module hpctrain
         HPCT_CKPT_DUE_WALLTIME = 4, HPCT_CKPT_DUE_SIGNAL = 8
     integer(c_int), parameter, public :: HPCT_TRAIN_CONFIG_VERSION = 3
     integer(c_int), parameter, public :: HPCT_INSITU_CONFIG_VERSION = 4
+    ! settings files (hpctrain.conf(5)): hpct_settings_t, hpct_settings_check's use
+    integer(c_int), parameter, public :: HPCT_SETTINGS_VERSION = 1, HPCT_SETTINGS_PATH_MAX = 1024, &
+        HPCT_SETTINGS_MAX_HIDDEN = 16, HPCT_SETTINGS_TRAIN = 0, HPCT_SETTINGS_INSITU = 1
 
     ! ---- Handles: the C pointer and the context that owns it (for error detail) ----------
     type, public :: hpct_ctx_t
@@ -318,6 +321,42 @@ module hpctrain
         real(c_double) :: divergence_factor = 0d0    ! version 4: the divergence guard, 0 = off
         integer(c_long) :: divergence_reports = 3
     end type
+    !> Every key of hpctrain.conf(5) (fill with hpct_settings_defaults; strings are
+    !> NUL-terminated character arrays: hpct_settings_format gives a value as a string).
+    type, bind(C), public :: hpct_settings_t
+        integer(c_int) :: version = 0
+        character(kind=c_char) :: train_manifest(HPCT_SETTINGS_PATH_MAX) = c_null_char
+        character(kind=c_char) :: eval_manifest(HPCT_SETTINGS_PATH_MAX) = c_null_char
+        integer(c_int) :: hidden(HPCT_SETTINGS_MAX_HIDDEN) = 0
+        integer(c_int) :: num_hidden = 0
+        character(kind=c_char) :: activation(16) = c_null_char, loss(16) = c_null_char
+        integer(c_long) :: outputs = 0
+        character(kind=c_char) :: optimizer(16) = c_null_char
+        real(c_double) :: lr = 0, momentum = 0, weight_decay = 0, beta1 = 0, beta2 = 0, eps = 0, &
+            clip_norm = 0, gamma = 0, min_lr = 0
+        integer(c_int) :: nesterov = 0
+        character(kind=c_char) :: schedule(16) = c_null_char
+        integer(c_long) :: warmup_steps = 0, step_size = 0, total_steps = 0
+        integer(c_long) :: global_batch = 0, micro_batches = 0, epochs = 0, seed = 0, threads = 0, &
+            log_interval = 0
+        real(c_double) :: collective_timeout = 0
+        character(kind=c_char) :: checkpoint_dir(HPCT_SETTINGS_PATH_MAX) = c_null_char
+        integer(c_long) :: checkpoint_every_steps = 0, checkpoint_keep = 0, checkpoint_keep_every = 0
+        real(c_double) :: checkpoint_every_seconds = 0, walltime_margin = 0
+        integer(c_int) :: checkpoint_async = 0
+        character(kind=c_char) :: resume(16) = c_null_char, backend(16) = c_null_char
+        integer(c_long) :: consistency_interval = 0
+        character(kind=c_char) :: metrics_file(HPCT_SETTINGS_PATH_MAX) = c_null_char
+        integer(c_long) :: eval_every_steps = 0, eval_every_epochs = 0
+        real(c_double) :: straggler_threshold = 0
+        character(kind=c_char) :: timeline_file(HPCT_SETTINGS_PATH_MAX) = c_null_char
+        integer(c_long) :: timeline_steps = 0, timeline_first = 0
+        real(c_double) :: divergence_factor = 0
+        integer(c_long) :: divergence_reports = 0
+        character(kind=c_char) :: data_store(8) = c_null_char
+        integer(c_long) :: data_memory_mib = 0
+        integer(c_long) :: inputs = 0
+    end type
 
     ! ---- BIND(C) interfaces: every public C function --------------------------------------
     public :: c_hpct_get_version, c_hpct_strerror, c_hpct_ctx_create, c_hpct_ctx_destroy, &
@@ -349,7 +388,9 @@ module hpctrain
     public :: c_hpct_insitu_create, c_hpct_insitu_start, c_hpct_insitu_step, &
         c_hpct_insitu_step_grads, c_hpct_insitu_progress, c_hpct_insitu_finish, &
         c_hpct_insitu_destroy, c_hpct_insitu_add_block, c_hpct_insitu_open, c_hpct_insitu_close, &
-        c_hpct_insitu_predict
+        c_hpct_insitu_predict, c_hpct_insitu_last_error, c_hpct_settings_defaults, &
+        c_hpct_settings_set, c_hpct_settings_read_file, c_hpct_settings_read_env, &
+        c_hpct_settings_check, c_hpct_settings_key, c_hpct_settings_format, c_hpct_settings_hash
     public :: c_hpct_get_api_version, c_hpct_shard_create, c_hpct_shard_write, c_hpct_shard_close, &
         c_hpct_manifest_create, c_hpct_manifest_add_shard, c_hpct_manifest_write, &
         c_hpct_manifest_destroy, c_hpct_manifest_check_path, c_hpct_ckpt_file_open, &
@@ -1125,6 +1166,65 @@ module hpctrain
             type(c_ptr), intent(out) :: session
             integer(c_int) :: s
         end function
+        function c_hpct_insitu_last_error(session) bind(C, name="hpct_insitu_last_error") result(p)
+            import :: c_ptr
+            type(c_ptr), value :: session
+            type(c_ptr) :: p
+        end function
+        function hpcti_f_rank(fortran_comm, has_comm) bind(C, name="hpcti_f_rank") result(rank)
+            import :: c_int
+            integer(c_int), value :: fortran_comm, has_comm
+            integer(c_int) :: rank
+        end function
+        function c_hpct_settings_defaults(s) bind(C, name="hpct_settings_defaults") result(r)
+            import :: c_int, hpct_settings_t
+            type(hpct_settings_t), intent(inout) :: s
+            integer(c_int) :: r
+        end function
+        function c_hpct_settings_set(s, key, value, source) bind(C, name="hpct_settings_set") &
+            result(r)
+            import :: c_int, c_char, hpct_settings_t
+            type(hpct_settings_t), intent(inout) :: s
+            character(kind=c_char), intent(in) :: key(*), value(*), source(*)
+            integer(c_int) :: r
+        end function
+        function c_hpct_settings_read_file(s, path) bind(C, name="hpct_settings_read_file") &
+            result(r)
+            import :: c_int, c_char, hpct_settings_t
+            type(hpct_settings_t), intent(inout) :: s
+            character(kind=c_char), intent(in) :: path(*)
+            integer(c_int) :: r
+        end function
+        function c_hpct_settings_read_env(s) bind(C, name="hpct_settings_read_env") result(r)
+            import :: c_int, hpct_settings_t
+            type(hpct_settings_t), intent(inout) :: s
+            integer(c_int) :: r
+        end function
+        function c_hpct_settings_check(s, use) bind(C, name="hpct_settings_check") result(r)
+            import :: c_int, hpct_settings_t
+            type(hpct_settings_t), intent(in) :: s
+            integer(c_int), value :: use
+            integer(c_int) :: r
+        end function
+        function c_hpct_settings_key(i) bind(C, name="hpct_settings_key") result(p)
+            import :: c_int, c_ptr
+            integer(c_int), value :: i
+            type(c_ptr) :: p
+        end function
+        function c_hpct_settings_format(s, key, value, n) bind(C, name="hpct_settings_format") &
+            result(r)
+            import :: c_int, c_char, c_size_t, hpct_settings_t
+            type(hpct_settings_t), intent(in) :: s
+            character(kind=c_char), intent(in) :: key(*)
+            character(kind=c_char), intent(out) :: value(*)
+            integer(c_size_t), value :: n
+            integer(c_int) :: r
+        end function
+        function c_hpct_settings_hash(s) bind(C, name="hpct_settings_hash") result(h)
+            import :: c_int64_t, hpct_settings_t
+            type(hpct_settings_t), intent(in) :: s
+            integer(c_int64_t) :: h ! uint64_t in C
+        end function
         function c_hpct_insitu_close(session) bind(C, name="hpct_insitu_close") result(s)
             import :: c_int, c_ptr
             type(c_ptr), value :: session
@@ -1216,7 +1316,10 @@ module hpctrain
     public :: hpct_train, hpct_evaluate, hpct_output_losses
     public :: hpct_insitu_create, hpct_insitu_start, hpct_insitu_step, hpct_insitu_step_grads, &
         hpct_insitu_progress, hpct_insitu_finish, hpct_insitu_destroy, hpct_insitu_add_block, &
-        hpct_insitu_open, hpct_insitu_close, hpct_insitu_predict
+        hpct_insitu_open, hpct_insitu_close, hpct_insitu_predict, hpct_insitu_last_error
+    public :: hpct_settings_defaults, hpct_settings_set, hpct_settings_read_file, &
+        hpct_settings_read_env, hpct_settings_check, hpct_settings_key, hpct_settings_format, &
+        hpct_settings_hash
     integer, parameter, public :: HPCT_INSITU_ALLOW_SETTINGS_CHANGE = 1, HPCT_COMM_WORLD = -1
 
     !> The detail of the most recent error of the context that owns any handle.
@@ -3606,7 +3709,7 @@ contains
         if (present(ierr)) then
             ierr = int(s)
         else if (s /= 0) then
-            if (rank_in(comm) <= 0) then ! the failure is every rank's: one prints it
+            if (hpcti_f_rank(fcomm, merge(1_c_int, 0_c_int, present(comm))) <= 0) then ! every rank's: one prints
                 write (error_unit, "(a)") "hpctrain: hpct_insitu_open failed: " // &
                     hpct_strerror(int(s)) // ": " // fstr(c_hpct_last_error(c_null_ptr))
                 flush (error_unit)
@@ -3615,20 +3718,6 @@ contains
             stop 1, quiet=.true.
         end if
     end subroutine
-
-    !> This process's rank in comm where MPI runs, else in the job (launcher_rank).
-    function rank_in(comm) result(rank)
-        integer, intent(in), optional :: comm
-        type(MPI_Comm) :: c
-        integer :: rank
-        logical :: up, down
-        call MPI_Initialized(up)
-        call MPI_Finalized(down)
-        rank = launcher_rank()
-        if (.not. present(comm) .or. .not. up .or. down) return
-        c%MPI_VAL = comm
-        call MPI_Comm_rank(c, rank)
-    end function
 
     !> finish for a call on a session: one of hpct_insitu_open, without ierr, ends on an error
     !> every rank returned (agreed) as the open call does: the first rank prints it, then STOP 2
@@ -3657,22 +3746,6 @@ contains
         call finish(status, session%ctx, where, ierr)
     end subroutine
 
-    !> This process's rank in the job from the launcher's environment (Open MPI, PMIx,
-    !> Slurm, MPICH), or -1 when none says.
-    function launcher_rank() result(rank)
-        character(*), parameter :: names(4) = [character(20) :: "OMPI_COMM_WORLD_RANK", &
-            "PMIX_RANK", "SLURM_PROCID", "PMI_RANK"]
-        character(32) :: v
-        integer :: rank, i, length, stat
-        rank = -1
-        do i = 1, size(names)
-            call get_environment_variable(trim(names(i)), v, length, stat)
-            if (stat /= 0 .or. length == 0) cycle
-            read (v, *, iostat=stat) rank
-            if (stat == 0) return
-            rank = -1
-        end do
-    end function
 
     !> hpct_insitu_finish unless it succeeded, then free the session and what
     !> hpct_insitu_open made for it (model, optimizer, checkpoints, data, context).
@@ -3703,4 +3776,85 @@ contains
         m%ctx = session%ctx
         call hpct_model_forward(m, x, out, ierr)
     end subroutine
+    ! ==== settings files (hpctrain.conf(5)) ===================================================
+
+    !> Every key at its documented default.
+    subroutine hpct_settings_defaults(s, ierr)
+        type(hpct_settings_t), intent(inout) :: s
+        integer, intent(out), optional :: ierr
+        call finish(c_hpct_settings_defaults(s), c_null_ptr, "hpct_settings_defaults", ierr)
+    end subroutine
+
+    !> One key from text; source names it in messages (absent: "argument").
+    subroutine hpct_settings_set(s, key, value, source, ierr)
+        type(hpct_settings_t), intent(inout) :: s
+        character(*), intent(in) :: key, value
+        character(*), intent(in), optional :: source
+        integer, intent(out), optional :: ierr
+        character(:), allocatable :: src
+        src = "argument"
+        if (present(source)) src = source
+        call finish(c_hpct_settings_set(s, cstr(key), value // c_null_char, cstr(src)), c_null_ptr, &
+            "hpct_settings_set", ierr)
+    end subroutine
+
+    !> A "key = value" file; errors name the file and line (hpct_last_error()).
+    subroutine hpct_settings_read_file(s, path, ierr)
+        type(hpct_settings_t), intent(inout) :: s
+        character(*), intent(in) :: path
+        integer, intent(out), optional :: ierr
+        call finish(c_hpct_settings_read_file(s, cstr(path)), c_null_ptr, "hpct_settings_read_file", ierr)
+    end subroutine
+
+    !> The HPCT_<KEY> environment variables.
+    subroutine hpct_settings_read_env(s, ierr)
+        type(hpct_settings_t), intent(inout) :: s
+        integer, intent(out), optional :: ierr
+        call finish(c_hpct_settings_read_env(s), c_null_ptr, "hpct_settings_read_env", ierr)
+    end subroutine
+
+    !> The rules between keys for use (HPCT_SETTINGS_TRAIN or HPCT_SETTINGS_INSITU).
+    subroutine hpct_settings_check(s, use, ierr)
+        type(hpct_settings_t), intent(in) :: s
+        integer, intent(in) :: use
+        integer, intent(out), optional :: ierr
+        call finish(c_hpct_settings_check(s, int(use, c_int)), c_null_ptr, "hpct_settings_check", ierr)
+    end subroutine
+
+    !> The name of key i (0, 1, ...); "" past the last.
+    function hpct_settings_key(i) result(name)
+        integer, intent(in) :: i
+        character(:), allocatable :: name
+        name = fstr(c_hpct_settings_key(int(i, c_int)))
+    end function
+
+    !> The value of key in file syntax.
+    subroutine hpct_settings_format(s, key, value, ierr)
+        type(hpct_settings_t), intent(in) :: s
+        character(*), intent(in) :: key
+        character(:), allocatable, intent(out) :: value
+        integer, intent(out), optional :: ierr
+        character(kind=c_char), target :: buf(HPCT_SETTINGS_PATH_MAX + 8)
+        integer(c_int) :: st
+        buf = c_null_char
+        st = c_hpct_settings_format(s, cstr(key), buf, int(size(buf), c_size_t))
+        value = fstr_chars(buf)
+        call finish(st, c_null_ptr, "hpct_settings_format", ierr)
+    end subroutine
+
+    !> The 64-bit hash of the hashed keys (the checkpoints' configuration hash; the bits of
+    !> C's uint64_t).
+    function hpct_settings_hash(s) result(h)
+        type(hpct_settings_t), intent(in) :: s
+        integer(c_int64_t) :: h
+        h = c_hpct_settings_hash(s)
+    end function
+
+    !> The detail of the session's last error; an unassociated session: of this thread's last
+    !> failed hpct_insitu_open or hpct_insitu_close.
+    function hpct_insitu_last_error(session) result(msg)
+        type(hpct_insitu_t), intent(in) :: session
+        character(:), allocatable :: msg
+        msg = fstr(c_hpct_insitu_last_error(session%ptr))
+    end function
 end module hpctrain

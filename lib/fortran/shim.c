@@ -6,6 +6,10 @@
 #include "../model/model.h"
 #include "../train/insitu.h"
 
+#include <limits.h>
+#include <mpi.h>
+#include <stdlib.h>
+
 hpct_status_t hpcti_f_error(hpct_ctx_t ctx, hpct_status_t status, const char *msg)
 {
     if (!ctx) return status;
@@ -35,6 +39,24 @@ hpct_status_t hpcti_f_loss_grad_refused(hpct_model_t model, hpct_status_t status
 hpct_status_t hpcti_f_insitu_refused(hpct_insitu_t session, hpct_status_t status)
 {
     return hpcti_insitu_refuse(session, "hpct_insitu_step", status);
+}
+
+int hpcti_f_rank(int fortran_comm, int has_comm)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID",
+                                       "PMI_RANK"};
+    int up = 0, down = 0, rank = -1;
+    MPI_Initialized(&up);
+    MPI_Finalized(&down);
+    if (has_comm && up && !down && MPI_Comm_rank(MPI_Comm_f2c(fortran_comm), &rank) == MPI_SUCCESS)
+        return rank;
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        char *end;
+        long r = v ? strtol(v, &end, 10) : -1;
+        if (v && *v && !*end && r >= 0 && r <= INT_MAX) return (int)r;
+    }
+    return -1;
 }
 
 void *hpcti_f_insitu_ctx(hpct_insitu_t session)

@@ -21,6 +21,9 @@ hpct_status_t hpcti_f_loss_grad_refused(hpct_model_t model, hpct_status_t status
 hpct_status_t hpcti_f_insitu_refused(hpct_insitu_t session, hpct_status_t status);
 /* hpct_insitu_add_block refused by the wrapper: joins the other ranks' agreement. */
 hpct_status_t hpcti_f_block_refused(hpct_insitu_t session, hpct_status_t status);
+/* This process's rank in fortran_comm where MPI runs (has_comm), else in the job from the
+ * launcher's environment (Open MPI, PMIx, Slurm, MPICH); -1 when none says. */
+int hpcti_f_rank(int fortran_comm, int has_comm);
 /* The session's context, for the wrappers' error reports. */
 void *hpcti_f_insitu_ctx(hpct_insitu_t session);
 /* The session's built-in model (NULL: none), for the wrappers' shape checks. */

@@ -72,6 +72,7 @@ program fortran_api
     call test_signals_walltime()
     call test_train()
     call test_insitu()
+    call test_settings()
     call tap_done()
     if (tap_failures() > 0) stop 1
 
@@ -201,6 +202,20 @@ contains
             c_loc(r%stop_signal), c_loc(r%rejected_checkpoints)])
         call layout_insitu()
         call layout_shard()
+        call layout_settings()
+    end subroutine
+
+    subroutine layout_settings()
+        type(hpct_settings_t), target :: s
+        call check_layout(12_c_int, "hpct_settings_t", c_loc(s), c_sizeof(s), [c_loc(s%version), &
+            c_loc(s%train_manifest), c_loc(s%eval_manifest), c_loc(s%hidden), c_loc(s%num_hidden), &
+            c_loc(s%activation), c_loc(s%outputs), c_loc(s%lr), c_loc(s%min_lr), c_loc(s%nesterov), &
+            c_loc(s%schedule), c_loc(s%total_steps), c_loc(s%log_interval), &
+            c_loc(s%collective_timeout), c_loc(s%checkpoint_dir), c_loc(s%walltime_margin), &
+            c_loc(s%checkpoint_async), c_loc(s%backend), c_loc(s%consistency_interval), &
+            c_loc(s%metrics_file), c_loc(s%straggler_threshold), c_loc(s%timeline_file), &
+            c_loc(s%timeline_first), c_loc(s%divergence_factor), c_loc(s%data_store), &
+            c_loc(s%data_memory_mib), c_loc(s%inputs)])
     end subroutine
 
     subroutine layout_shard()
@@ -1097,6 +1112,44 @@ contains
         call hpct_optimizer_create(params, oc, opt)
         kc%every_steps = 2
         call hpct_ckpt_open(ctx, kc, ck, directory=dir)
+    end subroutine
+
+    !> The settings of hpctrain.conf(5) through the module: defaults, set, a file, the checks,
+    !> the keys, a value in file syntax and the hash (the same value as C's).
+    subroutine test_settings()
+        type(hpct_settings_t) :: s
+        type(hpct_ctx_t) :: none
+        character(:), allocatable :: v, path
+        integer :: ierr, u
+        call hpct_settings_defaults(s)
+        call hpct_settings_format(s, "hidden", v)
+        call tap_ok(s%version == HPCT_SETTINGS_VERSION .and. s%global_batch == 256 .and. &
+            s%num_hidden == 2 .and. v == "512,512", "hpct_settings_defaults and hpct_settings_format")
+        call tap_ok(hpct_settings_hash(s) == int(z'0ea579d243664734', c_int64_t), &
+            "hpct_settings_hash of the defaults is C's (the one checkpoints hold)")
+        call tap_ok(hpct_settings_key(0) == "train_manifest" .and. hpct_settings_key(9999) == "", &
+            "hpct_settings_key: the first key, and none past the last")
+        call hpct_settings_set(s, "lr", "0.1", "test", ierr)
+        call tap_ok(ierr == 0 .and. s%lr == 0.1d0, "hpct_settings_set lr = 0.1")
+        call hpct_settings_set(s, "lr", "fast", "test", ierr)
+        call tap_ok(ierr == HPCT_ERR_INVALID_ARG .and. &
+            contains_text(hpct_last_error(none), "test: lr = 'fast' must be a number"), &
+            "a bad value: HPCT_ERR_INVALID_ARG, the message in hpct_last_error of no context")
+        path = trim(workdir) // "/settings.conf"
+        open (newunit=u, file=path, status="replace", action="write")
+        write (u, "(a)") "hidden = 8, 4", "inputs = 3  # the model's input width"
+        close (u)
+        call hpct_settings_read_file(s, path, ierr)
+        call tap_ok(ierr == 0 .and. all(s%hidden(1:2) == [8, 4]) .and. s%num_hidden == 2 .and. &
+            s%inputs == 3, "hpct_settings_read_file")
+        call hpct_settings_read_env(s, ierr)
+        call tap_ok(ierr == 0, "hpct_settings_read_env")
+        call hpct_settings_check(s, HPCT_SETTINGS_TRAIN, ierr)
+        call tap_ok(ierr == HPCT_ERR_INVALID_ARG .and. contains_text(hpct_insitu_last_error( &
+            hpct_insitu_t()), "train_manifest is not set"), "hpct_settings_check for hpctrain train")
+        call hpct_settings_set(s, "outputs", "2")
+        call hpct_settings_check(s, HPCT_SETTINGS_INSITU, ierr)
+        call tap_ok(ierr == 0, "hpct_settings_check for an in-situ session")
     end subroutine
 
     subroutine test_insitu()

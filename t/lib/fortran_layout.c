@@ -27,6 +27,7 @@ enum {
     S_INSITU_CONFIG,
     S_SHARD_CONFIG,
     S_DATA_STATS,
+    S_SETTINGS,
     S_NUM
 };
 
@@ -156,6 +157,34 @@ static const long data_stats_off[] = {OFF(hpct_data_stats_t, version),
                                       OFF(hpct_data_stats_t, node_resident_bytes),
                                       OFF(hpct_data_stats_t, exchange_bytes)};
 
+static const long settings_off[] = {OFF(hpct_settings_t, version),
+                                    OFF(hpct_settings_t, train_manifest),
+                                    OFF(hpct_settings_t, eval_manifest),
+                                    OFF(hpct_settings_t, hidden),
+                                    OFF(hpct_settings_t, num_hidden),
+                                    OFF(hpct_settings_t, activation),
+                                    OFF(hpct_settings_t, outputs),
+                                    OFF(hpct_settings_t, lr),
+                                    OFF(hpct_settings_t, min_lr),
+                                    OFF(hpct_settings_t, nesterov),
+                                    OFF(hpct_settings_t, schedule),
+                                    OFF(hpct_settings_t, total_steps),
+                                    OFF(hpct_settings_t, log_interval),
+                                    OFF(hpct_settings_t, collective_timeout),
+                                    OFF(hpct_settings_t, checkpoint_dir),
+                                    OFF(hpct_settings_t, walltime_margin),
+                                    OFF(hpct_settings_t, checkpoint_async),
+                                    OFF(hpct_settings_t, backend),
+                                    OFF(hpct_settings_t, consistency_interval),
+                                    OFF(hpct_settings_t, metrics_file),
+                                    OFF(hpct_settings_t, straggler_threshold),
+                                    OFF(hpct_settings_t, timeline_file),
+                                    OFF(hpct_settings_t, timeline_first),
+                                    OFF(hpct_settings_t, divergence_factor),
+                                    OFF(hpct_settings_t, data_store),
+                                    OFF(hpct_settings_t, data_memory_mib),
+                                    OFF(hpct_settings_t, inputs)};
+
 struct layout {
     long size;
     const long *off;
@@ -192,6 +221,8 @@ static struct layout layout_of(int s)
                                COUNT(shard_config_off)};
     case S_DATA_STATS:
         return (struct layout){sizeof(hpct_data_stats_t), data_stats_off, COUNT(data_stats_off)};
+    case S_SETTINGS:
+        return (struct layout){sizeof(hpct_settings_t), settings_off, COUNT(settings_off)};
     default: return (struct layout){-1, NULL, 0};
     }
 }

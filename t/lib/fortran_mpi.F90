@@ -15,6 +15,10 @@
 !                            x(3, 8), in CALL (insitu: hpct_insitu_step; grad:
 !                            hpct_model_loss_grad with averaging on): both ranks fail at
 !                            once naming rank 1, and hpct_finalize succeeds afterwards
+!   fortran_mpi open DIR     2 ranks: hpct_insitu_open without a communicator (it initialises
+!                            MPI) on overrides alone, 3 steps, hpct_insitu_predict,
+!                            hpct_insitu_close (MPI_Finalize); a second open is refused with
+!                            the reason in hpct_insitu_last_error of no session
 !   fortran_mpi badblock DIR 2 ranks: rank 1 passes a strided section to
 !                            hpct_insitu_add_block: both ranks fail at once naming rank 1;
 !                            then blocks that tile an array of 8 register, and the session
@@ -47,6 +51,8 @@ program fortran_mpi
         call bad_shape(trim(arg))
     case ("badblock")
         call bad_block(trim(arg))
+    case ("open")
+        call open_session(trim(arg))
     case default
         error stop "usage: fortran_mpi comm | fatal RANK | fatal_local | abort CODE | insitu | badshape CALL"
     end select
@@ -219,6 +225,40 @@ contains
     end subroutine
     !> Rank r holds samples [first, first + n) of a fixed set of 12: uneven, one rank empty
     !> in some steps; every rank sees the same global loss and keeps the same parameters.
+    subroutine open_session(dir)
+        use mpi_f08, only: MPI_Comm_rank, MPI_COMM_WORLD
+        character(*), intent(in) :: dir
+        type(hpct_insitu_t) :: session, none
+        real(c_float), target :: x(3, 6), y(2, 6), out(2, 6)
+        real(c_float) :: loss
+        integer :: i, rank, ierr, bad
+        logical :: preempted
+        call hpct_insitu_open("", session, overrides="inputs = 3; outputs = 2; loss = mse; " // &
+            "hidden = 8; global_batch = 6; log_interval = 0; metrics_file = none; " // &
+            "checkpoint_dir = " // dir, ierr=ierr)
+        call MPI_Comm_rank(MPI_COMM_WORLD, rank)
+        call check(ierr == 0, "hpct_insitu_open on overrides alone, MPI initialised by it", rank)
+        call hpct_insitu_start(session)
+        x = reshape([(real(mod(i * 5 + rank, 13), c_float) / 13, i = 1, 18)], [3, 6])
+        y(1, :) = sum(x, 1) / 3
+        y(2, :) = x(1, :) - x(3, :)
+        bad = 0
+        do i = 1, 3
+            call hpct_insitu_step(session, x, y, loss, preempted=preempted)
+            if (preempted .or. .not. (loss >= 0)) bad = bad + 1
+        end do
+        call check(bad == 0, "3 steps, loss finite, not preempted", rank)
+        call hpct_insitu_predict(session, x, out)
+        call check(all(abs(out) < 1e3) .and. hpct_insitu_last_error(session) == "", &
+            "hpct_insitu_predict: finite outputs, no error", rank)
+        call hpct_insitu_close(session, ierr)
+        call check(ierr == 0, "hpct_insitu_close: the final checkpoint, MPI finalized", rank)
+        call hpct_insitu_open("", session, overrides="inputs = 3; outputs = 2", ierr=ierr)
+        call check(ierr == HPCT_ERR_STATE .and. index(hpct_insitu_last_error(none), &
+            "MPI is finalized already") > 0, "a second open: refused, the reason in " // &
+            "hpct_insitu_last_error of no session", rank)
+    end subroutine
+
     subroutine insitu_uneven()
         type(hpct_ctx_t) :: ctx
         type(hpct_topology_t) :: topo
