@@ -2,7 +2,7 @@
  * instruction set this CPU runs as plain scalar C: sizes around every vector width, unaligned
  * starts, and special values meeting finite and special ones (signed zeros, infinities, NaNs
  * with payloads, subnormals, overflow). A set the CPU lacks is skipped with the reason. */
-#include "../lib/comm/vsum.h"
+#include "../lib/comm/avg/vsum.h"
 #include "lib/tap.h"
 
 #include <float.h>

@@ -8,10 +8,10 @@
 #include "config.h"
 #include "versions.h"
 #include "agree.h"
-#include "dist.h"
-#include "../device/ops.h"
+#include "runtime.h"
+#include "../../device/ops.h"
 #ifdef HPCT_HAVE_NCCL
-#include "nccl_node.h"
+#include "../avg/nccl_node.h"
 #endif
 
 #include <hdf5.h>

@@ -25,7 +25,7 @@
  * read-after-write (step 2 sees every copy-in; step 3 sees every block) and
  * write-after-read (nobody overwrites a half a peer still reads). Counters only grow and a
  * rank can be at most one barrier ahead of any peer, so ">= epoch" is exact. */
-#include "dist.h"
+#include "../runtime/runtime.h"
 #include "vsum.h"
 
 #include <limits.h>

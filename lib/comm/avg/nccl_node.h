@@ -19,7 +19,7 @@
 #ifndef HPCTI_NCCL_NODE_H
 #define HPCTI_NCCL_NODE_H
 
-#include "../core/core.h"
+#include "../../core/core.h"
 
 /* An NCCL communicator over one node's ranks plus its stream and staging buffers. */
 typedef struct hpcti_nccl hpcti_nccl_t;

@@ -31,9 +31,9 @@
  * Every average is part of one collective operation (hpcti_op_begin .. hpcti_op_end): arrival
  * tokens, the deadline (NCCL waits poll it too, then ncclCommAbort), hpct_comm_stats. */
 #include "config.h"
-#include "dist.h"
-#include "../device/ops.h"
-#include "../../kernels/gpu_logic.h"
+#include "../runtime/runtime.h"
+#include "../../device/ops.h"
+#include "../../../kernels/gpu_logic.h"
 
 #include <stdio.h>
 #include <stdlib.h>

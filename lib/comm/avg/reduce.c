@@ -7,9 +7,9 @@
  * receive at once (direct exchange: one round, so progress needs no MPI call per round);
  * only the owner of a block sums it, in rank order, so all ranks get identical bits and
  * the result does not depend on message arrival order. */
-#include "dist.h"
+#include "../runtime/runtime.h"
 #include "vsum.h"
-#include "../obs/obs.h"
+#include "../../obs/obs.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -3,8 +3,8 @@
  * shard, all-gather from it), every wait bounded by a deadline. */
 #include "config.h"
 #include "nccl_node.h"
-#include "../device/ops.h"
-#include "../../kernels/kernels.h"
+#include "../../device/ops.h"
+#include "../../../kernels/kernels.h"
 
 #include <cuda_runtime.h>
 #include <limits.h>

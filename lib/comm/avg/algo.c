@@ -8,9 +8,9 @@
  * (rounds interleaved, each call after a barrier, its time the slowest rank's, the fastest
  * of each), rank 0 decides and the decisions reach every rank as integers (a
  * deadline-bounded SUM with zeros from the other ranks). */
-#include "dist.h"
-#include "agree.h"
-#include "../obs/obs.h"
+#include "../runtime/runtime.h"
+#include "../runtime/agree.h"
+#include "../../obs/obs.h"
 
 #include <ctype.h>
 #include <stdio.h>

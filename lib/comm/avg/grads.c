@@ -3,8 +3,8 @@
  * is set up each buffer is a shared window of its own (node_win.c), so an average of it
  * reads the peers' values in place instead of copying them into the window first; elsewhere
  * it is ordinary memory and averages as any buffer does. */
-#include "dist.h"
-#include "agree.h"
+#include "../runtime/runtime.h"
+#include "../runtime/agree.h"
 #include <limits.h>
 
 #include <stdlib.h>

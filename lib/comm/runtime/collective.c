@@ -8,7 +8,7 @@
  * (MPI_Test, then yields and short sleeps) against cfg.collective_timeout_s, counted from
  * the start of the operation. On expiry, the ranks whose token has not arrived are the
  * missing ones; every waiting rank can name them without asking anyone. */
-#include "dist.h"
+#include "runtime.h"
 #include "live.h"
 
 #include <stdatomic.h>
