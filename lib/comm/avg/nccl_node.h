@@ -40,9 +40,6 @@ HPCTI_CHECK hpct_status_t hpcti_nccl_join(hpcti_nccl_t *nc,
                                           const unsigned char id[HPCTI_NCCL_ID_BYTES],
                                           double deadline);
 
-/* The NCCL library's version as "NCCL M.m.p" (ncclGetVersion) into out [len]. */
-void hpcti_nccl_version(char *out, size_t len);
-
 /* Collective over the node: ncclCommFinalize (polled until deadline, else ncclCommAbort),
  * ncclCommDestroy, then the stream and buffers; NULL is accepted. */
 void hpcti_nccl_destroy(hpcti_nccl_t *nc, double deadline);
