@@ -7,7 +7,8 @@
  * or "auto", from a short timed probe at hpct_init: each candidate is timed at a few sizes
  * (rounds interleaved, each call after a barrier, its time the slowest rank's, the fastest
  * of each), rank 0 decides and the decisions reach every rank as integers (a
- * deadline-bounded SUM with zeros from the other ranks). */
+ * deadline-bounded SUM with zeros from the other ranks). The host averages that follow the
+ * table (hpcti_host_allreduce_mean, hpcti_host_average: the probe's timed calls) are here too. */
 #include "../runtime/runtime.h"
 #include "../runtime/agree.h"
 #include "../../obs/obs.h"
@@ -486,4 +487,48 @@ size_t hpcti_algo_scratch_bound(const struct hpcti_dist *d, size_t total, int pa
     size_t small = total < d->nwin->small ? total : d->nwin->small;
     return room + (size_t)parts * small * (size_t)d->cross_size +
            hpcti_node_win_whole_room(d, total);
+}
+
+hpct_status_t hpcti_host_allreduce_mean(hpct_ctx_t ctx, const char *fn, float *buf, size_t n)
+{
+    struct hpcti_dist *d = ctx->dist;
+    int all = 0;
+    hpct_status_t s = hpcti_algo_grads_window(d, n)
+                          ? hpcti_agree_in_window(ctx, fn, hpcti_node_win_holds(d, buf, n), &all)
+                          : HPCT_SUCCESS;
+    return s ? s : hpcti_host_average(ctx, fn, buf, n, all ? HPCTI_ALGO_SHM : hpcti_algo_for(d, n));
+}
+
+hpct_status_t hpcti_host_average(hpct_ctx_t ctx, const char *fn, float *buf, size_t n, int algo)
+{
+    struct hpcti_dist *d = ctx->dist;
+    if (algo == HPCTI_ALGO_ALLGATHER) {
+        int id;
+        hpct_status_t s = n <= HPCTI_MAX_CHUNK
+                              ? hpcti_op_begin(ctx, fn, 1, hpcti_allgather_scratch(d, n) + n)
+                              : hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                                            "%s: %zu floats is above the allgather "
+                                            "algorithm's %zu (HPCT_ALLREDUCE_ALGO)",
+                                            fn, n, (size_t)HPCTI_MAX_CHUNK);
+        if (!s) hpcti_op_averages(ctx, n);
+        if (!s) s = hpcti_red_start_allgather(ctx, buf, n, &id);
+        return s ? s : hpcti_op_end(ctx, NULL, 0);
+    }
+    int id;
+    if (hpcti_algo_windowed(algo)) { /* the shared window (shm/p2p: maybe point-to-point) */
+        int chunks = hpcti_node_win_chunks(d, n);
+        size_t scratch = hpcti_node_win_scratch(d, n); /* >= n: room for p2p too */
+        hpct_status_t ws = d->num_nodes == 1 && hpcti_node_win_ready(d, n)
+                               ? hpcti_op_begin_window(ctx, fn, chunks, scratch)
+                               : hpcti_op_begin(ctx, fn, chunks, scratch);
+        if (!ws) hpcti_op_averages(ctx, n);
+        if (!ws) ws = hpcti_window_now(ctx, buf, n, algo, &id);
+        return ws ? ws : hpcti_op_end(ctx, NULL, 0);
+    }
+    /* p2p (n floats of scratch), or mpi: one MPI_Iallreduce per chunk, then times 1/W */
+    int chunks = (int)((n + HPCTI_MAX_CHUNK - 1) / HPCTI_MAX_CHUNK), mpi = algo == HPCTI_ALGO_MPI;
+    hpct_status_t s = hpcti_op_begin(ctx, fn, chunks, mpi ? 0 : n);
+    if (!s) hpcti_op_averages(ctx, n);
+    if (!s) s = hpcti_red_start_chunks(ctx, buf, n, mpi, &id);
+    return s ? s : hpcti_op_end(ctx, NULL, 0);
 }
