@@ -10,7 +10,9 @@ lib_libhpctrain_a_SOURCES += lib/comm/runtime/runtime.h lib/comm/runtime/collect
 
 lib_libhpctrain_a_SOURCES += lib/comm/avg/reduce.c lib/comm/avg/wire.c lib/comm/avg/vsum.h \
 	lib/comm/avg/vsum.c lib/comm/avg/node_win.c lib/comm/avg/grads.c lib/comm/avg/algo.c \
-	lib/comm/avg/device_avg.c
+	lib/comm/avg/device_avg.c lib/comm/avg/avg.h lib/comm/avg/avg.c \
+	lib/comm/avg/reduce.h lib/comm/avg/node_win.h lib/comm/avg/grads.h lib/comm/avg/algo.h \
+	lib/comm/avg/device_avg.h
 
 lib_libhpctrain_a_SOURCES += lib/comm/dist.h lib/comm/agree.h lib/comm/live.h \
 	lib/comm/dist.c lib/comm/replicas.c

@@ -174,8 +174,8 @@ static hpct_status_t setup(hpct_ctx_t ctx, MPI_Comm comm, hpct_status_t env, con
     MPI_Comm_size(d->comm, &d->size);
     d->local_size = 1; /* until the node exchange sets it */
     d->deadline_s = ctx->cfg.collective_timeout_s;
-    d->transport = ctx->cfg.grad_transport;
-    d->fusion_floats = ctx->cfg.fusion_bytes / sizeof(float);
+    d->avg->transport = ctx->cfg.grad_transport;
+    d->avg->fusion_floats = ctx->cfg.fusion_bytes / sizeof(float);
     d->tok_req = calloc(2 * (size_t)d->size, sizeof *d->tok_req);
     d->tok_in = calloc(2 * (size_t)d->size, sizeof *d->tok_in);
     d->tok_last = calloc(2 * (size_t)d->size, sizeof *d->tok_last);
@@ -189,7 +189,7 @@ static hpct_status_t setup(hpct_ctx_t ctx, MPI_Comm comm, hpct_status_t env, con
     if (live) return live;
     int *tag_ub, flag = 0;
     MPI_Comm_get_attr(d->comm, MPI_TAG_UB, &tag_ub, &flag);
-    d->tag_space = (flag ? *tag_ub : 32767) - 1000;
+    d->avg->tag_space = (flag ? *tag_ub : 32767) - 1000;
     hpct_status_t s =
         hpcti_agree_status(ctx, "hpct_init (environment settings)", env, env ? bad_env : NULL);
     if (!s) s = hpcti_versions_agree(ctx);
@@ -231,14 +231,14 @@ static hpct_status_t teardown(hpct_ctx_t ctx)
     /* NCCL before the communicators and the CUDA context it uses: collective over the node
      * (bounded by the deadline), or a local abort when peers may be stuck. */
     if (!finalized && ok)
-        hpcti_nccl_destroy(d->nccl, hpcti_now() + d->deadline_s);
+        hpcti_nccl_destroy(d->avg->nccl, hpcti_now() + d->deadline_s);
     else
-        hpcti_nccl_abort(d->nccl);
-    d->nccl = NULL;
+        hpcti_nccl_abort(d->avg->nccl);
+    d->avg->nccl = NULL;
 #endif
     hpcti_device_avg_release(ctx);
-    if (d->stage && ok) ctx->ops->free_host(ctx, d->stage);
-    if (d->dev_fusion && ok) ctx->ops->free(ctx, d->dev_fusion);
+    if (d->avg->stage && ok) ctx->ops->free_host(ctx, d->avg->stage);
+    if (d->avg->dev_fusion && ok) ctx->ops->free(ctx, d->avg->dev_fusion);
     hpcti_live_release(d, !finalized && ok, ok);
     if (!finalized && ok) {
         hpcti_grads_free_all(d, 1);
@@ -254,8 +254,9 @@ static hpct_status_t teardown(hpct_ctx_t ctx)
      * use (receives into them, token sends from d->tok_out; MPI cannot cancel them): left
      * allocated until the process ends. */
     free(d->tok_req), free(d->tok_last);
-    if (ok && !d->fusion_shared) free(d->fusion); /* else a gradient buffer (freed above) */
-    if (ok) free(d->tok_in), free(d->red), free(d->scratch), free(d);
+    if (ok && !d->avg->fusion_shared)
+        free(d->avg->fusion); /* else a gradient buffer (freed above) */
+    if (ok) free(d->tok_in), free(d->avg->red), free(d->avg->scratch), free(d->avg), free(d);
     return ok ? HPCT_SUCCESS : HPCT_ERR_STATE;
 }
 
@@ -370,8 +371,8 @@ static hpct_status_t nccl_fallback(hpct_ctx_t ctx, int failed_rank, hpct_status_
     struct hpcti_dist *d = ctx->dist;
     if (mine) hpcti_log(ctx, HPCT_LOG_INFO, "NCCL set-up failed on this rank: %s", ctx->last_error);
     hpcti_clear_error(ctx);
-    hpcti_nccl_abort(d->nccl);
-    d->nccl = NULL;
+    hpcti_nccl_abort(d->avg->nccl);
+    d->avg->nccl = NULL;
     if (d->rank == 0)
         hpcti_log(ctx, HPCT_LOG_WARN,
                   "hpct_init: NCCL could not be set up (first on rank %d; its info log says "
@@ -400,7 +401,7 @@ static hpct_status_t start_nccl(hpct_ctx_t ctx, int shared)
     }
     if (d->local_size == 1)
         hpcti_log(ctx, HPCT_LOG_INFO, "HPCT_NCCL_SOLO=1: NCCL communicator of one rank per node");
-    s = hpcti_device_nccl_start(ctx, &d->nccl);
+    s = hpcti_device_nccl_start(ctx, &d->avg->nccl);
     int level = !s ? 0 : s == HPCT_ERR_DEVICE ? 1 : 2, all = 0;
     hpct_status_t t = agree_max(ctx, "hpct_init (NCCL communicator)",
                                 level ? (level << 24) + d->rank + 1 : 0, &all);
@@ -413,8 +414,8 @@ static hpct_status_t start_nccl(hpct_ctx_t ctx, int shared)
                         (all & 0xffffff) - 1, d->rank,
                         mode == NCCL_AUTO ? "" : "; HPCT_NCCL=auto would stage instead");
     if (s || t) {
-        hpcti_nccl_abort(d->nccl);
-        d->nccl = NULL;
+        hpcti_nccl_abort(d->avg->nccl);
+        d->avg->nccl = NULL;
     }
     return s ? s : t;
 }
@@ -444,7 +445,9 @@ static hpct_status_t init_on(const hpct_config_t *cfg, int use_world, int fcomm,
     if (s) return s;
     struct hpcti_dist *d = calloc(1, sizeof *d);
     ctx->dist = d;
-    if (!d) {
+    if (!d || hpcti_avg_attach(d)) {
+        free(d);
+        ctx->dist = NULL;
         hpct_ctx_destroy(ctx);
         return HPCT_ERR_NO_MEMORY;
     }
