@@ -487,7 +487,7 @@ static hpct_status_t init_on(const hpct_config_t *cfg, int use_world, int fcomm,
         hpct_ctx_destroy(ctx);
         return s;
     }
-    ctx->comm_ready_unix = hpcti_unix_now();
+    d->ready_unix = hpcti_unix_now();
     *out = ctx;
     return HPCT_SUCCESS;
 }

@@ -31,6 +31,11 @@ struct hpcti_dist *hpcti_dist_of(hpct_ctx_t ctx, const char *fn)
     return NULL;
 }
 
+double hpcti_dist_ready_unix(hpct_ctx_t ctx)
+{
+    return ctx->dist ? ((struct hpcti_dist *)ctx->dist)->ready_unix : 0.0;
+}
+
 /* 1 when every request in r [n] has completed (completed ones become MPI_REQUEST_NULL); an
  * MPI error is kept in d->mpi_error (the waits report it instead of waiting on). */
 static int test_all(struct hpcti_dist *d, MPI_Request *r, int n)

@@ -61,6 +61,7 @@ struct hpcti_dist {
     hpct_topo_source_t source;
     struct hpcti_boot boot;
     double deadline_s;
+    double ready_unix;         /* Unix seconds when hpct_init finished its communicators */
     struct hpcti_avg *avg;     /* the averaging engine's state (lib/comm/avg) */
     struct hpcti_op_work work; /* the engine's part in each operation */
     /* the operation in progress */
@@ -108,6 +109,10 @@ static inline size_t hpcti_rank_list_add(char *out, size_t cap, size_t len, int 
 
 /* The distributed state of ctx, or NULL after recording HPCT_ERR_STATE for fn. */
 struct hpcti_dist *hpcti_dist_of(hpct_ctx_t ctx, const char *fn);
+
+/* When hpct_init finished ctx's communicators (Unix seconds), 0 for a context without a
+ * distributed runtime (hpct_ctx_create): restart records time the start-up with it. */
+double hpcti_dist_ready_unix(hpct_ctx_t ctx);
 
 /* Record MPI error rc of `what` in the operation in progress as HPCT_ERR_COMM (the MPI error
  * string, the rank); the context is then broken: later collectives fail saying why. */
