@@ -140,7 +140,7 @@ void shm_floor_average(struct shm_floor *f, size_t n)
 }
 
 /* The read floor reads with the widest vectors the CPU has, as the library's sums do
- * (lib/comm/vsum.c), so that it stays a lower bound. */
+ * (lib/comm/avg/vsum.c), so that it stays a lower bound. */
 #if defined(__x86_64__) && defined(__GLIBC__) && defined(__has_attribute) /* ifunc: glibc */
 #if __has_attribute(target_clones)
 #define WIDEST_VECTORS __attribute__((target_clones("avx512f", "avx2", "default")))

@@ -70,7 +70,7 @@ static inline size_t hpcti_nccl_padding(size_t count, int node_size)
     return total == count ? 0 : total;
 }
 
-/* The overlapped device average across nodes (lib/comm/device_avg.c): each layer (or bucket)
+/* The overlapped device average across nodes (lib/comm/avg/device_avg.c): each layer (or bucket)
  * queued as backward produces it goes through these phases, in this order:
  *   QUEUED    ncclReduceScatter and the copy of this rank's shard to the staging (pinned host
  *             memory, or device memory when MPI is CUDA-aware) are on NCCL's stream, followed by

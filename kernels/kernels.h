@@ -27,7 +27,7 @@ int hpcti_k_act_backward(int act, const float *z, const float *y, const float *d
 int hpcti_k_bias_grad(const float *dz, float *db, int rows, int cols, int accumulate);
 /* x *= alpha, n elements (alpha 0 is handled by the caller with a memset). */
 int hpcti_k_scale(float *x, float alpha, size_t n);
-/* The same on stream (a cudaStream_t), for NCCL's stream (lib/comm/nccl_node.c). */
+/* The same on stream (a cudaStream_t), for NCCL's stream (lib/comm/avg/nccl_node.c). */
 int hpcti_k_scale_on(float *x, float alpha, size_t n, void *stream);
 /* On stream: own [n] = (sum over r = 0 .. nranks - 1, in that order, of (r == me ? own :
  * slots + (r < me ? r : r - 1) n)) times inv, fp32 (the host engine's owner sum, reduce.c:

@@ -1,4 +1,4 @@
-/* test_algo_pick: the probe's choice from its timings (hpcti_algo_pick, lib/comm/algo.c): the
+/* test_algo_pick: the probe's choice from its timings (hpcti_algo_pick, lib/comm/avg/algo.c): the
  * fastest wins, the library's own path keeps a tie, an untimed candidate never wins, and
  * shm/p2p (one node) or p2p (several) keeps a class of 1 MiB or more unless the copying path
  * is over 10 % faster (below 1 MiB a tie stays with the copying path). */

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The algorithm per size class (lib/comm/algo.c): HPCT_ALLREDUCE_ALGO forcing mpi, shm, p2p
+# The algorithm per size class (lib/comm/avg/algo.c): HPCT_ALLREDUCE_ALGO forcing mpi, shm, p2p
 # and allgather, a table mixing them, and the timed probe (variable unset), at W = 1..4 with and
 # without virtual nodes and with uneven nodes: every average within fp32 rounding of the
 # fp64 mean and bit-identical on every rank; forced shm, p2p and allgather give the point-to-point
@@ -45,7 +45,8 @@ for c in "2:one node" "2 HPCT_RANKS_PER_NODE=1:two virtual nodes of 1" "3:one no
         *) ok 0 "W=$np, $what: the probe left mpi out (W >= 3)" ;;
         esac
     fi
-    # lib/comm/collective.c: the waits rule is logged exactly where the ranks outnumber the CPUs
+    # lib/comm/runtime/collective.c: the waits rule is logged exactly where the ranks outnumber
+    # the CPUs
     if [ "$cpus" = "$online" ] && [ "$np" -gt "$cpus" ]; then
         grep -q "waits: $np ranks share this host's $cpus CPUs: averages of more than 32 KiB yield" "$tmpdir/out"
     else

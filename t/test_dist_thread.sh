@@ -1,6 +1,6 @@
 #!/bin/sh
-# A context used from a thread other than hpct_init's (lib/comm/collective.c): where hpct_init
-# initialised MPI (it asks for MPI_THREAD_SERIALIZED) an average from a second thread is
+# A context used from a thread other than hpct_init's (lib/comm/runtime/collective.c): where
+# hpct_init initialised MPI (it asks for MPI_THREAD_SERIALIZED) an average from a second thread is
 # correct; where the program initialised MPI with MPI_THREAD_FUNNELED the same call is refused
 # with HPCT_ERR_STATE naming the level, and the first thread goes on; W = 2 and 3, with and
 # without virtual nodes.

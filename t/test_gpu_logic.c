@@ -233,7 +233,8 @@ static void test_queue_order(void)
     tap_ok(!stuck, "every layer's cross-node phase starts once all have arrived (%d stuck)", stuck);
 }
 
-/* Block b of count floats over p nodes, as lib/comm/dist.h splits them (the reference). */
+/* Block b of count floats over p nodes, as lib/comm/runtime/runtime.h splits them (the
+ * reference). */
 static size_t ref_block_len(size_t count, int p, int b)
 {
     return count / (size_t)p + ((size_t)b < count % (size_t)p);

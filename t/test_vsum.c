@@ -1,8 +1,8 @@
-/* test_vsum: the averages' sum kernels (lib/comm/vsum.h) give the same bits in every
+/* test_vsum: the averages' sum kernels (lib/comm/avg/vsum.h) give the same bits in every
  * instruction set this CPU runs as plain scalar C: sizes around every vector width, unaligned
  * starts, and special values meeting finite and special ones (signed zeros, infinities, NaNs
  * with payloads, subnormals, overflow). A set the CPU lacks is skipped with the reason. */
-#include "../lib/comm/vsum.h"
+#include "../lib/comm/avg/vsum.h"
 #include "lib/tap.h"
 
 #include <float.h>

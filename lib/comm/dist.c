@@ -4,8 +4,8 @@
 #include "dist.h"
 #include "live.h"
 #include "agree.h"
-#include "vsum.h"
-#include "versions.h"
+#include "avg/vsum.h"
+#include "runtime/versions.h"
 #include "../device/ops.h"
 #include "../../kernels/gpu_logic.h"
 #include "../obs/obs.h"
@@ -174,8 +174,8 @@ static hpct_status_t setup(hpct_ctx_t ctx, MPI_Comm comm, hpct_status_t env, con
     MPI_Comm_size(d->comm, &d->size);
     d->local_size = 1; /* until the node exchange sets it */
     d->deadline_s = ctx->cfg.collective_timeout_s;
-    d->transport = ctx->cfg.grad_transport;
-    d->fusion_floats = ctx->cfg.fusion_bytes / sizeof(float);
+    d->avg->transport = ctx->cfg.grad_transport;
+    d->avg->fusion_floats = ctx->cfg.fusion_bytes / sizeof(float);
     d->tok_req = calloc(2 * (size_t)d->size, sizeof *d->tok_req);
     d->tok_in = calloc(2 * (size_t)d->size, sizeof *d->tok_in);
     d->tok_last = calloc(2 * (size_t)d->size, sizeof *d->tok_last);
@@ -189,7 +189,7 @@ static hpct_status_t setup(hpct_ctx_t ctx, MPI_Comm comm, hpct_status_t env, con
     if (live) return live;
     int *tag_ub, flag = 0;
     MPI_Comm_get_attr(d->comm, MPI_TAG_UB, &tag_ub, &flag);
-    d->tag_space = (flag ? *tag_ub : 32767) - 1000;
+    d->avg->tag_space = (flag ? *tag_ub : 32767) - 1000;
     hpct_status_t s =
         hpcti_agree_status(ctx, "hpct_init (environment settings)", env, env ? bad_env : NULL);
     if (!s) s = hpcti_versions_agree(ctx);
@@ -231,14 +231,14 @@ static hpct_status_t teardown(hpct_ctx_t ctx)
     /* NCCL before the communicators and the CUDA context it uses: collective over the node
      * (bounded by the deadline), or a local abort when peers may be stuck. */
     if (!finalized && ok)
-        hpcti_nccl_destroy(d->nccl, hpcti_now() + d->deadline_s);
+        hpcti_nccl_destroy(d->avg->nccl, hpcti_now() + d->deadline_s);
     else
-        hpcti_nccl_abort(d->nccl);
-    d->nccl = NULL;
+        hpcti_nccl_abort(d->avg->nccl);
+    d->avg->nccl = NULL;
 #endif
     hpcti_device_avg_release(ctx);
-    if (d->stage && ok) ctx->ops->free_host(ctx, d->stage);
-    if (d->dev_fusion && ok) ctx->ops->free(ctx, d->dev_fusion);
+    if (d->avg->stage && ok) ctx->ops->free_host(ctx, d->avg->stage);
+    if (d->avg->dev_fusion && ok) ctx->ops->free(ctx, d->avg->dev_fusion);
     hpcti_live_release(d, !finalized && ok, ok);
     if (!finalized && ok) {
         hpcti_grads_free_all(d, 1);
@@ -254,8 +254,9 @@ static hpct_status_t teardown(hpct_ctx_t ctx)
      * use (receives into them, token sends from d->tok_out; MPI cannot cancel them): left
      * allocated until the process ends. */
     free(d->tok_req), free(d->tok_last);
-    if (ok && !d->fusion_shared) free(d->fusion); /* else a gradient buffer (freed above) */
-    if (ok) free(d->tok_in), free(d->red), free(d->scratch), free(d);
+    if (ok && !d->avg->fusion_shared)
+        free(d->avg->fusion); /* else a gradient buffer (freed above) */
+    if (ok) free(d->tok_in), free(d->avg->red), free(d->avg->scratch), free(d->avg), free(d);
     return ok ? HPCT_SUCCESS : HPCT_ERR_STATE;
 }
 
@@ -370,8 +371,8 @@ static hpct_status_t nccl_fallback(hpct_ctx_t ctx, int failed_rank, hpct_status_
     struct hpcti_dist *d = ctx->dist;
     if (mine) hpcti_log(ctx, HPCT_LOG_INFO, "NCCL set-up failed on this rank: %s", ctx->last_error);
     hpcti_clear_error(ctx);
-    hpcti_nccl_abort(d->nccl);
-    d->nccl = NULL;
+    hpcti_nccl_abort(d->avg->nccl);
+    d->avg->nccl = NULL;
     if (d->rank == 0)
         hpcti_log(ctx, HPCT_LOG_WARN,
                   "hpct_init: NCCL could not be set up (first on rank %d; its info log says "
@@ -400,7 +401,7 @@ static hpct_status_t start_nccl(hpct_ctx_t ctx, int shared)
     }
     if (d->local_size == 1)
         hpcti_log(ctx, HPCT_LOG_INFO, "HPCT_NCCL_SOLO=1: NCCL communicator of one rank per node");
-    s = hpcti_device_nccl_start(ctx, &d->nccl);
+    s = hpcti_device_nccl_start(ctx, &d->avg->nccl);
     int level = !s ? 0 : s == HPCT_ERR_DEVICE ? 1 : 2, all = 0;
     hpct_status_t t = agree_max(ctx, "hpct_init (NCCL communicator)",
                                 level ? (level << 24) + d->rank + 1 : 0, &all);
@@ -413,8 +414,8 @@ static hpct_status_t start_nccl(hpct_ctx_t ctx, int shared)
                         (all & 0xffffff) - 1, d->rank,
                         mode == NCCL_AUTO ? "" : "; HPCT_NCCL=auto would stage instead");
     if (s || t) {
-        hpcti_nccl_abort(d->nccl);
-        d->nccl = NULL;
+        hpcti_nccl_abort(d->avg->nccl);
+        d->avg->nccl = NULL;
     }
     return s ? s : t;
 }
@@ -444,7 +445,9 @@ static hpct_status_t init_on(const hpct_config_t *cfg, int use_world, int fcomm,
     if (s) return s;
     struct hpcti_dist *d = calloc(1, sizeof *d);
     ctx->dist = d;
-    if (!d) {
+    if (!d || hpcti_avg_attach(d)) {
+        free(d);
+        ctx->dist = NULL;
         hpct_ctx_destroy(ctx);
         return HPCT_ERR_NO_MEMORY;
     }
@@ -484,7 +487,7 @@ static hpct_status_t init_on(const hpct_config_t *cfg, int use_world, int fcomm,
         hpct_ctx_destroy(ctx);
         return s;
     }
-    ctx->comm_ready_unix = hpcti_unix_now();
+    d->ready_unix = hpcti_unix_now();
     *out = ctx;
     return HPCT_SUCCESS;
 }
@@ -577,52 +580,6 @@ hpct_status_t hpct_comm_stats(hpct_ctx_t ctx, double *wait_seconds, long *operat
     if (wait_seconds) *wait_seconds = d->wait_s;
     if (operations) *operations = d->ops;
     return HPCT_SUCCESS;
-}
-
-#define MAX_CHUNK HPCTI_MAX_CHUNK
-
-hpct_status_t hpcti_host_allreduce_mean(hpct_ctx_t ctx, const char *fn, float *buf, size_t n)
-{
-    struct hpcti_dist *d = ctx->dist;
-    int all = 0;
-    hpct_status_t s = hpcti_algo_grads_window(d, n)
-                          ? hpcti_agree_in_window(ctx, fn, hpcti_node_win_holds(d, buf, n), &all)
-                          : HPCT_SUCCESS;
-    return s ? s : hpcti_host_average(ctx, fn, buf, n, all ? HPCTI_ALGO_SHM : hpcti_algo_for(d, n));
-}
-
-hpct_status_t hpcti_host_average(hpct_ctx_t ctx, const char *fn, float *buf, size_t n, int algo)
-{
-    struct hpcti_dist *d = ctx->dist;
-    if (algo == HPCTI_ALGO_ALLGATHER) {
-        int id;
-        hpct_status_t s = n <= MAX_CHUNK
-                              ? hpcti_op_begin(ctx, fn, 1, hpcti_allgather_scratch(d, n) + n)
-                              : hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
-                                            "%s: %zu floats is above the allgather "
-                                            "algorithm's %zu (HPCT_ALLREDUCE_ALGO)",
-                                            fn, n, (size_t)MAX_CHUNK);
-        if (!s) hpcti_op_averages(ctx, n);
-        if (!s) s = hpcti_red_start_allgather(ctx, buf, n, &id);
-        return s ? s : hpcti_op_end(ctx, NULL, 0);
-    }
-    int id;
-    if (hpcti_algo_windowed(algo)) { /* the shared window (shm/p2p: maybe point-to-point) */
-        int chunks = hpcti_node_win_chunks(d, n);
-        size_t scratch = hpcti_node_win_scratch(d, n); /* >= n: room for p2p too */
-        hpct_status_t ws = d->num_nodes == 1 && hpcti_node_win_ready(d, n)
-                               ? hpcti_op_begin_window(ctx, fn, chunks, scratch)
-                               : hpcti_op_begin(ctx, fn, chunks, scratch);
-        if (!ws) hpcti_op_averages(ctx, n);
-        if (!ws) ws = hpcti_window_now(ctx, buf, n, algo, &id);
-        return ws ? ws : hpcti_op_end(ctx, NULL, 0);
-    }
-    /* p2p (n floats of scratch), or mpi: one MPI_Iallreduce per chunk, then times 1/W */
-    int chunks = (int)((n + MAX_CHUNK - 1) / MAX_CHUNK), mpi = algo == HPCTI_ALGO_MPI;
-    hpct_status_t s = hpcti_op_begin(ctx, fn, chunks, mpi ? 0 : n);
-    if (!s) hpcti_op_averages(ctx, n);
-    if (!s) s = hpcti_red_start_chunks(ctx, buf, n, mpi, &id);
-    return s ? s : hpcti_op_end(ctx, NULL, 0);
 }
 
 /* The distributed state for an average of buf [n], or NULL with the error recorded. */

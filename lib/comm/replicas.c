@@ -93,21 +93,21 @@ static size_t adjacent(hpct_params_t p, size_t cap, int *next)
 static hpct_status_t reserve_fusion(hpct_ctx_t ctx, size_t cap, const char *fn)
 {
     struct hpcti_dist *d = ctx->dist;
-    if (d->fusion_cap >= 2 * cap) return HPCT_SUCCESS;
-    if (d->fusion_shared)
-        hpcti_grads_release(ctx, d->fusion);
+    if (d->avg->fusion_cap >= 2 * cap) return HPCT_SUCCESS;
+    if (d->avg->fusion_shared)
+        hpcti_grads_release(ctx, d->avg->fusion);
     else
-        free(d->fusion);
-    d->fusion = NULL, d->fusion_cap = 0, d->fusion_shared = 0;
-    if (d->nwin && d->nwin->in_place) {
-        hpct_status_t s = hpcti_grads_alloc(ctx, fn, 2 * cap, &d->fusion);
+        free(d->avg->fusion);
+    d->avg->fusion = NULL, d->avg->fusion_cap = 0, d->avg->fusion_shared = 0;
+    if (d->avg->nwin && d->avg->nwin->in_place) {
+        hpct_status_t s = hpcti_grads_alloc(ctx, fn, 2 * cap, &d->avg->fusion);
         if (s) return s;
-        d->fusion_shared = 1;
-    } else if (!(d->fusion = malloc(sizeof(float) * 2 * cap))) {
+        d->avg->fusion_shared = 1;
+    } else if (!(d->avg->fusion = malloc(sizeof(float) * 2 * cap))) {
         return hpcti_error(ctx, HPCT_ERR_NO_MEMORY,
                            "%s: cannot allocate the fusion buffer (2 x %zu floats)", fn, cap);
     }
-    d->fusion_cap = 2 * cap;
+    d->avg->fusion_cap = 2 * cap;
     return HPCT_SUCCESS;
 }
 
@@ -140,21 +140,21 @@ static hpct_status_t average_buckets(hpct_params_t p, size_t cap, int in_window)
         } else if ((n = adjacent(p, cap, &next))) { /* a bucket where it lies */
             s = start_bucket(ctx, at, n, in_window, &id);
         } else {
-            float *slot = d->fusion + (size_t)k * cap;
+            float *slot = d->avg->fusion + (size_t)k * cap;
             if (use[k].red >= 0) s = hpcti_red_wait(ctx, use[k].red);
             if (!s && use[k].full) unpack(p, slot, &use[k]);
             use[k].first = next;
             n = pack(p, slot, cap, &next);
             use[k].last = next, use[k].full = 1;
             if (!s) /* the slots are gradient buffers on every rank or on none */
-                s = start_bucket(ctx, slot, n, d->fusion_shared, &use[k].red);
+                s = start_bucket(ctx, slot, n, d->avg->fusion_shared, &use[k].red);
             k ^= 1;
         }
         if (!s) s = hpcti_red_progress(ctx);
     }
     if (!s) s = hpcti_op_end(ctx, NULL, 0);
     for (int j = 0; j < 2 && !s; j++)
-        if (use[j].full) unpack(p, d->fusion + (size_t)j * cap, &use[j]);
+        if (use[j].full) unpack(p, d->avg->fusion + (size_t)j * cap, &use[j]);
     return s;
 }
 
@@ -162,13 +162,13 @@ static hpct_status_t average_buckets(hpct_params_t p, size_t cap, int in_window)
 static hpct_status_t device_slot(hpct_params_t p, size_t cap, float **slot)
 {
     struct hpcti_dist *d = p->ctx->dist;
-    if (!d->dev_fusion || d->dev_fusion_cap < cap) {
-        if (d->dev_fusion) p->ctx->ops->free(p->ctx, d->dev_fusion);
-        d->dev_fusion = p->ctx->ops->alloc(p->ctx, sizeof(float) * cap);
-        d->dev_fusion_cap = d->dev_fusion ? cap : 0;
-        if (!d->dev_fusion) return HPCT_ERR_NO_MEMORY;
+    if (!d->avg->dev_fusion || d->avg->dev_fusion_cap < cap) {
+        if (d->avg->dev_fusion) p->ctx->ops->free(p->ctx, d->avg->dev_fusion);
+        d->avg->dev_fusion = p->ctx->ops->alloc(p->ctx, sizeof(float) * cap);
+        d->avg->dev_fusion_cap = d->avg->dev_fusion ? cap : 0;
+        if (!d->avg->dev_fusion) return HPCT_ERR_NO_MEMORY;
     }
-    *slot = d->dev_fusion;
+    *slot = d->avg->dev_fusion;
     return HPCT_SUCCESS;
 }
 
@@ -217,7 +217,7 @@ static hpct_status_t model_grads_to_window(hpct_params_t p, const char *fn)
     struct hpcti_dist *d = ctx->dist;
     size_t n;
     float *flat = p->model ? hpcti_model_flat_grads(p->model, &n) : NULL;
-    if (!flat || !d->nwin || !d->nwin->in_place || !on_host(p)) return HPCT_SUCCESS;
+    if (!flat || !d->avg->nwin || !d->avg->nwin->in_place || !on_host(p)) return HPCT_SUCCESS;
     if (hpcti_grads_lent(d, flat)) return HPCT_SUCCESS;
     hpct_status_t s = hpcti_grads_alloc(ctx, fn, n, &flat);
     if (!s) hpcti_model_move_grads(p->model, flat, hpcti_grads_release);
@@ -255,13 +255,13 @@ hpct_status_t hpct_params_average_grads(hpct_params_t p)
     hpct_status_t s = params_dist(p, fn, &d);
     if (s) return s;
     if (!on_host(p)) {
-        size_t cap = d->fusion_floats ? d->fusion_floats : 1;
+        size_t cap = d->avg->fusion_floats ? d->avg->fusion_floats : 1;
         s = hpcti_op_begin(p->ctx, fn, device_reductions(p), p->total);
         return s ? s : average_device_buckets(p, cap);
     }
     int in_window = 0;
     if ((s = model_grads_to_window(p, fn)) || (s = set_in_window(p, fn, &in_window))) return s;
-    size_t cap = d->fusion_floats < p->total ? d->fusion_floats : p->total;
+    size_t cap = d->avg->fusion_floats < p->total ? d->avg->fusion_floats : p->total;
     int algo = hpcti_algo_for(d, cap); /* the window completes each average before it returns */
     int windowed = hpcti_algo_windowed(algo) || (in_window && hpcti_algo_grads_window(d, cap));
     if (cap > PIPE_FLOATS && !windowed) cap = PIPE_FLOATS;

@@ -75,7 +75,7 @@ int hpcti_gpu_sharing_allowed(void);
 HPCTI_CHECK hpct_status_t hpcti_device_identity(hpct_ctx_t ctx, uint64_t *id);
 
 /* The libraries the backend computes with, for the version comparisons across ranks of
- * hpct_init and hpct_doctor (lib/comm/versions.c): "" where one does not apply. */
+ * hpct_init and hpct_doctor (lib/comm/runtime/versions.c): "" where one does not apply. */
 struct hpcti_device_versions {
     char blas[160];        /* the host BLAS: OpenBLAS's configuration string, or "CBLAS" */
     char cuda_driver[48];  /* cuda backend: "CUDA driver 12.4" */

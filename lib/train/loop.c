@@ -1,5 +1,5 @@
 /* loop.c: what hpct_train and the in-situ session do around a step, in one place. Every
- * decision taken across ranks is an integer agreement (lib/comm/agree.c). */
+ * decision taken across ranks is an integer agreement (lib/comm/runtime/agree.c). */
 #include "config.h"
 #include "loop.h"
 #include "../comm/agree.h"

@@ -4,6 +4,7 @@
 #include "observe.h"
 #include "loop.h"
 #include "../comm/agree.h"
+#include "../comm/dist.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -218,7 +219,7 @@ void hpcti_obs_first_step(struct hpcti_observer *o, long step)
     o->first_step_done = 1;
     if (!o->m) return;
     double now = hpcti_unix_now(), start = process_start_unix();
-    double ctx0 = o->ctx->created_unix, comm = o->ctx->comm_ready_unix;
+    double ctx0 = o->ctx->created_unix, comm = hpcti_dist_ready_unix(o->ctx);
     struct hpcti_jline j;
     hpcti_jl_begin(&j, "restart");
     hpcti_jl_long(&j, "segment", o->past.segments + 1);

@@ -821,7 +821,7 @@ static void average_with_sets(const hpct_config_t *cfg, const char *algo, const 
     hpct_finalize(ctx);
 }
 
-/* HPCT_VECTOR_ISA (lib/comm/vsum.h): ranks summing with different instruction sets give
+/* HPCT_VECTOR_ISA (lib/comm/avg/vsum.h): ranks summing with different instruction sets give
  * every rank the bits of the widest set on all ranks, through the window (one rank sums each
  * block) and through allgather (every rank sums everything itself); a set unknown on the
  * last rank fails hpct_init on every rank. */

@@ -25,7 +25,8 @@
  * read-after-write (step 2 sees every copy-in; step 3 sees every block) and
  * write-after-read (nobody overwrites a half a peer still reads). Counters only grow and a
  * rank can be at most one barrier ahead of any peer, so ">= epoch" is exact. */
-#include "dist.h"
+#include "node_win.h"
+#include "reduce.h"
 #include "vsum.h"
 
 #include <limits.h>
@@ -64,7 +65,7 @@ static long env_bytes(const char *name, long fallback)
  * cross-node rounds besides its two barriers, so chunks stay large there. */
 static size_t chunk_floats(const struct hpcti_dist *d)
 {
-    size_t h = d->fusion_floats / 2, one_node = CHUNK_BYTES / sizeof(float);
+    size_t h = d->avg->fusion_floats / 2, one_node = CHUNK_BYTES / sizeof(float);
     if (d->cross_size == 1 && h > one_node) h = one_node;
     long bytes = env_bytes("HPCT_NODE_CHUNK_BYTES", -1);
     if (bytes > 0) h = (size_t)bytes / sizeof(float);
@@ -81,7 +82,7 @@ static size_t small_floats(const struct hpcti_dist *d)
 
 static size_t half_max(const struct hpcti_dist *d)
 {
-    return d->nwin->chunk;
+    return d->avg->nwin->chunk;
 }
 
 /* Whether the cross-node step of a chunk of m floats on the block path sends this rank's
@@ -91,7 +92,7 @@ static size_t half_max(const struct hpcti_dist *d)
 static int cross_whole(const struct hpcti_dist *d, size_t m)
 {
     size_t len = hpcti_block_len(m, d->local_size, 0);
-    return d->cross_size > 1 && len * (size_t)(d->cross_size - 1) <= d->nwin->small;
+    return d->cross_size > 1 && len * (size_t)(d->cross_size - 1) <= d->avg->nwin->small;
 }
 
 int hpcti_node_win_chunks(const struct hpcti_dist *d, size_t n)
@@ -116,19 +117,19 @@ size_t hpcti_node_win_whole_room(const struct hpcti_dist *d, size_t n)
 size_t hpcti_node_win_scratch(const struct hpcti_dist *d, size_t n)
 {
     /* small chunks take (cross size - 1) times their size: all chunks, or at most one */
-    const struct hpcti_node_win *w = d->nwin;
+    const struct hpcti_node_win *w = d->avg->nwin;
     size_t small = w->small >= w->chunk ? n : n < w->small ? n : w->small;
     return n + small * (size_t)d->cross_size + hpcti_node_win_whole_room(d, n);
 }
 
 int hpcti_node_win_takes(const struct hpcti_dist *d, size_t n)
 {
-    return d->nwin && n && n <= d->nwin->max_bytes / sizeof(float);
+    return d->avg->nwin && n && n <= d->avg->nwin->max_bytes / sizeof(float);
 }
 
 int hpcti_node_win_ready(const struct hpcti_dist *d, size_t n)
 {
-    return d->nwin->cap >= (n < half_max(d) ? n : half_max(d));
+    return d->avg->nwin->cap >= (n < half_max(d) ? n : half_max(d));
 }
 
 /* Local rank p's half h [cap] in the window. */
@@ -164,7 +165,7 @@ static const char *unusable(const struct hpcti_dist *d, int mode, int shares)
     if (mode == 1) return "HPCT_NODE_REDUCE=p2p";
     if (d->local_size < 2) return "one rank per node";
     if (!d->hier && d->num_nodes > 1) return "nodes hold different numbers of ranks";
-    if (d->transport) return "16-bit gradient transport";
+    if (d->avg->transport) return "16-bit gradient transport";
     if (!shares) return "the node's ranks do not all share memory (MPI_COMM_TYPE_SHARED)";
     return NULL;
 }
@@ -210,7 +211,7 @@ static hpct_status_t make_win_state(hpct_ctx_t ctx, const unsigned long *v)
         w->src = calloc(L, sizeof *w->src);
         w->dst = calloc(L, sizeof *w->dst);
     }
-    d->nwin = w;
+    d->avg->nwin = w;
     if (!w || !w->seg || !w->flag || !w->world || !w->src || !w->dst || !local) {
         free(local);
         return hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "hpct_init: cannot allocate the node window");
@@ -252,7 +253,8 @@ hpct_status_t hpcti_node_win_setup(hpct_ctx_t ctx)
                   "node reduction: MPI-3 shared-memory window over %d local ranks (chunks of %zu "
                   "floats, one barrier up to %zu, point-to-point above %lu bytes, gradient "
                   "buffers averaged in place: %s)",
-                  d->local_size, d->nwin->chunk, d->nwin->small, v[3], v[4] ? "yes" : "no");
+                  d->local_size, d->avg->nwin->chunk, d->avg->nwin->small, v[3],
+                  v[4] ? "yes" : "no");
     return s;
 }
 
@@ -261,7 +263,7 @@ static hpct_status_t node_barrier(hpct_ctx_t ctx)
 {
     struct hpcti_dist *d = ctx->dist;
     MPI_Request req;
-    if (MPI_Ibarrier(d->nwin->comm, &req) != MPI_SUCCESS)
+    if (MPI_Ibarrier(d->avg->nwin->comm, &req) != MPI_SUCCESS)
         return hpcti_error(ctx, HPCT_ERR_COMM, "%s: MPI_Ibarrier on the node failed on rank %d",
                            d->op_name, d->rank);
     return hpcti_wait_reqs(ctx, &req, 1);
@@ -280,7 +282,7 @@ static void drop_window(struct hpcti_node_win *w)
 static hpct_status_t allocate(hpct_ctx_t ctx, size_t cap)
 {
     struct hpcti_dist *d = ctx->dist;
-    struct hpcti_node_win *w = d->nwin;
+    struct hpcti_node_win *w = d->avg->nwin;
     hpct_status_t s = node_barrier(ctx);
     if (s) return s;
     drop_window(w);
@@ -320,7 +322,7 @@ static hpct_status_t allocate(hpct_ctx_t ctx, size_t cap)
 static hpct_status_t same_operation(hpct_ctx_t ctx)
 {
     struct hpcti_dist *d = ctx->dist;
-    struct hpcti_node_win *w = d->nwin;
+    struct hpcti_node_win *w = d->avg->nwin;
     for (int p = 0; p < d->local_size; p++) {
         uint64_t at =
             atomic_load_explicit((_Atomic uint64_t *)&w->flag[p][1], memory_order_relaxed);
@@ -351,7 +353,7 @@ static uint64_t *mode_slot(const struct hpcti_node_win *w, int p)
 static void same_mode(hpct_ctx_t ctx)
 {
     struct hpcti_dist *d = ctx->dist;
-    struct hpcti_node_win *w = d->nwin;
+    struct hpcti_node_win *w = d->avg->nwin;
     uint64_t mine = *mode_slot(w, d->local_rank);
     w->check_mode = 0, w->mixed = 0;
     for (int p = 0; p < d->local_size && !w->mixed; p++) {
@@ -373,7 +375,7 @@ static void same_mode(hpct_ctx_t ctx)
 static hpct_status_t counter_barrier(hpct_ctx_t ctx)
 {
     struct hpcti_dist *d = ctx->dist;
-    struct hpcti_node_win *w = d->nwin;
+    struct hpcti_node_win *w = d->avg->nwin;
     uint64_t *mine = w->flag[d->local_rank];
     w->epoch++;
     MPI_Win_sync(w->win);
@@ -395,7 +397,7 @@ static hpct_status_t counter_barrier(hpct_ctx_t ctx)
  * L >= 2: the window is set up only with several ranks per node (unusable). */
 static void sum_to(const struct hpcti_dist *d, size_t len, float *const *out, int nout)
 {
-    const struct hpcti_node_win *w = d->nwin;
+    const struct hpcti_node_win *w = d->avg->nwin;
     int L = d->local_size, last = d->cross_size == 1;
     float acc[SUM_CHUNK], inv = 1.0f / (float)d->size;
     for (size_t i = 0; i < len; i += SUM_CHUNK) {
@@ -422,7 +424,7 @@ static void sum_sources(const struct hpcti_dist *d, size_t len, float *out1, flo
  * follows; written to the window and, then, to buf too. */
 static void sum_block(const struct hpcti_dist *d, int h, float *buf, size_t m)
 {
-    const struct hpcti_node_win *w = d->nwin;
+    const struct hpcti_node_win *w = d->avg->nwin;
     int L = d->local_size, me = d->local_rank, last = d->cross_size == 1;
     size_t start = hpcti_block_start(m, L, me), len = hpcti_block_len(m, L, me);
     for (int p = 0; p < L; p++) w->src[p] = (p == me ? buf : half_of(w, p, h)) + start;
@@ -438,9 +440,9 @@ static void copy_blocks(const struct hpcti_dist *d, int h, float *buf, size_t m,
         size_t start = hpcti_block_start(m, L, b), bytes = hpcti_block_len(m, L, b) * sizeof *buf;
         if (b == me) continue;
         if (to_win)
-            memcpy(half_of(d->nwin, me, h) + start, buf + start, bytes);
+            memcpy(half_of(d->avg->nwin, me, h) + start, buf + start, bytes);
         else
-            memcpy(buf + start, half_of(d->nwin, b, h) + start, bytes);
+            memcpy(buf + start, half_of(d->avg->nwin, b, h) + start, bytes);
     }
 }
 
@@ -448,7 +450,7 @@ static void copy_blocks(const struct hpcti_dist *d, int h, float *buf, size_t m,
 static hpct_status_t chunk_sum_and_copy_out(hpct_ctx_t ctx, float *buf, size_t m)
 {
     struct hpcti_dist *d = ctx->dist;
-    struct hpcti_node_win *w = d->nwin;
+    struct hpcti_node_win *w = d->avg->nwin;
     int L = d->local_size, me = d->local_rank, h = w->half, id;
     size_t start = hpcti_block_start(m, L, me), len = hpcti_block_len(m, L, me);
     hpct_status_t s = HPCT_SUCCESS;
@@ -474,7 +476,7 @@ static hpct_status_t chunk_sum_and_copy_out(hpct_ctx_t ctx, float *buf, size_t m
 static hpct_status_t chunk(hpct_ctx_t ctx, float *buf, size_t m)
 {
     struct hpcti_dist *d = ctx->dist;
-    struct hpcti_node_win *w = d->nwin;
+    struct hpcti_node_win *w = d->avg->nwin;
     copy_blocks(d, w->half, buf, m, 1);
     hpct_status_t s = counter_barrier(ctx);
     if (!s && w->mixed) s = counter_barrier(ctx), w->mixed = 0;
@@ -486,7 +488,7 @@ static hpct_status_t chunk(hpct_ctx_t ctx, float *buf, size_t m)
  * rank order (the owner's operations, so every rank gets the owner's bits). */
 static void sum_all(const struct hpcti_dist *d, int h, float *buf, size_t m)
 {
-    const struct hpcti_node_win *w = d->nwin;
+    const struct hpcti_node_win *w = d->avg->nwin;
     for (int p = 0; p < d->local_size; p++) w->src[p] = p == d->local_rank ? buf : half_of(w, p, h);
     sum_sources(d, m, buf, NULL);
 }
@@ -499,7 +501,7 @@ static void sum_all(const struct hpcti_dist *d, int h, float *buf, size_t m)
 static hpct_status_t chunk_replicated(hpct_ctx_t ctx, float *buf, size_t m)
 {
     struct hpcti_dist *d = ctx->dist;
-    struct hpcti_node_win *w = d->nwin;
+    struct hpcti_node_win *w = d->avg->nwin;
     int h = w->half;
     memcpy(half_of(w, d->local_rank, h), buf, m * sizeof *buf);
     hpct_status_t s = counter_barrier(ctx);
@@ -518,7 +520,7 @@ static hpct_status_t chunk_replicated(hpct_ctx_t ctx, float *buf, size_t m)
 static const struct hpcti_grads *grads_holding(const struct hpcti_dist *d, const float *buf,
                                                size_t n, size_t *off)
 {
-    for (const struct hpcti_grads *g = d->grads; g; g = g->next)
+    for (const struct hpcti_grads *g = d->avg->grads; g; g = g->next)
         if (g->win != MPI_WIN_NULL && buf >= g->buf && n <= g->count &&
             (size_t)(buf - g->buf) <= g->count - n) {
             *off = (size_t)(buf - g->buf);
@@ -530,7 +532,7 @@ static const struct hpcti_grads *grads_holding(const struct hpcti_dist *d, const
 int hpcti_node_win_holds(const struct hpcti_dist *d, const float *buf, size_t n)
 {
     size_t off;
-    return d->nwin && grads_holding(d, buf, n, &off) != NULL;
+    return d->avg->nwin && grads_holding(d, buf, n, &off) != NULL;
 }
 
 /* A counter barrier inside an in-place average: MPI_Win_sync of g's window too (the MPI
@@ -553,7 +555,7 @@ static hpct_status_t chunk_in_place(hpct_ctx_t ctx, const struct hpcti_grads *g,
                                     size_t m)
 {
     struct hpcti_dist *d = ctx->dist;
-    struct hpcti_node_win *w = d->nwin;
+    struct hpcti_node_win *w = d->avg->nwin;
     int L = d->local_size, me = d->local_rank, id;
     size_t start = hpcti_block_start(m, L, me), len = hpcti_block_len(m, L, me);
     float *own = g->buf + off + start;
@@ -574,7 +576,7 @@ static hpct_status_t chunk_in_place(hpct_ctx_t ctx, const struct hpcti_grads *g,
 /* The copying path for floats [from, n) of buf, chunk by chunk (from: a multiple of cap). */
 static hpct_status_t average_copied(hpct_ctx_t ctx, float *buf, size_t n, size_t from)
 {
-    struct hpcti_node_win *w = ((struct hpcti_dist *)ctx->dist)->nwin;
+    struct hpcti_node_win *w = ((struct hpcti_dist *)ctx->dist)->avg->nwin;
     hpct_status_t s = HPCT_SUCCESS;
     for (size_t at = from; at < n && !s; at += w->cap) {
         size_t m = n - at < w->cap ? n - at : w->cap;
@@ -588,7 +590,7 @@ static hpct_status_t average_copied(hpct_ctx_t ctx, float *buf, size_t n, size_t
  * rest as the ranks that copy from the start do. */
 static hpct_status_t average_copied_late(hpct_ctx_t ctx, float *buf, size_t n)
 {
-    struct hpcti_node_win *w = ((struct hpcti_dist *)ctx->dist)->nwin;
+    struct hpcti_node_win *w = ((struct hpcti_dist *)ctx->dist)->avg->nwin;
     size_t m = n < w->cap ? n : w->cap;
     w->mixed = 0;
     copy_blocks(ctx->dist, w->half, buf, m, 1);
@@ -605,7 +607,7 @@ static hpct_status_t average_copied_late(hpct_ctx_t ctx, float *buf, size_t n)
 static hpct_status_t average_in_place(hpct_ctx_t ctx, const struct hpcti_grads *g, size_t off,
                                       size_t n)
 {
-    struct hpcti_node_win *w = ((struct hpcti_dist *)ctx->dist)->nwin;
+    struct hpcti_node_win *w = ((struct hpcti_dist *)ctx->dist)->avg->nwin;
     hpct_status_t s = grads_barrier(ctx, g);
     if (!s && w->mixed) return average_copied_late(ctx, g->buf + off, n);
     if (!s && !w->told_in_place++)
@@ -636,7 +638,7 @@ static uint64_t mode_of(const struct hpcti_grads *g, size_t off)
 static int all_ordinary(hpct_ctx_t ctx, const struct hpcti_grads *g, hpct_status_t *s)
 {
     struct hpcti_dist *d = ctx->dist;
-    struct hpcti_node_win *w = d->nwin;
+    struct hpcti_node_win *w = d->avg->nwin;
     *s = counter_barrier(ctx);
     if (*s || w->mixed || g) return 0;
     if (!w->told_ordinary++)
@@ -651,7 +653,7 @@ hpct_status_t hpcti_node_win_allreduce(hpct_ctx_t ctx, float *buf, size_t n, int
                                        int *ordinary)
 {
     struct hpcti_dist *d = ctx->dist;
-    struct hpcti_node_win *w = d->nwin;
+    struct hpcti_node_win *w = d->avg->nwin;
     size_t need = n < half_max(d) ? n : half_max(d), off = 0;
     hpct_status_t s = w->cap >= need ? HPCT_SUCCESS : allocate(ctx, need);
     /* in place when buf lies in a gradient buffer's window and its first chunk is above
@@ -679,7 +681,7 @@ hpct_status_t hpcti_node_win_allreduce(hpct_ctx_t ctx, float *buf, size_t n, int
 hpct_status_t hpcti_node_win_grads(hpct_ctx_t ctx, struct hpcti_grads *g)
 {
     struct hpcti_dist *d = ctx->dist;
-    struct hpcti_node_win *w = d->nwin;
+    struct hpcti_node_win *w = d->avg->nwin;
     g->seg = calloc((size_t)d->local_size, sizeof *g->seg);
     if (!g->seg) return hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "%s: out of memory", d->op_name);
     hpct_status_t s = node_barrier(ctx); /* every local rank is inside the call */
@@ -722,12 +724,12 @@ void hpcti_node_win_grads_free(struct hpcti_grads *g, int collective)
 
 void hpcti_node_win_free(struct hpcti_dist *d, int collective)
 {
-    struct hpcti_node_win *w = d->nwin;
+    struct hpcti_node_win *w = d->avg->nwin;
     if (!w) return;
     if (collective) {
         drop_window(w);
         if (w->comm != MPI_COMM_NULL) MPI_Comm_free(&w->comm);
     }
     free(w->seg), free(w->flag), free(w->world), free(w->src), free(w->dst), free(w);
-    d->nwin = NULL;
+    d->avg->nwin = NULL;
 }

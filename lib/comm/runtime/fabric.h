@@ -3,7 +3,7 @@
 #ifndef HPCTI_FABRIC_H
 #define HPCTI_FABRIC_H
 
-#include "../core/core.h"
+#include "../../core/core.h"
 
 /* Nodes up to this many have every pair of them measured; more, only the ring of neighbours. */
 #define HPCTI_FABRIC_ALL_PAIRS 16

@@ -8,7 +8,7 @@
  * (MPI_Test, then yields and short sleeps) against cfg.collective_timeout_s, counted from
  * the start of the operation. On expiry, the ranks whose token has not arrived are the
  * missing ones; every waiting rank can name them without asking anyone. */
-#include "dist.h"
+#include "runtime.h"
 #include "live.h"
 
 #include <stdatomic.h>
@@ -29,6 +29,11 @@ struct hpcti_dist *hpcti_dist_of(hpct_ctx_t ctx, const char *fn)
                 "hpct_init_comm, not hpct_ctx_create)",
                 fn);
     return NULL;
+}
+
+double hpcti_dist_ready_unix(hpct_ctx_t ctx)
+{
+    return ctx->dist ? ((struct hpcti_dist *)ctx->dist)->ready_unix : 0.0;
 }
 
 /* 1 when every request in r [n] has completed (completed ones become MPI_REQUEST_NULL); an
@@ -70,17 +75,6 @@ hpct_status_t hpcti_mpi_failed(hpct_ctx_t ctx, int rc, const char *what)
     return d->in_op ? op_failed(ctx, HPCT_ERR_COMM, ctx->last_error) : HPCT_ERR_COMM;
 }
 
-static hpct_status_t grow(hpct_ctx_t ctx, void **p, size_t *cap, size_t need, const char *what)
-{
-    if (need <= *cap) return HPCT_SUCCESS;
-    void *q = realloc(*p, need);
-    if (!q)
-        return hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "cannot allocate %zu bytes for %s", need, what);
-    *p = q;
-    *cap = need;
-    return HPCT_SUCCESS;
-}
-
 /* A collective from a thread other than hpct_init's where MPI allows only that one. */
 static hpct_status_t other_thread(hpct_ctx_t ctx, const char *name)
 {
@@ -109,18 +103,8 @@ static hpct_status_t op_start(hpct_ctx_t ctx, const char *name, int max_red, siz
                            "%s: an earlier collective on this context %s; its exchanges may "
                            "still be in flight: end the job with hpct_abort_job",
                            name, d->broken_why[0] ? d->broken_why : "timed out");
-    /* per reduction of n: receive blocks (< n + size elements), a 16-bit copy, requests */
-    size_t elem = d->transport ? 2 : 4, wire = d->transport ? 2 * total : 0;
-    size_t need = elem * (total + (size_t)max_red * (size_t)d->size) + wire +
-                  (size_t)max_red * (2 * (size_t)d->size * sizeof(MPI_Request) + 3 * 64);
-    size_t red_cap = (size_t)d->cap_red * sizeof *d->red;
-    hpct_status_t s = grow(ctx, (void **)&d->scratch, &d->scratch_cap, need, "collective scratch");
-    if (!s)
-        s = grow(ctx, (void **)&d->red, &red_cap, (size_t)max_red * sizeof *d->red, "reductions");
+    hpct_status_t s = d->work.reserve(ctx, max_red, total); /* the engine's room */
     if (s) return s;
-    d->cap_red = (int)(red_cap / sizeof *d->red);
-    d->nred = 0;
-    d->scratch_used = 0;
     d->op_name = name;
     d->tok_out[0] = ++d->op_seq;
     d->tok_out[1] = ctx->step_now > 0 ? (uint64_t)ctx->step_now : 0;
@@ -365,12 +349,11 @@ static int goal_met(struct hpcti_dist *d, struct goal *g)
 {
     int tokens = test_all(d, d->tok_req, 2 * d->size);
     if (!test_all(d, g->reqs, g->n)) return 0;
-    if (g->red >= 0 && d->red[g->red].cur != d->red[g->red].nphase) return 0;
+    if (g->red >= 0 && !d->work.done(d, g->red)) return 0;
     for (int i = 0; i < g->nflags; i++)
         if (!flag_reached(g->flags[i], g->want)) return 0;
     if (!g->all) return 1;
-    for (int i = 0; i < d->nred; i++)
-        if (d->red[i].cur != d->red[i].nphase) return 0;
+    if (!d->work.done(d, -1)) return 0;
     return tokens;
 }
 
@@ -381,7 +364,7 @@ static hpct_status_t wait_for(hpct_ctx_t ctx, struct goal *g)
     double polled = t0;                  /* the last poll (a long gap: this rank stopped) */
     unsigned long seen = d->moves;
     for (;;) {
-        hpct_status_t s = hpcti_red_progress(ctx);
+        hpct_status_t s = d->work.progress(ctx);
         if (s) return d->in_op ? op_failed(ctx, s, ctx->last_error) : s;
         int met = goal_met(d, g);
         if (d->mpi_error) return hpcti_mpi_failed(ctx, d->mpi_error, "testing its requests");

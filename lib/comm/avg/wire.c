@@ -1,6 +1,6 @@
 /* wire.c: 16-bit wire formats for gradients (bf16, IEEE half); sums are taken in fp32
  * (lib/comm/reduce.c) and rounded once per phase. */
-#include "dist.h"
+#include "reduce.h"
 
 #include <math.h>
 #include <string.h>

@@ -3,8 +3,9 @@
  * is set up each buffer is a shared window of its own (node_win.c), so an average of it
  * reads the peers' values in place instead of copying them into the window first; elsewhere
  * it is ordinary memory and averages as any buffer does. */
-#include "dist.h"
-#include "agree.h"
+#include "grads.h"
+#include "node_win.h"
+#include "../runtime/agree.h"
 #include <limits.h>
 
 #include <stdlib.h>
@@ -13,7 +14,7 @@
 /* A buffer given back with this count, or NULL. */
 static struct hpcti_grads *given_back(struct hpcti_dist *d, size_t count)
 {
-    for (struct hpcti_grads *g = d->grads; g; g = g->next)
+    for (struct hpcti_grads *g = d->avg->grads; g; g = g->next)
         if (!g->in_use && g->count == count) return g;
     return NULL;
 }
@@ -51,9 +52,9 @@ static hpct_status_t make(hpct_ctx_t ctx, size_t count, struct hpcti_grads **out
     struct hpcti_dist *d = ctx->dist;
     struct hpcti_grads *g = calloc(1, sizeof *g);
     if (!g) return hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "%s: out of memory", d->op_name);
-    g->count = count, g->win = MPI_WIN_NULL, g->id = ++d->grads_made, g->in_use = 1;
+    g->count = count, g->win = MPI_WIN_NULL, g->id = ++d->avg->grads_made, g->in_use = 1;
     hpct_status_t s = HPCT_SUCCESS;
-    if (d->nwin)
+    if (d->avg->nwin)
         s = hpcti_node_win_grads(ctx, g);
     else if (!(g->buf = calloc(count ? count : 1, sizeof(float))))
         s = hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "%s: cannot allocate %zu floats", d->op_name,
@@ -63,7 +64,7 @@ static hpct_status_t make(hpct_ctx_t ctx, size_t count, struct hpcti_grads **out
         free(g);
         return s;
     }
-    g->next = d->grads, d->grads = g;
+    g->next = d->avg->grads, d->avg->grads = g;
     *out = g;
     return HPCT_SUCCESS;
 }
@@ -97,7 +98,7 @@ hpct_status_t hpcti_grads_alloc(hpct_ctx_t ctx, const char *fn, size_t count, fl
 
 struct hpcti_grads *hpcti_grads_lent(const struct hpcti_dist *d, const float *buf)
 {
-    for (struct hpcti_grads *g = d ? d->grads : NULL; g; g = g->next)
+    for (struct hpcti_grads *g = d ? d->avg->grads : NULL; g; g = g->next)
         if (g->buf == buf && g->in_use) return g;
     return NULL;
 }
@@ -110,9 +111,9 @@ void hpcti_grads_release(hpct_ctx_t ctx, float *buf)
 
 void hpcti_grads_free_all(struct hpcti_dist *d, int collective)
 {
-    while (d->grads) {
-        struct hpcti_grads *g = d->grads;
-        d->grads = g->next;
+    while (d->avg->grads) {
+        struct hpcti_grads *g = d->avg->grads;
+        d->avg->grads = g->next;
         if (g->win == MPI_WIN_NULL) free(g->buf);
         hpcti_node_win_grads_free(g, collective);
         free(g);

@@ -8,10 +8,14 @@
 #include "config.h"
 #include "versions.h"
 #include "agree.h"
-#include "dist.h"
-#include "../device/ops.h"
+#include "runtime.h"
+#include "../../device/ops.h"
 #ifdef HPCT_HAVE_NCCL
-#include "nccl_node.h"
+/* The NCCL library's header; it declares f() prototypes. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstrict-prototypes"
+#include <nccl.h>
+#pragma GCC diagnostic pop
 #endif
 
 #include <hdf5.h>
@@ -83,6 +87,22 @@ static void hdf5_version(char *text)
         snprintf(text, HPCTI_V_TEXT, "HDF5 %u.%u.%u", major, minor, release);
 }
 
+#ifdef HPCT_HAVE_NCCL
+/* The NCCL library's version as "NCCL M.m.p" (ncclGetVersion) into out [len]. */
+static void nccl_version(char *out, size_t len)
+{
+    int v = 0;
+    if (ncclGetVersion(&v) != ncclSuccess || v <= 0) {
+        snprintf(out, len, "NCCL unknown");
+        return;
+    }
+    /* NCCL 2.9 and later: major 10000 + minor 100 + patch (20906); before: major 1000 +
+     * minor 100 + patch (2804) */
+    int major = v >= 10000 ? v / 10000 : v / 1000, rest = v >= 10000 ? v % 10000 : v % 1000;
+    snprintf(out, len, "NCCL %d.%d.%d", major, rest / 100, rest % 100);
+}
+#endif
+
 /* The components beyond the cheap three. */
 static void other_versions(hpct_ctx_t ctx, const char *settings, struct hpcti_versions *v)
 {
@@ -95,7 +115,7 @@ static void other_versions(hpct_ctx_t ctx, const char *settings, struct hpcti_ve
     snprintf(v->text[HPCTI_V_CUBLAS], HPCTI_V_TEXT, "%s", dv.cublas);
 #ifdef HPCT_HAVE_NCCL
     if (ctx->ops != &hpcti_cpu_ops)
-        hpcti_nccl_version(v->text[HPCTI_V_NCCL], sizeof v->text[HPCTI_V_NCCL]);
+        nccl_version(v->text[HPCTI_V_NCCL], sizeof v->text[HPCTI_V_NCCL]);
 #endif
     first_line(v->text[HPCTI_V_SETTINGS], settings ? settings : "");
 }

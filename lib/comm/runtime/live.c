@@ -16,7 +16,7 @@
  * After a timeout the writer rank saves the last completed step (the emergency checkpoint)
  * and tells the others, which wait for that word before they end the job, unless the writer
  * is one of the ranks found stopped. */
-#include "dist.h"
+#include "runtime.h"
 #include "live.h"
 
 #include <stdio.h>

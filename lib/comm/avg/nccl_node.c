@@ -3,8 +3,8 @@
  * shard, all-gather from it), every wait bounded by a deadline. */
 #include "config.h"
 #include "nccl_node.h"
-#include "../device/ops.h"
-#include "../../kernels/kernels.h"
+#include "../../device/ops.h"
+#include "../../../kernels/kernels.h"
 
 #include <cuda_runtime.h>
 #include <limits.h>
@@ -230,19 +230,6 @@ void hpcti_nccl_abort(hpcti_nccl_t *nc)
     if (nc->comm) ncclCommAbort(nc->comm);
     nc->comm = NULL;
     release(nc); /* synchronises the stream: the aborted kernels return */
-}
-
-void hpcti_nccl_version(char *out, size_t len)
-{
-    int v = 0;
-    if (ncclGetVersion(&v) != ncclSuccess || v <= 0) {
-        snprintf(out, len, "NCCL unknown");
-        return;
-    }
-    /* NCCL 2.9 and later: major 10000 + minor 100 + patch (20906); before: major 1000 +
-     * minor 100 + patch (2804) */
-    int major = v >= 10000 ? v / 10000 : v / 1000, rest = v >= 10000 ? v % 10000 : v % 1000;
-    snprintf(out, len, "NCCL %d.%d.%d", major, rest / 100, rest % 100);
 }
 
 void hpcti_nccl_destroy(hpcti_nccl_t *nc, double deadline)

@@ -7,9 +7,9 @@
  * receive at once (direct exchange: one round, so progress needs no MPI call per round);
  * only the owner of a block sums it, in rank order, so all ranks get identical bits and
  * the result does not depend on message arrival order. */
-#include "dist.h"
+#include "reduce.h"
 #include "vsum.h"
-#include "../obs/obs.h"
+#include "../../obs/obs.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -20,14 +20,55 @@
 /* A 64-byte aligned slice of the operation's scratch (reserved by hpcti_op_begin). */
 static void *take(struct hpcti_dist *d, size_t bytes)
 {
-    size_t at = (d->scratch_used + 63) & ~(size_t)63;
-    d->scratch_used = at + bytes;
-    return d->scratch + at;
+    size_t at = (d->avg->scratch_used + 63) & ~(size_t)63;
+    d->avg->scratch_used = at + bytes;
+    return d->avg->scratch + at;
 }
 
 static size_t elem_size(const struct hpcti_dist *d)
 {
-    return d->transport ? 2 : 4;
+    return d->avg->transport ? 2 : 4;
+}
+
+static hpct_status_t grow(hpct_ctx_t ctx, void **p, size_t *cap, size_t need, const char *what)
+{
+    if (need <= *cap) return HPCT_SUCCESS;
+    void *q = realloc(*p, need);
+    if (!q)
+        return hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "cannot allocate %zu bytes for %s", need, what);
+    *p = q;
+    *cap = need;
+    return HPCT_SUCCESS;
+}
+
+/* d->work.reserve: called by hpcti_op_begin once the operation may start. */
+hpct_status_t hpcti_red_reserve(hpct_ctx_t ctx, int max_red, size_t total)
+{
+    struct hpcti_dist *d = ctx->dist;
+    /* per reduction of n: receive blocks (< n + size elements), a 16-bit copy, requests */
+    size_t elem = d->avg->transport ? 2 : 4, wire = d->avg->transport ? 2 * total : 0;
+    size_t need = elem * (total + (size_t)max_red * (size_t)d->size) + wire +
+                  (size_t)max_red * (2 * (size_t)d->size * sizeof(MPI_Request) + 3 * 64);
+    size_t red_cap = (size_t)d->avg->cap_red * sizeof *d->avg->red;
+    hpct_status_t s =
+        grow(ctx, (void **)&d->avg->scratch, &d->avg->scratch_cap, need, "collective scratch");
+    if (!s)
+        s = grow(ctx, (void **)&d->avg->red, &red_cap, (size_t)max_red * sizeof *d->avg->red,
+                 "reductions");
+    if (s) return s;
+    d->avg->cap_red = (int)(red_cap / sizeof *d->avg->red);
+    d->avg->nred = 0;
+    d->avg->scratch_used = 0;
+    return HPCT_SUCCESS;
+}
+
+/* d->work.done: the waits of the runtime ask it. */
+int hpcti_red_done(const struct hpcti_dist *d, int id)
+{
+    if (id >= 0) return d->avg->red[id].cur == d->avg->red[id].nphase;
+    for (int i = 0; i < d->avg->nred; i++)
+        if (d->avg->red[i].cur != d->avg->red[i].nphase) return 0;
+    return 1;
 }
 
 #define block_start hpcti_block_start
@@ -40,7 +81,7 @@ static char *at(const struct hpcti_dist *d, void *v, size_t i)
 
 static int tag_of(const struct hpcti_dist *d, const struct hpcti_reduction *r)
 {
-    return TAG_BASE + (int)(((long)r->index * 4 + r->cur) % d->tag_space);
+    return TAG_BASE + (int)(((long)r->index * 4 + r->cur) % d->avg->tag_space);
 }
 
 /* The part of ph's vector this rank sums (reduce-scatter: its block; whole: all of it), and
@@ -65,7 +106,7 @@ static hpct_status_t start_phase(hpct_ctx_t ctx, struct hpcti_reduction *r)
 {
     struct hpcti_dist *d = ctx->dist;
     struct hpcti_phase *ph = &r->phase[r->cur];
-    MPI_Datatype t = d->transport ? MPI_UINT16_T : MPI_FLOAT;
+    MPI_Datatype t = d->avg->transport ? MPI_UINT16_T : MPI_FLOAT;
     size_t mine = block_len(ph->count, ph->size, ph->me), slot = slot_len(ph);
     int tag = tag_of(d, r), rc = MPI_SUCCESS, gather = ph->gather == 1;
     r->nreq = 0;
@@ -95,8 +136,8 @@ static void accumulate(const struct hpcti_dist *d, const void *src, float *acc, 
 {
     float tmp[SUM_CHUNK];
     const float *f = src;
-    if (d->transport) {
-        hpcti_from_wire(d->transport, src, tmp, m);
+    if (d->avg->transport) {
+        hpcti_from_wire(d->avg->transport, src, tmp, m);
         f = tmp;
     }
     if (first)
@@ -124,7 +165,7 @@ static void sum_phase(const struct hpcti_dist *d, struct hpcti_reduction *r,
     size_t mine = own_len(ph), slot = slot_len(ph);
     char *own = at(d, ph->vec, own_start(ph));
     float acc[SUM_CHUNK], inv = 1.0f / (float)d->size;
-    if (ph->size == 2 && !d->transport) { /* x0 + x1 == x1 + x0: the same bits on both */
+    if (ph->size == 2 && !d->avg->transport) { /* x0 + x1 == x1 + x0: the same bits on both */
         sum_two((float *)own, (const float *)r->slots, mine, ph->scale, inv);
         return;
     }
@@ -136,8 +177,8 @@ static void sum_phase(const struct hpcti_dist *d, struct hpcti_reduction *r,
             accumulate(d, src, acc, m, p == 0);
         }
         if (ph->scale) hpcti_vscale(acc, m, inv);
-        if (d->transport)
-            hpcti_to_wire(d->transport, acc, (uint16_t *)at(d, own, i), m);
+        if (d->avg->transport)
+            hpcti_to_wire(d->avg->transport, acc, (uint16_t *)at(d, own, i), m);
         else
             memcpy(at(d, own, i), acc, m * sizeof *acc);
     }
@@ -212,14 +253,14 @@ static size_t allgather_peers(const struct hpcti_dist *d)
 static struct hpcti_reduction *new_reduction(hpct_ctx_t ctx, float *buf, size_t n)
 {
     struct hpcti_dist *d = ctx->dist;
-    if (d->nred >= d->cap_red) {
+    if (d->avg->nred >= d->avg->cap_red) {
         hpcti_error(ctx, HPCT_ERR_INTERNAL, "%s: more reductions than reserved (%d)", d->op_name,
-                    d->cap_red);
+                    d->avg->cap_red);
         return NULL;
     }
-    struct hpcti_reduction *r = &d->red[d->nred];
+    struct hpcti_reduction *r = &d->avg->red[d->avg->nred];
     memset(r, 0, sizeof *r);
-    r->buf = buf, r->n = n, r->index = d->nred, r->wire = buf;
+    r->buf = buf, r->n = n, r->index = d->avg->nred, r->wire = buf;
     return r;
 }
 
@@ -231,9 +272,9 @@ static hpct_status_t red_start(hpct_ctx_t ctx, float *buf, size_t n, int *id, in
     struct hpcti_dist *d = ctx->dist;
     struct hpcti_reduction *r = new_reduction(ctx, buf, n);
     if (!r) return HPCT_ERR_INTERNAL;
-    if (d->transport) {
+    if (d->avg->transport) {
         r->wire = take(d, 2 * n);
-        hpcti_to_wire(d->transport, buf, r->wire, n);
+        hpcti_to_wire(d->avg->transport, buf, r->wire, n);
     }
     size_t room = cross_only == HPCTI_WHOLE ? n * (size_t)(d->cross_size - 1)
                   : cross_only == ALLGATHER ? n * allgather_peers(d)
@@ -246,10 +287,10 @@ static hpct_status_t red_start(hpct_ctx_t ctx, float *buf, size_t n, int *id, in
         plan_cross(d, r, r->wire, n, cross_only == HPCTI_WHOLE);
     else
         plan(d, r, r->wire, n);
-    *id = d->nred++;
+    *id = d->avg->nred++;
     r->t0 = hpcti_tl_now(ctx);
     hpct_status_t s = r->nphase ? start_phase(ctx, r) : HPCT_SUCCESS;
-    if (!r->nphase && d->transport) hpcti_from_wire(d->transport, r->wire, buf, n);
+    if (!r->nphase && d->avg->transport) hpcti_from_wire(d->avg->transport, r->wire, buf, n);
     return s;
 }
 
@@ -280,7 +321,7 @@ hpct_status_t hpcti_red_start_mpi(hpct_ctx_t ctx, float *buf, size_t n, int *id)
     if (!r) return HPCT_ERR_INTERNAL;
     r->mpi = 1;
     r->reqs = take(d, 2 * (size_t)d->size * sizeof *r->reqs);
-    *id = d->nred++;
+    *id = d->avg->nred++;
     r->t0 = hpcti_tl_now(ctx);
     if (d->size == 1 || !n) return HPCT_SUCCESS;
     r->nphase = 1, r->nreq = 1;
@@ -300,7 +341,8 @@ static void red_span(hpct_ctx_t ctx, const struct hpcti_reduction *r)
                   r->mpi          ? "MPI_Iallreduce"
                   : r->nphase > 2 ? "hierarchical"
                                   : "flat",
-                  wire[d->transport >= 0 && d->transport <= 2 ? d->transport : 0], r->nphase);
+                  wire[d->avg->transport >= 0 && d->avg->transport <= 2 ? d->avg->transport : 0],
+                  r->nphase);
 }
 
 /* r's current phase has completed: finish it and start the next (or the result). */
@@ -314,7 +356,7 @@ static hpct_status_t next_phase(hpct_ctx_t ctx, struct hpcti_reduction *r)
     else if (ph->gather != 1)
         sum_phase(d, r, ph);
     if (++r->cur < r->nphase) return start_phase(ctx, r);
-    if (d->transport) hpcti_from_wire(d->transport, r->wire, r->buf, r->n);
+    if (d->avg->transport) hpcti_from_wire(d->avg->transport, r->wire, r->buf, r->n);
     red_span(ctx, r);
     return HPCT_SUCCESS;
 }
@@ -322,8 +364,8 @@ static hpct_status_t next_phase(hpct_ctx_t ctx, struct hpcti_reduction *r)
 hpct_status_t hpcti_red_progress(hpct_ctx_t ctx)
 {
     struct hpcti_dist *d = ctx->dist;
-    for (int i = 0; i < d->nred; i++) {
-        struct hpcti_reduction *r = &d->red[i];
+    for (int i = 0; i < d->avg->nred; i++) {
+        struct hpcti_reduction *r = &d->avg->red[i];
         while (r->cur < r->nphase) {
             int flag = 0, rc = MPI_Testall(r->nreq, r->reqs, &flag, MPI_STATUSES_IGNORE);
             if (rc != MPI_SUCCESS)

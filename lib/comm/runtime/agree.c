@@ -5,7 +5,7 @@
  * the context's communicator, one deadline, the missing ranks named on a timeout. */
 #include "config.h"
 #include "agree.h"
-#include "dist.h"
+#include "runtime.h"
 
 #include <stdio.h>
 #include <stdlib.h>

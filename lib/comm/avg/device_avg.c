@@ -31,9 +31,11 @@
  * Every average is part of one collective operation (hpcti_op_begin .. hpcti_op_end): arrival
  * tokens, the deadline (NCCL waits poll it too, then ncclCommAbort), hpct_comm_stats. */
 #include "config.h"
-#include "dist.h"
-#include "../device/ops.h"
-#include "../../kernels/gpu_logic.h"
+#include "device_avg.h"
+#include "algo.h"
+#include "reduce.h"
+#include "../../device/ops.h"
+#include "../../../kernels/gpu_logic.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,11 +54,11 @@ int hpcti_device_reductions(size_t n)
 static hpct_status_t stage_room(hpct_ctx_t ctx, size_t n)
 {
     struct hpcti_dist *d = ctx->dist;
-    if (n <= d->stage_cap) return HPCT_SUCCESS;
-    ctx->ops->free_host(ctx, d->stage);
-    d->stage = ctx->ops->alloc_host(ctx, (n ? n : 1) * sizeof(float));
-    d->stage_cap = d->stage ? n : 0;
-    return d->stage ? HPCT_SUCCESS : HPCT_ERR_NO_MEMORY;
+    if (n <= d->avg->stage_cap) return HPCT_SUCCESS;
+    ctx->ops->free_host(ctx, d->avg->stage);
+    d->avg->stage = ctx->ops->alloc_host(ctx, (n ? n : 1) * sizeof(float));
+    d->avg->stage_cap = d->avg->stage ? n : 0;
+    return d->avg->stage ? HPCT_SUCCESS : HPCT_ERR_NO_MEMORY;
 }
 
 /* The host engine over host [n] in chunks, each waited for (deadline-bounded); cross: only the
@@ -79,9 +81,10 @@ static hpct_status_t staged_average(hpct_ctx_t ctx, float *buf, size_t n)
 {
     struct hpcti_dist *d = ctx->dist;
     hpct_status_t s = stage_room(ctx, n);
-    if (!s) s = ctx->ops->to_host(ctx, d->stage, buf, sizeof(float) * n); /* waits for kernels */
-    if (!s) s = host_average(ctx, d->stage, n, 0);
-    if (!s) s = ctx->ops->to_device(ctx, buf, d->stage, sizeof(float) * n);
+    if (!s)
+        s = ctx->ops->to_host(ctx, d->avg->stage, buf, sizeof(float) * n); /* waits for kernels */
+    if (!s) s = host_average(ctx, d->avg->stage, n, 0);
+    if (!s) s = ctx->ops->to_device(ctx, buf, d->avg->stage, sizeof(float) * n);
     return s;
 }
 
@@ -93,7 +96,7 @@ static hpct_status_t nccl_wait(hpct_ctx_t ctx, const char *call)
     struct hpcti_dist *d = ctx->dist;
     int timed_out = 0;
     double t0 = hpcti_now();
-    hpct_status_t s = hpcti_nccl_wait(d->nccl, d->op_start + d->deadline_s, &timed_out);
+    hpct_status_t s = hpcti_nccl_wait(d->avg->nccl, d->op_start + d->deadline_s, &timed_out);
     d->wait_s += hpcti_now() - t0;
     return timed_out ? hpcti_op_timed_out(ctx, call) : s;
 }
@@ -104,7 +107,8 @@ static hpct_status_t mark_wait(hpct_ctx_t ctx, int mark, const char *call)
     struct hpcti_dist *d = ctx->dist;
     int timed_out = 0;
     double t0 = hpcti_now();
-    hpct_status_t s = hpcti_nccl_wait_mark(d->nccl, mark, d->op_start + d->deadline_s, &timed_out);
+    hpct_status_t s =
+        hpcti_nccl_wait_mark(d->avg->nccl, mark, d->op_start + d->deadline_s, &timed_out);
     d->wait_s += hpcti_now() - t0;
     return timed_out ? hpcti_op_timed_out(ctx, call) : s;
 }
@@ -119,7 +123,7 @@ static hpct_status_t enqueued(hpct_ctx_t ctx, hpct_status_t s, const char *call)
 static void set_deadline(hpct_ctx_t ctx)
 {
     struct hpcti_dist *d = ctx->dist;
-    hpcti_nccl_set_deadline(d->nccl, d->op_start + d->deadline_s);
+    hpcti_nccl_set_deadline(d->avg->nccl, d->op_start + d->deadline_s);
 }
 
 /* The layers queued in the current overlapped operation across nodes (gpu_logic.h). */
@@ -139,8 +143,9 @@ struct hpcti_dev_queue {
 static hpct_status_t queue_room(hpct_ctx_t ctx, int layers)
 {
     struct hpcti_dist *d = ctx->dist;
-    struct hpcti_dev_queue *q = d->dev_queue;
-    if (!q && !(q = d->dev_queue = hpcti_calloc(ctx, 1, sizeof *q, "the device average queue")))
+    struct hpcti_dev_queue *q = d->avg->dev_queue;
+    if (!q &&
+        !(q = d->avg->dev_queue = hpcti_calloc(ctx, 1, sizeof *q, "the device average queue")))
         return HPCT_ERR_NO_MEMORY;
     q->n = 0;
     if (layers <= q->cap) return HPCT_SUCCESS;
@@ -161,7 +166,7 @@ enum { TAG_DEVICE_RS = 998, TAG_DEVICE_AG = 999 };
 static hpct_status_t device_slots(hpct_ctx_t ctx, size_t n, float **slots)
 {
     struct hpcti_dist *d = ctx->dist;
-    struct hpcti_dev_queue *q = d->dev_queue;
+    struct hpcti_dev_queue *q = d->avg->dev_queue;
     if (n > q->slots_cap) {
         if (q->slots) ctx->ops->free(ctx, q->slots);
         q->slots = ctx->ops->alloc(ctx, sizeof(float) * n);
@@ -227,8 +232,8 @@ static hpct_status_t device_cross(hpct_ctx_t ctx, float *shard, size_t n)
     hpct_status_t s = device_slots(ctx, (size_t)(d->cross_size - 1) * mine, &slots);
     if (!s) s = device_exchange(ctx, shard, n, slots, 0);
     if (!s)
-        s = hpcti_nccl_rank_sum(d->nccl, shard + hpcti_block_start(n, d->cross_size, me), slots,
-                                d->cross_size, me, mine, 1.0f / (float)d->size);
+        s = hpcti_nccl_rank_sum(d->avg->nccl, shard + hpcti_block_start(n, d->cross_size, me),
+                                slots, d->cross_size, me, mine, 1.0f / (float)d->size);
     if (!s) s = nccl_wait(ctx, "the cross-node sum (rank_sum_kernel)");
     return s ? s : device_exchange(ctx, shard, n, slots, 1);
 }
@@ -237,8 +242,8 @@ static hpct_status_t device_cross(hpct_ctx_t ctx, float *shard, size_t n)
  * wire formats are converted on the host). */
 static int device_mpi(const struct hpcti_dist *d)
 {
-    const struct hpcti_dev_queue *q = d->dev_queue;
-    return q && q->device_mpi && d->transport == HPCT_TRANSPORT_FP32;
+    const struct hpcti_dev_queue *q = d->avg->dev_queue;
+    return q && q->device_mpi && d->avg->transport == HPCT_TRANSPORT_FP32;
 }
 
 /* NCCL path (see the top of the file). One node: the shard is scaled on the device between
@@ -249,26 +254,29 @@ static hpct_status_t nccl_average(hpct_ctx_t ctx, float *buf, size_t n)
     struct hpcti_dist *d = ctx->dist;
     set_deadline(ctx);
     if (d->cross_size == 1) {
-        hpct_status_t s = hpcti_nccl_node_mean(d->nccl, buf, n, 1.0f / (float)d->size);
+        hpct_status_t s = hpcti_nccl_node_mean(d->avg->nccl, buf, n, 1.0f / (float)d->size);
         s = enqueued(ctx, s, one_node);
         return s ? s : nccl_wait(ctx, one_node);
     }
     size_t shard = hpcti_nccl_shard(n, d->local_size);
     if (device_mpi(d)) { /* the shard stays on the device */
-        hpct_status_t s =
-            enqueued(ctx, hpcti_nccl_reduce_scatter(d->nccl, buf, n, NULL), "ncclReduceScatter");
+        hpct_status_t s = enqueued(ctx, hpcti_nccl_reduce_scatter(d->avg->nccl, buf, n, NULL),
+                                   "ncclReduceScatter");
         if (!s) s = nccl_wait(ctx, "ncclReduceScatter");
-        if (!s) s = device_cross(ctx, hpcti_nccl_device_shard(d->nccl), shard);
-        if (!s) s = enqueued(ctx, hpcti_nccl_all_gather(d->nccl, buf, n, NULL), "ncclAllGather");
+        if (!s) s = device_cross(ctx, hpcti_nccl_device_shard(d->avg->nccl), shard);
+        if (!s)
+            s = enqueued(ctx, hpcti_nccl_all_gather(d->avg->nccl, buf, n, NULL), "ncclAllGather");
         return s ? s : nccl_wait(ctx, "ncclAllGather");
     }
     hpct_status_t s = stage_room(ctx, shard);
     if (!s)
-        s = enqueued(ctx, hpcti_nccl_reduce_scatter(d->nccl, buf, n, d->stage),
+        s = enqueued(ctx, hpcti_nccl_reduce_scatter(d->avg->nccl, buf, n, d->avg->stage),
                      "ncclReduceScatter");
     if (!s) s = nccl_wait(ctx, "ncclReduceScatter");
-    if (!s) s = host_average(ctx, d->stage, shard, 1); /* times 1/W in its reduce-scatter */
-    if (!s) s = enqueued(ctx, hpcti_nccl_all_gather(d->nccl, buf, n, d->stage), "ncclAllGather");
+    if (!s) s = host_average(ctx, d->avg->stage, shard, 1); /* times 1/W in its reduce-scatter */
+    if (!s)
+        s = enqueued(ctx, hpcti_nccl_all_gather(d->avg->nccl, buf, n, d->avg->stage),
+                     "ncclAllGather");
     if (!s) s = nccl_wait(ctx, "ncclAllGather");
     return s;
 }
@@ -279,12 +287,12 @@ static hpct_status_t nccl_average(hpct_ctx_t ctx, float *buf, size_t n)
 static hpct_status_t start_cross(hpct_ctx_t ctx, int i)
 {
     struct hpcti_dist *d = ctx->dist;
-    struct hpcti_dq_item *it = &((struct hpcti_dev_queue *)d->dev_queue)->items[i];
+    struct hpcti_dq_item *it = &((struct hpcti_dev_queue *)d->avg->dev_queue)->items[i];
     hpct_status_t s = HPCT_SUCCESS;
     for (int k = 0; k < it->nred && !s; k++) {
         size_t off, len = hpcti_dq_chunk_len(it->shard, HPCTI_MAX_CHUNK, k, &off);
         int id = -1;
-        s = hpcti_red_start_cross(ctx, d->stage + it->host_off + off, len, 0, &id);
+        s = hpcti_red_start_cross(ctx, d->avg->stage + it->host_off + off, len, 0, &id);
         if (!s && id != it->red0 + k)
             s = hpcti_error(ctx, HPCT_ERR_INTERNAL, "%s: layer %d's reduction %d is #%d, not #%d",
                             d->op_name, i, k, id, it->red0 + k);
@@ -298,11 +306,11 @@ static hpct_status_t start_cross(hpct_ctx_t ctx, int i)
 static hpct_status_t queue_progress(hpct_ctx_t ctx)
 {
     struct hpcti_dist *d = ctx->dist;
-    struct hpcti_dev_queue *q = d->dev_queue;
+    struct hpcti_dev_queue *q = d->avg->dev_queue;
     hpct_status_t s = HPCT_SUCCESS;
     for (int i; !s && (i = hpcti_dq_next_cross(q->items, q->n)) >= 0;) {
         int fired = 0;
-        s = hpcti_nccl_marked(d->nccl, 2 * i, &fired);
+        s = hpcti_nccl_marked(d->avg->nccl, 2 * i, &fired);
         if (!fired) break;
         if (!s) s = start_cross(ctx, i);
     }
@@ -317,7 +325,7 @@ static float *dq_shard(struct hpcti_dev_queue *q, int i)
 
 static MPI_Request *dq_reqs(struct hpcti_dist *d, int i)
 {
-    struct hpcti_dev_queue *q = d->dev_queue;
+    struct hpcti_dev_queue *q = d->avg->dev_queue;
     return q->reqs + (size_t)i * 2 * (size_t)(d->cross_size - 1);
 }
 
@@ -335,12 +343,12 @@ static hpct_status_t dq_tested(hpct_ctx_t ctx, int i, int *done)
 static hpct_status_t dq_sum(hpct_ctx_t ctx, int i)
 {
     struct hpcti_dist *d = ctx->dist;
-    struct hpcti_dev_queue *q = d->dev_queue;
+    struct hpcti_dev_queue *q = d->avg->dev_queue;
     struct hpcti_dq_item *it = &q->items[i];
     int me = 0;
     MPI_Comm_rank(d->cross, &me);
     return hpcti_nccl_rank_sum_marked(
-        d->nccl, dq_shard(q, i) + hpcti_block_start(it->shard, d->cross_size, me),
+        d->avg->nccl, dq_shard(q, i) + hpcti_block_start(it->shard, d->cross_size, me),
         q->slots + it->slot_off, d->cross_size, me, hpcti_block_len(it->shard, d->cross_size, me),
         1.0f / (float)d->size, 2 * i + 1);
 }
@@ -351,14 +359,14 @@ static hpct_status_t dq_sum(hpct_ctx_t ctx, int i)
 static hpct_status_t dq_step(hpct_ctx_t ctx, int i, int *moved)
 {
     struct hpcti_dist *d = ctx->dist;
-    struct hpcti_dev_queue *q = d->dev_queue;
+    struct hpcti_dev_queue *q = d->avg->dev_queue;
     struct hpcti_dq_item *it = &q->items[i];
     int ready = 0, ph = it->phase;
     hpct_status_t s = HPCT_SUCCESS;
     *moved = 0;
     if (ph == HPCTI_DQ_QUEUED || ph == HPCTI_DQ_SUMMED) {
         if (hpcti_dq_first_at(q->items, q->n, ph) != i) return HPCT_SUCCESS;
-        s = hpcti_nccl_marked(d->nccl, ph == HPCTI_DQ_QUEUED ? 2 * i : 2 * i + 1, &ready);
+        s = hpcti_nccl_marked(d->avg->nccl, ph == HPCTI_DQ_QUEUED ? 2 * i : 2 * i + 1, &ready);
         if (!s && ready)
             s = post_exchange(ctx, dq_shard(q, i), it->shard, q->slots + it->slot_off,
                               ph == HPCTI_DQ_SUMMED, dq_reqs(d, i));
@@ -373,7 +381,7 @@ static hpct_status_t dq_step(hpct_ctx_t ctx, int i, int *moved)
 /* Every CUDA-aware item as far as it goes without waiting. */
 static hpct_status_t dq_progress(hpct_ctx_t ctx)
 {
-    struct hpcti_dev_queue *q = ((struct hpcti_dist *)ctx->dist)->dev_queue;
+    struct hpcti_dev_queue *q = ((struct hpcti_dist *)ctx->dist)->avg->dev_queue;
     hpct_status_t s = HPCT_SUCCESS;
     for (int moved = 1; moved && !s;) {
         moved = 0;
@@ -387,7 +395,7 @@ static hpct_status_t dq_progress(hpct_ctx_t ctx)
 static hpct_status_t dq_finish(hpct_ctx_t ctx, int i)
 {
     struct hpcti_dist *d = ctx->dist;
-    struct hpcti_dq_item *it = &((struct hpcti_dev_queue *)d->dev_queue)->items[i];
+    struct hpcti_dq_item *it = &((struct hpcti_dev_queue *)d->avg->dev_queue)->items[i];
     hpct_status_t s = HPCT_SUCCESS;
     while (!s && it->phase < HPCTI_DQ_CROSSED) {
         int ph = it->phase;
@@ -410,7 +418,7 @@ static hpct_status_t dq_finish(hpct_ctx_t ctx, int i)
 static hpct_status_t abandon_exchanges(hpct_ctx_t ctx, hpct_status_t s)
 {
     struct hpcti_dist *d = ctx->dist;
-    struct hpcti_dev_queue *q = d->dev_queue;
+    struct hpcti_dev_queue *q = d->avg->dev_queue;
     if (!s || !q || d->broken || !device_mpi(d)) return s;
     for (int i = 0; i < q->n; i++) {
         if (q->items[i].phase != HPCTI_DQ_CROSS && q->items[i].phase != HPCTI_DQ_SHARING) continue;
@@ -435,13 +443,13 @@ static hpct_status_t overlap_progress(hpct_ctx_t ctx)
 static hpct_status_t queue_place(hpct_ctx_t ctx, size_t n, float **shard_copy)
 {
     struct hpcti_dist *d = ctx->dist;
-    struct hpcti_dev_queue *q = d->dev_queue;
+    struct hpcti_dev_queue *q = d->avg->dev_queue;
     int dev = device_mpi(d), me = 0;
     size_t need = hpcti_dq_add(q->items, q->n, n, d->local_size, HPCTI_MAX_CHUNK);
-    if (need > (dev ? q->dstage_cap : d->stage_cap))
+    if (need > (dev ? q->dstage_cap : d->avg->stage_cap))
         return hpcti_error(ctx, HPCT_ERR_INTERNAL, "%s: staging of %zu floats, %zu reserved",
-                           d->op_name, need, dev ? q->dstage_cap : d->stage_cap);
-    *shard_copy = (dev ? q->dstage : d->stage) + q->items[q->n].host_off;
+                           d->op_name, need, dev ? q->dstage_cap : d->avg->stage_cap);
+    *shard_copy = (dev ? q->dstage : d->avg->stage) + q->items[q->n].host_off;
     if (!dev) return HPCT_SUCCESS;
     MPI_Comm_rank(d->cross, &me);
     size_t mine = hpcti_block_len(q->items[q->n].shard, d->cross_size, me);
@@ -456,7 +464,7 @@ static hpct_status_t queue_place(hpct_ctx_t ctx, size_t n, float **shard_copy)
 static hpct_status_t queue_layer(hpct_ctx_t ctx, float *buf, size_t n)
 {
     struct hpcti_dist *d = ctx->dist;
-    struct hpcti_dev_queue *q = d->dev_queue;
+    struct hpcti_dev_queue *q = d->avg->dev_queue;
     if (q->n >= q->cap)
         return hpcti_error(ctx, HPCT_ERR_INTERNAL, "%s: more layers than reserved (%d)", d->op_name,
                            q->cap);
@@ -464,9 +472,9 @@ static hpct_status_t queue_layer(hpct_ctx_t ctx, float *buf, size_t n)
     hpct_status_t s = queue_place(ctx, n, &shard_copy);
     q->bufs[q->n] = buf;
     if (!s)
-        s = enqueued(ctx, hpcti_nccl_reduce_scatter(d->nccl, buf, n, shard_copy),
+        s = enqueued(ctx, hpcti_nccl_reduce_scatter(d->avg->nccl, buf, n, shard_copy),
                      "ncclReduceScatter (per layer)");
-    if (!s) s = hpcti_nccl_mark(d->nccl, 2 * q->n);
+    if (!s) s = hpcti_nccl_mark(d->avg->nccl, 2 * q->n);
     if (!s) q->n++;
     return s ? s : overlap_progress(ctx);
 }
@@ -475,7 +483,7 @@ static hpct_status_t queue_layer(hpct_ctx_t ctx, float *buf, size_t n)
 static hpct_status_t finish_cross(hpct_ctx_t ctx, int i)
 {
     struct hpcti_dist *d = ctx->dist;
-    struct hpcti_dq_item *it = &((struct hpcti_dev_queue *)d->dev_queue)->items[i];
+    struct hpcti_dq_item *it = &((struct hpcti_dev_queue *)d->avg->dev_queue)->items[i];
     hpct_status_t s = HPCT_SUCCESS;
     if (it->phase == HPCTI_DQ_QUEUED) {
         s = mark_wait(ctx, 2 * i, "ncclReduceScatter (per layer)");
@@ -492,15 +500,15 @@ static hpct_status_t finish_cross(hpct_ctx_t ctx, int i)
 static hpct_status_t give_up_nccl(hpct_ctx_t ctx, hpct_status_t s)
 {
     struct hpcti_dist *d = ctx->dist;
-    if (!s || !d->nccl) return s;
+    if (!s || !d->avg->nccl) return s;
     hpcti_log(ctx, HPCT_LOG_WARN,
               "device averages: this rank's NCCL calls stopped short of its node peers' (%s); "
               "the NCCL communicator is aborted and later averages are staged",
               ctx->last_error);
-    hpcti_nccl_abort(d->nccl);
-    d->nccl = NULL;
+    hpcti_nccl_abort(d->avg->nccl);
+    d->avg->nccl = NULL;
     s = abandon_exchanges(ctx, s);
-    if (d->dev_queue) ((struct hpcti_dev_queue *)d->dev_queue)->n = 0;
+    if (d->avg->dev_queue) ((struct hpcti_dev_queue *)d->avg->dev_queue)->n = 0;
     return s;
 }
 
@@ -511,16 +519,16 @@ static hpct_status_t give_up_nccl(hpct_ctx_t ctx, hpct_status_t s)
 static hpct_status_t queue_finish(hpct_ctx_t ctx)
 {
     struct hpcti_dist *d = ctx->dist;
-    struct hpcti_dev_queue *q = d->dev_queue;
+    struct hpcti_dev_queue *q = d->avg->dev_queue;
     hpct_status_t s = HPCT_SUCCESS;
     int dev = device_mpi(d);
     for (int i = 0; i < q->n && !s; i++) {
         struct hpcti_dq_item *it = &q->items[i];
         s = overlap_progress(ctx);
         if (!s) s = dev ? dq_finish(ctx, i) : finish_cross(ctx, i);
-        float *avg = dev ? dq_shard(q, i) : d->stage + it->host_off;
+        float *avg = dev ? dq_shard(q, i) : d->avg->stage + it->host_off;
         if (!s)
-            s = enqueued(ctx, hpcti_nccl_all_gather(d->nccl, q->bufs[i], it->count, avg),
+            s = enqueued(ctx, hpcti_nccl_all_gather(d->avg->nccl, q->bufs[i], it->count, avg),
                          "ncclAllGather (per layer)");
         if (!s) it->phase = HPCTI_DQ_GATHERED;
     }
@@ -583,7 +591,7 @@ static void log_cross_path(hpct_ctx_t ctx, int device, const char *why)
 {
     struct hpcti_dist *d = ctx->dist;
     if (d->cross_size < 2) return;
-    if (device && d->transport != HPCT_TRANSPORT_FP32)
+    if (device && d->avg->transport != HPCT_TRANSPORT_FP32)
         why = "grad_transport 16-bit: converted on the host";
     hpcti_log(ctx, HPCT_LOG_INFO,
               "device averages across nodes (overlapped with backward or not): %s (%s)",
@@ -628,7 +636,7 @@ hpct_status_t hpcti_device_nccl_start(hpct_ctx_t ctx, hpcti_nccl_t **out)
         hpcti_nccl_abort(nc);
         return s ? s : t;
     }
-    ((struct hpcti_dev_queue *)d->dev_queue)->device_mpi = all_ok[1];
+    ((struct hpcti_dev_queue *)d->avg->dev_queue)->device_mpi = all_ok[1];
     if (ok[1] && !all_ok[1]) why = "another rank's MPI does not take device pointers";
     log_cross_path(ctx, all_ok[1], why);
     *out = nc;
@@ -640,14 +648,14 @@ void hpcti_device_avg_release(hpct_ctx_t ctx)
 {
 #ifdef HPCT_HAVE_NCCL
     struct hpcti_dist *d = ctx->dist;
-    struct hpcti_dev_queue *q = d->dev_queue;
+    struct hpcti_dev_queue *q = d->avg->dev_queue;
     /* A broken runtime may still have CUDA-aware receives posted into the device slots and
      * staging (abandon_exchanges; MPI is left alone then): those stay allocated to the end of
      * the process rather than be written after cudaFree. */
     if (q && q->slots && !d->broken) ctx->ops->free(ctx, q->slots);
     if (q && q->dstage && !d->broken) ctx->ops->free(ctx, q->dstage);
     if (q) free(q->items), free(q->bufs), free(q->reqs), free(q);
-    d->dev_queue = NULL;
+    d->avg->dev_queue = NULL;
 #else
     (void)ctx;
 #endif
@@ -657,7 +665,7 @@ int hpcti_device_can_overlap(hpct_ctx_t ctx)
 {
 #ifdef HPCT_HAVE_NCCL
     struct hpcti_dist *d = ctx->dist;
-    return d->size > 1 && hpcti_nccl_usable(d->nccl);
+    return d->size > 1 && hpcti_nccl_usable(d->avg->nccl);
 #else
     (void)ctx;
     return 0;
@@ -671,7 +679,7 @@ int hpcti_device_can_overlap(hpct_ctx_t ctx)
 static hpct_status_t device_room(hpct_ctx_t ctx, int layers, size_t stage, size_t slots)
 {
     struct hpcti_dist *d = ctx->dist;
-    struct hpcti_dev_queue *q = d->dev_queue;
+    struct hpcti_dev_queue *q = d->avg->dev_queue;
     float *unused = NULL;
     size_t nreq = (size_t)layers * 2 * (size_t)(d->cross_size - 1);
     if (stage > q->dstage_cap) {
@@ -729,7 +737,7 @@ hpct_status_t hpcti_device_average_enqueue(hpct_ctx_t ctx, float *buf, size_t n)
     if (hpcti_device_can_overlap(ctx)) {
         set_deadline(ctx);
         return give_up_nccl(
-            ctx, enqueued(ctx, hpcti_nccl_node_mean(d->nccl, buf, n, 1.0f / (float)d->size),
+            ctx, enqueued(ctx, hpcti_nccl_node_mean(d->avg->nccl, buf, n, 1.0f / (float)d->size),
                           "ncclReduceScatter + ncclAllGather (per layer, one node)"));
     }
 #endif
@@ -763,7 +771,7 @@ hpct_status_t hpcti_device_average_in_op(hpct_ctx_t ctx, float *buf, size_t n)
     if (n == 0 || ((struct hpcti_dist *)ctx->dist)->size == 1) return HPCT_SUCCESS;
 #ifdef HPCT_HAVE_NCCL
     struct hpcti_dist *d = ctx->dist;
-    if (hpcti_nccl_usable(d->nccl)) return nccl_average(ctx, buf, n);
+    if (hpcti_nccl_usable(d->avg->nccl)) return nccl_average(ctx, buf, n);
 #endif
     return staged_average(ctx, buf, n);
 }

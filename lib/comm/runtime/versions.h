@@ -4,7 +4,7 @@
 #ifndef HPCTI_VERSIONS_H
 #define HPCTI_VERSIONS_H
 
-#include "../core/core.h"
+#include "../../core/core.h"
 
 /* The components, in the order the doctor reports them. */
 enum {

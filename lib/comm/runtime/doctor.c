@@ -5,10 +5,10 @@
 #define _GNU_SOURCE /* sched_getaffinity, CPU_ISSET */
 #include "config.h"
 #include "agree.h"
-#include "dist.h"
+#include "runtime.h"
 #include "fabric.h"
 #include "versions.h"
-#include "../device/ops.h"
+#include "../../device/ops.h"
 
 #include <sched.h>
 #include <stdarg.h>

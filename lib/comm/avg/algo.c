@@ -7,10 +7,13 @@
  * or "auto", from a short timed probe at hpct_init: each candidate is timed at a few sizes
  * (rounds interleaved, each call after a barrier, its time the slowest rank's, the fastest
  * of each), rank 0 decides and the decisions reach every rank as integers (a
- * deadline-bounded SUM with zeros from the other ranks). */
-#include "dist.h"
-#include "agree.h"
-#include "../obs/obs.h"
+ * deadline-bounded SUM with zeros from the other ranks). The host averages that follow the
+ * table (hpcti_host_allreduce_mean, hpcti_host_average: the probe's timed calls) are here too. */
+#include "algo.h"
+#include "node_win.h"
+#include "reduce.h"
+#include "../runtime/agree.h"
+#include "../../obs/obs.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -142,10 +145,11 @@ int hpcti_algo_windowed(int algo)
 
 int hpcti_algo_for(const struct hpcti_dist *d, size_t n)
 {
-    if (d->size == 1 || d->transport) return HPCTI_ALGO_P2P;
+    if (d->size == 1 || d->avg->transport) return HPCTI_ALGO_P2P;
     size_t bytes = n * sizeof(float);
-    int a = d->algo.n ? d->algo.algo[0] : HPCTI_ALGO_P2P;
-    for (int i = 1; i < d->algo.n && d->algo.min_bytes[i] <= bytes; i++) a = d->algo.algo[i];
+    int a = d->avg->algo.n ? d->avg->algo.algo[0] : HPCTI_ALGO_P2P;
+    for (int i = 1; i < d->avg->algo.n && d->avg->algo.min_bytes[i] <= bytes; i++)
+        a = d->avg->algo.algo[i];
     if (hpcti_algo_windowed(a) && !hpcti_node_win_takes(d, n)) a = HPCTI_ALGO_P2P;
     return a;
 }
@@ -153,7 +157,7 @@ int hpcti_algo_for(const struct hpcti_dist *d, size_t n)
 /* The library's own path for host buffers on this topology (the window where it is set up). */
 static int own_path(const struct hpcti_dist *d)
 {
-    return d->nwin ? HPCTI_ALGO_SHM : HPCTI_ALGO_P2P;
+    return d->avg->nwin ? HPCTI_ALGO_SHM : HPCTI_ALGO_P2P;
 }
 
 /* One timed average of buf [n] through algo (every rank calls it). A call's time is the
@@ -168,13 +172,13 @@ static int own_path(const struct hpcti_dist *d)
 static hpct_status_t timed(hpct_ctx_t ctx, int algo, float *buf, size_t n, double *best)
 {
     struct hpcti_dist *d = ctx->dist;
-    struct hpcti_algo_table saved = d->algo;
-    d->algo.n = 1, d->algo.min_bytes[0] = 0, d->algo.algo[0] = algo;
+    struct hpcti_algo_table saved = d->avg->algo;
+    d->avg->algo.n = 1, d->avg->algo.min_bytes[0] = 0, d->avg->algo.algo[0] = algo;
     double t0 = hpcti_now();
     hpct_status_t s =
         hpcti_host_average(ctx, "hpct_init (algorithm probe)", buf, n, hpcti_algo_for(d, n));
     long ns = (long)((hpcti_now() - t0) * 1e9);
-    d->algo = saved;
+    d->avg->algo = saved;
     if (!s) s = hpcti_agree(ctx, "hpct_init (algorithm probe)", &ns, 1, MPI_MAX);
     if (!s && ns * 1e-9 < *best) *best = ns * 1e-9;
     return s;
@@ -218,7 +222,7 @@ static hpct_status_t probe_size(hpct_ctx_t ctx, const int *cand, int nc, float *
  * bench/results.md, 2026-11-26, later). */
 static int in_window(const struct hpcti_dist *d, int algo)
 {
-    int one_node = d->nwin && d->cross_size == 1 && d->nwin->in_place;
+    int one_node = d->avg->nwin && d->cross_size == 1 && d->avg->nwin->in_place;
     return algo == HPCTI_ALGO_P2P && one_node ? HPCTI_ALGO_SHM_P2P : algo;
 }
 
@@ -283,7 +287,7 @@ static hpct_status_t probe(hpct_ctx_t ctx, char *detail, size_t cap)
         if (!v[1]) break;
     }
     free(buf);
-    if (!s) d->algo = t;
+    if (!s) d->avg->algo = t;
     if (len + 32 < cap)
         snprintf(detail + len, cap - len, "; probe %.0f ms", (hpcti_now() - t0) * 1e3);
     return s;
@@ -346,25 +350,25 @@ hpct_status_t hpcti_algo_setup(hpct_ctx_t ctx)
                            "hpct_init: %s is '%s' on rank %d, but some ranks probe (unset or "
                            "auto) and others read a table: set the same value on every rank",
                            ENV, v ? v : "", d->rank);
-    d->algo.n = 1, d->algo.min_bytes[0] = 0, d->algo.algo[0] = own_path(d);
+    d->avg->algo.n = 1, d->avg->algo.min_bytes[0] = 0, d->avg->algo.algo[0] = own_path(d);
     char table[400], detail[1024] = "";
-    if (d->size == 1 || d->transport) {
+    if (d->size == 1 || d->avg->transport) {
         hpcti_log(ctx, HPCT_LOG_INFO, "allreduce algorithm: %s (%s)", hpcti_algo_name(own_path(d)),
                   d->size == 1 ? "one rank" : "16-bit transport");
         return HPCT_SUCCESS;
     }
     if (!auto_) {
         if ((s = share_table(ctx, &t))) return s;
-        d->algo = t;
+        d->avg->algo = t;
         for (int i = 0; i < t.n; i++)
-            if (hpcti_algo_windowed(t.algo[i]) && !d->nwin)
+            if (hpcti_algo_windowed(t.algo[i]) && !d->avg->nwin)
                 hpcti_log(ctx, HPCT_LOG_INFO,
                           "allreduce algorithm: %s names %s, but the node reduction is "
                           "point-to-point (see above): p2p instead",
                           ENV, hpcti_algo_name(t.algo[i]));
     } else if ((s = probe(ctx, detail, sizeof detail)))
         return s;
-    hpcti_algo_format(&d->algo, table, sizeof table);
+    hpcti_algo_format(&d->avg->algo, table, sizeof table);
     hpcti_log(ctx, HPCT_LOG_INFO, "allreduce algorithm per size: %s=%s (%s%s%s)", ENV, table,
               auto_ ? "timed probe, the slowest rank's times" : "from " ENV,
               auto_ && d->rank == 0 ? ": " : "", auto_ && d->rank == 0 ? detail : "");
@@ -419,7 +423,7 @@ hpct_status_t hpcti_red_start_sized(hpct_ctx_t ctx, float *buf, size_t n, int *i
  * only copy. */
 static int in_place_beats(const struct hpcti_dist *d, int algo, size_t n)
 {
-    return d->cross_size > 1 && d->nwin && d->nwin->in_place && n > d->nwin->small &&
+    return d->cross_size > 1 && d->avg->nwin && d->avg->nwin->in_place && n > d->avg->nwin->small &&
            hpcti_node_win_takes(d, n) && (algo == HPCTI_ALGO_P2P || algo == HPCTI_ALGO_ALLGATHER);
 }
 
@@ -430,11 +434,12 @@ int hpcti_algo_grads_window(const struct hpcti_dist *d, size_t n)
 
 int hpcti_algo_grads_upto(const struct hpcti_dist *d, size_t n)
 {
-    for (int i = 0; i < d->algo.n; i++) {
-        size_t lo = d->algo.min_bytes[i] / sizeof(float); /* the class's sizes, up to n */
-        size_t hi = i + 1 < d->algo.n ? (d->algo.min_bytes[i + 1] - 1) / sizeof(float) : n;
+    for (int i = 0; i < d->avg->algo.n; i++) {
+        size_t lo = d->avg->algo.min_bytes[i] / sizeof(float); /* the class's sizes, up to n */
+        size_t hi =
+            i + 1 < d->avg->algo.n ? (d->avg->algo.min_bytes[i + 1] - 1) / sizeof(float) : n;
         hi = hi < n ? hi : n;
-        if (lo <= hi && in_place_beats(d, d->algo.algo[i], hi)) return 1;
+        if (lo <= hi && in_place_beats(d, d->avg->algo.algo[i], hi)) return 1;
     }
     return 0;
 }
@@ -458,16 +463,17 @@ hpct_status_t hpcti_red_start_grads(hpct_ctx_t ctx, float *buf, size_t n, int *i
 int hpcti_algo_reductions_bound(const struct hpcti_dist *d, size_t total, int parts)
 {
     /* window: ceil(n / chunk) per part, at most parts + total / chunk over all */
-    return parts + (d->nwin && total ? (int)(total / d->nwin->chunk) + 1 : 0);
+    return parts + (d->avg->nwin && total ? (int)(total / d->avg->nwin->chunk) + 1 : 0);
 }
 
 /* The largest buffer (floats) the table sends through allgather (0: none). */
 static size_t allgather_limit(const struct hpcti_dist *d)
 {
     size_t most = 0;
-    for (int i = 0; i < d->algo.n; i++)
-        if (d->algo.algo[i] == HPCTI_ALGO_ALLGATHER)
-            most = i + 1 < d->algo.n ? d->algo.min_bytes[i + 1] / sizeof(float) : (size_t)-1;
+    for (int i = 0; i < d->avg->algo.n; i++)
+        if (d->avg->algo.algo[i] == HPCTI_ALGO_ALLGATHER)
+            most =
+                i + 1 < d->avg->algo.n ? d->avg->algo.min_bytes[i + 1] / sizeof(float) : (size_t)-1;
     return most;
 }
 
@@ -482,8 +488,52 @@ size_t hpcti_algo_scratch_bound(const struct hpcti_dist *d, size_t total, int pa
     size_t part = total < ag ? total : ag; /* all = min(parts x part, total), no overflow */
     size_t all = part && (size_t)parts > total / part ? total : (size_t)parts * part;
     if (ag) room += hpcti_allgather_scratch(d, all);
-    if (!d->nwin) return room;
-    size_t small = total < d->nwin->small ? total : d->nwin->small;
+    if (!d->avg->nwin) return room;
+    size_t small = total < d->avg->nwin->small ? total : d->avg->nwin->small;
     return room + (size_t)parts * small * (size_t)d->cross_size +
            hpcti_node_win_whole_room(d, total);
+}
+
+hpct_status_t hpcti_host_allreduce_mean(hpct_ctx_t ctx, const char *fn, float *buf, size_t n)
+{
+    struct hpcti_dist *d = ctx->dist;
+    int all = 0;
+    hpct_status_t s = hpcti_algo_grads_window(d, n)
+                          ? hpcti_agree_in_window(ctx, fn, hpcti_node_win_holds(d, buf, n), &all)
+                          : HPCT_SUCCESS;
+    return s ? s : hpcti_host_average(ctx, fn, buf, n, all ? HPCTI_ALGO_SHM : hpcti_algo_for(d, n));
+}
+
+hpct_status_t hpcti_host_average(hpct_ctx_t ctx, const char *fn, float *buf, size_t n, int algo)
+{
+    struct hpcti_dist *d = ctx->dist;
+    if (algo == HPCTI_ALGO_ALLGATHER) {
+        int id;
+        hpct_status_t s = n <= HPCTI_MAX_CHUNK
+                              ? hpcti_op_begin(ctx, fn, 1, hpcti_allgather_scratch(d, n) + n)
+                              : hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                                            "%s: %zu floats is above the allgather "
+                                            "algorithm's %zu (HPCT_ALLREDUCE_ALGO)",
+                                            fn, n, (size_t)HPCTI_MAX_CHUNK);
+        if (!s) hpcti_op_averages(ctx, n);
+        if (!s) s = hpcti_red_start_allgather(ctx, buf, n, &id);
+        return s ? s : hpcti_op_end(ctx, NULL, 0);
+    }
+    int id;
+    if (hpcti_algo_windowed(algo)) { /* the shared window (shm/p2p: maybe point-to-point) */
+        int chunks = hpcti_node_win_chunks(d, n);
+        size_t scratch = hpcti_node_win_scratch(d, n); /* >= n: room for p2p too */
+        hpct_status_t ws = d->num_nodes == 1 && hpcti_node_win_ready(d, n)
+                               ? hpcti_op_begin_window(ctx, fn, chunks, scratch)
+                               : hpcti_op_begin(ctx, fn, chunks, scratch);
+        if (!ws) hpcti_op_averages(ctx, n);
+        if (!ws) ws = hpcti_window_now(ctx, buf, n, algo, &id);
+        return ws ? ws : hpcti_op_end(ctx, NULL, 0);
+    }
+    /* p2p (n floats of scratch), or mpi: one MPI_Iallreduce per chunk, then times 1/W */
+    int chunks = (int)((n + HPCTI_MAX_CHUNK - 1) / HPCTI_MAX_CHUNK), mpi = algo == HPCTI_ALGO_MPI;
+    hpct_status_t s = hpcti_op_begin(ctx, fn, chunks, mpi ? 0 : n);
+    if (!s) hpcti_op_averages(ctx, n);
+    if (!s) s = hpcti_red_start_chunks(ctx, buf, n, mpi, &id);
+    return s ? s : hpcti_op_end(ctx, NULL, 0);
 }

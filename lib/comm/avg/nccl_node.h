@@ -19,7 +19,7 @@
 #ifndef HPCTI_NCCL_NODE_H
 #define HPCTI_NCCL_NODE_H
 
-#include "../core/core.h"
+#include "../../core/core.h"
 
 /* An NCCL communicator over one node's ranks plus its stream and staging buffers. */
 typedef struct hpcti_nccl hpcti_nccl_t;
@@ -39,9 +39,6 @@ HPCTI_CHECK hpct_status_t hpcti_nccl_unique_id(hpcti_nccl_t *nc,
 HPCTI_CHECK hpct_status_t hpcti_nccl_join(hpcti_nccl_t *nc,
                                           const unsigned char id[HPCTI_NCCL_ID_BYTES],
                                           double deadline);
-
-/* The NCCL library's version as "NCCL M.m.p" (ncclGetVersion) into out [len]. */
-void hpcti_nccl_version(char *out, size_t len);
 
 /* Collective over the node: ncclCommFinalize (polled until deadline, else ncclCommAbort),
  * ncclCommDestroy, then the stream and buffers; NULL is accepted. */

@@ -7,7 +7,7 @@
  * them against the job's medians (doctor.c). */
 #include "config.h"
 #include "fabric.h"
-#include "dist.h"
+#include "runtime.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,0 +1,43 @@
+/* live.h: liveness checks inside collective operations (live.c): who stopped, this rank's own
+ * stop, and the word from the writer that the emergency checkpoint is saved. */
+#ifndef HPCTI_LIVE_H
+#define HPCTI_LIVE_H
+
+#include "../../core/core.h"
+
+#include <stddef.h>
+
+struct hpcti_dist;
+
+/* hpct_init: the tables (O(W) bytes) and the standing receive of pings. */
+HPCTI_CHECK hpct_status_t hpcti_live_setup(hpct_ctx_t ctx);
+/* End the pending requests (cancel: MPI still usable) and free what setup made (ok = 0, a
+ * broken runtime: kept, as pending requests may still write into it). */
+void hpcti_live_release(struct hpcti_dist *d, int cancel, int ok);
+/* Start of an operation: forget the last one's findings. */
+void hpcti_live_op_start(struct hpcti_dist *d);
+/* One poll of a wait at time now (*prev: the last poll's time, updated): answer pings, ask
+ * the peers once the operation is half a deadline old, collect their answers. */
+void hpcti_live_poll(struct hpcti_dist *d, double now, double *prev);
+/* Answer the pings that have arrived (from any wait, also outside an operation). */
+void hpcti_live_answer(struct hpcti_dist *d);
+/* The ranks asked in this operation that have not answered, as "2,3" into out [cap], only
+ * those whose arrival token came when arrived_only; returns their count. */
+int hpcti_live_silent(const struct hpcti_dist *d, int arrived_only, char *out, size_t cap);
+/* Seconds since this operation asked its peers (0 when it has not). */
+double hpcti_live_asked_s(const struct hpcti_dist *d, double now);
+/* The longest gap between two polls of this operation's waits above a quarter of the
+ * deadline (this process did not run), or 0. */
+double hpcti_live_self_gap(const struct hpcti_dist *d);
+/* A timeout named the silent ranks as stopped (found = 1) or not. */
+void hpcti_live_found(struct hpcti_dist *d, int found);
+/* 1 when the last timeout on ctx found rank stopped (it answered no liveness check). */
+int hpcti_live_rank_stopped(hpct_ctx_t ctx, int rank);
+/* The writer, after its emergency checkpoint: tell every other rank it is saved. */
+void hpcti_live_saved_notice(hpct_ctx_t ctx);
+/* A rank other than writer after a timeout: wait up to one deadline for that word from
+ * writer (not at all when the writer was found stopped); what went wrong, if anything, as
+ * "; ..." into out [cap] for the error detail ("" on the writer and when the word came). */
+void hpcti_live_await_writer(hpct_ctx_t ctx, int writer, char *out, size_t cap);
+
+#endif
