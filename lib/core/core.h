@@ -41,8 +41,6 @@ struct hpct_ctx {
                             hpct_finalize); NULL for hpct_ctx_create */
     double created_unix; /* Unix seconds when the context was made (restart latency) */
     void *timeline;      /* lib/obs's per-rank timeline while one is open; NULL: off */
-    long step_now;       /* the training step this rank is in (set by lib/train; 0: none): the
-                            collectives send it with their arrival tokens for hang reports */
     int local_rank, local_size;    /* this rank on its node, from hpct_init's bootstrap and node
                                       communicator (local_size 0: unknown, hpct_ctx_create) */
     hpcti_data_comms_t data_comms; /* for lib/data's sample store; filled by lib/comm */

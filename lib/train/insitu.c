@@ -10,6 +10,7 @@
 #include "loop.h"
 #include "observe.h"
 #include "../comm/agree.h"
+#include "../comm/dist.h"
 #include "../comm/live.h"
 
 #include <math.h>
@@ -606,7 +607,7 @@ static double begin_step(hpct_insitu_t S, const char *fn, int local_batch, struc
 {
     double t0 = hpcti_now();
     timeline_begin(S, t0);
-    S->ctx->step_now = S->step + 1;
+    hpcti_dist_set_step(S->ctx, S->step + 1);
     hpcti_clear_error(S->ctx);
     *me = (struct local){.batch = local_batch};
     me->status = check_step(S, fn, local_batch);

@@ -4,6 +4,7 @@
 #include "loop.h"
 #include "observe.h"
 #include "../comm/agree.h"
+#include "../comm/dist.h"
 #include "../comm/live.h"
 #include "../data/reader.h"
 
@@ -444,7 +445,7 @@ static hpct_status_t run(struct loop *L)
     while (!s && !stop && done < L->total_steps) {
         float loss;
         hpcti_tl_step(L->ctx, done + 1);
-        L->ctx->step_now = done + 1;
+        hpcti_dist_set_step(L->ctx, done + 1);
         s = step(L, &loss);
         if (s == HPCT_ERR_LOSS_DIVERGED) s = nonfinite(L, done + 1);
         if (s) break;

@@ -36,6 +36,11 @@ double hpcti_dist_ready_unix(hpct_ctx_t ctx)
     return ctx->dist ? ((struct hpcti_dist *)ctx->dist)->ready_unix : 0.0;
 }
 
+void hpcti_dist_set_step(hpct_ctx_t ctx, long step)
+{
+    if (ctx->dist) ((struct hpcti_dist *)ctx->dist)->step_now = step;
+}
+
 /* 1 when every request in r [n] has completed (completed ones become MPI_REQUEST_NULL); an
  * MPI error is kept in d->mpi_error (the waits report it instead of waiting on). */
 static int test_all(struct hpcti_dist *d, MPI_Request *r, int n)
@@ -107,7 +112,7 @@ static hpct_status_t op_start(hpct_ctx_t ctx, const char *name, int max_red, siz
     if (s) return s;
     d->op_name = name;
     d->tok_out[0] = ++d->op_seq;
-    d->tok_out[1] = ctx->step_now > 0 ? (uint64_t)ctx->step_now : 0;
+    d->tok_out[1] = d->step_now > 0 ? (uint64_t)d->step_now : 0;
     d->op_start = hpcti_now();
     d->spin_s = SPIN_S;
     d->in_op = 1;

@@ -62,12 +62,14 @@ struct hpcti_dist {
     struct hpcti_boot boot;
     double deadline_s;
     double ready_unix;         /* Unix seconds when hpct_init finished its communicators */
+    long step_now;             /* the training step this rank is in (hpcti_dist_set_step; 0:
+                                  none), sent with the arrival tokens for hang reports */
     struct hpcti_avg *avg;     /* the averaging engine's state (lib/comm/avg) */
     struct hpcti_op_work work; /* the engine's part in each operation */
     /* the operation in progress */
     const char *op_name;
     uint64_t op_seq;
-    uint64_t tok_out[2]; /* this rank's arrival token: operation number, ctx->step_now */
+    uint64_t tok_out[2]; /* this rank's arrival token: operation number, step_now */
     double op_start;
     double spin_s;       /* of each wait spent spinning before it yields (hpcti_op_averages) */
     int crowded;         /* 1: this host's ranks outnumber its CPUs (hpcti_wait_setup) */
@@ -113,6 +115,10 @@ struct hpcti_dist *hpcti_dist_of(hpct_ctx_t ctx, const char *fn);
 /* When hpct_init finished ctx's communicators (Unix seconds), 0 for a context without a
  * distributed runtime (hpct_ctx_create): restart records time the start-up with it. */
 double hpcti_dist_ready_unix(hpct_ctx_t ctx);
+
+/* The training step this rank is in from now on (lib/train, before each step's collectives);
+ * nothing for a context without a distributed runtime. */
+void hpcti_dist_set_step(hpct_ctx_t ctx, long step);
 
 /* Record MPI error rc of `what` in the operation in progress as HPCT_ERR_COMM (the MPI error
  * string, the rank); the context is then broken: later collectives fail saying why. */
