@@ -189,7 +189,10 @@ LONG_TESTS = t/test_train_preempt_w2.sh t/test_dist_algo.sh t/test_dist_grads.sh
 	t/test_slurm_train.sh t/test_train_hang.sh t/test_slurm_insitu.sh t/test_fuzz_shard.sh \
 	t/test_bench_smoke.sh t/test_train_preempt_early.sh t/test_train_diverge.sh \
 	t/test_env_settings.sh t/test_train_worldsize_odd.sh t/test_train_sigstop.sh \
-	t/test_doctor.sh t/test_slurm_doctor.sh t/test_insitu_burgers.sh
+	t/test_doctor.sh t/test_slurm_doctor.sh t/test_insitu_burgers.sh t/test_dist_nodewin.sh \
+	t/test_train_worldsize_big.sh t/test_insitu_dist.sh t/test_data_store.sh \
+	t/test_fortran_examples.sh t/test_metrics.sh t/test_train_preempt_w1.sh \
+	t/test_train_settings.sh t/test_fuzz_ckpt.sh t/test_slurm_sbatch.sh
 list-fast-tests:
 	@fast=; for t in $(TESTS); do case " $(LONG_TESTS) " in *" $$t "*) ;; \
 	*) fast="$$fast $$t" ;; esac; done; echo $$fast
