@@ -333,6 +333,24 @@ static void test_divergence(void)
     hpct_ctx_destroy(ctx);
 }
 
+/* hpct_insitu_open's overrides (here: one process, MPI initialised and finalized by the
+ * call): an item without '=' is refused naming the item, as a file line is; a second open is
+ * refused since MPI is finalized. Last in main: MPI is finalized after it. */
+static void test_open_overrides(void)
+{
+    hpct_insitu_t s = NULL;
+    hpct_status_t st = hpct_insitu_open(HPCT_COMM_WORLD, NULL, "inputs = 2 ; lr", 0, &s);
+    tap_ok(st == HPCT_ERR_INVALID_ARG && !s &&
+               !strcmp(hpct_insitu_last_error(NULL),
+                       "overrides item 2: expected 'key = value', got 'lr'"),
+           "open: an override without '=' is refused naming it: %s", hpct_insitu_last_error(NULL));
+    st = hpct_insitu_open(HPCT_COMM_WORLD, NULL, "inputs = 2; outputs = 1", 0, &s);
+    tap_ok(st == HPCT_ERR_STATE && !s &&
+               strstr(hpct_insitu_last_error(NULL), "MPI is finalized already"),
+           "open: a second call after MPI was finalized is refused: %s",
+           hpct_insitu_last_error(NULL));
+}
+
 static void test_arguments(void)
 {
     hpct_ctx_t ctx = new_ctx(), other = new_ctx();
@@ -696,7 +714,7 @@ static void test_eval_cadence(void)
 
 int main(void)
 {
-    tap_plan(61);
+    tap_plan(63);
     test_same_bits();
     test_byog();
     test_nonfinite_grads(0.0f);
@@ -708,5 +726,6 @@ int main(void)
     test_preempt_resume();
     test_caller_signals();
     test_eval_cadence();
+    test_open_overrides();
     return tap_done();
 }

@@ -3,6 +3,7 @@
  * data that the long form makes in about 15 calls; the session owns them, hpct_insitu_close
  * frees them. */
 #include "insitu.h"
+#include "settings.h"
 #include "../comm/agree.h"
 
 #include <mpi.h>
@@ -35,24 +36,16 @@ static hpct_status_t apply_overrides(hpct_settings_t *set, const char *overrides
     for (const char *p = overrides; p && *p;) {
         size_t len = strcspn(p, ";\n");
         snprintf(where, sizeof where, "overrides item %d", ++n);
-        if (len >= sizeof item) return hpct_settings_set(set, "", "", where); /* too long */
-        memcpy(item, p, len), item[len] = '\0';
-        p += len + (p[len] != '\0');
-        char *eq = strchr(item, '='), *key = item, *value, *end;
-        if (strspn(item, " \t") == len) continue; /* an empty item */
-        if (!eq) {
-            char msg[sizeof item + 128];
-            snprintf(msg, sizeof msg, "%s: expected 'key = value', got '%s'", where, item);
-            hpcti_set_init_error(msg);
+        if (len >= sizeof item) {
+            snprintf(item, sizeof item, "%s: longer than %zu characters", where, sizeof item - 1);
+            hpcti_set_init_error(item);
             return HPCT_ERR_INVALID_ARG;
         }
-        *eq = '\0', value = eq + 1;
-        while (*key == ' ' || *key == '\t') key++;
-        for (end = eq; end > key && (end[-1] == ' ' || end[-1] == '\t');) *--end = '\0';
-        while (*value == ' ' || *value == '\t') value++;
-        for (end = value + strlen(value); end > value && (end[-1] == ' ' || end[-1] == '\t');)
-            *--end = '\0';
-        hpct_status_t s = hpct_settings_set(set, key, value, where);
+        memcpy(item, p, len), item[len] = '\0';
+        p += len + (p[len] != '\0');
+        char *key, *value;
+        hpct_status_t s = hpcti_settings_split(item, where, &key, &value);
+        if (!s && key) s = hpct_settings_set(set, key, value, where);
         if (s) return s;
     }
     return HPCT_SUCCESS;

@@ -1,7 +1,7 @@
 /* settings.c: hpctrain.conf(5). One table describes every key read by `hpctrain train` and
  * hpct_insitu_open; the file, the environment and the command line all go through
  * hpct_settings_set(). A failed call leaves its message in hpct_last_error(NULL). */
-#include "../core/core.h"
+#include "settings.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -235,24 +235,32 @@ static char *trim(char *s)
     return s;
 }
 
+hpct_status_t hpcti_settings_split(char *text, const char *where, char **key, char **value)
+{
+    char *s = trim(text);
+    *key = *value = NULL;
+    if (!*s) return HPCT_SUCCESS;
+    char *eq = strchr(s, '=');
+    if (!eq) return fail("%s: expected 'key = value', got '%s'", where, s);
+    *eq = '\0';
+    *key = trim(s), *value = trim(eq + 1);
+    return HPCT_SUCCESS;
+}
+
 /* One "key = value" line of a file (comment and blanks still in it) at where; first_line
  * [NUM_KEYS]: the line each key was set on (0: not yet). */
 static hpct_status_t apply_line(hpct_settings_t *c, char *line, const char *where, int lineno,
                                 int *first_line)
 {
-    char *hash = strchr(line, '#');
+    char *hash = strchr(line, '#'), *name, *value;
     if (hash) *hash = '\0';
-    char *s = trim(line);
-    if (!*s) return HPCT_SUCCESS;
-    char *eq = strchr(s, '=');
-    if (!eq) return fail("%s: expected 'key = value', got '%s'", where, s);
-    *eq = '\0';
-    char *name = trim(s);
+    hpct_status_t s = hpcti_settings_split(line, where, &name, &value);
+    if (s || !name) return s;
     const struct key *k = find_key(name);
     if (k && first_line[k - keys])
         return fail("%s: %s is set twice (first on line %d)", where, name, first_line[k - keys]);
     if (k) first_line[k - keys] = lineno;
-    return hpct_settings_set(c, name, trim(eq + 1), where);
+    return hpct_settings_set(c, name, value, where);
 }
 
 hpct_status_t hpct_settings_read_file(hpct_settings_t *c, const char *path)
