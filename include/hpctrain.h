@@ -225,6 +225,9 @@ hpct_status_t hpct_model_shape(hpct_model_t model, int *inputs, int *outputs);
 /* One-line description, e.g. "dense 784-512(relu)-10(identity) softmax_ce", into buf [len]. */
 hpct_status_t hpct_model_describe(hpct_model_t model, char *buf, size_t len);
 
+/* Inputs, targets and outputs of the model calls below (and of hpct_insitu_step and
+ * hpct_insitu_predict) are host memory, or on the cuda backend device memory too: device (and
+ * managed) arrays are read and written in place, host arrays are staged (doc/gpu.md). */
 /* Forward only: out [batch, outputs] receives the last layer (logits for CE). */
 hpct_status_t hpct_model_forward(hpct_model_t model, const float *x, int batch, float *out);
 /* Forward and backward on one batch: loss is the batch mean; gradients are

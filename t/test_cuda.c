@@ -464,6 +464,83 @@ static void check_training(hpct_loss_t loss, hpct_optimizer_kind_t kind, const c
     free(x), free(ty);
 }
 
+/* Every gradient of m copied to the host, back to back [total]. */
+static float *grads_host(hpct_model_t m)
+{
+    hpct_params_t p;
+    int nb;
+    size_t total, off = 0;
+    hpct_model_params(m, &p);
+    hpct_params_size(p, &nb, &total);
+    float *h = malloc(total * sizeof *h);
+    for (int i = 0; i < nb; i++) {
+        float *par, *grad;
+        size_t n;
+        const char *name;
+        hpct_params_get(p, i, &name, &par, &grad, &n);
+        if (gpu->to_host(gctx, h + off, grad, n * sizeof *h)) tap_bail("%s", hpct_last_error(gctx));
+        off += n;
+    }
+    return h;
+}
+
+/* Inputs and targets in device memory are read in place (issue 33): the loss, every gradient,
+ * the evaluation and the forward output are bit for bit those of the same arrays on the host.
+ * Under the device double a host read of device memory is a fault naming it; on a GPU it
+ * would read garbage or fault. A device label outside the classes is refused, named. */
+static void test_device_arrays(hpct_loss_t loss, const char *what)
+{
+    enum { BATCH = 24, OUT = 5 };
+    hpct_model_t m = make_model(gctx, loss, BATCH);
+    float *x = rand_host((size_t)BATCH * 12, -2, 2), *ty = rand_host((size_t)BATCH * OUT, -1, 1);
+    int32_t labels[BATCH];
+    for (int i = 0; i < BATCH; i++) labels[i] = (int32_t)(i * 7 % OUT);
+    int ce = loss == HPCT_LOSS_SOFTMAX_CE;
+    const void *t = ce ? (const void *)labels : (const void *)ty;
+    size_t tbytes = ce ? sizeof labels : sizeof(float) * BATCH * OUT;
+    float *dx = dev_copy(x, sizeof(float) * BATCH * 12);
+    void *dt = dev_copy(t, tbytes);
+    tap_ok(gpu->is_device(gctx, dx) && !gpu->is_device(gctx, x) && !cpu->is_device(cctx, x),
+           "%s: cudaPointerGetAttributes tells device memory from host memory", what);
+    float lh = 0, ld = -1;
+    if (hpct_model_loss_grad(m, x, t, BATCH, 0, &lh)) tap_bail("%s", hpct_last_error(gctx));
+    float *gh = grads_host(m);
+    hpct_status_t s = hpct_model_loss_grad(m, dx, dt, BATCH, 0, &ld);
+    float *gd = grads_host(m);
+    hpct_params_t p;
+    int nb;
+    size_t total;
+    hpct_model_params(m, &p), hpct_params_size(p, &nb, &total);
+    tap_ok(s == HPCT_SUCCESS && memcmp(&lh, &ld, sizeof lh) == 0 &&
+               memcmp(gh, gd, total * sizeof *gh) == 0,
+           "%s: x and targets in device memory: the loss (%g) and %zu gradients bit for bit", what,
+           (double)ld, total);
+    double el[2], ea[2];
+    s = hpct_model_evaluate(m, x, t, BATCH, &el[0], &ea[0]);
+    if (!s) s = hpct_model_evaluate(m, dx, dt, BATCH, &el[1], &ea[1]);
+    tap_ok(s == HPCT_SUCCESS && el[0] == el[1] && ea[0] == ea[1],
+           "%s: hpct_model_evaluate of device arrays: the same loss and accuracy (%s)", what,
+           s ? hpct_last_error(gctx) : "ok");
+    float outh[BATCH * OUT], outd[BATCH * OUT];
+    float *dout = gpu->alloc(gctx, sizeof outd);
+    s = hpct_model_forward(m, x, BATCH, outh);
+    if (!s) s = hpct_model_forward(m, dx, BATCH, dout);
+    if (!s) s = gpu->to_host(gctx, outd, dout, sizeof outd);
+    tap_ok(s == HPCT_SUCCESS && memcmp(outh, outd, sizeof outh) == 0,
+           "%s: hpct_model_forward from and into device memory: the same outputs", what);
+    if (ce) {
+        labels[3] = 7;
+        gpu->to_device(gctx, dt, labels, sizeof labels);
+        s = hpct_model_loss_grad(m, dx, dt, BATCH, 0, &ld);
+        tap_ok(s == HPCT_ERR_INVALID_ARG && strstr(hpct_last_error(gctx), "label 7 of sample 3"),
+               "%s: a device label outside the classes is refused, named: %s", what,
+               hpct_last_error(gctx));
+    }
+    gpu->free(gctx, dout), gpu->free(gctx, dx), gpu->free(gctx, dt);
+    free(gh), free(gd), free(x), free(ty);
+    hpct_model_destroy(m);
+}
+
 /* The reason no CUDA context can be made, or NULL when one can. */
 static const char *cuda_unusable(void)
 {
@@ -482,7 +559,7 @@ int main(void)
     if (hpct_ctx_create(NULL, &cctx)) tap_bail("cpu context");
     const char *why = cuda_unusable();
     if (why) tap_skip_all("no CUDA device: %s", why);
-    tap_plan(66);
+    tap_plan(75);
 #ifdef HPCT_CUDA_DOUBLE
     tap_prefix("[device double, not a GPU] "); /* t/double: the CPU runs the cuda backend */
 #endif
@@ -504,6 +581,8 @@ int main(void)
     check_training(HPCT_LOSS_MSE, HPCT_OPT_ADAMW, "MSE + AdamW");            /* 5 */
     test_large();                                                            /* 9 */
     test_rank_sum();                                                         /* 1 */
+    test_device_arrays(HPCT_LOSS_SOFTMAX_CE, "CE");                          /* 5 */
+    test_device_arrays(HPCT_LOSS_MSE, "MSE");                                /* 4 */
     hpct_model_t gm = make_model(gctx, HPCT_LOSS_SOFTMAX_CE, 8);
     float *x = rand_host(8 * 12, -1, 1);
     int32_t labels[8] = {0, 1, 2, 3, 4, 0, 1, 2};

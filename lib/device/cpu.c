@@ -95,6 +95,12 @@ static void *cpu_alloc_host(hpct_ctx_t ctx, size_t bytes)
     return cpu_alloc(ctx, bytes);
 }
 
+static int cpu_is_device(hpct_ctx_t ctx, const void *p)
+{
+    (void)ctx, (void)p;
+    return 0; /* every tensor is host memory */
+}
+
 static hpct_status_t cpu_copy(hpct_ctx_t ctx, void *dst, const void *src, size_t bytes)
 {
     if (bytes && dst != src) memcpy(dst, src, bytes);
@@ -270,6 +276,7 @@ const struct hpcti_ops hpcti_cpu_ops = {
     .free = cpu_free,
     .alloc_host = cpu_alloc_host,
     .free_host = cpu_free,
+    .is_device = cpu_is_device,
     .to_device = cpu_copy,
     .to_host = cpu_copy,
     .gemm = cpu_gemm,

@@ -226,6 +226,20 @@ static hpct_status_t launched(hpct_ctx_t ctx, const char *kernel, int err)
 /* Host or device to device or host: UVA tells the direction. cudaMemcpy on the legacy
  * default stream waits for the kernels queued before it, so a device-to-host copy returns
  * current data, and an error of an earlier kernel surfaces here. */
+/* Device or managed memory (read by the kernels in place); host memory, registered or not,
+ * is 0. A pointer the runtime does not know (older CUDA: cudaErrorInvalidValue for plain host
+ * memory) is host memory, and the error it leaves is cleared. */
+static int cuda_is_device(hpct_ctx_t ctx, const void *p)
+{
+    struct cudaPointerAttributes a;
+    if (!p || bind_thread(ctx)) return 0;
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
+
 static hpct_status_t cuda_copy(hpct_ctx_t ctx, void *dst, const void *src, size_t bytes)
 {
     if (!bytes || dst == src) return HPCT_SUCCESS;
@@ -430,6 +444,7 @@ const struct hpcti_ops hpcti_cuda_ops = {
     .free = cuda_free,
     .alloc_host = cuda_alloc_host,
     .free_host = cuda_free_host,
+    .is_device = cuda_is_device,
     .to_device = cuda_copy,
     .to_host = cuda_copy,
     .gemm = cuda_gemm,

@@ -19,6 +19,9 @@ struct hpcti_ops {
      * NULL on failure (error recorded on ctx). For staging before MPI touches a buffer. */
     void *(*alloc_host)(hpct_ctx_t ctx, size_t bytes);
     void (*free_host)(hpct_ctx_t ctx, void *host);
+    /* 1 when the kernels read p in place: memory of a device (cuda: device or managed memory,
+     * by cudaPointerGetAttributes); 0 for host memory, and always on the cpu backend. */
+    int (*is_device)(hpct_ctx_t ctx, const void *p);
     /* Every op below returns its status: a failed device call is named in ctx's error. */
     hpct_status_t (*to_device)(hpct_ctx_t ctx, void *dev, const void *host, size_t bytes);
     /* Waits for the device work that writes dev before copying. */

@@ -26,9 +26,10 @@ struct hpct_model {
     int max_batch;                   /* 0 until built */
     float *flat_params, *flat_grads; /* all W and b, back to back */
     size_t num_params;
-    float *x_dev;      /* [max_batch, inputs] staging (device backends only) */
-    void *targets_dev; /* [max_batch] int32 or [max_batch, outputs] float staging */
-    float *grad_a[2];  /* [max_batch, widest] ping-pong buffers for d(activation) */
+    float *x_dev;         /* [max_batch, inputs] staging (device backends only) */
+    void *targets_dev;    /* [max_batch] int32 or [max_batch, outputs] float staging */
+    int32_t *labels_host; /* [max_batch]: device labels copied for the range check */
+    float *grad_a[2];     /* [max_batch, widest] ping-pong buffers for d(activation) */
     hpct_params_t params;
     hpcti_grad_ready_fn grad_ready; /* averaging hooks (lib/comm); NULL when off */
     hpcti_grads_done_fn grads_done;
@@ -92,6 +93,7 @@ void hpct_model_destroy(hpct_model_t m)
     give_back_grads(m, m->flat_grads);
     ops->free(m->ctx, m->x_dev);
     ops->free(m->ctx, m->targets_dev);
+    free(m->labels_host);
     ops->free(m->ctx, m->grad_a[0]);
     ops->free(m->ctx, m->grad_a[1]);
     hpct_params_destroy(m->params);
@@ -235,7 +237,8 @@ static hpct_status_t alloc_activations(hpct_model_t m, int max_batch)
     if (!tensors_on_host(m->ctx)) {
         m->x_dev = alloc_floats(m, (size_t)max_batch * m->inputs);
         m->targets_dev = alloc_floats(m, (size_t)max_batch * outputs);
-        if (!m->x_dev || !m->targets_dev) return HPCT_ERR_NO_MEMORY;
+        m->labels_host = malloc((size_t)max_batch * sizeof *m->labels_host);
+        if (!m->x_dev || !m->targets_dev || !m->labels_host) return HPCT_ERR_NO_MEMORY;
     }
     return HPCT_SUCCESS;
 }
@@ -340,11 +343,37 @@ static hpct_status_t check_labels(hpct_model_t m, const char *fn, const int32_t 
     return HPCT_SUCCESS;
 }
 
-/* Input pointer the backend can read into *xd: the caller's on the host, else a staged copy. */
+/* 1 when p is device memory the kernels read in place (cuda: device or managed memory). */
+static int on_device(hpct_model_t m, const void *p)
+{
+    return !tensors_on_host(m->ctx) && m->ctx->ops->is_device(m->ctx, p);
+}
+
+/* The n labels at t [n] where the host can read them: t itself, or device labels copied into
+ * labels_host (n <= max_batch). */
+static hpct_status_t host_labels(hpct_model_t m, const int32_t *t, size_t n, const int32_t **h)
+{
+    *h = t;
+    if (!on_device(m, t)) return HPCT_SUCCESS;
+    *h = m->labels_host;
+    return m->ctx->ops->to_host(m->ctx, m->labels_host, t, n * sizeof *t);
+}
+
+/* Class labels, on the host or the device, must index the output layer. */
+static hpct_status_t check_any_labels(hpct_model_t m, const char *fn, const int32_t *labels,
+                                      size_t n, size_t first)
+{
+    const int32_t *h;
+    hpct_status_t s = host_labels(m, labels, n, &h);
+    return s ? s : check_labels(m, fn, h, n, first);
+}
+
+/* Input pointer the backend can read into *xd: the caller's on the host (cpu) or the device
+ * (cuda), else a staged copy. */
 static hpct_status_t stage_inputs(hpct_model_t m, const float *x, int batch, const float **xd)
 {
     *xd = x;
-    if (tensors_on_host(m->ctx)) return HPCT_SUCCESS;
+    if (tensors_on_host(m->ctx) || on_device(m, x)) return HPCT_SUCCESS;
     *xd = m->x_dev;
     return m->ctx->ops->to_device(m->ctx, m->x_dev, x, sizeof(float) * (size_t)batch * m->inputs);
 }
@@ -352,7 +381,7 @@ static hpct_status_t stage_inputs(hpct_model_t m, const float *x, int batch, con
 static hpct_status_t stage_targets(hpct_model_t m, const void *t, int batch, const void **td)
 {
     *td = t;
-    if (tensors_on_host(m->ctx)) return HPCT_SUCCESS;
+    if (tensors_on_host(m->ctx) || on_device(m, t)) return HPCT_SUCCESS;
     size_t per = m->loss == HPCT_LOSS_MSE ? sizeof(float) * (size_t)m->layers[m->num - 1].out
                                           : sizeof(int32_t);
     *td = m->targets_dev;
@@ -494,7 +523,7 @@ static hpct_status_t forward_loss(hpct_model_t m, const char *fn, const float *x
     hpct_status_t s = check_batch(m, fn, x, batch);
     if (s) return s;
     if (!targets) return hpcti_error(m->ctx, HPCT_ERR_INVALID_ARG, "%s: targets are NULL", fn);
-    if (m->loss == HPCT_LOSS_SOFTMAX_CE && (s = check_labels(m, fn, targets, (size_t)batch, 0)))
+    if (m->loss == HPCT_LOSS_SOFTMAX_CE && (s = check_any_labels(m, fn, targets, (size_t)batch, 0)))
         return s;
     const float *y;
     const void *td;
@@ -547,7 +576,8 @@ hpct_status_t hpct_model_evaluate(hpct_model_t m, const float *x, const void *ta
                            targets ? "n is 0" : "targets are NULL");
     int cols = m->layers[m->num - 1].out;
     int ce = m->loss == HPCT_LOSS_SOFTMAX_CE;
-    if (ce && (s = check_labels(m, fn, targets, n, 0))) return s;
+    int dev_labels = ce && on_device(m, targets); /* checked a batch at a time below */
+    if (ce && !dev_labels && (s = check_labels(m, fn, targets, n, 0))) return s;
     double total = 0.0;
     long correct = 0;
     for (size_t i = 0; i < n; i += (size_t)m->max_batch) {
@@ -558,7 +588,8 @@ hpct_status_t hpct_model_evaluate(hpct_model_t m, const float *x, const void *ta
         const void *td;
         double l = 0.0;
         long c = 0;
-        s = stage_forward(m, x + i * (size_t)m->inputs, b, &xd, &y);
+        s = dev_labels ? check_any_labels(m, fn, t, (size_t)b, i) : HPCT_SUCCESS;
+        if (!s) s = stage_forward(m, x + i * (size_t)m->inputs, b, &xd, &y);
         if (!s) s = stage_targets(m, t, b, &td);
         if (!s) s = batch_loss(m, y, td, b, m->grad_a[0], &l);
         if (!s && ce) s = m->ctx->ops->count_correct(m->ctx, y, td, b, cols, &c);

@@ -273,3 +273,20 @@ cudaError_t cudaFreeHost(void *p)
     free(p);
     return cudaSuccess;
 }
+
+/* Device allocations are device memory, cudaMallocHost's are registered host memory, and any
+ * other address is unregistered host memory (CUDA 11 and later: success, not an error). */
+cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a, const void *p)
+{
+    dd_context("cudaPointerGetAttributes");
+    if (!a) return cudaErrorInvalidValue;
+    int kind = dd_kind(p);
+    *a = (struct cudaPointerAttributes){.type = cudaMemoryTypeUnregistered};
+    if (kind == KIND_DEVICE)
+        a->type = cudaMemoryTypeDevice, a->devicePointer = (void *)(uintptr_t)p;
+    else if (kind == KIND_PINNED)
+        a->type = cudaMemoryTypeHost, a->hostPointer = a->devicePointer = (void *)(uintptr_t)p;
+    else
+        a->hostPointer = (void *)(uintptr_t)p;
+    return cudaSuccess;
+}
