@@ -6,7 +6,8 @@
 # (consistency_interval = 1, so a run that logged every step and exited 0 compared them all),
 # the loss of every step within 2e-3 (relative) of the cpu run at the same W (fp32 sums in
 # another order on each backend); then the in-situ session (t/lib/insitu_prog same) at W = 2
-# on the cuda backend: every step, bit-identical replicas and losses on every rank.
+# on the cuda backend: every step, bit-identical replicas and losses on every rank, and with x
+# and y in device memory the same parameters as from host arrays.
 # In a tree built --with-cuda-double every point says so and each cuda run repeats under the
 # seeds in CUDA_DOUBLE_SEEDS (default 1 2). Skips without the cuda backend or a device.
 . "${top_srcdir:-.}/t/lib/tap.sh"
@@ -27,7 +28,7 @@ oversub=
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/hpct-gputrain.XXXXXX") || skip_all "mktemp failed"
 trap 'rm -rf "$tmp"' EXIT
 
-plan 6
+plan 7
 train_csv "$tmp/data.csv"
 timeout -s KILL 60 "$b/tools/hpctrain" shard -o "$tmp/ds" -n 4 "$tmp/data.csv" >"$tmp/shard.log" 2>&1
 ok $? "${tag}hpctrain shard: the runs' data" "$tmp/shard.log"
@@ -119,4 +120,25 @@ for seed in $seeds; do
     grep -v '^PASS' "$tmp/insitu.log" | tail -n 8 | sed 's/^/#   /'
 done
 ok $failed "${tag}in-situ session W=2 on the cuda backend: 20 steps, replicas bit-identical"
+
+# The same session with x and y in device memory (issue 33): read in place, the parameters'
+# hash after 20 steps equal to the host arrays' run.
+seed=${seeds%% *}
+hash_of() {
+    sed -n 's/^PASS .*parameters bit-identical on every rank (hash \([0-9a-f]*\))$/\1/p' "$1"
+}
+for arrays in host device; do
+    on=0
+    [ $arrays = device ] && on=1
+    env HPCT_TEST_BACKEND=cuda CUDA_DOUBLE_SEED="$seed" HPCT_RANKS_PER_NODE=$per_node \
+        INSITU_DEVICE_ARRAYS=$on timeout -s KILL 120 \
+        "$MPIRUN" $oversub -np 2 "$b/t/lib/insitu_prog" same 20 >"$tmp/insitu-$arrays.log" 2>&1
+    echo "rc $?" >>"$tmp/insitu-$arrays.log"
+done
+h=$(hash_of "$tmp/insitu-host.log") d=$(hash_of "$tmp/insitu-device.log")
+[ -n "$h" ] && [ "$h" = "$d" ] && ! grep -q '^FAIL' "$tmp/insitu-host.log" "$tmp/insitu-device.log" &&
+    grep -q '^PASS .*x and y in device memory' "$tmp/insitu-device.log" &&
+    grep -q '^rc 0$' "$tmp/insitu-host.log" && grep -q '^rc 0$' "$tmp/insitu-device.log"
+ok $? "${tag}in-situ W=2, x and y in device memory: parameters after 20 steps equal the host arrays' (hash ${d:-none} vs ${h:-none})" ||
+    grep -h '^FAIL\|^rc\|error' "$tmp/insitu-host.log" "$tmp/insitu-device.log" | tail -n 8 | sed 's/^/#   /'
 done_testing

@@ -1,7 +1,9 @@
 /* insitu_prog.c: the multi-rank checks of the in-situ session that t/test_insitu_dist.sh runs
  * under mpirun. Checks are agreed over all ranks (logical AND); rank 0 prints "PASS desc" or
  * "FAIL desc" lines and every rank exits 1 when any check failed.
- *   insitu_prog same STEPS     different data per rank: bit-identical replicas and losses
+ *   insitu_prog same STEPS     different data per rank: bit-identical replicas and losses;
+ *                              with INSITU_DEVICE_ARRAYS=1 (cuda backend) x and y are passed
+ *                              in device memory, the same hash expected as from host arrays
  *   insitu_prog uneven STEPS   local batches 3 and 5 (and 3 and 0) against one process
  *                              training on the concatenated rows
  *   insitu_prog fail           an error on one rank (NaN input, bad label, negative batch)
@@ -44,6 +46,8 @@
 #include "hpctrain.h"
 #include "mpi_prog.h"
 #include "../../lib/comm/agree.h"
+#include "../../lib/core/core.h"
+#include "../../lib/device/ops.h"
 
 #include <math.h>
 #include <mpi.h>
@@ -147,11 +151,23 @@ static int run_same(int steps)
           "start: step 0, rank 0's initial parameters everywhere");
     float x[MAXB * FEATURES];
     int32_t y[MAXB];
+    /* device copies of x and y (INSITU_DEVICE_ARRAYS=1, cuda backend), passed in their place */
+    const char *dev = getenv("INSITU_DEVICE_ARRAYS");
+    int on_dev = dev && !strcmp(dev, "1");
+    float *dx = on_dev ? ctx->ops->alloc(ctx, sizeof x) : NULL;
+    int32_t *dy = on_dev ? ctx->ops->alloc(ctx, sizeof y) : NULL;
+    check(!on_dev || (dx && dy && ctx->ops->is_device(ctx, dx)),
+          "x and y in device memory (INSITU_DEVICE_ARRAYS=1)");
     int bad = 0, loss_differs = 0;
     for (int k = 0; k < steps; k++) {
         toy_data(x, y, MAXB, (unsigned long long)(k * world_size + world_rank));
         float loss = NAN;
-        bad += hpct_insitu_step(s, x, y, MAXB, &loss) != HPCT_SUCCESS;
+        if (dx && dy &&
+            (ctx->ops->to_device(ctx, dx, x, sizeof x) ||
+             ctx->ops->to_device(ctx, dy, y, sizeof y)))
+            bad++;
+        bad += hpct_insitu_step(s, dx ? dx : x, dy ? (void *)dy : (void *)y, MAXB, &loss) !=
+               HPCT_SUCCESS;
         unsigned int bits;
         memcpy(&bits, &loss, sizeof bits);
         loss_differs += !same_everywhere(bits);
@@ -161,6 +177,8 @@ static int run_same(int steps)
           params_hash(p));
     check(loss_differs == 0, "the returned global loss has the same bits on every rank");
     check(hpct_params_check_replicas(p) == HPCT_SUCCESS, "hpct_params_check_replicas agrees");
+    if (dx) ctx->ops->free(ctx, dx);
+    if (dy) ctx->ops->free(ctx, dy);
     hpct_insitu_destroy(s);
     hpct_optimizer_destroy(o);
     hpct_model_destroy(m);
