@@ -5,7 +5,10 @@
  *                              784-512-512-10 MLP (batch 128, 1024) and of a 105 M parameter
  *                              MLP (4096 x 6 hidden, batch 256) on the cuda backend, against
  *                              the same GEMMs alone in cuBLAS (target: gemm/step >= 0.85 on the
- *                              large model); the MLP on the cpu backend too.
+ *                              large model); the MLP on the cpu backend too; and the
+ *                              3-32-32-1 surrogate of in-situ work (tanh, MSE, batch 120) fed
+ *                              host arrays against device arrays read in place (issue 33:
+ *                              informational, host time / device time).
  *   bench_gpu kernels [n]      element-wise kernels over n floats (default 2^26) through the
  *                              public calls on device buffers (scale, grad norm, SGD momentum,
  *                              AdamW) against their bytes-moved floor at the device-to-device
@@ -98,6 +101,52 @@ static double time_steps(const struct net *nt, hpct_backend_t backend, int batch
     return t;
 }
 
+/* Seconds per step (loss_grad + SGD momentum) of the 3-32-32-1 tanh MSE surrogate at batch on
+ * the cuda backend, its inputs and targets in host memory or, with device_arrays, in device
+ * memory that the library reads in place; averaged over reps after 5 warm-up steps. */
+static double time_surrogate(int batch, int reps, int device_arrays)
+{
+    hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
+    cfg.backend = HPCT_BACKEND_CUDA;
+    hpct_ctx_t ctx = NULL;
+    hpct_model_t m;
+    hpct_params_t p;
+    hpct_optimizer_t opt;
+    hpct_optim_config_t oc = HPCT_OPTIM_CONFIG_INITIALIZER;
+    oc.lr = 1e-3f;
+    oc.momentum = 0.9f;
+    REQUIRE(ctx, hpct_ctx_create(&cfg, &ctx));
+    REQUIRE(ctx, hpct_model_create(ctx, 3, &m));
+    REQUIRE(ctx, hpct_model_add_dense(m, 32, HPCT_ACT_TANH, HPCT_INIT_AUTO));
+    REQUIRE(ctx, hpct_model_add_dense(m, 32, HPCT_ACT_TANH, HPCT_INIT_AUTO));
+    REQUIRE(ctx, hpct_model_add_dense(m, 1, HPCT_ACT_IDENTITY, HPCT_INIT_AUTO));
+    REQUIRE(ctx, hpct_model_set_loss(m, HPCT_LOSS_MSE));
+    REQUIRE(ctx, hpct_model_build(m, batch));
+    REQUIRE(ctx, hpct_model_params(m, &p));
+    REQUIRE(ctx, hpct_optimizer_create(p, &oc, &opt));
+    float *x = filled((size_t)batch * 3, 1.0f), *y = filled((size_t)batch, 1.0f), loss;
+    float *dx = x, *dy = y;
+    if (device_arrays) {
+        CUDA_REQUIRE(cudaMalloc((void **)&dx, sizeof *x * (size_t)batch * 3));
+        CUDA_REQUIRE(cudaMalloc((void **)&dy, sizeof *y * (size_t)batch));
+        CUDA_REQUIRE(cudaMemcpy(dx, x, sizeof *x * (size_t)batch * 3, cudaMemcpyHostToDevice));
+        CUDA_REQUIRE(cudaMemcpy(dy, y, sizeof *y * (size_t)batch, cudaMemcpyHostToDevice));
+    }
+    double t0 = 0;
+    for (int i = -5; i < reps; i++) {
+        if (i == 0) t0 = now();
+        REQUIRE(ctx, hpct_model_loss_grad(m, dx, dy, batch, 0, &loss));
+        REQUIRE(ctx, hpct_optimizer_step(opt));
+    }
+    double t = (now() - t0) / reps;
+    if (device_arrays) cudaFree(dx), cudaFree(dy);
+    hpct_optimizer_destroy(opt);
+    hpct_model_destroy(m);
+    hpct_ctx_destroy(ctx);
+    free(x), free(y);
+    return t;
+}
+
 /* Row-major C [m, n] = op(A) op(B) through column-major cuBLAS (operands swapped). */
 static void gemm(cublasHandle_t h, int ta, int tb, int m, int n, int k, const float *a,
                  const float *b, float *c)
@@ -182,6 +231,11 @@ static int run_step(int reps)
     printf("%-22s %6d %10.3f %10.3f %10.2f %10s\n", "4096x6-1000 (105 M)", 256, g * 1e3, k * 1e3,
            k / g, "-");
     figure("large_gemm_over_step", k / g, 0.85);
+    double host = time_surrogate(120, reps * 5, 0), dev = time_surrogate(120, reps * 5, 1);
+    printf("3-32-32-1 surrogate, batch 120: %.4f ms a step from host arrays, %.4f ms from device "
+           "arrays read in place\n",
+           host * 1e3, dev * 1e3);
+    printf("FIGURE surrogate_b120_host_over_device %.4f (informational)\n", host / dev);
     return 0;
 }
 
@@ -312,6 +366,7 @@ static int run_allreduce(int reps)
 #else
 static int run_allreduce(int reps)
 {
+    (void)reps;
     fprintf(stderr, "bench_gpu allreduce: built without --with-nccl\n");
     return 1;
 }
