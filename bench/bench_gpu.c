@@ -57,14 +57,31 @@ static void figure(const char *name, double value, double target)
 struct net {
     const int *widths; /* [layers + 1] */
     int layers;
+    hpct_activation_t hidden; /* of every layer but the last (identity) */
+    hpct_loss_t loss;
 };
 
 static const int mlp_w[] = {784, 512, 512, 10};
 static const int big_w[] = {4096, 4096, 4096, 4096, 4096, 4096, 4096, 1000};
-static const struct net mlp = {mlp_w, 3}, big = {big_w, 7};
+static const int surrogate_w[] = {3, 32, 32, 1};
+static const struct net mlp = {mlp_w, 3, HPCT_ACT_RELU, HPCT_LOSS_SOFTMAX_CE},
+                        big = {big_w, 7, HPCT_ACT_RELU, HPCT_LOSS_SOFTMAX_CE},
+                        surrogate = {surrogate_w, 3, HPCT_ACT_TANH, HPCT_LOSS_MSE};
 
-/* Seconds per training step of net on backend, averaged over reps after 5 warm-up steps. */
-static double time_steps(const struct net *nt, hpct_backend_t backend, int batch, int reps)
+/* A copy of host [bytes] in device memory. */
+static void *on_device(const void *host, size_t bytes)
+{
+    void *d = NULL;
+    CUDA_REQUIRE(cudaMalloc(&d, bytes));
+    CUDA_REQUIRE(cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice));
+    return d;
+}
+
+/* Seconds per training step (loss_grad + SGD momentum) of net on backend, averaged over reps
+ * after 5 warm-up steps; with device_arrays (cuda) the inputs and targets are in device
+ * memory, which the library reads in place, else in host memory. */
+static double time_steps(const struct net *nt, hpct_backend_t backend, int batch, int reps,
+                         int device_arrays)
 {
     hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
     cfg.backend = backend;
@@ -75,71 +92,38 @@ static double time_steps(const struct net *nt, hpct_backend_t backend, int batch
     hpct_optim_config_t oc = HPCT_OPTIM_CONFIG_INITIALIZER;
     oc.lr = 1e-3f;
     oc.momentum = 0.9f;
+    int outputs = nt->widths[nt->layers];
     REQUIRE(ctx, hpct_ctx_create(&cfg, &ctx));
     REQUIRE(ctx, hpct_model_create(ctx, nt->widths[0], &m));
     for (int l = 1; l <= nt->layers; l++)
         REQUIRE(ctx, hpct_model_add_dense(m, nt->widths[l],
-                                          l < nt->layers ? HPCT_ACT_RELU : HPCT_ACT_IDENTITY,
+                                          l < nt->layers ? nt->hidden : HPCT_ACT_IDENTITY,
                                           HPCT_INIT_AUTO));
+    REQUIRE(ctx, hpct_model_set_loss(m, nt->loss));
     REQUIRE(ctx, hpct_model_build(m, batch));
     REQUIRE(ctx, hpct_model_params(m, &p));
     REQUIRE(ctx, hpct_optimizer_create(p, &oc, &opt));
-    float *x = filled((size_t)batch * nt->widths[0], 1.0f), loss;
-    int32_t *y = malloc(sizeof *y * (size_t)batch);
-    for (int j = 0; j < batch; j++) y[j] = j % nt->widths[nt->layers];
+    size_t xbytes = sizeof(float) * (size_t)batch * (size_t)nt->widths[0], ybytes;
+    float *x = filled(xbytes / sizeof(float), 1.0f), loss;
+    void *y;
+    if (nt->loss == HPCT_LOSS_MSE) { /* targets [batch, outputs] */
+        ybytes = sizeof(float) * (size_t)batch * (size_t)outputs;
+        y = filled(ybytes / sizeof(float), 1.0f);
+    } else { /* class labels [batch] */
+        int32_t *labels = malloc(ybytes = sizeof *labels * (size_t)batch);
+        for (int j = 0; j < batch; j++) labels[j] = j % outputs;
+        y = labels;
+    }
+    const float *xs = device_arrays ? on_device(x, xbytes) : x;
+    const void *ys = device_arrays ? on_device(y, ybytes) : y;
     double t0 = 0;
     for (int i = -5; i < reps; i++) {
         if (i == 0) t0 = now(); /* every step ends synchronised (the loss, ops->sync) */
-        REQUIRE(ctx, hpct_model_loss_grad(m, x, y, batch, 0, &loss));
+        REQUIRE(ctx, hpct_model_loss_grad(m, xs, ys, batch, 0, &loss));
         REQUIRE(ctx, hpct_optimizer_step(opt));
     }
     double t = (now() - t0) / reps;
-    hpct_optimizer_destroy(opt);
-    hpct_model_destroy(m);
-    hpct_ctx_destroy(ctx);
-    free(x), free(y);
-    return t;
-}
-
-/* Seconds per step (loss_grad + SGD momentum) of the 3-32-32-1 tanh MSE surrogate at batch on
- * the cuda backend, its inputs and targets in host memory or, with device_arrays, in device
- * memory that the library reads in place; averaged over reps after 5 warm-up steps. */
-static double time_surrogate(int batch, int reps, int device_arrays)
-{
-    hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
-    cfg.backend = HPCT_BACKEND_CUDA;
-    hpct_ctx_t ctx = NULL;
-    hpct_model_t m;
-    hpct_params_t p;
-    hpct_optimizer_t opt;
-    hpct_optim_config_t oc = HPCT_OPTIM_CONFIG_INITIALIZER;
-    oc.lr = 1e-3f;
-    oc.momentum = 0.9f;
-    REQUIRE(ctx, hpct_ctx_create(&cfg, &ctx));
-    REQUIRE(ctx, hpct_model_create(ctx, 3, &m));
-    REQUIRE(ctx, hpct_model_add_dense(m, 32, HPCT_ACT_TANH, HPCT_INIT_AUTO));
-    REQUIRE(ctx, hpct_model_add_dense(m, 32, HPCT_ACT_TANH, HPCT_INIT_AUTO));
-    REQUIRE(ctx, hpct_model_add_dense(m, 1, HPCT_ACT_IDENTITY, HPCT_INIT_AUTO));
-    REQUIRE(ctx, hpct_model_set_loss(m, HPCT_LOSS_MSE));
-    REQUIRE(ctx, hpct_model_build(m, batch));
-    REQUIRE(ctx, hpct_model_params(m, &p));
-    REQUIRE(ctx, hpct_optimizer_create(p, &oc, &opt));
-    float *x = filled((size_t)batch * 3, 1.0f), *y = filled((size_t)batch, 1.0f), loss;
-    float *dx = x, *dy = y;
-    if (device_arrays) {
-        CUDA_REQUIRE(cudaMalloc((void **)&dx, sizeof *x * (size_t)batch * 3));
-        CUDA_REQUIRE(cudaMalloc((void **)&dy, sizeof *y * (size_t)batch));
-        CUDA_REQUIRE(cudaMemcpy(dx, x, sizeof *x * (size_t)batch * 3, cudaMemcpyHostToDevice));
-        CUDA_REQUIRE(cudaMemcpy(dy, y, sizeof *y * (size_t)batch, cudaMemcpyHostToDevice));
-    }
-    double t0 = 0;
-    for (int i = -5; i < reps; i++) {
-        if (i == 0) t0 = now();
-        REQUIRE(ctx, hpct_model_loss_grad(m, dx, dy, batch, 0, &loss));
-        REQUIRE(ctx, hpct_optimizer_step(opt));
-    }
-    double t = (now() - t0) / reps;
-    if (device_arrays) cudaFree(dx), cudaFree(dy);
+    if (device_arrays) cudaFree((void *)xs), cudaFree((void *)ys);
     hpct_optimizer_destroy(opt);
     hpct_model_destroy(m);
     hpct_ctx_destroy(ctx);
@@ -216,9 +200,9 @@ static int run_step(int reps)
            "gemm/step", "cpu step");
     static const int batches[] = {128, 1024};
     for (int i = 0; i < 2; i++) {
-        double g = time_steps(&mlp, HPCT_BACKEND_CUDA, batches[i], reps);
+        double g = time_steps(&mlp, HPCT_BACKEND_CUDA, batches[i], reps, 0);
         double k = time_gemms(&mlp, batches[i], reps);
-        double c = time_steps(&mlp, HPCT_BACKEND_CPU, batches[i], reps / 20 > 0 ? reps / 20 : 1);
+        double c = time_steps(&mlp, HPCT_BACKEND_CPU, batches[i], reps / 20 > 0 ? reps / 20 : 1, 0);
         printf("%-22s %6d %10.3f %10.3f %10.2f %10.3f\n", "784-512-512-10", batches[i], g * 1e3,
                k * 1e3, k / g, c * 1e3);
         char name[64];
@@ -226,12 +210,13 @@ static int run_step(int reps)
         printf("FIGURE %s %.4f (informational)\n", name, k / g);
     }
     int big_reps = reps / 10 > 3 ? reps / 10 : 3;
-    double g = time_steps(&big, HPCT_BACKEND_CUDA, 256, big_reps);
+    double g = time_steps(&big, HPCT_BACKEND_CUDA, 256, big_reps, 0);
     double k = time_gemms(&big, 256, big_reps);
     printf("%-22s %6d %10.3f %10.3f %10.2f %10s\n", "4096x6-1000 (105 M)", 256, g * 1e3, k * 1e3,
            k / g, "-");
     figure("large_gemm_over_step", k / g, 0.85);
-    double host = time_surrogate(120, reps * 5, 0), dev = time_surrogate(120, reps * 5, 1);
+    double host = time_steps(&surrogate, HPCT_BACKEND_CUDA, 120, reps * 5, 0),
+           dev = time_steps(&surrogate, HPCT_BACKEND_CUDA, 120, reps * 5, 1);
     printf("3-32-32-1 surrogate, batch 120: %.4f ms a step from host arrays, %.4f ms from device "
            "arrays read in place\n",
            host * 1e3, dev * 1e3);
