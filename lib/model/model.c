@@ -349,23 +349,12 @@ static int on_device(hpct_model_t m, const void *p)
     return !tensors_on_host(m->ctx) && m->ctx->ops->is_device(m->ctx, p);
 }
 
-/* The n labels at t [n] where the host can read them: t itself, or device labels copied into
- * labels_host (n <= max_batch). */
-static hpct_status_t host_labels(hpct_model_t m, const int32_t *t, size_t n, const int32_t **h)
+/* check_labels for n labels in device memory (n <= max_batch), copied into labels_host. */
+static hpct_status_t check_device_labels(hpct_model_t m, const char *fn, const int32_t *labels,
+                                         size_t n, size_t first)
 {
-    *h = t;
-    if (!on_device(m, t)) return HPCT_SUCCESS;
-    *h = m->labels_host;
-    return m->ctx->ops->to_host(m->ctx, m->labels_host, t, n * sizeof *t);
-}
-
-/* Class labels, on the host or the device, must index the output layer. */
-static hpct_status_t check_any_labels(hpct_model_t m, const char *fn, const int32_t *labels,
-                                      size_t n, size_t first)
-{
-    const int32_t *h;
-    hpct_status_t s = host_labels(m, labels, n, &h);
-    return s ? s : check_labels(m, fn, h, n, first);
+    hpct_status_t s = m->ctx->ops->to_host(m->ctx, m->labels_host, labels, n * sizeof *labels);
+    return s ? s : check_labels(m, fn, m->labels_host, n, first);
 }
 
 /* Input pointer the backend can read into *xd: the caller's on the host (cpu) or the device
@@ -523,8 +512,11 @@ static hpct_status_t forward_loss(hpct_model_t m, const char *fn, const float *x
     hpct_status_t s = check_batch(m, fn, x, batch);
     if (s) return s;
     if (!targets) return hpcti_error(m->ctx, HPCT_ERR_INVALID_ARG, "%s: targets are NULL", fn);
-    if (m->loss == HPCT_LOSS_SOFTMAX_CE && (s = check_any_labels(m, fn, targets, (size_t)batch, 0)))
-        return s;
+    if (m->loss == HPCT_LOSS_SOFTMAX_CE) {
+        s = on_device(m, targets) ? check_device_labels(m, fn, targets, (size_t)batch, 0)
+                                  : check_labels(m, fn, targets, (size_t)batch, 0);
+        if (s) return s;
+    }
     const float *y;
     const void *td;
     s = stage_forward(m, x, batch, xd, &y);
@@ -588,7 +580,7 @@ hpct_status_t hpct_model_evaluate(hpct_model_t m, const float *x, const void *ta
         const void *td;
         double l = 0.0;
         long c = 0;
-        s = dev_labels ? check_any_labels(m, fn, t, (size_t)b, i) : HPCT_SUCCESS;
+        s = dev_labels ? check_device_labels(m, fn, t, (size_t)b, i) : HPCT_SUCCESS;
         if (!s) s = stage_forward(m, x + i * (size_t)m->inputs, b, &xd, &y);
         if (!s) s = stage_targets(m, t, b, &td);
         if (!s) s = batch_loss(m, y, td, b, m->grad_a[0], &l);
