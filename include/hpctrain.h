@@ -210,9 +210,32 @@ typedef enum {
 /* An empty sequential model taking [batch, input_features] fp32 inputs. */
 hpct_status_t hpct_model_create(hpct_ctx_t ctx, int input_features, hpct_model_t *model);
 void hpct_model_destroy(hpct_model_t model);
-/* Append y = act(x W^T + b), W [out, in], b [out]. */
+/* Append y = act(x W^T + b), W [out, in], b [out] (x: the previous values, flat). */
 hpct_status_t hpct_model_add_dense(hpct_model_t model, int out_features, hpct_activation_t act,
                                    hpct_init_t init);
+/* Convolution stacks. Activations are channels-first per sample, [C, W], [C, H, W] or
+ * [C, D, H, W] (doc/layers.md): a model's flat inputs get such a shape from
+ * hpct_model_add_reshape; a dense layer takes any shape as its flat values. */
+typedef enum {
+    HPCT_PAD_SAME = 0, /* ceil(size / stride) outputs; zeros around the input, odd one after */
+    HPCT_PAD_VALID = 1 /* windows inside the input only: (size - kernel) / stride + 1 outputs */
+} hpct_padding_t;
+
+typedef enum { HPCT_POOL_MAX = 0, HPCT_POOL_AVG = 1 } hpct_pool_t;
+
+/* Give the current values the shape [channels, spatial[0 .. dims)] (dims 1 to 3), or flat
+ * [channels] (dims 0); the value count must not change. No compute, no memory. */
+hpct_status_t hpct_model_add_reshape(hpct_model_t model, int channels, int dims,
+                                     const int *spatial);
+/* Append y = act(conv(x, W) + b) over every spatial dimension: W [out_channels, in_channels,
+ * kernel...] (PyTorch's layout), b [out_channels]; stride >= 1 (1 or 2 typical). */
+hpct_status_t hpct_model_add_conv(hpct_model_t model, int out_channels, int kernel, int stride,
+                                  hpct_padding_t padding, hpct_activation_t act, hpct_init_t init);
+/* Append y = act(pool(x)): max or mean over window^dims inputs, every stride, no padding. */
+hpct_status_t hpct_model_add_pool(hpct_model_t model, hpct_pool_t kind, int window, int stride,
+                                  hpct_activation_t act);
+/* Append y = act(x repeated factor times along every spatial dimension) (nearest neighbour). */
+hpct_status_t hpct_model_add_upsample(hpct_model_t model, int factor, hpct_activation_t act);
 /* Choose the loss applied to the last layer's output (default softmax CE). */
 hpct_status_t hpct_model_set_loss(hpct_model_t model, hpct_loss_t loss);
 /* Allocate every buffer for batches up to max_batch and initialise the weights from

@@ -1,6 +1,6 @@
-/* kernels.h: C launch wrappers for the CUDA kernels in kernels/ (elementwise.cu, reduce.cu),
- * used by lib/device/cuda.c. Every pointer is device memory; launches go to the default stream of
- * the calling thread's current device. Each wrapper returns the cudaError_t of its launch
+/* kernels.h: C launch wrappers for the CUDA kernels in kernels/ (elementwise.cu, reduce.cu,
+ * conv.cu), used by lib/device/cuda.c. Every pointer is device memory; launches go to the default
+ * stream of the calling thread's current device. Each wrapper returns the cudaError_t of its launch
  * (0 when it was queued). */
 #ifndef HPCTI_KERNELS_H
 #define HPCTI_KERNELS_H
@@ -40,6 +40,19 @@ int hpcti_k_sgd(float *p, const float *g, float *v, size_t n, float lr, float mu
 /* AdamW update (hpcti_adamw_update) over n elements. */
 int hpcti_k_adamw(float *p, const float *g, float *m, float *v, size_t n, float lr, float b1,
                   float b2, float eps, float wd, float c1, float c2, float gscale);
+
+/* Convolution layers (conv.cu; geometry and math: conv_math.h; shapes as the ops table's
+ * im2col, col2im, channel_bias_act, channel_bias_grad, window_fwd and window_bwd). */
+struct hpcti_geom;
+int hpcti_k_im2col(const struct hpcti_geom *g, const float *x, float *col, int batch);
+int hpcti_k_col2im(const struct hpcti_geom *g, const float *dcol, float *dx, int batch);
+int hpcti_k_channel_bias_act(int act, float *z, const float *bias, float *y, int batch,
+                             int channels, size_t spatial);
+int hpcti_k_channel_bias_grad(const float *dz, float *db, int batch, int channels, size_t spatial,
+                              int accumulate);
+int hpcti_k_window_fwd(const struct hpcti_geom *g, const float *x, float *y, int batch);
+int hpcti_k_window_bwd(const struct hpcti_geom *g, const float *x, const float *dy, float *dx,
+                       int batch);
 
 /* scratch[HPCTI_K_MAX_BLOCKS] = summed loss; dlogits = scale (softmax - onehot). */
 int hpcti_k_softmax_xent(const float *logits, const int32_t *labels, float *dlogits, int rows,

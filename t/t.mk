@@ -27,12 +27,13 @@ TESTS += t/test_layering.sh
 EXTRA_DIST += t/test_layering.sh
 
 # ---- core, model, optimizers ---------------------------------------------------
-C_TESTS = t/test_core t/test_gradcheck t/test_optim t/test_determinism t/test_spirals \
+C_TESTS = t/test_core t/test_gradcheck t/test_conv t/test_optim t/test_determinism t/test_spirals \
 	t/test_byog t/test_errors t/test_vsum t/test_algo_pick
 check_PROGRAMS += $(C_TESTS)
 TESTS += $(C_TESTS)
 t_test_core_LDADD = $(TEST_LIBS)
 t_test_gradcheck_LDADD = $(TEST_LIBS)
+t_test_conv_LDADD = $(TEST_LIBS)
 t_test_optim_LDADD = $(TEST_LIBS)
 t_test_determinism_LDADD = $(TEST_LIBS)
 t_test_spirals_LDADD = $(TEST_LIBS)

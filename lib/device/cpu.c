@@ -3,6 +3,7 @@
 #include "../../kernels/gpu_logic.h"
 #include "ops.h"
 #include "../../kernels/hpct_math.h"
+#include "../../kernels/conv_math.h"
 
 #include <cblas.h>
 #include <float.h>
@@ -161,6 +162,60 @@ static hpct_status_t cpu_bias_grad(hpct_ctx_t ctx, const float *dz, float *db, i
     return HPCT_SUCCESS;
 }
 
+static hpct_status_t cpu_im2col(hpct_ctx_t ctx, const struct hpcti_geom *g, const float *x,
+                                float *restrict col, int batch)
+{
+    size_t n = (size_t)batch * hpcti_geom_col_rows(g) * hpcti_geom_out_size(g);
+    for (size_t e = 0; e < n; e++) col[e] = hpcti_im2col_at(g, x, e);
+    return HPCT_SUCCESS;
+}
+
+static hpct_status_t cpu_col2im(hpct_ctx_t ctx, const struct hpcti_geom *g, const float *dcol,
+                                float *restrict dx, int batch)
+{
+    size_t n = (size_t)batch * (size_t)g->c_in * hpcti_geom_in_size(g);
+    for (size_t e = 0; e < n; e++) dx[e] = hpcti_col2im_at(g, dcol, e);
+    return HPCT_SUCCESS;
+}
+
+static hpct_status_t cpu_channel_bias_act(hpct_ctx_t ctx, int act, float *z, const float *bias,
+                                          float *y, int batch, int channels, size_t spatial)
+{
+    for (size_t row = 0; row < (size_t)batch * (size_t)channels; row++) {
+        float *zr = z + row * spatial, *yr = y + row * spatial;
+        if (bias)
+            for (size_t p = 0; p < spatial; p++) zr[p] += bias[row % (size_t)channels];
+        for (size_t p = 0; p < spatial; p++) yr[p] = hpcti_act_fwd(act, zr[p]);
+    }
+    return HPCT_SUCCESS;
+}
+
+static hpct_status_t cpu_channel_bias_grad(hpct_ctx_t ctx, const float *dz, float *db, int batch,
+                                           int channels, size_t spatial, int accumulate)
+{
+    for (int c = 0; c < channels; c++) {
+        float sum = hpcti_channel_grad(dz, c, batch, channels, spatial);
+        db[c] = accumulate ? db[c] + sum : sum;
+    }
+    return HPCT_SUCCESS;
+}
+
+static hpct_status_t cpu_window_fwd(hpct_ctx_t ctx, const struct hpcti_geom *g, const float *x,
+                                    float *restrict y, int batch)
+{
+    size_t n = (size_t)batch * (size_t)g->c_out * hpcti_geom_out_size(g);
+    for (size_t e = 0; e < n; e++) y[e] = hpcti_window_fwd_at(g, x, e);
+    return HPCT_SUCCESS;
+}
+
+static hpct_status_t cpu_window_bwd(hpct_ctx_t ctx, const struct hpcti_geom *g, const float *x,
+                                    const float *dy, float *restrict dx, int batch)
+{
+    size_t n = (size_t)batch * (size_t)g->c_in * hpcti_geom_in_size(g);
+    for (size_t e = 0; e < n; e++) dx[e] = hpcti_window_bwd_at(g, x, dy, e);
+    return HPCT_SUCCESS;
+}
+
 static hpct_status_t cpu_softmax_xent(hpct_ctx_t ctx, const float *logits, const int32_t *labels,
                                       float *dlogits, int rows, int cols, float scale, double *loss)
 {
@@ -283,6 +338,12 @@ const struct hpcti_ops hpcti_cpu_ops = {
     .bias_act = cpu_bias_act,
     .act_backward = cpu_act_backward,
     .bias_grad = cpu_bias_grad,
+    .im2col = cpu_im2col,
+    .col2im = cpu_col2im,
+    .channel_bias_act = cpu_channel_bias_act,
+    .channel_bias_grad = cpu_channel_bias_grad,
+    .window_fwd = cpu_window_fwd,
+    .window_bwd = cpu_window_bwd,
     .softmax_xent = cpu_softmax_xent,
     .count_correct = cpu_count_correct,
     .mse = cpu_mse,

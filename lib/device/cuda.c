@@ -295,6 +295,53 @@ static hpct_status_t cuda_bias_grad(hpct_ctx_t ctx, const float *dz, float *db, 
                         hpcti_k_bias_grad(dz, db, rows, cols, accumulate));
 }
 
+static hpct_status_t cuda_im2col(hpct_ctx_t ctx, const struct hpcti_geom *g, const float *x,
+                                 float *col, int batch)
+{
+    hpct_status_t s = bind_thread(ctx);
+    return s ? s : launched(ctx, "im2col_kernel launch", hpcti_k_im2col(g, x, col, batch));
+}
+
+static hpct_status_t cuda_col2im(hpct_ctx_t ctx, const struct hpcti_geom *g, const float *dcol,
+                                 float *dx, int batch)
+{
+    hpct_status_t s = bind_thread(ctx);
+    return s ? s : launched(ctx, "col2im_kernel launch", hpcti_k_col2im(g, dcol, dx, batch));
+}
+
+static hpct_status_t cuda_channel_bias_act(hpct_ctx_t ctx, int act, float *z, const float *bias,
+                                           float *y, int batch, int channels, size_t spatial)
+{
+    hpct_status_t s = bind_thread(ctx);
+    return s ? s
+             : launched(ctx, "channel_bias_act_kernel launch",
+                        hpcti_k_channel_bias_act(act, z, bias, y, batch, channels, spatial));
+}
+
+static hpct_status_t cuda_channel_bias_grad(hpct_ctx_t ctx, const float *dz, float *db, int batch,
+                                            int channels, size_t spatial, int accumulate)
+{
+    hpct_status_t s = bind_thread(ctx);
+    return s ? s
+             : launched(ctx, "channel_bias_grad_kernel launch",
+                        hpcti_k_channel_bias_grad(dz, db, batch, channels, spatial, accumulate));
+}
+
+static hpct_status_t cuda_window_fwd(hpct_ctx_t ctx, const struct hpcti_geom *g, const float *x,
+                                     float *y, int batch)
+{
+    hpct_status_t s = bind_thread(ctx);
+    return s ? s : launched(ctx, "window_fwd_kernel launch", hpcti_k_window_fwd(g, x, y, batch));
+}
+
+static hpct_status_t cuda_window_bwd(hpct_ctx_t ctx, const struct hpcti_geom *g, const float *x,
+                                     const float *dy, float *dx, int batch)
+{
+    hpct_status_t s = bind_thread(ctx);
+    return s ? s
+             : launched(ctx, "window_bwd_kernel launch", hpcti_k_window_bwd(g, x, dy, dx, batch));
+}
+
 /* Copy a reduction's result to the host (this waits for the kernels); the launch error of
  * either pass, or the copy's (an earlier kernel's fault surfaces here), named. */
 static hpct_status_t fetch_result(hpct_ctx_t ctx, int launch_error, const char *what, double *out)
@@ -451,6 +498,12 @@ const struct hpcti_ops hpcti_cuda_ops = {
     .bias_act = cuda_bias_act,
     .act_backward = cuda_act_backward,
     .bias_grad = cuda_bias_grad,
+    .im2col = cuda_im2col,
+    .col2im = cuda_col2im,
+    .channel_bias_act = cuda_channel_bias_act,
+    .channel_bias_grad = cuda_channel_bias_grad,
+    .window_fwd = cuda_window_fwd,
+    .window_bwd = cuda_window_bwd,
     .softmax_xent = cuda_softmax_xent,
     .count_correct = cuda_count_correct,
     .mse = cuda_mse,

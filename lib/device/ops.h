@@ -7,6 +7,8 @@
 
 #include "../core/core.h"
 
+struct hpcti_geom; /* a convolution, pooling or upsampling layer's shape: kernels/conv_math.h */
+
 struct hpcti_ops {
     const char *name;
     hpct_status_t (*init)(hpct_ctx_t ctx);
@@ -39,6 +41,25 @@ struct hpcti_ops {
     /* db [cols] (=, or += when accumulate) column sums of dz [rows, cols]. */
     hpct_status_t (*bias_grad)(hpct_ctx_t ctx, const float *dz, float *db, int rows, int cols,
                                int accumulate);
+    /* Convolution, pooling and upsampling over batch samples of geometry g (formulas:
+     * kernels/conv_math.h). col [batch, c_in kd kh kw, P] = the column matrix of x [batch,
+     * c_in, D, H, W]; dx = its adjoint applied to dcol (dx is written, not added to). */
+    hpct_status_t (*im2col)(hpct_ctx_t ctx, const struct hpcti_geom *g, const float *x, float *col,
+                            int batch);
+    hpct_status_t (*col2im)(hpct_ctx_t ctx, const struct hpcti_geom *g, const float *dcol,
+                            float *dx, int batch);
+    /* z [batch, channels, spatial] += bias [channels] (none when bias is NULL); y = act(z)
+     * (y may alias z only for identity). */
+    hpct_status_t (*channel_bias_act)(hpct_ctx_t ctx, int act, float *z, const float *bias,
+                                      float *y, int batch, int channels, size_t spatial);
+    /* db [channels] (=, or += when accumulate) sums of dz [batch, channels, spatial]. */
+    hpct_status_t (*channel_bias_grad)(hpct_ctx_t ctx, const float *dz, float *db, int batch,
+                                       int channels, size_t spatial, int accumulate);
+    /* Pooling or upsampling: y [batch, c, out] of x [batch, c, in]; dx (written) of dy. */
+    hpct_status_t (*window_fwd)(hpct_ctx_t ctx, const struct hpcti_geom *g, const float *x,
+                                float *y, int batch);
+    hpct_status_t (*window_bwd)(hpct_ctx_t ctx, const struct hpcti_geom *g, const float *x,
+                                const float *dy, float *dx, int batch);
     /* Softmax cross-entropy on logits [rows, cols] with labels [rows] (dev, checked in range):
      * *loss = the summed loss; dlogits = scale (softmax - onehot). */
     hpct_status_t (*softmax_xent)(hpct_ctx_t ctx, const float *logits, const int32_t *labels,

@@ -1,44 +1,16 @@
-/* model.c: sequential dense models: build, forward, backward, evaluation. */
-#include "model.h"
+/* model.c: sequential models (dense, convolution, pooling, upsampling and reshape layers):
+ * build, forward, backward, evaluation. */
+#include "layer.h"
 #include "params.h"
 #include "../obs/obs.h"
 #include "../device/ops.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-struct dense {
-    int in, out;
-    hpct_activation_t act;
-    hpct_init_t init;
-    float *w, *b, *dw, *db; /* views into the flat buffers: [out, in], [out] */
-    float *z, *y;           /* [max_batch, out]; y == z for identity */
-};
-
-struct hpct_model {
-    hpct_ctx_t ctx;
-    int inputs;
-    struct dense *layers;
-    int num, cap;
-    hpct_loss_t loss;
-    int max_batch;                   /* 0 until built */
-    float *flat_params, *flat_grads; /* all W and b, back to back */
-    size_t num_params;
-    float *x_dev;         /* [max_batch, inputs] staging (device backends only) */
-    void *targets_dev;    /* [max_batch] int32 or [max_batch, outputs] float staging */
-    int32_t *labels_host; /* [max_batch]: device labels copied for the range check */
-    float *grad_a[2];     /* [max_batch, widest] ping-pong buffers for d(activation) */
-    hpct_params_t params;
-    hpcti_grad_ready_fn grad_ready; /* averaging hooks (lib/comm); NULL when off */
-    hpcti_grads_done_fn grads_done;
-    hpcti_grads_agree_fn grads_agree;
-    hpcti_grads_release_fn grads_release; /* set: flat_grads came from lib/comm (move_grads) */
-    int agreed; /* the agreement before backward ran in this step (hpcti_model_step_begins) */
-    hpct_status_t hook_status;    /* first error a ready hook returned during backward */
-    hpct_status_t nonfinite_loss; /* status of a non-finite loss; 0: HPCT_ERR_NONFINITE */
-};
 
 void hpcti_model_set_grad_hooks(hpct_model_t m, hpcti_grad_ready_fn ready, hpcti_grads_done_fn done,
                                 hpcti_grads_agree_fn agree)
@@ -86,9 +58,13 @@ void hpct_model_destroy(hpct_model_t m)
     if (!m) return;
     const struct hpcti_ops *ops = m->ctx->ops;
     for (int l = 0; l < m->num; l++) {
-        ops->free(m->ctx, m->layers[l].z);
-        if (m->layers[l].y != m->layers[l].z) ops->free(m->ctx, m->layers[l].y);
+        struct hpcti_layer *d = &m->layers[l];
+        if (d->kind == HPCTI_LAYER_RESHAPE) continue; /* z, y are views */
+        ops->free(m->ctx, d->z);
+        if (d->y != d->z) ops->free(m->ctx, d->y);
+        ops->free(m->ctx, d->col);
     }
+    ops->free(m->ctx, m->dcol);
     ops->free(m->ctx, m->flat_params);
     give_back_grads(m, m->flat_grads);
     ops->free(m->ctx, m->x_dev);
@@ -112,8 +88,8 @@ void hpcti_model_move_grads(hpct_model_t m, float *flat, hpcti_grads_release_fn 
     float *old = m->flat_grads;
     memcpy(flat, old, m->num_params * sizeof *flat);
     for (int l = 0; l < m->num; l++) {
-        struct dense *d = &m->layers[l];
-        d->dw = flat + (d->dw - old), d->db = flat + (d->db - old);
+        struct hpcti_layer *d = &m->layers[l];
+        if (d->nw) d->dw = flat + (d->dw - old), d->db = flat + (d->db - old);
     }
     for (int i = 0; i < m->params->num; i++) {
         struct hpcti_param_buf *b = &m->params->bufs[i];
@@ -123,36 +99,68 @@ void hpcti_model_move_grads(hpct_model_t m, float *flat, hpcti_grads_release_fn 
     m->flat_grads = flat, m->grads_release = release;
 }
 
-hpct_status_t hpct_model_add_dense(hpct_model_t m, int out_features, hpct_activation_t act,
+struct hpcti_shape hpcti_model_tail(hpct_model_t m)
+{
+    if (m->num) return m->layers[m->num - 1].shape;
+    return (struct hpcti_shape){.dims = 0, .c = m->inputs, .size = {1, 1, 1}};
+}
+
+hpct_status_t hpcti_check_act_init(hpct_model_t m, const char *fn, hpct_activation_t act,
                                    hpct_init_t init)
 {
-    if (!m) return HPCT_ERR_INVALID_ARG;
-    hpct_ctx_t ctx = m->ctx;
-    hpcti_clear_error(ctx);
-    if (m->max_batch)
-        return hpcti_error(ctx, HPCT_ERR_STATE, "hpct_model_add_dense: the model is already built");
-    if (out_features <= 0)
-        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
-                           "hpct_model_add_dense: layer %d: out_features is %d, must be > 0",
-                           m->num, out_features);
     if (act < HPCT_ACT_IDENTITY || act > HPCT_ACT_GELU)
-        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
-                           "hpct_model_add_dense: layer %d: unknown activation %d", m->num,
-                           (int)act);
+        return hpcti_error(m->ctx, HPCT_ERR_INVALID_ARG, "%s: layer %d: unknown activation %d", fn,
+                           m->num, (int)act);
     if (init < HPCT_INIT_AUTO || init > HPCT_INIT_XAVIER)
-        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
-                           "hpct_model_add_dense: layer %d: unknown initialisation %d", m->num,
-                           (int)init);
+        return hpcti_error(m->ctx, HPCT_ERR_INVALID_ARG, "%s: layer %d: unknown initialisation %d",
+                           fn, m->num, (int)init);
+    return HPCT_SUCCESS;
+}
+
+hpct_status_t hpcti_model_append(hpct_model_t m, const char *fn, const struct hpcti_layer *d)
+{
     if (m->num == m->cap) {
         int cap = m->cap ? 2 * m->cap : 4;
-        struct dense *layers = realloc(m->layers, sizeof *layers * (size_t)cap);
-        if (!layers) return hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "cannot grow the layer list");
+        struct hpcti_layer *layers = realloc(m->layers, sizeof *layers * (size_t)cap);
+        if (!layers)
+            return hpcti_error(m->ctx, HPCT_ERR_NO_MEMORY,
+                               "%s: cannot grow the layer "
+                               "list",
+                               fn);
         m->layers = layers;
         m->cap = cap;
     }
-    int in = m->num ? m->layers[m->num - 1].out : m->inputs;
-    m->layers[m->num++] = (struct dense){.in = in, .out = out_features, .act = act, .init = init};
+    m->layers[m->num++] = *d;
     return HPCT_SUCCESS;
+}
+
+hpct_status_t hpct_model_add_dense(hpct_model_t m, int out_features, hpct_activation_t act,
+                                   hpct_init_t init)
+{
+    static const char fn[] = "hpct_model_add_dense";
+    if (!m) return HPCT_ERR_INVALID_ARG;
+    hpct_ctx_t ctx = m->ctx;
+    hpcti_clear_error(ctx);
+    if (m->max_batch) return hpcti_error(ctx, HPCT_ERR_STATE, "%s: the model is already built", fn);
+    if (out_features <= 0)
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                           "%s: layer %d: out_features is %d, must be > 0", fn, m->num,
+                           out_features);
+    hpct_status_t s = hpcti_check_act_init(m, fn, act, init);
+    if (s) return s;
+    int width = m->num ? m->layers[m->num - 1].out : m->inputs; /* any shape, flattened */
+    if ((long long)width * out_features > INT_MAX / 2)
+        return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "%s: layer %d: %d x %d weights are too many",
+                           fn, m->num, out_features, width);
+    struct hpcti_layer d = {.kind = HPCTI_LAYER_DENSE,
+                            .in = width,
+                            .out = out_features,
+                            .shape = {.dims = 0, .c = out_features, .size = {1, 1, 1}},
+                            .act = act,
+                            .init = init,
+                            .nw = (size_t)out_features * width,
+                            .nb = (size_t)out_features};
+    return hpcti_model_append(m, fn, &d);
 }
 
 hpct_status_t hpct_model_set_loss(hpct_model_t m, hpct_loss_t loss)
@@ -166,11 +174,14 @@ hpct_status_t hpct_model_set_loss(hpct_model_t m, hpct_loss_t loss)
     return HPCT_SUCCESS;
 }
 
-/* Fill W [out, in] on the host from the layer's own seeded stream, then copy it over. */
+/* Fill W of a layer with parameters on the host from its own seeded stream, then copy it
+ * over. Fans: dense in and out; conv c_in k^dims and c_out k^dims. */
 static hpct_status_t init_weights(hpct_model_t m, int l)
 {
-    struct dense *d = &m->layers[l];
-    size_t n = (size_t)d->out * d->in;
+    struct hpcti_layer *d = &m->layers[l];
+    size_t n = d->nw;
+    double fan_in = (double)n / (double)d->nb, fan_out = (double)d->nb;
+    if (d->kind == HPCTI_LAYER_CONV) fan_out *= hpcti_geom_window(&d->g);
     float *host = hpcti_calloc(m->ctx, n, sizeof *host, "initial weights");
     if (!host) return HPCT_ERR_NO_MEMORY;
     hpcti_rng_t rng;
@@ -180,10 +191,10 @@ static hpct_status_t init_weights(hpct_model_t m, int l)
         init =
             (d->act == HPCT_ACT_RELU || d->act == HPCT_ACT_GELU) ? HPCT_INIT_HE : HPCT_INIT_XAVIER;
     if (init == HPCT_INIT_HE) {
-        double sd = sqrt(2.0 / d->in);
+        double sd = sqrt(2.0 / fan_in);
         for (size_t i = 0; i < n; i++) host[i] = (float)(sd * hpcti_rng_normal(&rng));
     } else {
-        double lim = sqrt(6.0 / (d->in + d->out));
+        double lim = sqrt(6.0 / (fan_in + fan_out));
         for (size_t i = 0; i < n; i++)
             host[i] = (float)(lim * (2.0 * hpcti_rng_uniform(&rng) - 1.0));
     }
@@ -197,7 +208,8 @@ static float *alloc_floats(hpct_model_t m, size_t n)
     return m->ctx->ops->alloc(m->ctx, n * sizeof(float));
 }
 
-/* Lay out W and b of every layer in the flat buffers and register them by name. */
+/* Lay out W and b of every layer with parameters in the flat buffers and register them by
+ * name ("dense<l>.weight", "conv<l>.bias", l counting every layer). */
 static hpct_status_t place_params(hpct_model_t m)
 {
     hpct_status_t s = hpct_params_create(m->ctx, &m->params);
@@ -205,31 +217,61 @@ static hpct_status_t place_params(hpct_model_t m)
     m->params->model = m;
     size_t off = 0;
     for (int l = 0; l < m->num; l++) {
-        struct dense *d = &m->layers[l];
-        size_t nw = (size_t)d->out * d->in;
+        struct hpcti_layer *d = &m->layers[l];
+        if (!d->nw) continue;
+        const char *kind = d->kind == HPCTI_LAYER_CONV ? "conv" : "dense";
         d->w = m->flat_params + off, d->dw = m->flat_grads + off;
-        d->b = d->w + nw, d->db = d->dw + nw;
-        off += nw + (size_t)d->out;
+        d->b = d->w + d->nw, d->db = d->dw + d->nw;
+        off += d->nw + d->nb;
         char name[64];
-        snprintf(name, sizeof name, "dense%d.weight", l);
-        if ((s = hpct_params_register(m->params, name, d->w, d->dw, nw))) return s;
-        snprintf(name, sizeof name, "dense%d.bias", l);
-        if ((s = hpct_params_register(m->params, name, d->b, d->db, (size_t)d->out))) return s;
+        snprintf(name, sizeof name, "%s%d.weight", kind, l);
+        if ((s = hpct_params_register(m->params, name, d->w, d->dw, d->nw))) return s;
+        snprintf(name, sizeof name, "%s%d.bias", kind, l);
+        if ((s = hpct_params_register(m->params, name, d->b, d->db, d->nb))) return s;
     }
     return HPCT_SUCCESS;
+}
+
+/* Elements of a conv layer's column matrix for max_batch samples; 0 on overflow. */
+static size_t col_elements(const struct hpcti_layer *d, int max_batch)
+{
+    size_t n;
+    if (__builtin_mul_overflow(hpcti_geom_col_rows(&d->g), hpcti_geom_out_size(&d->g), &n) ||
+        __builtin_mul_overflow(n, (size_t)max_batch, &n) || n > SIZE_MAX / sizeof(float))
+        return 0;
+    return n;
+}
+
+/* A layer's activations (and column matrix) for max_batch samples; reshape has none. */
+static hpct_status_t alloc_layer(hpct_model_t m, struct hpcti_layer *d, int max_batch, size_t *dcol)
+{
+    if (d->kind == HPCTI_LAYER_RESHAPE) return HPCT_SUCCESS;
+    size_t n = (size_t)max_batch * d->out;
+    d->z = alloc_floats(m, n);
+    d->y = d->act == HPCT_ACT_IDENTITY ? d->z : alloc_floats(m, n);
+    if (!d->z || !d->y) return HPCT_ERR_NO_MEMORY;
+    if (d->kind != HPCTI_LAYER_CONV) return HPCT_SUCCESS;
+    size_t cols = col_elements(d, max_batch);
+    if (!cols)
+        return hpcti_error(m->ctx, HPCT_ERR_INVALID_ARG,
+                           "hpct_model_build: the column matrix of convolution layer %d for %d "
+                           "samples is too large",
+                           (int)(d - m->layers), max_batch);
+    *dcol = cols > *dcol ? cols : *dcol;
+    return (d->col = alloc_floats(m, cols)) ? HPCT_SUCCESS : HPCT_ERR_NO_MEMORY;
 }
 
 static hpct_status_t alloc_activations(hpct_model_t m, int max_batch)
 {
     int widest = m->inputs;
+    size_t dcol = 0;
     for (int l = 0; l < m->num; l++) {
-        struct dense *d = &m->layers[l];
-        size_t n = (size_t)max_batch * d->out;
-        d->z = alloc_floats(m, n);
-        d->y = d->act == HPCT_ACT_IDENTITY ? d->z : alloc_floats(m, n);
-        if (!d->z || !d->y) return HPCT_ERR_NO_MEMORY;
+        struct hpcti_layer *d = &m->layers[l];
+        hpct_status_t s = alloc_layer(m, d, max_batch, &dcol);
+        if (s) return s;
         widest = d->out > widest ? d->out : widest;
     }
+    if (dcol && !(m->dcol = alloc_floats(m, dcol))) return HPCT_ERR_NO_MEMORY;
     int outputs = m->layers[m->num - 1].out;
     for (int i = 0; i < 2; i++)
         if (!(m->grad_a[i] = alloc_floats(m, (size_t)max_batch * widest)))
@@ -258,14 +300,21 @@ hpct_status_t hpct_model_build(hpct_model_t m, int max_batch)
     if (max_batch <= 0)
         return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
                            "hpct_model_build: max_batch is %d, must be > 0", max_batch);
-    for (int l = 0; l < m->num; l++)
-        m->num_params += (size_t)m->layers[l].out * m->layers[l].in + m->layers[l].out;
+    for (int l = 0; l < m->num; l++) {
+        m->num_params += m->layers[l].nw + m->layers[l].nb;
+        m->param_layers += m->layers[l].nw > 0;
+    }
+    if (!m->param_layers)
+        return hpcti_error(ctx, HPCT_ERR_STATE,
+                           "hpct_model_build: the model has no layer with parameters (dense or "
+                           "convolution)");
     m->flat_params = alloc_floats(m, m->num_params);
     m->flat_grads = alloc_floats(m, m->num_params);
     if (!m->flat_params || !m->flat_grads) return HPCT_ERR_NO_MEMORY; /* freed by destroy */
     hpct_status_t s = place_params(m);
     if (!s) s = alloc_activations(m, max_batch);
-    for (int l = 0; l < m->num && !s; l++) s = init_weights(m, l);
+    for (int l = 0; l < m->num && !s; l++)
+        if (m->layers[l].nw) s = init_weights(m, l);
     if (s) return s;
     m->max_batch = max_batch;
     hpcti_log(ctx, HPCT_LOG_INFO, "model built: %d layers, %zu parameters, max batch %d", m->num,
@@ -305,10 +354,16 @@ hpct_status_t hpct_model_describe(hpct_model_t m, char *buf, size_t len)
     hpcti_clear_error(m->ctx);
     if (!buf || len == 0)
         return hpcti_error(m->ctx, HPCT_ERR_INVALID_ARG, "hpct_model_describe: empty buffer");
-    size_t used = (size_t)snprintf(buf, len, "dense %d", m->inputs);
-    for (int l = 0; l < m->num && used < len; l++)
-        used += (size_t)snprintf(buf + used, len - used, "-%d(%s)", m->layers[l].out,
-                                 acts[m->layers[l].act]);
+    int dense_only = 1;
+    for (int l = 0; l < m->num; l++) dense_only &= m->layers[l].kind == HPCTI_LAYER_DENSE;
+    size_t used = (size_t)snprintf(buf, len, dense_only ? "dense %d" : "%d", m->inputs);
+    for (int l = 0; l < m->num && used < len; l++) {
+        if (dense_only)
+            used += (size_t)snprintf(buf + used, len - used, "-%d(%s)", m->layers[l].out,
+                                     acts[m->layers[l].act]);
+        else
+            hpcti_layer_describe(&m->layers[l], buf, len, &used);
+    }
     if (used < len)
         used += (size_t)snprintf(buf + used, len - used, " %s",
                                  m->loss == HPCT_LOSS_MSE ? "mse" : "softmax_ce");
@@ -386,17 +441,24 @@ static void layer_span(hpct_model_t m, const char *pass, int l, double t0)
     hpcti_tl_span(m->ctx, 0, name, "compute", t0, hpcti_now(), "\"layer\":%d", l);
 }
 
-/* z = x W^T + b; y = act(z), layer by layer. *y = the last layer's output. */
+/* Layer by layer: dense z = x W^T + b, y = act(z); the others in layers.c; reshape passes its
+ * input on. *y = the last layer's output. */
 static hpct_status_t forward(hpct_model_t m, const float *x, int batch, const float **y)
 {
     const struct hpcti_ops *ops = m->ctx->ops;
     const float *a = x;
     hpct_status_t s = HPCT_SUCCESS;
     for (int l = 0; l < m->num && !s; l++) {
-        struct dense *d = &m->layers[l];
+        struct hpcti_layer *d = &m->layers[l];
+        d->x = a;
+        if (d->kind == HPCTI_LAYER_RESHAPE) continue;
         double t0 = hpcti_tl_now(m->ctx);
-        s = ops->gemm(m->ctx, 0, 1, batch, d->out, d->in, 1.0f, a, d->w, 0.0f, d->z);
-        if (!s) s = ops->bias_act(m->ctx, d->act, d->z, d->b, d->y, batch, d->out);
+        if (d->kind == HPCTI_LAYER_DENSE) {
+            s = ops->gemm(m->ctx, 0, 1, batch, d->out, d->in, 1.0f, a, d->w, 0.0f, d->z);
+            if (!s) s = ops->bias_act(m->ctx, d->act, d->z, d->b, d->y, batch, d->out);
+        } else {
+            s = hpcti_spatial_forward(m, d, a, batch);
+        }
         layer_span(m, "forward", l, t0);
         a = d->y;
     }
@@ -430,37 +492,54 @@ static hpct_status_t batch_loss(hpct_model_t m, const float *out, const void *t,
     return s;
 }
 
-/* One layer's backward: dz = dy act'(z); dW (+)= dz^T a; db (+)= column sums of dz. */
-static hpct_status_t layer_backward(hpct_model_t m, struct dense *d, float *dz, const float *a,
-                                    int batch, int accumulate)
+/* A layer's parameter gradients from dz (d loss / d z [batch, out]): dense dW (+)= dz^T x,
+ * db (+)= column sums of dz; conv in layers.c; none for pooling and upsampling. */
+static hpct_status_t param_grads(hpct_model_t m, struct hpcti_layer *d, const float *dz, int batch,
+                                 int accumulate)
 {
     const struct hpcti_ops *ops = m->ctx->ops;
-    hpct_status_t s = HPCT_SUCCESS;
-    if (d->act != HPCT_ACT_IDENTITY)
-        s = ops->act_backward(m->ctx, d->act, d->z, d->y, dz, dz, (size_t)batch * d->out);
-    if (!s) /* dW [out, in] */
-        s = ops->gemm(m->ctx, 1, 0, d->out, d->in, batch, 1.0f, dz, a, accumulate ? 1.0f : 0.0f,
-                      d->dw);
-    if (!s) s = ops->bias_grad(m->ctx, dz, d->db, batch, d->out, accumulate);
-    return s;
+    if (d->kind == HPCTI_LAYER_CONV) return hpcti_conv_param_grads(m, d, dz, batch, accumulate);
+    if (d->kind != HPCTI_LAYER_DENSE) return HPCT_SUCCESS;
+    hpct_status_t s = ops->gemm(m->ctx, 1, 0, d->out, d->in, batch, 1.0f, dz, d->x,
+                                accumulate ? 1.0f : 0.0f, d->dw); /* dW [out, in] */
+    return s ? s : ops->bias_grad(m->ctx, dz, d->db, batch, d->out, accumulate);
 }
 
-/* Backpropagate dy (d loss / d last output) through every layer into the gradients. */
-static hpct_status_t backward(hpct_model_t m, const float *x, int batch, int accumulate)
+/* dx [batch, in] = d loss / d input of a layer from dz: dense dz W; the others in layers.c. */
+static hpct_status_t input_grad(hpct_model_t m, struct hpcti_layer *d, const float *dz, float *dx,
+                                int batch)
 {
-    int cur = 0;
+    if (d->kind != HPCTI_LAYER_DENSE) return hpcti_spatial_input_grad(m, d, dz, dx, batch);
+    return m->ctx->ops->gemm(m->ctx, 0, 0, batch, d->in, d->out, 1.0f, dz, d->w, 0.0f, dx);
+}
+
+/* The first layer that computes (not a reshape): below it no layer needs d loss / d input. */
+static int first_computing(hpct_model_t m)
+{
+    int l = 0;
+    while (l < m->num - 1 && m->layers[l].kind == HPCTI_LAYER_RESHAPE) l++;
+    return l;
+}
+
+/* Backpropagate d loss / d last output (in grad_a[0]) through every layer into the gradients:
+ * dz = dy act'(z) in place, then the layer's own backward into the other buffer. */
+static hpct_status_t backward(hpct_model_t m, int batch, int accumulate)
+{
+    int cur = 0, pl = m->param_layers, first = first_computing(m);
     hpct_status_t s = HPCT_SUCCESS;
-    for (int l = m->num - 1; l >= 0 && !s; l--) {
-        struct dense *d = &m->layers[l];
+    for (int l = m->num - 1; l >= first && !s; l--) {
+        struct hpcti_layer *d = &m->layers[l];
+        if (d->kind == HPCTI_LAYER_RESHAPE) continue; /* same values, same gradient */
         double t0 = hpcti_tl_now(m->ctx);
-        float *dz = m->grad_a[cur];
-        s = layer_backward(m, d, dz, l ? m->layers[l - 1].y : x, batch, accumulate);
-        if (!s && m->grad_ready && !m->hook_status) /* dW, db contiguous: start averaging them */
-            m->hook_status = m->grad_ready(m->ctx, l, m->num, d->dw,
-                                           (size_t)d->out * d->in + d->out, m->num_params);
-        if (!s && l > 0)
-            s = m->ctx->ops->gemm(m->ctx, 0, 0, batch, d->in, d->out, 1.0f, dz, d->w, 0.0f,
-                                  m->grad_a[1 - cur]);
+        float *dz = m->grad_a[cur], *dx = l > first ? m->grad_a[1 - cur] : NULL;
+        if (d->act != HPCT_ACT_IDENTITY)
+            s = m->ctx->ops->act_backward(m->ctx, d->act, d->z, d->y, dz, dz,
+                                          (size_t)batch * d->out);
+        if (!s) s = param_grads(m, d, dz, batch, accumulate);
+        if (!s && d->nw && m->grad_ready && !m->hook_status) /* dW, db contiguous: average */
+            m->hook_status =
+                m->grad_ready(m->ctx, --pl, m->param_layers, d->dw, d->nw + d->nb, m->num_params);
+        if (!s && dx) s = input_grad(m, d, dz, dx, batch);
         layer_span(m, "backward", l, t0);
         cur = 1 - cur;
     }
@@ -542,7 +621,7 @@ hpct_status_t hpct_model_loss_grad(hpct_model_t m, const float *x, const void *t
         s = m->grads_agree(m->ctx, s, fn);
     }
     if (s) return s;
-    s = backward(m, xd, batch, accumulate);
+    s = backward(m, batch, accumulate);
     if (m->grad_ready) { /* finish the averaging that backward started (or end its op) */
         hpct_status_t hook = m->hook_status;
         m->hook_status = HPCT_SUCCESS;
