@@ -81,7 +81,8 @@ HPCTI_HD void hpcti_covering(int i, int k, int s, int pad, int out, int *lo, int
 
 /* Element e of dx [batch, c_in, D, H, W]: the sum, over the kernel offsets and output
  * positions that read input e, of dcol [batch, c_in kd kh kw, P], in the order of increasing
- * output position (and so of decreasing kernel offset): the adjoint of hpcti_im2col_at. */
+ * kernel offset (row of dcol; so of decreasing output position): the adjoint of
+ * hpcti_im2col_at. The cpu backend adds row by row in the same order. */
 HPCTI_HD float hpcti_col2im_at(const struct hpcti_geom *g, const float *dcol, size_t e)
 {
     size_t in = hpcti_geom_in_size(g), P = hpcti_geom_out_size(g);
@@ -95,9 +96,9 @@ HPCTI_HD float hpcti_col2im_at(const struct hpcti_geom *g, const float *dcol, si
     hpcti_covering(xi, g->k[2], g->s[2], g->pad[2], g->out[2], &lo[2], &hi[2]);
     const float *base = dcol + n * rows * P;
     float sum = 0.0f;
-    for (int zo = lo[0]; zo < hi[0]; zo++)
-        for (int yo = lo[1]; yo < hi[1]; yo++)
-            for (int xo = lo[2]; xo < hi[2]; xo++) {
+    for (int zo = hi[0] - 1; zo >= lo[0]; zo--)
+        for (int yo = hi[1] - 1; yo >= lo[1]; yo--)
+            for (int xo = hi[2] - 1; xo >= lo[2]; xo--) {
                 int a = zi + g->pad[0] - zo * g->s[0], b = yi + g->pad[1] - yo * g->s[1];
                 int c = xi + g->pad[2] - xo * g->s[2];
                 size_t r = ((ci * (size_t)g->k[0] + a) * g->k[1] + b) * g->k[2] + c;
@@ -116,10 +117,11 @@ HPCTI_HD size_t hpcti_window_origin(const struct hpcti_geom *g, size_t p)
            (size_t)(xo * g->s[2]);
 }
 
-/* Pooling: index within the channel of the window's first maximum (NaN: its first NaN). */
-HPCTI_HD size_t hpcti_pool_argmax(const struct hpcti_geom *g, const float *xc, size_t p)
+/* Pooling: index within the channel xc of the first maximum (NaN: the first NaN) of the
+ * window starting at index o. */
+HPCTI_HD size_t hpcti_pool_argmax_from(const struct hpcti_geom *g, const float *xc, size_t o)
 {
-    size_t o = hpcti_window_origin(g, p), best = o;
+    size_t best = o;
     for (int a = 0; a < g->k[0]; a++)
         for (int b = 0; b < g->k[1]; b++)
             for (int c = 0; c < g->k[2]; c++) {
@@ -130,27 +132,41 @@ HPCTI_HD size_t hpcti_pool_argmax(const struct hpcti_geom *g, const float *xc, s
     return best;
 }
 
-/* Element e of y [batch, c, out...] of pooling or upsampling x [batch, c, in...]. */
-HPCTI_HD float hpcti_window_fwd_at(const struct hpcti_geom *g, const float *x, size_t e)
+/* The same for output position p's window. */
+HPCTI_HD size_t hpcti_pool_argmax(const struct hpcti_geom *g, const float *xc, size_t p)
 {
-    size_t P = hpcti_geom_out_size(g), in = hpcti_geom_in_size(g);
-    size_t p = e % P;
-    const float *xc = x + (e / P) * in; /* this sample's channel */
-    if (g->kind == HPCTI_GEOM_UPSAMPLE) {
-        int xo = (int)(p % (size_t)g->out[2]);
-        int yo = (int)(p / (size_t)g->out[2] % (size_t)g->out[1]);
-        int zo = (int)(p / ((size_t)g->out[2] * g->out[1]));
-        return xc[((size_t)(zo / g->s[0]) * g->in[1] + (size_t)(yo / g->s[1])) * g->in[2] +
-                  (size_t)(xo / g->s[2])];
-    }
-    if (g->kind == HPCTI_GEOM_MAXPOOL) return xc[hpcti_pool_argmax(g, xc, p)];
-    size_t o = hpcti_window_origin(g, p);
+    return hpcti_pool_argmax_from(g, xc, hpcti_window_origin(g, p));
+}
+
+/* Average pooling: the mean of the window starting at index o (added in window order). */
+HPCTI_HD float hpcti_pool_mean_from(const struct hpcti_geom *g, const float *xc, size_t o)
+{
     float sum = 0.0f;
     for (int a = 0; a < g->k[0]; a++)
         for (int b = 0; b < g->k[1]; b++)
             for (int c = 0; c < g->k[2]; c++)
                 sum += xc[o + ((size_t)a * g->in[1] + b) * g->in[2] + c];
     return sum / (float)hpcti_geom_window(g);
+}
+
+/* Upsampling: index within the channel of the input that output position p repeats. */
+HPCTI_HD size_t hpcti_upsample_source(const struct hpcti_geom *g, size_t p)
+{
+    int xo = (int)(p % (size_t)g->out[2]), yo = (int)(p / (size_t)g->out[2] % (size_t)g->out[1]);
+    int zo = (int)(p / ((size_t)g->out[2] * g->out[1]));
+    return ((size_t)(zo / g->s[0]) * g->in[1] + (size_t)(yo / g->s[1])) * g->in[2] +
+           (size_t)(xo / g->s[2]);
+}
+
+/* Element e of y [batch, c, out...] of pooling or upsampling x [batch, c, in...]. */
+HPCTI_HD float hpcti_window_fwd_at(const struct hpcti_geom *g, const float *x, size_t e)
+{
+    size_t P = hpcti_geom_out_size(g), in = hpcti_geom_in_size(g);
+    size_t p = e % P;
+    const float *xc = x + (e / P) * in; /* this sample's channel */
+    if (g->kind == HPCTI_GEOM_UPSAMPLE) return xc[hpcti_upsample_source(g, p)];
+    if (g->kind == HPCTI_GEOM_MAXPOOL) return xc[hpcti_pool_argmax(g, xc, p)];
+    return hpcti_pool_mean_from(g, xc, hpcti_window_origin(g, p));
 }
 
 /* Element e of dx [batch, c, in...], the adjoint of hpcti_window_fwd_at for dy [batch, c,

@@ -2,8 +2,12 @@
  * float64 reference written with direct loops (no column matrices): outputs, and the fp32
  * gradients of every parameter against centred differences, in 1, 2 and 3 dimensions with
  * stride 1 and 2, "same" and "valid" padding and edge sizes; then the argument checks. */
+#include "config.h"
 #include "hpctrain.h"
 #include "lib/tap.h"
+#include "../lib/core/core.h"
+#include "../lib/device/ops.h"
+#include "../kernels/conv_math.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -438,10 +442,91 @@ static void check_errors(void)
     hpct_ctx_destroy(ctx);
 }
 
+/* Geometry of a conv (kind HPCTI_GEOM_CONV) or window layer over in [3] with window k, stride s,
+ * "same" padding when same; dims spatial dimensions (the others 1). */
+static struct hpcti_geom geom(int kind, int c_in, int c_out, int dims, const int *in, int k, int s,
+                              int same)
+{
+    struct hpcti_geom g = {.kind = kind, .c_in = c_in, .c_out = c_out};
+    for (int j = 0; j < 3; j++) {
+        int present = j >= 3 - dims;
+        g.in[j] = present ? in[j] : 1, g.k[j] = present ? k : 1, g.s[j] = present ? s : 1;
+        if (kind == HPCTI_GEOM_UPSAMPLE) {
+            g.out[j] = g.in[j] * g.s[j];
+            continue;
+        }
+        g.out[j] = out_size(g.in[j], g.k[j], g.s[j], same, &g.pad[j]);
+    }
+    return g;
+}
+
+/* The cpu backend's loops give the shared per-element formulas' bits (which the CUDA kernels
+ * and the device double evaluate), for column matrices, their adjoint, pooling and
+ * upsampling, on random data with ties. */
+static void check_formulas(void)
+{
+    static const struct {
+        int kind, c_in, c_out, dims, in[3], k, s, same;
+    } gs[] = {
+        {HPCTI_GEOM_CONV, 3, 4, 2, {1, 7, 6}, 3, 1, 1},
+        {HPCTI_GEOM_CONV, 2, 3, 2, {1, 7, 5}, 3, 2, 1},
+        {HPCTI_GEOM_CONV, 2, 2, 3, {4, 5, 3}, 3, 2, 0},
+        {HPCTI_GEOM_CONV, 1, 2, 1, {1, 1, 9}, 5, 2, 1},
+        {HPCTI_GEOM_CONV, 2, 2, 2, {1, 2, 3}, 5, 1, 1},
+        {HPCTI_GEOM_MAXPOOL, 3, 3, 2, {1, 7, 6}, 3, 2, 0},
+        {HPCTI_GEOM_AVGPOOL, 2, 2, 3, {4, 4, 5}, 2, 2, 0},
+        {HPCTI_GEOM_UPSAMPLE, 2, 2, 2, {1, 3, 4}, 2, 2, 0},
+    };
+    hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
+    hpct_ctx_t ctx;
+    if (hpct_ctx_create(&cfg, &ctx)) tap_bail("context");
+    const struct hpcti_ops *o = &hpcti_cpu_ops;
+    enum { NB = 2 };
+    for (size_t t = 0; t < sizeof gs / sizeof *gs; t++) {
+        struct hpcti_geom g = geom(gs[t].kind, gs[t].c_in, gs[t].c_out, gs[t].dims, gs[t].in,
+                                   gs[t].k, gs[t].s, gs[t].same);
+        size_t nin = NB * (size_t)g.c_in * hpcti_geom_in_size(&g);
+        size_t nout =
+            NB * (size_t)(g.kind == HPCTI_GEOM_CONV ? hpcti_geom_col_rows(&g) : (size_t)g.c_out) *
+            hpcti_geom_out_size(&g);
+        float *x = malloc(sizeof(float) * nin), *dx = malloc(sizeof(float) * nin);
+        float *want_in = malloc(sizeof(float) * nin), *y = malloc(sizeof(float) * nout);
+        float *want_out = malloc(sizeof(float) * nout), *dy = malloc(sizeof(float) * nout);
+        srand(100 + (unsigned)t);
+        for (size_t i = 0; i < nin; i++) x[i] = (float)(rand() % 7) * 0.25f - 0.75f; /* ties */
+        for (size_t i = 0; i < nout; i++) dy[i] = (float)(2.0 * rand() / RAND_MAX - 1.0);
+        int fwd_same, bwd_same;
+        if (g.kind == HPCTI_GEOM_CONV) {
+            hpct_status_t s = o->im2col(ctx, &g, x, y, NB);
+            for (size_t e = 0; e < nout; e++) want_out[e] = hpcti_im2col_at(&g, x, e);
+            fwd_same = !s && !memcmp(y, want_out, sizeof(float) * nout);
+            s = o->col2im(ctx, &g, dy, dx, NB);
+            for (size_t e = 0; e < nin; e++) want_in[e] = hpcti_col2im_at(&g, dy, e);
+            bwd_same = !s && !memcmp(dx, want_in, sizeof(float) * nin);
+        } else {
+            hpct_status_t s = o->window_fwd(ctx, &g, x, y, NB);
+            for (size_t e = 0; e < nout; e++) want_out[e] = hpcti_window_fwd_at(&g, x, e);
+            fwd_same = !s && !memcmp(y, want_out, sizeof(float) * nout);
+            s = o->window_bwd(ctx, &g, x, dy, dx, NB);
+            for (size_t e = 0; e < nin; e++) want_in[e] = hpcti_window_bwd_at(&g, x, dy, e);
+            bwd_same = !s && !memcmp(dx, want_in, sizeof(float) * nin);
+        }
+        tap_ok(
+            fwd_same && bwd_same,
+            "cpu loops give the shared formulas' bits: geometry %zu (kind %d, %d-d, k%d s%d %s), "
+            "forward %d, backward %d",
+            t, g.kind, gs[t].dims, gs[t].k, gs[t].s, gs[t].same ? "same" : "valid", fwd_same,
+            bwd_same);
+        free(x), free(dx), free(want_in), free(y), free(want_out), free(dy);
+    }
+    hpct_ctx_destroy(ctx);
+}
+
 int main(void)
 {
-    tap_plan(2 * NCASES + 12);
+    tap_plan(2 * NCASES + 12 + 8);
     for (int i = 0; i < NCASES; i++) check_case(i);
+    check_formulas();
     check_errors();
     return tap_done();
 }

@@ -162,19 +162,71 @@ static hpct_status_t cpu_bias_grad(hpct_ctx_t ctx, const float *dz, float *db, i
     return HPCT_SUCCESS;
 }
 
+/* One row of a sample's column matrix (channel ci, kernel offset a b c): dst [P] from the
+ * channel xc [D, H, W], zeros in the padding (the values of hpcti_im2col_at). */
+static void im2col_row(const struct hpcti_geom *g, const float *xc, int a, int b, int c,
+                       float *restrict dst)
+{
+    for (int zo = 0; zo < g->out[0]; zo++)
+        for (int yo = 0; yo < g->out[1]; yo++, dst += g->out[2]) {
+            int zi = zo * g->s[0] - g->pad[0] + a, yi = yo * g->s[1] - g->pad[1] + b;
+            if (zi < 0 || zi >= g->in[0] || yi < 0 || yi >= g->in[1]) {
+                memset(dst, 0, sizeof(float) * (size_t)g->out[2]);
+                continue;
+            }
+            const float *src = xc + ((size_t)zi * g->in[1] + yi) * g->in[2];
+            for (int xo = 0; xo < g->out[2]; xo++) {
+                int xi = xo * g->s[2] - g->pad[2] + c;
+                dst[xo] = xi >= 0 && xi < g->in[2] ? src[xi] : 0.0f;
+            }
+        }
+}
+
+/* The adjoint of im2col_row: dxc [D, H, W] += the row src [P] at the inputs it read. */
+static void col2im_row(const struct hpcti_geom *g, const float *src, int a, int b, int c,
+                       float *restrict dxc)
+{
+    for (int zo = 0; zo < g->out[0]; zo++)
+        for (int yo = 0; yo < g->out[1]; yo++, src += g->out[2]) {
+            int zi = zo * g->s[0] - g->pad[0] + a, yi = yo * g->s[1] - g->pad[1] + b;
+            if (zi < 0 || zi >= g->in[0] || yi < 0 || yi >= g->in[1]) continue;
+            float *dst = dxc + ((size_t)zi * g->in[1] + yi) * g->in[2];
+            for (int xo = 0; xo < g->out[2]; xo++) {
+                int xi = xo * g->s[2] - g->pad[2] + c;
+                if (xi >= 0 && xi < g->in[2]) dst[xi] += src[xo];
+            }
+        }
+}
+
+/* Row by row (channel, then kernel offset): the same values as hpcti_im2col_at. */
 static hpct_status_t cpu_im2col(hpct_ctx_t ctx, const struct hpcti_geom *g, const float *x,
                                 float *restrict col, int batch)
 {
-    size_t n = (size_t)batch * hpcti_geom_col_rows(g) * hpcti_geom_out_size(g);
-    for (size_t e = 0; e < n; e++) col[e] = hpcti_im2col_at(g, x, e);
+    size_t in = hpcti_geom_in_size(g), P = hpcti_geom_out_size(g);
+    for (int n = 0; n < batch; n++)
+        for (int ci = 0; ci < g->c_in; ci++) {
+            const float *xc = x + ((size_t)n * g->c_in + ci) * in;
+            for (int a = 0; a < g->k[0]; a++)
+                for (int b = 0; b < g->k[1]; b++)
+                    for (int c = 0; c < g->k[2]; c++, col += P) im2col_row(g, xc, a, b, c, col);
+        }
     return HPCT_SUCCESS;
 }
 
+/* Rows added in increasing order: each input gets its terms in hpcti_col2im_at's order (one
+ * output position per row reads it), so the sums are the kernels' bit for bit. */
 static hpct_status_t cpu_col2im(hpct_ctx_t ctx, const struct hpcti_geom *g, const float *dcol,
                                 float *restrict dx, int batch)
 {
-    size_t n = (size_t)batch * (size_t)g->c_in * hpcti_geom_in_size(g);
-    for (size_t e = 0; e < n; e++) dx[e] = hpcti_col2im_at(g, dcol, e);
+    size_t in = hpcti_geom_in_size(g), P = hpcti_geom_out_size(g);
+    memset(dx, 0, sizeof(float) * (size_t)batch * (size_t)g->c_in * in);
+    for (int n = 0; n < batch; n++)
+        for (int ci = 0; ci < g->c_in; ci++) {
+            float *dxc = dx + ((size_t)n * g->c_in + ci) * in;
+            for (int a = 0; a < g->k[0]; a++)
+                for (int b = 0; b < g->k[1]; b++)
+                    for (int c = 0; c < g->k[2]; c++, dcol += P) col2im_row(g, dcol, a, b, c, dxc);
+        }
     return HPCT_SUCCESS;
 }
 
@@ -183,9 +235,13 @@ static hpct_status_t cpu_channel_bias_act(hpct_ctx_t ctx, int act, float *z, con
 {
     for (size_t row = 0; row < (size_t)batch * (size_t)channels; row++) {
         float *zr = z + row * spatial, *yr = y + row * spatial;
+        float b = bias ? bias[row % (size_t)channels] : 0.0f;
         if (bias)
-            for (size_t p = 0; p < spatial; p++) zr[p] += bias[row % (size_t)channels];
-        for (size_t p = 0; p < spatial; p++) yr[p] = hpcti_act_fwd(act, zr[p]);
+            for (size_t p = 0; p < spatial; p++) zr[p] += b;
+        if (act == HPCTI_MATH_RELU) /* the hot case: branch-free, as cpu_bias_act */
+            for (size_t p = 0; p < spatial; p++) yr[p] = zr[p] < 0.0f ? 0.0f : zr[p];
+        else if (act != HPCTI_MATH_IDENTITY || yr != zr)
+            for (size_t p = 0; p < spatial; p++) yr[p] = hpcti_act_fwd(act, zr[p]);
     }
     return HPCT_SUCCESS;
 }
@@ -200,19 +256,72 @@ static hpct_status_t cpu_channel_bias_grad(hpct_ctx_t ctx, const float *dz, floa
     return HPCT_SUCCESS;
 }
 
+/* One channel of pooling or upsampling: yc [out] from xc [in], windows walked in output order
+ * with their origins stepped, not divided out (the values of hpcti_window_fwd_at). */
+static void window_fwd_channel(const struct hpcti_geom *g, const float *xc, float *restrict yc)
+{
+    for (int zo = 0; zo < g->out[0]; zo++)
+        for (int yo = 0; yo < g->out[1]; yo++)
+            for (int xo = 0; xo < g->out[2]; xo++, yc++) {
+                if (g->kind == HPCTI_GEOM_UPSAMPLE) {
+                    *yc =
+                        xc[((size_t)(zo / g->s[0]) * g->in[1] + (size_t)(yo / g->s[1])) * g->in[2] +
+                           (size_t)(xo / g->s[2])];
+                    continue;
+                }
+                size_t o = ((size_t)zo * g->s[0] * g->in[1] + (size_t)yo * g->s[1]) * g->in[2] +
+                           (size_t)xo * g->s[2];
+                *yc = g->kind == HPCTI_GEOM_MAXPOOL ? xc[hpcti_pool_argmax_from(g, xc, o)]
+                                                    : hpcti_pool_mean_from(g, xc, o);
+            }
+}
+
 static hpct_status_t cpu_window_fwd(hpct_ctx_t ctx, const struct hpcti_geom *g, const float *x,
                                     float *restrict y, int batch)
 {
-    size_t n = (size_t)batch * (size_t)g->c_out * hpcti_geom_out_size(g);
-    for (size_t e = 0; e < n; e++) y[e] = hpcti_window_fwd_at(g, x, e);
+    size_t P = hpcti_geom_out_size(g), in = hpcti_geom_in_size(g);
+    for (size_t nc = 0; nc < (size_t)batch * (size_t)g->c_out; nc++)
+        window_fwd_channel(g, x + nc * in, y + nc * P);
     return HPCT_SUCCESS;
+}
+
+/* One channel's adjoint, output positions in increasing order, each adding its dy to the
+ * inputs it read (max: its first maximum; average: its window, divided at the end): every
+ * input gets its terms in hpcti_window_bwd_at's order, so the kernels' bits. */
+static void window_bwd_channel(const struct hpcti_geom *g, const float *xc, const float *dyc,
+                               float *restrict dxc)
+{
+    size_t in = hpcti_geom_in_size(g);
+    memset(dxc, 0, sizeof(float) * in);
+    for (int zo = 0; zo < g->out[0]; zo++)
+        for (int yo = 0; yo < g->out[1]; yo++)
+            for (int xo = 0; xo < g->out[2]; xo++, dyc++) {
+                if (g->kind == HPCTI_GEOM_UPSAMPLE) {
+                    dxc[((size_t)(zo / g->s[0]) * g->in[1] + (size_t)(yo / g->s[1])) * g->in[2] +
+                        (size_t)(xo / g->s[2])] += *dyc;
+                    continue;
+                }
+                size_t o = ((size_t)zo * g->s[0] * g->in[1] + (size_t)yo * g->s[1]) * g->in[2] +
+                           (size_t)xo * g->s[2];
+                if (g->kind == HPCTI_GEOM_MAXPOOL) {
+                    dxc[hpcti_pool_argmax_from(g, xc, o)] += *dyc;
+                    continue;
+                }
+                for (int a = 0; a < g->k[0]; a++)
+                    for (int b = 0; b < g->k[1]; b++)
+                        for (int c = 0; c < g->k[2]; c++)
+                            dxc[o + ((size_t)a * g->in[1] + b) * g->in[2] + c] += *dyc;
+            }
+    if (g->kind == HPCTI_GEOM_AVGPOOL)
+        for (size_t i = 0; i < in; i++) dxc[i] /= (float)hpcti_geom_window(g);
 }
 
 static hpct_status_t cpu_window_bwd(hpct_ctx_t ctx, const struct hpcti_geom *g, const float *x,
                                     const float *dy, float *restrict dx, int batch)
 {
-    size_t n = (size_t)batch * (size_t)g->c_in * hpcti_geom_in_size(g);
-    for (size_t e = 0; e < n; e++) dx[e] = hpcti_window_bwd_at(g, x, dy, e);
+    size_t P = hpcti_geom_out_size(g), in = hpcti_geom_in_size(g);
+    for (size_t nc = 0; nc < (size_t)batch * (size_t)g->c_in; nc++)
+        window_bwd_channel(g, x + nc * in, dy + nc * P, dx + nc * in);
     return HPCT_SUCCESS;
 }
 
