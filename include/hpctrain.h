@@ -236,6 +236,12 @@ hpct_status_t hpct_model_add_pool(hpct_model_t model, hpct_pool_t kind, int wind
                                   hpct_activation_t act);
 /* Append y = act(x repeated factor times along every spatial dimension) (nearest neighbour). */
 hpct_status_t hpct_model_add_upsample(hpct_model_t model, int factor, hpct_activation_t act);
+/* Append the layers of a description (hpctrain.conf(5)'s layers key), comma-separated:
+ * "reshape CxHxW", "conv C [kK] [sS] [same|valid]", "maxpool W [sS]", "avgpool W [sS]",
+ * "upsample F", "dense N", each with an optional activation word (identity, relu, tanh, gelu):
+ * by default act for conv and dense, identity for pooling and upsampling, and identity for the
+ * last item (the output layer). Defaults: k3, s1, same; pooling stride = window. */
+hpct_status_t hpct_model_add_layers(hpct_model_t model, const char *spec, hpct_activation_t act);
 /* Choose the loss applied to the last layer's output (default softmax CE). */
 hpct_status_t hpct_model_set_loss(hpct_model_t model, hpct_loss_t loss);
 /* Allocate every buffer for batches up to max_batch and initialise the weights from
@@ -1024,9 +1030,10 @@ hpct_status_t hpct_evaluate(hpct_model_t model, hpct_dataset_t ds, double *loss,
  * through hpct_settings_set. Fill it with hpct_settings_defaults first. The failing calls
  * below return HPCT_ERR_INVALID_ARG and leave their message (naming the file and line, the
  * variable or the option) in hpct_last_error(NULL). */
-#define HPCT_SETTINGS_VERSION    1
+#define HPCT_SETTINGS_VERSION    2
 #define HPCT_SETTINGS_PATH_MAX   1024 /* bytes of a path value, with its terminating NUL */
 #define HPCT_SETTINGS_MAX_HIDDEN 16   /* hidden layers */
+#define HPCT_SETTINGS_LAYERS_MAX 1024 /* bytes of the layers value, with its NUL */
 typedef struct hpct_settings {
     unsigned version; /* HPCT_SETTINGS_VERSION (set by hpct_settings_defaults) */
     /* data (hpctrain train) */
@@ -1066,6 +1073,8 @@ typedef struct hpct_settings {
     char data_store[8];       /* auto | off | job | node: hpct_data_config_t.store */
     long data_memory_mib;     /* MiB a rank may load the set into (0: always stream) */
     long inputs; /* input width: hpct_insitu_open's model (hpctrain train: 0, the data's) */
+    /* version 2: the model's layers (hpct_model_add_layers' syntax; "": hidden's dense layers) */
+    char layers[HPCT_SETTINGS_LAYERS_MAX];
 } hpct_settings_t;
 
 /* What hpct_settings_check checks a complete set of settings for. */

@@ -225,7 +225,22 @@ static int open_data(struct run *r)
     return s ? fail_as(r, "opening the evaluation data", s, 1) : TOOL_OK;
 }
 
-/* Input width and classes (or target width) from the data; hidden layers from settings. */
+/* The layers key's layers on features inputs; the last must give outputs values. */
+static int add_layers(struct run *r, int features, int outputs, int ce)
+{
+    int last = 0;
+    hpct_status_t s = hpct_model_add_layers(r->model, r->c.layers, activation_of(r->c.activation));
+    if (s) return fail(r, "building the model from layers", s);
+    hpct_model_shape(r->model, NULL, &last);
+    if (last == outputs) return TOOL_OK;
+    return conf_error(TOOL_USAGE,
+                      "layers: the last layer gives %d values per sample, but %s %d (the data "
+                      "has %d input features)",
+                      last, ce ? "outputs (classes) is" : "the targets are", outputs, features);
+}
+
+/* Input width and classes (or target width) from the data; hidden layers (or the layers key's
+ * model) from settings. */
 static int build_model(struct run *r)
 {
     int features, width;
@@ -241,10 +256,13 @@ static int build_model(struct run *r)
     if (!s && ce && outputs <= 0)
         return conf_error(TOOL_USAGE, "loss = softmax_ce needs outputs = the number of classes");
     if (!s) s = hpct_model_create(r->ctx, features, &r->model);
-    for (int i = 0; !s && i < r->c.num_hidden; i++)
+    int rc = !s && r->c.layers[0] ? add_layers(r, features, outputs, ce) : TOOL_OK;
+    if (rc != TOOL_OK) return rc;
+    for (int i = 0; !s && !r->c.layers[0] && i < r->c.num_hidden; i++)
         s = hpct_model_add_dense(r->model, r->c.hidden[i], activation_of(r->c.activation),
                                  HPCT_INIT_AUTO);
-    if (!s) s = hpct_model_add_dense(r->model, outputs, HPCT_ACT_IDENTITY, HPCT_INIT_AUTO);
+    if (!s && !r->c.layers[0])
+        s = hpct_model_add_dense(r->model, outputs, HPCT_ACT_IDENTITY, HPCT_INIT_AUTO);
     if (!s) s = hpct_model_set_loss(r->model, ce ? HPCT_LOSS_SOFTMAX_CE : HPCT_LOSS_MSE);
     int local = (int)(r->c.global_batch / (r->topo.size > 0 ? r->topo.size : 1));
     if (!s) s = hpct_model_build(r->model, local > 0 ? local : 1);

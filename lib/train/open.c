@@ -82,17 +82,26 @@ static hpct_activation_t activation_of(const char *name)
                                    : HPCT_ACT_IDENTITY;
 }
 
-/* inputs -> hidden widths (activation) -> outputs (identity), for local batches up to
- * global_batch rows. */
+/* inputs -> the layers key's layers, or hidden widths (activation) -> outputs (identity), for
+ * local batches up to global_batch rows. */
 static hpct_status_t build_model(struct opened *o)
 {
     const hpct_settings_t *c = &o->set;
     int ce = !strcmp(c->loss, "softmax_ce");
     hpct_status_t s = hpct_model_create(o->own.ctx, (int)c->inputs, &o->own.model);
-    for (int i = 0; !s && i < c->num_hidden; i++)
+    if (!s && c->layers[0]) {
+        s = hpct_model_add_layers(o->own.model, c->layers, activation_of(c->activation));
+        int outputs = 0;
+        if (!s) hpct_model_shape(o->own.model, NULL, &outputs);
+        if (!s && outputs != c->outputs)
+            s = hpcti_error(o->own.ctx, HPCT_ERR_INVALID_ARG,
+                            "layers: the last layer gives %d values per sample, outputs is %ld",
+                            outputs, c->outputs);
+    }
+    for (int i = 0; !s && !c->layers[0] && i < c->num_hidden; i++)
         s = hpct_model_add_dense(o->own.model, c->hidden[i], activation_of(c->activation),
                                  HPCT_INIT_AUTO);
-    if (!s)
+    if (!s && !c->layers[0])
         s = hpct_model_add_dense(o->own.model, (int)c->outputs, HPCT_ACT_IDENTITY, HPCT_INIT_AUTO);
     if (!s) s = hpct_model_set_loss(o->own.model, ce ? HPCT_LOSS_SOFTMAX_CE : HPCT_LOSS_MSE);
     if (!s) s = hpct_model_build(o->own.model, (int)c->global_batch);

@@ -2,6 +2,7 @@
  * hpct_insitu_open; the file, the environment and the command line all go through
  * hpct_settings_set(). A failed call leaves its message in hpct_last_error(NULL). */
 #include "settings.h"
+#include "../model/model.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -22,7 +23,7 @@ struct key {
     size_t offset, size;
     const char *choices; /* "a|b|c" for strings with fixed values, else NULL */
     double min, max;     /* numeric range */
-    int hashed;          /* 1 if it changes what training computes */
+    int hashed;          /* 1 if it changes what training computes; 2: the same, when not "" */
     const char *deflt;
 };
 
@@ -33,6 +34,8 @@ static const struct key keys[] = {
     {"data_store", K_STR, F(data_store), "auto|off|job|node", 0, 0, 0, "auto"},
     {"data_memory_mib", K_LONG, F(data_memory_mib), NULL, 0, 1 << 30, 0, "1024"},
     {"hidden", K_WIDTHS, F(hidden), NULL, 1, 1 << 20, 1, "512,512"},
+    /* hashed only when set, so that the config_hash of files without it is unchanged */
+    {"layers", K_STR, F(layers), NULL, 0, 0, 2, ""},
     {"activation", K_STR, F(activation), "identity|relu|tanh|gelu", 0, 0, 1, "relu"},
     {"loss", K_STR, F(loss), "softmax_ce|mse", 0, 0, 1, "softmax_ce"},
     {"outputs", K_LONG, F(outputs), NULL, 0, 1 << 24, 1, "0"},
@@ -182,6 +185,9 @@ hpct_status_t hpct_settings_set(hpct_settings_t *c, const char *name, const char
                         k->choices ? k->choices : "");
         if (k->choices && !in_choices(k->choices, v))
             return fail("%s: %s = '%s' is not one of %s", source, name, v, k->choices);
+        char why[400];
+        if (!strcmp(name, "layers") && *v && hpcti_layers_check(v, why, sizeof why))
+            return fail("%s: layers: %s (hpctrain.conf(5) gives the syntax)", source, why);
         strcpy(field, v);
         return HPCT_SUCCESS;
     case K_WIDTHS:
@@ -399,6 +405,7 @@ uint64_t hpct_settings_hash(const hpct_settings_t *c)
     for (size_t i = 0; c && i < NUM_KEYS; i++) {
         if (!keys[i].hashed) continue;
         format_value(c, &keys[i], v, sizeof v);
+        if (keys[i].hashed == 2 && !v[0]) continue;
         for (const char *p = keys[i].name; *p; p++) h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
         h = (h ^ '=') * 0x100000001b3ULL;
         for (const char *p = v; *p; p++) h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
