@@ -854,8 +854,10 @@ hpct_status_t hpct_ckpt_file_verify(hpct_ckpt_file_t file, int i);
  * checksum is checked again: HPCT_ERR_CHECKSUM after filling out when it fails. */
 hpct_status_t hpct_ckpt_file_read(hpct_ckpt_file_t file, const char *name, hpct_ckpt_dtype_t as,
                                   void *out, size_t count);
-/* The file layout version (root attribute schema_version) this library writes and reads. */
-#define HPCT_CKPT_SCHEMA_VERSION 1
+/* The newest file layout (root attribute schema_version) this library writes and reads: it
+ * reads 1 and 2, and writes 2 for models with convolution, pooling, upsampling or reshape
+ * layers, 1 otherwise (doc/checkpoint-format.md, "Versioning"). */
+#define HPCT_CKPT_SCHEMA_VERSION 2
 
 /* The checkpoint files of a directory (ckpt-<step>.h5, ckpt-<step>-keep.h5), newest (highest
  * step) first: the order hpct_ckpt_load_latest tries them in. */

@@ -122,7 +122,8 @@ TRAIN_TESTS = t/test_train_preempt_w1.sh t/test_train_preempt_w2.sh t/test_train
 	t/test_train_fifo.sh t/test_train_lock.sh t/test_train_worldsize_big.sh t/test_metrics.sh \
 	t/test_straggler.sh t/test_timeline.sh t/test_train_worldsize_job.sh \
 	t/test_train_worldsize_node.sh t/test_train_worldsize_odd.sh t/test_blas_kernels.sh \
-	t/test_train_diverge.sh t/test_env_settings.sh t/test_train_crafted.sh t/test_train_reshard.sh
+	t/test_train_diverge.sh t/test_env_settings.sh t/test_train_crafted.sh t/test_train_reshard.sh \
+	t/test_train_cnn.sh
 TESTS += $(TRAIN_TESTS)
 EXTRA_DIST += $(TRAIN_TESTS) t/lib/train_lib.sh t/lib/train_data.sh t/lib/train_preempt.sh
 

@@ -164,7 +164,7 @@ static int print_meta(hpct_ctx_t ctx, hpct_ckpt_file_t f)
     int refused = hpct_ckpt_file_meta(f, &m) != HPCT_SUCCESS;
     if (refused) printf("warning      %s\n", hpct_last_error(ctx));
     printf("checkpoint   %s\n", m.path);
-    printf("format       schema %d (this tool reads %d), written by libhpctrain %s\n", schema,
+    printf("format       schema %d (this tool reads 1 to %d), written by libhpctrain %s\n", schema,
            HPCT_CKPT_SCHEMA_VERSION, *lib ? lib : "(unknown)");
     printf("step         %ld\nepoch        %ld\n", m.step, m.epoch);
     printf("data cursor  epoch %ld, step %ld\n", m.cursor_epoch, m.cursor_step);

@@ -4,6 +4,7 @@
 #include "../obs/obs.h"
 #include "../device/ops.h"
 #include "../model/params.h"
+#include "../model/model.h"
 
 #include <errno.h>
 #include <math.h>
@@ -49,6 +50,8 @@ struct hpct_ckpt {
     char last_path[HPCTI_CKPT_PATH_MAX];
     char loaded_path[HPCTI_CKPT_PATH_MAX];
     char loaded_model[HPCTI_CKPT_MODEL_MAX];
+    char run_model[HPCTI_CKPT_MODEL_MAX]; /* load: a layered run model's description */
+    int run_schema;                       /* load: the schema the run's model writes */
     char rejected[1024];     /* files the last load skipped, with their reasons ("; "-separated) */
     long run_batch, run_spe; /* the run's global batch, steps per epoch (0: unknown) */
     hpcti_ckitem_t **byname; /* [snap.num] the items sorted by path (load) */
@@ -559,6 +562,22 @@ static hpct_status_t copy_staged(hpct_ckpt_t ck, int to_user)
 
 /* ---- save ---------------------------------------------------------------------- */
 
+/* The schema params' checkpoints have: 2 for a model with layers other than dense, whose own
+ * description then goes into model [n] (what /meta/model holds and a resume compares); else 1
+ * and model unchanged. */
+static hpct_status_t schema_of(hpct_ckpt_t ck, hpct_params_t params, const char *fn, int *schema,
+                               char *model, size_t n)
+{
+    *schema = 1;
+    if (!params || !hpcti_model_layered(params->model)) return HPCT_SUCCESS;
+    *schema = 2;
+    if (!hpct_model_describe(params->model, model, n)) return HPCT_SUCCESS;
+    return hpcti_error(ck->ctx, HPCT_ERR_INVALID_ARG,
+                       "%s: the model's description is longer than the %zu bytes a checkpoint "
+                       "keeps",
+                       fn, n - 1);
+}
+
 static hpct_status_t check_state_args(hpct_ckpt_t ck, hpct_params_t params, hpct_optimizer_t opt,
                                       const void *meta, const char *fn, int *slots)
 {
@@ -643,6 +662,9 @@ hpct_status_t hpct_ckpt_save(hpct_ckpt_t ck, hpct_params_t params, hpct_optimize
     }
     int staged = ck->has_thread || ck->ctx->ops != &hpcti_cpu_ops;
     snprintf(ck->snap.model, sizeof ck->snap.model, "%s", meta->model ? meta->model : "");
+    if ((s = schema_of(ck, params, "hpct_ckpt_save", &ck->snap.schema, ck->snap.model,
+                       sizeof ck->snap.model)))
+        return s;
     if ((s = build_layout(ck, params, opt, slots, staged, 1)) || (s = add_model_item(ck))) return s;
     ck->serial++;
     fill_scalars(ck, opt, slots, meta);
@@ -793,7 +815,15 @@ static hpcti_read_t match_items(hpct_ckpt_t ck, const hpcti_ck_scan_t *scan, hpc
     }
     const hpcti_ck_ds_t *m = hpcti_ck_scan_find(scan, "meta/model"); /* validated: kept */
     snprintf(ck->snap.model, sizeof ck->snap.model, "%.*s", (int)m->count, (const char *)m->kept);
-    return HPCTI_READ_OK;
+    if (scan->schema < 2 || ck->run_schema < 2 || !strcmp(ck->snap.model, ck->run_model))
+        return HPCTI_READ_OK;
+    /* Layers of other strides, padding or pooling can have parameters of the same sizes. */
+    hpcti_ckerr_set(err, HPCT_ERR_INVALID_ARG,
+                    "checkpoint %s was saved by the model \"%s\", this run's is \"%s\" (a "
+                    "model with convolution, pooling or upsampling layers resumes only into the "
+                    "same layers)",
+                    scan->path, ck->snap.model, ck->run_model);
+    return HPCTI_READ_MISMATCH;
 }
 
 /* The file's steps per epoch against the run's (hpcti_ckpt_set_run); a file without one
@@ -969,7 +999,10 @@ hpct_status_t hpct_ckpt_load_latest(hpct_ckpt_t ck, hpct_params_t params, hpct_o
     hpct_status_t s = check_state_args(ck, params, opt, meta, "hpct_ckpt_load_latest", &slots);
     if (s || (s = drain(ck))) return s;
     ck->rejected[0] = '\0';
-    if ((s = build_layout(ck, params, opt, slots, 1, 0)) || (s = index_items(ck))) return s;
+    if ((s = schema_of(ck, params, "hpct_ckpt_load_latest", &ck->run_schema, ck->run_model,
+                       sizeof ck->run_model)) ||
+        (s = build_layout(ck, params, opt, slots, 1, 0)) || (s = index_items(ck)))
+        return s;
     char **names;
     int n;
     hpcti_ckerr_t err = {0, ""};

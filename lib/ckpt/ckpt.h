@@ -6,7 +6,11 @@
 
 #include <pthread.h>
 
-#define HPCTI_CKPT_SCHEMA    HPCT_CKPT_SCHEMA_VERSION /* bump that when the layout changes */
+/* Layouts read: 1 (models of dense layers, parameter sets of one's own) and 2 (models with
+ * convolution, pooling, upsampling or reshape layers: /meta/model is the model's own
+ * description, and a resume needs the same). Bump the newest when the layout changes. */
+#define HPCTI_CKPT_SCHEMA_OLDEST 1
+#define HPCTI_CKPT_SCHEMA        HPCT_CKPT_SCHEMA_VERSION /* the newest */
 #define HPCTI_CKPT_PATH_MAX  4096
 #define HPCTI_CKPT_MODEL_MAX 1024 /* bytes of model description kept */
 /* Largest serial taken from a latest pointer (1e15 saves: never reached; far from overflow). */
@@ -44,6 +48,7 @@ typedef struct hpcti_snapshot {
     hpcti_ckitem_t *items;
     int num, cap;
     char model[HPCTI_CKPT_MODEL_MAX];
+    int schema; /* schema_version written: 1, or 2 for a layered model */
     long step;
     long serial;  /* 1-based count of checkpoints written in this directory */
     int keep;     /* 1: permanent (keep_every) */

@@ -165,9 +165,9 @@ static hpct_status_t write_item(hid_t fid, hid_t lcpl, hid_t dcpl, const hpcti_c
     return s;
 }
 
-static hpct_status_t write_root_attrs(hid_t fid, const char *path, hpcti_ckerr_t *err)
+static hpct_status_t write_root_attrs(hid_t fid, int schema, const char *path,
+                                      hpcti_ckerr_t *err)
 {
-    int schema = HPCTI_CKPT_SCHEMA;
     herr_t rc = write_attr(fid, "schema_version", H5T_STD_I32LE, H5T_NATIVE_INT, &schema);
     if (rc >= 0) rc = write_string_attr(fid, "library_version", HPCT_VERSION_STRING);
     if (rc >= 0) rc = write_string_attr(fid, "format", "libhpctrain checkpoint");
@@ -304,7 +304,7 @@ static hpct_status_t write_file(const hpcti_ckdir_t *d, const hpcti_snapshot_t *
         return hpcti_ckerr_set(err, HPCT_ERR_IO, "cannot create checkpoint file %s: %s", path,
                                sink.open_err ? strerror(sink.open_err) : hpcti_h5_detail(h5));
     hpcti_ck_stop_if(d, HPCTI_STAGE_CREATED);
-    hpct_status_t s = write_root_attrs(fid, path, err);
+    hpct_status_t s = write_root_attrs(fid, snap->schema ? snap->schema : 1, path, err);
     if (!s) s = write_items(fid, d, snap, &sink, path, err);
     if (!s) s = flush_and_sync(fid, &sink, path, err);
     /* fid is not used again, whatever H5Fclose returns. A failed write is the cause of any

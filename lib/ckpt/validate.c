@@ -373,11 +373,11 @@ static hpcti_read_t check_datasets(const hpcti_ck_scan_t *s, hpcti_ckerr_t *err)
 
 hpcti_read_t hpcti_ck_validate(const hpcti_ck_scan_t *s, hpcti_ckerr_t *err)
 {
-    if (s->schema != HPCTI_CKPT_SCHEMA)
+    if (s->schema < HPCTI_CKPT_SCHEMA_OLDEST || s->schema > HPCTI_CKPT_SCHEMA)
         return corrupt(err, HPCT_ERR_FORMAT,
                        "checkpoint %s: schema_version is %d, this library "
-                       "reads %d",
-                       s->path, s->schema, HPCTI_CKPT_SCHEMA);
+                       "reads %d to %d",
+                       s->path, s->schema, HPCTI_CKPT_SCHEMA_OLDEST, HPCTI_CKPT_SCHEMA);
     if (check_datasets(s, err) || check_fixed(s, err) || check_members(s, err))
         return HPCTI_READ_CORRUPT;
     hpcti_ck_values_t v;

@@ -90,7 +90,7 @@ module hpctrain
     integer(c_int), parameter, public :: HPCT_CKPT_F32 = 0, HPCT_CKPT_F64 = 1, HPCT_CKPT_I32 = 2, &
         HPCT_CKPT_I64 = 3, HPCT_CKPT_U8 = 4, HPCT_CKPT_U64 = 5, HPCT_CKPT_STRING = 6, &
         HPCT_CKPT_OTHER = 7
-    integer, parameter, public :: HPCT_CKPT_SCHEMA_VERSION = 1 ! the checkpoint file layout
+    integer, parameter, public :: HPCT_CKPT_SCHEMA_VERSION = 2 ! the checkpoint file layout
     integer, parameter, public :: HPCT_CKPT_DUE_STEPS = 1, HPCT_CKPT_DUE_SECONDS = 2, &
         HPCT_CKPT_DUE_WALLTIME = 4, HPCT_CKPT_DUE_SIGNAL = 8
     integer(c_int), parameter, public :: HPCT_TRAIN_CONFIG_VERSION = 3

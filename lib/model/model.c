@@ -342,6 +342,13 @@ hpct_status_t hpct_model_shape(hpct_model_t m, int *inputs, int *outputs)
     return HPCT_SUCCESS;
 }
 
+int hpcti_model_layered(hpct_model_t m)
+{
+    for (int l = 0; m && l < m->num; l++)
+        if (m->layers[l].kind != HPCTI_LAYER_DENSE) return 1;
+    return 0;
+}
+
 hpct_loss_t hpcti_model_loss(hpct_model_t m)
 {
     return m->loss;

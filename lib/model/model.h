@@ -50,6 +50,9 @@ void hpcti_model_set_nonfinite_loss(hpct_model_t m, hpct_status_t status);
  * checked when the layers are added); else -1 and why [n] names the item and its problem. */
 int hpcti_layers_check(const char *spec, char *why, size_t n);
 
+/* 1 when m has a layer other than dense (its checkpoints are schema 2). */
+int hpcti_model_layered(hpct_model_t m);
+
 /* The loss a built model applies (for callers that feed it targets). */
 hpct_loss_t hpcti_model_loss(hpct_model_t m);
 

@@ -132,8 +132,10 @@ static hpct_status_t walk(hpct_model_t m, const char *spec, hpct_activation_t ac
     for (char *item = copy, *next; !s && item; item = next, index++) {
         next = strchr(item, ',');
         if (next) *next++ = '\0';
-        char text[256];
-        snprintf(text, sizeof text, "%s", item);
+        char text[256]; /* the item as written, for messages: blanks around it dropped */
+        snprintf(text, sizeof text, "%s", item + strspn(item, " \t"));
+        for (size_t e = strlen(text); e > 0 && (text[e - 1] == ' ' || text[e - 1] == '\t');)
+            text[--e] = '\0';
         struct item it;
         char detail[200];
         if (parse_item(item, &it, detail, sizeof detail)) {
