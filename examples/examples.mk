@@ -3,7 +3,8 @@ noinst_PROGRAMS += examples/mlp_xor examples/byog examples/burgers_insitu
 examples_mlp_xor_LDADD = $(HPCT_LIBS)
 examples_byog_LDADD = $(HPCT_LIBS)
 examples_burgers_insitu_LDADD = $(HPCT_LIBS)
-EXTRA_DIST += examples/fashion-mnist.sh examples/fashion-mnist.conf examples/burgers_insitu.conf
+EXTRA_DIST += examples/fashion-mnist.sh examples/fashion-mnist.conf examples/fashion-mnist-cnn.conf \
+	examples/burgers_insitu.conf
 
 # After "make install": an outside program compiles and links with pkg-config --static.
 installcheck-local:

@@ -1,7 +1,8 @@
 #!/bin/sh
 # The main job: Fashion-MNIST (Debian package dataset-fashion-mnist) converted to HDF5 shards,
 # the 784-512-512-10 MLP trained data-parallel on 2 ranks (srun inside a Slurm allocation,
-# mpirun outside), checkpoints written, the final test accuracy printed.
+# mpirun outside), checkpoints written, the final test accuracy printed. HPCT_DEMO_CONFIG
+# names another settings file: examples/fashion-mnist-cnn.conf trains a convolutional network.
 # Usage: examples/fashion-mnist.sh [BUILD_DIR] [WORK_DIR]   (defaults: . and ./demo)
 set -eu
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -9,6 +10,8 @@ build=$(cd "${1:-.}" && pwd)
 work=${2:-demo}
 data=${HPCT_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
 ranks=${HPCT_DEMO_RANKS:-2}
+conf=${HPCT_DEMO_CONFIG:-$src/examples/fashion-mnist.conf}
+conf=$(cd "$(dirname "$conf")" && pwd)/$(basename "$conf") # absolute: the job runs in $work
 hpctrain="$build/tools/hpctrain"
 mkdir -p "$work" && cd "$work"
 
@@ -23,8 +26,8 @@ done
 
 rm -rf checkpoints # a fresh run; hpctrain resumes from here when a job is requeued
 if [ -n "${SLURM_JOB_ID:-}" ]; then
-    srun --mpi=pmix -n "$ranks" "$hpctrain" train --config "$src/examples/fashion-mnist.conf"
+    srun --mpi=pmix -n "$ranks" "$hpctrain" train --config "$conf"
 else
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1
-    mpirun --oversubscribe -np "$ranks" "$hpctrain" train --config "$src/examples/fashion-mnist.conf"
+    mpirun --oversubscribe -np "$ranks" "$hpctrain" train --config "$conf"
 fi

@@ -9,7 +9,7 @@
 need_tool
 need_mpi
 make_data
-echo "1..10"
+echo "1..11"
 
 cat >>"$work/train.conf" <<CONF
 layers = reshape 1x4x4, conv 4 k3, maxpool 2, conv 6 k2 s1 valid tanh, dense 4
@@ -78,3 +78,8 @@ sed 's/^layers = .*/layers = reshape 1x4x4, conv 4 k3, dense 5/' "$work/train.co
 wrc=$?
 [ "$wrc" = 2 ] && grep -q "the last layer gives 5 values per sample, but outputs (classes) is 4" "$work/wide.out"
 ok $? "a last layer wider than outputs is refused (exit $wrc)" || show "$work/wide.out" 3
+
+"$TOOL" train --config "${top_srcdir:-.}/examples/fashion-mnist-cnn.conf" --print-config \
+    >"$work/example.out" 2>&1 &&
+    grep -q "^layers = reshape 1x28x28, conv 32 k3, maxpool 2, conv 64 k3" "$work/example.out"
+ok $? "examples/fashion-mnist-cnn.conf reads" || show "$work/example.out" 3
