@@ -1,10 +1,11 @@
 # examples: programs a user copies from (built, not installed), and the main job.
-noinst_PROGRAMS += examples/mlp_xor examples/byog examples/burgers_insitu
+noinst_PROGRAMS += examples/mlp_xor examples/byog examples/burgers_insitu examples/heat_cnn_insitu
 examples_mlp_xor_LDADD = $(HPCT_LIBS)
 examples_byog_LDADD = $(HPCT_LIBS)
 examples_burgers_insitu_LDADD = $(HPCT_LIBS)
+examples_heat_cnn_insitu_LDADD = $(HPCT_LIBS)
 EXTRA_DIST += examples/fashion-mnist.sh examples/fashion-mnist.conf examples/fashion-mnist-cnn.conf \
-	examples/burgers_insitu.conf
+	examples/burgers_insitu.conf examples/heat_cnn_insitu.conf
 
 # After "make install": an outside program compiles and links with pkg-config --static.
 installcheck-local:

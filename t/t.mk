@@ -145,10 +145,10 @@ EXTRA_DIST += $(SLURM_TESTS) t/slurm/cluster.sh t/slurm/setup.sh t/lib/tap.sh
 
 # ---- the in-situ session: one process, and 2, 3 and 41 ranks under mpirun ------------
 check_PROGRAMS += t/test_insitu t/lib/insitu_prog
-TESTS += t/test_insitu t/test_insitu_dist.sh t/test_insitu_preempt_split.sh t/test_insitu_burgers.sh
+TESTS += t/test_insitu t/test_insitu_dist.sh t/test_insitu_preempt_split.sh t/test_insitu_burgers.sh t/test_insitu_heat_cnn.sh
 t_test_insitu_LDADD = $(TEST_LIBS)
 t_lib_insitu_prog_LDADD = t/lib/libmpiprog.a $(TEST_LIBS)
-EXTRA_DIST += t/test_insitu_dist.sh t/test_insitu_preempt_split.sh t/test_insitu_burgers.sh
+EXTRA_DIST += t/test_insitu_dist.sh t/test_insitu_preempt_split.sh t/test_insitu_burgers.sh t/test_insitu_heat_cnn.sh
 
 # ---- Fortran: the module's bindings, wrappers, MPI use, C twin, examples, install routes ----
 # Always listed; each says SKIP in a build without the module. (t/test_fortran_install.sh and
