@@ -1,0 +1,21 @@
+/* sim.h: what differs in the SimGrid/SMPI build of the library (bench/sim/GNUmakefile compiles
+ * every source with -DHPCT_SIM=1; the real build never defines it, and nothing here exists
+ * there). Under SMPI every rank is a cooperatively scheduled actor of one simulator process:
+ * time advances only inside MPI calls and SMPI's sleeps and executions, and payloads whose
+ * contents do not matter to timing come from SMPI's shared malloc (one copy for all ranks),
+ * so the library's copies and sums over them are charged to the simulated host (at the
+ * memory bandwidth measured on the development machine, bench/sim/platforms.md) instead of
+ * being done. */
+#ifndef HPCTI_SIM_H
+#define HPCTI_SIM_H
+
+#ifdef HPCT_SIM
+#include <smpi/smpi.h>
+
+/* bytes per second of a host copy or sum's memory traffic (bench/sim/platforms.md) */
+#define HPCTI_SIM_MEM_BPS 5.6e9
+/* bytes of memory traffic this rank's host spends, in simulated time */
+#define HPCTI_SIM_WORK(bytes) smpi_execute((double)(bytes) / HPCTI_SIM_MEM_BPS)
+#endif
+
+#endif
