@@ -28,6 +28,7 @@
 #include "node_win.h"
 #include "reduce.h"
 #include "vsum.h"
+#include "../../core/sim.h"
 
 #include <limits.h>
 #include <stdatomic.h>
@@ -51,6 +52,17 @@
 #define SMALL_BYTES_NODES    ((size_t)32 << 10)
 #define MIN_HALF             ((size_t)1 << 16) /* floats: smallest cap a fusion size can give */
 #define MAX_HALF             ((size_t)1 << 28) /* floats: MPI counts are int */
+
+/* memcpy of a payload; in the SMPI build (lib/core/sim.h) its memory traffic in simulated time. */
+static inline void copy_payload(void *dst, const void *src, size_t bytes)
+{
+#ifdef HPCT_SIM
+    (void)dst, (void)src;
+    HPCTI_SIM_WORK(2 * bytes);
+#else
+    memcpy(dst, src, bytes);
+#endif
+}
 
 /* A byte-count setting, or fallback when unset (a bad value: hpct_init refused it first). */
 static long env_bytes(const char *name, long fallback)
@@ -400,6 +412,11 @@ static void sum_to(const struct hpcti_dist *d, size_t len, float *const *out, in
     const struct hpcti_node_win *w = d->avg->nwin;
     int L = d->local_size, last = d->cross_size == 1;
     float acc[SUM_CHUNK], inv = 1.0f / (float)d->size;
+#ifdef HPCT_SIM
+    (void)acc, (void)inv, (void)last, (void)out;
+    HPCTI_SIM_WORK((size_t)(L + nout) * len * sizeof *acc); /* L reads, nout writes */
+    return;
+#endif
     for (size_t i = 0; i < len; i += SUM_CHUNK) {
         size_t c = len - i < SUM_CHUNK ? len - i : SUM_CHUNK;
         memcpy(acc, w->src[0] + i, c * sizeof *acc);
@@ -440,9 +457,9 @@ static void copy_blocks(const struct hpcti_dist *d, int h, float *buf, size_t m,
         size_t start = hpcti_block_start(m, L, b), bytes = hpcti_block_len(m, L, b) * sizeof *buf;
         if (b == me) continue;
         if (to_win)
-            memcpy(half_of(d->avg->nwin, me, h) + start, buf + start, bytes);
+            copy_payload(half_of(d->avg->nwin, me, h) + start, buf + start, bytes);
         else
-            memcpy(buf + start, half_of(d->avg->nwin, b, h) + start, bytes);
+            copy_payload(buf + start, half_of(d->avg->nwin, b, h) + start, bytes);
     }
 }
 
@@ -459,7 +476,7 @@ static hpct_status_t chunk_sum_and_copy_out(hpct_ctx_t ctx, float *buf, size_t m
         float *own = half_of(w, me, h) + start;
         s = hpcti_red_start_cross(ctx, own, len, cross_whole(d, m), &id);
         if (!s) s = hpcti_red_wait(ctx, id);
-        if (!s) memcpy(buf + start, own, len * sizeof *buf);
+        if (!s) copy_payload(buf + start, own, len * sizeof *buf);
     }
     if (!s) s = counter_barrier(ctx);
     if (s) return s;
@@ -503,7 +520,7 @@ static hpct_status_t chunk_replicated(hpct_ctx_t ctx, float *buf, size_t m)
     struct hpcti_dist *d = ctx->dist;
     struct hpcti_node_win *w = d->avg->nwin;
     int h = w->half;
-    memcpy(half_of(w, d->local_rank, h), buf, m * sizeof *buf);
+    copy_payload(half_of(w, d->local_rank, h), buf, m * sizeof *buf);
     hpct_status_t s = counter_barrier(ctx);
     if (s) return s;
     sum_all(d, h, buf, m);
@@ -569,7 +586,7 @@ static hpct_status_t chunk_in_place(hpct_ctx_t ctx, const struct hpcti_grads *g,
     hpct_status_t s = hpcti_red_start_cross(ctx, own, len, cross_whole(d, m), &id);
     if (!s) s = hpcti_red_wait(ctx, id);
     for (int p = 0; p < L && !s; p++)
-        if (p != me) memcpy(g->seg[p] + off + start, own, len * sizeof *own);
+        if (p != me) copy_payload(g->seg[p] + off + start, own, len * sizeof *own);
     return s;
 }
 
