@@ -12,8 +12,9 @@
 #ifdef HPCT_SIM
 #include <smpi/smpi.h>
 
-/* bytes per second of a host copy or sum's memory traffic (bench/sim/platforms.md) */
-#define HPCTI_SIM_MEM_BPS 5.6e9
+/* bytes per second of a host copy or sum's memory traffic: a 64 MiB memcpy here moved
+ * 26-35 GB/s (read + write, best of 10, two runs; bench/sim/platforms.md) */
+#define HPCTI_SIM_MEM_BPS 30e9
 /* bytes of memory traffic this rank's host spends, in simulated time */
 #define HPCTI_SIM_WORK(bytes) smpi_execute((double)(bytes) / HPCTI_SIM_MEM_BPS)
 #endif
