@@ -1,0 +1,213 @@
+/* sim_step.c: the step loop's communication of libhpctrain, run under SimGrid/SMPI (also
+ * builds against a real MPI for the validation runs: make -C bench/sim real).
+ *
+ *   sim_step avg BYTES REPS        hpct_init, then REPS averages of a gradient set of BYTES
+ *                                  (hpct_params_average_grads, the algorithm of
+ *                                  HPCT_ALLREDUCE_ALGO), then REPS MPI_Allreduce of the
+ *                                  same floats (under SMPI: the smpi/allreduce algorithm)
+ *   sim_step step BYTES STEPS COMPUTE_S REPORT
+ *                                  hpct_init, then an in-situ session (bring-your-own
+ *                                  gradients, SGD) of STEPS steps over a set of BYTES, each
+ *                                  step's compute replaced by COMPUTE_S seconds of simulated
+ *                                  work, a progress report every REPORT steps; then the same
+ *                                  session over a one-float set (the step agreement)
+ *
+ * Every time is simulated (MPI_Wtime under SMPI), taken on rank 0 between barriers; lines
+ * are "key value" for bench/sim/run.sh. Memory per rank: the process's heap growth over
+ * hpct_init (all simulated ranks live in one process) divided by W. */
+#include <hpctrain.h>
+
+#include <malloc.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef SMPI_VERSION
+#include <smpi/smpi.h>
+#define PAYLOAD_ALLOC(n) SMPI_SHARED_MALLOC(n) /* contents do not matter to timing */
+#define PAYLOAD_FREE(p)  SMPI_SHARED_FREE(p)
+#define COMPUTE(s)       smpi_execute(s)
+#else
+#include <time.h>
+#define PAYLOAD_ALLOC(n) calloc(1, n)
+#define PAYLOAD_FREE(p)  free(p)
+static void COMPUTE(double s)
+{
+    double t0 = MPI_Wtime();
+    while (MPI_Wtime() - t0 < s) {
+    }
+}
+#endif
+
+/* Globals are shared by every simulated rank (smpi/privatization:no): ask MPI each time. */
+static int my(int what)
+{
+    int v;
+    if (what)
+        MPI_Comm_size(MPI_COMM_WORLD, &v);
+    else
+        MPI_Comm_rank(MPI_COMM_WORLD, &v);
+    return v;
+}
+#define rank  my(0)
+#define world my(1)
+
+/* Heap bytes in use in this process (every simulated rank's under SMPI). */
+static double heap_bytes(void)
+{
+    struct mallinfo2 m = mallinfo2();
+    return (double)m.uordblks + (double)m.hblkhd;
+}
+
+static void die(hpct_ctx_t ctx, const char *what, hpct_status_t s)
+{
+    fprintf(stderr, "rank %d: %s: %s (%s)\n", rank, what, hpct_strerror(s), hpct_last_error(ctx));
+    MPI_Abort(MPI_COMM_WORLD, 2);
+}
+
+static double now_synced(void)
+{
+    MPI_Barrier(MPI_COMM_WORLD);
+    return MPI_Wtime();
+}
+
+static hpct_ctx_t start(void)
+{
+    hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
+    cfg.num_threads = 1;
+    hpct_ctx_t ctx = NULL;
+    double h0 = (MPI_Barrier(MPI_COMM_WORLD), heap_bytes());
+    double t0 = now_synced();
+    hpct_status_t s = hpct_init_comm(&cfg, (int)MPI_Comm_c2f(MPI_COMM_WORLD), &ctx);
+    if (s) die(ctx, "hpct_init_comm", s);
+    double t1 = now_synced();
+    double h1 = heap_bytes();
+    if (rank == 0) {
+        printf("W %d\n", world);
+        printf("init_s %.6f\n", t1 - t0);
+        printf("init_heap_per_rank_bytes %.0f\n", (h1 - h0) / world);
+    }
+    return ctx;
+}
+
+/* A set of one registered buffer pair of n floats (payload memory). */
+static hpct_params_t make_set(hpct_ctx_t ctx, size_t n, float **param, float **grad)
+{
+    hpct_params_t p;
+    *param = PAYLOAD_ALLOC(n * sizeof(float));
+    *grad = PAYLOAD_ALLOC(n * sizeof(float));
+    hpct_status_t s = hpct_params_create(ctx, &p);
+    if (!s) s = hpct_params_register(p, "w", *param, *grad, n);
+    if (s) die(ctx, "make_set", s);
+    return p;
+}
+
+static void run_avg(size_t bytes, int reps)
+{
+    hpct_ctx_t ctx = start();
+    size_t n = bytes / sizeof(float);
+    float *param, *grad;
+    hpct_params_t p = make_set(ctx, n, &param, &grad);
+    double h0 = (MPI_Barrier(MPI_COMM_WORLD), heap_bytes());
+    hpct_status_t s = hpct_params_average_grads(p); /* warm-up: buffers, windows */
+    if (s) die(ctx, "average", s);
+    double h1 = (MPI_Barrier(MPI_COMM_WORLD), heap_bytes());
+    double t0 = now_synced();
+    for (int i = 0; i < reps && !s; i++) s = hpct_params_average_grads(p);
+    if (s) die(ctx, "average", s);
+    double t1 = now_synced();
+    for (int i = 0; i < reps; i++)
+        MPI_Allreduce(MPI_IN_PLACE, grad, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    double t2 = now_synced();
+    if (rank == 0) {
+        printf("bytes %zu\n", bytes);
+        printf("avg_s %.9f\n", (t1 - t0) / reps);
+        printf("mpi_allreduce_s %.9f\n", (t2 - t1) / reps);
+        printf("avg_heap_per_rank_bytes %.0f\n", (h1 - h0) / world);
+    }
+    hpct_params_destroy(p);
+    if ((s = hpct_finalize(ctx))) die(NULL, "hpct_finalize", s);
+    PAYLOAD_FREE(param), PAYLOAD_FREE(grad);
+}
+
+/* STEPS in-situ steps over a set of n floats; per-step simulated times into t [steps]. */
+static double session(hpct_ctx_t ctx, size_t n, int steps, double compute, long report, double *t)
+{
+    float *param, *grad;
+    hpct_params_t p = make_set(ctx, n, &param, &grad);
+    hpct_optimizer_t opt;
+    hpct_optim_config_t oc = HPCT_OPTIM_CONFIG_INITIALIZER;
+    hpct_insitu_config_t ic = HPCT_INSITU_CONFIG_INITIALIZER;
+    ic.resume = 0, ic.catch_signals = 0, ic.log_interval = report;
+    hpct_insitu_t S;
+    hpct_status_t s = hpct_optimizer_create(p, &oc, &opt);
+    if (!s) s = hpct_insitu_create(NULL, p, opt, NULL, &ic, &S);
+    if (!s) s = hpct_insitu_start(S, NULL);
+    if (s) die(ctx, "session", s);
+    double t0 = now_synced();
+    for (int i = 0; i < steps && !s; i++) {
+        double a = MPI_Wtime();
+        COMPUTE(compute);
+        s = hpct_insitu_step_grads(S, 1, 1.0f, NULL);
+        t[i] = MPI_Wtime() - a - compute;
+    }
+    if (s) die(ctx, "step", s);
+    double t1 = now_synced();
+    if ((s = hpct_insitu_finish(S))) die(ctx, "finish", s);
+    hpct_insitu_destroy(S);
+    hpct_optimizer_destroy(opt);
+    hpct_params_destroy(p);
+    PAYLOAD_FREE(param), PAYLOAD_FREE(grad);
+    return t1 - t0;
+}
+
+/* Mean of t over steps i (skipping the first, a warm-up) that are (or are not) report steps. */
+static double mean_steps(const double *t, int steps, long report, int reports)
+{
+    double sum = 0.0;
+    int k = 0;
+    for (int i = 1; i < steps; i++) {
+        int is_report = report > 0 && (i + 1) % report == 0;
+        if (is_report != reports) continue;
+        sum += t[i], k++;
+    }
+    return k ? sum / k : 0.0;
+}
+
+static void run_step(size_t bytes, int steps, double compute, long report)
+{
+    hpct_ctx_t ctx = start();
+    double *t = calloc((size_t)steps, sizeof *t);
+    double wall = session(ctx, bytes / sizeof(float), steps, compute, report, t);
+    double plain = mean_steps(t, steps, report, 0), rep = mean_steps(t, steps, report, 1);
+    double wall1 = session(ctx, 1, steps, 0.0, 0, t);
+    double agree = mean_steps(t, steps, 0, 0);
+    if (rank == 0) {
+        printf("bytes %zu\n", bytes);
+        printf("steps %d\n", steps);
+        printf("compute_s %.6f\n", compute);
+        printf("run_wall_s %.6f\n", wall);
+        printf("step_comm_s %.9f\n", plain);
+        printf("report_step_comm_s %.9f\n", rep);
+        printf("tiny_step_s %.9f\n", agree);
+        printf("tiny_run_wall_s %.6f\n", wall1);
+    }
+    free(t);
+    hpct_status_t s = hpct_finalize(ctx);
+    if (s) die(NULL, "hpct_finalize", s);
+}
+
+int main(int argc, char **argv)
+{
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+    if (argc >= 4 && !strcmp(argv[1], "avg"))
+        run_avg((size_t)atof(argv[2]), atoi(argv[3]));
+    else if (argc >= 6 && !strcmp(argv[1], "step"))
+        run_step((size_t)atof(argv[2]), atoi(argv[3]), atof(argv[4]), atol(argv[5]));
+    else if (rank == 0)
+        fprintf(stderr, "usage: sim_step avg BYTES REPS | step BYTES STEPS COMPUTE_S REPORT\n");
+    fflush(stdout);
+    MPI_Finalize();
+    return 0;
+}
