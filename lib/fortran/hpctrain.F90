@@ -62,6 +62,9 @@ module hpctrain
         HPCT_ACT_TANH = 2, HPCT_ACT_GELU = 3
     integer(c_int), parameter, public :: HPCT_LOSS_SOFTMAX_CE = 0, HPCT_LOSS_MSE = 1
     integer(c_int), parameter, public :: HPCT_INIT_AUTO = 0, HPCT_INIT_HE = 1, HPCT_INIT_XAVIER = 2
+    ! convolution models: hpct_model_add_conv's padding, hpct_model_add_pool's kind
+    integer(c_int), parameter, public :: HPCT_PAD_SAME = 0, HPCT_PAD_VALID = 1
+    integer(c_int), parameter, public :: HPCT_POOL_MAX = 0, HPCT_POOL_AVG = 1
     integer(c_int), parameter, public :: HPCT_OPT_SGD = 0, HPCT_OPT_ADAMW = 1
     integer(c_int), parameter, public :: HPCT_SCHED_CONSTANT = 0, HPCT_SCHED_STEP = 1, &
         HPCT_SCHED_COSINE = 2
@@ -96,8 +99,9 @@ module hpctrain
     integer(c_int), parameter, public :: HPCT_TRAIN_CONFIG_VERSION = 3
     integer(c_int), parameter, public :: HPCT_INSITU_CONFIG_VERSION = 4
     ! settings files (hpctrain.conf(5)): hpct_settings_t, hpct_settings_check's use
-    integer(c_int), parameter, public :: HPCT_SETTINGS_VERSION = 1, HPCT_SETTINGS_PATH_MAX = 1024, &
-        HPCT_SETTINGS_MAX_HIDDEN = 16, HPCT_SETTINGS_TRAIN = 0, HPCT_SETTINGS_INSITU = 1
+    integer(c_int), parameter, public :: HPCT_SETTINGS_VERSION = 2, HPCT_SETTINGS_PATH_MAX = 1024, &
+        HPCT_SETTINGS_MAX_HIDDEN = 16, HPCT_SETTINGS_LAYERS_MAX = 1024, HPCT_SETTINGS_TRAIN = 0, &
+        HPCT_SETTINGS_INSITU = 1
 
     ! ---- Handles: the C pointer and the context that owns it (for error detail) ----------
     type, public :: hpct_ctx_t
@@ -356,6 +360,8 @@ module hpctrain
         character(kind=c_char) :: data_store(8) = c_null_char
         integer(c_long) :: data_memory_mib = 0
         integer(c_long) :: inputs = 0
+        ! version 2: the model's layers (hpct_model_add_layers' syntax; "": hidden's dense layers)
+        character(kind=c_char) :: layers(HPCT_SETTINGS_LAYERS_MAX) = c_null_char
     end type
 
     ! ---- BIND(C) interfaces: every public C function --------------------------------------
@@ -363,7 +369,9 @@ module hpctrain
         c_hpct_last_error, c_hpct_last_error_shared, c_hpct_rng_get_state, c_hpct_rng_set_state, c_hpct_params_create, &
         c_hpct_params_destroy, c_hpct_params_register, c_hpct_params_size, c_hpct_params_get, &
         c_hpct_params_zero_grads, c_hpct_params_scale_grads, c_hpct_params_grad_norm, &
-        c_hpct_model_create, c_hpct_model_destroy, c_hpct_model_add_dense, c_hpct_model_set_loss, &
+        c_hpct_model_create, c_hpct_model_destroy, c_hpct_model_add_dense, &
+        c_hpct_model_add_reshape, c_hpct_model_add_conv, c_hpct_model_add_pool, &
+        c_hpct_model_add_upsample, c_hpct_model_add_layers, c_hpct_model_set_loss, &
         c_hpct_model_build, c_hpct_model_params, c_hpct_model_shape, c_hpct_model_describe, &
         c_hpct_model_forward, c_hpct_model_loss_grad, c_hpct_model_evaluate, &
         c_hpct_optimizer_create, c_hpct_optimizer_destroy, c_hpct_optimizer_step, &
@@ -530,6 +538,43 @@ module hpctrain
             import :: c_int, c_ptr
             type(c_ptr), value :: model
             integer(c_int), value :: out_features, act, init
+            integer(c_int) :: s
+        end function
+        function c_hpct_model_add_reshape(model, channels, dims, spatial) &
+            bind(C, name="hpct_model_add_reshape") result(s)
+            import :: c_int, c_ptr
+            type(c_ptr), value :: model
+            integer(c_int), value :: channels, dims
+            type(c_ptr), value :: spatial ! const int [dims]; NULL for dims 0
+            integer(c_int) :: s
+        end function
+        function c_hpct_model_add_conv(model, out_channels, kernel, stride, padding, act, init) &
+            bind(C, name="hpct_model_add_conv") result(s)
+            import :: c_int, c_ptr
+            type(c_ptr), value :: model
+            integer(c_int), value :: out_channels, kernel, stride, padding, act, init
+            integer(c_int) :: s
+        end function
+        function c_hpct_model_add_pool(model, kind, window, stride, act) &
+            bind(C, name="hpct_model_add_pool") result(s)
+            import :: c_int, c_ptr
+            type(c_ptr), value :: model
+            integer(c_int), value :: kind, window, stride, act
+            integer(c_int) :: s
+        end function
+        function c_hpct_model_add_upsample(model, factor, act) &
+            bind(C, name="hpct_model_add_upsample") result(s)
+            import :: c_int, c_ptr
+            type(c_ptr), value :: model
+            integer(c_int), value :: factor, act
+            integer(c_int) :: s
+        end function
+        function c_hpct_model_add_layers(model, spec, act) bind(C, name="hpct_model_add_layers") &
+            result(s)
+            import :: c_int, c_ptr, c_char
+            type(c_ptr), value :: model
+            character(kind=c_char), intent(in) :: spec(*)
+            integer(c_int), value :: act
             integer(c_int) :: s
         end function
         function c_hpct_model_set_loss(model, loss) bind(C, name="hpct_model_set_loss") result(s)
@@ -1286,8 +1331,10 @@ module hpctrain
     public :: hpct_tunables_count, hpct_tunable_get, hpct_tunables_check
     public :: hpct_params_create, hpct_params_destroy, hpct_params_register, hpct_params_size, &
         hpct_params_get, hpct_params_zero_grads, hpct_params_scale_grads, hpct_params_grad_norm
-    public :: hpct_model_create, hpct_model_destroy, hpct_model_add_dense, hpct_model_set_loss, &
-        hpct_model_build, hpct_model_params, hpct_model_shape, hpct_model_describe, &
+    public :: hpct_model_create, hpct_model_destroy, hpct_model_add_dense, hpct_model_add_reshape, &
+        hpct_model_add_conv, hpct_model_add_pool, hpct_model_add_upsample, hpct_model_add_layers, &
+        hpct_model_set_loss, hpct_model_build, hpct_model_params, hpct_model_shape, &
+        hpct_model_describe, &
         hpct_model_forward, hpct_model_loss_grad, hpct_model_evaluate
     public :: hpct_optimizer_create, hpct_optimizer_destroy, hpct_optimizer_step, &
         hpct_optimizer_lr_at, hpct_optimizer_get_step, hpct_optimizer_set_step, &
@@ -1844,6 +1891,82 @@ contains
         if (present(init)) how = init
         call finish(c_hpct_model_add_dense(model%ptr, int(out_features, c_int), act, how), model%ctx, &
             "hpct_model_add_dense", ierr)
+    end subroutine
+
+    !> Give the current values the shape [channels, spatial(1), ..., spatial(dims)] in C's
+    !> order, dims = size(spatial) from 1 to 3 (x(28, 28, 1, batch) per sample in Fortran is
+    !> channels = 1, spatial = [28, 28]); spatial absent: flat [channels]. No compute.
+    subroutine hpct_model_add_reshape(model, channels, spatial, ierr)
+        type(hpct_model_t), intent(in) :: model
+        integer, intent(in) :: channels
+        integer, intent(in), optional :: spatial(:)
+        integer, intent(out), optional :: ierr
+        integer(c_int), allocatable, target :: sizes(:)
+        type(c_ptr) :: p
+        integer(c_int) :: dims
+        dims = 0
+        p = c_null_ptr
+        if (present(spatial)) then
+            dims = int(size(spatial), c_int)
+            allocate (sizes(max(size(spatial), 1)))
+            sizes(1:size(spatial)) = int(spatial, c_int)
+            if (dims > 0) p = c_loc(sizes)
+        end if
+        call finish(c_hpct_model_add_reshape(model%ptr, int(channels, c_int), dims, p), model%ctx, &
+            "hpct_model_add_reshape", ierr)
+    end subroutine
+
+    !> Append y = act(conv(x, W) + b) over every spatial dimension, W [out_channels, in_channels,
+    !> kernel...] in C (Fortran order: w(kernel..., in_channels, out_channels)); padding
+    !> HPCT_PAD_SAME or HPCT_PAD_VALID; init absent: AUTO.
+    subroutine hpct_model_add_conv(model, out_channels, kernel, stride, padding, act, init, ierr)
+        type(hpct_model_t), intent(in) :: model
+        integer, intent(in) :: out_channels, kernel, stride
+        integer(c_int), intent(in) :: padding, act
+        integer(c_int), intent(in), optional :: init
+        integer, intent(out), optional :: ierr
+        integer(c_int) :: how
+        how = HPCT_INIT_AUTO
+        if (present(init)) how = init
+        call finish(c_hpct_model_add_conv(model%ptr, int(out_channels, c_int), int(kernel, c_int), &
+            int(stride, c_int), padding, act, how), model%ctx, "hpct_model_add_conv", ierr)
+    end subroutine
+
+    !> Append y = act(pool(x)): kind HPCT_POOL_MAX or HPCT_POOL_AVG over window^dims inputs,
+    !> every stride, no padding.
+    subroutine hpct_model_add_pool(model, kind, window, stride, act, ierr)
+        type(hpct_model_t), intent(in) :: model
+        integer(c_int), intent(in) :: kind
+        integer, intent(in) :: window, stride
+        integer(c_int), intent(in) :: act
+        integer, intent(out), optional :: ierr
+        call finish(c_hpct_model_add_pool(model%ptr, kind, int(window, c_int), int(stride, c_int), &
+            act), model%ctx, "hpct_model_add_pool", ierr)
+    end subroutine
+
+    !> Append y = act(x repeated factor times along every spatial dimension) (nearest neighbour).
+    subroutine hpct_model_add_upsample(model, factor, act, ierr)
+        type(hpct_model_t), intent(in) :: model
+        integer, intent(in) :: factor
+        integer(c_int), intent(in) :: act
+        integer, intent(out), optional :: ierr
+        call finish(c_hpct_model_add_upsample(model%ptr, int(factor, c_int), act), model%ctx, &
+            "hpct_model_add_upsample", ierr)
+    end subroutine
+
+    !> Append the layers of a description in hpctrain.conf(5)'s layers syntax, e.g.
+    !> "reshape 1x28x28, conv 32 k3, maxpool 2, dense 10"; act is the conv and dense layers'
+    !> activation where an item gives none (the last item, the output layer: identity).
+    subroutine hpct_model_add_layers(model, spec, act, ierr)
+        type(hpct_model_t), intent(in) :: model
+        character(*), intent(in) :: spec
+        integer(c_int), intent(in) :: act
+        integer, intent(out), optional :: ierr
+        character(*), parameter :: fn = "hpct_model_add_layers"
+        integer(c_int) :: s
+        s = check_string(model%ctx, spec, "the description", fn)
+        if (s == 0) s = c_hpct_model_add_layers(model%ptr, cstr(spec), act)
+        call finish(s, model%ctx, fn, ierr)
     end subroutine
 
     subroutine hpct_model_set_loss(model, loss, ierr)
@@ -3834,7 +3957,8 @@ contains
         character(*), intent(in) :: key
         character(:), allocatable, intent(out) :: value
         integer, intent(out), optional :: ierr
-        character(kind=c_char), target :: buf(HPCT_SETTINGS_PATH_MAX + 8)
+        character(kind=c_char), target :: &
+            buf(max(HPCT_SETTINGS_PATH_MAX, HPCT_SETTINGS_LAYERS_MAX) + 8) ! a path or the layers
         integer(c_int) :: st
         buf = c_null_char
         st = c_hpct_settings_format(s, cstr(key), buf, int(size(buf), c_size_t))

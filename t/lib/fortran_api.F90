@@ -63,6 +63,7 @@ program fortran_api
     call test_context()
     call test_params()
     call test_model()
+    call test_cnn()
     call test_optimizer()
     call test_dataset()
     call test_shards()
@@ -215,7 +216,7 @@ contains
             c_loc(s%checkpoint_async), c_loc(s%backend), c_loc(s%consistency_interval), &
             c_loc(s%metrics_file), c_loc(s%straggler_threshold), c_loc(s%timeline_file), &
             c_loc(s%timeline_first), c_loc(s%divergence_factor), c_loc(s%data_store), &
-            c_loc(s%data_memory_mib), c_loc(s%inputs)])
+            c_loc(s%data_memory_mib), c_loc(s%inputs), c_loc(s%layers)])
     end subroutine
 
     subroutine layout_shard()
@@ -496,6 +497,94 @@ contains
         call hpct_model_destroy(mse)
         call hpct_model_destroy(model)
         call tap_ok(.not. c_associated(model%ptr), "hpct_model_destroy nulls the handle")
+        call hpct_ctx_destroy(ctx)
+    end subroutine
+
+    !> A convolution model through the wrappers, one layer call at a time, and the same model
+    !> from hpct_model_add_layers' text: the same description, parameters and bits.
+    subroutine test_cnn()
+        character(*), parameter :: want = "16-reshape[1x4x4]-conv2d/k3s1same[6x4x4](relu)" // &
+            "-maxpool2s2[6x2x2](identity)-upsample2[6x4x4](identity)-conv2d/k2s2valid[4x2x2](tanh)" // &
+            "-avgpool2s1[4x1x1](identity)-dense3(identity) softmax_ce"
+        type(hpct_ctx_t) :: ctx
+        type(hpct_model_t) :: cnn, text, bad
+        type(hpct_params_t) :: params
+        real(c_float), target :: x(16, 5), out(3, 5), out2(3, 5)
+        real(c_float), pointer :: p(:)
+        integer(c_int32_t), target :: labels(5)
+        real(c_float) :: loss, loss2
+        real(c_double) :: norm
+        character(:), allocatable :: desc, desc2, name
+        integer(c_size_t) :: count
+        integer :: ni, no, nb, ierr, fails, i
+        call hpct_ctx_create(ctx)
+        call hpct_model_create(ctx, 16, cnn)
+        fails = 0
+        call hpct_model_add_reshape(cnn, 1, [4, 4], ierr)
+        if (ierr /= 0) fails = fails + 1
+        call hpct_model_add_conv(cnn, 6, 3, 1, HPCT_PAD_SAME, HPCT_ACT_RELU, ierr=ierr) ! init: AUTO
+        if (ierr /= 0) fails = fails + 1
+        call hpct_model_add_pool(cnn, HPCT_POOL_MAX, 2, 2, HPCT_ACT_IDENTITY, ierr)
+        if (ierr /= 0) fails = fails + 1
+        call hpct_model_add_upsample(cnn, 2, HPCT_ACT_IDENTITY, ierr)
+        if (ierr /= 0) fails = fails + 1
+        call hpct_model_add_conv(cnn, 4, 2, 2, HPCT_PAD_VALID, HPCT_ACT_TANH, HPCT_INIT_XAVIER, ierr)
+        if (ierr /= 0) fails = fails + 1
+        call hpct_model_add_pool(cnn, HPCT_POOL_AVG, 2, 1, HPCT_ACT_IDENTITY)
+        call hpct_model_add_dense(cnn, 3, HPCT_ACT_IDENTITY)
+        call hpct_model_build(cnn, 5, ierr)
+        call tap_ok(fails == 0 .and. ierr == 0, "hpct_model_add_reshape, _conv, _pool, _upsample, " // &
+            "then dense: a CNN built")
+        call hpct_model_describe(cnn, desc)
+        call tap_is_str(desc, want, "hpct_model_describe names every layer and its output shape")
+        call hpct_model_shape(cnn, ni, no)
+        call hpct_model_params(cnn, params)
+        call hpct_params_size(params, nb)
+        call hpct_params_get(params, 2, name, count=count)
+        call tap_ok(ni == 16 .and. no == 3 .and. nb == 6 .and. name == "conv4.weight" .and. &
+            count == 4 * 6 * 2 * 2, "16 -> 3, 6 buffers; the third is conv4.weight [4, 6, 2, 2] " // &
+            "(layers counted from the reshape)")
+        x = reshape([(real(mod(i * 37, 23), c_float) / 23 - 0.5_c_float, i = 1, 80)], [16, 5])
+        labels = [0, 2, 1, 1, 0]
+        call hpct_model_loss_grad(cnn, x, labels, loss)
+        call hpct_params_grad_norm(params, norm)
+        call tap_ok(loss > 0 .and. loss < huge(loss) .and. norm > 0 .and. norm < huge(norm), &
+            "hpct_model_loss_grad on the CNN: a finite loss and a non-zero gradient")
+        call hpct_model_forward(cnn, x, out)
+
+        call hpct_model_create(ctx, 16, text)
+        call hpct_model_add_layers(text, "reshape 1x4x4, conv 6 k3, maxpool 2, upsample 2, " // &
+            "conv 4 k2 s2 valid tanh, avgpool 2 s1, dense 3", HPCT_ACT_RELU, ierr)
+        call hpct_model_build(text, 5)
+        call hpct_model_describe(text, desc2)
+        call tap_ok(ierr == 0 .and. desc2 == desc, "hpct_model_add_layers: the same model from text")
+        call hpct_model_forward(text, x, out2)
+        call hpct_model_loss_grad(text, x, labels, loss2)
+        call tap_ok(all(out2 == out) .and. loss2 == loss, &
+            "the same initial weights, outputs and loss, bit for bit")
+        call hpct_model_params(text, params)
+        call hpct_params_get(params, 5, param=p)
+        call tap_ok(size(p) == 3 .and. all(p == 0), "dense6.bias: 3 zeros")
+
+        call hpct_model_create(ctx, 16, bad)
+        call hpct_model_add_conv(bad, 2, 3, 1, HPCT_PAD_SAME, HPCT_ACT_RELU, ierr=ierr)
+        call tap_ok(ierr == HPCT_ERR_INVALID_ARG .and. &
+            contains_text(hpct_last_error(bad), "hpct_model_add_reshape"), &
+            "a convolution of flat inputs is refused: " // hpct_last_error(bad))
+        call hpct_model_add_reshape(bad, 1, [2, 2, 2, 2], ierr)
+        call tap_ok(ierr == HPCT_ERR_INVALID_ARG .and. contains_text(hpct_last_error(bad), "0 (flat) to 3"), &
+            "a reshape with 4 spatial sizes is refused: " // hpct_last_error(bad))
+        call hpct_model_add_reshape(bad, 16, ierr=ierr)
+        call tap_ok(ierr == 0, "hpct_model_add_reshape without spatial sizes: flat [16]")
+        call hpct_model_add_layers(bad, "reshape 1x4x4, pool 2", HPCT_ACT_RELU, ierr)
+        call tap_ok(ierr == HPCT_ERR_INVALID_ARG .and. contains_text(hpct_last_error(bad), "item 2"), &
+            "hpct_model_add_layers names the bad item: " // hpct_last_error(bad))
+        call hpct_model_add_layers(bad, "dense 4" // c_null_char // ", dense 2", HPCT_ACT_RELU, ierr)
+        call tap_ok(ierr == HPCT_ERR_INVALID_ARG .and. contains_text(hpct_last_error(bad), "NUL"), &
+            "a description with a NUL inside is refused")
+        call hpct_model_destroy(bad)
+        call hpct_model_destroy(text)
+        call hpct_model_destroy(cnn)
         call hpct_ctx_destroy(ctx)
     end subroutine
 
@@ -1120,6 +1209,7 @@ contains
         type(hpct_settings_t) :: s
         type(hpct_ctx_t) :: none
         character(:), allocatable :: v, path
+        integer(c_int64_t) :: h
         integer :: ierr, u
         call hpct_settings_defaults(s)
         call hpct_settings_format(s, "hidden", v)
@@ -1150,6 +1240,17 @@ contains
         call hpct_settings_set(s, "outputs", "2")
         call hpct_settings_check(s, HPCT_SETTINGS_INSITU, ierr)
         call tap_ok(ierr == 0, "hpct_settings_check for an in-situ session")
+        h = hpct_settings_hash(s)
+        call hpct_settings_set(s, "layers", "reshape 1x3, conv 4 k3 tanh, maxpool 3, dense 2")
+        call hpct_settings_format(s, "layers", v)
+        call tap_ok(hpct_f_string(s%layers) == "reshape 1x3, conv 4 k3 tanh, maxpool 3, dense 2" .and. &
+            v == hpct_f_string(s%layers) .and. hpct_settings_hash(s) /= h, &
+            "layers: the version 2 field, its value in file syntax, hashed when set")
+        call hpct_settings_set(s, "layers", "reshape 1x3, conv 4 k3 wide", "test", ierr)
+        call tap_ok(ierr == HPCT_ERR_INVALID_ARG .and. &
+            contains_text(hpct_last_error(none), "item 2") .and. &
+            contains_text(hpct_last_error(none), "'wide' is not an option of conv"), &
+            "a bad layers value names the item: " // hpct_last_error(none))
     end subroutine
 
     subroutine test_insitu()

@@ -183,7 +183,8 @@ static const long settings_off[] = {OFF(hpct_settings_t, version),
                                     OFF(hpct_settings_t, divergence_factor),
                                     OFF(hpct_settings_t, data_store),
                                     OFF(hpct_settings_t, data_memory_mib),
-                                    OFF(hpct_settings_t, inputs)};
+                                    OFF(hpct_settings_t, inputs),
+                                    OFF(hpct_settings_t, layers)};
 
 struct layout {
     long size;
