@@ -2,15 +2,16 @@
 # test_fortran_twin.sh: Fortran and C give bit-identical parameters for the same seed, data
 # and steps: t/lib/fortran_twin (through the module, batches as x(features, batch)) against
 # t/lib/twin_c (the C API, [batch][features]), at W = 1 and 2, on batches made in memory with
-# hpct_model_loss_grad + hpct_params_average_grads + hpct_optimizer_step, and with hpct_train
-# on sharded HDF5 data.
+# hpct_model_loss_grad + hpct_params_average_grads + hpct_optimizer_step (an MLP, and a CNN
+# built with the reshape, conv, pool and upsample wrappers), and with hpct_train on sharded
+# HDF5 data.
 . "${top_srcdir:-.}/t/lib/fortran_lib.sh"
 need_fortran
 need_mpi
 make_data
-plan 5
+plan 7
 for w in 1 2; do
-    for mode in manual train; do
+    for mode in manual cnn train; do
         run "$work/c.$mode.$w.log" mpi "$w" "$builddir/t/lib/twin_c" "$mode" "$work/c.$mode.$w" \
             "$work/data/manifest.txt"
         rc_c=$rc

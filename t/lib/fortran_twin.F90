@@ -1,6 +1,7 @@
 ! fortran_twin.F90: the Fortran half of the Fortran/C twin test (t/test_fortran_twin.sh):
 ! exactly what twin_c.c does, through the module; the parameters must be bit-identical.
 !   fortran_twin manual OUT            30 steps on batches made in memory, x(features, batch)
+!   fortran_twin cnn OUT               the same with twin_c.c's CNN, built layer by layer
 !   fortran_twin train OUT MANIFEST    hpct_train for 20 steps on sharded HDF5 data
 ! Rank 0 writes the parameters (raw fp32, in buffer order) to OUT.
 program fortran_twin
@@ -59,7 +60,16 @@ contains
         type(hpct_optim_config_t) :: oc
         type(hpct_params_t) :: p
         call hpct_model_create(ctx, FEATURES, model)
-        call hpct_model_add_dense(model, 32, HPCT_ACT_TANH, HPCT_INIT_AUTO)
+        if (mode == "cnn") then ! x(16, batch) seen as [1, 4, 4] per sample
+            call hpct_model_add_reshape(model, 1, [4, 4])
+            call hpct_model_add_conv(model, 6, 3, 1, HPCT_PAD_SAME, HPCT_ACT_TANH) ! init: AUTO
+            call hpct_model_add_pool(model, HPCT_POOL_MAX, 2, 2, HPCT_ACT_IDENTITY)
+            call hpct_model_add_upsample(model, 2, HPCT_ACT_IDENTITY)
+            call hpct_model_add_conv(model, 4, 2, 2, HPCT_PAD_VALID, HPCT_ACT_RELU, HPCT_INIT_AUTO)
+            call hpct_model_add_pool(model, HPCT_POOL_AVG, 2, 1, HPCT_ACT_IDENTITY)
+        else
+            call hpct_model_add_dense(model, 32, HPCT_ACT_TANH, HPCT_INIT_AUTO)
+        end if
         call hpct_model_add_dense(model, CLASSES, HPCT_ACT_IDENTITY, HPCT_INIT_AUTO)
         call hpct_model_build(model, max_batch)
         call hpct_model_params(model, p)

@@ -1,6 +1,7 @@
 /* twin_c.c: the C half of the Fortran/C twin test (t/test_fortran_twin.sh); fortran_twin.F90
  * does exactly the same through the Fortran module, and the parameters must be bit-identical.
  *   twin_c manual OUT            30 steps of a 16-32(tanh)-4 MLP on batches made in memory
+ *   twin_c cnn OUT               the same 30 steps of a small CNN (cnn() below)
  *   twin_c train OUT MANIFEST    hpct_train for 20 steps on sharded HDF5 data
  * Every rank runs it (mpirun); rank 0 writes the parameters (raw fp32, in buffer order) to OUT. */
 #include <hpctrain.h>
@@ -49,10 +50,27 @@ static int write_params(hpct_ctx_t ctx, hpct_params_t params, const char *out)
     return fclose(f) != 0;
 }
 
-static int build(hpct_ctx_t ctx, int max_batch, hpct_model_t *model, hpct_optimizer_t *opt)
+/* The features as a 1x4x4 image: conv 6 k3 same (tanh) [6x4x4], max pool 2 [6x2x2], upsample 2
+ * [6x4x4], conv 4 k2 s2 valid (relu) [4x2x2], average pool 2/1 [4x1x1], dense CLASSES: both
+ * paddings, strides 1 and 2, both poolings, He and Xavier initialisation. */
+static int cnn(hpct_ctx_t ctx, hpct_model_t model)
+{
+    const int hw[2] = {4, 4};
+    CHECK(hpct_model_add_reshape(model, 1, 2, hw));
+    CHECK(hpct_model_add_conv(model, 6, 3, 1, HPCT_PAD_SAME, HPCT_ACT_TANH, HPCT_INIT_AUTO));
+    CHECK(hpct_model_add_pool(model, HPCT_POOL_MAX, 2, 2, HPCT_ACT_IDENTITY));
+    CHECK(hpct_model_add_upsample(model, 2, HPCT_ACT_IDENTITY));
+    CHECK(hpct_model_add_conv(model, 4, 2, 2, HPCT_PAD_VALID, HPCT_ACT_RELU, HPCT_INIT_AUTO));
+    CHECK(hpct_model_add_pool(model, HPCT_POOL_AVG, 2, 1, HPCT_ACT_IDENTITY));
+    return 0;
+}
+
+static int build(hpct_ctx_t ctx, int max_batch, int conv, hpct_model_t *model,
+                 hpct_optimizer_t *opt)
 {
     CHECK(hpct_model_create(ctx, FEATURES, model));
-    CHECK(hpct_model_add_dense(*model, 32, HPCT_ACT_TANH, HPCT_INIT_AUTO));
+    if (conv && cnn(ctx, *model)) return 1;
+    if (!conv) CHECK(hpct_model_add_dense(*model, 32, HPCT_ACT_TANH, HPCT_INIT_AUTO));
     CHECK(hpct_model_add_dense(*model, CLASSES, HPCT_ACT_IDENTITY, HPCT_INIT_AUTO));
     CHECK(hpct_model_build(*model, max_batch));
     hpct_params_t params;
@@ -88,10 +106,10 @@ static int manual(hpct_ctx_t ctx, hpct_params_t params, hpct_model_t model, hpct
 int main(int argc, char **argv)
 {
     if (argc < 3 || (strcmp(argv[1], "train") == 0 && argc < 4)) {
-        fprintf(stderr, "usage: twin_c manual|train OUT [MANIFEST]\n");
+        fprintf(stderr, "usage: twin_c manual|cnn|train OUT [MANIFEST]\n");
         return 2;
     }
-    int train = strcmp(argv[1], "train") == 0;
+    int train = strcmp(argv[1], "train") == 0, conv = strcmp(argv[1], "cnn") == 0;
     hpct_ctx_t ctx = NULL;
     hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
     cfg.seed = 11;
@@ -102,7 +120,7 @@ int main(int argc, char **argv)
     hpct_model_t model;
     hpct_optimizer_t opt;
     hpct_params_t params;
-    if (build(ctx, train ? 48 / topo.size : GLOBAL_BATCH, &model, &opt)) return 1;
+    if (build(ctx, train ? 48 / topo.size : GLOBAL_BATCH, conv, &model, &opt)) return 1;
     CHECK(hpct_model_params(model, &params));
     if (train) {
         hpct_dataset_t ds;
