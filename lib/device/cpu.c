@@ -162,23 +162,37 @@ static hpct_status_t cpu_bias_grad(hpct_ctx_t ctx, const float *dz, float *db, i
     return HPCT_SUCCESS;
 }
 
+/* The output columns [*lo, *hi) whose input column xo s - pad + c lies in [0, in). */
+static void inside(int c, int s, int pad, int in, int out, int *lo, int *hi)
+{
+    int first = pad - c > 0 ? (pad - c + s - 1) / s : 0; /* xo s >= pad - c */
+    int last = in - 1 + pad - c >= 0 ? (in - 1 + pad - c) / s + 1 : 0;
+    *lo = first < out ? first : out;
+    *hi = last < *lo ? *lo : last < out ? last : out;
+}
+
 /* One row of a sample's column matrix (channel ci, kernel offset a b c): dst [P] from the
  * channel xc [D, H, W], zeros in the padding (the values of hpcti_im2col_at). */
 static void im2col_row(const struct hpcti_geom *g, const float *xc, int a, int b, int c,
                        float *restrict dst)
 {
+    int lo, hi, s = g->s[2], ow = g->out[2];
+    inside(c, s, g->pad[2], g->in[2], ow, &lo, &hi);
     for (int zo = 0; zo < g->out[0]; zo++)
-        for (int yo = 0; yo < g->out[1]; yo++, dst += g->out[2]) {
+        for (int yo = 0; yo < g->out[1]; yo++, dst += ow) {
             int zi = zo * g->s[0] - g->pad[0] + a, yi = yo * g->s[1] - g->pad[1] + b;
             if (zi < 0 || zi >= g->in[0] || yi < 0 || yi >= g->in[1]) {
-                memset(dst, 0, sizeof(float) * (size_t)g->out[2]);
+                memset(dst, 0, sizeof(float) * (size_t)ow);
                 continue;
             }
             const float *src = xc + ((size_t)zi * g->in[1] + yi) * g->in[2];
-            for (int xo = 0; xo < g->out[2]; xo++) {
-                int xi = xo * g->s[2] - g->pad[2] + c;
-                dst[xo] = xi >= 0 && xi < g->in[2] ? src[xi] : 0.0f;
-            }
+            int off = c - g->pad[2]; /* input column of output xo: xo s + off */
+            memset(dst, 0, sizeof(float) * (size_t)lo);
+            if (s == 1 && hi > lo)
+                memcpy(dst + lo, src + lo + off, sizeof(float) * (size_t)(hi - lo));
+            else
+                for (int xo = lo; xo < hi; xo++) dst[xo] = src[xo * s + off];
+            memset(dst + hi, 0, sizeof(float) * (size_t)(ow - hi));
         }
 }
 
@@ -186,15 +200,15 @@ static void im2col_row(const struct hpcti_geom *g, const float *xc, int a, int b
 static void col2im_row(const struct hpcti_geom *g, const float *src, int a, int b, int c,
                        float *restrict dxc)
 {
+    int lo, hi, s = g->s[2], ow = g->out[2];
+    inside(c, s, g->pad[2], g->in[2], ow, &lo, &hi);
     for (int zo = 0; zo < g->out[0]; zo++)
-        for (int yo = 0; yo < g->out[1]; yo++, src += g->out[2]) {
+        for (int yo = 0; yo < g->out[1]; yo++, src += ow) {
             int zi = zo * g->s[0] - g->pad[0] + a, yi = yo * g->s[1] - g->pad[1] + b;
             if (zi < 0 || zi >= g->in[0] || yi < 0 || yi >= g->in[1]) continue;
             float *dst = dxc + ((size_t)zi * g->in[1] + yi) * g->in[2];
-            for (int xo = 0; xo < g->out[2]; xo++) {
-                int xi = xo * g->s[2] - g->pad[2] + c;
-                if (xi >= 0 && xi < g->in[2]) dst[xi] += src[xo];
-            }
+            int off = c - g->pad[2];
+            for (int xo = lo; xo < hi; xo++) dst[xo * s + off] += src[xo];
         }
 }
 
