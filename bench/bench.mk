@@ -1,7 +1,7 @@
 # bench: benchmarks against named baselines (built, run by hand or by bench/run_all.sh;
 # see the comment at the top of each file).
 noinst_PROGRAMS += bench/bench_step bench/bench_reader bench/bench_allreduce bench/bench_train \
-	bench/bench_ckpt bench/bench_insitu bench/bench_obs bench/bench_ckpt_many
+	bench/bench_ckpt bench/bench_insitu bench/bench_obs bench/bench_ckpt_many bench/bench_conv
 bench_bench_step_LDADD = $(HPCT_LIBS)
 bench_bench_reader_LDADD = $(HPCT_LIBS)
 bench_bench_allreduce_SOURCES = bench/bench_allreduce.c bench/floor.c bench/floor.h
@@ -12,7 +12,9 @@ bench_bench_ckpt_LDADD = $(HPCT_LIBS)
 bench_bench_insitu_LDADD = $(HPCT_LIBS)
 bench_bench_obs_LDADD = $(HPCT_LIBS)
 bench_bench_ckpt_many_LDADD = $(HPCT_LIBS)
+bench_bench_conv_LDADD = $(HPCT_LIBS)
 EXTRA_DIST += bench/bench_util.h bench/run_all.sh bench/ddp_baseline.py bench/run_train_bench.sh \
+	bench/cnn_baseline.py bench/run_cnn_bench.sh \
 	bench/bench_gpu.c bench/gpu_validate.sh bench/gpu_bundle.sh bench/results.md
 # bench/sim: the SimGrid/SMPI build and its driver (its own GNUmakefile, never part of make)
 EXTRA_DIST += bench/sim/GNUmakefile bench/sim/sim_step.c bench/sim/run.sh bench/sim/platform.sh \
