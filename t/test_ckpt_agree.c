@@ -978,7 +978,7 @@ static void value_cases(void)
         int kind;
         int64_t v;
         verdict_t want;
-    } root[] = {{"schema_version", 0, 0, CORRUPT}, {"schema_version", 0, 2, CORRUPT},
+    } root[] = {{"schema_version", 0, 0, CORRUPT}, {"schema_version", 0, 3, CORRUPT},
                 {"schema_version", 0, 1, OK},      {"schema_version", 1, 0, CORRUPT},
                 {"schema_version", 2, 1, CORRUPT}, {"schema_version", 3, 0, CORRUPT},
                 {"library_version", 1, 0, OK},     {"library_version", 3, 0, OK},

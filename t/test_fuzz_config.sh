@@ -7,6 +7,6 @@ src=${top_srcdir:-.}
 fuzz_init
 plan 3
 fuzz_build config_fuzz -I"$src/include" -I"${top_builddir:-.}/include" -I"$src/t/fuzz" \
-    "$src/t/fuzz/config_fuzz.c" "$src/lib/train/settings.c" -lm
+    "$src/t/fuzz/config_fuzz.c" "$src/lib/train/settings.c" "$src/lib/model/spec_parse.c" -lm
 fuzz_run config "$fuzz_work/config_fuzz" "$src/t/fuzz/corpus-config" -max_len=4096
 done_testing

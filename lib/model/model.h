@@ -46,10 +46,6 @@ void hpcti_model_step_begins(hpct_model_t m);
  * agreement before the averaging carries it to every rank. */
 void hpcti_model_set_nonfinite_loss(hpct_model_t m, hpct_status_t status);
 
-/* 0 when spec is a well-formed hpct_model_add_layers description (syntax only: shapes are
- * checked when the layers are added); else -1 and why [n] names the item and its problem. */
-int hpcti_layers_check(const char *spec, char *why, size_t n);
-
 /* 1 when m has a layer other than dense (its checkpoints are schema 2). */
 int hpcti_model_layered(hpct_model_t m);
 

@@ -2,7 +2,7 @@
  * hpct_insitu_open; the file, the environment and the command line all go through
  * hpct_settings_set(). A failed call leaves its message in hpct_last_error(NULL). */
 #include "settings.h"
-#include "../model/model.h"
+#include "../model/spec.h"
 
 #include <ctype.h>
 #include <errno.h>
