@@ -7,7 +7,8 @@
 # the loss of every step within 2e-3 (relative) of the cpu run at the same W (fp32 sums in
 # another order on each backend); then the in-situ session (t/lib/insitu_prog same) at W = 2
 # on the cuda backend: every step, bit-identical replicas and losses on every rank, and with x
-# and y in device memory the same parameters as from host arrays.
+# and y in device memory the same parameters as from host arrays; and a convolutional model
+# (the layers key: conv, max pool, conv, dense) at W = 2 and 4 as the first runs.
 # In a tree built --with-cuda-double every point says so and each cuda run repeats under the
 # seeds in CUDA_DOUBLE_SEEDS (default 1 2). Skips without the cuda backend or a device.
 . "${top_srcdir:-.}/t/lib/tap.sh"
@@ -28,7 +29,7 @@ oversub=
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/hpct-gputrain.XXXXXX") || skip_all "mktemp failed"
 trap 'rm -rf "$tmp"' EXIT
 
-plan 7
+plan 9
 train_csv "$tmp/data.csv"
 timeout -s KILL 60 "$b/tools/hpctrain" shard -o "$tmp/ds" -n 4 "$tmp/data.csv" >"$tmp/shard.log" 2>&1
 ok $? "${tag}hpctrain shard: the runs' data" "$tmp/shard.log"
@@ -40,7 +41,7 @@ run() {
     name=$1 be=$2 np=$3
     shift 3
     env "$@" timeout -s KILL 120 "$MPIRUN" $oversub -np "$np" "$b/tools/hpctrain" train \
-        --config "$tmp/base.conf" --backend "$be" --checkpoint-dir "$tmp/ck-$name" \
+        --config "${conf:-$tmp/base.conf}" --backend "$be" --checkpoint-dir "$tmp/ck-$name" \
         >"$tmp/$name.log" 2>&1
 }
 
@@ -104,6 +105,16 @@ else
 fi
 layout "hpctrain train W=2, two virtual nodes of 1, HPCT_NCCL_SOLO=1 (NCCL of one rank)" 2 1 \
     HPCT_RANKS_PER_NODE=1 HPCT_NCCL_SOLO=1 HPCT_NCCL=1
+
+# The same with a convolutional model (issue 32): the conv kernels, NCCL and the staging.
+sed 's/^hidden = .*/layers = reshape 1x4x4, conv 4 k3, maxpool 2, conv 6 k2 s1 valid, dense 4/' \
+    "$tmp/base.conf" >"$tmp/cnn.conf"
+conf="$tmp/cnn.conf"
+layout "hpctrain train W=2, a CNN (conv, max pool, conv, dense), two virtual nodes of 1" 2 1 \
+    HPCT_RANKS_PER_NODE=1
+layout "hpctrain train W=4, a CNN, two virtual nodes of 2 (NCCL in the node, MPI across)" 4 2 \
+    HPCT_RANKS_PER_NODE=2
+conf=
 
 failed=0
 per_node=1
