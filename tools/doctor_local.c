@@ -80,6 +80,31 @@ static int manifest_widths(const char *path, long *inputs, long *targets, char *
     return -1;
 }
 
+/* Parameters of the layers key's model on in inputs (built on a cpu context, batch 1). */
+static int layered_params(const hpct_settings_t *c, long in, double *p, char *why, size_t len)
+{
+    hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
+    hpct_ctx_t ctx;
+    hpct_model_t m = NULL;
+    hpct_params_t set;
+    size_t total = 0;
+    if (hpct_ctx_create(&cfg, &ctx)) return snprintf(why, len, "no context for the model"), -1;
+    hpct_activation_t act = !strcmp(c->activation, "relu")   ? HPCT_ACT_RELU
+                            : !strcmp(c->activation, "tanh") ? HPCT_ACT_TANH
+                            : !strcmp(c->activation, "gelu") ? HPCT_ACT_GELU
+                                                             : HPCT_ACT_IDENTITY;
+    hpct_status_t s = hpct_model_create(ctx, (int)in, &m);
+    if (!s) s = hpct_model_add_layers(m, c->layers, act);
+    if (!s) s = hpct_model_build(m, 1);
+    if (!s) s = hpct_model_params(m, &set);
+    if (!s) s = hpct_params_size(set, NULL, &total);
+    if (s) snprintf(why, len, "the layers key's model: %s", hpct_last_error(ctx));
+    *p = (double)total;
+    hpct_model_destroy(m);
+    hpct_ctx_destroy(ctx);
+    return s ? -1 : 0;
+}
+
 /* Bytes of one checkpoint of the settings' model: parameters x 4 x (1 + optimizer slots),
  * plus the file's own overhead; -1 with why when the manifest cannot tell the widths. */
 static double checkpoint_bytes(const hpct_settings_t *c, double *params, int *slots, char *why,
@@ -90,9 +115,10 @@ static double checkpoint_bytes(const hpct_settings_t *c, double *params, int *sl
     long out = !strcmp(c->loss, "softmax_ce") ? c->outputs : targets;
     if (out <= 0) out = targets;
     double p = 0, prev = (double)in;
-    for (int i = 0; i < c->num_hidden; i++)
+    for (int i = 0; i < c->num_hidden && !c->layers[0]; i++)
         p += prev * c->hidden[i] + c->hidden[i], prev = c->hidden[i];
     p += prev * (double)out + (double)out;
+    if (c->layers[0] && layered_params(c, in, &p, why, len)) return -1;
     *params = p;
     *slots = !strcmp(c->optimizer, "adamw") ? 2 : c->momentum > 0 ? 1 : 0;
     return p * 4.0 * (1 + *slots) + CKPT_OVERHEAD;
