@@ -290,12 +290,54 @@ static void window_fwd_channel(const struct hpcti_geom *g, const float *xc, floa
             }
 }
 
+/* 1 for max pooling over 2 x 2 windows at stride 2 in one plane (the common case). */
+static int maxpool_2x2(const struct hpcti_geom *g)
+{
+    return g->kind == HPCTI_GEOM_MAXPOOL && g->k[0] == 1 && g->k[1] == 2 && g->k[2] == 2 &&
+           g->s[1] == 2 && g->s[2] == 2;
+}
+
+/* Index among 0..3 of the first maximum of a 2 x 2 window (v: its values in window order),
+ * by hpcti_pool_argmax_from's rule (a NaN wins once reached and keeps winning). */
+static inline int first_max4(const float v[4])
+{
+    int best = 0;
+    for (int j = 1; j < 4; j++)
+        if (v[best] == v[best] && (v[j] > v[best] || v[j] != v[j])) best = j;
+    return best;
+}
+
+/* maxpool_2x2's forward (dx: NULL) or adjoint (dx += dy at each window's first maximum) over
+ * one channel of D planes. */
+static void maxpool_2x2_channel(const struct hpcti_geom *g, const float *xc, float *restrict yc,
+                                const float *dyc, float *restrict dx)
+{
+    size_t iw = (size_t)g->in[2];
+    for (int zo = 0; zo < g->out[0]; zo++)
+        for (int yo = 0; yo < g->out[1]; yo++) {
+            size_t row = ((size_t)zo * g->in[1] + 2 * (size_t)yo) * iw;
+            for (int xo = 0; xo < g->out[2]; xo++) {
+                size_t o = row + 2 * (size_t)xo, at[4] = {o, o + 1, o + iw, o + iw + 1};
+                float v[4] = {xc[at[0]], xc[at[1]], xc[at[2]], xc[at[3]]};
+                int j = first_max4(v);
+                if (dx)
+                    dx[at[j]] += *dyc++;
+                else
+                    *yc++ = v[j];
+            }
+        }
+}
+
 static hpct_status_t cpu_window_fwd(hpct_ctx_t ctx, const struct hpcti_geom *g, const float *x,
                                     float *restrict y, int batch)
 {
     size_t P = hpcti_geom_out_size(g), in = hpcti_geom_in_size(g);
-    for (size_t nc = 0; nc < (size_t)batch * (size_t)g->c_out; nc++)
-        window_fwd_channel(g, x + nc * in, y + nc * P);
+    for (size_t nc = 0; nc < (size_t)batch * (size_t)g->c_out; nc++) {
+        if (maxpool_2x2(g))
+            maxpool_2x2_channel(g, x + nc * in, y + nc * P, NULL, NULL);
+        else
+            window_fwd_channel(g, x + nc * in, y + nc * P);
+    }
     return HPCT_SUCCESS;
 }
 
@@ -307,6 +349,10 @@ static void window_bwd_channel(const struct hpcti_geom *g, const float *xc, cons
 {
     size_t in = hpcti_geom_in_size(g);
     memset(dxc, 0, sizeof(float) * in);
+    if (maxpool_2x2(g)) {
+        maxpool_2x2_channel(g, xc, NULL, dyc, dxc);
+        return;
+    }
     for (int zo = 0; zo < g->out[0]; zo++)
         for (int yo = 0; yo < g->out[1]; yo++)
             for (int xo = 0; xo < g->out[2]; xo++, dyc++) {
