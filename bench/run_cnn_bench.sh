@@ -9,6 +9,11 @@
 # 1, then W = 2) so that drift hits both alike. Prints each run's samples/s over the training
 # steps and its test accuracy, then the ratios (targets: samples/s >= 1.0 x PyTorch at W = 1
 # and 2, test accuracy within 0.5 points).
+# PyTorch runs with OMP_NUM_THREADS=1 and glibc's mmap and trim thresholds raised: with the
+# defaults glibc hands its large activation buffers back to the kernel every step and the
+# page faults dominate (on the 2-core VM, one epoch at W = 1: 549-1188 samples/s with the
+# defaults, 2387-2413 with these; bench/results.md, fifteenth session). The raised
+# thresholds are what a tuned PyTorch job sets; libhpctrain allocates once, at build.
 set -u
 build=$(cd "${1:-.}" && pwd)
 data=${2:-/usr/share/datasets/fashion-mnist}
@@ -53,7 +58,8 @@ ours() {
 
 for w in 1 2; do
     ours $w | tee -a "$work/lines"
-    "$python" "$here/cnn_baseline.py" $w "$epochs" "$data" | tee -a "$work/lines"
+    OMP_NUM_THREADS=1 MALLOC_MMAP_THRESHOLD_=2000000000 MALLOC_TRIM_THRESHOLD_=4000000000 \
+        "$python" "$here/cnn_baseline.py" $w "$epochs" "$data" | tee -a "$work/lines"
 done
 echo
 awk '/^hpctrain W=/ { split($2, a, "="); r[a[2]] = $4; acc[a[2]] = $NF }
