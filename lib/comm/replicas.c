@@ -13,17 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* memcpy of a payload; in the SMPI build (lib/core/sim.h) its memory traffic in simulated time. */
-static inline void copy_payload(void *dst, const void *src, size_t bytes)
-{
-#ifdef HPCT_SIM
-    (void)dst, (void)src;
-    HPCTI_SIM_WORK(2 * bytes);
-#else
-    memcpy(dst, src, bytes);
-#endif
-}
-
 /* Floats of a bucket whose average stays in flight (p2p, allgather, mpi): 1 MiB. Over TCP
  * (W = 2, 1,000 tensors of 1-64 KiB) fused buckets of 256 KiB, 512 KiB, 1, 2 and 16 MiB took
  * 1.47, 1.42-1.44, 1.48-1.62, 1.27-1.40 and 0.97-1.03x per-tensor MPI_Allreduce: with
@@ -63,7 +52,7 @@ static void unpack(hpct_params_t p, const float *slot, const struct slot_use *u)
 {
     size_t off = 0;
     for (int i = u->first; i < u->last; i++) {
-        copy_payload(p->bufs[i].grad, slot + off, sizeof(float) * p->bufs[i].count);
+        hpcti_copy_payload(p->bufs[i].grad, slot + off, sizeof(float) * p->bufs[i].count);
         off += p->bufs[i].count;
         hpcti_red_progress(p->ctx);
     }
@@ -75,7 +64,7 @@ static size_t pack(hpct_params_t p, float *slot, size_t cap, int *next)
 {
     size_t used = 0;
     while (*next < p->num && p->bufs[*next].count < cap && used + p->bufs[*next].count <= cap) {
-        copy_payload(slot + used, p->bufs[*next].grad, sizeof(float) * p->bufs[*next].count);
+        hpcti_copy_payload(slot + used, p->bufs[*next].grad, sizeof(float) * p->bufs[*next].count);
         used += p->bufs[(*next)++].count;
         hpcti_red_progress(p->ctx); /* errors surface in the final wait */
     }

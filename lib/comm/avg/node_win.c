@@ -53,17 +53,6 @@
 #define MIN_HALF             ((size_t)1 << 16) /* floats: smallest cap a fusion size can give */
 #define MAX_HALF             ((size_t)1 << 28) /* floats: MPI counts are int */
 
-/* memcpy of a payload; in the SMPI build (lib/core/sim.h) its memory traffic in simulated time. */
-static inline void copy_payload(void *dst, const void *src, size_t bytes)
-{
-#ifdef HPCT_SIM
-    (void)dst, (void)src;
-    HPCTI_SIM_WORK(2 * bytes);
-#else
-    memcpy(dst, src, bytes);
-#endif
-}
-
 /* A byte-count setting, or fallback when unset (a bad value: hpct_init refused it first). */
 static long env_bytes(const char *name, long fallback)
 {
@@ -457,9 +446,9 @@ static void copy_blocks(const struct hpcti_dist *d, int h, float *buf, size_t m,
         size_t start = hpcti_block_start(m, L, b), bytes = hpcti_block_len(m, L, b) * sizeof *buf;
         if (b == me) continue;
         if (to_win)
-            copy_payload(half_of(d->avg->nwin, me, h) + start, buf + start, bytes);
+            hpcti_copy_payload(half_of(d->avg->nwin, me, h) + start, buf + start, bytes);
         else
-            copy_payload(buf + start, half_of(d->avg->nwin, b, h) + start, bytes);
+            hpcti_copy_payload(buf + start, half_of(d->avg->nwin, b, h) + start, bytes);
     }
 }
 
@@ -476,7 +465,7 @@ static hpct_status_t chunk_sum_and_copy_out(hpct_ctx_t ctx, float *buf, size_t m
         float *own = half_of(w, me, h) + start;
         s = hpcti_red_start_cross(ctx, own, len, cross_whole(d, m), &id);
         if (!s) s = hpcti_red_wait(ctx, id);
-        if (!s) copy_payload(buf + start, own, len * sizeof *buf);
+        if (!s) hpcti_copy_payload(buf + start, own, len * sizeof *buf);
     }
     if (!s) s = counter_barrier(ctx);
     if (s) return s;
@@ -520,7 +509,7 @@ static hpct_status_t chunk_replicated(hpct_ctx_t ctx, float *buf, size_t m)
     struct hpcti_dist *d = ctx->dist;
     struct hpcti_node_win *w = d->avg->nwin;
     int h = w->half;
-    copy_payload(half_of(w, d->local_rank, h), buf, m * sizeof *buf);
+    hpcti_copy_payload(half_of(w, d->local_rank, h), buf, m * sizeof *buf);
     hpct_status_t s = counter_barrier(ctx);
     if (s) return s;
     sum_all(d, h, buf, m);
@@ -586,7 +575,7 @@ static hpct_status_t chunk_in_place(hpct_ctx_t ctx, const struct hpcti_grads *g,
     hpct_status_t s = hpcti_red_start_cross(ctx, own, len, cross_whole(d, m), &id);
     if (!s) s = hpcti_red_wait(ctx, id);
     for (int p = 0; p < L && !s; p++)
-        if (p != me) copy_payload(g->seg[p] + off + start, own, len * sizeof *own);
+        if (p != me) hpcti_copy_payload(g->seg[p] + off + start, own, len * sizeof *own);
     return s;
 }
 
