@@ -143,7 +143,10 @@ static hpct_status_t cpu_bias_act(hpct_ctx_t ctx, int act, float *z, const float
 static hpct_status_t cpu_act_backward(hpct_ctx_t ctx, int act, const float *restrict z,
                                       const float *restrict y, const float *dy, float *dz, size_t n)
 {
-    if (act == HPCTI_MATH_RELU) {
+    if (act == HPCTI_MATH_RELU && dz == dy) { /* in place (the model's case): one pointer */
+        float *restrict d = dz;
+        for (size_t i = 0; i < n; i++) d[i] = z[i] > 0.0f ? d[i] : 0.0f;
+    } else if (act == HPCTI_MATH_RELU) {
         for (size_t i = 0; i < n; i++) dz[i] = z[i] > 0.0f ? dy[i] : 0.0f;
     } else {
         for (size_t i = 0; i < n; i++) dz[i] = dy[i] * hpcti_act_deriv(act, z[i], y[i]);
@@ -187,12 +190,12 @@ static void im2col_row(const struct hpcti_geom *g, const float *xc, int a, int b
             }
             const float *src = xc + ((size_t)zi * g->in[1] + yi) * g->in[2];
             int off = c - g->pad[2]; /* input column of output xo: xo s + off */
-            memset(dst, 0, sizeof(float) * (size_t)lo);
+            for (int xo = 0; xo < lo; xo++) dst[xo] = 0.0f; /* the padding: a few at most */
             if (s == 1 && hi > lo)
                 memcpy(dst + lo, src + lo + off, sizeof(float) * (size_t)(hi - lo));
             else
                 for (int xo = lo; xo < hi; xo++) dst[xo] = src[xo * s + off];
-            memset(dst + hi, 0, sizeof(float) * (size_t)(ow - hi));
+            for (int xo = hi; xo < ow; xo++) dst[xo] = 0.0f;
         }
 }
 
@@ -302,28 +305,61 @@ static int maxpool_2x2(const struct hpcti_geom *g)
 static inline int first_max4(const float v[4])
 {
     int best = 0;
-    for (int j = 1; j < 4; j++)
-        if (v[best] == v[best] && (v[j] > v[best] || v[j] != v[j])) best = j;
+    if (v[0] != v[0] || v[1] != v[1] || v[2] != v[2] || v[3] != v[3]) { /* rare: a NaN */
+        for (int j = 1; j < 4; j++)
+            if (v[best] == v[best] && (v[j] > v[best] || v[j] != v[j])) best = j;
+        return best;
+    }
+    float cur = v[0];
+    for (int j = 1; j < 4; j++) { /* selects, not branches: which one wins is data */
+        int take = v[j] > cur;
+        best = take ? j : best;
+        cur = take ? v[j] : cur;
+    }
     return best;
 }
 
-/* maxpool_2x2's forward (dx: NULL) or adjoint (dx += dy at each window's first maximum) over
- * one channel of D planes. */
+/* One output row of maxpool_2x2's forward from input rows r0, r1 when none of their values is
+ * a NaN (then each window's first maximum is the running "greater than" of its values in
+ * window order, a select the compiler vectorises); 0, nothing written, when one is. */
+static int maxpool_2x2_row(const float *restrict r0, const float *restrict r1, size_t ow,
+                           float *restrict y)
+{
+    int nan = 0;
+    for (size_t xo = 0; xo < ow; xo++) {
+        float a = r0[2 * xo], b = r0[2 * xo + 1], c = r1[2 * xo], d = r1[2 * xo + 1];
+        nan |= (a != a) | (b != b) | (c != c) | (d != d);
+        float m = b > a ? b : a;
+        m = c > m ? c : m;
+        y[xo] = d > m ? d : m;
+    }
+    return !nan; /* y is rewritten by the exact rule when a NaN was seen */
+}
+
+/* maxpool_2x2's forward (dx: NULL) or adjoint (dx = dy at each window's first maximum, 0 at
+ * the other three) over one channel of D planes. */
 static void maxpool_2x2_channel(const struct hpcti_geom *g, const float *xc, float *restrict yc,
                                 const float *dyc, float *restrict dx)
 {
-    size_t iw = (size_t)g->in[2];
+    size_t iw = (size_t)g->in[2], ow = (size_t)g->out[2];
     for (int zo = 0; zo < g->out[0]; zo++)
         for (int yo = 0; yo < g->out[1]; yo++) {
-            size_t row = ((size_t)zo * g->in[1] + 2 * (size_t)yo) * iw;
-            for (int xo = 0; xo < g->out[2]; xo++) {
-                size_t o = row + 2 * (size_t)xo, at[4] = {o, o + 1, o + iw, o + iw + 1};
-                float v[4] = {xc[at[0]], xc[at[1]], xc[at[2]], xc[at[3]]};
+            const float *r0 = xc + ((size_t)zo * g->in[1] + 2 * (size_t)yo) * iw, *r1 = r0 + iw;
+            if (!dx && maxpool_2x2_row(r0, r1, ow, yc)) {
+                yc += ow;
+                continue;
+            }
+            for (size_t xo = 0; xo < ow; xo++) {
+                float v[4] = {r0[2 * xo], r0[2 * xo + 1], r1[2 * xo], r1[2 * xo + 1]};
                 int j = first_max4(v);
-                if (dx)
-                    dx[at[j]] += *dyc++;
-                else
+                if (!dx) {
                     *yc++ = v[j];
+                    continue;
+                }
+                float d = *dyc++; /* windows do not overlap: dx was 0 under this one */
+                float *d0 = dx + (r0 - xc) + 2 * xo, *d1 = d0 + iw;
+                d0[0] = j == 0 ? d : 0.0f, d0[1] = j == 1 ? d : 0.0f;
+                d1[0] = j == 2 ? d : 0.0f, d1[1] = j == 3 ? d : 0.0f;
             }
         }
 }
