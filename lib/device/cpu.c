@@ -191,8 +191,8 @@ static void im2col_row(const struct hpcti_geom *g, const float *xc, int a, int b
             const float *src = xc + ((size_t)zi * g->in[1] + yi) * g->in[2];
             int off = c - g->pad[2]; /* input column of output xo: xo s + off */
             for (int xo = 0; xo < lo; xo++) dst[xo] = 0.0f; /* the padding: a few at most */
-            if (s == 1 && hi > lo)
-                memcpy(dst + lo, src + lo + off, sizeof(float) * (size_t)(hi - lo));
+            if (s == 1) /* rows of a few dozen: a loop, not a memcpy call each */
+                for (int xo = lo; xo < hi; xo++) dst[xo] = src[xo + off];
             else
                 for (int xo = lo; xo < hi; xo++) dst[xo] = src[xo * s + off];
             for (int xo = hi; xo < ow; xo++) dst[xo] = 0.0f;
@@ -211,7 +211,10 @@ static void col2im_row(const struct hpcti_geom *g, const float *src, int a, int 
             if (zi < 0 || zi >= g->in[0] || yi < 0 || yi >= g->in[1]) continue;
             float *dst = dxc + ((size_t)zi * g->in[1] + yi) * g->in[2];
             int off = c - g->pad[2];
-            for (int xo = lo; xo < hi; xo++) dst[xo * s + off] += src[xo];
+            if (s == 1)
+                for (int xo = lo; xo < hi; xo++) dst[xo + off] += src[xo];
+            else
+                for (int xo = lo; xo < hi; xo++) dst[xo * s + off] += src[xo];
         }
 }
 
@@ -253,9 +256,18 @@ static hpct_status_t cpu_channel_bias_act(hpct_ctx_t ctx, int act, float *z, con
     for (size_t row = 0; row < (size_t)batch * (size_t)channels; row++) {
         float *zr = z + row * spatial, *yr = y + row * spatial;
         float b = bias ? bias[row % (size_t)channels] : 0.0f;
+        if (bias && act == HPCTI_MATH_RELU && yr != zr) { /* the hot case: one pass */
+            float *restrict zo = zr, *restrict yo = yr;
+            for (size_t p = 0; p < spatial; p++) {
+                float v = zo[p] + b;
+                zo[p] = v;
+                yo[p] = v < 0.0f ? 0.0f : v; /* NaN passes through */
+            }
+            continue;
+        }
         if (bias)
             for (size_t p = 0; p < spatial; p++) zr[p] += b;
-        if (act == HPCTI_MATH_RELU) /* the hot case: branch-free, as cpu_bias_act */
+        if (act == HPCTI_MATH_RELU) /* branch-free, as cpu_bias_act */
             for (size_t p = 0; p < spatial; p++) yr[p] = zr[p] < 0.0f ? 0.0f : zr[p];
         else if (act != HPCTI_MATH_IDENTITY || yr != zr)
             for (size_t p = 0; p < spatial; p++) yr[p] = hpcti_act_fwd(act, zr[p]);
