@@ -22,29 +22,31 @@ static void geom_from(struct hpcti_geom *g, int kind, const struct hpcti_shape *
     }
 }
 
-/* Output shape of geometry g for an input of dims spatial dimensions. */
-static struct hpcti_shape shape_of(const struct hpcti_geom *g, int dims)
+/* The checks every conv, pool and upsample call starts with: the model not built, its
+ * incoming shape *in spatial (set by hpct_model_add_reshape or an earlier layer), act and init
+ * known. Clears the context's error first. */
+static hpct_status_t spatial_start(hpct_model_t m, const char *fn, hpct_activation_t act,
+                                   hpct_init_t init, struct hpcti_shape *in)
 {
-    return (struct hpcti_shape){
-        .dims = dims, .c = g->c_out, .size = {g->out[0], g->out[1], g->out[2]}};
-}
-
-/* The incoming shape must be spatial (set by hpct_model_add_reshape or an earlier layer). */
-static hpct_status_t need_spatial(hpct_model_t m, const char *fn, const struct hpcti_shape *in)
-{
-    if (!m->max_batch && in->dims > 0) return HPCT_SUCCESS;
+    hpcti_clear_error(m->ctx);
+    *in = hpcti_model_tail(m);
     if (m->max_batch)
         return hpcti_error(m->ctx, HPCT_ERR_STATE, "%s: the model is already built", fn);
-    return hpcti_error(m->ctx, HPCT_ERR_INVALID_ARG,
-                       "%s: layer %d: its input is %d flat features; give it a shape [channels, "
-                       "D, H, W] first (hpct_model_add_reshape)",
-                       fn, m->num, in->c);
+    if (in->dims == 0)
+        return hpcti_error(m->ctx, HPCT_ERR_INVALID_ARG,
+                           "%s: layer %d: its input is %d flat features; give it a shape "
+                           "[channels, D, H, W] first (hpct_model_add_reshape)",
+                           fn, m->num, in->c);
+    return hpcti_check_act_init(m, fn, act, init);
 }
 
-/* Append d with output shape out, checking its width fits an int. */
+/* Append d, its output shape from its geometry (the input's dims spatial dimensions),
+ * checking its width fits an int. */
 static hpct_status_t append_shaped(hpct_model_t m, const char *fn, struct hpcti_layer *d,
-                                   const struct hpcti_shape *in, struct hpcti_shape out)
+                                   const struct hpcti_shape *in)
 {
+    struct hpcti_shape out = {
+        .dims = in->dims, .c = d->g.c_out, .size = {d->g.out[0], d->g.out[1], d->g.out[2]}};
     long long f = shape_features(&out);
     if (f > INT_MAX / 2)
         return hpcti_error(m->ctx, HPCT_ERR_INVALID_ARG,
@@ -108,10 +110,8 @@ hpct_status_t hpct_model_add_conv(hpct_model_t m, int out_channels, int kernel, 
 {
     static const char fn[] = "hpct_model_add_conv";
     if (!m) return HPCT_ERR_INVALID_ARG;
-    hpcti_clear_error(m->ctx);
-    struct hpcti_shape in = hpcti_model_tail(m);
-    hpct_status_t s = need_spatial(m, fn, &in);
-    if (!s) s = hpcti_check_act_init(m, fn, act, init);
+    struct hpcti_shape in;
+    hpct_status_t s = spatial_start(m, fn, act, init, &in);
     if (s) return s;
     if (out_channels <= 0 || kernel <= 0 || stride <= 0 ||
         (padding != HPCT_PAD_SAME && padding != HPCT_PAD_VALID))
@@ -135,7 +135,7 @@ hpct_status_t hpct_model_add_conv(hpct_model_t m, int out_channels, int kernel, 
                            "channel are too many",
                            fn, m->num, rows);
     d.nw = rows * (size_t)out_channels, d.nb = (size_t)out_channels;
-    return append_shaped(m, fn, &d, &in, shape_of(&d.g, in.dims));
+    return append_shaped(m, fn, &d, &in);
 }
 
 hpct_status_t hpct_model_add_pool(hpct_model_t m, hpct_pool_t kind, int window, int stride,
@@ -143,10 +143,8 @@ hpct_status_t hpct_model_add_pool(hpct_model_t m, hpct_pool_t kind, int window, 
 {
     static const char fn[] = "hpct_model_add_pool";
     if (!m) return HPCT_ERR_INVALID_ARG;
-    hpcti_clear_error(m->ctx);
-    struct hpcti_shape in = hpcti_model_tail(m);
-    hpct_status_t s = need_spatial(m, fn, &in);
-    if (!s) s = hpcti_check_act_init(m, fn, act, HPCT_INIT_AUTO);
+    struct hpcti_shape in;
+    hpct_status_t s = spatial_start(m, fn, act, HPCT_INIT_AUTO, &in);
     if (s) return s;
     if ((kind != HPCT_POOL_MAX && kind != HPCT_POOL_AVG) || window <= 0 || stride <= 0)
         return hpcti_error(m->ctx, HPCT_ERR_INVALID_ARG,
@@ -160,17 +158,15 @@ hpct_status_t hpct_model_add_pool(hpct_model_t m, hpct_pool_t kind, int window, 
             return hpcti_error(m->ctx, HPCT_ERR_INVALID_ARG,
                                "%s: layer %d: window %d is wider than its input (%d)", fn, m->num,
                                window, d.g.in[j]);
-    return append_shaped(m, fn, &d, &in, shape_of(&d.g, in.dims));
+    return append_shaped(m, fn, &d, &in);
 }
 
 hpct_status_t hpct_model_add_upsample(hpct_model_t m, int factor, hpct_activation_t act)
 {
     static const char fn[] = "hpct_model_add_upsample";
     if (!m) return HPCT_ERR_INVALID_ARG;
-    hpcti_clear_error(m->ctx);
-    struct hpcti_shape in = hpcti_model_tail(m);
-    hpct_status_t s = need_spatial(m, fn, &in);
-    if (!s) s = hpcti_check_act_init(m, fn, act, HPCT_INIT_AUTO);
+    struct hpcti_shape in;
+    hpct_status_t s = spatial_start(m, fn, act, HPCT_INIT_AUTO, &in);
     if (s) return s;
     if (factor <= 0 || factor > 64)
         return hpcti_error(m->ctx, HPCT_ERR_INVALID_ARG,
@@ -184,7 +180,7 @@ hpct_status_t hpct_model_add_upsample(hpct_model_t m, int factor, hpct_activatio
                                factor);
         d.g.k[j] = d.g.s[j] = factor, d.g.out[j] = d.g.in[j] * factor;
     }
-    return append_shaped(m, fn, &d, &in, shape_of(&d.g, in.dims));
+    return append_shaped(m, fn, &d, &in);
 }
 
 /* Convolution forward: col = im2col(x); z_n [c_out, P] = W col_n, sample by sample. */
