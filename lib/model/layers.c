@@ -131,9 +131,8 @@ hpct_status_t hpct_model_add_conv(hpct_model_t m, int out_channels, int kernel, 
     size_t rows = hpcti_geom_col_rows(&d.g);
     if (rows > INT_MAX / 2 || (long long)rows * out_channels > INT_MAX / 2)
         return hpcti_error(m->ctx, HPCT_ERR_INVALID_ARG,
-                           "%s: layer %d: %zu weights per output "
-                           "channel are too many",
-                           fn, m->num, rows);
+                           "%s: layer %d: %zu weights per output channel are too many", fn, m->num,
+                           rows);
     d.nw = rows * (size_t)out_channels, d.nb = (size_t)out_channels;
     return append_shaped(m, fn, &d, &in);
 }

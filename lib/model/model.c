@@ -123,10 +123,7 @@ hpct_status_t hpcti_model_append(hpct_model_t m, const char *fn, const struct hp
         int cap = m->cap ? 2 * m->cap : 4;
         struct hpcti_layer *layers = realloc(m->layers, sizeof *layers * (size_t)cap);
         if (!layers)
-            return hpcti_error(m->ctx, HPCT_ERR_NO_MEMORY,
-                               "%s: cannot grow the layer "
-                               "list",
-                               fn);
+            return hpcti_error(m->ctx, HPCT_ERR_NO_MEMORY, "%s: cannot grow the layer list", fn);
         m->layers = layers;
         m->cap = cap;
     }
@@ -361,8 +358,7 @@ hpct_status_t hpct_model_describe(hpct_model_t m, char *buf, size_t len)
     hpcti_clear_error(m->ctx);
     if (!buf || len == 0)
         return hpcti_error(m->ctx, HPCT_ERR_INVALID_ARG, "hpct_model_describe: empty buffer");
-    int dense_only = 1;
-    for (int l = 0; l < m->num; l++) dense_only &= m->layers[l].kind == HPCTI_LAYER_DENSE;
+    int dense_only = !hpcti_model_layered(m); /* the description before other layers */
     size_t used = (size_t)snprintf(buf, len, dense_only ? "dense %d" : "%d", m->inputs);
     for (int l = 0; l < m->num && used < len; l++) {
         if (dense_only)
