@@ -47,6 +47,13 @@ HPCTI_HD size_t hpcti_geom_col_rows(const struct hpcti_geom *g)
     return (size_t)g->c_in * (size_t)hpcti_geom_window(g);
 }
 
+/* Output position p as coordinates zo, yo, xo. */
+HPCTI_HD void hpcti_out_coords(const struct hpcti_geom *g, size_t p, int *zo, int *yo, int *xo)
+{
+    *xo = (int)(p % (size_t)g->out[2]), *yo = (int)(p / (size_t)g->out[2] % (size_t)g->out[1]);
+    *zo = (int)(p / ((size_t)g->out[2] * g->out[1]));
+}
+
 /* Element e of the column matrix col [batch, c_in kd kh kw, P] (P = output positions) of
  * x [batch, c_in, D, H, W]: the input under kernel offset (a, b, c) of row r at output
  * position p, 0 in the padding. Row r = ((ci kd + a) kh + b) kw + c, p = (zo oh + yo) ow + xo,
@@ -58,8 +65,8 @@ HPCTI_HD float hpcti_im2col_at(const struct hpcti_geom *g, const float *x, size_
     int c = (int)(r % (size_t)g->k[2]), b = (int)(r / (size_t)g->k[2] % (size_t)g->k[1]);
     int a = (int)(r / ((size_t)g->k[2] * g->k[1]) % (size_t)g->k[0]);
     size_t ci = r / (size_t)hpcti_geom_window(g);
-    int xo = (int)(p % (size_t)g->out[2]), yo = (int)(p / (size_t)g->out[2] % (size_t)g->out[1]);
-    int zo = (int)(p / ((size_t)g->out[2] * g->out[1]));
+    int zo, yo, xo;
+    hpcti_out_coords(g, p, &zo, &yo, &xo);
     int zi = zo * g->s[0] - g->pad[0] + a, yi = yo * g->s[1] - g->pad[1] + b;
     int xi = xo * g->s[2] - g->pad[2] + c;
     if (zi < 0 || zi >= g->in[0] || yi < 0 || yi >= g->in[1] || xi < 0 || xi >= g->in[2])
@@ -108,13 +115,19 @@ HPCTI_HD float hpcti_col2im_at(const struct hpcti_geom *g, const float *dcol, si
     return sum;
 }
 
-/* Offset within a channel of the first input of output position p's window. */
+/* Offset within a channel of the first input of output (zo, yo, xo)'s window. */
+HPCTI_HD size_t hpcti_window_origin_at(const struct hpcti_geom *g, int zo, int yo, int xo)
+{
+    return ((size_t)zo * g->s[0] * g->in[1] + (size_t)yo * g->s[1]) * g->in[2] +
+           (size_t)xo * g->s[2];
+}
+
+/* The same for output position p. */
 HPCTI_HD size_t hpcti_window_origin(const struct hpcti_geom *g, size_t p)
 {
-    int xo = (int)(p % (size_t)g->out[2]), yo = (int)(p / (size_t)g->out[2] % (size_t)g->out[1]);
-    int zo = (int)(p / ((size_t)g->out[2] * g->out[1]));
-    return ((size_t)(zo * g->s[0]) * g->in[1] + (size_t)(yo * g->s[1])) * g->in[2] +
-           (size_t)(xo * g->s[2]);
+    int zo, yo, xo;
+    hpcti_out_coords(g, p, &zo, &yo, &xo);
+    return hpcti_window_origin_at(g, zo, yo, xo);
 }
 
 /* Pooling: index within the channel xc of the first maximum (NaN: the first NaN) of the
@@ -149,13 +162,19 @@ HPCTI_HD float hpcti_pool_mean_from(const struct hpcti_geom *g, const float *xc,
     return sum / (float)hpcti_geom_window(g);
 }
 
-/* Upsampling: index within the channel of the input that output position p repeats. */
-HPCTI_HD size_t hpcti_upsample_source(const struct hpcti_geom *g, size_t p)
+/* Upsampling: index within the channel of the input that output (zo, yo, xo) repeats. */
+HPCTI_HD size_t hpcti_upsample_source_at(const struct hpcti_geom *g, int zo, int yo, int xo)
 {
-    int xo = (int)(p % (size_t)g->out[2]), yo = (int)(p / (size_t)g->out[2] % (size_t)g->out[1]);
-    int zo = (int)(p / ((size_t)g->out[2] * g->out[1]));
     return ((size_t)(zo / g->s[0]) * g->in[1] + (size_t)(yo / g->s[1])) * g->in[2] +
            (size_t)(xo / g->s[2]);
+}
+
+/* The same for output position p. */
+HPCTI_HD size_t hpcti_upsample_source(const struct hpcti_geom *g, size_t p)
+{
+    int zo, yo, xo;
+    hpcti_out_coords(g, p, &zo, &yo, &xo);
+    return hpcti_upsample_source_at(g, zo, yo, xo);
 }
 
 /* Element e of y [batch, c, out...] of pooling or upsampling x [batch, c, in...]. */

@@ -293,13 +293,10 @@ static void window_fwd_channel(const struct hpcti_geom *g, const float *xc, floa
         for (int yo = 0; yo < g->out[1]; yo++)
             for (int xo = 0; xo < g->out[2]; xo++, yc++) {
                 if (g->kind == HPCTI_GEOM_UPSAMPLE) {
-                    *yc =
-                        xc[((size_t)(zo / g->s[0]) * g->in[1] + (size_t)(yo / g->s[1])) * g->in[2] +
-                           (size_t)(xo / g->s[2])];
+                    *yc = xc[hpcti_upsample_source_at(g, zo, yo, xo)];
                     continue;
                 }
-                size_t o = ((size_t)zo * g->s[0] * g->in[1] + (size_t)yo * g->s[1]) * g->in[2] +
-                           (size_t)xo * g->s[2];
+                size_t o = hpcti_window_origin_at(g, zo, yo, xo);
                 *yc = g->kind == HPCTI_GEOM_MAXPOOL ? xc[hpcti_pool_argmax_from(g, xc, o)]
                                                     : hpcti_pool_mean_from(g, xc, o);
             }
@@ -380,8 +377,9 @@ static hpct_status_t cpu_window_fwd(hpct_ctx_t ctx, const struct hpcti_geom *g, 
                                     float *restrict y, int batch)
 {
     size_t P = hpcti_geom_out_size(g), in = hpcti_geom_in_size(g);
+    int fast = maxpool_2x2(g);
     for (size_t nc = 0; nc < (size_t)batch * (size_t)g->c_out; nc++) {
-        if (maxpool_2x2(g))
+        if (fast)
             maxpool_2x2_channel(g, x + nc * in, y + nc * P, NULL, NULL);
         else
             window_fwd_channel(g, x + nc * in, y + nc * P);
@@ -405,12 +403,10 @@ static void window_bwd_channel(const struct hpcti_geom *g, const float *xc, cons
         for (int yo = 0; yo < g->out[1]; yo++)
             for (int xo = 0; xo < g->out[2]; xo++, dyc++) {
                 if (g->kind == HPCTI_GEOM_UPSAMPLE) {
-                    dxc[((size_t)(zo / g->s[0]) * g->in[1] + (size_t)(yo / g->s[1])) * g->in[2] +
-                        (size_t)(xo / g->s[2])] += *dyc;
+                    dxc[hpcti_upsample_source_at(g, zo, yo, xo)] += *dyc;
                     continue;
                 }
-                size_t o = ((size_t)zo * g->s[0] * g->in[1] + (size_t)yo * g->s[1]) * g->in[2] +
-                           (size_t)xo * g->s[2];
+                size_t o = hpcti_window_origin_at(g, zo, yo, xo);
                 if (g->kind == HPCTI_GEOM_MAXPOOL) {
                     dxc[hpcti_pool_argmax_from(g, xc, o)] += *dyc;
                     continue;
