@@ -4,6 +4,7 @@
  * signal before the time limit). */
 #include "config.h"
 #include "doctor.h"
+#include "tools.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -89,12 +90,8 @@ static int layered_params(const hpct_settings_t *c, long in, double *p, char *wh
     hpct_params_t set;
     size_t total = 0;
     if (hpct_ctx_create(&cfg, &ctx)) return snprintf(why, len, "no context for the model"), -1;
-    hpct_activation_t act = !strcmp(c->activation, "relu")   ? HPCT_ACT_RELU
-                            : !strcmp(c->activation, "tanh") ? HPCT_ACT_TANH
-                            : !strcmp(c->activation, "gelu") ? HPCT_ACT_GELU
-                                                             : HPCT_ACT_IDENTITY;
     hpct_status_t s = hpct_model_create(ctx, (int)in, &m);
-    if (!s) s = hpct_model_add_layers(m, c->layers, act);
+    if (!s) s = hpct_model_add_layers(m, c->layers, tool_activation(c->activation));
     if (!s) s = hpct_model_build(m, 1);
     if (!s) s = hpct_model_params(m, &set);
     if (!s) s = hpct_params_size(set, NULL, &total);

@@ -5,6 +5,7 @@
 #include "hpctrain.h"
 
 #include <stdarg.h>
+#include <string.h>
 
 /* Exit codes of every subcommand (documented in doc/hpctrain.1 and --help). */
 #define TOOL_OK     0
@@ -58,6 +59,15 @@ int tool_same_file(const char *a, const char *b);
 static inline int tool_is_option_word(const char *word)
 {
     return word[0] == '-' && word[1] == '-';
+}
+
+/* The activation a settings value names (hpctrain.conf(5): identity, relu, tanh, gelu). */
+static inline hpct_activation_t tool_activation(const char *name)
+{
+    return !strcmp(name, "relu")   ? HPCT_ACT_RELU
+           : !strcmp(name, "tanh") ? HPCT_ACT_TANH
+           : !strcmp(name, "gelu") ? HPCT_ACT_GELU
+                                   : HPCT_ACT_IDENTITY;
 }
 
 /* Print "hpctrain CMD: error: MESSAGE" on stderr as one write (CMD: the subcommand the

@@ -199,14 +199,6 @@ static int fail(struct run *r, const char *what, hpct_status_t s)
     return fail_as(r, what, s, 0);
 }
 
-static hpct_activation_t activation_of(const char *name)
-{
-    return !strcmp(name, "relu")   ? HPCT_ACT_RELU
-           : !strcmp(name, "tanh") ? HPCT_ACT_TANH
-           : !strcmp(name, "gelu") ? HPCT_ACT_GELU
-                                   : HPCT_ACT_IDENTITY;
-}
-
 static int open_data(struct run *r)
 {
     hpct_data_config_t dc = HPCT_DATA_CONFIG_INITIALIZER;
@@ -229,7 +221,8 @@ static int open_data(struct run *r)
 static int add_layers(struct run *r, int features, int outputs, int ce)
 {
     int last = 0;
-    hpct_status_t s = hpct_model_add_layers(r->model, r->c.layers, activation_of(r->c.activation));
+    hpct_status_t s =
+        hpct_model_add_layers(r->model, r->c.layers, tool_activation(r->c.activation));
     if (s) return fail(r, "building the model from layers", s);
     hpct_model_shape(r->model, NULL, &last);
     if (last == outputs) return TOOL_OK;
@@ -259,7 +252,7 @@ static int build_model(struct run *r)
     int rc = !s && r->c.layers[0] ? add_layers(r, features, outputs, ce) : TOOL_OK;
     if (rc != TOOL_OK) return rc;
     for (int i = 0; !s && !r->c.layers[0] && i < r->c.num_hidden; i++)
-        s = hpct_model_add_dense(r->model, r->c.hidden[i], activation_of(r->c.activation),
+        s = hpct_model_add_dense(r->model, r->c.hidden[i], tool_activation(r->c.activation),
                                  HPCT_INIT_AUTO);
     if (!s && !r->c.layers[0])
         s = hpct_model_add_dense(r->model, outputs, HPCT_ACT_IDENTITY, HPCT_INIT_AUTO);
