@@ -247,7 +247,7 @@ static hpct_status_t stopped_inside(hpct_ctx_t ctx, const char *ranks, int count
         "outside the library that long, e.g. after an error of its own; seen by rank %d on %s); "
         "end the job with hpct_abort_job(ctx, HPCT_EXIT_HANG)",
         d->op_name, (unsigned long long)d->op_seq, count > 1 ? "s" : "", ranks, d->size,
-        d->deadline_s, hpcti_live_asked_s(d, hpcti_now()), d->rank, d->boot.hostname);
+        d->deadline_s, hpcti_live_quiet_s(d, hpcti_now()), d->rank, d->boot.hostname);
 }
 
 /* Ranks that did not arrive but answer liveness checks (waiting in an earlier operation for
@@ -275,7 +275,7 @@ static hpct_status_t stopped_elsewhere(hpct_ctx_t ctx, const char *silent, int n
         "earlier operation; seen by rank %d on %s%s); end the job with hpct_abort_job(ctx, "
         "HPCT_EXIT_HANG)",
         d->op_name, (unsigned long long)d->op_seq, nsilent > 1 ? "s" : "", silent, d->size,
-        d->deadline_s, hpcti_live_asked_s(d, hpcti_now()), strchr(alive, ',') ? "s" : "", alive,
+        d->deadline_s, hpcti_live_quiet_s(d, hpcti_now()), strchr(alive, ',') ? "s" : "", alive,
         d->rank, d->boot.hostname, last);
 }
 
@@ -317,7 +317,7 @@ static hpct_status_t timed_out(hpct_ctx_t ctx, const struct goal *g)
     if (gap > 0.5 * d->deadline_s) return self_stopped(ctx, gap);
     if (nsilent)
         snprintf(quiet, sizeof quiet, "; no answer to a liveness check for %.1f s from rank%s %s",
-                 hpcti_live_asked_s(d, hpcti_now()), nsilent > 1 ? "s" : "", silent);
+                 hpcti_live_quiet_s(d, hpcti_now()), nsilent > 1 ? "s" : "", silent);
     char alive[512];
     if (count && nsilent && missing_alive(d, alive, sizeof alive))
         return stopped_elsewhere(ctx, silent, nsilent, alive, last);

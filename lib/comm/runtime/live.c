@@ -7,7 +7,9 @@
  * receive from any rank is kept posted from hpct_init on). A rank that has answered nothing
  * by the deadline is named as stopped. Pings are sent only by waits already half a deadline
  * long, so a healthy job sends none; a stalled job sends W - 1 per waiting rank, once per
- * operation.
+ * operation. An answer that comes later than a quarter of the deadline after the ask counts
+ * as none: that rank did not run meanwhile (a stopped rank that the launcher resumes to end
+ * the job answers late, and is still the one named).
  *
  * A rank also notices its own stop: a gap between two polls of one wait longer than a
  * quarter of the deadline means this process did not run (it was stopped or descheduled),
@@ -28,6 +30,7 @@
 #define SAVED_TAG 7304
 #define ASK_AT    0.5  /* of the deadline: when a wait asks its peers */
 #define SELF_GAP  0.25 /* of the deadline: a gap between polls that means this rank stopped */
+#define LATE      0.25 /* of the deadline: an answer this late means the rank did not run */
 
 /* Post the receive of the next ping from any rank. */
 static void post_ping_recv(struct hpcti_dist *d)
@@ -47,7 +50,8 @@ hpct_status_t hpcti_live_setup(hpct_ctx_t ctx)
     l->ask_req = calloc(2 * n, sizeof *l->ask_req);
     l->ask_in = calloc(n, sizeof *l->ask_in);
     l->silent = calloc(n, 1);
-    if (!l->pong_req || !l->pong_out || !l->ask_req || !l->ask_in || !l->silent)
+    l->heard_t = calloc(n, sizeof *l->heard_t);
+    if (!l->pong_req || !l->pong_out || !l->ask_req || !l->ask_in || !l->silent || !l->heard_t)
         return hpcti_error(ctx, HPCT_ERR_NO_MEMORY,
                            "hpct_init: cannot allocate liveness tables for %d ranks", d->size);
     for (size_t p = 0; p < 2 * n; p++) l->ask_req[p] = MPI_REQUEST_NULL;
@@ -97,6 +101,8 @@ static void ask(struct hpcti_dist *d, double now)
     l->ping_out[0] = d->op_seq;
     l->ping_out[1] = (uint64_t)d->rank;
     for (int p = 0; p < d->size; p++) {
+        l->silent[p] = p != d->rank;
+        l->heard_t[p] = 0.0;
         if (p == d->rank) continue;
         MPI_Request *rx = &l->ask_req[p], *tx = &l->ask_req[d->size + p];
         if (*rx == MPI_REQUEST_NULL &&
@@ -109,15 +115,19 @@ static void ask(struct hpcti_dist *d, double now)
 }
 
 /* Answers received: a rank is heard once its answer echoes this operation's number (an
- * answer to an earlier operation's ping is dropped and the receive posted again). */
-static void collect(struct hpcti_dist *d)
+ * answer to an earlier operation's ping is dropped and the receive posted again); one that
+ * came later than LATE of the deadline after the ask leaves the rank silent. */
+static void collect(struct hpcti_dist *d, double now)
 {
     struct hpcti_live *l = &d->live;
     for (int p = 0; p < d->size; p++) {
         MPI_Request *rx = &l->ask_req[p];
-        if (p == d->rank || !l->silent[p] || *rx == MPI_REQUEST_NULL || !done(rx)) continue;
+        if (p == d->rank || !l->silent[p] || l->heard_t[p] > 0.0 || *rx == MPI_REQUEST_NULL ||
+            !done(rx))
+            continue;
         if (l->ask_in[p] == d->op_seq) {
-            l->silent[p] = 0;
+            l->heard_t[p] = now;
+            l->silent[p] = now - l->ask_t > LATE * d->deadline_s;
             continue;
         }
         if (MPI_Irecv(&l->ask_in[p], 1, MPI_UINT64_T, p, PONG_TAG, d->ctl, rx) != MPI_SUCCESS)
@@ -133,11 +143,8 @@ void hpcti_live_poll(struct hpcti_dist *d, double now, double *prev)
     *prev = now;
     if (d->size < 2 || !l->ready) return;
     hpcti_live_answer(d);
-    if (l->asked_op != d->op_seq && now - d->op_start > ASK_AT * d->deadline_s) {
-        for (int p = 0; p < d->size; p++) l->silent[p] = p != d->rank;
-        ask(d, now);
-    }
-    if (l->asked_op == d->op_seq) collect(d);
+    if (l->asked_op != d->op_seq && now - d->op_start > ASK_AT * d->deadline_s) ask(d, now);
+    if (l->asked_op == d->op_seq) collect(d, now);
 }
 
 void hpcti_live_op_start(struct hpcti_dist *d)
@@ -163,6 +170,16 @@ int hpcti_live_silent(const struct hpcti_dist *d, int arrived_only, char *out, s
 double hpcti_live_asked_s(const struct hpcti_dist *d, double now)
 {
     return d->live.asked_op == d->op_seq ? now - d->live.ask_t : 0.0;
+}
+
+double hpcti_live_quiet_s(const struct hpcti_dist *d, double now)
+{
+    const struct hpcti_live *l = &d->live;
+    double quiet = hpcti_live_asked_s(d, now);
+    for (int p = 0; p < d->size && quiet > 0.0; p++)
+        if (l->silent[p] && l->heard_t[p] > 0.0 && l->heard_t[p] - l->ask_t < quiet)
+            quiet = l->heard_t[p] - l->ask_t;
+    return quiet;
 }
 
 double hpcti_live_self_gap(const struct hpcti_dist *d)
@@ -235,7 +252,8 @@ void hpcti_live_release(struct hpcti_dist *d, int cancel, int ok)
 {
     struct hpcti_live *l = &d->live;
     if (!l->ready) { /* set-up failed or never ran: no request was posted */
-        free(l->pong_req), free(l->pong_out), free(l->ask_req), free(l->ask_in), free(l->silent);
+        free(l->pong_req), free(l->pong_out), free(l->ask_req), free(l->ask_in), free(l->silent),
+            free(l->heard_t);
         memset(l, 0, sizeof *l);
         return;
     }
@@ -253,6 +271,7 @@ void hpcti_live_release(struct hpcti_dist *d, int cancel, int ok)
     }
     /* a broken runtime keeps the buffers its pending requests may still write (as dist.c) */
     if (!ok) return;
-    free(l->pong_req), free(l->pong_out), free(l->ask_req), free(l->ask_in), free(l->silent);
+    free(l->pong_req), free(l->pong_out), free(l->ask_req), free(l->ask_in), free(l->silent),
+        free(l->heard_t);
     memset(l, 0, sizeof *l);
 }

@@ -21,11 +21,14 @@ void hpcti_live_op_start(struct hpcti_dist *d);
 void hpcti_live_poll(struct hpcti_dist *d, double now, double *prev);
 /* Answer the pings that have arrived (from any wait, also outside an operation). */
 void hpcti_live_answer(struct hpcti_dist *d);
-/* The ranks asked in this operation that have not answered, as "2,3" into out [cap], only
+/* The ranks asked in this operation that have not answered (or only later than a quarter of
+ * the deadline), as "2,3" into out [cap], only
  * those whose arrival token came when arrived_only; returns their count. */
 int hpcti_live_silent(const struct hpcti_dist *d, int arrived_only, char *out, size_t cap);
 /* Seconds since this operation asked its peers (0 when it has not). */
 double hpcti_live_asked_s(const struct hpcti_dist *d, double now);
+/* Seconds the silent ranks went unheard since the ask: the shortest of them (0: not asked). */
+double hpcti_live_quiet_s(const struct hpcti_dist *d, double now);
 /* The longest gap between two polls of this operation's waits above a quarter of the
  * deadline (this process did not run), or 0. */
 double hpcti_live_self_gap(const struct hpcti_dist *d);

@@ -36,7 +36,8 @@ struct hpcti_live {
     MPI_Request *ask_req;  /* [2 size] receives of answers from, then pings to, each rank */
     uint64_t *ask_in;      /* [size] answers received */
     uint64_t ping_out[2];  /* this rank's ping: operation number, rank */
-    unsigned char *silent; /* [size] 1: asked in this operation, no answer yet */
+    unsigned char *silent; /* [size] 1: asked in this operation, no answer yet (or a late one) */
+    double *heard_t;       /* [size] when each rank's answer came (hpcti_now; 0: not yet) */
     uint64_t asked_op;     /* the operation that asked (0: none) */
     double ask_t;          /* when it asked (hpcti_now) */
     double self_gap_s;     /* the longest gap between polls of this operation, if long */
