@@ -28,7 +28,7 @@ EXTRA_DIST += t/test_layering.sh
 
 # ---- core, model, optimizers ---------------------------------------------------
 C_TESTS = t/test_core t/test_gradcheck t/test_conv t/test_optim t/test_determinism t/test_spirals \
-	t/test_byog t/test_errors t/test_vsum t/test_algo_pick
+	t/test_byog t/test_errors t/test_vsum t/test_algo_pick t/test_token_partners
 check_PROGRAMS += $(C_TESTS)
 TESTS += $(C_TESTS)
 t_test_core_LDADD = $(TEST_LIBS)
@@ -41,6 +41,7 @@ t_test_byog_LDADD = $(TEST_LIBS)
 t_test_errors_LDADD = $(TEST_LIBS)
 t_test_vsum_LDADD = $(TEST_LIBS)
 t_test_algo_pick_LDADD = $(TEST_LIBS)
+t_test_token_partners_LDADD = $(TEST_LIBS)
 # The public header alone: initializers in C99 and C++, deprecated names, API version.
 TESTS += t/test_header.sh
 EXTRA_DIST += t/test_header.sh

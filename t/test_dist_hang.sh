@@ -1,11 +1,13 @@
 #!/bin/sh
 # Hang detection: in a 3-rank job the last rank stops itself with SIGSTOP; the others must
 # return HPCT_ERR_TIMEOUT within the 5 s deadline, name rank 2 and the operation, and end the
-# job through hpct_abort_job with HPCT_EXIT_HANG (124). An outer SIGKILL timeout (90 s,
-# exit 137) bounds the test; leftover processes are killed by their recorded pids.
+# job through hpct_abort_job with HPCT_EXIT_HANG (124). Then the same at W = 8 on 8 virtual
+# nodes (no node window, whose counters would show who arrived), where ranks 2 and 4 are not
+# token partners of rank 7 (doc/distributed.md): they name it from the liveness check. An outer SIGKILL timeout (90 s, exit 137) bounds each job; leftover
+# processes are killed by their recorded pids.
 . "${top_srcdir:-.}/t/lib/dist_lib.sh"
 need_mpi
-plan 4
+plan 8
 pids="$tmpdir/pid"
 start=$(date +%s)
 timeout -s KILL 90 "$MPIRUN" --oversubscribe -np 3 "$PROG" hang 5 "$pids" >"$tmpdir/out" 2>&1
@@ -22,3 +24,24 @@ grep -q "rank 1: status -11 .*rank 2 of 3 did not arrive" "$tmpdir/out"
 ok $? "rank 1 reports the same missing rank"
 none_alive "$pids"
 ok $? "no rank process is left behind"
+
+# W = 8: every healthy rank names rank 7 and no other; 2 and 4 (not its partners) included.
+timeout -s KILL 90 "$MPIRUN" --oversubscribe -np 8 -x HPCT_RANKS_PER_NODE=1 "$PROG" hang 5 "$pids" \
+    >"$tmpdir/out8" 2>&1
+rc=$?
+grep "status -11" "$tmpdir/out8" | sed 's/^/# /' | cut -c1-400
+reap "$pids"
+[ $rc -eq 124 ]
+ok $? "W = 8: the job ends with HPCT_EXIT_HANG (124), got $rc"
+named=0
+for r in 0 1 2 3 4 5 6; do
+    grep -q "^rank $r: status -11 .*rank 7 of 8 \(did not arrive\|stopped\)" "$tmpdir/out8" &&
+        ! grep "^rank $r: status -11" "$tmpdir/out8" | grep -q "ranks [0-9]*,[0-9]* of 8" &&
+        named=$((named + 1))
+done
+[ $named -ge 6 ]
+ok $? "W = 8: the healthy ranks that reported ($named of 7; one may be ended first by the abort) name rank 7 alone"
+grep -q "^rank [24]: status -11 .*rank 7 of 8 stopped: did not complete it" "$tmpdir/out8"
+ok $? "W = 8: rank 2 or 4, not token partners of rank 7, names it through the liveness check"
+none_alive "$pids"
+ok $? "W = 8: no rank process is left behind"

@@ -176,11 +176,16 @@ static hpct_status_t setup(hpct_ctx_t ctx, MPI_Comm comm, hpct_status_t env, con
     d->deadline_s = ctx->cfg.collective_timeout_s;
     d->avg->transport = ctx->cfg.grad_transport;
     d->avg->fusion_floats = ctx->cfg.fusion_bytes / sizeof(float);
-    d->tok_req = calloc(2 * (size_t)d->size, sizeof *d->tok_req);
-    d->tok_in = calloc(2 * (size_t)d->size, sizeof *d->tok_in);
-    d->tok_last = calloc(2 * (size_t)d->size, sizeof *d->tok_last);
-    long *keys = calloc(2 * (size_t)d->size, sizeof *keys);
-    if (!d->tok_req || !d->tok_in || !d->tok_last || !keys) {
+    int partner[HPCTI_MAX_PARTNERS];
+    d->npartners = hpcti_token_partners(d->rank, d->size, partner);
+    size_t np = (size_t)d->npartners + 1; /* + 1: no zero-sized allocation at one rank */
+    d->partner = malloc(np * sizeof *d->partner);
+    d->tok_req = calloc(2 * np, sizeof *d->tok_req);
+    d->tok_in = calloc(2 * np, sizeof *d->tok_in);
+    d->tok_last = calloc(2 * np, sizeof *d->tok_last);
+    long *keys = calloc(2 * (size_t)d->size, sizeof *keys); /* the node exchange's, then freed */
+    if (d->partner) memcpy(d->partner, partner, (size_t)d->npartners * sizeof *partner);
+    if (!d->partner || !d->tok_req || !d->tok_in || !d->tok_last || !keys) {
         free(keys);
         return hpcti_error(ctx, HPCT_ERR_NO_MEMORY,
                            "hpct_init: cannot allocate per-rank tables for %d ranks", d->size);
@@ -253,7 +258,7 @@ static hpct_status_t teardown(hpct_ctx_t ctx)
     /* A broken runtime keeps the buffers that requests of an abandoned operation may still
      * use (receives into them, token sends from d->tok_out; MPI cannot cancel them): left
      * allocated until the process ends. */
-    free(d->tok_req), free(d->tok_last);
+    free(d->tok_req), free(d->tok_last), free(d->partner);
     if (ok && !d->avg->fusion_shared)
         free(d->avg->fusion); /* else a gradient buffer (freed above) */
     if (ok) free(d->tok_in), free(d->avg->red), free(d->avg->scratch), free(d->avg), free(d);

@@ -3,11 +3,13 @@
  * (hpcti_wait_reqs, hpcti_red_wait) and its end (hpcti_op_end).
  *
  * Every collective operation begins with an arrival exchange: each rank posts a receive
- * from, and sends its operation number to, every other rank on a private communicator
- * (8-byte messages, sent eagerly). Waiting polls the data requests and the tokens
- * (MPI_Test, then yields and short sleeps) against cfg.collective_timeout_s, counted from
- * the start of the operation. On expiry, the ranks whose token has not arrived are the
- * missing ones; every waiting rank can name them without asking anyone. */
+ * from, and sends its operation number to, each of its token partners (rank +- 2^k, about
+ * 2 log2 W ranks; every rank up to W = 5) on a private communicator (16-byte messages, sent
+ * eagerly); equal numbers between partners mean every rank is at the same operation.
+ * Waiting polls the data requests and the tokens (MPI_Test, then yields and short sleeps)
+ * against cfg.collective_timeout_s, counted from the start of the operation. On expiry, the
+ * partners whose token has not arrived are missing; so are the other ranks whose answer to
+ * the liveness check (live.c, asked at half the deadline) shows an earlier operation. */
 #include "runtime.h"
 #include "live.h"
 
@@ -119,16 +121,47 @@ static hpct_status_t op_start(hpct_ctx_t ctx, const char *name, int max_red, siz
     d->op_tokens = tokens;
     d->mpi_error = MPI_SUCCESS;
     hpcti_live_op_start(d);
-    int rc = MPI_SUCCESS;
-    for (int p = 0; p < d->size; p++) {
-        d->tok_req[p] = d->tok_req[d->size + p] = MPI_REQUEST_NULL;
-        if (p == d->rank || !tokens || rc != MPI_SUCCESS) continue;
-        rc = MPI_Irecv(&d->tok_in[2 * p], 2, MPI_UINT64_T, p, TOKEN_TAG, d->ctl, &d->tok_req[p]);
+    int rc = MPI_SUCCESS, np = d->npartners;
+    for (int i = 0; i < np; i++) {
+        int p = d->partner[i];
+        d->tok_req[i] = d->tok_req[np + i] = MPI_REQUEST_NULL;
+        if (!tokens || rc != MPI_SUCCESS) continue;
+        rc = MPI_Irecv(&d->tok_in[2 * i], 2, MPI_UINT64_T, p, TOKEN_TAG, d->ctl, &d->tok_req[i]);
         if (rc == MPI_SUCCESS)
-            rc = MPI_Isend(d->tok_out, 2, MPI_UINT64_T, p, TOKEN_TAG, d->ctl,
-                           &d->tok_req[d->size + p]);
+            rc = MPI_Isend(d->tok_out, 2, MPI_UINT64_T, p, TOKEN_TAG, d->ctl, &d->tok_req[np + i]);
     }
     return rc == MPI_SUCCESS ? HPCT_SUCCESS : hpcti_mpi_failed(ctx, rc, "posting arrival tokens");
+}
+
+int hpcti_token_partners(int rank, int size, int *out)
+{
+    int n = 0;
+    for (long step = 1; step < size && n + 2 <= HPCTI_MAX_PARTNERS; step *= 2) {
+        int cand[2] = {(int)((rank + step) % size), (int)((rank - step % size + size) % size)};
+        for (int c = 0; c < 2; c++) {
+            int i = n;
+            if (cand[c] == rank) continue;
+            while (i > 0 && out[i - 1] > cand[c]) i--; /* insertion into the sorted list */
+            if (i > 0 && out[i - 1] == cand[c]) continue;
+            memmove(out + i + 1, out + i, (size_t)(n - i) * sizeof *out);
+            out[i] = cand[c], n++;
+        }
+    }
+    return n;
+}
+
+int hpcti_partner_index(const struct hpcti_dist *d, int p)
+{
+    int lo = 0, hi = d->npartners - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (d->partner[mid] == p) return mid;
+        if (d->partner[mid] < p)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return -1;
 }
 
 hpct_status_t hpcti_op_begin(hpct_ctx_t ctx, const char *name, int max_red, size_t total)
@@ -209,13 +242,30 @@ static int flags_behind(const struct goal *g, uint64_t op, int absent, char *out
     return count;
 }
 
-/* What the missing rank p did last, from its token of the last completed operation, into
- * out [cap]: the operation it entered and the step it was in. */
+/* Whether rank p has entered the operation in progress: 1 yes, 0 no, -1 not known (not a
+ * token partner, and no answer to this operation's liveness check). */
+static int arrived(const struct hpcti_dist *d, int p)
+{
+    int i = hpcti_partner_index(d, p);
+    if (i >= 0) return d->tok_req[i] == MPI_REQUEST_NULL;
+    uint64_t op, step;
+    if (!hpcti_live_answer_of(d, p, &op, &step)) return -1;
+    return op >= d->op_seq;
+}
+
+/* What the missing rank p did last into out [cap]: from a partner's token of the last
+ * completed operation, the operation it entered and its step; from another rank's answer to
+ * the liveness check, the operation it was at. */
 static size_t last_seen(const struct hpcti_dist *d, int p, char *out, size_t cap)
 {
-    uint64_t op = d->tok_last[2 * p], step = d->tok_last[2 * p + 1];
-    if (op == 0) return (size_t)snprintf(out, cap, "rank %d: no collective completed yet", p);
-    int n = snprintf(out, cap, "rank %d entered '%s' (#%llu)", p,
+    int i = hpcti_partner_index(d, p), n;
+    uint64_t op, step;
+    if (i < 0 && hpcti_live_answer_of(d, p, &op, &step))
+        n = snprintf(out, cap, "rank %d answered from operation #%llu", p, (unsigned long long)op);
+    else if (i < 0 || (op = d->tok_last[2 * i], step = d->tok_last[2 * i + 1], op == 0))
+        return (size_t)snprintf(out, cap, "rank %d: no collective completed yet", p);
+    else
+        n = snprintf(out, cap, "rank %d entered '%s' (#%llu)", p,
                      d->last_op_name ? d->last_op_name : "?", (unsigned long long)op);
     if (step && n > 0 && (size_t)n < cap)
         n += snprintf(out + n, cap - (size_t)n, " in step %llu", (unsigned long long)step);
@@ -236,18 +286,20 @@ static hpct_status_t self_stopped(hpct_ctx_t ctx, double gap)
                        d->boot.hostname, gap, d->deadline_s);
 }
 
-/* Ranks that arrived, then answered no liveness check for half the deadline: stopped. */
-static hpct_status_t stopped_inside(hpct_ctx_t ctx, const char *ranks, int count)
+/* Ranks that arrived (or whose arrival is not known here: not token partners), then
+ * answered no liveness check for half the deadline: stopped. */
+static hpct_status_t stopped_inside(hpct_ctx_t ctx, const char *ranks, int count, int known)
 {
     struct hpcti_dist *d = ctx->dist;
     return hpcti_error(
         ctx, HPCT_ERR_TIMEOUT,
-        "%s (operation #%llu): rank%s %s of %d stopped during it: arrived, did not complete it "
-        "within %g s and answered no liveness check for %.1f s (stopped, e.g. by SIGSTOP, or "
-        "outside the library that long, e.g. after an error of its own; seen by rank %d on %s); "
-        "end the job with hpct_abort_job(ctx, HPCT_EXIT_HANG)",
+        "%s (operation #%llu): rank%s %s of %d stopped%s did not complete it within %g s and "
+        "answered no liveness check for %.1f s (stopped, e.g. by SIGSTOP, or outside the library "
+        "that long, e.g. after an error of its own; seen by rank %d on %s); end the job with "
+        "hpct_abort_job(ctx, HPCT_EXIT_HANG)",
         d->op_name, (unsigned long long)d->op_seq, count > 1 ? "s" : "", ranks, d->size,
-        d->deadline_s, hpcti_live_quiet_s(d, hpcti_now()), d->rank, d->boot.hostname);
+        known ? " during it: arrived," : ":", d->deadline_s, hpcti_live_quiet_s(d, hpcti_now()),
+        d->rank, d->boot.hostname);
 }
 
 /* Ranks that did not arrive but answer liveness checks (waiting in an earlier operation for
@@ -258,7 +310,7 @@ static int missing_alive(const struct hpcti_dist *d, char *out, size_t cap)
     int count = 0;
     out[0] = 0;
     for (int p = 0; p < d->size; p++)
-        if (d->tok_req[p] != MPI_REQUEST_NULL && !d->live.silent[p])
+        if (p != d->rank && arrived(d, p) == 0 && !d->live.silent[p])
             len = hpcti_rank_list_add(out, cap, len, count++, p);
     return count;
 }
@@ -279,8 +331,9 @@ static hpct_status_t stopped_elsewhere(hpct_ctx_t ctx, const char *silent, int n
         d->rank, d->boot.hostname, last);
 }
 
-/* The ranks whose arrival token has not come, as "2,3" into out [cap], and what the first
- * few did last (their last arrival token) into last [lcap]; returns their count. */
+/* The ranks known not to have arrived (a partner's token has not come, another rank answered
+ * from an earlier operation), as "2,3" into out [cap], and what the first few did last into
+ * last [lcap]; returns their count. */
 static int tokens_missing(const struct hpcti_dist *d, char *out, size_t cap, char *last,
                           size_t lcap)
 {
@@ -288,7 +341,7 @@ static int tokens_missing(const struct hpcti_dist *d, char *out, size_t cap, cha
     int count = 0;
     out[0] = last[0] = 0;
     for (int p = 0; p < d->size; p++) {
-        if (d->tok_req[p] == MPI_REQUEST_NULL) continue;
+        if (p == d->rank || arrived(d, p) != 0) continue;
         len = hpcti_rank_list_add(out, cap, len, count, p);
         if (count < 4 && ll < lcap - 100) {
             ll += (size_t)snprintf(last + ll, lcap - ll, "%s", count ? "; " : "; last seen: ");
@@ -299,8 +352,16 @@ static int tokens_missing(const struct hpcti_dist *d, char *out, size_t cap, cha
     return count;
 }
 
+/* 1 when every silent rank is known to have arrived (a token partner whose token came). */
+static int silent_arrived(const struct hpcti_dist *d)
+{
+    for (int p = 0; p < d->size; p++)
+        if (p != d->rank && d->live.silent[p] && arrived(d, p) != 1) return 0;
+    return 1;
+}
+
 /* The HPCT_ERR_TIMEOUT detail, first that applies: this rank itself did not run; ranks that
- * have not arrived (their tokens, or the node window's counters), with those of them that
+ * have not arrived (tokens, liveness answers, or the node window's counters), with those that
  * answer no liveness check; ranks stopped inside the node window; ranks that arrived and
  * then stopped answering; else all arrived and it did not complete. */
 static hpct_status_t timed_out(hpct_ctx_t ctx, const struct goal *g)
@@ -312,7 +373,7 @@ static hpct_status_t timed_out(hpct_ctx_t ctx, const struct goal *g)
     d->in_op = 0;
     snprintf(d->broken_why, sizeof d->broken_why, "'%s' timed out", d->op_name);
     double gap = hpcti_live_self_gap(d);
-    int nsilent = hpcti_live_silent(d, 0, silent, sizeof silent);
+    int nsilent = hpcti_live_silent(d, silent, sizeof silent);
     hpcti_live_found(d, gap <= 0.5 * d->deadline_s && nsilent > 0);
     if (gap > 0.5 * d->deadline_s) return self_stopped(ctx, gap);
     if (nsilent)
@@ -338,7 +399,7 @@ static hpct_status_t timed_out(hpct_ctx_t ctx, const struct goal *g)
             "hpct_abort_job(ctx, HPCT_EXIT_HANG)",
             d->op_name, (unsigned long long)d->op_seq, behind > 1 ? "s" : "", missing, d->size,
             (unsigned long long)g->want, d->deadline_s, d->rank, d->boot.hostname);
-    if (nsilent) return stopped_inside(ctx, silent, nsilent);
+    if (nsilent) return stopped_inside(ctx, silent, nsilent, silent_arrived(d));
     return hpcti_error(ctx, HPCT_ERR_TIMEOUT,
                        "%s (operation #%llu): all %d ranks arrived but it did not complete within "
                        "%g s (%s; seen by rank %d on %s); end the job with "
@@ -352,7 +413,7 @@ static hpct_status_t timed_out(hpct_ctx_t ctx, const struct goal *g)
 
 static int goal_met(struct hpcti_dist *d, struct goal *g)
 {
-    int tokens = test_all(d, d->tok_req, 2 * d->size);
+    int tokens = test_all(d, d->tok_req, 2 * d->npartners);
     if (!test_all(d, g->reqs, g->n)) return 0;
     if (g->red >= 0 && !d->work.done(d, g->red)) return 0;
     for (int i = 0; i < g->nflags; i++)
@@ -410,7 +471,7 @@ hpct_status_t hpcti_op_timed_out(hpct_ctx_t ctx, const char *where)
 {
     struct hpcti_dist *d = ctx->dist;
     struct goal g = {NULL, 0, -1, 0, NULL, NULL, 0, 0};
-    test_all(d, d->tok_req, 2 * d->size); /* arrived tokens are not named as missing */
+    test_all(d, d->tok_req, 2 * d->npartners); /* arrived tokens are not named as missing */
     timed_out(ctx, &g);
     char detail[sizeof ctx->last_error];
     snprintf(detail, sizeof detail, "%s", ctx->last_error);
@@ -425,15 +486,15 @@ hpct_status_t hpcti_op_end(hpct_ctx_t ctx, MPI_Request *reqs, int n)
     if (s) return s;
     d->in_op = 0;
     d->ops++;
-    for (int p = 0; p < d->size; p++)
-        if (d->op_tokens && p != d->rank && d->tok_in[2 * p] != d->tok_out[0])
+    for (int i = 0; i < d->npartners; i++)
+        if (d->op_tokens && d->tok_in[2 * i] != d->tok_out[0])
             return hpcti_error(ctx, HPCT_ERR_COMM,
                                "%s: rank %d is at collective operation #%llu while rank %d is at "
                                "#%llu (ranks called collectives in different orders)",
-                               d->op_name, p, (unsigned long long)d->tok_in[2 * p], d->rank,
-                               (unsigned long long)d->tok_out[0]);
+                               d->op_name, d->partner[i], (unsigned long long)d->tok_in[2 * i],
+                               d->rank, (unsigned long long)d->tok_out[0]);
     if (d->op_tokens) {
-        memcpy(d->tok_last, d->tok_in, 2 * (size_t)d->size * sizeof *d->tok_in);
+        memcpy(d->tok_last, d->tok_in, 2 * (size_t)d->npartners * sizeof *d->tok_in);
         d->last_op_name = d->op_name;
     }
     return HPCT_SUCCESS;

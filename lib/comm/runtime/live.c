@@ -1,15 +1,17 @@
 /* live.c: liveness checks inside a collective operation, so that a deadline names the rank
  * that stopped (SIGSTOP, a debugger, a frozen node) and not just "it did not complete".
  *
- * Arrival tokens show who entered an operation; they cannot show who stopped inside it.
- * So a wait that has lasted half the deadline asks every other rank once (an 8-byte ping on
- * the control communicator) and every rank answers pings from inside its own waits (a
- * receive from any rank is kept posted from hpct_init on). A rank that has answered nothing
- * by the deadline is named as stopped. Pings are sent only by waits already half a deadline
- * long, so a healthy job sends none; a stalled job sends W - 1 per waiting rank, once per
- * operation. An answer that comes later than a quarter of the deadline after the ask counts
- * as none: that rank did not run meanwhile (a stopped rank that the launcher resumes to end
- * the job answers late, and is still the one named).
+ * Arrival tokens show which token partners entered an operation; they cannot show who
+ * stopped inside it. So a wait that has lasted half the deadline asks every other rank once (a
+ * 16-byte ping on the control communicator) and every rank answers pings from inside its own
+ * waits (a receive from any rank is kept posted from hpct_init on) with the operation it is
+ * at, which tells the asker whether ranks that are not its partners arrived. A rank that has
+ * answered nothing by the deadline is named as stopped. Pings are sent only by waits already
+ * half a deadline long, so a healthy job sends none; a stalled job sends W - 1 per waiting
+ * rank, once per operation. The tables for asking and answering every rank are made at the
+ * first ask or ping, so a healthy job keeps none. An answer that comes later than a quarter
+ * of the deadline after the ask counts as none: that rank did not run meanwhile (a stopped
+ * rank that the launcher resumes to end the job answers late, and is still the one named).
  *
  * A rank also notices its own stop: a gap between two polls of one wait longer than a
  * quarter of the deadline means this process did not run (it was stopped or descheduled),
@@ -44,22 +46,42 @@ hpct_status_t hpcti_live_setup(hpct_ctx_t ctx)
 {
     struct hpcti_dist *d = ctx->dist;
     struct hpcti_live *l = &d->live;
-    size_t n = (size_t)d->size;
-    l->pong_req = calloc(n, sizeof *l->pong_req);
-    l->pong_out = calloc(n, sizeof *l->pong_out);
-    l->ask_req = calloc(2 * n, sizeof *l->ask_req);
-    l->ask_in = calloc(n, sizeof *l->ask_in);
-    l->silent = calloc(n, 1);
-    l->heard_t = calloc(n, sizeof *l->heard_t);
-    if (!l->pong_req || !l->pong_out || !l->ask_req || !l->ask_in || !l->silent || !l->heard_t)
-        return hpcti_error(ctx, HPCT_ERR_NO_MEMORY,
-                           "hpct_init: cannot allocate liveness tables for %d ranks", d->size);
-    for (size_t p = 0; p < 2 * n; p++) l->ask_req[p] = MPI_REQUEST_NULL;
-    for (size_t p = 0; p < n; p++) l->pong_req[p] = MPI_REQUEST_NULL;
     l->ping_req = MPI_REQUEST_NULL;
     l->ready = 1;
     if (d->size > 1) post_ping_recv(d);
     return HPCT_SUCCESS;
+}
+
+/* The tables for answering every rank, made at the first ping (a healthy job gets none, so
+ * it keeps no per-rank table); 0 when they cannot be made (the ping goes unanswered). */
+static int answer_tables(struct hpcti_live *l, int size)
+{
+    if (l->pong_req) return 1;
+    size_t n = (size_t)size;
+    l->pong_out = calloc(3 * n, sizeof *l->pong_out);
+    l->pong_req = l->pong_out ? malloc(n * sizeof *l->pong_req) : NULL;
+    if (!l->pong_req) return free(l->pong_out), l->pong_out = NULL, 0;
+    for (size_t p = 0; p < n; p++) l->pong_req[p] = MPI_REQUEST_NULL;
+    return 1;
+}
+
+/* The tables for asking every rank, made at the first ask; 0 when they cannot be made (the
+ * timeout then names ranks from the tokens alone). */
+static int ask_tables(struct hpcti_live *l, int size)
+{
+    if (l->ask_req) return 1;
+    size_t n = (size_t)size;
+    l->ask_in = calloc(3 * n, sizeof *l->ask_in);
+    l->silent = calloc(n, 1);
+    l->heard_t = calloc(n, sizeof *l->heard_t);
+    l->ask_req = l->ask_in && l->silent && l->heard_t ? malloc(2 * n * sizeof *l->ask_req) : NULL;
+    if (!l->ask_req) {
+        free(l->ask_in), free(l->silent), free(l->heard_t);
+        l->ask_in = NULL, l->silent = NULL, l->heard_t = NULL;
+        return 0;
+    }
+    for (size_t p = 0; p < 2 * n; p++) l->ask_req[p] = MPI_REQUEST_NULL;
+    return 1;
 }
 
 /* 1 when request r is done (or null); errors count as done (the rank is then not trusted). */
@@ -82,9 +104,12 @@ void hpcti_live_answer(struct hpcti_dist *d)
         MPI_Status st;
         if (MPI_Test(&l->ping_req, &flag, &st) != MPI_SUCCESS || !flag) return;
         int p = st.MPI_SOURCE;
-        if (p >= 0 && p < d->size && done(&l->pong_req[p])) {
-            l->pong_out[p] = l->ping_in[0]; /* the asker's operation number, echoed */
-            if (MPI_Isend(&l->pong_out[p], 1, MPI_UINT64_T, p, PONG_TAG, d->ctl, &l->pong_req[p]) !=
+        if (p >= 0 && p < d->size && answer_tables(l, d->size) && done(&l->pong_req[p])) {
+            uint64_t *out = &l->pong_out[3 * p];
+            out[0] = l->ping_in[0]; /* the asker's operation number, echoed */
+            out[1] = d->op_seq;     /* the operation this rank is at (or last completed) */
+            out[2] = d->step_now > 0 ? (uint64_t)d->step_now : 0;
+            if (MPI_Isend(out, 3, MPI_UINT64_T, p, PONG_TAG, d->ctl, &l->pong_req[p]) !=
                 MPI_SUCCESS)
                 l->pong_req[p] = MPI_REQUEST_NULL;
         }
@@ -96,6 +121,7 @@ void hpcti_live_answer(struct hpcti_dist *d)
 static void ask(struct hpcti_dist *d, double now)
 {
     struct hpcti_live *l = &d->live;
+    if (!ask_tables(l, d->size)) return;
     l->asked_op = d->op_seq;
     l->ask_t = now;
     l->ping_out[0] = d->op_seq;
@@ -106,7 +132,7 @@ static void ask(struct hpcti_dist *d, double now)
         if (p == d->rank) continue;
         MPI_Request *rx = &l->ask_req[p], *tx = &l->ask_req[d->size + p];
         if (*rx == MPI_REQUEST_NULL &&
-            MPI_Irecv(&l->ask_in[p], 1, MPI_UINT64_T, p, PONG_TAG, d->ctl, rx) != MPI_SUCCESS)
+            MPI_Irecv(&l->ask_in[3 * p], 3, MPI_UINT64_T, p, PONG_TAG, d->ctl, rx) != MPI_SUCCESS)
             *rx = MPI_REQUEST_NULL;
         if (done(tx) &&
             MPI_Isend(l->ping_out, 2, MPI_UINT64_T, p, PING_TAG, d->ctl, tx) != MPI_SUCCESS)
@@ -125,12 +151,12 @@ static void collect(struct hpcti_dist *d, double now)
         if (p == d->rank || !l->silent[p] || l->heard_t[p] > 0.0 || *rx == MPI_REQUEST_NULL ||
             !done(rx))
             continue;
-        if (l->ask_in[p] == d->op_seq) {
+        if (l->ask_in[3 * p] == d->op_seq) {
             l->heard_t[p] = now;
             l->silent[p] = now - l->ask_t > LATE * d->deadline_s;
             continue;
         }
-        if (MPI_Irecv(&l->ask_in[p], 1, MPI_UINT64_T, p, PONG_TAG, d->ctl, rx) != MPI_SUCCESS)
+        if (MPI_Irecv(&l->ask_in[3 * p], 3, MPI_UINT64_T, p, PONG_TAG, d->ctl, rx) != MPI_SUCCESS)
             *rx = MPI_REQUEST_NULL;
     }
 }
@@ -153,7 +179,15 @@ void hpcti_live_op_start(struct hpcti_dist *d)
     d->live.found_stopped = 0;
 }
 
-int hpcti_live_silent(const struct hpcti_dist *d, int arrived_only, char *out, size_t cap)
+int hpcti_live_answer_of(const struct hpcti_dist *d, int p, uint64_t *op, uint64_t *step)
+{
+    const struct hpcti_live *l = &d->live;
+    if (l->asked_op != d->op_seq || p == d->rank || l->heard_t[p] <= 0.0) return 0;
+    *op = l->ask_in[3 * p + 1], *step = l->ask_in[3 * p + 2];
+    return 1;
+}
+
+int hpcti_live_silent(const struct hpcti_dist *d, char *out, size_t cap)
 {
     const struct hpcti_live *l = &d->live;
     size_t len = 0;
@@ -161,7 +195,7 @@ int hpcti_live_silent(const struct hpcti_dist *d, int arrived_only, char *out, s
     out[0] = 0;
     if (l->asked_op != d->op_seq) return 0;
     for (int p = 0; p < d->size; p++) {
-        if (!l->silent[p] || (arrived_only && d->tok_req[p] != MPI_REQUEST_NULL)) continue;
+        if (!l->silent[p]) continue;
         len = hpcti_rank_list_add(out, cap, len, count++, p);
     }
     return count;
@@ -190,7 +224,8 @@ double hpcti_live_self_gap(const struct hpcti_dist *d)
 int hpcti_live_rank_stopped(hpct_ctx_t ctx, int rank)
 {
     struct hpcti_dist *d = ctx->dist;
-    return d && rank >= 0 && rank < d->size && d->live.found_stopped && d->live.silent[rank] != 0;
+    return d && rank >= 0 && rank < d->size && d->live.found_stopped && d->live.silent &&
+           d->live.silent[rank] != 0;
 }
 
 void hpcti_live_found(struct hpcti_dist *d, int found)
@@ -260,13 +295,14 @@ void hpcti_live_release(struct hpcti_dist *d, int cancel, int ok)
     if (cancel) {
         if (l->ping_req != MPI_REQUEST_NULL && MPI_Cancel(&l->ping_req) == MPI_SUCCESS)
             MPI_Wait(&l->ping_req, MPI_STATUS_IGNORE);
-        for (int p = 0; p < d->size; p++)
+        for (int p = 0; l->ask_req && p < d->size; p++)
             if (l->ask_req[p] != MPI_REQUEST_NULL && MPI_Cancel(&l->ask_req[p]) == MPI_SUCCESS)
                 MPI_Wait(&l->ask_req[p], MPI_STATUS_IGNORE);
         for (int p = 0; p < d->size; p++) {
-            if (l->ask_req[d->size + p] != MPI_REQUEST_NULL)
+            if (l->ask_req && l->ask_req[d->size + p] != MPI_REQUEST_NULL)
                 MPI_Request_free(&l->ask_req[d->size + p]);
-            if (l->pong_req[p] != MPI_REQUEST_NULL) MPI_Request_free(&l->pong_req[p]);
+            if (l->pong_req && l->pong_req[p] != MPI_REQUEST_NULL)
+                MPI_Request_free(&l->pong_req[p]);
         }
     }
     /* a broken runtime keeps the buffers its pending requests may still write (as dist.c) */

@@ -9,7 +9,7 @@
 
 struct hpcti_dist;
 
-/* hpct_init: the tables (O(W) bytes) and the standing receive of pings. */
+/* hpct_init: the standing receive of pings (the per-rank tables come with the first ping). */
 HPCTI_CHECK hpct_status_t hpcti_live_setup(hpct_ctx_t ctx);
 /* End the pending requests (cancel: MPI still usable) and free what setup made (ok = 0, a
  * broken runtime: kept, as pending requests may still write into it). */
@@ -22,9 +22,11 @@ void hpcti_live_poll(struct hpcti_dist *d, double now, double *prev);
 /* Answer the pings that have arrived (from any wait, also outside an operation). */
 void hpcti_live_answer(struct hpcti_dist *d);
 /* The ranks asked in this operation that have not answered (or only later than a quarter of
- * the deadline), as "2,3" into out [cap], only
- * those whose arrival token came when arrived_only; returns their count. */
-int hpcti_live_silent(const struct hpcti_dist *d, int arrived_only, char *out, size_t cap);
+ * the deadline), as "2,3" into out [cap]; returns their count. */
+int hpcti_live_silent(const struct hpcti_dist *d, char *out, size_t cap);
+/* 1 when rank p answered this operation's liveness check (late or not), with the operation
+ * number it was at (or had last completed) and its step; else 0. */
+int hpcti_live_answer_of(const struct hpcti_dist *d, int p, uint64_t *op, uint64_t *step);
 /* Seconds since this operation asked its peers (0 when it has not). */
 double hpcti_live_asked_s(const struct hpcti_dist *d, double now);
 /* Seconds the silent ranks went unheard since the ask: the shortest of them (0: not asked). */

@@ -32,9 +32,9 @@ struct hpcti_live {
     MPI_Request ping_req;  /* the standing receive of a ping from any rank */
     uint64_t ping_in[2];   /* a ping: the asker's operation number and rank */
     MPI_Request *pong_req; /* [size] answers sent to each rank */
-    uint64_t *pong_out;    /* [size] the operation number each answer echoes */
+    uint64_t *pong_out;    /* [3 size] answers: the asker's operation echoed, this rank's, step */
     MPI_Request *ask_req;  /* [2 size] receives of answers from, then pings to, each rank */
-    uint64_t *ask_in;      /* [size] answers received */
+    uint64_t *ask_in;      /* [3 size] answers received (as pong_out) */
     uint64_t ping_out[2];  /* this rank's ping: operation number, rank */
     unsigned char *silent; /* [size] 1: asked in this operation, no answer yet (or a late one) */
     double *heard_t;       /* [size] when each rank's answer came (hpcti_now; 0: not yet) */
@@ -77,9 +77,11 @@ struct hpcti_dist {
     unsigned long moves; /* requests completed and phases finished so far (waits back off idle) */
     int in_op;
     int op_tokens;        /* 0: arrivals through the node window's counters (one node), no tokens */
-    MPI_Request *tok_req; /* [2 size]: receives from, then sends to, every rank */
-    uint64_t *tok_in;     /* [2 size] tokens received (operation number, step) */
-    uint64_t *tok_last;   /* [2 size] each rank's token of the last completed operation */
+    int npartners;        /* the ranks this one exchanges arrival tokens with (O(log size)) */
+    int *partner;         /* [npartners] their ranks, ascending (hpcti_token_partners) */
+    MPI_Request *tok_req; /* [2 npartners]: receives from, then sends to, each partner */
+    uint64_t *tok_in;     /* [2 npartners] tokens received (operation number, step) */
+    uint64_t *tok_last;   /* [2 npartners] each partner's token of the last completed operation */
     const char *last_op_name; /* the name of the last completed operation with tokens */
     struct hpcti_live live;   /* liveness checks inside an operation (live.c) */
     double wait_s;            /* seconds spent waiting for collectives */
@@ -124,8 +126,16 @@ void hpcti_dist_set_step(hpct_ctx_t ctx, long step);
 /* Record MPI error rc of `what` in the operation in progress as HPCT_ERR_COMM (the MPI error
  * string, the rank); the context is then broken: later collectives fail saying why. */
 HPCTI_CHECK hpct_status_t hpcti_mpi_failed(hpct_ctx_t ctx, int rc, const char *what);
-/* Start a collective operation named name: arrival tokens to and from every rank; room for
- * max_red reductions of the engine covering total elements (work.reserve). */
+/* The arrival-token partners of rank among size ranks: (rank +- 2^k) mod size for 2^k < size,
+ * without rank and repeats, ascending, into out [HPCTI_MAX_PARTNERS]; returns their count.
+ * Symmetric and connected, so that partners with equal operation numbers mean all ranks
+ * agree; every other rank when size <= 5. */
+#define HPCTI_MAX_PARTNERS 64
+int hpcti_token_partners(int rank, int size, int *out);
+/* The index of rank p in d->partner, or -1 when p is not a partner. */
+int hpcti_partner_index(const struct hpcti_dist *d, int p);
+/* Start a collective operation named name: arrival tokens to and from each token partner;
+ * room for max_red reductions of the engine covering total elements (work.reserve). */
 HPCTI_CHECK hpct_status_t hpcti_op_begin(hpct_ctx_t ctx, const char *name, int max_red,
                                          size_t total);
 /* The same without arrival tokens, for an operation of one node whose first step is a node
