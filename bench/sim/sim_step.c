@@ -22,7 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef SMPI_VERSION
+#ifdef HPCT_SIM /* GNUmakefile's smpicc build (SMPI's headers define no version macro) */
 #include <smpi/smpi.h>
 #define PAYLOAD_ALLOC(n) SMPI_SHARED_MALLOC(n) /* contents do not matter to timing */
 #define PAYLOAD_FREE(p)  SMPI_SHARED_FREE(p)
