@@ -21,6 +21,14 @@
 
 #include <string.h>
 
+/* 1 in the SMPI build: hpcti_red_start_mpi sends from n floats of the operation's scratch
+ * instead of MPI_IN_PLACE (SMPI 3.32 frees its in-place copy too early; reduce.c) */
+#ifdef HPCT_SIM
+#define HPCTI_SIM_IALLREDUCE_SCRATCH 1
+#else
+#define HPCTI_SIM_IALLREDUCE_SCRATCH 0
+#endif
+
 /* memcpy of a gradient payload; in the SMPI build its memory traffic in simulated time. */
 static inline void hpcti_copy_payload(void *dst, const void *src, size_t bytes)
 {

@@ -14,6 +14,7 @@
 #include "reduce.h"
 #include "../runtime/agree.h"
 #include "../../obs/obs.h"
+#include "../../core/sim.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -530,9 +531,10 @@ hpct_status_t hpcti_host_average(hpct_ctx_t ctx, const char *fn, float *buf, siz
         if (!ws) ws = hpcti_window_now(ctx, buf, n, algo, &id);
         return ws ? ws : hpcti_op_end(ctx, NULL, 0);
     }
-    /* p2p (n floats of scratch), or mpi: one MPI_Iallreduce per chunk, then times 1/W */
+    /* p2p (n floats of scratch), or mpi: one MPI_Iallreduce per chunk, then times 1/W (no
+     * scratch, but n floats in the SMPI build: lib/core/sim.h) */
     int chunks = (int)((n + HPCTI_MAX_CHUNK - 1) / HPCTI_MAX_CHUNK), mpi = algo == HPCTI_ALGO_MPI;
-    hpct_status_t s = hpcti_op_begin(ctx, fn, chunks, mpi ? 0 : n);
+    hpct_status_t s = hpcti_op_begin(ctx, fn, chunks, mpi && !HPCTI_SIM_IALLREDUCE_SCRATCH ? 0 : n);
     if (!s) hpcti_op_averages(ctx, n);
     if (!s) s = hpcti_red_start_chunks(ctx, buf, n, mpi, &id);
     return s ? s : hpcti_op_end(ctx, NULL, 0);

@@ -331,7 +331,13 @@ hpct_status_t hpcti_red_start_mpi(hpct_ctx_t ctx, float *buf, size_t n, int *id)
     r->t0 = hpcti_tl_now(ctx);
     if (d->size == 1 || !n) return HPCT_SUCCESS;
     r->nphase = 1, r->nreq = 1;
-    int rc = MPI_Iallreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, d->comm, &r->reqs[0]);
+    /* SMPI 3.32's MPI_Iallreduce copies an in-place vector into a temporary it frees on
+     * return, while its sends above the detached threshold (64 KiB) still read it: a
+     * segfault in smpi_comm_copy_buffer_callback. There the send is the operation's scratch
+     * [n] (reserved by the callers, kept until the operation ends), left as it is: the
+     * contents of payloads do not matter to timing (lib/core/sim.h). */
+    const void *send = HPCTI_SIM_IALLREDUCE_SCRATCH ? take(d, n * sizeof *buf) : MPI_IN_PLACE;
+    int rc = MPI_Iallreduce(send, buf, (int)n, MPI_FLOAT, MPI_SUM, d->comm, &r->reqs[0]);
     return rc == MPI_SUCCESS ? HPCT_SUCCESS : hpcti_mpi_failed(ctx, rc, "MPI_Iallreduce");
 }
 
