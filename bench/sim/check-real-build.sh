@@ -13,7 +13,7 @@ cf="$cf $(sed -n 's/^BLAS_CFLAGS = //p' Makefile) -std=gnu11 -g -O3"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 bad=0
-for f in $(git grep -l 'HPCT_SIM' -- 'lib/*.c'); do
+for f in $(git grep -l -e 'HPCT_SIM' -e 'HPCTI_SIM' -- 'lib/*.c'); do
     d=$(dirname "$f") b=$(basename "$f" .c)
     git show "$rev:$f" >"$d/$b.was.c"
     ${CC:-gcc} $cf -c "$f" -o "$tmp/now.o" && ${CC:-gcc} $cf -c "$d/$b.was.c" -o "$tmp/was.o" || bad=1
