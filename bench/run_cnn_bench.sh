@@ -13,7 +13,11 @@
 # defaults glibc hands its large activation buffers back to the kernel every step and the
 # page faults dominate (on the 2-core VM, one epoch at W = 1: 549-1188 samples/s with the
 # defaults, 2387-2413 with these; bench/results.md, fifteenth session). The raised
-# thresholds are what a tuned PyTorch job sets; libhpctrain allocates once, at build.
+# thresholds are what a tuned PyTorch job sets; libhpctrain allocates once, at build. Both
+# sides run on the OpenBLAS kernels that fit the CPU (bench/blas_kernels.sh); the project's
+# build VM exports OPENBLAS_CORETYPE=Haswell, which the script keeps: run it under
+# `env -u OPENBLAS_CORETYPE` there (the library 2,059 -> 2,544-2,704 samples/s at W = 1 with
+# AVX-512 kernels, PyTorch 2,526 -> 2,571-2,602; bench/results.md, sixteenth session).
 set -u
 build=$(cd "${1:-.}" && pwd)
 data=${2:-/usr/share/datasets/fashion-mnist}
@@ -25,6 +29,8 @@ work=$(mktemp -d /tmp/hpct-cnn-bench.XXXXXX) || exit 1
 trap 'rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1
 "$python" -c "import torch" 2>/dev/null || { echo "no PyTorch for $python (apt-get install python3-torch)"; exit 1; }
+. "$here/blas_kernels.sh"
+fit_blas_kernels
 
 for split in train:train t10k:test; do
     out="$work/${split##*:}"

@@ -12,11 +12,9 @@
 # epoch counts.
 # RUNS=N (default 1) repeats the whole comparison N times and ends with each figure's median
 # and range over the runs (the figures of one run move by several points on a shared VM).
-# Both sides multiply through the same OpenBLAS. Where it would run kernels that leave the
-# CPU's AVX2 or AVX-512 unused (OpenBLAS does not know the model: Debian 12's 0.3.21 on
-# Emerald Rapids runs Prescott's, 3.5 times slower), the script sets OPENBLAS_CORETYPE to
-# the kernels that fit (SkylakeX or Haswell) for both and says so; a value already set is
-# kept (OPENBLAS_CORETYPE=Prescott measures the old kernels).
+# Both sides multiply through the same OpenBLAS, on the kernels that fit the CPU
+# (bench/blas_kernels.sh: OPENBLAS_CORETYPE set where OpenBLAS does not know the model; a
+# value already set is kept).
 set -u
 build=${1:-.}
 data=${2:-/usr/share/datasets/fashion-mnist}
@@ -44,27 +42,8 @@ if [ "$runs" -gt 1 ]; then
     exit 0
 fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
-# OpenBLAS's kernels, as the library picks them at load ("" where python3 cannot tell).
-blas_core() {
-    $python -c 'import ctypes
-f = ctypes.CDLL("libopenblas.so.0").openblas_get_corename
-f.restype = ctypes.c_char_p
-print(f().decode())' 2>/dev/null
-}
-if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
-    core=$(blas_core)
-    fits=
-    grep -qw avx2 /proc/cpuinfo 2>/dev/null && fits=Haswell
-    grep -qw avx512f /proc/cpuinfo 2>/dev/null && fits=SkylakeX
-    case $(echo "$core" | tr A-Z a-z) in # pre-AVX2 cores: the list of lib/device/cpu.c
-    prescott | core2 | penryn | dunnington | nehalem | sandybridge | atom | athlon | opteron | \
-        opteron_sse3 | barcelona | bobcat | bulldozer | piledriver | steamroller | excavator | nano | \
-        generic | unknown)
-        [ -n "$fits" ] && export OPENBLAS_CORETYPE=$fits &&
-            echo "OpenBLAS would run its $core kernels on this $fits-class CPU: OPENBLAS_CORETYPE=$fits for both sides" ;;
-    esac
-fi
-echo "OpenBLAS kernels (both sides): $(blas_core)"
+. "$(dirname "$0")/blas_kernels.sh"
+fit_blas_kernels
 out=$(mktemp /tmp/hpct-train-bench.XXXXXX)
 trap 'rm -f "$out"' EXIT
 run() { echo "\$ $*" >&2; timeout -s KILL 900 "$@" | tee -a "$out"; }
