@@ -475,6 +475,7 @@ static void check_formulas(void)
         {HPCTI_GEOM_CONV, 2, 2, 2, {1, 2, 3}, 5, 1, 1},
         {HPCTI_GEOM_MAXPOOL, 3, 3, 2, {1, 7, 6}, 3, 2, 0},
         {HPCTI_GEOM_MAXPOOL, 2, 2, 2, {1, 7, 6}, 2, 2, 0},
+        {HPCTI_GEOM_MAXPOOL, 2, 2, 2, {1, 6, 8}, 2, 2, 0}, /* even: no zeroing before it */
         {HPCTI_GEOM_AVGPOOL, 2, 2, 3, {4, 4, 5}, 2, 2, 0},
         {HPCTI_GEOM_UPSAMPLE, 2, 2, 2, {1, 3, 4}, 2, 2, 0},
     };
@@ -497,6 +498,7 @@ static void check_formulas(void)
         for (size_t i = 0; i < nin; i++) x[i] = (float)(rand() % 7) * 0.25f - 0.75f; /* ties */
         if (g.kind == HPCTI_GEOM_MAXPOOL) x[3] = x[nin / 2] = NAN; /* a NaN wins its windows */
         for (size_t i = 0; i < nout; i++) dy[i] = (float)(2.0 * rand() / RAND_MAX - 1.0);
+        for (size_t i = 0; i < nin; i++) dx[i] = 12345.0f; /* an input the adjoint misses shows */
         int fwd_same, bwd_same;
         if (g.kind == HPCTI_GEOM_CONV) {
             hpct_status_t s = o->im2col(ctx, &g, x, y, NB);
@@ -526,7 +528,7 @@ static void check_formulas(void)
 
 int main(void)
 {
-    tap_plan(2 * NCASES + 12 + 9);
+    tap_plan(2 * NCASES + 12 + 10);
     for (int i = 0; i < NCASES; i++) check_case(i);
     check_formulas();
     check_errors();

@@ -356,6 +356,27 @@ static int maxpool_2x2_row(const float *restrict r0, const float *restrict r1, s
     return !nan; /* y is rewritten by the exact rule when a NaN was seen */
 }
 
+/* One output row of maxpool_2x2's adjoint into input rows d0, d1 (dy at each window's first
+ * maximum, 0 at the other three) when none of r0, r1's values is a NaN, by the same selects
+ * as maxpool_2x2_row (vectorised); 0, nothing to trust, when one is. */
+static int maxpool_2x2_row_bwd(const float *restrict r0, const float *restrict r1, size_t ow,
+                               const float *restrict dy, float *restrict d0, float *restrict d1)
+{
+    int nan = 0;
+    for (size_t xo = 0; xo < ow; xo++) {
+        float a = r0[2 * xo], b = r0[2 * xo + 1], c = r1[2 * xo], d = r1[2 * xo + 1], g = dy[xo];
+        nan |= (a != a) | (b != b) | (c != c) | (d != d);
+        float m = b > a ? b : a, ga = b > a ? 0.0f : g, gb = b > a ? g : 0.0f; /* b takes over */
+        int tc = c > m; /* c takes over (selects only: no control flow, so it vectorises) */
+        m = tc ? c : m, ga = tc ? 0.0f : ga, gb = tc ? 0.0f : gb;
+        float gc = tc ? g : 0.0f;
+        int td = d > m; /* d takes over */
+        d0[2 * xo] = td ? 0.0f : ga, d0[2 * xo + 1] = td ? 0.0f : gb;
+        d1[2 * xo] = td ? 0.0f : gc, d1[2 * xo + 1] = td ? g : 0.0f;
+    }
+    return !nan; /* the rows are rewritten by the exact rule when a NaN was seen */
+}
+
 /* maxpool_2x2's forward (dx: NULL) or adjoint (dx = dy at each window's first maximum, 0 at
  * the other three) over one channel of D planes. */
 static void maxpool_2x2_channel(const struct hpcti_geom *g, const float *xc, float *restrict yc,
@@ -367,6 +388,10 @@ static void maxpool_2x2_channel(const struct hpcti_geom *g, const float *xc, flo
             const float *r0 = xc + ((size_t)zo * g->in[1] + 2 * (size_t)yo) * iw, *r1 = r0 + iw;
             if (!dx && maxpool_2x2_row(r0, r1, ow, yc)) {
                 yc += ow;
+                continue;
+            }
+            if (dx && maxpool_2x2_row_bwd(r0, r1, ow, dyc, dx + (r0 - xc), dx + (r0 - xc) + iw)) {
+                dyc += ow;
                 continue;
             }
             for (size_t xo = 0; xo < ow; xo++) {
@@ -405,11 +430,13 @@ static void window_bwd_channel(const struct hpcti_geom *g, const float *xc, cons
                                float *restrict dxc)
 {
     size_t in = hpcti_geom_in_size(g);
-    memset(dxc, 0, sizeof(float) * in);
-    if (maxpool_2x2(g)) {
+    if (maxpool_2x2(g)) { /* every input under a window is written; only the rest is zeroed */
+        if (g->in[0] != g->out[0] || g->in[1] != 2 * g->out[1] || g->in[2] != 2 * g->out[2])
+            memset(dxc, 0, sizeof(float) * in);
         maxpool_2x2_channel(g, xc, NULL, dyc, dxc);
         return;
     }
+    memset(dxc, 0, sizeof(float) * in);
     for (int zo = 0; zo < g->out[0]; zo++)
         for (int yo = 0; yo < g->out[1]; yo++)
             for (int xo = 0; xo < g->out[2]; xo++, dyc++) {
