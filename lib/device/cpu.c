@@ -401,7 +401,7 @@ static void maxpool_2x2_channel(const struct hpcti_geom *g, const float *xc, flo
                     *yc++ = v[j];
                     continue;
                 }
-                float d = *dyc++; /* windows do not overlap: dx was 0 under this one */
+                float d = *dyc++; /* windows do not overlap: each writes its four inputs */
                 float *d0 = dx + (r0 - xc) + 2 * xo, *d1 = d0 + iw;
                 d0[0] = j == 0 ? d : 0.0f, d0[1] = j == 1 ? d : 0.0f;
                 d1[0] = j == 2 ? d : 0.0f, d1[1] = j == 3 ? d : 0.0f;
@@ -431,8 +431,7 @@ static void window_bwd_channel(const struct hpcti_geom *g, const float *xc, cons
 {
     size_t in = hpcti_geom_in_size(g);
     if (maxpool_2x2(g)) { /* every input under a window is written; only the rest is zeroed */
-        if (g->in[0] != g->out[0] || g->in[1] != 2 * g->out[1] || g->in[2] != 2 * g->out[2])
-            memset(dxc, 0, sizeof(float) * in);
+        if (in != 4 * hpcti_geom_out_size(g)) memset(dxc, 0, sizeof(float) * in); /* odd sizes */
         maxpool_2x2_channel(g, xc, NULL, dyc, dxc);
         return;
     }
