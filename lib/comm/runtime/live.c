@@ -30,9 +30,10 @@
 #define PING_TAG  7302
 #define PONG_TAG  7303
 #define SAVED_TAG 7304
-#define ASK_AT    0.5  /* of the deadline: when a wait asks its peers */
-#define SELF_GAP  0.25 /* of the deadline: a gap between polls that means this rank stopped */
-#define LATE      0.25 /* of the deadline: an answer this late means the rank did not run */
+#define ASK_AT    0.5 /* of the deadline: when a wait asks its peers */
+/* of the deadline: this long without running means a rank stopped (a gap between this rank's
+ * polls; a peer's answer that late) */
+#define NOT_RUN 0.25
 
 /* Post the receive of the next ping from any rank. */
 static void post_ping_recv(struct hpcti_dist *d)
@@ -142,7 +143,7 @@ static void ask(struct hpcti_dist *d, double now)
 
 /* Answers received: a rank is heard once its answer echoes this operation's number (an
  * answer to an earlier operation's ping is dropped and the receive posted again); one that
- * came later than LATE of the deadline after the ask leaves the rank silent. */
+ * came later than NOT_RUN of the deadline after the ask leaves the rank silent. */
 static void collect(struct hpcti_dist *d, double now)
 {
     struct hpcti_live *l = &d->live;
@@ -153,7 +154,7 @@ static void collect(struct hpcti_dist *d, double now)
             continue;
         if (l->ask_in[3 * p] == d->op_seq) {
             l->heard_t[p] = now;
-            l->silent[p] = now - l->ask_t > LATE * d->deadline_s;
+            l->silent[p] = now - l->ask_t > NOT_RUN * d->deadline_s;
             continue;
         }
         if (MPI_Irecv(&l->ask_in[3 * p], 3, MPI_UINT64_T, p, PONG_TAG, d->ctl, rx) != MPI_SUCCESS)
@@ -165,7 +166,7 @@ void hpcti_live_poll(struct hpcti_dist *d, double now, double *prev)
 {
     struct hpcti_live *l = &d->live;
     double gap = now - *prev;
-    if (gap > SELF_GAP * d->deadline_s && gap > l->self_gap_s) l->self_gap_s = gap;
+    if (gap > NOT_RUN * d->deadline_s && gap > l->self_gap_s) l->self_gap_s = gap;
     *prev = now;
     if (d->size < 2 || !l->ready) return;
     hpcti_live_answer(d);
