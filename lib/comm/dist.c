@@ -176,15 +176,13 @@ static hpct_status_t setup(hpct_ctx_t ctx, MPI_Comm comm, hpct_status_t env, con
     d->deadline_s = ctx->cfg.collective_timeout_s;
     d->avg->transport = ctx->cfg.grad_transport;
     d->avg->fusion_floats = ctx->cfg.fusion_bytes / sizeof(float);
-    int partner[HPCTI_MAX_PARTNERS];
-    d->npartners = hpcti_token_partners(d->rank, d->size, partner);
+    d->partner = malloc(HPCTI_MAX_PARTNERS * sizeof *d->partner);
+    d->npartners = d->partner ? hpcti_token_partners(d->rank, d->size, d->partner) : 0;
     size_t np = (size_t)d->npartners + 1; /* + 1: no zero-sized allocation at one rank */
-    d->partner = malloc(np * sizeof *d->partner);
     d->tok_req = calloc(2 * np, sizeof *d->tok_req);
     d->tok_in = calloc(2 * np, sizeof *d->tok_in);
     d->tok_last = calloc(2 * np, sizeof *d->tok_last);
     long *keys = calloc(2 * (size_t)d->size, sizeof *keys); /* the node exchange's, then freed */
-    if (d->partner) memcpy(d->partner, partner, (size_t)d->npartners * sizeof *partner);
     if (!d->partner || !d->tok_req || !d->tok_in || !d->tok_last || !keys) {
         free(keys);
         return hpcti_error(ctx, HPCT_ERR_NO_MEMORY,
