@@ -1,11 +1,11 @@
 /* sim.h: what differs in the SimGrid/SMPI build of the library (bench/sim/GNUmakefile compiles
- * every source with -DHPCT_SIM=1; the real build never defines it, and nothing here exists
- * there). Under SMPI every rank is a cooperatively scheduled actor of one simulator process:
- * time advances only inside MPI calls and SMPI's sleeps and executions, and payloads whose
- * contents do not matter to timing come from SMPI's shared malloc (one copy for all ranks),
- * so the library's copies and sums over them are charged to the simulated host (at the
- * memory bandwidth measured on the development machine, bench/sim/platforms.md) instead of
- * being done. */
+ * every source with -DHPCT_SIM=1; the real build never defines it, and there this header is
+ * a plain memcpy and a 0). Under SMPI every rank is a cooperatively scheduled actor of one
+ * simulator process: time advances only inside MPI calls and SMPI's sleeps and executions,
+ * and payloads whose contents do not matter to timing come from SMPI's shared malloc (one
+ * copy for all ranks), so the library's copies and sums over them are charged to the
+ * simulated host (at the memory bandwidth measured on the development machine,
+ * bench/sim/platforms.md) instead of being done. */
 #ifndef HPCTI_SIM_H
 #define HPCTI_SIM_H
 
@@ -17,17 +17,14 @@
 #define HPCTI_SIM_MEM_BPS 30e9
 /* bytes of memory traffic this rank's host spends, in simulated time */
 #define HPCTI_SIM_WORK(bytes) smpi_execute((double)(bytes) / HPCTI_SIM_MEM_BPS)
-#endif
-
-#include <string.h>
-
 /* 1 in the SMPI build: hpcti_red_start_mpi sends from n floats of the operation's scratch
  * instead of MPI_IN_PLACE (SMPI 3.32 frees its in-place copy too early; reduce.c) */
-#ifdef HPCT_SIM
 #define HPCTI_SIM_IALLREDUCE_SCRATCH 1
 #else
 #define HPCTI_SIM_IALLREDUCE_SCRATCH 0
 #endif
+
+#include <string.h>
 
 /* memcpy of a gradient payload; in the SMPI build its memory traffic in simulated time. */
 static inline void hpcti_copy_payload(void *dst, const void *src, size_t bytes)
