@@ -473,6 +473,8 @@ static void check_formulas(void)
         {HPCTI_GEOM_CONV, 2, 2, 3, {4, 5, 3}, 3, 2, 0},
         {HPCTI_GEOM_CONV, 1, 2, 1, {1, 1, 9}, 5, 2, 1},
         {HPCTI_GEOM_CONV, 2, 2, 2, {1, 2, 3}, 5, 1, 1},
+        {HPCTI_GEOM_CONV, 2, 3, 3, {3, 4, 5}, 3, 1, 1}, /* rows copied as runs, in depth */
+        {HPCTI_GEOM_CONV, 1, 2, 1, {1, 1, 9}, 5, 1, 1},
         {HPCTI_GEOM_MAXPOOL, 3, 3, 2, {1, 7, 6}, 3, 2, 0},
         {HPCTI_GEOM_MAXPOOL, 2, 2, 2, {1, 7, 6}, 2, 2, 0},
         {HPCTI_GEOM_MAXPOOL, 2, 2, 2, {1, 6, 8}, 2, 2, 0}, /* even: no zeroing before it */
@@ -526,11 +528,45 @@ static void check_formulas(void)
     hpct_ctx_destroy(ctx);
 }
 
+/* The fused ReLU backward and bias gradient gives act_backward then channel_bias_grad's bits,
+ * for more channels than it keeps lanes for at once and rows that are no multiple of 8. */
+static void check_fused_bias_grad(void)
+{
+    enum { NB = 3, CH = 70, SP = 13, N = NB * CH * SP };
+    hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
+    hpct_ctx_t ctx;
+    if (hpct_ctx_create(&cfg, &ctx)) tap_bail("context");
+    const struct hpcti_ops *o = &hpcti_cpu_ops;
+    static float z[N], dy[N], d1[N], d2[N];
+    float db1[CH], db2[CH];
+    srand(7);
+    for (int i = 0; i < N; i++) {
+        z[i] = (float)(rand() % 5) - 2.0f; /* zeros among them */
+        dy[i] = (float)(2.0 * rand() / RAND_MAX - 1.0);
+    }
+    z[5] = NAN;
+    for (int accumulate = 0; accumulate < 2; accumulate++) {
+        memcpy(d1, dy, sizeof d1), memcpy(d2, dy, sizeof d2);
+        for (int c = 0; c < CH; c++) db1[c] = db2[c] = 0.5f * (float)c;
+        hpct_status_t s1 = o->act_backward(ctx, HPCTI_MATH_RELU, z, z, d1, d1, N);
+        if (!s1) s1 = o->channel_bias_grad(ctx, d1, db1, NB, CH, SP, accumulate);
+        hpct_status_t s2 =
+            o->channel_act_bias_grad(ctx, HPCTI_MATH_RELU, z, z, d2, db2, NB, CH, SP, accumulate);
+        int same = !s1 && !s2 && !memcmp(d1, d2, sizeof d1) && !memcmp(db1, db2, sizeof db1);
+        tap_ok(same,
+               "fused ReLU backward + bias gradient, %d channels, accumulate %d: the "
+               "separate passes' bits",
+               CH, accumulate);
+    }
+    hpct_ctx_destroy(ctx);
+}
+
 int main(void)
 {
-    tap_plan(2 * NCASES + 12 + 10);
+    tap_plan(2 * NCASES + 14 + 10 + 2);
     for (int i = 0; i < NCASES; i++) check_case(i);
     check_formulas();
+    check_fused_bias_grad();
     check_errors();
     return tap_done();
 }

@@ -210,6 +210,36 @@ static void im2col_row(const struct hpcti_geom *g, const float *xc, int a, int b
         }
 }
 
+/* im2col_row at stride 1 in H and W with output rows as wide as the input's ("same" padding):
+ * the valid rows of a depth slice are one run of the input, copied at once, and the padding
+ * columns the run brought in from neighbouring rows are then zeroed. */
+static void im2col_row_run(const struct hpcti_geom *g, const float *xc, int a, int b, int c,
+                           float *restrict dst)
+{
+    int lo, hi, ylo, yhi, ow = g->out[2], oh = g->out[1], off = c - g->pad[2];
+    size_t plane = (size_t)oh * ow;
+    inside(c, 1, g->pad[2], g->in[2], ow, &lo, &hi);
+    inside(b, 1, g->pad[1], g->in[1], oh, &ylo, &yhi);
+    for (int zo = 0; zo < g->out[0]; zo++, dst += plane) {
+        int zi = zo * g->s[0] - g->pad[0] + a;
+        if (zi < 0 || zi >= g->in[0] || lo >= hi || ylo >= yhi) {
+            memset(dst, 0, sizeof(float) * plane);
+            continue;
+        }
+        /* dst [first, last): rows ylo..yhi-1 from column lo of the first to hi of the last */
+        size_t first = (size_t)ylo * ow + lo, last = (size_t)(yhi - 1) * ow + hi;
+        const float *src = xc + ((size_t)zi * g->in[1] + ylo - g->pad[1] + b) * ow + lo + off;
+        memset(dst, 0, sizeof(float) * first);
+        memcpy(dst + first, src, sizeof(float) * (last - first));
+        memset(dst + last, 0, sizeof(float) * (plane - last));
+        for (int yo = ylo; yo < yhi; yo++) {
+            float *row = dst + (size_t)yo * ow;
+            for (int xo = 0; xo < lo; xo++) row[xo] = 0.0f;
+            for (int xo = hi; xo < ow; xo++) row[xo] = 0.0f;
+        }
+    }
+}
+
 /* The adjoint of im2col_row: dxc [D, H, W] += the row src [P] at the inputs it read. */
 static void col2im_row(const struct hpcti_geom *g, const float *src, int a, int b, int c,
                        float *restrict dxc)
@@ -234,12 +264,17 @@ static hpct_status_t cpu_im2col(hpct_ctx_t ctx, const struct hpcti_geom *g, cons
                                 float *restrict col, int batch)
 {
     size_t in = hpcti_geom_in_size(g), P = hpcti_geom_out_size(g);
+    int runs = g->s[1] == 1 && g->s[2] == 1 && g->in[2] == g->out[2];
     for (int n = 0; n < batch; n++)
         for (int ci = 0; ci < g->c_in; ci++) {
             const float *xc = x + ((size_t)n * g->c_in + ci) * in;
             for (int a = 0; a < g->k[0]; a++)
                 for (int b = 0; b < g->k[1]; b++)
-                    for (int c = 0; c < g->k[2]; c++, col += P) im2col_row(g, xc, a, b, c, col);
+                    for (int c = 0; c < g->k[2]; c++, col += P)
+                        if (runs)
+                            im2col_row_run(g, xc, a, b, c, col);
+                        else
+                            im2col_row(g, xc, a, b, c, col);
         }
     return HPCT_SUCCESS;
 }
@@ -292,6 +327,56 @@ static hpct_status_t cpu_channel_bias_grad(hpct_ctx_t ctx, const float *dz, floa
     for (int c = 0; c < channels; c++) {
         float sum = hpcti_channel_grad(dz, c, batch, channels, spatial);
         db[c] = accumulate ? db[c] + sum : sum;
+    }
+    return HPCT_SUCCESS;
+}
+
+/* Channels whose bias-gradient lanes cpu_channel_act_bias_grad keeps at a time. */
+#define ACT_BIAS_GROUP 64
+
+/* One row [spatial] of channel lanes: dr = dr relu'(zr) in place, added into lane p % 8. */
+static void relu_bwd_lanes(const float *restrict zr, float *restrict dr, size_t spatial,
+                           float lane[HPCTI_CHANNEL_LANES])
+{
+    size_t p = 0;
+    for (; p + HPCTI_CHANNEL_LANES <= spatial; p += HPCTI_CHANNEL_LANES)
+        for (int j = 0; j < HPCTI_CHANNEL_LANES; j++) {
+            float v = zr[p + j] > 0.0f ? dr[p + j] : 0.0f;
+            dr[p + j] = v;
+            lane[j] += v;
+        }
+    for (int j = 0; p < spatial; p++, j++) {
+        float v = zr[p] > 0.0f ? dr[p] : 0.0f;
+        dr[p] = v;
+        lane[j] += v;
+    }
+}
+
+/* ReLU backward and the bias gradient in one pass in memory order, up to ACT_BIAS_GROUP
+ * channels at a time; each channel's lanes add as hpcti_channel_grad's (position p into lane
+ * p % 8, sample by sample), so db is channel_bias_grad's bit for bit. */
+static hpct_status_t cpu_channel_act_bias_grad(hpct_ctx_t ctx, int act, const float *z,
+                                               const float *y, float *dz, float *db, int batch,
+                                               int channels, size_t spatial, int accumulate)
+{
+    if (act != HPCTI_MATH_RELU) {
+        hpct_status_t s =
+            cpu_act_backward(ctx, act, z, y, dz, dz, (size_t)batch * channels * spatial);
+        return s ? s : cpu_channel_bias_grad(ctx, dz, db, batch, channels, spatial, accumulate);
+    }
+    for (int c0 = 0; c0 < channels; c0 += ACT_BIAS_GROUP) {
+        int nc = channels - c0 < ACT_BIAS_GROUP ? channels - c0 : ACT_BIAS_GROUP;
+        float lane[ACT_BIAS_GROUP][HPCTI_CHANNEL_LANES] = {{0.0f}};
+        for (int n = 0; n < batch; n++)
+            for (int c = 0; c < nc; c++) {
+                size_t row = ((size_t)n * channels + c0 + c) * spatial;
+                relu_bwd_lanes(z + row, dz + row, spatial, lane[c]);
+            }
+        for (int c = 0; c < nc; c++) {
+            const float *l = lane[c];
+            float sum = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+            db[c0 + c] = accumulate ? db[c0 + c] + sum : sum;
+        }
     }
     return HPCT_SUCCESS;
 }
@@ -590,8 +675,10 @@ const struct hpcti_ops hpcti_cpu_ops = {
     .bias_grad = cpu_bias_grad,
     .im2col = cpu_im2col,
     .col2im = cpu_col2im,
+    .col_samples = 1,
     .channel_bias_act = cpu_channel_bias_act,
     .channel_bias_grad = cpu_channel_bias_grad,
+    .channel_act_bias_grad = cpu_channel_act_bias_grad,
     .window_fwd = cpu_window_fwd,
     .window_bwd = cpu_window_bwd,
     .softmax_xent = cpu_softmax_xent,

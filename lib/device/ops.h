@@ -48,6 +48,9 @@ struct hpcti_ops {
                             int batch);
     hpct_status_t (*col2im)(hpct_ctx_t ctx, const struct hpcti_geom *g, const float *dcol,
                             float *dx, int batch);
+    /* Samples whose column matrix the layers build at a time (0: the whole batch): the cpu
+     * backend takes one, so that it stays in cache from im2col through the GEMMs and col2im. */
+    int col_samples;
     /* z [batch, channels, spatial] += bias [channels] (none when bias is NULL); y = act(z)
      * (y may alias z only for identity). */
     hpct_status_t (*channel_bias_act)(hpct_ctx_t ctx, int act, float *z, const float *bias,
@@ -55,6 +58,11 @@ struct hpcti_ops {
     /* db [channels] (=, or += when accumulate) sums of dz [batch, channels, spatial]. */
     hpct_status_t (*channel_bias_grad)(hpct_ctx_t ctx, const float *dz, float *db, int batch,
                                        int channels, size_t spatial, int accumulate);
+    /* Optional (NULL: act_backward, then channel_bias_grad): both in one pass, dz [batch,
+     * channels, spatial] = dz act'(z, y) in place and db its channel sums, bit for bit theirs. */
+    hpct_status_t (*channel_act_bias_grad)(hpct_ctx_t ctx, int act, const float *z, const float *y,
+                                           float *dz, float *db, int batch, int channels,
+                                           size_t spatial, int accumulate);
     /* Pooling or upsampling: y [batch, c, out] of x [batch, c, in]; dx (written) of dy. */
     hpct_status_t (*window_fwd)(hpct_ctx_t ctx, const struct hpcti_geom *g, const float *x,
                                 float *y, int batch);

@@ -31,7 +31,8 @@ struct hpcti_layer {
     float *w, *b, *dw,
         *db;        /* views into the flat buffers: dense [out, in], conv [c_out, c_in k..] */
     float *z, *y;   /* [max_batch, out]; y == z for identity (reshape: neither) */
-    float *col;     /* conv: [max_batch, c_in k.., P] column matrix of its input */
+    float *col;     /* conv: [samples, c_in k.., P] column matrix of its input, samples:
+                     * hpcti_conv_col_samples of max_batch */
     const float *x; /* the input of the last forward (device memory) */
 };
 
@@ -49,7 +50,7 @@ struct hpct_model {
     void *targets_dev;    /* [max_batch] int32 or [max_batch, outputs] float staging */
     int32_t *labels_host; /* [max_batch]: device labels copied for the range check */
     float *grad_a[2];     /* [max_batch, widest] ping-pong buffers for d(activation) */
-    float *dcol;          /* [max_batch, largest column matrix]: conv backward (or NULL) */
+    float *dcol;          /* [col samples, largest column matrix]: conv backward (or NULL) */
     hpct_params_t params;
     hpcti_grad_ready_fn grad_ready; /* averaging hooks (lib/comm); NULL when off */
     hpcti_grads_done_fn grads_done;
@@ -68,12 +69,17 @@ HPCTI_CHECK hpct_status_t hpcti_model_append(hpct_model_t m, const char *fn,
 /* Check act and init of a layer being added (layer index m->num). */
 HPCTI_CHECK hpct_status_t hpcti_check_act_init(hpct_model_t m, const char *fn,
                                                hpct_activation_t act, hpct_init_t init);
+/* Samples per column matrix of a conv layer for a batch (ops->col_samples, at most batch). */
+int hpcti_conv_col_samples(const struct hpct_model *m, int batch);
 /* Conv, pool and upsample layers: forward of x [batch, in] into d->z and d->y = act(z + b);
- * a convolution's parameter gradients (dW, db: = or += when accumulate) from dz = d loss / d z
- * [batch, out]; d loss / d input dx [batch, in] from dz. Status of the first failing op. */
+ * a convolution's dz = d loss / d z [batch, out] in place from d loss / d y with its bias
+ * gradient db, then its weight gradient dW (both = or += when accumulate) from dz; d loss / d
+ * input dx [batch, in] from dz. Status of the first failing op. */
 HPCTI_CHECK hpct_status_t hpcti_spatial_forward(hpct_model_t m, struct hpcti_layer *d,
                                                 const float *x, int batch);
-HPCTI_CHECK hpct_status_t hpcti_conv_param_grads(hpct_model_t m, struct hpcti_layer *d,
+HPCTI_CHECK hpct_status_t hpcti_conv_dz_bias_grad(hpct_model_t m, struct hpcti_layer *d, float *dz,
+                                                  int batch, int accumulate);
+HPCTI_CHECK hpct_status_t hpcti_conv_weight_grad(hpct_model_t m, struct hpcti_layer *d,
                                                  const float *dz, int batch, int accumulate);
 HPCTI_CHECK hpct_status_t hpcti_spatial_input_grad(hpct_model_t m, struct hpcti_layer *d,
                                                    const float *dz, float *dx, int batch);

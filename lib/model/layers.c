@@ -182,17 +182,38 @@ hpct_status_t hpct_model_add_upsample(hpct_model_t m, int factor, hpct_activatio
     return append_shaped(m, fn, &d, &in);
 }
 
-/* Convolution forward: col = im2col(x); z_n [c_out, P] = W col_n, sample by sample. */
+/* Samples per column matrix for a batch: the backend's choice, at most the batch. */
+int hpcti_conv_col_samples(const struct hpct_model *m, int batch)
+{
+    int per = m->ctx->ops->col_samples;
+    return per > 0 && per < batch ? per : batch;
+}
+
+/* Samples in the chunk that starts at sample n0, cs a chunk. */
+static int chunk_size(int n0, int batch, int cs)
+{
+    return batch - n0 < cs ? batch - n0 : cs;
+}
+
+/* Convolution forward, chunk by chunk: col = im2col(x of the chunk); z_n [c_out, P] = W col_n;
+ * then the chunk's bias and activation while its z is in cache. */
 static hpct_status_t conv_forward(hpct_model_t m, struct hpcti_layer *d, const float *x, int batch)
 {
     const struct hpcti_ops *ops = m->ctx->ops;
     int P = (int)hpcti_geom_out_size(&d->g), rows = (int)hpcti_geom_col_rows(&d->g);
-    hpct_status_t s = ops->im2col(m->ctx, &d->g, x, d->col, batch);
-    for (int n = 0; n < batch && !s; n++)
-        s = ops->gemm(m->ctx, 0, 0, d->g.c_out, P, rows, 1.0f, d->w, d->col + (size_t)n * rows * P,
-                      0.0f, d->z + (size_t)n * d->out);
-    if (!s)
-        s = ops->channel_bias_act(m->ctx, d->act, d->z, d->b, d->y, batch, d->g.c_out, (size_t)P);
+    int cs = hpcti_conv_col_samples(m, batch);
+    hpct_status_t s = HPCT_SUCCESS;
+    for (int n0 = 0; n0 < batch && !s; n0 += cs) {
+        int nb = chunk_size(n0, batch, cs);
+        size_t at = (size_t)n0 * d->out;
+        s = ops->im2col(m->ctx, &d->g, x + (size_t)n0 * d->in, d->col, nb);
+        for (int j = 0; j < nb && !s; j++)
+            s = ops->gemm(m->ctx, 0, 0, d->g.c_out, P, rows, 1.0f, d->w,
+                          d->col + (size_t)j * rows * P, 0.0f, d->z + at + (size_t)j * d->out);
+        if (!s)
+            s = ops->channel_bias_act(m->ctx, d->act, d->z + at, d->b, d->y + at, nb, d->g.c_out,
+                                      (size_t)P);
+    }
     return s;
 }
 
@@ -207,33 +228,59 @@ hpct_status_t hpcti_spatial_forward(hpct_model_t m, struct hpcti_layer *d, const
     return s;
 }
 
-/* dW (+)= sum over samples n of dz_n [c_out, P] col_n^T, in sample order; db (+)= channel sums
- * of dz. */
-hpct_status_t hpcti_conv_param_grads(hpct_model_t m, struct hpcti_layer *d, const float *dz,
+/* dz = dy act'(z) in place and db (=, or += when accumulate) its channel sums, in one pass
+ * where the backend fuses them. */
+hpct_status_t hpcti_conv_dz_bias_grad(hpct_model_t m, struct hpcti_layer *d, float *dz, int batch,
+                                      int accumulate)
+{
+    const struct hpcti_ops *ops = m->ctx->ops;
+    size_t P = hpcti_geom_out_size(&d->g);
+    if (ops->channel_act_bias_grad && d->act != HPCT_ACT_IDENTITY)
+        return ops->channel_act_bias_grad(m->ctx, d->act, d->z, d->y, dz, d->db, batch, d->g.c_out,
+                                          P, accumulate);
+    hpct_status_t s = HPCT_SUCCESS;
+    if (d->act != HPCT_ACT_IDENTITY)
+        s = ops->act_backward(m->ctx, d->act, d->z, d->y, dz, dz, (size_t)batch * d->out);
+    return s ? s : ops->channel_bias_grad(m->ctx, dz, d->db, batch, d->g.c_out, P, accumulate);
+}
+
+/* dW (=, or += when accumulate) the sum over samples n of dz_n [c_out, P] col_n^T, in sample
+ * order. The column matrix is built again chunk by chunk unless it holds the whole batch. */
+hpct_status_t hpcti_conv_weight_grad(hpct_model_t m, struct hpcti_layer *d, const float *dz,
                                      int batch, int accumulate)
 {
     const struct hpcti_ops *ops = m->ctx->ops;
     int P = (int)hpcti_geom_out_size(&d->g), rows = (int)hpcti_geom_col_rows(&d->g);
+    int cs = hpcti_conv_col_samples(m, batch);
     hpct_status_t s = HPCT_SUCCESS;
-    for (int n = 0; n < batch && !s; n++)
-        s = ops->gemm(m->ctx, 0, 1, d->g.c_out, rows, P, 1.0f, dz + (size_t)n * d->out,
-                      d->col + (size_t)n * rows * P, accumulate || n ? 1.0f : 0.0f, d->dw);
-    if (!s) s = ops->channel_bias_grad(m->ctx, dz, d->db, batch, d->g.c_out, (size_t)P, accumulate);
+    for (int n0 = 0; n0 < batch && !s; n0 += cs) {
+        int nb = chunk_size(n0, batch, cs);
+        if (cs < batch) s = ops->im2col(m->ctx, &d->g, d->x + (size_t)n0 * d->in, d->col, nb);
+        for (int j = 0, n = n0; j < nb && !s; j++, n++)
+            s = ops->gemm(m->ctx, 0, 1, d->g.c_out, rows, P, 1.0f, dz + (size_t)n * d->out,
+                          d->col + (size_t)j * rows * P, accumulate || n ? 1.0f : 0.0f, d->dw);
+    }
     return s;
 }
 
-/* Convolution: dcol_n = W^T dz_n, dx = col2im(dcol); pooling and upsampling: their adjoint. */
+/* Convolution: dcol_n = W^T dz_n, dx = col2im(dcol), chunk by chunk; pooling and upsampling:
+ * their adjoint. */
 hpct_status_t hpcti_spatial_input_grad(hpct_model_t m, struct hpcti_layer *d, const float *dz,
                                        float *dx, int batch)
 {
     const struct hpcti_ops *ops = m->ctx->ops;
     if (d->kind != HPCTI_LAYER_CONV) return ops->window_bwd(m->ctx, &d->g, d->x, dz, dx, batch);
     int P = (int)hpcti_geom_out_size(&d->g), rows = (int)hpcti_geom_col_rows(&d->g);
+    int cs = hpcti_conv_col_samples(m, batch);
     hpct_status_t s = HPCT_SUCCESS;
-    for (int n = 0; n < batch && !s; n++)
-        s = ops->gemm(m->ctx, 1, 0, rows, P, d->g.c_out, 1.0f, d->w, dz + (size_t)n * d->out, 0.0f,
-                      m->dcol + (size_t)n * rows * P);
-    return s ? s : ops->col2im(m->ctx, &d->g, m->dcol, dx, batch);
+    for (int n0 = 0; n0 < batch && !s; n0 += cs) {
+        int nb = chunk_size(n0, batch, cs);
+        for (int j = 0, n = n0; j < nb && !s; j++, n++)
+            s = ops->gemm(m->ctx, 1, 0, rows, P, d->g.c_out, 1.0f, d->w, dz + (size_t)n * d->out,
+                          0.0f, m->dcol + (size_t)j * rows * P);
+        if (!s) s = ops->col2im(m->ctx, &d->g, m->dcol, dx + (size_t)n0 * d->in, nb);
+    }
+    return s;
 }
 
 /* "CxDxHxW" of a shape's sizes. */

@@ -229,12 +229,12 @@ static hpct_status_t place_params(hpct_model_t m)
     return HPCT_SUCCESS;
 }
 
-/* Elements of a conv layer's column matrix for max_batch samples; 0 on overflow. */
-static size_t col_elements(const struct hpcti_layer *d, int max_batch)
+/* Elements of a conv layer's column matrix for samples samples; 0 on overflow. */
+static size_t col_elements(const struct hpcti_layer *d, int samples)
 {
     size_t n;
     if (__builtin_mul_overflow(hpcti_geom_col_rows(&d->g), hpcti_geom_out_size(&d->g), &n) ||
-        __builtin_mul_overflow(n, (size_t)max_batch, &n) || n > SIZE_MAX / sizeof(float))
+        __builtin_mul_overflow(n, (size_t)samples, &n) || n > SIZE_MAX / sizeof(float))
         return 0;
     return n;
 }
@@ -248,12 +248,13 @@ static hpct_status_t alloc_layer(hpct_model_t m, struct hpcti_layer *d, int max_
     d->y = d->act == HPCT_ACT_IDENTITY ? d->z : alloc_floats(m, n);
     if (!d->z || !d->y) return HPCT_ERR_NO_MEMORY;
     if (d->kind != HPCTI_LAYER_CONV) return HPCT_SUCCESS;
-    size_t cols = col_elements(d, max_batch);
+    int samples = hpcti_conv_col_samples(m, max_batch);
+    size_t cols = col_elements(d, samples);
     if (!cols)
         return hpcti_error(m->ctx, HPCT_ERR_INVALID_ARG,
                            "hpct_model_build: the column matrix of convolution layer %d for %d "
                            "samples is too large",
-                           (int)(d - m->layers), max_batch);
+                           (int)(d - m->layers), samples);
     *dcol = cols > *dcol ? cols : *dcol;
     return (d->col = alloc_floats(m, cols)) ? HPCT_SUCCESS : HPCT_ERR_NO_MEMORY;
 }
@@ -496,12 +497,13 @@ static hpct_status_t batch_loss(hpct_model_t m, const float *out, const void *t,
 }
 
 /* A layer's parameter gradients from dz (d loss / d z [batch, out]): dense dW (+)= dz^T x,
- * db (+)= column sums of dz; conv in layers.c; none for pooling and upsampling. */
+ * db (+)= column sums of dz; conv dW in layers.c (its db came with dz); none for pooling and
+ * upsampling. */
 static hpct_status_t param_grads(hpct_model_t m, struct hpcti_layer *d, const float *dz, int batch,
                                  int accumulate)
 {
     const struct hpcti_ops *ops = m->ctx->ops;
-    if (d->kind == HPCTI_LAYER_CONV) return hpcti_conv_param_grads(m, d, dz, batch, accumulate);
+    if (d->kind == HPCTI_LAYER_CONV) return hpcti_conv_weight_grad(m, d, dz, batch, accumulate);
     if (d->kind != HPCTI_LAYER_DENSE) return HPCT_SUCCESS;
     hpct_status_t s = ops->gemm(m->ctx, 1, 0, d->out, d->in, batch, 1.0f, dz, d->x,
                                 accumulate ? 1.0f : 0.0f, d->dw); /* dW [out, in] */
@@ -535,7 +537,9 @@ static hpct_status_t backward(hpct_model_t m, int batch, int accumulate)
         if (d->kind == HPCTI_LAYER_RESHAPE) continue; /* same values, same gradient */
         double t0 = hpcti_tl_now(m->ctx);
         float *dz = m->grad_a[cur], *dx = l > first ? m->grad_a[1 - cur] : NULL;
-        if (d->act != HPCT_ACT_IDENTITY)
+        if (d->kind == HPCTI_LAYER_CONV) /* dz and the bias gradient, fused */
+            s = hpcti_conv_dz_bias_grad(m, d, dz, batch, accumulate);
+        else if (d->act != HPCT_ACT_IDENTITY)
             s = m->ctx->ops->act_backward(m->ctx, d->act, d->z, d->y, dz, dz,
                                           (size_t)batch * d->out);
         if (!s) s = param_grads(m, d, dz, batch, accumulate);
