@@ -232,11 +232,12 @@ static void im2col_row_run(const struct hpcti_geom *g, const float *xc, int a, i
         memset(dst, 0, sizeof(float) * first);
         memcpy(dst + first, src, sizeof(float) * (last - first));
         memset(dst + last, 0, sizeof(float) * (plane - last));
-        for (int yo = ylo; yo < yhi; yo++) {
-            float *row = dst + (size_t)yo * ow;
-            for (int xo = 0; xo < lo; xo++) row[xo] = 0.0f;
-            for (int xo = hi; xo < ow; xo++) row[xo] = 0.0f;
-        }
+        /* column by column down the rows: strided stores, which GCC does not turn into a
+         * memset call a row */
+        for (int xo = 0; xo < lo; xo++)
+            for (int yo = ylo; yo < yhi; yo++) dst[(size_t)yo * ow + xo] = 0.0f;
+        for (int xo = hi; xo < ow; xo++)
+            for (int yo = ylo; yo < yhi; yo++) dst[(size_t)yo * ow + xo] = 0.0f;
     }
 }
 
@@ -259,12 +260,43 @@ static void col2im_row(const struct hpcti_geom *g, const float *src, int a, int 
         }
 }
 
+/* col2im_row where im2col_row_run applies: the row's entries in the padding columns are zeroed
+ * in src (scratch), then the valid rows are added as one run. The zeros change nothing: dxc
+ * starts at +0, so it never holds -0 (a sum is -0 only when both terms are), and x + 0 is x. */
+static void col2im_row_run(const struct hpcti_geom *g, float *restrict src, int a, int b, int c,
+                           float *restrict dxc)
+{
+    int lo, hi, ylo, yhi, ow = g->out[2], oh = g->out[1], off = c - g->pad[2];
+    size_t plane = (size_t)oh * ow;
+    inside(c, 1, g->pad[2], g->in[2], ow, &lo, &hi);
+    inside(b, 1, g->pad[1], g->in[1], oh, &ylo, &yhi);
+    for (int zo = 0; zo < g->out[0]; zo++, src += plane) {
+        int zi = zo * g->s[0] - g->pad[0] + a;
+        if (zi < 0 || zi >= g->in[0] || lo >= hi || ylo >= yhi) continue;
+        for (int xo = 0; xo < lo; xo++) /* strided, as in im2col_row_run */
+            for (int yo = ylo; yo < yhi; yo++) src[(size_t)yo * ow + xo] = 0.0f;
+        for (int xo = hi; xo < ow; xo++)
+            for (int yo = ylo; yo < yhi; yo++) src[(size_t)yo * ow + xo] = 0.0f;
+        size_t first = (size_t)ylo * ow + lo, n = (size_t)(yhi - 1) * ow + hi - first;
+        float *dst = dxc + ((size_t)zi * g->in[1] + ylo - g->pad[1] + b) * ow + lo + off;
+        const float *run = src + first;
+        for (size_t t = 0; t < n; t++) dst[t] += run[t];
+    }
+}
+
+/* 1 when the rows of g's column matrix are runs of its input: stride 1 in H and W, output rows
+ * as wide as the input's ("same" padding). */
+static int rows_are_runs(const struct hpcti_geom *g)
+{
+    return g->s[1] == 1 && g->s[2] == 1 && g->in[2] == g->out[2];
+}
+
 /* Row by row (channel, then kernel offset): the same values as hpcti_im2col_at. */
 static hpct_status_t cpu_im2col(hpct_ctx_t ctx, const struct hpcti_geom *g, const float *x,
                                 float *restrict col, int batch)
 {
     size_t in = hpcti_geom_in_size(g), P = hpcti_geom_out_size(g);
-    int runs = g->s[1] == 1 && g->s[2] == 1 && g->in[2] == g->out[2];
+    int runs = rows_are_runs(g);
     for (int n = 0; n < batch; n++)
         for (int ci = 0; ci < g->c_in; ci++) {
             const float *xc = x + ((size_t)n * g->c_in + ci) * in;
@@ -281,17 +313,22 @@ static hpct_status_t cpu_im2col(hpct_ctx_t ctx, const struct hpcti_geom *g, cons
 
 /* Rows added in increasing order: each input gets its terms in hpcti_col2im_at's order (one
  * output position per row reads it), so the sums are the kernels' bit for bit. */
-static hpct_status_t cpu_col2im(hpct_ctx_t ctx, const struct hpcti_geom *g, const float *dcol,
+static hpct_status_t cpu_col2im(hpct_ctx_t ctx, const struct hpcti_geom *g, float *dcol,
                                 float *restrict dx, int batch)
 {
     size_t in = hpcti_geom_in_size(g), P = hpcti_geom_out_size(g);
+    int runs = rows_are_runs(g);
     memset(dx, 0, sizeof(float) * (size_t)batch * (size_t)g->c_in * in);
     for (int n = 0; n < batch; n++)
         for (int ci = 0; ci < g->c_in; ci++) {
             float *dxc = dx + ((size_t)n * g->c_in + ci) * in;
             for (int a = 0; a < g->k[0]; a++)
                 for (int b = 0; b < g->k[1]; b++)
-                    for (int c = 0; c < g->k[2]; c++, dcol += P) col2im_row(g, dcol, a, b, c, dxc);
+                    for (int c = 0; c < g->k[2]; c++, dcol += P)
+                        if (runs)
+                            col2im_row_run(g, dcol, a, b, c, dxc);
+                        else
+                            col2im_row(g, dcol, a, b, c, dxc);
         }
     return HPCT_SUCCESS;
 }

@@ -302,8 +302,8 @@ static hpct_status_t cuda_im2col(hpct_ctx_t ctx, const struct hpcti_geom *g, con
     return s ? s : launched(ctx, "im2col_kernel launch", hpcti_k_im2col(g, x, col, batch));
 }
 
-static hpct_status_t cuda_col2im(hpct_ctx_t ctx, const struct hpcti_geom *g, const float *dcol,
-                                 float *dx, int batch)
+static hpct_status_t cuda_col2im(hpct_ctx_t ctx, const struct hpcti_geom *g, float *dcol, float *dx,
+                                 int batch)
 {
     hpct_status_t s = bind_thread(ctx);
     return s ? s : launched(ctx, "col2im_kernel launch", hpcti_k_col2im(g, dcol, dx, batch));

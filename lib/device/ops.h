@@ -43,11 +43,12 @@ struct hpcti_ops {
                                int accumulate);
     /* Convolution, pooling and upsampling over batch samples of geometry g (formulas:
      * kernels/conv_math.h). col [batch, c_in kd kh kw, P] = the column matrix of x [batch,
-     * c_in, D, H, W]; dx = its adjoint applied to dcol (dx is written, not added to). */
+     * c_in, D, H, W]; dx = its adjoint applied to dcol (dx is written, not added to; dcol is
+     * scratch: the cpu backend zeroes its entries that fall in the padding). */
     hpct_status_t (*im2col)(hpct_ctx_t ctx, const struct hpcti_geom *g, const float *x, float *col,
                             int batch);
-    hpct_status_t (*col2im)(hpct_ctx_t ctx, const struct hpcti_geom *g, const float *dcol,
-                            float *dx, int batch);
+    hpct_status_t (*col2im)(hpct_ctx_t ctx, const struct hpcti_geom *g, float *dcol, float *dx,
+                            int batch);
     /* Samples whose column matrix the layers build at a time (0: the whole batch): the cpu
      * backend takes one, so that it stays in cache from im2col through the GEMMs and col2im. */
     int col_samples;
