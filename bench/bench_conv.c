@@ -6,14 +6,15 @@
  * the timed steps). GEMM side: the same sgemm calls the layer makes (CBLAS, the library's
  * BLAS, row-major, one per sample: forward W [c_out, rows] x col [rows, P]; backward dW +=
  * dz [c_out, P] x col^T and, below the first layer, dcol = W^T [rows, c_out] x dz), on buffers
- * of the same sizes, timed alone. Target: GEMM time / layer time >= 0.8 for every conv layer.
+ * of the same sizes (one sample's column matrix, reused, as the cpu backend's), timed alone. Target: GEMM time / layer time >= 0.8 for every conv layer.
  * The rest of a layer is its column matrix (im2col), the bias and activation, and the
  * adjoint of the column matrix (col2im). A floor: the least element-wise work on the layer's
  * output any implementation does (bias + ReLU in one pass forward; ReLU backward and the bias
  * gradient in one pass backward), timed alone; GEMM / (GEMM + that) is the best ratio even
  * with every element-wise pass fused and a free column matrix. With the column matrix: add
  * one write of it (im2col) and one read (col2im, below the first layer), timed alone as a
- * memset and a summing pass of the same size: the best ratio of any im2col implementation.
+ * memset and a summing pass of one sample's size a sample: the best ratio of any im2col
+ * implementation.
  *   OPENBLAS_NUM_THREADS=1 bench/bench_conv [STEPS (20)] */
 #include <hpctrain.h>
 
@@ -68,10 +69,10 @@ static double gemm_alone(int c, int reps)
 {
     int co = convs[c].c_out, rows = convs[c].rows, P = convs[c].P, dx = c > 0;
     float *w = calloc((size_t)co * rows, sizeof(float)), *dw = calloc((size_t)co * rows, 4);
-    float *col = calloc((size_t)BATCH * rows * P, sizeof(float));
-    float *dcol = calloc((size_t)BATCH * rows * P, sizeof(float));
+    float *col = calloc((size_t)rows * P, sizeof(float)); /* one sample's, as the layer's */
+    float *dcol = calloc((size_t)rows * P, sizeof(float));
     float *z = calloc((size_t)BATCH * co * P, sizeof(float));
-    for (size_t i = 0; i < (size_t)BATCH * rows * P; i++) col[i] = (float)(i % 7) * 0.1f;
+    for (size_t i = 0; i < (size_t)rows * P; i++) col[i] = (float)(i % 7) * 0.1f;
     for (size_t i = 0; i < (size_t)co * rows; i++) w[i] = (float)(i % 5) * 0.01f;
     for (size_t i = 0; i < (size_t)BATCH * co * P; i++) z[i] = (float)(i % 3) * 0.1f;
     double best = 1e30;
@@ -79,7 +80,7 @@ static double gemm_alone(int c, int reps)
         double t0 = now();
         for (int r = 0; r < reps; r++)
             for (int n = 0; n < BATCH; n++) {
-                const float *cn = col + (size_t)n * rows * P;
+                const float *cn = col;
                 float *zn = z + (size_t)n * co * P;
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, co, P, rows, 1.0f, w, rows,
                             cn, P, 0.0f, zn, P);
@@ -87,7 +88,7 @@ static double gemm_alone(int c, int reps)
                             P, n ? 1.0f : 0.0f, dw, rows);
                 if (dx)
                     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, rows, P, co, 1.0f, w, rows,
-                                zn, P, 0.0f, dcol + (size_t)n * rows * P, P);
+                                zn, P, 0.0f, dcol, P);
             }
         double t = (now() - t0) / reps;
         best = t < best ? t : best;
@@ -97,16 +98,16 @@ static double gemm_alone(int c, int reps)
 }
 
 /* Seconds per step of writing conv layer c's column matrix once and (below the first layer)
- * reading it once (best of 3 blocks). */
+ * reading it once, one sample's at a time in the same buffer (best of 3 blocks). */
 static double columns_alone(int c, int reps)
 {
-    size_t n = (size_t)BATCH * convs[c].rows * convs[c].P;
+    size_t n = (size_t)convs[c].rows * convs[c].P;
     float *col = malloc(n * sizeof *col), sum = 0.0f;
     memset(col, 0, n * sizeof *col);
     double best = 1e30;
     for (int block = 0; block < 3; block++) {
         double t0 = now();
-        for (int r = 0; r < reps; r++) {
+        for (int r = 0; r < reps * BATCH; r++) {
             memset(col, r & 1, n * sizeof *col);
             for (size_t i = 0; c > 0 && i < n; i += 16) { /* 16 lanes: a vectorisable read */
                 float lane = 0.0f;
