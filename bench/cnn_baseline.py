@@ -9,7 +9,10 @@ torch.set_num_threads(1) per rank, data in memory, one permutation per epoch (ea
 its contiguous slice of every global batch). Prints samples/s over the training steps only and
 the test accuracy after the last epoch.
 
-    /usr/bin/python3 bench/cnn_baseline.py W EPOCHS [DIR]
+    /usr/bin/python3 bench/cnn_baseline.py W EPOCHS [DIR [SEED]]
+
+SEED (default 42) seeds the initialisation; epoch e's permutation is seeded with 2024 + e for
+seed 42 (the speed runs) and with 1000 SEED + e otherwise.
 """
 import math
 import os
@@ -51,7 +54,7 @@ def make_model():
     return model
 
 
-def worker(rank, world, epochs, directory, port, out):
+def worker(rank, world, epochs, directory, port, out, seed):
     torch.set_num_threads(1)
     if world > 1:
         os.environ["MASTER_ADDR"] = "127.0.0.1"
@@ -59,7 +62,8 @@ def worker(rank, world, epochs, directory, port, out):
         dist.init_process_group("gloo", rank=rank, world_size=world)
     x, y = load(directory, "train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz")
     tx, ty = load(directory, "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")
-    torch.manual_seed(42)
+    torch.manual_seed(seed)
+    perm_base = 2024 if seed == 42 else 1000 * seed
     model = make_model()
     net = nn.parallel.DistributedDataParallel(model) if world > 1 else model
     opt = torch.optim.SGD(net.parameters(), lr=LR, momentum=0.9)
@@ -71,7 +75,7 @@ def worker(rank, world, epochs, directory, port, out):
         dist.barrier()
     elapsed = 0.0
     for e in range(epochs):
-        perm = torch.randperm(x.shape[0], generator=torch.Generator().manual_seed(2024 + e))
+        perm = torch.randperm(x.shape[0], generator=torch.Generator().manual_seed(perm_base + e))
         t0 = time.perf_counter()
         for s in range(steps):
             step = e * steps + s
@@ -98,10 +102,11 @@ def main():
     world = int(sys.argv[1]) if len(sys.argv) > 1 else 1
     epochs = int(sys.argv[2]) if len(sys.argv) > 2 else 1
     directory = sys.argv[3] if len(sys.argv) > 3 else "/usr/share/datasets/fashion-mnist"
+    seed = int(sys.argv[4]) if len(sys.argv) > 4 else 42
     port = 29500 + os.getpid() % 1000
     ctx = mp.get_context("spawn")
     out = ctx.Queue()
-    procs = [ctx.Process(target=worker, args=(r, world, epochs, directory, port, out))
+    procs = [ctx.Process(target=worker, args=(r, world, epochs, directory, port, out, seed))
              for r in range(world)]
     for p in procs:
         p.start()

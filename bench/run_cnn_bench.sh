@@ -18,6 +18,10 @@
 # build VM exports OPENBLAS_CORETYPE=Haswell, which the script keeps: run it under
 # `env -u OPENBLAS_CORETYPE` there (the library 2,059 -> 2,544-2,704 samples/s at W = 1 with
 # AVX-512 kernels, PyTorch 2,526 -> 2,571-2,602; bench/results.md, sixteenth session).
+# With SEEDS="1 2 3 ..." it measures test accuracy alone instead: for each seed, both sides at
+# W = 1 at the same time (one core each, so their samples/s mean nothing), the seed setting
+# the initialisation and the data order of each; then each side's mean and standard deviation
+# over the seeds and the difference of the means (target: within 0.5 points).
 set -u
 build=$(cd "${1:-.}" && pwd)
 data=${2:-/usr/share/datasets/fashion-mnist}
@@ -45,13 +49,14 @@ s|^epochs = .*|epochs = $epochs|; s|^log_interval = .*|log_interval = 0|
 s|^checkpoint_every_steps = .*|checkpoint_every_steps = 0|" \
     "$here/../examples/fashion-mnist-cnn.conf" >"$work/cnn.conf"
 
-# ours W: one line "hpctrain W=w samples/s R train T s test accuracy A".
+# ours W [CONFIG]: one line "hpctrain W=w samples/s R train T s test accuracy A".
 ours() {
     rm -rf "$work/ck"
     if [ "$1" = 1 ]; then
-        "$hpctrain" train --config "$work/cnn.conf" --checkpoint-dir "$work/ck" >"$work/out" 2>&1
+        "$hpctrain" train --config "${2:-$work/cnn.conf}" --checkpoint-dir "$work/ck" \
+            >"$work/out" 2>&1
     else
-        mpirun --oversubscribe -np "$1" "$hpctrain" train --config "$work/cnn.conf" \
+        mpirun --oversubscribe -np "$1" "$hpctrain" train --config "${2:-$work/cnn.conf}" \
             --checkpoint-dir "$work/ck" >"$work/out" 2>&1
     fi
     awk -v w="$1" '
@@ -62,10 +67,31 @@ ours() {
                      w, steps * 128 / t, t, acc }' "$work/out" || tail -n 5 "$work/out"
 }
 
+theirs() {
+    OMP_NUM_THREADS=1 MALLOC_MMAP_THRESHOLD_=2000000000 MALLOC_TRIM_THRESHOLD_=4000000000 \
+        "$python" "$here/cnn_baseline.py" "$@"
+}
+
+if [ -n "${SEEDS:-}" ]; then
+    for seed in $SEEDS; do
+        sed "s|^seed = .*|seed = $seed|" "$work/cnn.conf" >"$work/seed.conf"
+        ours 1 "$work/seed.conf" >"$work/ours.line" &
+        theirs 1 "$epochs" "$data" "$seed" >"$work/theirs.line"
+        wait
+        echo "seed $seed: $(cat "$work/ours.line")" | tee -a "$work/acc"
+        echo "seed $seed: $(cat "$work/theirs.line")" | tee -a "$work/acc"
+    done
+    awk '{ side = $3 ~ /^hpctrain/ ? 1 : 2; a = 100 * $NF; n[side]++; s[side] += a; q[side] += a * a }
+         END { for (i = 1; i <= 2; i++) { m[i] = s[i] / n[i]
+                   sd[i] = n[i] > 1 ? sqrt((q[i] - n[i] * m[i] * m[i]) / (n[i] - 1)) : 0 }
+               printf "test accuracy over %d seeds, W = 1: libhpctrain %.2f (sd %.2f), PyTorch %.2f (sd %.2f): %+.2f points (target within 0.5)\n",
+                      n[1], m[1], sd[1], m[2], sd[2], m[1] - m[2] }' "$work/acc"
+    exit 0
+fi
+
 for w in 1 2; do
     ours $w | tee -a "$work/lines"
-    OMP_NUM_THREADS=1 MALLOC_MMAP_THRESHOLD_=2000000000 MALLOC_TRIM_THRESHOLD_=4000000000 \
-        "$python" "$here/cnn_baseline.py" $w "$epochs" "$data" | tee -a "$work/lines"
+    theirs $w "$epochs" "$data" | tee -a "$work/lines"
 done
 echo
 awk '/^hpctrain W=/ { split($2, a, "="); r[a[2]] = $4; acc[a[2]] = $NF }
