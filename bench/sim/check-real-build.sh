@@ -1,9 +1,10 @@
 #!/bin/sh
 # check-real-build.sh: show that the HPCT_SIM hooks change nothing in the real build. Each
-# library file that has one is compiled twice with the real build's flags (configure's
+# library file that has one, and every file of lib/comm (which all see lib/core/sim.h through
+# runtime.h), is compiled twice with the real build's flags (configure's
 # MPI/PMIx/HDF5/BLAS flags, -g -O3): as it is, and as it was at REV (default: the commit
 # before the hooks, sim-hooks~ ... pass one), and the disassembly of both must be identical.
-# usage: bench/sim/check-real-build.sh REV   (from a configured source tree)
+# usage: bench/sim/check-real-build.sh REV   (from a configured and built source tree)
 set -e
 rev=${1:?usage: check-real-build.sh REV}
 cd "$(dirname "$0")/../.."
@@ -13,8 +14,10 @@ cf="$cf $(sed -n 's/^BLAS_CFLAGS = //p' Makefile) -std=gnu11 -g -O3"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 bad=0
-for f in $(git grep -l -e 'HPCT_SIM' -e 'HPCTI_SIM' -- 'lib/*.c'); do
+for f in $( (git grep -l -e 'HPCT_SIM' -e 'HPCTI_SIM' -- 'lib/*.c'; git ls-files 'lib/comm/*.c') |
+    sort -u); do
     d=$(dirname "$f") b=$(basename "$f" .c)
+    [ -f "$d/$b.o" ] || continue # not part of this configuration (nccl_node.c without CUDA)
     git show "$rev:$f" >"$d/$b.was.c"
     ${CC:-gcc} $cf -c "$f" -o "$tmp/now.o" && ${CC:-gcc} $cf -c "$d/$b.was.c" -o "$tmp/was.o" || bad=1
     rm -f "$d/$b.was.c"

@@ -4,8 +4,10 @@
 #   bench/sim/run.sh 1024 8 fat200 avg 16777216 5
 #   HPCT_ALLREDUCE_ALGO=0:mpi SMPI_ALLREDUCE=rab bench/sim/run.sh 4096 64 fat400 avg 1048576 5
 # The environment reaches every simulated rank (one process): HPCT_* settings apply to all.
-# SMPI_ALLREDUCE picks SMPI's MPI_Allreduce algorithm (default: SMPI's "default", Open MPI's
-# selector is "ompi"); HPCT_RANKS_PER_NODE tells the library the nodes (no PMIx here).
+# SMPI's collectives follow Open MPI's selection (smpi/coll-selector:ompi): SMPI's "default"
+# ones post a receive from every rank and wait for all, and each completion walks the rank's
+# mailbox (a W = 256 run went past 14 minutes; 133 s with this selector). SMPI_ALLREDUCE picks the MPI_Allreduce algorithm
+# (default: ompi); HPCT_RANKS_PER_NODE tells the library the nodes (no PMIx here).
 set -e
 here=$(cd "$(dirname "$0")" && pwd)
 W=$1 rpn=$2 kind=$3
@@ -27,6 +29,6 @@ smpirun ${SMPI_WRAPPER:+-wrapper "$SMPI_WRAPPER"} -np "$W" -platform "$tmp/platf
     --cfg=smpi/simulate-computation:no --cfg=smpi/test:1e-7 --cfg=smpi/iprobe:1e-7 \
     --cfg=smpi/grow-injected-times:no --cfg=smpi/wtime:0 --log=smpi_mpi.thresh:error \
     --log=xbt_cfg.thresh:warning \
-    --cfg=smpi/allreduce:"${SMPI_ALLREDUCE:-default}" \
+    --cfg=smpi/coll-selector:ompi --cfg=smpi/allreduce:"${SMPI_ALLREDUCE:-ompi}" \
     --cfg=smpi/display-timing:yes ${SMPI_FLAGS:-} \
     "$here/build/sim_step" "$@"

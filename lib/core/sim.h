@@ -10,7 +10,7 @@
 #define HPCTI_SIM_H
 
 #ifdef HPCT_SIM
-#include <smpi/smpi.h>
+#include <mpi.h> /* SMPI's: smpi_execute, and the MPI calls redefined below */
 
 /* bytes per second of a host copy or sum's memory traffic: a 64 MiB memcpy here moved
  * 26-35 GB/s (read + write, best of 10, two runs; bench/sim/platforms.md) */
@@ -20,6 +20,39 @@
 /* 1 in the SMPI build: hpcti_red_start_mpi sends from n floats of the operation's scratch
  * instead of MPI_IN_PLACE (SMPI 3.32 frees its in-place copy too early; reduce.c) */
 #define HPCTI_SIM_IALLREDUCE_SCRATCH 1
+
+/* Nonblocking collectives: SMPI 3.32's send every rank's vector to every other rank, whatever
+ * smpi/allreduce says, and completing each message walks its mailbox, so a collective costs
+ * the simulator O(W^2) a rank (W = 256 ran out of time; bench/sim/platforms.md). In this
+ * build the library's are SMPI's blocking collectives, with the algorithms run.sh selects,
+ * done at once and given a null request, which MPI_Test and MPI_Testall report complete. */
+static inline int hpcti_sim_iallreduce(const void *send, void *recv, int n, MPI_Datatype type,
+                                       MPI_Op op, MPI_Comm comm, MPI_Request *req)
+{
+    *req = MPI_REQUEST_NULL;
+    return MPI_Allreduce(send, recv, n, type, op, comm);
+}
+
+static inline int hpcti_sim_iallgather(const void *send, int ns, MPI_Datatype ts, void *recv,
+                                       int nr, MPI_Datatype tr, MPI_Comm comm, MPI_Request *req)
+{
+    *req = MPI_REQUEST_NULL;
+    return MPI_Allgather(send, ns, ts, recv, nr, tr, comm);
+}
+
+static inline int hpcti_sim_ibcast(void *buf, int n, MPI_Datatype type, int root, MPI_Comm comm,
+                                   MPI_Request *req)
+{
+    *req = MPI_REQUEST_NULL;
+    return MPI_Bcast(buf, n, type, root, comm);
+}
+
+#undef MPI_Iallreduce
+#undef MPI_Iallgather
+#undef MPI_Ibcast
+#define MPI_Iallreduce hpcti_sim_iallreduce
+#define MPI_Iallgather hpcti_sim_iallgather
+#define MPI_Ibcast     hpcti_sim_ibcast
 #else
 #define HPCTI_SIM_IALLREDUCE_SCRATCH 0
 #endif

@@ -6,6 +6,7 @@
 #define HPCTI_RUNTIME_H
 
 #include "../../bootstrap/bootstrap.h"
+#include "../../core/sim.h" /* the SMPI build's collectives */
 
 #include <mpi.h>
 #include <pthread.h>
