@@ -6,15 +6,16 @@
  * the timed steps). GEMM side: the same sgemm calls the layer makes (CBLAS, the library's
  * BLAS, row-major, one per sample: forward W [c_out, rows] x col [rows, P]; backward dW +=
  * dz [c_out, P] x col^T and, below the first layer, dcol = W^T [rows, c_out] x dz), on buffers
- * of the same sizes (one sample's column matrix, reused, as the cpu backend's), timed alone. Target: GEMM time / layer time >= 0.8 for every conv layer.
- * The rest of a layer is its column matrix (im2col), the bias and activation, and the
- * adjoint of the column matrix (col2im). A floor: the least element-wise work on the layer's
- * output any implementation does (bias + ReLU in one pass forward; ReLU backward and the bias
- * gradient in one pass backward), timed alone; GEMM / (GEMM + that) is the best ratio even
- * with every element-wise pass fused and a free column matrix. With the column matrix: add
- * one write of it (im2col) and one read (col2im, below the first layer), timed alone as a
- * memset and a summing pass of one sample's size a sample: the best ratio of any im2col
- * implementation.
+ * of the same sizes (one sample's column matrix, reused, as the cpu backend's), timed alone.
+ * Target: GEMM time / layer time >= 0.8 for every conv layer. The rest of a layer is its column
+ * matrix (im2col), the bias and activation, and the adjoint of the column matrix (col2im). A floor:
+ * the least element-wise work on the layer's output any implementation does (bias + ReLU in one
+ * pass forward; ReLU backward and the bias gradient in one pass backward), timed alone; GEMM /
+ * (GEMM + that) is the best ratio even with every element-wise pass fused and a free column matrix.
+ * With the column matrix: add one write of it (im2col) and one read (col2im, below the first
+ * layer), timed alone as a memset and a summing pass of one sample's size a sample: the best ratio
+ * of any im2col implementation.
+ *
  *   OPENBLAS_NUM_THREADS=1 bench/bench_conv [STEPS (20)] */
 #include <hpctrain.h>
 
