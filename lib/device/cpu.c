@@ -210,34 +210,52 @@ static void im2col_row(const struct hpcti_geom *g, const float *xc, int a, int b
         }
 }
 
+/* The run of a column-matrix row (kernel offset b, c) of a rows_are_runs geometry: output
+ * columns [lo, hi) and output rows [ylo, yhi) read the input; empty when lo >= hi or ylo >= yhi. */
+struct row_run {
+    int lo, hi, ylo, yhi;
+};
+
+static struct row_run row_run_of(const struct hpcti_geom *g, int b, int c)
+{
+    struct row_run r;
+    inside(c, 1, g->pad[2], g->in[2], g->out[2], &r.lo, &r.hi);
+    inside(b, 1, g->pad[1], g->in[1], g->out[1], &r.ylo, &r.yhi);
+    return r;
+}
+
+/* Zero the padding columns of the run's rows in plane [H, W] (row width ow), column by column
+ * down the rows: strided stores, which GCC does not turn into a memset call a row. */
+static void zero_run_padding(float *plane, int ow, struct row_run r)
+{
+    for (int xo = 0; xo < r.lo; xo++)
+        for (int yo = r.ylo; yo < r.yhi; yo++) plane[(size_t)yo * ow + xo] = 0.0f;
+    for (int xo = r.hi; xo < ow; xo++)
+        for (int yo = r.ylo; yo < r.yhi; yo++) plane[(size_t)yo * ow + xo] = 0.0f;
+}
+
 /* im2col_row at stride 1 in H and W with output rows as wide as the input's ("same" padding):
  * the valid rows of a depth slice are one run of the input, copied at once, and the padding
  * columns the run brought in from neighbouring rows are then zeroed. */
 static void im2col_row_run(const struct hpcti_geom *g, const float *xc, int a, int b, int c,
                            float *restrict dst)
 {
-    int lo, hi, ylo, yhi, ow = g->out[2], oh = g->out[1], off = c - g->pad[2];
-    size_t plane = (size_t)oh * ow;
-    inside(c, 1, g->pad[2], g->in[2], ow, &lo, &hi);
-    inside(b, 1, g->pad[1], g->in[1], oh, &ylo, &yhi);
+    struct row_run r = row_run_of(g, b, c);
+    int ow = g->out[2], off = c - g->pad[2];
+    size_t plane = (size_t)g->out[1] * ow;
     for (int zo = 0; zo < g->out[0]; zo++, dst += plane) {
         int zi = zo * g->s[0] - g->pad[0] + a;
-        if (zi < 0 || zi >= g->in[0] || lo >= hi || ylo >= yhi) {
+        if (zi < 0 || zi >= g->in[0] || r.lo >= r.hi || r.ylo >= r.yhi) {
             memset(dst, 0, sizeof(float) * plane);
             continue;
         }
         /* dst [first, last): rows ylo..yhi-1 from column lo of the first to hi of the last */
-        size_t first = (size_t)ylo * ow + lo, last = (size_t)(yhi - 1) * ow + hi;
-        const float *src = xc + ((size_t)zi * g->in[1] + ylo - g->pad[1] + b) * ow + lo + off;
+        size_t first = (size_t)r.ylo * ow + r.lo, last = (size_t)(r.yhi - 1) * ow + r.hi;
+        const float *src = xc + ((size_t)zi * g->in[1] + r.ylo - g->pad[1] + b) * ow + r.lo + off;
         memset(dst, 0, sizeof(float) * first);
         memcpy(dst + first, src, sizeof(float) * (last - first));
         memset(dst + last, 0, sizeof(float) * (plane - last));
-        /* column by column down the rows: strided stores, which GCC does not turn into a
-         * memset call a row */
-        for (int xo = 0; xo < lo; xo++)
-            for (int yo = ylo; yo < yhi; yo++) dst[(size_t)yo * ow + xo] = 0.0f;
-        for (int xo = hi; xo < ow; xo++)
-            for (int yo = ylo; yo < yhi; yo++) dst[(size_t)yo * ow + xo] = 0.0f;
+        zero_run_padding(dst, ow, r);
     }
 }
 
@@ -266,19 +284,15 @@ static void col2im_row(const struct hpcti_geom *g, const float *src, int a, int 
 static void col2im_row_run(const struct hpcti_geom *g, float *restrict src, int a, int b, int c,
                            float *restrict dxc)
 {
-    int lo, hi, ylo, yhi, ow = g->out[2], oh = g->out[1], off = c - g->pad[2];
-    size_t plane = (size_t)oh * ow;
-    inside(c, 1, g->pad[2], g->in[2], ow, &lo, &hi);
-    inside(b, 1, g->pad[1], g->in[1], oh, &ylo, &yhi);
+    struct row_run r = row_run_of(g, b, c);
+    int ow = g->out[2], off = c - g->pad[2];
+    size_t plane = (size_t)g->out[1] * ow;
     for (int zo = 0; zo < g->out[0]; zo++, src += plane) {
         int zi = zo * g->s[0] - g->pad[0] + a;
-        if (zi < 0 || zi >= g->in[0] || lo >= hi || ylo >= yhi) continue;
-        for (int xo = 0; xo < lo; xo++) /* strided, as in im2col_row_run */
-            for (int yo = ylo; yo < yhi; yo++) src[(size_t)yo * ow + xo] = 0.0f;
-        for (int xo = hi; xo < ow; xo++)
-            for (int yo = ylo; yo < yhi; yo++) src[(size_t)yo * ow + xo] = 0.0f;
-        size_t first = (size_t)ylo * ow + lo, n = (size_t)(yhi - 1) * ow + hi - first;
-        float *dst = dxc + ((size_t)zi * g->in[1] + ylo - g->pad[1] + b) * ow + lo + off;
+        if (zi < 0 || zi >= g->in[0] || r.lo >= r.hi || r.ylo >= r.yhi) continue;
+        zero_run_padding(src, ow, r);
+        size_t first = (size_t)r.ylo * ow + r.lo, n = (size_t)(r.yhi - 1) * ow + r.hi - first;
+        float *dst = dxc + ((size_t)zi * g->in[1] + r.ylo - g->pad[1] + b) * ow + r.lo + off;
         const float *run = src + first;
         for (size_t t = 0; t < n; t++) dst[t] += run[t];
     }
