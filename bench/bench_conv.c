@@ -81,11 +81,10 @@ static double gemm_alone(int c, int reps)
         double t0 = now();
         for (int r = 0; r < reps; r++)
             for (int n = 0; n < BATCH; n++) {
-                const float *cn = col;
                 float *zn = z + (size_t)n * co * P;
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, co, P, rows, 1.0f, w, rows,
-                            cn, P, 0.0f, zn, P);
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, co, rows, P, 1.0f, zn, P, cn,
+                            col, P, 0.0f, zn, P);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, co, rows, P, 1.0f, zn, P, col,
                             P, n ? 1.0f : 0.0f, dw, rows);
                 if (dx)
                     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, rows, P, co, 1.0f, w, rows,

@@ -228,6 +228,13 @@ HPCTI_HD size_t hpcti_channel_of(size_t e, int channels, size_t spatial)
 /* Partial sums of hpcti_channel_grad: position p of a row adds into lane p % 8. */
 #define HPCTI_CHANNEL_LANES 8
 
+/* The lanes of hpcti_channel_grad added pairwise: its one order of the final sum. */
+HPCTI_HD float hpcti_channel_lanes_sum(const float lane[HPCTI_CHANNEL_LANES])
+{
+    return ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
+           ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+}
+
 /* db[c] = the sum of dz [batch, channels, spatial] over samples and positions, in float: each
  * of 8 lanes adds its positions (p % 8) sample by sample, then the lanes are added pairwise.
  * The cpu backend (vectorised), the kernels and the double add the same way. */
@@ -241,8 +248,7 @@ HPCTI_HD float hpcti_channel_grad(const float *dz, int c, int batch, int channel
             for (int j = 0; j < HPCTI_CHANNEL_LANES; j++) lane[j] += row[p + j];
         for (int j = 0; p < spatial; p++, j++) lane[j] += row[p];
     }
-    return ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
-           ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+    return hpcti_channel_lanes_sum(lane);
 }
 
 #endif

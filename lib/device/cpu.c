@@ -424,8 +424,7 @@ static hpct_status_t cpu_channel_act_bias_grad(hpct_ctx_t ctx, int act, const fl
                 relu_bwd_lanes(z + row, dz + row, spatial, lane[c]);
             }
         for (int c = 0; c < nc; c++) {
-            const float *l = lane[c];
-            float sum = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+            float sum = hpcti_channel_lanes_sum(lane[c]);
             db[c0 + c] = accumulate ? db[c0 + c] + sum : sum;
         }
     }
