@@ -189,9 +189,11 @@ EXTRA_DIST += t/test_doc_complete.sh
 TESTS += t/test_spack_recipe.sh
 EXTRA_DIST += t/test_spack_recipe.sh
 
-# ---- tiers: make check runs every test; make check-fast the ones to run after each change;
-# make check-long the long programs (over about 15 s each on an idle 2-core machine, and the
-# benchmarks' smoke test). make list-fast-tests prints the fast tier (.ci/run's distcheck).
+# ---- tiers: make check runs every test; make check-fast the ones to run after each change
+# (about 60 s with -j2 on an idle 2-core machine); make check-long the rest: the programs
+# that take 8 s or more each there (fuzzers, Slurm daemons, several MPI jobs, signals and
+# deadlines), and the benchmarks' smoke test. A new test is fast until it is listed here.
+# make list-fast-tests prints the fast tier (.ci/run's distcheck).
 LONG_TESTS = t/test_train_preempt_w2.sh t/test_dist_algo.sh t/test_dist_grads.sh \
 	t/test_slurm_train.sh t/test_train_hang.sh t/test_slurm_insitu.sh t/test_fuzz_shard.sh \
 	t/test_bench_smoke.sh t/test_train_preempt_early.sh t/test_train_diverge.sh \
@@ -199,7 +201,13 @@ LONG_TESTS = t/test_train_preempt_w2.sh t/test_dist_algo.sh t/test_dist_grads.sh
 	t/test_doctor.sh t/test_slurm_doctor.sh t/test_insitu_burgers.sh t/test_dist_nodewin.sh \
 	t/test_train_worldsize_big.sh t/test_insitu_dist.sh t/test_data_store.sh \
 	t/test_fortran_examples.sh t/test_metrics.sh t/test_train_preempt_w1.sh \
-	t/test_train_settings.sh t/test_fuzz_ckpt.sh t/test_slurm_sbatch.sh
+	t/test_train_settings.sh t/test_fuzz_ckpt.sh t/test_slurm_sbatch.sh \
+	t/test_dist_hang.sh t/test_fortran_install.sh t/test_insitu_preempt_split.sh \
+	t/test_dist_replicas.sh t/test_ckpt_mutate t/test_train_crafted.sh \
+	t/test_dist_allreduce.sh t/test_slurm_requeue.sh t/test_timeline.sh t/test_shard_tool.sh \
+	t/test_fuzz_config.sh t/test_disk_full.sh t/test_fortran_mpi.sh t/test_train_lock.sh \
+	t/test_fuzz_manifest.sh t/test_train_cnn.sh t/test_fortran_twin.sh t/test_train_reshard.sh \
+	t/test_dist_versions.sh
 list-fast-tests:
 	@fast=; for t in $(TESTS); do case " $(LONG_TESTS) " in *" $$t "*) ;; \
 	*) fast="$$fast $$t" ;; esac; done; echo $$fast

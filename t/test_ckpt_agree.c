@@ -4,7 +4,7 @@
  * copies of step 20 (values rewritten with their checksums recomputed, datasets of other
  * types, shapes and storage, missing, added, linked or damaged, whole files broken) are each
  * judged twice: by verify (the calls `hpctrain ckpt verify` makes: hpct_ckpt_file_open and
- * hpct_ckpt_file_meta; the program itself too for the report's cases and every 8th, 118 in
+ * hpct_ckpt_file_meta; the program itself too for the report's cases and every 32nd, 47 in
  * all, as it takes 0.1 s a run), and by resume (hpct_ckpt_load_latest with the run's global
  * batch and steps per epoch, as hpct_train sets them) from a directory holding the intact
  * step 10 beside it. Each case has the verdict the format gives it (doc/checkpoint-format.md):
@@ -1136,7 +1136,7 @@ typedef struct tally {
     int got[4][4]; /* [wanted][resume's verdict] */
 } tally_t;
 
-/* One case: craft, judge twice (three times for every 8th case and the report's: the
+/* One case: craft, judge twice (three times for every 32nd case and the report's: the
  * program too), one test point. */
 static void judge(run_t *r, int k, tally_t *t)
 {
@@ -1150,7 +1150,7 @@ static void judge(run_t *r, int k, tally_t *t)
     t->crafted++;
     char vwhy[1100], rwhy[1100], out[2000];
     verdict_t v = verify_verdict(r->ctx, newest, vwhy, sizeof vwhy);
-    if (c->report || k % 8 == 0) {
+    if (c->report || k % 32 == 0) {
         verdict_t p = tool_verdict(newest, out, sizeof out);
         t->by_tool++, t->tool_agrees += p == v;
         if (p != v) tap_diag("hpctrain ckpt verify says %s: %.300s", verdict_names[p], out);
