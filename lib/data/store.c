@@ -9,6 +9,7 @@
  * thread in this mode). Every wait polls against the collective deadline; open agrees on
  * success with an integer reduction and names the first failing rank and its error. */
 #include "reader.h"
+#include "../core/sim.h" /* the SMPI build's polls */
 
 #include <limits.h>
 #include <math.h>
