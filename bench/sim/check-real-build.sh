@@ -1,7 +1,7 @@
 #!/bin/sh
 # check-real-build.sh: show that the HPCT_SIM hooks change nothing in the real build. Each
-# library file that has one, and every file of lib/comm (which all see lib/core/sim.h through
-# runtime.h), is compiled twice with the real build's flags (configure's
+# library file that has one or includes lib/core/sim.h, and every file of lib/comm (which all
+# see sim.h through runtime.h), is compiled twice with the real build's flags (configure's
 # MPI/PMIx/HDF5/BLAS flags, -g -O3): as it is, and as it was at REV (default: the commit
 # before the hooks, sim-hooks~ ... pass one), and the disassembly of both must be identical.
 # usage: bench/sim/check-real-build.sh REV   (from a configured and built source tree)
@@ -14,7 +14,8 @@ cf="$cf $(sed -n 's/^BLAS_CFLAGS = //p' Makefile) -std=gnu11 -g -O3"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 bad=0
-for f in $( (git grep -l -e 'HPCT_SIM' -e 'HPCTI_SIM' -- 'lib/*.c'; git ls-files 'lib/comm/*.c') |
+for f in $( (git grep -l -e 'HPCT_SIM' -e 'HPCTI_SIM' -e 'core/sim\.h' -- 'lib/*.c'
+    git ls-files 'lib/comm/*.c') |
     sort -u); do
     d=$(dirname "$f") b=$(basename "$f" .c)
     [ -f "$d/$b.o" ] || continue # not part of this configuration (nccl_node.c without CUDA)

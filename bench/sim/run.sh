@@ -6,8 +6,9 @@
 # The environment reaches every simulated rank (one process): HPCT_* settings apply to all.
 # SMPI's collectives follow Open MPI's selection (smpi/coll-selector:ompi): SMPI's "default"
 # ones post a receive from every rank and wait for all, and each completion walks the rank's
-# mailbox (a W = 256 run went past 14 minutes; 133 s with this selector). SMPI_ALLREDUCE picks the MPI_Allreduce algorithm
-# (default: ompi); HPCT_RANKS_PER_NODE tells the library the nodes (no PMIx here).
+# mailbox (a W = 256 run went past 14 minutes; 133 s with this selector). SMPI_ALLREDUCE
+# picks the MPI_Allreduce algorithm (default: ompi); HPCT_RANKS_PER_NODE tells the library the
+# nodes (no PMIx here).
 set -e
 here=$(cd "$(dirname "$0")" && pwd)
 W=$1 rpn=$2 kind=$3
@@ -24,7 +25,8 @@ while [ $i -lt "$nodes" ]; do
 done >"$tmp/hostfile"
 export HPCT_RANKS_PER_NODE=$rpn OPENBLAS_NUM_THREADS=1
 cd "$tmp" # smpirun leaves its unrolled hostfile in the current folder when a run fails
-smpirun ${SMPI_WRAPPER:+-wrapper "$SMPI_WRAPPER"} -np "$W" -platform "$tmp/platform.xml" -hostfile "$tmp/hostfile" \
+smpirun ${SMPI_WRAPPER:+-wrapper "$SMPI_WRAPPER"} -np "$W" -platform "$tmp/platform.xml" \
+    -hostfile "$tmp/hostfile" \
     --cfg=smpi/host-speed:1Gf --cfg=smpi/privatization:no \
     --cfg=smpi/simulate-computation:no --cfg=smpi/test:1e-7 --cfg=smpi/iprobe:1e-7 \
     --cfg=smpi/grow-injected-times:no --cfg=smpi/wtime:0 --log=smpi_mpi.thresh:error \
