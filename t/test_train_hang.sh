@@ -31,7 +31,7 @@ seen=$(grep -o "last seen: rank 2 entered '[^']*' (#[0-9]*) in step [0-9]*" "$wo
 case "$seen" in *" in step 30") true ;; *) false ;; esac
 ok $? "the timeout says what rank 2 did last, from its last arrival token: ${seen:-nothing}"
 alive=0
-for f in "$work/hang.out".pid.*; do [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && alive=1; done
+for f in "$work/hang.out".pid.*; do [ -f "$f" ] && running "$(cat "$f")" && alive=1; done
 [ $alive = 0 ]; ok $? "no rank process of the hung job is left behind"
 
 train 3 "$work/hang" "$work/resume.out"
@@ -63,5 +63,5 @@ else
         show "$work/resume0.out"
 fi
 alive=0
-for f in "$work/hang0.out".pid.*; do [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && alive=1; done
+for f in "$work/hang0.out".pid.*; do [ -f "$f" ] && running "$(cat "$f")" && alive=1; done
 [ $alive = 0 ]; ok $? "no rank process of that job is left behind"

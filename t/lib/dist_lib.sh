@@ -42,14 +42,14 @@ reap() {
         [ -f "$f" ] || continue
         p=$(cat "$f")
         i=0
-        while kill -0 "$p" 2>/dev/null && [ $i -lt 20 ]; do sleep 0.5; i=$((i + 1)); done
-        kill -0 "$p" 2>/dev/null && { echo "# killing leftover rank process $p"; kill -KILL "$p"; }
+        while running "$p" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+        running "$p" && { echo "# killing leftover rank process $p"; kill -KILL "$p"; }
     done
 }
 
 # none_alive PREFIX: 0 when no pid recorded in PREFIX.<rank> is still running.
 none_alive() {
-    for f in "$1".*; do [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && return 1; done
+    for f in "$1".*; do [ -f "$f" ] && running "$(cat "$f")" && return 1; done
     return 0
 }
 

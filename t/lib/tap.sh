@@ -1,6 +1,7 @@
 # tap.sh: TAP helpers for the shell tests in t/ (source it; POSIX sh).
 #   plan N | skip_all REASON | ok STATUS DESC [FILE] | is GOT WANT DESC | diag TEXT... | skip N REASON
 #   wait_for SECONDS CMD...   run CMD every 0.25 s until it succeeds or SECONDS pass
+#   running PID               the process exists and has not exited (a zombie has)
 #   need_fortran              skip the whole test in a build without the Fortran module
 #   done_testing              exit status: 0 when every planned test ran and passed
 tap_n=0
@@ -47,6 +48,14 @@ wait_for() {
         [ "$(date +%s)" -lt "$wf_deadline" ] || return 1
         sleep 0.25
     done
+}
+
+# running PID: 0 while process PID exists and has not exited. A zombie (exited, not yet
+# collected) has ended: a rank orphaned by an aborting mpirun stays one until init collects
+# it, which takes up to 2 s in some containers.
+running() {
+    kill -0 "$1" 2>/dev/null || return 1
+    [ "$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1)" != Z ]
 }
 
 # done_testing: the exit status of the test: 0 when every planned point ran and passed.

@@ -59,8 +59,8 @@ reap() {
         [ -f "$f" ] || continue
         p=$(cat "$f")
         i=0
-        while kill -0 "$p" 2>/dev/null && [ $i -lt 20 ]; do sleep 0.5; i=$((i + 1)); done
-        kill -0 "$p" 2>/dev/null && { echo "# killing leftover rank process $p"; kill -KILL "$p" 2>/dev/null; }
+        while running "$p" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+        running "$p" && { echo "# killing leftover rank process $p"; kill -KILL "$p" 2>/dev/null; }
         echo "$p" >>"$work/all-pids"
     done
 }
