@@ -1,6 +1,6 @@
 #!/bin/sh
 # hpct_allreduce_mean at W = 1..4, flat and hierarchical (virtual nodes): sizes 0, 1, 2, 7,
-# 1001, 65537 and 8 Mi floats (32 MiB), exact means, bit-identical results on every rank,
+# 1001, 65537 and 4 Mi + 3 floats (16 MiB + 12 B), exact means, bit-identical results on every rank,
 # random data against MPI_Allreduce, bf16/fp16 transport, and a subset communicator.
 . "${top_srcdir:-.}/t/lib/dist_lib.sh"
 need_mpi

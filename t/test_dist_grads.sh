@@ -1,7 +1,7 @@
 #!/bin/sh
 # Gradient buffers that the ranks of a node share (hpct_alloc_grads): averaged in place
-# through the node window (no copy into the window), whole and in part, sizes 1 to 8 Mi
-# floats, they give the point-to-point path's bits on every rank at W = 1..4 with and
+# through the node window (no copy into the window), whole and in part, sizes 1 to 4 Mi
+# + 3 floats, they give the point-to-point path's bits on every rank at W = 1..4 with and
 # without virtual nodes; where the window is not set up (one rank per node, uneven nodes)
 # they are ordinary memory; a buffer given back is handed out again zeroed; where rank 0
 # passes ordinary memory and the others the buffer, its node averages by copying (the same

@@ -1,7 +1,7 @@
 #!/bin/sh
 # The node-local phase through an MPI-3 shared-memory window (HPCT_NODE_REDUCE=shm|auto)
-# against the point-to-point path (HPCT_NODE_REDUCE=p2p): sizes 0, 1, 7, 12289, 65537, 8 Mi
-# floats (and chunked through 64 Ki-float window halves; mixed with p2p averages above
+# against the point-to-point path (HPCT_NODE_REDUCE=p2p): sizes 0, 1, 7, 12289, 65537, 4 Mi
+# + 3 floats (and chunked through 64 Ki-float window halves; mixed with p2p averages above
 # HPCT_NODE_SHM_MAX_BYTES; 12289 floats on 2x2 and 3x3 virtual nodes: blocks whose
 # cross-node step is one whole round), bit-identical to the p2p sums and on
 # every rank, at W = 1..4 with and without virtual nodes; uneven nodes fall back to p2p
