@@ -86,8 +86,8 @@ TESTS += t/test_data_store.sh
 EXTRA_DIST += t/test_data_store.sh
 DIST_TESTS = t/test_dist_topology.sh t/test_dist_allreduce.sh t/test_dist_replicas.sh \
 	t/test_dist_curve.sh t/test_dist_hang.sh t/test_dist_nodewin.sh t/test_dist_opfail.sh \
-	t/test_dist_badstep.sh t/test_dist_algo.sh t/test_dist_grads.sh t/test_bench_smoke.sh \
-	t/test_dist_thread.sh t/test_dist_versions.sh
+	t/test_dist_badstep.sh t/test_dist_algo.sh t/test_dist_grads.sh t/test_dist_thread.sh \
+	t/test_dist_versions.sh
 TESTS += $(DIST_TESTS)
 EXTRA_DIST += $(DIST_TESTS) t/lib/dist_lib.sh
 
@@ -192,11 +192,12 @@ EXTRA_DIST += t/test_spack_recipe.sh
 # ---- tiers: make check runs every test; make check-fast the ones to run after each change
 # (about 60 s with -j2 on an idle 2-core machine); make check-long the rest: the programs
 # that take 8 s or more each there (fuzzers, Slurm daemons, several MPI jobs, signals and
-# deadlines), and the benchmarks' smoke test. A new test is fast until it is listed here.
-# make list-fast-tests prints the fast tier (.ci/run's distcheck).
+# deadlines). A new test is fast until it is listed here. make list-fast-tests prints the
+# fast tier (.ci/run's distcheck). The benchmarks' smoke test is not in make check: it
+# belongs to bench/, and make check-bench runs it (.ci/run does, once).
 LONG_TESTS = t/test_train_preempt_w2.sh t/test_dist_algo.sh t/test_dist_grads.sh \
 	t/test_slurm_train.sh t/test_train_hang.sh t/test_slurm_insitu.sh t/test_fuzz_shard.sh \
-	t/test_bench_smoke.sh t/test_train_preempt_early.sh t/test_train_diverge.sh \
+	t/test_train_preempt_early.sh t/test_train_diverge.sh \
 	t/test_env_settings.sh t/test_train_worldsize_odd.sh t/test_train_sigstop.sh \
 	t/test_doctor.sh t/test_slurm_doctor.sh t/test_insitu_burgers.sh t/test_dist_nodewin.sh \
 	t/test_train_worldsize_big.sh t/test_insitu_dist.sh t/test_data_store.sh \
@@ -215,4 +216,8 @@ check-fast:
 	@$(MAKE) $(AM_MAKEFLAGS) check TESTS="`$(MAKE) -s list-fast-tests`"
 check-long:
 	@$(MAKE) $(AM_MAKEFLAGS) check TESTS="$(LONG_TESTS)"
-.PHONY: list-fast-tests check-fast check-long
+BENCH_TESTS = t/test_bench_smoke.sh
+EXTRA_DIST += $(BENCH_TESTS)
+check-bench:
+	@$(MAKE) $(AM_MAKEFLAGS) check TESTS="$(BENCH_TESTS)"
+.PHONY: list-fast-tests check-fast check-long check-bench
