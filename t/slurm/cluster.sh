@@ -36,6 +36,14 @@ check() {
     return 0
 }
 
+# running PID: the process exists and has not exited. A daemon's parent is init, and a
+# zombie (exited, not yet collected) stays until init collects it: up to 2 s in some
+# containers.
+running() {
+    kill -0 "$1" 2>/dev/null || return 1
+    [ "$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1)" != Z ]
+}
+
 port_busy() { ss -Hltn "sport = :$1" 2>/dev/null | grep -q .; }
 
 # pick_ports: set p_ctld, p_n1, p_n2 to three free TCP ports.
@@ -208,7 +216,7 @@ start() {
 # pid_of FILE: the pid in FILE when that process still runs and belongs to the cluster in
 # $d (its environment holds HPCT_SLURM_CLUSTER=$d): a stale pid file never hits a stranger.
 pid_of() {
-    [ -s "$1" ] && p=$(cat "$1") && kill -0 "$p" 2>/dev/null || return 1
+    [ -s "$1" ] && p=$(cat "$1") && running "$p" || return 1
     { tr '\0' '\n' < "/proc/$p/environ"; } 2>/dev/null | grep -qxF "HPCT_SLURM_CLUSTER=$d" && echo "$p"
 }
 
@@ -221,7 +229,7 @@ stop_pids() {
     t=0
     while [ $t -lt 40 ]; do
         alive=
-        for p in $pids; do kill -0 "$p" 2>/dev/null && alive="$alive $p"; done
+        for p in $pids; do running "$p" && alive="$alive $p"; done
         [ -n "$alive" ] || return 0
         sleep 0.25; t=$((t + 1))
     done
@@ -263,7 +271,7 @@ stop() {
             sleep 0.5; t=$((t + 1))
         done
     fi
-    # Each daemon takes about 2 s to shut down: stop them together.
+    # Stop the daemons together, each may take a moment to shut down.
     stop_pids "$d/run/slurmd-n1.pid" "$d/run/slurmd-n2.pid" "$d/run/slurmctld.pid" "$d/munge/munged.pid"
     rest=$(leftovers "$d")
     if [ -n "$rest" ]; then
