@@ -13,6 +13,7 @@ plan 24
 # timed probe in hpct_init would pick: these cases test the window path itself.
 HPCT_ALLREDUCE_ALGO=shm
 export HPCT_ALLREDUCE_ALGO
+stop_start HPCT_NODE_REDUCE=shm nodewin_hang # checked last (stop_check)
 
 # path WANT: the library logged the node reduction WANT ("shm" or the p2p reason) in the
 # last case's output.
@@ -57,5 +58,5 @@ case_ok "W=2, virtual nodes of 1: falls back" \
     mpi 2 HPCT_RANKS_PER_NODE=1 HPCT_NODE_REDUCE=shm -- nodewin
 path "one rank per node"; ok $? "W=2, 1+1: logged: point-to-point (one rank per node)"
 
-stop_case HPCT_NODE_REDUCE=shm "the window exchange" nodewin_hang
+stop_check "the window exchange"
 done_testing
