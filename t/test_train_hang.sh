@@ -13,16 +13,22 @@
 need_tool
 need_mpi
 make_data
-echo "1..9"
+echo "1..11"
 
 train 3 "$work/ref" "$work/ref.out"
 ref=$(params_hash "$work/ref.out")
 [ $rc = 0 ] && [ -n "$ref" ]; ok $? "W=3: uninterrupted run exits 0 (params hash $ref)"
 
-# The two hung jobs (rank 2 stops, rank 0 stops) mostly wait out their deadlines: the second
-# runs in the background meanwhile (its checks come after the first's).
+# The hung jobs (rank 2 stops, rank 0 stops, rank 2 stops inside an operation) mostly wait
+# out their deadlines: the last two run in the background meanwhile (checked after the first).
 (HPCT_TEST_STOP_AT_STEP=30,0 train 3 "$work/hang0" "$work/hang0.out" --collective-timeout 5) &
 hang0=$!
+# Rank 2 stops itself right after collective operation #300 (whichever that is: a step's)
+# has started, outside its waits (the library's hook HPCT_TEST_STOP_IN_OP); Open MPI's abort
+# wakes it (SIGCONT, SIGTERM) and its wait finds the deadline long past.
+(HPCT_TEST_STOP_IN_OP=300,2 HPCT_LOG_LEVEL=1 train 3 "$work/hangop" "$work/hangop.out" \
+    --collective-timeout 5) &
+hangop=$!
 start=$(date +%s)
 HPCT_TEST_STOP_AT_STEP=30,2 train 3 "$work/hang" "$work/hang.out" --collective-timeout 5
 echo "# the hung job ended with exit $rc after about $(($(date +%s) - start)) s (deadline 5 s)"
@@ -70,3 +76,23 @@ fi
 alive=0
 for f in "$work/hang0.out".pid.*; do [ -f "$f" ] && running "$(cat "$f")" && alive=1; done
 [ $alive = 0 ]; ok $? "no rank process of that job is left behind"
+
+# Before, the woken rank 2 measured its own stop only between polls of one wait, so it said
+# "all 3 ranks arrived but it did not complete (a rank stopped during it)", or blamed ranks
+# whose tokens it had not yet taken in; now the time since the operation's start counts too.
+wait "$hangop"
+rc=$(cat "$work/hangop.out.rc" 2>/dev/null || echo none)
+# (stopped, or did not arrive: its token may not have left before the stop; the first healthy
+# rank to abort may end the job before the other has printed)
+grep -q "rank [01]: training (a rank hung) failed: .*rank 2 of 3 \(stopped\|did not arrive\)" "$work/hangop.out"
+[ $? = 0 ] && [ "$rc" = 124 ]
+ok $? "W=3: rank 2 stopped inside operation #300, outside its waits: exit 124 (got $rc), rank 0 or 1 names rank 2" ||
+    show "$work/hangop.out" 12
+# Rank 2 has 1 s after the abort's SIGTERM before the SIGKILL: if it printed, every line of its
+# own says it did not run, and none is a peer's verdict ("seen by rank 2").
+self=$(grep -c "this rank (2 of 3, on [^)]*) did not run for" "$work/hangop.out")
+blame=$(grep -c "seen by rank 2 " "$work/hangop.out")
+echo "# rank 2 woke and said it did not run in $self line(s)"
+[ "$blame" = 0 ]
+ok $? "the woken rank 2 blames no peer ($blame line(s) seen by rank 2; $self saying it did not run)" ||
+    grep "error" "$work/hangop.out" | sed 's/^/#   /' | cut -c1-300

@@ -162,6 +162,16 @@ static hpct_status_t vector_setup(hpct_ctx_t ctx)
 /* The communicators, the nodes and the averaging set-up on comm; env is this rank's
  * environment check (bad_env its detail), agreed first so a setting bad on one rank fails
  * hpct_init on every rank, naming it. */
+/* Test hook HPCT_TEST_STOP_IN_OP=OP,RANK (with HPCT_TEST_HOOKS=1): that rank stops itself
+ * (SIGSTOP) once collective operation #OP has started, outside its waits. */
+static void read_test_stop(struct hpcti_dist *d)
+{
+    const char *v = hpcti_test_hook("HPCT_TEST_STOP_IN_OP");
+    unsigned long long op;
+    int rank;
+    if (v && sscanf(v, "%llu,%d", &op, &rank) == 2 && rank == d->rank) d->test_stop_op = op;
+}
+
 static hpct_status_t setup(hpct_ctx_t ctx, MPI_Comm comm, hpct_status_t env, const char *bad_env)
 {
     struct hpcti_dist *d = ctx->dist;
@@ -172,6 +182,7 @@ static hpct_status_t setup(hpct_ctx_t ctx, MPI_Comm comm, hpct_status_t env, con
     MPI_Comm_set_errhandler(d->ctl, MPI_ERRORS_RETURN);
     MPI_Comm_rank(d->comm, &d->rank);
     MPI_Comm_size(d->comm, &d->size);
+    read_test_stop(d);
     d->local_size = 1; /* until the node exchange sets it */
     d->deadline_s = ctx->cfg.collective_timeout_s;
     d->avg->transport = ctx->cfg.grad_transport;

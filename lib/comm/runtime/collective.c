@@ -13,6 +13,7 @@
 #include "runtime.h"
 #include "live.h"
 
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,6 +131,7 @@ static hpct_status_t op_start(hpct_ctx_t ctx, const char *name, int max_red, siz
         if (rc == MPI_SUCCESS)
             rc = MPI_Isend(d->tok_out, 2, MPI_UINT64_T, p, TOKEN_TAG, d->ctl, &d->tok_req[np + i]);
     }
+    if (d->op_seq == d->test_stop_op) raise(SIGSTOP); /* stopped outside a wait, in the op */
     return rc == MPI_SUCCESS ? HPCT_SUCCESS : hpcti_mpi_failed(ctx, rc, "posting arrival tokens");
 }
 
@@ -429,6 +431,7 @@ static hpct_status_t wait_for(hpct_ctx_t ctx, struct goal *g)
     double t0 = hpcti_now(), idle0 = t0; /* idle0: when this wait last saw something move */
     double polled = t0;                  /* the last poll (a long gap: this rank stopped) */
     unsigned long seen = d->moves;
+    hpcti_live_wait_begins(d, t0);
     for (;;) {
         hpct_status_t s = d->work.progress(ctx);
         if (s) return d->in_op ? op_failed(ctx, s, ctx->last_error) : s;
@@ -444,7 +447,9 @@ static hpct_status_t wait_for(hpct_ctx_t ctx, struct goal *g)
         if (d->moves != seen) seen = d->moves, idle0 = t;
         hpcti_backoff(t - idle0, d->spin_s); /* lib/core/poll.c */
     }
-    d->wait_s += hpcti_now() - t0;
+    double t1 = hpcti_now();
+    hpcti_live_wait_ends(d, t1);
+    d->wait_s += t1 - t0;
     return HPCT_SUCCESS;
 }
 

@@ -162,11 +162,16 @@ static void collect(struct hpcti_dist *d, double now)
     }
 }
 
+/* A gap of gap seconds in which this rank did not take part in the operation. */
+static void note_gap(struct hpcti_dist *d, double gap)
+{
+    if (gap > NOT_RUN * d->deadline_s && gap > d->live.self_gap_s) d->live.self_gap_s = gap;
+}
+
 void hpcti_live_poll(struct hpcti_dist *d, double now, double *prev)
 {
     struct hpcti_live *l = &d->live;
-    double gap = now - *prev;
-    if (gap > NOT_RUN * d->deadline_s && gap > l->self_gap_s) l->self_gap_s = gap;
+    note_gap(d, now - *prev);
     *prev = now;
     if (d->size < 2 || !l->ready) return;
     hpcti_live_answer(d);
@@ -178,6 +183,17 @@ void hpcti_live_op_start(struct hpcti_dist *d)
 {
     d->live.self_gap_s = 0.0;
     d->live.found_stopped = 0;
+    d->live.ran_t = d->op_start;
+}
+
+void hpcti_live_wait_begins(struct hpcti_dist *d, double now)
+{
+    note_gap(d, now - d->live.ran_t);
+}
+
+void hpcti_live_wait_ends(struct hpcti_dist *d, double now)
+{
+    d->live.ran_t = now;
 }
 
 int hpcti_live_answer_of(const struct hpcti_dist *d, int p, uint64_t *op, uint64_t *step)

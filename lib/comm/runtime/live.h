@@ -16,6 +16,12 @@ HPCTI_CHECK hpct_status_t hpcti_live_setup(hpct_ctx_t ctx);
 void hpcti_live_release(struct hpcti_dist *d, int cancel, int ok);
 /* Start of an operation: forget the last one's findings. */
 void hpcti_live_op_start(struct hpcti_dist *d);
+/* A wait of the operation begins at now (hpcti_now): the time since this rank last took part
+ * (the start, the previous wait's end) counts as a gap, so a rank stopped between two waits,
+ * in its own computation, knows it when it wakes. */
+void hpcti_live_wait_begins(struct hpcti_dist *d, double now);
+/* A wait of the operation ended at now: this rank took part until then. */
+void hpcti_live_wait_ends(struct hpcti_dist *d, double now);
 /* One poll of a wait at time now (*prev: the last poll's time, updated): answer pings, ask
  * the peers once the operation is half a deadline old, collect their answers. */
 void hpcti_live_poll(struct hpcti_dist *d, double now, double *prev);
@@ -31,8 +37,8 @@ int hpcti_live_answer_of(const struct hpcti_dist *d, int p, uint64_t *op, uint64
 double hpcti_live_asked_s(const struct hpcti_dist *d, double now);
 /* Seconds the silent ranks went unheard since the ask: the shortest of them (0: not asked). */
 double hpcti_live_quiet_s(const struct hpcti_dist *d, double now);
-/* The longest gap between two polls of this operation's waits above a quarter of the
- * deadline (this process did not run), or 0. */
+/* The longest gap between two polls of this operation's waits, or before one of its waits,
+ * above a quarter of the deadline (this process did not run, or not in the library), or 0. */
 double hpcti_live_self_gap(const struct hpcti_dist *d);
 /* A timeout named the silent ranks as stopped (found = 1) or not. */
 void hpcti_live_found(struct hpcti_dist *d, int found);

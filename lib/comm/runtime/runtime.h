@@ -42,6 +42,7 @@ struct hpcti_live {
     uint64_t asked_op;     /* the operation that asked (0: none) */
     double ask_t;          /* when it asked (hpcti_now) */
     double self_gap_s;     /* the longest gap between polls of this operation, if long */
+    double ran_t;          /* when this rank last took part in it: its start, a wait's end */
     int found_stopped;     /* the last timeout named silent ranks as stopped */
     int ready;             /* set-up done: the requests above are valid */
 };
@@ -85,6 +86,8 @@ struct hpcti_dist {
     uint64_t *tok_last;   /* [2 npartners] each partner's token of the last completed operation */
     const char *last_op_name; /* the name of the last completed operation with tokens */
     struct hpcti_live live;   /* liveness checks inside an operation (live.c) */
+    uint64_t test_stop_op;    /* test hook HPCT_TEST_STOP_IN_OP=OP,RANK on that rank: it stops
+                                 itself (SIGSTOP) once operation #OP has started (0: never) */
     double wait_s;            /* seconds spent waiting for collectives */
     long ops;                 /* averaging operations */
 };
