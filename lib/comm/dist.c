@@ -159,9 +159,6 @@ static hpct_status_t vector_setup(hpct_ctx_t ctx)
     return s;
 }
 
-/* The communicators, the nodes and the averaging set-up on comm; env is this rank's
- * environment check (bad_env its detail), agreed first so a setting bad on one rank fails
- * hpct_init on every rank, naming it. */
 /* Test hook HPCT_TEST_STOP_IN_OP=OP,RANK (with HPCT_TEST_HOOKS=1): that rank stops itself
  * (SIGSTOP) once collective operation #OP has started, outside its waits. */
 static void read_test_stop(struct hpcti_dist *d)
@@ -172,6 +169,9 @@ static void read_test_stop(struct hpcti_dist *d)
     if (v && sscanf(v, "%llu,%d", &op, &rank) == 2 && rank == d->rank) d->test_stop_op = op;
 }
 
+/* The communicators, the nodes and the averaging set-up on comm; env is this rank's
+ * environment check (bad_env its detail), agreed first so a setting bad on one rank fails
+ * hpct_init on every rank, naming it. */
 static hpct_status_t setup(hpct_ctx_t ctx, MPI_Comm comm, hpct_status_t env, const char *bad_env)
 {
     struct hpcti_dist *d = ctx->dist;
