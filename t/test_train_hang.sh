@@ -51,7 +51,7 @@ ok $? "W=3: resumed from the emergency checkpoint of step 30, exit $rc, params h
 [ $rc = 0 ] || show "$work/resume.out"
 
 wait "$hang0"
-rc=$(cat "$work/hang0.out.rc" 2>/dev/null || echo none)
+train_rc "$work/hang0.out"
 # Ranks 1 and 2 each time out and print, then give rank 0 one more deadline and abort; on a
 # loaded machine the first to abort can end the job before the other has printed, so either
 # naming rank 0 is enough.
@@ -81,7 +81,7 @@ for f in "$work/hang0.out".pid.*; do [ -f "$f" ] && running "$(cat "$f")" && ali
 # "all 3 ranks arrived but it did not complete (a rank stopped during it)", or blamed ranks
 # whose tokens it had not yet taken in; now the time since the operation's start counts too.
 wait "$hangop"
-rc=$(cat "$work/hangop.out.rc" 2>/dev/null || echo none)
+train_rc "$work/hangop.out"
 # (stopped, or did not arrive: its token may not have left before the stop; the first healthy
 # rank to abort may end the job before the other has printed)
 grep -q "rank [01]: training (a rank hung) failed: .*rank 2 of 3 \(stopped\|did not arrive\)" "$work/hangop.out"

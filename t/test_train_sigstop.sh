@@ -77,7 +77,7 @@ for k in 0 1 2; do
         stopped=0
     fi
     wait "$job"
-    rc=$(cat "$out.rc" 2>/dev/null || echo 255)
+    train_rc "$out"
     end=$(date +%s.%N)
     echo "# rank $k stopped; the job ended with exit $rc $(awk -v a="$end" -v b="$stopped" 'BEGIN { printf "%.2f", a - b }') s later (deadline $DEADLINE s)"
     [ "$stopped" != 0 ] && [ "$rc" = 124 ]

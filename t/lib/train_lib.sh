@@ -49,7 +49,10 @@ train_bg() {
     train "$@" &
     bg=$!
 }
-train_wait() { wait "$bg"; rc=$(cat "$1.rc" 2>/dev/null || echo 255); }
+train_wait() { wait "$bg"; train_rc "$1"; }
+# train_rc OUT: rc from the exit status train wrote for OUT (255: none), for jobs waited for
+# otherwise (several train_bg jobs at once).
+train_rc() { rc=$(cat "$1.rc" 2>/dev/null || echo 255); }
 # signal SIG OUT RANK: send SIG to that rank's process of the job writing OUT.
 signal() { kill -"$1" "$(cat "$2.pid.$3")"; }
 

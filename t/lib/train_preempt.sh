@@ -96,7 +96,7 @@ resumed "$d.resume" "$(stop_step "$d.stop")" "stopped during an asynchronous wri
 # (before the fix one in this window found the default action restored by the uninstall:
 # exit 143, the buffered stop line lost). Every run must exit 75 with its stop line. The
 # jobs mostly sleep (30 ms a step, mpirun's abort), so two run at a time.
-# late_job LATE: one such job in the background, its exit status in $work/lateLATE.stop.rc.
+# late_job LATE: one such job in the background (train_rc reads its exit status).
 late_job() {
     (d="$work/late$1"
         HPCT_TEST_STEP_DELAY_MS=30 train_bg "$W" "$d" "$d.stop" $CK
@@ -109,7 +109,8 @@ for pair in "0 0.04" "0.01 0.05" "0.02 0.06" "0.03 0.07"; do
     for late in $pair; do late_job "$late"; done
     wait
     for late in $pair; do
-        d="$work/late$late" rc=$(cat "$work/late$late.stop.rc" 2>/dev/null || echo none)
+        d="$work/late$late"
+        train_rc "$d.stop"
         [ "$rc" = 75 ] && [ -n "$(stop_step "$d.stop")" ] || bad="$bad ${late}s:exit$rc"
     done
 done
