@@ -40,9 +40,7 @@ ok $? "rank 0 names rank 2 and wrote the emergency checkpoint of step 30"
 seen=$(grep -o "last seen: rank 2 entered '[^']*' (#[0-9]*) in step [0-9]*" "$work/hang.out" | head -n 1)
 case "$seen" in *" in step 30") true ;; *) false ;; esac
 ok $? "the timeout says what rank 2 did last, from its last arrival token: ${seen:-nothing}"
-alive=0
-for f in "$work/hang.out".pid.*; do [ -f "$f" ] && running "$(cat "$f")" && alive=1; done
-[ $alive = 0 ]; ok $? "no rank process of the hung job is left behind"
+none_alive "$work/hang.out.pid"; ok $? "no rank process of the hung job is left behind"
 
 train 3 "$work/hang" "$work/resume.out"
 h=$(params_hash "$work/resume.out")
@@ -73,9 +71,7 @@ else
     ok $? "the job left only the checkpoint of step 30 (rank 0 woken by the abort's SIGTERM: $left); resumed from it, exit $rc, params hash ${h:-none} equals the uninterrupted run's" ||
         show "$work/resume0.out"
 fi
-alive=0
-for f in "$work/hang0.out".pid.*; do [ -f "$f" ] && running "$(cat "$f")" && alive=1; done
-[ $alive = 0 ]; ok $? "no rank process of that job is left behind"
+none_alive "$work/hang0.out.pid"; ok $? "no rank process of that job is left behind"
 
 # Before, the woken rank 2 measured its own stop only between polls of one wait, so it said
 # "all 3 ranks arrived but it did not complete (a rank stopped during it)", or blamed ranks

@@ -86,9 +86,7 @@ for k in 0 1 2; do
     check_messages "$out" "$k" "$stopped"
     ok $? "every healthy rank that logged names rank $k within 1.2 x the deadline (+ $SLACK s of output and scheduling); rank $k blames no peer"
     reap "$out"
-    alive=0
-    for f in "$out".pid.*; do [ -f "$f" ] && running "$(cat "$f")" && alive=1; done
-    [ $alive = 0 ]; ok $? "no rank process of that job is left behind"
+    none_alive "$out.pid"; ok $? "no rank process of that job is left behind"
     left=$(ls "$dir" 2>/dev/null | grep -c '^ckpt-')
     if [ "$k" = 0 ]; then
         # the others do not wait a second deadline for a writer that cannot save

@@ -47,12 +47,6 @@ reap() {
     done
 }
 
-# none_alive PREFIX: 0 when no pid recorded in PREFIX.<rank> is still running.
-none_alive() {
-    for f in "$1".*; do [ -f "$f" ] && running "$(cat "$f")" && return 1; done
-    return 0
-}
-
 # stop_start VAR=VALUE DIST_PROG_MODE: in the background, the last of 3 ranks stops (SIGSTOP)
 # inside an average through the node window (VAR=VALUE exported to the job; deadline 5 s,
 # outer bound 90 s). The job mostly waits out the deadline, so a test starts it first and

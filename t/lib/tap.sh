@@ -2,6 +2,7 @@
 #   plan N | skip_all REASON | ok STATUS DESC [FILE] | is GOT WANT DESC | diag TEXT... | skip N REASON
 #   wait_for SECONDS CMD...   run CMD every 0.25 s until it succeeds or SECONDS pass
 #   running PID               the process exists and has not exited (a zombie has)
+#   none_alive PREFIX         no pid recorded in a file PREFIX.<rank> is running
 #   need_fortran              skip the whole test in a build without the Fortran module
 #   done_testing              exit status: 0 when every planned test ran and passed
 tap_n=0
@@ -56,6 +57,12 @@ wait_for() {
 running() {
     kill -0 "$1" 2>/dev/null || return 1
     [ "$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1)" != Z ]
+}
+
+# none_alive PREFIX: 0 when no pid recorded in PREFIX.<rank> is still running.
+none_alive() {
+    for f in "$1".*; do [ -f "$f" ] && running "$(cat "$f")" && return 1; done
+    return 0
 }
 
 # done_testing: the exit status of the test: 0 when every planned point ran and passed.
