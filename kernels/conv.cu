@@ -67,53 +67,58 @@ __global__ void window_bwd_kernel(hpcti_geom g, const float *x, const float *dy,
 
 } // namespace
 
-extern "C" int hpcti_k_im2col(const struct hpcti_geom *g, const float *x, float *col, int batch)
+extern "C" int hpcti_k_im2col(void *stream, const struct hpcti_geom *g, const float *x, float *col,
+                              int batch)
 {
     size_t n = (size_t)(batch > 0 ? batch : 0) * hpcti_geom_col_rows(g) * hpcti_geom_out_size(g);
     if (n == 0) return 0;
-    im2col_kernel<<<blocks_for(n), kThreads>>>(*g, x, col, n);
+    im2col_kernel<<<blocks_for(n), kThreads, 0, (cudaStream_t)stream>>>(*g, x, col, n);
     return (int)cudaGetLastError();
 }
 
-extern "C" int hpcti_k_col2im(const struct hpcti_geom *g, const float *dcol, float *dx, int batch)
+extern "C" int hpcti_k_col2im(void *stream, const struct hpcti_geom *g, const float *dcol,
+                              float *dx, int batch)
 {
     size_t n = (size_t)(batch > 0 ? batch : 0) * (size_t)g->c_in * hpcti_geom_in_size(g);
     if (n == 0) return 0;
-    col2im_kernel<<<blocks_for(n), kThreads>>>(*g, dcol, dx, n);
+    col2im_kernel<<<blocks_for(n), kThreads, 0, (cudaStream_t)stream>>>(*g, dcol, dx, n);
     return (int)cudaGetLastError();
 }
 
-extern "C" int hpcti_k_channel_bias_act(int act, float *z, const float *bias, float *y, int batch,
-                                        int channels, size_t spatial)
+extern "C" int hpcti_k_channel_bias_act(void *stream, int act, float *z, const float *bias,
+                                        float *y, int batch, int channels, size_t spatial)
 {
     size_t n = (size_t)(batch > 0 ? batch : 0) * (size_t)(channels > 0 ? channels : 0) * spatial;
     if (n == 0) return 0;
-    channel_bias_act_kernel<<<blocks_for(n), kThreads>>>(act, z, bias, y, n, channels, spatial);
+    channel_bias_act_kernel<<<blocks_for(n), kThreads, 0, (cudaStream_t)stream>>>(
+        act, z, bias, y, n, channels, spatial);
     return (int)cudaGetLastError();
 }
 
-extern "C" int hpcti_k_channel_bias_grad(const float *dz, float *db, int batch, int channels,
-                                         size_t spatial, int accumulate)
+extern "C" int hpcti_k_channel_bias_grad(void *stream, const float *dz, float *db, int batch,
+                                         int channels, size_t spatial, int accumulate)
 {
     if (channels <= 0) return 0;
-    channel_bias_grad_kernel<<<hpcti_grid_blocks((size_t)channels, kThreads, 0x7fffffffu),
-                               kThreads>>>(dz, db, batch, channels, spatial, accumulate);
+    channel_bias_grad_kernel<<<hpcti_grid_blocks((size_t)channels, kThreads, 0x7fffffffu), kThreads,
+                               0, (cudaStream_t)stream>>>(dz, db, batch, channels, spatial,
+                                                          accumulate);
     return (int)cudaGetLastError();
 }
 
-extern "C" int hpcti_k_window_fwd(const struct hpcti_geom *g, const float *x, float *y, int batch)
+extern "C" int hpcti_k_window_fwd(void *stream, const struct hpcti_geom *g, const float *x,
+                                  float *y, int batch)
 {
     size_t n = (size_t)(batch > 0 ? batch : 0) * (size_t)g->c_out * hpcti_geom_out_size(g);
     if (n == 0) return 0;
-    window_fwd_kernel<<<blocks_for(n), kThreads>>>(*g, x, y, n);
+    window_fwd_kernel<<<blocks_for(n), kThreads, 0, (cudaStream_t)stream>>>(*g, x, y, n);
     return (int)cudaGetLastError();
 }
 
-extern "C" int hpcti_k_window_bwd(const struct hpcti_geom *g, const float *x, const float *dy,
-                                  float *dx, int batch)
+extern "C" int hpcti_k_window_bwd(void *stream, const struct hpcti_geom *g, const float *x,
+                                  const float *dy, float *dx, int batch)
 {
     size_t n = (size_t)(batch > 0 ? batch : 0) * (size_t)g->c_in * hpcti_geom_in_size(g);
     if (n == 0) return 0;
-    window_bwd_kernel<<<blocks_for(n), kThreads>>>(*g, x, dy, dx, n);
+    window_bwd_kernel<<<blocks_for(n), kThreads, 0, (cudaStream_t)stream>>>(*g, x, dy, dx, n);
     return (int)cudaGetLastError();
 }

@@ -76,4 +76,38 @@ HPCTI_HD void hpcti_adamw_update(float *p, float *m, float *v, float g, float lr
     *p -= lr * (mhat / (sqrtf(vhat) + eps) + wd * *p);
 }
 
+/* The scalars of an update that change from step to step, in the device block the fused
+ * step's gated updates read (kernels.h). */
+#define HPCTI_SC_LR     0 /* learning rate of this step */
+#define HPCTI_SC_C1     1 /* AdamW bias corrections 1 - b1^t and 1 - b2^t */
+#define HPCTI_SC_C2     2
+#define HPCTI_SC_GSCALE 3 /* gradient scale: 1, or the clipping factor (hpcti_step_gate) */
+#define HPCTI_SC_COUNT  4
+
+/* The global-norm clipping factor for a gradient norm (finite): 1 unless clip > 0 and the norm
+ * is above it. The optimizer's host path and the fused step's gate (below) share it. */
+HPCTI_HD float hpcti_clip_factor(double norm, float clip)
+{
+    return clip > 0.0f && norm > clip ? (float)(clip / (norm + 1e-6)) : 1.0f;
+}
+
+/* The fused step's verdict (lib/model/fused.c): 1 when its update may run. results[0] is the
+ * loss sum, which must be finite; with clip > 0, results[1 .. sums] are the gradient buffers'
+ * sums of squares in buffer order, whose norm must be finite (*gscale its clipping factor);
+ * else results[1] is the gradients' non-finite count, which must be 0 (*gscale 1). The same
+ * decisions, in the same arithmetic, as the host path: the loss check of hpct_model_loss_grad,
+ * the non-finite check of the in-situ step, hpct_params_grad_norm and the optimizer's clip. */
+HPCTI_HD int hpcti_step_gate(const double *results, int sums, float clip, float *gscale)
+{
+    *gscale = 1.0f;
+    if (!isfinite(results[0])) return 0;
+    if (clip <= 0.0f) return results[1] == 0.0;
+    double total = 0.0;
+    for (int i = 0; i < sums; i++) total += results[1 + i];
+    double norm = sqrt(total);
+    if (!isfinite(norm)) return 0;
+    *gscale = hpcti_clip_factor(norm, clip);
+    return 1;
+}
+
 #endif

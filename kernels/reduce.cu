@@ -58,9 +58,9 @@ int blocks_for(size_t n, size_t per_block)
     return (int)hpcti_grid_blocks(n, per_block, HPCTI_K_MAX_BLOCKS);
 }
 
-int finish(double *scratch, int blocks)
+int finish(cudaStream_t stream, double *scratch, int blocks)
 {
-    finish_kernel<<<1, HPCTI_K_MAX_BLOCKS>>>(scratch, blocks);
+    finish_kernel<<<1, HPCTI_K_MAX_BLOCKS, 0, stream>>>(scratch, blocks);
     return (int)cudaGetLastError();
 }
 
@@ -161,45 +161,49 @@ __global__ void strided_sum_kernel(const float *x, size_t n, double *scratch)
 
 } // namespace
 
-extern "C" int hpcti_k_softmax_xent(const float *logits, const int32_t *labels, float *dlogits,
-                                    int rows, int cols, float scale, double *scratch)
+extern "C" int hpcti_k_softmax_xent(void *stream, const float *logits, const int32_t *labels,
+                                    float *dlogits, int rows, int cols, float scale,
+                                    double *scratch)
 {
     int blocks = blocks_for((size_t)(rows > 0 ? rows : 0), kWarps);
-    softmax_xent_kernel<<<blocks, kThreads>>>(logits, labels, dlogits, rows, cols, scale, scratch);
+    softmax_xent_kernel<<<blocks, kThreads, 0, (cudaStream_t)stream>>>(logits, labels, dlogits,
+                                                                       rows, cols, scale, scratch);
     int err = (int)cudaGetLastError();
-    return err ? err : finish(scratch, blocks);
+    return err ? err : finish((cudaStream_t)stream, scratch, blocks);
 }
 
-extern "C" int hpcti_k_count_correct(const float *logits, const int32_t *labels, int rows, int cols,
-                                     double *scratch)
+extern "C" int hpcti_k_count_correct(void *stream, const float *logits, const int32_t *labels,
+                                     int rows, int cols, double *scratch)
 {
     int blocks = blocks_for((size_t)(rows > 0 ? rows : 0), kThreads);
-    count_correct_kernel<<<blocks, kThreads>>>(logits, labels, rows, cols, scratch);
+    count_correct_kernel<<<blocks, kThreads, 0, (cudaStream_t)stream>>>(logits, labels, rows, cols,
+                                                                        scratch);
     int err = (int)cudaGetLastError();
-    return err ? err : finish(scratch, blocks);
+    return err ? err : finish((cudaStream_t)stream, scratch, blocks);
 }
 
-extern "C" int hpcti_k_mse(const float *out, const float *targets, float *dout, size_t n,
-                           float scale, double *scratch)
+extern "C" int hpcti_k_mse(void *stream, const float *out, const float *targets, float *dout,
+                           size_t n, float scale, double *scratch)
 {
     int blocks = blocks_for(n, kThreads);
-    mse_kernel<<<blocks, kThreads>>>(out, targets, dout, n, scale, scratch);
+    mse_kernel<<<blocks, kThreads, 0, (cudaStream_t)stream>>>(out, targets, dout, n, scale,
+                                                              scratch);
     int err = (int)cudaGetLastError();
-    return err ? err : finish(scratch, blocks);
+    return err ? err : finish((cudaStream_t)stream, scratch, blocks);
 }
 
-extern "C" int hpcti_k_sumsq(const float *x, size_t n, double *scratch)
+extern "C" int hpcti_k_sumsq(void *stream, const float *x, size_t n, double *scratch)
 {
     int blocks = blocks_for(n, kThreads);
-    strided_sum_kernel<Square><<<blocks, kThreads>>>(x, n, scratch);
+    strided_sum_kernel<Square><<<blocks, kThreads, 0, (cudaStream_t)stream>>>(x, n, scratch);
     int err = (int)cudaGetLastError();
-    return err ? err : finish(scratch, blocks);
+    return err ? err : finish((cudaStream_t)stream, scratch, blocks);
 }
 
-extern "C" int hpcti_k_count_nonfinite(const float *x, size_t n, double *scratch)
+extern "C" int hpcti_k_count_nonfinite(void *stream, const float *x, size_t n, double *scratch)
 {
     int blocks = blocks_for(n, kThreads);
-    strided_sum_kernel<NonFinite><<<blocks, kThreads>>>(x, n, scratch);
+    strided_sum_kernel<NonFinite><<<blocks, kThreads, 0, (cudaStream_t)stream>>>(x, n, scratch);
     int err = (int)cudaGetLastError();
-    return err ? err : finish(scratch, blocks);
+    return err ? err : finish((cudaStream_t)stream, scratch, blocks);
 }

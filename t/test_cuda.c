@@ -342,7 +342,7 @@ static void test_large(void)
     check_softmax(100003, 10, 8); /* 100,003 rows: 8 warps x 1024 blocks, then strided */
 }
 
-/* The CUDA-aware cross-node sum (hpcti_k_rank_sum_on) against the host engine's owner sum
+/* The CUDA-aware cross-node sum (hpcti_k_rank_sum) against the host engine's owner sum
  * (reduce.c: first term copied, the others added in rank order, then times 1/W): the same
  * bits, for 3 nodes with this rank second, over n = 100,003 (grid-stride). */
 static void test_rank_sum(void)
@@ -358,7 +358,7 @@ static void test_rank_sum(void)
         want[i] = acc * inv;
     }
     float *gown = dev_copy(own, n * 4), *gslots = dev_copy(slots, 2 * n * 4);
-    int err = hpcti_k_rank_sum_on(gown, gslots, NODES, ME, n, inv, NULL);
+    int err = hpcti_k_rank_sum(NULL, gown, gslots, NODES, ME, n, inv);
     gpu->to_host(gctx, own, gown, n * 4);
     tap_ok(!err && !memcmp(own, want, n * 4),
            "rank_sum_kernel (3 nodes, n = 100,003) = the host engine's rank-order sum, bit for "

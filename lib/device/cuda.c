@@ -18,11 +18,32 @@ struct cuda_state {
     int device;          /* CUDA ordinal in use */
     cublasHandle_t blas; /* bound to device */
     double *scratch;     /* [HPCTI_K_SCRATCH] reduction partials and result (device) */
+    /* A recording (rec_begin .. rec_end): REC_OFF, REC_QUEUED (run, not waited for) or
+     * REC_CAPTURED (captured into a graph on the capture stream, not run). */
+    int recording;
+    double *results;      /* the recording's reduction results, one double each (device) */
+    int slots;            /* reductions recorded so far */
+    cudaStream_t capture; /* non-blocking stream captures are made on (first capture) */
+    void *workspace;      /* [WORKSPACE_BYTES] cuBLAS workspace of captured products */
 };
+
+enum { REC_OFF, REC_QUEUED, REC_CAPTURED };
+
+/* cuBLAS's workspace in captured products, so that a graph's GEMMs allocate nothing: cuBLAS
+ * advises 32 MiB on Hopper, 4 MiB before. */
+#define WORKSPACE_BYTES ((size_t)32 << 20)
 
 static struct cuda_state *state_of(hpct_ctx_t ctx)
 {
     return ctx->backend;
+}
+
+/* The stream the context's work goes to: the legacy default stream, or the capture stream
+ * while a graph is captured. */
+static void *stream_of(hpct_ctx_t ctx)
+{
+    struct cuda_state *st = state_of(ctx);
+    return st->recording == REC_CAPTURED ? (void *)st->capture : NULL;
 }
 
 /* Local rank from the launcher's environment (Open MPI, MPICH/Intel MPI, MVAPICH, Slurm, PMIx),
@@ -117,6 +138,8 @@ static void release(struct cuda_state *st)
         cudaSetDevice(st->device);
         if (st->blas) cublasDestroy(st->blas);
         cudaFree(st->scratch);
+        cudaFree(st->workspace);
+        if (st->capture) cudaStreamDestroy(st->capture);
     }
     free(st);
 }
@@ -149,12 +172,21 @@ static hpct_status_t cuda_fail(hpct_ctx_t ctx, const char *call, cudaError_t e)
                        call, state_of(ctx)->device, cudaGetErrorString(e), cudaGetErrorName(e));
 }
 
+/* What a recording cannot hold (an allocation, a wait: they would run at capture, not at each
+ * replay, or break the capture): HPCT_ERR_STATE naming it; 0 outside a recording. */
+static hpct_status_t refused_while_recording(hpct_ctx_t ctx, const char *what)
+{
+    if (!state_of(ctx) || state_of(ctx)->recording == REC_OFF) return HPCT_SUCCESS;
+    return hpcti_error(ctx, HPCT_ERR_STATE, "cuda backend: %s inside a recorded step", what);
+}
+
 /* Zeroed device memory. cudaMemset returns before the fill is done, and neither a stream
  * of NCCL's nor a CUDA-aware MPI receive is ordered after it, so the fill is waited for. Only
  * an allocation failure is HPCT_ERR_NO_MEMORY; another error (an earlier kernel's fault
  * surfacing here) is HPCT_ERR_DEVICE. */
 static void *cuda_alloc(hpct_ctx_t ctx, size_t bytes)
 {
+    if (refused_while_recording(ctx, "an allocation of device memory")) return NULL;
     void *p = NULL;
     size_t rounded = bytes ? bytes : 1;
     const char *call = "cudaSetDevice";
@@ -185,6 +217,7 @@ static void cuda_free(hpct_ctx_t ctx, void *dev)
 /* Pinned (page-locked) host memory: DMA without a bounce, and MPI may read it at once. */
 static void *cuda_alloc_host(hpct_ctx_t ctx, size_t bytes)
 {
+    if (refused_while_recording(ctx, "an allocation of pinned memory")) return NULL;
     void *p = NULL;
     size_t rounded = bytes ? bytes : 1;
     const char *call = "cudaSetDevice";
@@ -240,11 +273,33 @@ static int cuda_is_device(hpct_ctx_t ctx, const void *p)
     return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
 }
 
+/* Inside a recording the copy is queued, not waited for, on the recording's stream: its host
+ * end must be pinned memory (a captured copy reads or writes it at every replay). Checked when
+ * the recording runs uncaptured, as every shape's first step does with the buffers its capture
+ * then uses: no query then runs on the capturing thread. */
+static hpct_status_t recorded_copy(hpct_ctx_t ctx, void *dst, const void *src, size_t bytes)
+{
+    struct cudaPointerAttributes a;
+    const void *sides[2] = {dst, src};
+    for (int i = 0; i < 2 && state_of(ctx)->recording == REC_QUEUED; i++)
+        if (cudaPointerGetAttributes(&a, sides[i]) != cudaSuccess ||
+            a.type == cudaMemoryTypeUnregistered) {
+            (void)cudaGetLastError();
+            return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
+                               "cuda backend: a recorded copy's %s (%p) is not pinned or device "
+                               "memory",
+                               i ? "source" : "destination", sides[i]);
+        }
+    cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_of(ctx));
+    return e == cudaSuccess ? HPCT_SUCCESS : cuda_fail(ctx, "cudaMemcpyAsync", e);
+}
+
 static hpct_status_t cuda_copy(hpct_ctx_t ctx, void *dst, const void *src, size_t bytes)
 {
     if (!bytes || dst == src) return HPCT_SUCCESS;
     hpct_status_t s = bind_thread(ctx);
     if (s) return s;
+    if (state_of(ctx)->recording != REC_OFF) return recorded_copy(ctx, dst, src, bytes);
     cudaError_t e = cudaMemcpy(dst, src, bytes, cudaMemcpyDefault);
     return e == cudaSuccess ? HPCT_SUCCESS : cuda_fail(ctx, "cudaMemcpy", e);
 }
@@ -274,7 +329,7 @@ static hpct_status_t cuda_bias_act(hpct_ctx_t ctx, int act, float *z, const floa
     hpct_status_t s = bind_thread(ctx);
     return s ? s
              : launched(ctx, "bias_act_kernel launch",
-                        hpcti_k_bias_act(act, z, bias, y, rows, cols));
+                        hpcti_k_bias_act(stream_of(ctx), act, z, bias, y, rows, cols));
 }
 
 static hpct_status_t cuda_act_backward(hpct_ctx_t ctx, int act, const float *z, const float *y,
@@ -283,7 +338,7 @@ static hpct_status_t cuda_act_backward(hpct_ctx_t ctx, int act, const float *z, 
     hpct_status_t s = bind_thread(ctx);
     return s ? s
              : launched(ctx, "act_backward_kernel launch",
-                        hpcti_k_act_backward(act, z, y, dy, dz, n));
+                        hpcti_k_act_backward(stream_of(ctx), act, z, y, dy, dz, n));
 }
 
 static hpct_status_t cuda_bias_grad(hpct_ctx_t ctx, const float *dz, float *db, int rows, int cols,
@@ -292,21 +347,25 @@ static hpct_status_t cuda_bias_grad(hpct_ctx_t ctx, const float *dz, float *db, 
     hpct_status_t s = bind_thread(ctx);
     return s ? s
              : launched(ctx, "bias_grad_kernel launch",
-                        hpcti_k_bias_grad(dz, db, rows, cols, accumulate));
+                        hpcti_k_bias_grad(stream_of(ctx), dz, db, rows, cols, accumulate));
 }
 
 static hpct_status_t cuda_im2col(hpct_ctx_t ctx, const struct hpcti_geom *g, const float *x,
                                  float *col, int batch)
 {
     hpct_status_t s = bind_thread(ctx);
-    return s ? s : launched(ctx, "im2col_kernel launch", hpcti_k_im2col(g, x, col, batch));
+    return s ? s
+             : launched(ctx, "im2col_kernel launch",
+                        hpcti_k_im2col(stream_of(ctx), g, x, col, batch));
 }
 
 static hpct_status_t cuda_col2im(hpct_ctx_t ctx, const struct hpcti_geom *g, float *dcol, float *dx,
                                  int batch)
 {
     hpct_status_t s = bind_thread(ctx);
-    return s ? s : launched(ctx, "col2im_kernel launch", hpcti_k_col2im(g, dcol, dx, batch));
+    return s ? s
+             : launched(ctx, "col2im_kernel launch",
+                        hpcti_k_col2im(stream_of(ctx), g, dcol, dx, batch));
 }
 
 static hpct_status_t cuda_channel_bias_act(hpct_ctx_t ctx, int act, float *z, const float *bias,
@@ -315,7 +374,8 @@ static hpct_status_t cuda_channel_bias_act(hpct_ctx_t ctx, int act, float *z, co
     hpct_status_t s = bind_thread(ctx);
     return s ? s
              : launched(ctx, "channel_bias_act_kernel launch",
-                        hpcti_k_channel_bias_act(act, z, bias, y, batch, channels, spatial));
+                        hpcti_k_channel_bias_act(stream_of(ctx), act, z, bias, y, batch, channels,
+                                                 spatial));
 }
 
 static hpct_status_t cuda_channel_bias_grad(hpct_ctx_t ctx, const float *dz, float *db, int batch,
@@ -324,14 +384,17 @@ static hpct_status_t cuda_channel_bias_grad(hpct_ctx_t ctx, const float *dz, flo
     hpct_status_t s = bind_thread(ctx);
     return s ? s
              : launched(ctx, "channel_bias_grad_kernel launch",
-                        hpcti_k_channel_bias_grad(dz, db, batch, channels, spatial, accumulate));
+                        hpcti_k_channel_bias_grad(stream_of(ctx), dz, db, batch, channels, spatial,
+                                                  accumulate));
 }
 
 static hpct_status_t cuda_window_fwd(hpct_ctx_t ctx, const struct hpcti_geom *g, const float *x,
                                      float *y, int batch)
 {
     hpct_status_t s = bind_thread(ctx);
-    return s ? s : launched(ctx, "window_fwd_kernel launch", hpcti_k_window_fwd(g, x, y, batch));
+    return s ? s
+             : launched(ctx, "window_fwd_kernel launch",
+                        hpcti_k_window_fwd(stream_of(ctx), g, x, y, batch));
 }
 
 static hpct_status_t cuda_window_bwd(hpct_ctx_t ctx, const struct hpcti_geom *g, const float *x,
@@ -339,16 +402,23 @@ static hpct_status_t cuda_window_bwd(hpct_ctx_t ctx, const struct hpcti_geom *g,
 {
     hpct_status_t s = bind_thread(ctx);
     return s ? s
-             : launched(ctx, "window_bwd_kernel launch", hpcti_k_window_bwd(g, x, dy, dx, batch));
+             : launched(ctx, "window_bwd_kernel launch",
+                        hpcti_k_window_bwd(stream_of(ctx), g, x, dy, dx, batch));
 }
 
 /* Copy a reduction's result to the host (this waits for the kernels); the launch error of
- * either pass, or the copy's (an earlier kernel's fault surfaces here), named. */
+ * either pass, or the copy's (an earlier kernel's fault surfaces here), named. Inside a
+ * recording the result goes to the recording's next slot instead (*out is NaN). */
 static hpct_status_t fetch_result(hpct_ctx_t ctx, int launch_error, const char *what, double *out)
 {
     struct cuda_state *st = state_of(ctx);
     *out = NAN;
     if (launch_error != cudaSuccess) return cuda_fail(ctx, what, (cudaError_t)launch_error);
+    if (st->recording != REC_OFF) { /* the result to its slot; the host reads it later */
+        cudaError_t e = cudaMemcpyAsync(st->results + st->slots++, st->scratch + HPCTI_K_MAX_BLOCKS,
+                                        sizeof *out, cudaMemcpyDeviceToDevice, stream_of(ctx));
+        return e == cudaSuccess ? HPCT_SUCCESS : cuda_fail(ctx, "cudaMemcpyAsync of a result", e);
+    }
     cudaError_t e =
         cudaMemcpy(out, st->scratch + HPCTI_K_MAX_BLOCKS, sizeof *out, cudaMemcpyDeviceToHost);
     if (e == cudaSuccess) return HPCT_SUCCESS;
@@ -362,8 +432,8 @@ static hpct_status_t cuda_softmax_xent(hpct_ctx_t ctx, const float *logits, cons
 {
     hpct_status_t s = bind_thread(ctx);
     if (s) return s;
-    int e =
-        hpcti_k_softmax_xent(logits, labels, dlogits, rows, cols, scale, state_of(ctx)->scratch);
+    int e = hpcti_k_softmax_xent(stream_of(ctx), logits, labels, dlogits, rows, cols, scale,
+                                 state_of(ctx)->scratch);
     return fetch_result(ctx, e, "softmax_xent_kernel launch", loss);
 }
 
@@ -373,7 +443,8 @@ static hpct_status_t cuda_count_correct(hpct_ctx_t ctx, const float *logits, con
     hpct_status_t s = bind_thread(ctx);
     if (s) return s;
     double n;
-    int e = hpcti_k_count_correct(logits, labels, rows, cols, state_of(ctx)->scratch);
+    int e =
+        hpcti_k_count_correct(stream_of(ctx), logits, labels, rows, cols, state_of(ctx)->scratch);
     s = fetch_result(ctx, e, "count_correct_kernel launch", &n);
     *correct = s ? 0 : (long)n;
     return s;
@@ -384,7 +455,7 @@ static hpct_status_t cuda_mse(hpct_ctx_t ctx, const float *out, const float *tar
 {
     hpct_status_t s = bind_thread(ctx);
     if (s) return s;
-    int e = hpcti_k_mse(out, targets, dout, n, scale, state_of(ctx)->scratch);
+    int e = hpcti_k_mse(stream_of(ctx), out, targets, dout, n, scale, state_of(ctx)->scratch);
     return fetch_result(ctx, e, "mse_kernel launch", sum);
 }
 
@@ -392,7 +463,7 @@ static hpct_status_t cuda_sumsq(hpct_ctx_t ctx, const float *x, size_t n, double
 {
     hpct_status_t s = bind_thread(ctx);
     if (s) return s;
-    return fetch_result(ctx, hpcti_k_sumsq(x, n, state_of(ctx)->scratch),
+    return fetch_result(ctx, hpcti_k_sumsq(stream_of(ctx), x, n, state_of(ctx)->scratch),
                         "sum-of-squares kernel launch", sum);
 }
 
@@ -400,9 +471,10 @@ static hpct_status_t cuda_scale(hpct_ctx_t ctx, float *x, float alpha, size_t n)
 {
     hpct_status_t s = bind_thread(ctx);
     if (s || n == 0) return s;
-    if (alpha != 0.0f) return launched(ctx, "scale_kernel launch", hpcti_k_scale(x, alpha, n));
-    cudaError_t e = cudaMemset(x, 0, sizeof(float) * n);
-    return e == cudaSuccess ? HPCT_SUCCESS : cuda_fail(ctx, "cudaMemset", e);
+    if (alpha != 0.0f)
+        return launched(ctx, "scale_kernel launch", hpcti_k_scale(stream_of(ctx), x, alpha, n));
+    cudaError_t e = cudaMemsetAsync(x, 0, sizeof(float) * n, stream_of(ctx));
+    return e == cudaSuccess ? HPCT_SUCCESS : cuda_fail(ctx, "cudaMemsetAsync", e);
 }
 
 static hpct_status_t cuda_all_finite(hpct_ctx_t ctx, const float *x, size_t n, int *finite)
@@ -410,7 +482,7 @@ static hpct_status_t cuda_all_finite(hpct_ctx_t ctx, const float *x, size_t n, i
     hpct_status_t s = bind_thread(ctx);
     if (s) return s;
     double bad;
-    s = fetch_result(ctx, hpcti_k_count_nonfinite(x, n, state_of(ctx)->scratch),
+    s = fetch_result(ctx, hpcti_k_count_nonfinite(stream_of(ctx), x, n, state_of(ctx)->scratch),
                      "non-finite count kernel launch", &bad);
     *finite = !s && bad == 0.0;
     return s;
@@ -422,7 +494,7 @@ static hpct_status_t cuda_sgd(hpct_ctx_t ctx, float *p, const float *g, float *v
     hpct_status_t s = bind_thread(ctx);
     return s ? s
              : launched(ctx, "sgd_kernel launch",
-                        hpcti_k_sgd(p, g, v, n, lr, mu, nesterov, wd, gscale));
+                        hpcti_k_sgd(stream_of(ctx), p, g, v, n, lr, mu, nesterov, wd, gscale));
 }
 
 static hpct_status_t cuda_adamw(hpct_ctx_t ctx, float *p, const float *g, float *m, float *v,
@@ -432,13 +504,135 @@ static hpct_status_t cuda_adamw(hpct_ctx_t ctx, float *p, const float *g, float 
     hpct_status_t s = bind_thread(ctx);
     return s ? s
              : launched(ctx, "adamw_kernel launch",
-                        hpcti_k_adamw(p, g, m, v, n, lr, b1, b2, eps, wd, c1, c2, gscale));
+                        hpcti_k_adamw(stream_of(ctx), p, g, m, v, n, lr, b1, b2, eps, wd, c1, c2,
+                                      gscale));
+}
+
+static hpct_status_t cuda_sgd_gated(hpct_ctx_t ctx, float *p, const float *g, float *v, size_t n,
+                                    const float *sc, const int *gate, float mu, int nesterov,
+                                    float wd)
+{
+    hpct_status_t s = bind_thread(ctx);
+    return s ? s
+             : launched(ctx, "sgd_gated_kernel launch",
+                        hpcti_k_sgd_gated(stream_of(ctx), p, g, v, n, sc, gate, mu, nesterov, wd));
+}
+
+static hpct_status_t cuda_adamw_gated(hpct_ctx_t ctx, float *p, const float *g, float *m, float *v,
+                                      size_t n, const float *sc, const int *gate, float b1,
+                                      float b2, float eps, float wd)
+{
+    hpct_status_t s = bind_thread(ctx);
+    return s ? s
+             : launched(
+                   ctx, "adamw_gated_kernel launch",
+                   hpcti_k_adamw_gated(stream_of(ctx), p, g, m, v, n, sc, gate, b1, b2, eps, wd));
+}
+
+static hpct_status_t cuda_step_gate(hpct_ctx_t ctx, const double *results, int sums, float clip,
+                                    float *sc, int *gate)
+{
+    hpct_status_t s = bind_thread(ctx);
+    return s ? s
+             : launched(ctx, "step_gate_kernel launch",
+                        hpcti_k_step_gate(stream_of(ctx), results, sums, clip, sc, gate));
+}
+
+/* The capture stream and the products' workspace, made at the first capture. */
+static hpct_status_t capture_resources(hpct_ctx_t ctx, struct cuda_state *st)
+{
+    cudaError_t e = cudaSuccess;
+    if (!st->capture) e = cudaStreamCreateWithFlags(&st->capture, cudaStreamNonBlocking);
+    if (e != cudaSuccess) {
+        st->capture = NULL;
+        return cuda_fail(ctx, "cudaStreamCreateWithFlags", e);
+    }
+    if (!st->workspace && (e = cudaMalloc(&st->workspace, WORKSPACE_BYTES)) != cudaSuccess) {
+        st->workspace = NULL;
+        return cuda_fail(ctx, "cudaMalloc of the cuBLAS workspace", e);
+    }
+    return HPCT_SUCCESS;
+}
+
+/* cuBLAS on the capture stream with its own workspace, or back on the legacy stream (which
+ * also gives back cuBLAS's own workspace). */
+static hpct_status_t blas_on(hpct_ctx_t ctx, struct cuda_state *st, int capture)
+{
+    cublasStatus_t b = cublasSetStream(st->blas, capture ? st->capture : NULL);
+    if (b == CUBLAS_STATUS_SUCCESS && capture)
+        b = cublasSetWorkspace(st->blas, st->workspace, WORKSPACE_BYTES);
+    if (b == CUBLAS_STATUS_SUCCESS) return HPCT_SUCCESS;
+    return hpcti_error(
+        ctx, HPCT_ERR_DEVICE, "cuda backend: cublasSetStream%s on CUDA device %d failed: %s",
+        capture ? " or cublasSetWorkspace" : "", st->device, cublasGetStatusString(b));
+}
+
+static hpct_status_t cuda_rec_end(hpct_ctx_t ctx, void **graph);
+
+/* Begin a recording: later ops are queued without waits (capture 0), or captured into a graph
+ * (capture 1); each reduction's result goes to results [slot] (device), slots in call order. */
+static hpct_status_t cuda_rec_begin(hpct_ctx_t ctx, double *results, int capture)
+{
+    struct cuda_state *st = state_of(ctx);
+    hpct_status_t s = refused_while_recording(ctx, "a recording");
+    if (!s) s = bind_thread(ctx);
+    if (!s && capture) s = capture_resources(ctx, st);
+    if (s) return s;
+    if (capture) {
+        /* thread-local: the library's other threads (checkpoint writer, prefetch) and the
+         * caller's keep their CUDA calls; the capture stream is non-blocking, so the legacy
+         * stream's work never joins the capture */
+        cudaError_t e = cudaStreamBeginCapture(st->capture, cudaStreamCaptureModeThreadLocal);
+        if (e != cudaSuccess) return cuda_fail(ctx, "cudaStreamBeginCapture", e);
+    }
+    st->recording = capture ? REC_CAPTURED : REC_QUEUED;
+    st->results = results, st->slots = 0;
+    if (capture && (s = blas_on(ctx, st, 1))) cuda_rec_end(ctx, NULL); /* keeps s */
+    return s;
+}
+
+/* End the recording; a capture becomes an executable graph in *graph (NULL: abandoned). */
+static hpct_status_t cuda_rec_end(hpct_ctx_t ctx, void **graph)
+{
+    struct cuda_state *st = state_of(ctx);
+    int captured = st->recording == REC_CAPTURED;
+    if (graph) *graph = NULL;
+    st->recording = REC_OFF;
+    if (!captured) return HPCT_SUCCESS;
+    hpct_status_t s = blas_on(ctx, st, 0);
+    cudaGraph_t g = NULL;
+    cudaGraphExec_t exec = NULL;
+    cudaError_t e = cudaStreamEndCapture(st->capture, &g);
+    if (e != cudaSuccess) (void)cudaGetLastError(); /* an invalidated capture is not sticky */
+    if (graph && !s && e != cudaSuccess) s = cuda_fail(ctx, "cudaStreamEndCapture", e);
+    if (graph && !s && (e = cudaGraphInstantiate(&exec, g, 0)) != cudaSuccess)
+        s = cuda_fail(ctx, "cudaGraphInstantiate", e);
+    if (g) cudaGraphDestroy(g);
+    if (graph && !s) *graph = exec;
+    return graph ? s : HPCT_SUCCESS; /* abandoned: the caller's error stands */
+}
+
+/* Queue the graph on the legacy stream (ordered with every other call of the context's). */
+static hpct_status_t cuda_graph_launch(hpct_ctx_t ctx, void *graph)
+{
+    hpct_status_t s = bind_thread(ctx);
+    if (s) return s;
+    cudaError_t e = cudaGraphLaunch((cudaGraphExec_t)graph, NULL);
+    return e == cudaSuccess ? HPCT_SUCCESS : cuda_fail(ctx, "cudaGraphLaunch", e);
+}
+
+static void cuda_graph_free(hpct_ctx_t ctx, void *graph)
+{
+    if (!graph) return;
+    if (state_of(ctx)) cudaSetDevice(state_of(ctx)->device);
+    cudaGraphExecDestroy((cudaGraphExec_t)graph);
 }
 
 /* Wait for the device: the first asynchronous error of the kernels queued so far. */
 static hpct_status_t cuda_sync(hpct_ctx_t ctx)
 {
-    hpct_status_t s = bind_thread(ctx);
+    hpct_status_t s = refused_while_recording(ctx, "a wait for the device");
+    if (!s) s = bind_thread(ctx);
     if (s) return s;
     cudaError_t e = cudaDeviceSynchronize();
     return e == cudaSuccess ? HPCT_SUCCESS : cuda_fail(ctx, "cudaDeviceSynchronize", e);
@@ -513,4 +707,11 @@ const struct hpcti_ops hpcti_cuda_ops = {
     .sgd = cuda_sgd,
     .adamw = cuda_adamw,
     .sync = cuda_sync,
+    .rec_begin = cuda_rec_begin,
+    .rec_end = cuda_rec_end,
+    .graph_launch = cuda_graph_launch,
+    .graph_free = cuda_graph_free,
+    .step_gate = cuda_step_gate,
+    .sgd_gated = cuda_sgd_gated,
+    .adamw_gated = cuda_adamw_gated,
 };

@@ -94,6 +94,29 @@ struct hpcti_ops {
     /* Wait until the device work queued so far is done; its first error (the failing call
      * named). Before a host read that depends on device work, and at the end of a step. */
     hpct_status_t (*sync)(hpct_ctx_t ctx);
+
+    /* Recorded steps (cuda; NULL on cpu): lib/model/fused.c. Between rec_begin and rec_end the
+     * ops above are queued and never waited for: each reduction puts its result in the next
+     * slot of results (device doubles, in call order) instead of *out; to_device and to_host
+     * need pinned host memory (alloc_host) and return at once; alloc, alloc_host and sync are
+     * refused. With capture, the ops are captured into a graph instead of run: rec_end makes
+     * it executable in *graph (graph NULL: abandoned), graph_launch queues it in order with
+     * the context's other work (wait with sync), graph_free frees it. */
+    hpct_status_t (*rec_begin)(hpct_ctx_t ctx, double *results, int capture);
+    hpct_status_t (*rec_end)(hpct_ctx_t ctx, void **graph);
+    hpct_status_t (*graph_launch)(hpct_ctx_t ctx, void *graph);
+    void (*graph_free)(hpct_ctx_t ctx, void *graph);
+    /* On the device (kernels/hpct_math.h hpcti_step_gate): *gate (device int) = whether the
+     * update may run, from results [1 + sums]; sc [HPCTI_SC_GSCALE] its gradient scale. */
+    hpct_status_t (*step_gate)(hpct_ctx_t ctx, const double *results, int sums, float clip,
+                               float *sc, int *gate);
+    /* sgd and adamw with lr, c1, c2 and gscale read from sc [HPCTI_SC_COUNT] (device) when
+     * they run, and nothing written unless *gate (device) is nonzero. */
+    hpct_status_t (*sgd_gated)(hpct_ctx_t ctx, float *p, const float *g, float *v, size_t n,
+                               const float *sc, const int *gate, float mu, int nesterov, float wd);
+    hpct_status_t (*adamw_gated)(hpct_ctx_t ctx, float *p, const float *g, float *m, float *v,
+                                 size_t n, const float *sc, const int *gate, float b1, float b2,
+                                 float eps, float wd);
 };
 
 /* A context with its backend's table but the backend not started (hpct_init binds it once the

@@ -97,53 +97,55 @@ static void channel_bias_grad_task(void *p)
 }
 
 /* Queue task over n elements (none when n is 0), as a launch of kernel. */
-static int launch(const char *kernel, dd_fn task, struct conv_arg *k)
+static int launch(void *stream, const char *kernel, dd_fn task, struct conv_arg *k)
 {
     if (k->n == 0) return 0;
-    dd_enqueue(NULL, kernel, task, k, sizeof *k);
+    dd_enqueue((cudaStream_t)stream, kernel, task, k, sizeof *k);
     return (int)dd_sticky(); /* as cudaGetLastError after a launch */
 }
 
-int hpcti_k_im2col(const struct hpcti_geom *g, const float *x, float *col, int batch)
+int hpcti_k_im2col(void *stream, const struct hpcti_geom *g, const float *x, float *col, int batch)
 {
     struct conv_arg k = {.g = *g, .batch = batch > 0 ? batch : 0, .a = x, .out = col};
     k.n = col_elems(&k);
-    return launch("im2col_kernel", im2col_task, &k);
+    return launch(stream, "im2col_kernel", im2col_task, &k);
 }
 
-int hpcti_k_col2im(const struct hpcti_geom *g, const float *dcol, float *dx, int batch)
+int hpcti_k_col2im(void *stream, const struct hpcti_geom *g, const float *dcol, float *dx,
+                   int batch)
 {
     struct conv_arg k = {.g = *g, .batch = batch > 0 ? batch : 0, .a = dcol, .out = dx};
     k.n = in_elems(&k);
-    return launch("col2im_kernel", col2im_task, &k);
+    return launch(stream, "col2im_kernel", col2im_task, &k);
 }
 
-int hpcti_k_window_fwd(const struct hpcti_geom *g, const float *x, float *y, int batch)
+int hpcti_k_window_fwd(void *stream, const struct hpcti_geom *g, const float *x, float *y,
+                       int batch)
 {
     struct conv_arg k = {.g = *g, .batch = batch > 0 ? batch : 0, .a = x, .out = y};
     k.n = out_elems(&k);
-    return launch("window_fwd_kernel", window_fwd_task, &k);
+    return launch(stream, "window_fwd_kernel", window_fwd_task, &k);
 }
 
-int hpcti_k_window_bwd(const struct hpcti_geom *g, const float *x, const float *dy, float *dx,
-                       int batch)
+int hpcti_k_window_bwd(void *stream, const struct hpcti_geom *g, const float *x, const float *dy,
+                       float *dx, int batch)
 {
     struct conv_arg k = {.g = *g, .batch = batch > 0 ? batch : 0, .a = x, .b = dy, .out = dx};
     k.n = in_elems(&k);
-    return launch("window_bwd_kernel", window_bwd_task, &k);
+    return launch(stream, "window_bwd_kernel", window_bwd_task, &k);
 }
 
-int hpcti_k_channel_bias_act(int act, float *z, const float *bias, float *y, int batch,
-                             int channels, size_t spatial)
+int hpcti_k_channel_bias_act(void *stream, int act, float *z, const float *bias, float *y,
+                             int batch, int channels, size_t spatial)
 {
     struct conv_arg k = {
         .act = act, .channels = channels, .spatial = spatial, .a = bias, .out = z, .out2 = y};
     k.n = (size_t)(batch > 0 ? batch : 0) * (size_t)(channels > 0 ? channels : 0) * spatial;
-    return launch("channel_bias_act_kernel", channel_bias_act_task, &k);
+    return launch(stream, "channel_bias_act_kernel", channel_bias_act_task, &k);
 }
 
-int hpcti_k_channel_bias_grad(const float *dz, float *db, int batch, int channels, size_t spatial,
-                              int accumulate)
+int hpcti_k_channel_bias_grad(void *stream, const float *dz, float *db, int batch, int channels,
+                              size_t spatial, int accumulate)
 {
     struct conv_arg k = {.batch = batch > 0 ? batch : 0,
                          .channels = channels,
@@ -152,5 +154,5 @@ int hpcti_k_channel_bias_grad(const float *dz, float *db, int batch, int channel
                          .a = dz,
                          .out = db};
     k.n = channels > 0 ? (size_t)channels : 0;
-    return launch("channel_bias_grad_kernel", channel_bias_grad_task, &k);
+    return launch(stream, "channel_bias_grad_kernel", channel_bias_grad_task, &k);
 }

@@ -9,6 +9,8 @@
 
 struct cublasContext {
     cublasMath_t math;
+    cudaStream_t stream; /* NULL: the legacy default stream */
+    void *workspace;     /* cublasSetWorkspace's, checked to be device memory; else NULL */
 };
 
 cublasStatus_t cublasCreate(cublasHandle_t *h)
@@ -31,6 +33,25 @@ cublasStatus_t cublasSetMathMode(cublasHandle_t h, cublasMath_t mode)
 {
     if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
     h->math = mode;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+/* As cuBLAS: the stream of later calls, and back to the default workspace. */
+cublasStatus_t cublasSetStream(cublasHandle_t h, cudaStream_t s)
+{
+    if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
+    h->stream = s;
+    h->workspace = NULL;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+/* The double's products need no workspace; it is checked to be device memory of that size. */
+cublasStatus_t cublasSetWorkspace(cublasHandle_t h, void *workspace, size_t bytes)
+{
+    if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (bytes && !dd_dev(workspace, bytes, "cublasSetWorkspace"))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    h->workspace = workspace;
     return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -95,7 +116,7 @@ static int at_least(int ld, int rows)
 }
 
 /* C [m x n] = alpha op(A) op(B) + beta C, all column-major; alpha and beta are read now (host
- * pointer mode), the product runs on the legacy stream. */
+ * pointer mode), the product runs on the handle's stream (cublasSetStream). */
 cublasStatus_t cublasSgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
                            int n, int k, const float *alpha, const float *a, int lda,
                            const float *b, int ldb, const float *beta, float *c, int ldc)
@@ -108,6 +129,6 @@ cublasStatus_t cublasSgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperati
     if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
     struct gemm_arg g = {
         ta == CUBLAS_OP_T, tb == CUBLAS_OP_T, m, n, k, lda, ldb, ldc, *alpha, *beta, a, b, c};
-    dd_enqueue(NULL, "cublasSgemm", gemm_task, &g, sizeof g);
+    dd_enqueue(h->stream, "cublasSgemm", gemm_task, &g, sizeof g);
     return CUBLAS_STATUS_SUCCESS;
 }

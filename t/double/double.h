@@ -49,6 +49,17 @@ cudaError_t dd_sticky(void);
 void dd_context(const char *call);
 /* The double's first use: environment, fault handler. Idempotent. */
 void dd_start(void);
+/* Stream capture (graph.c). 1 when the task (fn, arg) queued on s was recorded into s's
+ * capture instead of run; 0 to queue it (a thread that captures and queues on another stream
+ * invalidates its capture). */
+int dd_capture_take(cudaStream_t s, const char *what, dd_fn fn, const void *arg, size_t bytes,
+                    int always);
+/* A call CUDA forbids on a thread that captures (call names it): invalidates the capture and
+ * returns cudaErrorStreamCaptureUnsupported; cudaSuccess on any other thread. */
+cudaError_t dd_capture_forbids(const char *call);
+/* 1 when stream s is being captured; dd_capture_invalidate says why its capture fails. */
+int dd_capturing(cudaStream_t s);
+void dd_capture_invalidate(cudaStream_t s, const char *why);
 /* Seeded pseudo-random number for stream s's next delay (per-stream sequence). */
 unsigned dd_rand(unsigned *state);
 /* Environment integer or def. */

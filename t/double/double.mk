@@ -2,7 +2,7 @@
 # the library of a tree configured --with-cuda-double only, a test tree that refuses make
 # install; never part of an installed library.
 DOUBLE_SOURCES = t/double/double.h t/double/memory.c t/double/runtime.c t/double/cublas.c \
-	t/double/kernels.c t/double/conv.c t/double/nccl.c t/double/mpi.c t/double/include/cuda_runtime.h \
+	t/double/kernels.c t/double/conv.c t/double/graph.c t/double/nccl.c t/double/mpi.c t/double/include/cuda_runtime.h \
 	t/double/include/cublas_v2.h t/double/include/nccl.h
 EXTRA_DIST += $(DOUBLE_SOURCES) t/double/double.mk
 

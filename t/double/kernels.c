@@ -37,11 +37,12 @@ static void bias_act_task(void *p)
     }
 }
 
-int hpcti_k_bias_act(int act, float *z, const float *bias, float *y, int rows, int cols)
+int hpcti_k_bias_act(void *stream, int act, float *z, const float *bias, float *y, int rows,
+                     int cols)
 {
     if (rows <= 0 || cols <= 0) return 0;
     struct ew_arg k = {.act = act, .rows = rows, .cols = cols, .z = z, .y = y, .a = bias};
-    dd_enqueue(NULL, "bias_act_kernel", bias_act_task, &k, sizeof k);
+    dd_enqueue((cudaStream_t)stream, "bias_act_kernel", bias_act_task, &k, sizeof k);
     return (int)dd_sticky(); /* as cudaGetLastError after a launch */
 }
 
@@ -58,12 +59,12 @@ static void act_backward_task(void *p)
                                           : dy[i] * hpcti_act_deriv(k->act, z[i], y[i]);
 }
 
-int hpcti_k_act_backward(int act, const float *z, const float *y, const float *dy, float *dz,
-                         size_t n)
+int hpcti_k_act_backward(void *stream, int act, const float *z, const float *y, const float *dy,
+                         float *dz, size_t n)
 {
     if (n == 0) return 0;
     struct ew_arg k = {.act = act, .n = n, .a = z, .b = y, .x = (float *)dy, .z = dz};
-    dd_enqueue(NULL, "act_backward_kernel", act_backward_task, &k, sizeof k);
+    dd_enqueue((cudaStream_t)stream, "act_backward_kernel", act_backward_task, &k, sizeof k);
     return (int)dd_sticky(); /* as cudaGetLastError after a launch */
 }
 
@@ -81,11 +82,11 @@ static void bias_grad_task(void *p)
     }
 }
 
-int hpcti_k_bias_grad(const float *dz, float *db, int rows, int cols, int accumulate)
+int hpcti_k_bias_grad(void *stream, const float *dz, float *db, int rows, int cols, int accumulate)
 {
     if (cols <= 0) return 0;
     struct ew_arg k = {.rows = rows, .cols = cols, .accumulate = accumulate, .a = dz, .z = db};
-    dd_enqueue(NULL, "bias_grad_kernel", bias_grad_task, &k, sizeof k);
+    dd_enqueue((cudaStream_t)stream, "bias_grad_kernel", bias_grad_task, &k, sizeof k);
     return (int)dd_sticky(); /* as cudaGetLastError after a launch */
 }
 
@@ -97,17 +98,12 @@ static void scale_task(void *p)
         for (size_t i = 0; i < k->n; i++) x[i] *= k->f[0];
 }
 
-int hpcti_k_scale_on(float *x, float alpha, size_t n, void *stream)
+int hpcti_k_scale(void *stream, float *x, float alpha, size_t n)
 {
     if (n == 0) return 0;
     struct ew_arg k = {.n = n, .x = x, .f = {alpha}};
     dd_enqueue((cudaStream_t)stream, "scale_kernel", scale_task, &k, sizeof k);
     return (int)dd_sticky(); /* as cudaGetLastError after a launch */
-}
-
-int hpcti_k_scale(float *x, float alpha, size_t n)
-{
-    return hpcti_k_scale_on(x, alpha, n, NULL);
 }
 
 /* own [n] = (sum over ranks in order of own or slots[(r < me ? r : r - 1) * n]) * inv */
@@ -129,8 +125,8 @@ static void rank_sum_task(void *p)
     }
 }
 
-int hpcti_k_rank_sum_on(float *own, const float *slots, int nranks, int me, size_t n, float inv,
-                        void *stream)
+int hpcti_k_rank_sum(void *stream, float *own, const float *slots, int nranks, int me, size_t n,
+                     float inv)
 {
     if (n == 0) return 0;
     struct ew_arg k = {.nranks = nranks, .me = me, .n = n, .x = own, .a = slots, .f = {inv}};
@@ -150,13 +146,13 @@ static void sgd_task(void *p)
                          v ? k->nesterov : 0, k->f[2]);
 }
 
-int hpcti_k_sgd(float *p, const float *g, float *v, size_t n, float lr, float mu, int nesterov,
-                float wd, float gscale)
+int hpcti_k_sgd(void *stream, float *p, const float *g, float *v, size_t n, float lr, float mu,
+                int nesterov, float wd, float gscale)
 {
     if (n == 0) return 0;
     struct ew_arg k = {
         .n = n, .x = p, .a = g, .y = v, .nesterov = nesterov, .f = {lr, mu, wd, 0, gscale}};
-    dd_enqueue(NULL, "sgd_kernel", sgd_task, &k, sizeof k);
+    dd_enqueue((cudaStream_t)stream, "sgd_kernel", sgd_task, &k, sizeof k);
     return (int)dd_sticky(); /* as cudaGetLastError after a launch */
 }
 
@@ -172,13 +168,120 @@ static void adamw_task(void *p)
                            k->f[4], k->f[5], k->f[6]);
 }
 
-int hpcti_k_adamw(float *p, const float *g, float *m, float *v, size_t n, float lr, float b1,
-                  float b2, float eps, float wd, float c1, float c2, float gscale)
+int hpcti_k_adamw(void *stream, float *p, const float *g, float *m, float *v, size_t n, float lr,
+                  float b1, float b2, float eps, float wd, float c1, float c2, float gscale)
 {
     if (n == 0) return 0;
     struct ew_arg k = {
         .n = n, .x = p, .a = g, .y = m, .z = v, .f = {lr, b1, b2, eps, wd, c1, c2, gscale}};
-    dd_enqueue(NULL, "adamw_kernel", adamw_task, &k, sizeof k);
+    dd_enqueue((cudaStream_t)stream, "adamw_kernel", adamw_task, &k, sizeof k);
+    return (int)dd_sticky(); /* as cudaGetLastError after a launch */
+}
+
+/* The gated updates of the fused step: scalars and gate read when the task runs, as the
+ * kernels read them from device memory (a replayed graph sees their new values). */
+struct gated_arg {
+    float *p, *v, *m;
+    const float *g, *sc;
+    const int *gate;
+    size_t n;
+    int nesterov;
+    float f[4]; /* SGD: mu, wd; AdamW: b1, b2, eps, wd */
+};
+
+/* The scalars [HPCTI_SC_COUNT] and the gate, or NULL (reported) when either is not device
+ * memory. */
+static const float *gate_open(const struct gated_arg *k, const char *kernel, int *open)
+{
+    const float *sc = dd_dev(k->sc, F * HPCTI_SC_COUNT, kernel);
+    const int *gate = dd_dev(k->gate, sizeof(int), kernel);
+    *open = sc && gate && *gate;
+    return sc;
+}
+
+static void sgd_gated_task(void *p)
+{
+    struct gated_arg *k = p;
+    int open;
+    const float *sc = gate_open(k, "sgd_gated_kernel scalars", &open);
+    if (!open) return;
+    float *w = dd_dev(k->p, F * k->n, "sgd_gated_kernel p");
+    const float *g = dd_dev(k->g, F * k->n, "sgd_gated_kernel g");
+    float *v = k->v ? dd_dev(k->v, F * k->n, "sgd_gated_kernel v") : NULL;
+    if (!w || !g || (k->v && !v)) return;
+    for (size_t i = 0; i < k->n; i++)
+        hpcti_sgd_update(w + i, v ? v + i : NULL, sc[HPCTI_SC_GSCALE] * g[i], sc[HPCTI_SC_LR],
+                         k->f[0], v ? k->nesterov : 0, k->f[1]);
+}
+
+int hpcti_k_sgd_gated(void *stream, float *p, const float *g, float *v, size_t n, const float *sc,
+                      const int *gate, float mu, int nesterov, float wd)
+{
+    if (n == 0) return 0;
+    struct gated_arg k = {.p = p,
+                          .v = v,
+                          .g = g,
+                          .sc = sc,
+                          .gate = gate,
+                          .n = n,
+                          .nesterov = nesterov,
+                          .f = {mu, wd}};
+    dd_enqueue((cudaStream_t)stream, "sgd_gated_kernel", sgd_gated_task, &k, sizeof k);
+    return (int)dd_sticky(); /* as cudaGetLastError after a launch */
+}
+
+static void adamw_gated_task(void *p)
+{
+    struct gated_arg *k = p;
+    int open;
+    const float *sc = gate_open(k, "adamw_gated_kernel scalars", &open);
+    if (!open) return;
+    float *w = dd_dev(k->p, F * k->n, "adamw_gated_kernel p");
+    const float *g = dd_dev(k->g, F * k->n, "adamw_gated_kernel g");
+    float *m = dd_dev(k->m, F * k->n, "adamw_gated_kernel m");
+    float *v = dd_dev(k->v, F * k->n, "adamw_gated_kernel v");
+    if (!w || !g || !m || !v) return;
+    for (size_t i = 0; i < k->n; i++)
+        hpcti_adamw_update(w + i, m + i, v + i, sc[HPCTI_SC_GSCALE] * g[i], sc[HPCTI_SC_LR],
+                           k->f[0], k->f[1], k->f[2], k->f[3], sc[HPCTI_SC_C1], sc[HPCTI_SC_C2]);
+}
+
+int hpcti_k_adamw_gated(void *stream, float *p, const float *g, float *m, float *v, size_t n,
+                        const float *sc, const int *gate, float b1, float b2, float eps, float wd)
+{
+    if (n == 0) return 0;
+    struct gated_arg k = {
+        .p = p, .v = v, .m = m, .g = g, .sc = sc, .gate = gate, .n = n, .f = {b1, b2, eps, wd}};
+    dd_enqueue((cudaStream_t)stream, "adamw_gated_kernel", adamw_gated_task, &k, sizeof k);
+    return (int)dd_sticky(); /* as cudaGetLastError after a launch */
+}
+
+struct gate_arg {
+    const double *results;
+    float *sc;
+    int *gate;
+    int sums;
+    float clip;
+};
+
+static void step_gate_task(void *p)
+{
+    struct gate_arg *k = p;
+    size_t n = (size_t)(1 + (k->sums > 1 ? k->sums : 1));
+    const double *results = dd_dev(k->results, sizeof(double) * n, "step_gate_kernel results");
+    float *sc = dd_dev(k->sc, F * HPCTI_SC_COUNT, "step_gate_kernel scalars");
+    int *gate = dd_dev(k->gate, sizeof(int), "step_gate_kernel gate");
+    if (!results || !sc || !gate) return;
+    float gscale;
+    *gate = hpcti_step_gate(results, k->sums, k->clip, &gscale);
+    sc[HPCTI_SC_GSCALE] = gscale;
+}
+
+int hpcti_k_step_gate(void *stream, const double *results, int sums, float clip, float *sc,
+                      int *gate)
+{
+    struct gate_arg k = {results, sc, gate, sums, clip};
+    dd_enqueue((cudaStream_t)stream, "step_gate_kernel", step_gate_task, &k, sizeof k);
     return (int)dd_sticky(); /* as cudaGetLastError after a launch */
 }
 
@@ -258,16 +361,17 @@ static void reduce_task(void *p)
     out[HPCTI_K_MAX_BLOCKS] = v;
 }
 
-static int reduce(struct red_arg k, const char *what)
+static int reduce(void *stream, struct red_arg k, const char *what)
 {
-    dd_enqueue(NULL, what, reduce_task, &k, sizeof k);
+    dd_enqueue((cudaStream_t)stream, what, reduce_task, &k, sizeof k);
     return (int)dd_sticky(); /* as cudaGetLastError after a launch */
 }
 
-int hpcti_k_softmax_xent(const float *logits, const int32_t *labels, float *dlogits, int rows,
-                         int cols, float scale, double *scratch)
+int hpcti_k_softmax_xent(void *stream, const float *logits, const int32_t *labels, float *dlogits,
+                         int rows, int cols, float scale, double *scratch)
 {
-    return reduce((struct red_arg){.x = logits,
+    return reduce(stream,
+                  (struct red_arg){.x = logits,
                                    .labels = labels,
                                    .d = dlogits,
                                    .scratch = scratch,
@@ -278,10 +382,11 @@ int hpcti_k_softmax_xent(const float *logits, const int32_t *labels, float *dlog
                   "softmax_xent_kernel");
 }
 
-int hpcti_k_count_correct(const float *logits, const int32_t *labels, int rows, int cols,
-                          double *scratch)
+int hpcti_k_count_correct(void *stream, const float *logits, const int32_t *labels, int rows,
+                          int cols, double *scratch)
 {
-    return reduce((struct red_arg){.x = logits,
+    return reduce(stream,
+                  (struct red_arg){.x = logits,
                                    .labels = labels,
                                    .scratch = scratch,
                                    .rows = rows,
@@ -290,10 +395,11 @@ int hpcti_k_count_correct(const float *logits, const int32_t *labels, int rows, 
                   "count_correct_kernel");
 }
 
-int hpcti_k_mse(const float *out, const float *targets, float *dout, size_t n, float scale,
-                double *scratch)
+int hpcti_k_mse(void *stream, const float *out, const float *targets, float *dout, size_t n,
+                float scale, double *scratch)
 {
-    return reduce((struct red_arg){.x = out,
+    return reduce(stream,
+                  (struct red_arg){.x = out,
                                    .t = targets,
                                    .d = dout,
                                    .scratch = scratch,
@@ -303,14 +409,15 @@ int hpcti_k_mse(const float *out, const float *targets, float *dout, size_t n, f
                   "mse_kernel");
 }
 
-int hpcti_k_sumsq(const float *x, size_t n, double *scratch)
+int hpcti_k_sumsq(void *stream, const float *x, size_t n, double *scratch)
 {
-    return reduce((struct red_arg){.x = x, .scratch = scratch, .n = n, .kind = RED_SUMSQ},
+    return reduce(stream, (struct red_arg){.x = x, .scratch = scratch, .n = n, .kind = RED_SUMSQ},
                   "sumsq_kernel");
 }
 
-int hpcti_k_count_nonfinite(const float *x, size_t n, double *scratch)
+int hpcti_k_count_nonfinite(void *stream, const float *x, size_t n, double *scratch)
 {
-    return reduce((struct red_arg){.x = x, .scratch = scratch, .n = n, .kind = RED_NONFINITE},
+    return reduce(stream,
+                  (struct red_arg){.x = x, .scratch = scratch, .n = n, .kind = RED_NONFINITE},
                   "count_nonfinite_kernel");
 }

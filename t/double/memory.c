@@ -187,6 +187,8 @@ static struct region *new_region(void)
  * as float and as double) to make a read of memory nobody wrote visible in every result. */
 cudaError_t cudaMalloc(void **p, size_t bytes)
 {
+    cudaError_t f = dd_capture_forbids("cudaMalloc");
+    if (f) return f;
     dd_start();
     dd_context("cudaMalloc");
     if (!p) return cudaErrorInvalidValue;
@@ -216,6 +218,8 @@ cudaError_t cudaMalloc(void **p, size_t bytes)
 /* cudaFree synchronises the device first, as CUDA's does. */
 cudaError_t cudaFree(void *p)
 {
+    cudaError_t f = dd_capture_forbids("cudaFree");
+    if (f) return f;
     dd_start();
     dd_context("cudaFree");
     cudaDeviceSynchronize();
@@ -236,6 +240,8 @@ cudaError_t cudaFree(void *p)
 
 cudaError_t cudaMallocHost(void **p, size_t bytes)
 {
+    cudaError_t f = dd_capture_forbids("cudaMallocHost");
+    if (f) return f;
     dd_start();
     dd_context("cudaMallocHost");
     void *m = NULL;
@@ -257,6 +263,8 @@ cudaError_t cudaMallocHost(void **p, size_t bytes)
 
 cudaError_t cudaFreeHost(void *p)
 {
+    cudaError_t f = dd_capture_forbids("cudaFreeHost");
+    if (f) return f;
     dd_start();
     dd_context("cudaFreeHost");
     cudaDeviceSynchronize();

@@ -143,6 +143,7 @@ static void enqueue(cudaStream_t s, const char *what, dd_fn fn, const void *arg,
 {
     dd_context(what);
     s = dd_stream(s);
+    if (dd_capture_take(s, what, fn, arg, bytes, always)) return; /* recorded, not run */
     struct task *t = calloc(1, sizeof *t);
     if (!t || bytes > DD_ARG_BYTES) {
         free(t);
@@ -216,6 +217,10 @@ const char *cudaGetErrorName(cudaError_t e)
     case cudaErrorInitializationError: return "cudaErrorInitializationError";
     case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
     case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
+    case cudaErrorIllegalState: return "cudaErrorIllegalState";
+    case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
+    case cudaErrorStreamCaptureInvalidated: return "cudaErrorStreamCaptureInvalidated";
+    case cudaErrorStreamCaptureWrongThread: return "cudaErrorStreamCaptureWrongThread";
     case cudaErrorNotReady: return "cudaErrorNotReady";
     case cudaErrorIllegalAddress: return "cudaErrorIllegalAddress";
     case cudaErrorNotSupported: return "cudaErrorNotSupported";
@@ -323,6 +328,8 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
 
 cudaError_t cudaDeviceSynchronize(void)
 {
+    cudaError_t f = dd_capture_forbids("cudaDeviceSynchronize");
+    if (f) return f;
     dd_stream(NULL);
     dd_context("cudaDeviceSynchronize");
     pthread_mutex_lock(&live_mu); /* streams are never freed: the list only grows */
@@ -366,13 +373,16 @@ cudaError_t cudaStreamDestroy(cudaStream_t s)
 
 cudaError_t cudaStreamSynchronize(cudaStream_t s)
 {
-    return dd_drain(s);
+    cudaError_t f = dd_capture_forbids("cudaStreamSynchronize");
+    return f ? f : dd_drain(s);
 }
 
 /* Not ready while tasks are queued; a query lets the legacy stream run (as the GPU would,
  * eventually), but answers before it has. */
 cudaError_t cudaStreamQuery(cudaStream_t s)
 {
+    cudaError_t f = dd_capture_forbids("cudaStreamQuery");
+    if (f) return f;
     s = dd_stream(s);
     if (s == &legacy) dd_release_default();
     pthread_mutex_lock(&s->mu);
@@ -401,6 +411,10 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
 {
     if (!e) return cudaErrorInvalidResourceHandle;
     s = dd_stream(s);
+    if (dd_capturing(s)) { /* a graph node in CUDA; the double records single streams only */
+        dd_capture_invalidate(s, "cudaEventRecord on a captured stream (not modelled)");
+        return cudaErrorStreamCaptureUnsupported;
+    }
     pthread_mutex_lock(&s->mu);
     e->stream = s, e->seq = s->queued;
     pthread_mutex_unlock(&s->mu);
@@ -409,6 +423,8 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
 
 cudaError_t cudaEventQuery(cudaEvent_t e)
 {
+    cudaError_t f = dd_capture_forbids("cudaEventQuery");
+    if (f) return f;
     if (!e) return cudaErrorInvalidResourceHandle;
     if (!e->stream) return cudaSuccess; /* never recorded: complete, as CUDA says */
     if (e->stream == &legacy) release_to(e->seq);
@@ -421,6 +437,8 @@ cudaError_t cudaEventQuery(cudaEvent_t e)
 
 cudaError_t cudaEventSynchronize(cudaEvent_t e)
 {
+    cudaError_t f = dd_capture_forbids("cudaEventSynchronize");
+    if (f) return f;
     if (!e) return cudaErrorInvalidResourceHandle;
     if (e->stream) wait_done(e->stream, e->seq);
     return dd_sticky();
@@ -443,6 +461,11 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags)
 {
     (void)flags;
     if (!e) return cudaErrorInvalidResourceHandle;
+    if (dd_capturing(dd_stream(s))) {
+        dd_capture_invalidate(dd_stream(s), "cudaStreamWaitEvent on a captured stream (not "
+                                            "modelled)");
+        return cudaErrorStreamCaptureUnsupported;
+    }
     if (!e->stream) return cudaSuccess;
     struct wait_arg a = {e->stream, e->seq};
     if (e->stream == &legacy) release_to(e->seq);
@@ -501,8 +524,7 @@ static cudaError_t check_kind(const void *dst, const void *src, enum cudaMemcpyK
 /* Queue the copy on s. CUDA's rules for pageable host memory (kind 0): to the device, the
  * source is staged at the call (taken now); from the device, the call returns once the copy
  * is done. *waits = 1 when the caller must drain s (device to pageable host). */
-static cudaError_t queue_copy(void *dst, const void *src, size_t bytes, cudaStream_t s,
-                              int *waits)
+static cudaError_t queue_copy(void *dst, const void *src, size_t bytes, cudaStream_t s, int *waits)
 {
     int dk = dd_kind(dst), sk = dd_kind(src);
     struct copy_arg a = {dst, src, bytes, 0, NULL};
@@ -521,6 +543,11 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, enum cudaM
 {
     cudaError_t e = check_kind(dst, src, kind, "cudaMemcpyAsync");
     int waits = 0;
+    if (!e && bytes && dd_capturing(dd_stream(s)) && (dd_kind(dst) == 0 || dd_kind(src) == 0)) {
+        /* a graph's copy reads its host memory at each replay: pinned memory only */
+        dd_capture_invalidate(dd_stream(s), "cudaMemcpyAsync of pageable host memory");
+        return cudaErrorStreamCaptureUnsupported;
+    }
     if (!e && bytes) e = queue_copy(dst, src, bytes, s, &waits);
     if (!e && waits) e = dd_drain(s);
     return e ? e : dd_sticky();
@@ -531,7 +558,9 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, enum cudaM
  * "API synchronization behavior"). */
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind)
 {
-    cudaError_t e = check_kind(dst, src, kind, "cudaMemcpy");
+    cudaError_t e = dd_capture_forbids("cudaMemcpy");
+    if (e) return e;
+    e = check_kind(dst, src, kind, "cudaMemcpy");
     int waits = 0, dk = dd_kind(dst), sk = dd_kind(src);
     if (e || !bytes) return e ? e : dd_sticky();
     if ((e = queue_copy(dst, src, bytes, NULL, &waits))) return e;

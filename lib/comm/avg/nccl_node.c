@@ -360,7 +360,7 @@ hpct_status_t hpcti_nccl_node_mean(hpcti_nccl_t *nc, float *buf, size_t count, f
     if (!s && count) s = enqueue_reduce_scatter(nc, buf, count);
     if (s || count == 0) return s;
     size_t shard = hpcti_nccl_shard(count, nc->node_size);
-    int err = hpcti_k_scale_on(nc->shard, inv, shard, nc->stream);
+    int err = hpcti_k_scale(nc->stream, nc->shard, inv, shard);
     if (err != cudaSuccess) return cuda_fail(nc, "scale_kernel launch", (cudaError_t)err);
     return enqueue_all_gather(nc, buf, count);
 }
@@ -469,7 +469,7 @@ hpct_status_t hpcti_nccl_rank_sum(hpcti_nccl_t *nc, float *own, const float *slo
 {
     hpct_status_t s = on_device(nc);
     if (s) return s;
-    int err = hpcti_k_rank_sum_on(own, slots, nranks, me, n, inv, nc->stream);
+    int err = hpcti_k_rank_sum(nc->stream, own, slots, nranks, me, n, inv);
     return err == cudaSuccess ? HPCT_SUCCESS
                               : cuda_fail(nc, "rank_sum_kernel launch", (cudaError_t)err);
 }
@@ -481,7 +481,7 @@ hpct_status_t hpcti_nccl_rank_sum_marked(hpcti_nccl_t *nc, float *own, const flo
     hpct_status_t s = mark < 0 ? HPCT_ERR_INTERNAL : on_device(nc);
     if (!s) s = mark_event(nc, mark, &ev);
     if (s) return s;
-    int err = hpcti_k_rank_sum_on(own, slots, nranks, me, n, inv, nc->side);
+    int err = hpcti_k_rank_sum(nc->side, own, slots, nranks, me, n, inv);
     if (err != cudaSuccess)
         return cuda_fail(nc, "rank_sum_kernel launch (side stream)", (cudaError_t)err);
     cudaError_t e = cudaEventRecord(ev, nc->side);
