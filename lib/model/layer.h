@@ -59,6 +59,8 @@ struct hpct_model {
     int agreed; /* the agreement before backward ran in this step (hpcti_model_step_begins) */
     hpct_status_t hook_status;    /* first error a ready hook returned during backward */
     hpct_status_t nonfinite_loss; /* status of a non-finite loss; 0: HPCT_ERR_NONFINITE */
+    unsigned long layout;         /* counts moves of flat_grads (recorded steps use its address) */
+    struct hpcti_fused *fused;    /* the fused step's buffers and graphs (fused.c), or NULL */
 };
 
 /* The shape the next layer receives: the last layer's output, or the flat inputs. */
@@ -83,6 +85,30 @@ HPCTI_CHECK hpct_status_t hpcti_conv_weight_grad(hpct_model_t m, struct hpcti_la
                                                  const float *dz, int batch, int accumulate);
 HPCTI_CHECK hpct_status_t hpcti_spatial_input_grad(hpct_model_t m, struct hpcti_layer *d,
                                                    const float *dz, float *dx, int batch);
+/* The passes of hpct_model_loss_grad, shared with the fused step (fused.c):
+ * layer by layer, dense z = x W^T + b, y = act(z), the others in layers.c, reshape passing its
+ * input on: *y = the last layer's output; */
+HPCTI_CHECK hpct_status_t hpcti_forward(hpct_model_t m, const float *x, int batch, const float **y);
+/* *loss = hpcti_mean_loss of the loss of out [batch, outputs] against t; d(loss)/d(out) into
+ * dout; */
+HPCTI_CHECK hpct_status_t hpcti_batch_loss(hpct_model_t m, const float *out, const void *t,
+                                           int batch, float *dout, double *loss);
+/* backpropagate d loss / d last output (in grad_a[0]) through every layer into the gradients
+ * (=, or += when accumulate): dz = dy act'(z) in place, then the layer's own backward into the
+ * other buffer. */
+HPCTI_CHECK hpct_status_t hpcti_backward(hpct_model_t m, int batch, int accumulate);
+/* The mean loss of a batch whose summed loss is sum: over its outputs (MSE) or its samples. */
+double hpcti_mean_loss(hpct_model_t m, double sum, int batch);
+/* The argument checks of a batch and its targets (fn names the call): the batch size, NULL
+ * pointers, the labels' range (device labels copied to the host for it). */
+HPCTI_CHECK hpct_status_t hpcti_check_inputs(hpct_model_t m, const char *fn, const float *x,
+                                             const void *targets, int batch);
+/* 1 when p is device memory the kernels read in place (cuda: device or managed memory). */
+int hpcti_on_device(hpct_model_t m, const void *p);
+/* Bytes of the targets of batch samples: int32 labels, or rows of floats (MSE). */
+size_t hpcti_target_bytes(hpct_model_t m, int batch);
+/* Free the fused step's buffers and graphs (hpct_model_destroy). */
+void hpcti_fused_free(hpct_model_t m);
 /* Append layer l's part of the description ("-conv32k3s1same(relu)") at buf + *used. */
 void hpcti_layer_describe(const struct hpcti_layer *d, char *buf, size_t len, size_t *used);
 

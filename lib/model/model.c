@@ -57,6 +57,7 @@ void hpct_model_destroy(hpct_model_t m)
 {
     if (!m) return;
     const struct hpcti_ops *ops = m->ctx->ops;
+    hpcti_fused_free(m);
     for (int l = 0; l < m->num; l++) {
         struct hpcti_layer *d = &m->layers[l];
         if (d->kind == HPCTI_LAYER_RESHAPE) continue; /* z, y are views */
@@ -97,6 +98,7 @@ void hpcti_model_move_grads(hpct_model_t m, float *flat, hpcti_grads_release_fn 
     }
     give_back_grads(m, old);
     m->flat_grads = flat, m->grads_release = release;
+    m->layout++;
 }
 
 struct hpcti_shape hpcti_model_tail(hpct_model_t m)
@@ -402,8 +404,7 @@ static hpct_status_t check_labels(hpct_model_t m, const char *fn, const int32_t 
     return HPCT_SUCCESS;
 }
 
-/* 1 when p is device memory the kernels read in place (cuda: device or managed memory). */
-static int on_device(hpct_model_t m, const void *p)
+int hpcti_on_device(hpct_model_t m, const void *p)
 {
     return !tensors_on_host(m->ctx) && m->ctx->ops->is_device(m->ctx, p);
 }
@@ -421,19 +422,24 @@ static hpct_status_t check_device_labels(hpct_model_t m, const char *fn, const i
 static hpct_status_t stage_inputs(hpct_model_t m, const float *x, int batch, const float **xd)
 {
     *xd = x;
-    if (tensors_on_host(m->ctx) || on_device(m, x)) return HPCT_SUCCESS;
+    if (tensors_on_host(m->ctx) || hpcti_on_device(m, x)) return HPCT_SUCCESS;
     *xd = m->x_dev;
     return m->ctx->ops->to_device(m->ctx, m->x_dev, x, sizeof(float) * (size_t)batch * m->inputs);
+}
+
+size_t hpcti_target_bytes(hpct_model_t m, int batch)
+{
+    size_t per = m->loss == HPCT_LOSS_MSE ? sizeof(float) * (size_t)m->layers[m->num - 1].out
+                                          : sizeof(int32_t);
+    return per * (size_t)batch;
 }
 
 static hpct_status_t stage_targets(hpct_model_t m, const void *t, int batch, const void **td)
 {
     *td = t;
-    if (tensors_on_host(m->ctx) || on_device(m, t)) return HPCT_SUCCESS;
-    size_t per = m->loss == HPCT_LOSS_MSE ? sizeof(float) * (size_t)m->layers[m->num - 1].out
-                                          : sizeof(int32_t);
+    if (tensors_on_host(m->ctx) || hpcti_on_device(m, t)) return HPCT_SUCCESS;
     *td = m->targets_dev;
-    return m->ctx->ops->to_device(m->ctx, m->targets_dev, t, per * (size_t)batch);
+    return m->ctx->ops->to_device(m->ctx, m->targets_dev, t, hpcti_target_bytes(m, batch));
 }
 
 /* The timeline span of layer l's forward or backward pass, begun at t0 (0: no timeline). */
@@ -445,9 +451,7 @@ static void layer_span(hpct_model_t m, const char *pass, int l, double t0)
     hpcti_tl_span(m->ctx, 0, name, "compute", t0, hpcti_now(), "\"layer\":%d", l);
 }
 
-/* Layer by layer: dense z = x W^T + b, y = act(z); the others in layers.c; reshape passes its
- * input on. *y = the last layer's output. */
-static hpct_status_t forward(hpct_model_t m, const float *x, int batch, const float **y)
+hpct_status_t hpcti_forward(hpct_model_t m, const float *x, int batch, const float **y)
 {
     const struct hpcti_ops *ops = m->ctx->ops;
     const float *a = x;
@@ -475,12 +479,17 @@ static hpct_status_t stage_forward(hpct_model_t m, const float *x, int batch, co
                                    const float **y)
 {
     hpct_status_t s = stage_inputs(m, x, batch, xd);
-    return s ? s : forward(m, *xd, batch, y);
+    return s ? s : hpcti_forward(m, *xd, batch, y);
 }
 
-/* *loss = loss of the last layer's output; writes d(loss)/d(output) into dout. */
-static hpct_status_t batch_loss(hpct_model_t m, const float *out, const void *t, int batch,
-                                float *dout, double *loss)
+double hpcti_mean_loss(hpct_model_t m, double sum, int batch)
+{
+    if (m->loss == HPCT_LOSS_MSE) return sum / ((double)batch * m->layers[m->num - 1].out);
+    return sum / batch;
+}
+
+hpct_status_t hpcti_batch_loss(hpct_model_t m, const float *out, const void *t, int batch,
+                               float *dout, double *loss)
 {
     int cols = m->layers[m->num - 1].out;
     double sum = NAN;
@@ -488,11 +497,10 @@ static hpct_status_t batch_loss(hpct_model_t m, const float *out, const void *t,
     if (m->loss == HPCT_LOSS_MSE) {
         size_t n = (size_t)batch * cols;
         s = m->ctx->ops->mse(m->ctx, out, t, dout, n, 1.0f / (float)n, &sum);
-        *loss = sum / (double)n;
     } else {
         s = m->ctx->ops->softmax_xent(m->ctx, out, t, dout, batch, cols, 1.0f / (float)batch, &sum);
-        *loss = sum / batch;
     }
+    *loss = hpcti_mean_loss(m, sum, batch);
     return s;
 }
 
@@ -526,9 +534,7 @@ static int first_computing(hpct_model_t m)
     return l;
 }
 
-/* Backpropagate d loss / d last output (in grad_a[0]) through every layer into the gradients:
- * dz = dy act'(z) in place, then the layer's own backward into the other buffer. */
-static hpct_status_t backward(hpct_model_t m, int batch, int accumulate)
+hpct_status_t hpcti_backward(hpct_model_t m, int batch, int accumulate)
 {
     int cur = 0, pl = m->param_layers, first = first_computing(m);
     hpct_status_t s = HPCT_SUCCESS;
@@ -591,23 +597,28 @@ hpct_status_t hpcti_model_refuse(hpct_model_t m, hpct_status_t s, const char *fn
     return m->grads_agree(m->ctx, s, fn);
 }
 
-/* Forward and loss of one batch: *l, *xd (staged inputs); a status of this rank alone. */
-static hpct_status_t forward_loss(hpct_model_t m, const char *fn, const float *x,
-                                  const void *targets, int batch, const float **xd, double *l)
+hpct_status_t hpcti_check_inputs(hpct_model_t m, const char *fn, const float *x,
+                                 const void *targets, int batch)
 {
     hpct_status_t s = check_batch(m, fn, x, batch);
     if (s) return s;
     if (!targets) return hpcti_error(m->ctx, HPCT_ERR_INVALID_ARG, "%s: targets are NULL", fn);
-    if (m->loss == HPCT_LOSS_SOFTMAX_CE) {
-        s = on_device(m, targets) ? check_device_labels(m, fn, targets, (size_t)batch, 0)
-                                  : check_labels(m, fn, targets, (size_t)batch, 0);
-        if (s) return s;
-    }
+    if (m->loss != HPCT_LOSS_SOFTMAX_CE) return HPCT_SUCCESS;
+    return hpcti_on_device(m, targets) ? check_device_labels(m, fn, targets, (size_t)batch, 0)
+                                       : check_labels(m, fn, targets, (size_t)batch, 0);
+}
+
+/* Forward and loss of one batch: *l, *xd (staged inputs); a status of this rank alone. */
+static hpct_status_t forward_loss(hpct_model_t m, const char *fn, const float *x,
+                                  const void *targets, int batch, const float **xd, double *l)
+{
+    hpct_status_t s = hpcti_check_inputs(m, fn, x, targets, batch);
+    if (s) return s;
     const float *y;
     const void *td;
     s = stage_forward(m, x, batch, xd, &y);
     if (!s) s = stage_targets(m, targets, batch, &td);
-    if (!s) s = batch_loss(m, y, td, batch, m->grad_a[0], l);
+    if (!s) s = hpcti_batch_loss(m, y, td, batch, m->grad_a[0], l);
     if (!s && !isfinite(*l))
         s = hpcti_error(m->ctx, m->nonfinite_loss ? m->nonfinite_loss : HPCT_ERR_NONFINITE,
                         "%s: the loss is %g; gradients were not updated", fn, *l);
@@ -628,7 +639,7 @@ hpct_status_t hpct_model_loss_grad(hpct_model_t m, const float *x, const void *t
         s = m->grads_agree(m->ctx, s, fn);
     }
     if (s) return s;
-    s = backward(m, batch, accumulate);
+    s = hpcti_backward(m, batch, accumulate);
     if (m->grad_ready) { /* finish the averaging that backward started (or end its op) */
         hpct_status_t hook = m->hook_status;
         m->hook_status = HPCT_SUCCESS;
@@ -654,7 +665,7 @@ hpct_status_t hpct_model_evaluate(hpct_model_t m, const float *x, const void *ta
                            targets ? "n is 0" : "targets are NULL");
     int cols = m->layers[m->num - 1].out;
     int ce = m->loss == HPCT_LOSS_SOFTMAX_CE;
-    int dev_labels = ce && on_device(m, targets); /* checked a batch at a time below */
+    int dev_labels = ce && hpcti_on_device(m, targets); /* checked a batch at a time below */
     if (ce && !dev_labels && (s = check_labels(m, fn, targets, n, 0))) return s;
     double total = 0.0;
     long correct = 0;
@@ -669,7 +680,7 @@ hpct_status_t hpct_model_evaluate(hpct_model_t m, const float *x, const void *ta
         s = dev_labels ? check_device_labels(m, fn, t, (size_t)b, i) : HPCT_SUCCESS;
         if (!s) s = stage_forward(m, x + i * (size_t)m->inputs, b, &xd, &y);
         if (!s) s = stage_targets(m, t, b, &td);
-        if (!s) s = batch_loss(m, y, td, b, m->grad_a[0], &l);
+        if (!s) s = hpcti_batch_loss(m, y, td, b, m->grad_a[0], &l);
         if (!s && ce) s = m->ctx->ops->count_correct(m->ctx, y, td, b, cols, &c);
         if (s) return s;
         total += l * b;

@@ -46,6 +46,25 @@ void hpcti_model_step_begins(hpct_model_t m);
  * agreement before the averaging carries it to every rank. */
 void hpcti_model_set_nonfinite_loss(hpct_model_t m, hpct_status_t status);
 
+/* The fused step (fused.c): one training step of a built model m and an optimizer o over
+ * m's own parameter set as one recorded sequence of device work, captured as a CUDA graph
+ * and replayed when the same shapes come again (HPCT_CUDA_GRAPH=0: never captured). For one
+ * rank on a backend that records steps (cuda) and a model without averaging hooks:
+ * hpcti_fused_applies says whether it does. Status: this rank's, of the argument checks, the
+ * device work and a non-finite loss (the parameters then untouched); *loss the batch's mean
+ * loss; *updated 1 when the update ran, 0 when the gradients' check (non-finite values, or a
+ * non-finite norm when o clips) refused it: the caller's own check then names the reason. */
+int hpcti_fused_applies(hpct_model_t m, hpct_optimizer_t o);
+/* What the fused steps of m did so far: steps run as recorded (not captured), steps replayed
+ * from a graph, graphs captured (each capture is then replayed at once). */
+struct hpcti_fused_stats {
+    long queued, replayed, captured;
+};
+void hpcti_fused_stats(hpct_model_t m, struct hpcti_fused_stats *stats);
+HPCTI_CHECK hpct_status_t hpcti_fused_step(hpct_model_t m, hpct_optimizer_t o, const char *fn,
+                                           const float *x, const void *targets, int batch,
+                                           float *loss, int *updated);
+
 /* 1 when m has a layer other than dense (its checkpoints are schema 2). */
 int hpcti_model_layered(hpct_model_t m);
 

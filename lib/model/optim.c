@@ -1,6 +1,7 @@
 /* optim.c: SGD and AdamW over a parameter set, LR schedules, global-norm clipping. */
 #include "params.h"
 #include "../device/ops.h"
+#include "../../kernels/hpct_math.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -119,8 +120,72 @@ static hpct_status_t clip_scale(hpct_optimizer_t o, float *gscale)
                            "hpct_optimizer_step: the gradient norm is %g at step %ld; parameters "
                            "were not updated",
                            norm, o->step);
-    if (norm > o->cfg.clip_norm) *gscale = (float)(o->cfg.clip_norm / (norm + 1e-6));
+    *gscale = hpcti_clip_factor(norm, o->cfg.clip_norm);
     return HPCT_SUCCESS;
+}
+
+/* The bias corrections of update step (0-based): c1 = 1 - b1^(step+1), c2 = 1 - b2^(step+1). */
+static void corrections(const hpct_optim_config_t *c, long step, float *c1, float *c2)
+{
+    *c1 = 1.0f - powf(c->beta1, (float)(step + 1));
+    *c2 = 1.0f - powf(c->beta2, (float)(step + 1));
+}
+
+/* Update buffer i with scalars lr, c1, c2, gscale: the kernels of hpct_optimizer_step. */
+static hpct_status_t update(hpct_optimizer_t o, int i, float lr, float c1, float c2, float gscale)
+{
+    hpct_ctx_t ctx = o->params->ctx;
+    const hpct_optim_config_t *c = &o->cfg;
+    struct hpcti_param_buf *b = &o->params->bufs[i];
+    if (c->kind == HPCT_OPT_ADAMW)
+        return ctx->ops->adamw(ctx, b->param, b->grad, state_of(o, i, 0), state_of(o, i, 1),
+                               b->count, lr, c->beta1, c->beta2, c->eps, c->weight_decay, c1, c2,
+                               gscale);
+    return ctx->ops->sgd(ctx, b->param, b->grad, state_of(o, i, 0), b->count, lr, c->momentum,
+                         c->nesterov, c->weight_decay, gscale);
+}
+
+/* The same update, gated, its scalars read from sc (device) when it runs. */
+static hpct_status_t update_gated(hpct_optimizer_t o, int i, const float *sc, const int *gate)
+{
+    hpct_ctx_t ctx = o->params->ctx;
+    const hpct_optim_config_t *c = &o->cfg;
+    struct hpcti_param_buf *b = &o->params->bufs[i];
+    if (c->kind == HPCT_OPT_ADAMW)
+        return ctx->ops->adamw_gated(ctx, b->param, b->grad, state_of(o, i, 0), state_of(o, i, 1),
+                                     b->count, sc, gate, c->beta1, c->beta2, c->eps,
+                                     c->weight_decay);
+    return ctx->ops->sgd_gated(ctx, b->param, b->grad, state_of(o, i, 0), b->count, sc, gate,
+                               c->momentum, c->nesterov, c->weight_decay);
+}
+
+void hpcti_optimizer_scalars(hpct_optimizer_t o, float *sc)
+{
+    sc[HPCTI_SC_LR] = schedule_lr(&o->cfg, o->step);
+    corrections(&o->cfg, o->step, &sc[HPCTI_SC_C1], &sc[HPCTI_SC_C2]);
+    sc[HPCTI_SC_GSCALE] = 1.0f;
+}
+
+hpct_status_t hpcti_optimizer_record_update(hpct_optimizer_t o, const float *sc, const int *gate)
+{
+    hpct_status_t s = HPCT_SUCCESS;
+    for (int i = 0; i < o->params->num && !s; i++) s = update_gated(o, i, sc, gate);
+    return s;
+}
+
+void hpcti_optimizer_advance(hpct_optimizer_t o)
+{
+    o->step++;
+}
+
+float hpcti_optimizer_clip(hpct_optimizer_t o)
+{
+    return o->cfg.clip_norm;
+}
+
+void hpcti_optimizer_mark(hpct_optimizer_t o, struct hpcti_optimizer_mark *mark)
+{
+    mark->opt = o, mark->state = o->state, mark->cfg = o->cfg;
 }
 
 hpct_status_t hpct_optimizer_step(hpct_optimizer_t o)
@@ -131,20 +196,9 @@ hpct_status_t hpct_optimizer_step(hpct_optimizer_t o)
     float gscale;
     hpct_status_t s = clip_scale(o, &gscale);
     if (s) return s;
-    const hpct_optim_config_t *c = &o->cfg;
-    float lr = schedule_lr(c, o->step);
-    float c1 = 1.0f - powf(c->beta1, (float)(o->step + 1));
-    float c2 = 1.0f - powf(c->beta2, (float)(o->step + 1));
-    for (int i = 0; i < o->params->num && !s; i++) {
-        struct hpcti_param_buf *b = &o->params->bufs[i];
-        if (c->kind == HPCT_OPT_ADAMW)
-            s = ctx->ops->adamw(ctx, b->param, b->grad, state_of(o, i, 0), state_of(o, i, 1),
-                                b->count, lr, c->beta1, c->beta2, c->eps, c->weight_decay, c1, c2,
-                                gscale);
-        else
-            s = ctx->ops->sgd(ctx, b->param, b->grad, state_of(o, i, 0), b->count, lr, c->momentum,
-                              c->nesterov, c->weight_decay, gscale);
-    }
+    float lr = schedule_lr(&o->cfg, o->step), c1, c2;
+    corrections(&o->cfg, o->step, &c1, &c2);
+    for (int i = 0; i < o->params->num && !s; i++) s = update(o, i, lr, c1, c2, gscale);
     if (!s) s = ctx->ops->sync(ctx); /* a failed update kernel surfaces in this step */
     if (s) return s;
     o->step++;

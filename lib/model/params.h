@@ -27,6 +27,22 @@ hpct_params_t hpcti_optimizer_params(hpct_optimizer_t opt);
 /* 1 when opt clips by the global gradient norm (clip_norm > 0): its step then reads every
  * gradient first and refuses a non-finite norm with HPCT_ERR_NONFINITE. */
 int hpcti_optimizer_clips(hpct_optimizer_t opt);
+/* The fused step's parts of an optimizer (lib/model/fused.c): the scalars of its next update
+ * into sc [HPCTI_SC_COUNT] (lr, c1, c2; gscale 1); its clip norm (0: none); the update of every
+ * buffer, its scalars read from sc (device) when it runs and nothing written unless *gate
+ * (device) is nonzero; a step count advanced for an update the fused step made. */
+void hpcti_optimizer_scalars(hpct_optimizer_t opt, float *sc);
+float hpcti_optimizer_clip(hpct_optimizer_t opt);
+HPCTI_CHECK hpct_status_t hpcti_optimizer_record_update(hpct_optimizer_t opt, const float *sc,
+                                                        const int *gate);
+void hpcti_optimizer_advance(hpct_optimizer_t opt);
+/* What a recorded update depends on besides its scalars: the optimizer, its state and config. */
+struct hpcti_optimizer_mark {
+    hpct_optimizer_t opt;
+    const float *state;
+    hpct_optim_config_t cfg;
+};
+void hpcti_optimizer_mark(hpct_optimizer_t opt, struct hpcti_optimizer_mark *mark);
 /* *bad = the index of the first buffer of p whose gradient holds a NaN or Inf, or -1 when
  * every gradient is finite: one read of every gradient. */
 HPCTI_CHECK hpct_status_t hpcti_params_nonfinite_grad(hpct_params_t p, int *bad);

@@ -416,6 +416,7 @@ struct local {
     char detail[sizeof((struct hpct_ctx *)0)->last_error];
     int batch;
     double loss_sum; /* local mean loss * batch */
+    int updated;     /* the fused step averaged nothing (one rank) and made the update */
 };
 
 /* Argument checks shared by both kinds of step. */
@@ -542,10 +543,10 @@ static hpct_status_t complete(hpct_insitu_t S, const char *fn, struct local *me,
         return hpcti_error(S->ctx, HPCT_ERR_INVALID_ARG,
                            "%s: local_batch is 0 on all %d ranks: there is nothing to train on", fn,
                            S->world);
-    if (!s) s = weight_and_average(S, me->batch, sum[0]);
-    if (!s) s = check_finite(S, fn);
+    if (!s && !me->updated) s = weight_and_average(S, me->batch, sum[0]);
+    if (!s && !me->updated) s = check_finite(S, fn);
     double t2 = hpcti_tl_now(S->ctx);
-    if (!s) s = hpct_optimizer_step(S->opt);
+    if (!s && !me->updated) s = hpct_optimizer_step(S->opt);
     if (t2 > 0) hpcti_tl_span(S->ctx, 0, "optimizer", "compute", t2, hpcti_now(), NULL);
     if (s == HPCT_ERR_NONFINITE && S->dist) hpcti_mark_error_shared(S->ctx); /* same verdict */
     if (!s) {
@@ -630,7 +631,10 @@ hpct_status_t hpct_insitu_step(hpct_insitu_t S, const float *x, const void *targ
         me.status = hpcti_error(S->ctx, HPCT_ERR_INVALID_ARG, "%s: %s NULL with local_batch %d", fn,
                                 !x ? "x is" : "targets are", local_batch);
     float l = 0.0f;
-    if (!me.status && local_batch > 0)
+    if (!me.status && local_batch > 0 && S->world == 1 && hpcti_fused_applies(S->model, S->opt))
+        me.status =
+            hpcti_fused_step(S->model, S->opt, fn, x, targets, local_batch, &l, &me.updated);
+    else if (!me.status && local_batch > 0)
         me.status = hpct_model_loss_grad(S->model, x, targets, local_batch, 0, &l);
     else if (!me.status)
         me.status = hpct_params_zero_grads(S->params);
