@@ -47,9 +47,10 @@ TESTS += t/test_header.sh
 EXTRA_DIST += t/test_header.sh
 
 # ---- GPU: always built; they skip without CUDA/NCCL or without a device ----------
-check_PROGRAMS += t/test_cuda t/test_nccl t/test_gpu_logic
-TESTS += t/test_cuda t/test_nccl.sh t/test_gpu_logic t/test_gpu_train.sh
+check_PROGRAMS += t/test_cuda t/test_cuda_graph t/test_nccl t/test_gpu_logic
+TESTS += t/test_cuda t/test_cuda_graph t/test_nccl.sh t/test_gpu_logic t/test_gpu_train.sh
 t_test_cuda_LDADD = $(TEST_LIBS)
+t_test_cuda_graph_LDADD = $(TEST_LIBS)
 # the CUDA backend's host-side logic (kernels/gpu_logic.h): runs on the CPU in every build
 t_test_gpu_logic_LDADD = $(TEST_LIBS)
 t_test_nccl_LDADD = t/lib/libmpiprog.a $(TEST_LIBS)

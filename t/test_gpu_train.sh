@@ -7,8 +7,10 @@
 # the loss of every step within 2e-3 (relative) of the cpu run at the same W (fp32 sums in
 # another order on each backend); then the in-situ session (t/lib/insitu_prog same) at W = 2
 # on the cuda backend: every step, bit-identical replicas and losses on every rank, and with x
-# and y in device memory the same parameters as from host arrays; and a convolutional model
-# (the layers key: conv, max pool, conv, dense) at W = 2 and 4 as the first runs.
+# and y in device memory the same parameters as from host arrays; a convolutional model
+# (the layers key: conv, max pool, conv, dense) at W = 2 and 4 as the first runs; and the
+# in-situ session of one rank, whose fused step is captured as CUDA graphs: 100 steps over 8
+# batch sizes equal to HPCT_CUDA_GRAPH=0's, and to a run stopped by SIGTERM and resumed.
 # In a tree built --with-cuda-double every point says so and each cuda run repeats under the
 # seeds in CUDA_DOUBLE_SEEDS (default 1 2). Skips without the cuda backend or a device.
 . "${top_srcdir:-.}/t/lib/tap.sh"
@@ -29,7 +31,7 @@ oversub=
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/hpct-gputrain.XXXXXX") || skip_all "mktemp failed"
 trap 'rm -rf "$tmp"' EXIT
 
-plan 9
+plan 12
 train_csv "$tmp/data.csv"
 timeout -s KILL 60 "$b/tools/hpctrain" shard -o "$tmp/ds" -n 4 "$tmp/data.csv" >"$tmp/shard.log" 2>&1
 ok $? "${tag}hpctrain shard: the runs' data" "$tmp/shard.log"
@@ -152,4 +154,38 @@ h=$(hash_of "$tmp/insitu-host.log") d=$(hash_of "$tmp/insitu-device.log")
     grep -q '^rc 0$' "$tmp/insitu-host.log" && grep -q '^rc 0$' "$tmp/insitu-device.log"
 ok $? "${tag}in-situ W=2, x and y in device memory: parameters after 20 steps equal the host arrays' (hash ${d:-none} vs ${h:-none})" ||
     grep -h '^FAIL\|^rc\|error' "$tmp/insitu-host.log" "$tmp/insitu-device.log" | tail -n 8 | sed 's/^/#   /'
+# The in-situ session of one rank (issue 33): the fused step on the cuda backend, captured as
+# CUDA graphs. t/lib/insitu_prog sim at W = 1 cycles its batch through all 8 sizes: each is
+# first run uncaptured, then captured, then replayed (8 captures, 92 replays in 100 steps). The
+# parameters after 100 steps: the same with HPCT_CUDA_GRAPH=0 (never captured), and after a
+# SIGTERM at step 37 (exit 75, checkpoint) and a resumed run (new graphs) to step 100.
+sim() { # NAME DIR STOP_AT ENV...: the run's log in $tmp/sim-NAME.log, its exit status last
+    name=$1 dir=$2 stop=$3
+    shift 3
+    env HPCT_TEST_BACKEND=cuda HPCT_LOG_LEVEL=3 CUDA_DOUBLE_SEED="$seed" "$@" \
+        timeout -s KILL 120 "$MPIRUN" -np 1 "$b/t/lib/insitu_prog" sim "$tmp/$dir" 100 "$stop" 0 \
+        10 shared >"$tmp/sim-$name.log" 2>&1
+    echo "rc $?" >>"$tmp/sim-$name.log"
+}
+params_of() { sed -n 's/^RESULT .*params=\([0-9a-f]*\).*/\1/p' "$tmp/sim-$1.log"; }
+graphs_of() { sed -n 's/.*fused step: \([0-9]*\) steps, \([0-9]*\) of them replayed CUDA graphs (\([0-9]*\) captured).*/\1 \2 \3/p' "$tmp/sim-$1.log"; }
+sim on simon 0
+sim off simoff 0 HPCT_CUDA_GRAPH=0
+on=$(params_of on) off=$(params_of off)
+[ -n "$on" ] && [ "$on" = "$off" ] && grep -q '^rc 0$' "$tmp/sim-on.log" &&
+    grep -q '^rc 0$' "$tmp/sim-off.log" && [ "$(graphs_of on)" = "100 92 8" ] &&
+    [ "$(graphs_of off)" = "100 0 0" ]
+ok $? "${tag}in-situ W=1, 100 fused steps over 8 batch sizes: graphs ($(graphs_of on)) and HPCT_CUDA_GRAPH=0 ($(graphs_of off)) give the same parameters (${on:-none} vs ${off:-none})" ||
+    grep -h 'RESULT\|^rc\|error\|fused' "$tmp/sim-on.log" "$tmp/sim-off.log" | tail -n 8 | sed 's/^/#   /'
+sim stop simstop 37
+grep -q '^STOPPED after step 37$' "$tmp/sim-stop.log" && grep -q '^rc 75$' "$tmp/sim-stop.log" &&
+    [ "$(graphs_of stop)" = "37 29 8" ]
+ok $? "${tag}in-situ W=1 with graphs: SIGTERM before step 37 stops after it with its checkpoint (exit 75; $(graphs_of stop))" ||
+    tail -n 6 "$tmp/sim-stop.log" | sed 's/^/#   /'
+sim resume simstop 0
+res=$(params_of resume)
+grep -q '^RESUMED at step 37$' "$tmp/sim-resume.log" && grep -q '^rc 0$' "$tmp/sim-resume.log" &&
+    [ -n "$res" ] && [ "$res" = "$on" ] && [ "$(graphs_of resume)" = "63 55 8" ]
+ok $? "${tag}in-situ W=1 resumed at step 37 with new graphs ($(graphs_of resume)): the parameters after step 100 equal the uninterrupted run's (${res:-none})" ||
+    tail -n 6 "$tmp/sim-resume.log" | sed 's/^/#   /'
 done_testing

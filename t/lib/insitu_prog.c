@@ -1,6 +1,7 @@
 /* insitu_prog.c: the multi-rank checks of the in-situ session that t/test_insitu_dist.sh runs
  * under mpirun. Checks are agreed over all ranks (logical AND); rank 0 prints "PASS desc" or
- * "FAIL desc" lines and every rank exits 1 when any check failed.
+ * "FAIL desc" lines and every rank exits 1 when any check failed. HPCT_TEST_BACKEND=cuda
+ * trains on the cuda backend; HPCT_LOG_LEVEL=0..4 sets the library's log level.
  *   insitu_prog same STEPS     different data per rank: bit-identical replicas and losses;
  *                              with INSITU_DEVICE_ARRAYS=1 (cuda backend) x and y are passed
  *                              in device memory, the same hash expected as from host arrays
@@ -71,6 +72,8 @@ static hpct_ctx_t start(double timeout_s)
     cfg.consistency_interval = 5;
     const char *be = getenv("HPCT_TEST_BACKEND"); /* t/test_gpu_train.sh: cuda */
     if (be && !strcmp(be, "cuda")) cfg.backend = HPCT_BACKEND_CUDA;
+    const char *level = getenv("HPCT_LOG_LEVEL"); /* the library's log on stderr */
+    if (level) cfg.log_level = (hpct_log_level_t)atoi(level);
     return mpi_start(&cfg);
 }
 
@@ -349,10 +352,11 @@ static int run_fail(void)
 
 /* The simulation's state: a field advanced before each step from itself, the model's first
  * weight and (local mode) the rank, so it depends on what the checkpoint holds. */
-static void advance(double *field, int n, hpct_params_t p, long step, int local)
+static void advance(hpct_ctx_t ctx, double *field, int n, hpct_params_t p, long step, int local)
 {
-    float *w;
-    hpct_params_get(p, 0, NULL, &w, NULL, NULL);
+    float *dev, w[64]; /* the first weights, copied from where the backend keeps them */
+    hpct_params_get(p, 0, NULL, &dev, NULL, NULL);
+    if (n > 64 || ctx->ops->to_host(ctx, w, dev, sizeof(float) * (size_t)n)) exit(2);
     for (int i = 0; i < n; i++)
         field[i] = 0.5 * field[i] + w[i] * (i + 1) + 1e-3 * (double)step +
                    (local ? 0.25 * world_rank : 0.0);
@@ -415,7 +419,7 @@ static int run_sim(const char *dir, long steps, long stop_at, int sig_rank, long
     float x[MAXB * FEATURES];
     int32_t y[MAXB];
     while (!st && done < steps) {
-        advance(field, N, p, ++sim_step, local);
+        advance(ctx, field, N, p, ++sim_step, local);
         int b = 1 + (int)((sim_step * 5 + world_rank * 3) % MAXB);
         toy_data(x, y, b, (unsigned long long)(sim_step * 16 + world_rank));
         x[0] = (float)field[0];
