@@ -15,7 +15,8 @@ bench_bench_ckpt_many_LDADD = $(HPCT_LIBS)
 bench_bench_conv_LDADD = $(HPCT_LIBS)
 EXTRA_DIST += bench/bench_util.h bench/run_all.sh bench/ddp_baseline.py bench/run_train_bench.sh \
 	bench/cnn_baseline.py bench/run_cnn_bench.sh bench/blas_kernels.sh \
-	bench/bench_gpu.c bench/gpu_validate.sh bench/gpu_bundle.sh bench/results.md
+	bench/bench_gpu.c bench/gpu_validate.sh bench/gpu_bundle.sh bench/torch_gpu_baseline.py \
+	bench/results.md
 # bench/sim: the SimGrid/SMPI build and its driver (its own GNUmakefile, never part of make)
 EXTRA_DIST += bench/sim/GNUmakefile bench/sim/sim_step.c bench/sim/run.sh bench/sim/platform.sh \
 	bench/sim/platforms.md bench/sim/check-real-build.sh

@@ -9,6 +9,14 @@
  *                              3-32-32-1 surrogate of in-situ work (tanh, MSE, batch 120) fed
  *                              host arrays against device arrays read in place (issue 33:
  *                              informational, host time / device time).
+ *   bench_gpu insitu [reps]    the in-situ step (hpct_insitu_step, one rank: the fused step)
+ *                              of the 784-512-512-10 MLP (CE, SGD momentum, batch 128) and of
+ *                              the 3-32-32-1 surrogate (tanh, MSE, batch 120), from device and
+ *                              from host arrays, captured as CUDA graphs and (HPCT_CUDA_GRAPH=0)
+ *                              not, against the public calls' step (loss_grad + optimizer step):
+ *                              lines "INSITU name ms_graph ms_uncaptured ms_calls", which
+ *                              gpu_validate.sh sets against bench/torch_gpu_baseline.py's
+ *                              eager and CUDA-graph PyTorch steps (issue 33).
  *   bench_gpu kernels [n]      element-wise kernels over n floats (default 2^26) through the
  *                              public calls on device buffers (scale, grad norm, SGD momentum,
  *                              AdamW) against their bytes-moved floor at the device-to-device
@@ -129,6 +137,89 @@ static double time_steps(const struct net *nt, hpct_backend_t backend, int batch
     hpct_ctx_destroy(ctx);
     free(x), free(y);
     return t;
+}
+
+/* Seconds per in-situ step of net (one rank, SGD momentum), averaged over reps after 20 warm-up
+ * steps (each shape is captured at its second step); graphs 0 sets HPCT_CUDA_GRAPH=0. */
+static double time_insitu(const struct net *nt, int batch, int reps, int device_arrays, int graphs)
+{
+    hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
+    cfg.backend = HPCT_BACKEND_CUDA;
+    hpct_ctx_t ctx = NULL;
+    hpct_model_t m;
+    hpct_params_t p;
+    hpct_optimizer_t opt;
+    hpct_insitu_t S;
+    hpct_optim_config_t oc = HPCT_OPTIM_CONFIG_INITIALIZER;
+    oc.lr = 1e-3f;
+    oc.momentum = 0.9f;
+    hpct_insitu_config_t ic = HPCT_INSITU_CONFIG_INITIALIZER;
+    ic.catch_signals = 0;
+    int outputs = nt->widths[nt->layers];
+    setenv("HPCT_CUDA_GRAPH", graphs ? "1" : "0", 1); /* read at the model's first step */
+    REQUIRE(ctx, hpct_ctx_create(&cfg, &ctx));
+    REQUIRE(ctx, hpct_model_create(ctx, nt->widths[0], &m));
+    for (int l = 1; l <= nt->layers; l++)
+        REQUIRE(ctx, hpct_model_add_dense(m, nt->widths[l],
+                                          l < nt->layers ? nt->hidden : HPCT_ACT_IDENTITY,
+                                          HPCT_INIT_AUTO));
+    REQUIRE(ctx, hpct_model_set_loss(m, nt->loss));
+    REQUIRE(ctx, hpct_model_build(m, batch));
+    REQUIRE(ctx, hpct_model_params(m, &p));
+    REQUIRE(ctx, hpct_optimizer_create(p, &oc, &opt));
+    REQUIRE(ctx, hpct_insitu_create(m, NULL, opt, NULL, &ic, &S));
+    REQUIRE(ctx, hpct_insitu_start(S, NULL));
+    size_t xbytes = sizeof(float) * (size_t)batch * (size_t)nt->widths[0], ybytes;
+    float *x = filled(xbytes / sizeof(float), 1.0f), loss;
+    void *y;
+    if (nt->loss == HPCT_LOSS_MSE) {
+        ybytes = sizeof(float) * (size_t)batch * (size_t)outputs;
+        y = filled(ybytes / sizeof(float), 1.0f);
+    } else {
+        int32_t *labels = malloc(ybytes = sizeof *labels * (size_t)batch);
+        for (int j = 0; j < batch; j++) labels[j] = j % outputs;
+        y = labels;
+    }
+    const float *xs = device_arrays ? on_device(x, xbytes) : x;
+    const void *ys = device_arrays ? on_device(y, ybytes) : y;
+    double t0 = 0;
+    for (int i = -20; i < reps; i++) {
+        if (i == 0) t0 = now(); /* each step returns its loss: it ends synchronised */
+        REQUIRE(ctx, hpct_insitu_step(S, xs, ys, batch, &loss));
+    }
+    double t = (now() - t0) / reps;
+    if (device_arrays) cudaFree((void *)xs), cudaFree((void *)ys);
+    hpct_insitu_destroy(S);
+    hpct_optimizer_destroy(opt);
+    hpct_model_destroy(m);
+    hpct_ctx_destroy(ctx);
+    unsetenv("HPCT_CUDA_GRAPH");
+    free(x), free(y);
+    return t;
+}
+
+static int run_insitu(int reps)
+{
+    static const struct {
+        const char *name;
+        const struct net *nt;
+        int batch, device;
+    } cases[] = {{"mlp_b128_device", &mlp, 128, 1},
+                 {"mlp_b128_host", &mlp, 128, 0},
+                 {"surrogate_b120_device", &surrogate, 120, 1},
+                 {"surrogate_b120_host", &surrogate, 120, 0}};
+    printf("in-situ step of one rank (fused; ms a step, %d steps a figure): captured as CUDA "
+           "graphs, uncaptured (HPCT_CUDA_GRAPH=0), the public calls (loss_grad + step)\n",
+           reps);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const struct net *nt = cases[i].nt;
+        int b = cases[i].batch, dev = cases[i].device;
+        double g = time_insitu(nt, b, reps, dev, 1), u = time_insitu(nt, b, reps, dev, 0);
+        double c = time_steps(nt, HPCT_BACKEND_CUDA, b, reps, dev);
+        printf("INSITU %s %.4f %.4f %.4f\n", cases[i].name, g * 1e3, u * 1e3, c * 1e3);
+        printf("FIGURE %s_uncaptured_over_graph %.4f (informational)\n", cases[i].name, u / g);
+    }
+    return 0;
 }
 
 /* Row-major C [m, n] = op(A) op(B) through column-major cuBLAS (operands swapped). */
@@ -369,8 +460,9 @@ int main(int argc, char **argv)
         return 1;
     }
     if (!strcmp(mode, "step")) return run_step(arg > 0 ? (int)arg : 200);
+    if (!strcmp(mode, "insitu")) return run_insitu(arg > 0 ? (int)arg : 500);
     if (!strcmp(mode, "kernels")) return run_kernels(arg > 0 ? (size_t)arg : (size_t)1 << 26);
     if (!strcmp(mode, "allreduce")) return run_allreduce(arg > 0 ? (int)arg : 20);
-    fprintf(stderr, "usage: bench_gpu step|kernels|allreduce [reps or n]\n");
+    fprintf(stderr, "usage: bench_gpu step|insitu|kernels|allreduce [reps or n]\n");
     return 2;
 }

@@ -29,7 +29,9 @@
 # t/test_gpu_train.sh (hpctrain train at 2 ranks on the GPU, replica hashes compared every
 # step, its loss curve against the same run on the cpu backend, staged and with
 # HPCT_NCCL_SOLO=1; W = 4 with 2 GPUs; the in-situ session); 3. compute-sanitizer memcheck and
-# racecheck on t/test_cuda; 5. bench/bench_gpu step, kernels, allreduce.
+# racecheck on t/test_cuda; 5. bench/bench_gpu step, insitu (against
+# bench/torch_gpu_baseline.py's PyTorch steps when python3 has torch with CUDA: HPCT_PYTHON
+# names another interpreter), kernels, allreduce.
 # summary.txt ends with a coverage table: each device path RAN-PASS, RAN-FAIL or NOT RUN with
 # the reason; logs.tar.gz holds every log. Exit status 0 when every correctness check that ran
 # passed (a MISS of a performance target is reported but does not fail the run); the last
@@ -127,7 +129,7 @@ mpirun=${MPIRUN:-${mpirun:-mpirun}}
 say "# MPI: $mpirun ($("$mpirun" --version 2>&1 | head -1))"
 
 # ---- 2. GPU tests ---------------------------------------------------------------------------
-for t in t/test_gpu_logic t/test_cuda t/test_nccl.sh t/test_gpu_train.sh; do
+for t in t/test_gpu_logic t/test_cuda t/test_cuda_graph t/test_nccl.sh t/test_gpu_train.sh; do
     # As make check runs them (t/t.mk's AM_TESTS_ENVIRONMENT), without make: a prebuilt
     # tree's dependency files name headers that the GPU node may not have.
     log=$out/$(basename "${t%.sh}").log
@@ -198,7 +200,10 @@ tap_cover "$out/test_gpu_train.log" insitu_cuda 'in-situ session W=2 on the cuda
 tap_cover "$out/test_gpu_train.log" train_gpu 'hpctrain train W=2, two virtual nodes of 1 (staged)'
 tap_cover "$out/test_gpu_train.log" train_gpu 'hpctrain train W=2, one node (NCCL in the node)'
 tap_cover "$out/test_gpu_train.log" train_solo 'HPCT_NCCL_SOLO=1 (NCCL of one rank)'
-tap_cover "$out/test_gpu_train.log" train_w4 'hpctrain train W=4, two virtual nodes of 2' 
+tap_cover "$out/test_gpu_train.log" train_w4 'hpctrain train W=4, two virtual nodes of 2'
+tap_cover "$out/test_cuda_graph.log" fused_graph 'graphs on: parameters'
+tap_cover "$out/test_gpu_train.log" fused_graph 'in-situ W=1, 100 fused steps over 8 batch sizes'
+tap_cover "$out/test_gpu_train.log" fused_resume 'in-situ W=1 resumed at step 37 with new graphs' 
 grep -h '^ok.*\(gemm\|softmax\|sumsq\|mse\|losses agree\|parameters agree\)' \
     "$out/test_cuda.log" 2>/dev/null | sed 's/^/#   /' >>"$summary"
 
@@ -237,6 +242,38 @@ devices=$("$b/t/test_nccl" probe 2>&1)
 case $devices in [1-9]*) ;; *) devices= ;; esac
 
 # ---- 5. timings ------------------------------------------------------------------------------
+# The in-situ step of bench_gpu insitu (device arrays, captured as CUDA graphs) against
+# bench/torch_gpu_baseline.py on the same GPU, as FIGURE lines of bench-torch.log: PyTorch's
+# step time over ours (targets of issue 33: eager >= 1.5 for the MLP and >= 3 for the
+# surrogate, CUDA graphs >= 1.0 for both).
+torch_vs_insitu() {
+    py=${HPCT_PYTHON:-python3}
+    if ! "$py" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' \
+        >/dev/null 2>&1; then
+        result SKIP "PyTorch baseline" "$py has no torch with CUDA"
+        return 0
+    fi
+    timeout -s KILL "$step_timeout" "$py" "$top/bench/torch_gpu_baseline.py" --reps 500 \
+        >"$out/torch.log" 2>&1 || { result FAIL "PyTorch baseline" "see $out/torch.log"; return 0; }
+    for pair in "mlp_b128 1.5" "surrogate_b120 3"; do
+        set -- $pair
+        ours=$(awk -v n="${1}_device" '$1 == "INSITU" && $2 == n { print $3 }' "$out/bench-insitu.log")
+        eager=$(awk -v n="$1" '$1 == "TORCH" && $2 == n { print $3 }' "$out/torch.log")
+        graph=$(awk -v n="$1" '$1 == "TORCH" && $2 == n { print $4 }' "$out/torch.log")
+        [ -n "$ours" ] && [ -n "$eager" ] && [ -n "$graph" ] || {
+            result FAIL "in-situ $1 against PyTorch" "a figure is missing: ours '$ours', eager '$eager', graph '$graph'"
+            continue
+        }
+        awk -v n="$1" -v o="$ours" -v e="$eager" -v g="$graph" -v te="$2" 'BEGIN {
+            printf "FIGURE insitu_%s_torch_eager_over_ours %.4f target >= %.2f %s\n", n, e / o, te,
+                (e / o >= te ? "PASS" : "MISS")
+            printf "FIGURE insitu_%s_torch_graph_over_ours %.4f target >= 1.00 %s\n", n, g / o,
+                (g / o >= 1 ? "PASS" : "MISS")
+            printf "# %s: ours %.4f ms a step, PyTorch eager %.4f ms, PyTorch CUDA graph %.4f ms\n",
+                n, o, e, g }' >>"$out/bench-torch.log"
+    done
+}
+
 say "# timings (targets in doc/gpu.md; each pair measured in one run)"
 if [ -z "$devices" ]; then
     result SKIP "bench_gpu" "no CUDA device"
@@ -245,6 +282,10 @@ else
         result FAIL "bench_gpu step" "see $out/bench-step.log"
     timeout -s KILL "$step_timeout" "$b/bench/bench_gpu" kernels >"$out/bench-kernels.log" 2>&1 ||
         result FAIL "bench_gpu kernels" "see $out/bench-kernels.log"
+    # the in-situ step against PyTorch's eager and CUDA-graph steps, one after the other
+    timeout -s KILL "$step_timeout" "$b/bench/bench_gpu" insitu 500 >"$out/bench-insitu.log" 2>&1 ||
+        result FAIL "bench_gpu insitu" "see $out/bench-insitu.log"
+    torch_vs_insitu
     if [ "${gpus:-0}" -ge 2 ]; then
         timeout -s KILL "$step_timeout" "$mpirun" -np 2 "$b/bench/bench_gpu" allreduce 20 \
             >"$out/bench-allreduce.log" 2>&1 ||
@@ -274,7 +315,9 @@ for row in "kernels|single-GPU kernels and cuBLAS against the cpu backend" \
     "train_gpu|hpctrain train W=2 on the GPU against the cpu run (staged, or NCCL with 2 GPUs)" \
     "train_solo|hpctrain train W=2 on the GPU, HPCT_NCCL_SOLO=1" \
     "train_w4|hpctrain train W=4 on 2x2 nodes (NCCL in the node, MPI across; 2 GPUs)" \
-    "insitu_cuda|in-situ session W=2 on the cuda backend"; do
+    "insitu_cuda|in-situ session W=2 on the cuda backend" \
+    "fused_graph|in-situ step W=1 fused and captured as CUDA graphs, bit for bit uncaptured" \
+    "fused_resume|in-situ step W=1 with CUDA graphs, stopped by SIGTERM and resumed"; do
     key=${row%%|*} what=${row#*|}
     line=$(grep "^$key|" "$cov" | head -1)
     st=${line#*|}; st=${st%%|*}; why=${line##*|}
