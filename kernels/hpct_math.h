@@ -94,14 +94,15 @@ HPCTI_HD float hpcti_clip_factor(double norm, float clip)
 /* The fused step's verdict (lib/model/fused.c): 1 when its update may run. results[0] is the
  * loss sum, which must be finite; with clip > 0, results[1 .. sums] are the gradient buffers'
  * sums of squares in buffer order, whose norm must be finite (*gscale its clipping factor);
- * else results[1] is the gradients' non-finite count, which must be 0 (*gscale 1). The same
- * decisions, in the same arithmetic, as the host path: the loss check of hpct_model_loss_grad,
- * the non-finite check of the in-situ step, hpct_params_grad_norm and the optimizer's clip. */
+ * else with sums 1 results[1] is the gradients' non-finite count, which must be 0, and with
+ * sums 0 the gradients are not checked (*gscale 1). The same decisions, in the same
+ * arithmetic, as the host path: the loss check of hpct_model_loss_grad, the non-finite check
+ * of the in-situ step, hpct_params_grad_norm and the optimizer's clip. */
 HPCTI_HD int hpcti_step_gate(const double *results, int sums, float clip, float *gscale)
 {
     *gscale = 1.0f;
     if (!isfinite(results[0])) return 0;
-    if (clip <= 0.0f) return results[1] == 0.0;
+    if (clip <= 0.0f) return sums == 0 || results[1] == 0.0;
     double total = 0.0;
     for (int i = 0; i < sums; i++) total += results[1 + i];
     double norm = sqrt(total);

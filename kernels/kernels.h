@@ -48,10 +48,10 @@ int hpcti_k_sgd_gated(void *stream, float *p, const float *g, float *v, size_t n
                       const int *gate, float mu, int nesterov, float wd);
 int hpcti_k_adamw_gated(void *stream, float *p, const float *g, float *m, float *v, size_t n,
                         const float *sc, const int *gate, float b1, float b2, float eps, float wd);
-/* The fused step's verdict (hpcti_step_gate of gpu_logic.h) from results [1 + sums] (device):
+/* The fused step's verdict (hpcti_step_gate of hpct_math.h) from results [1 + sums] (device):
  * results[0] the loss sum; with clip > 0 the gradient buffers' sums of squares in buffer order,
- * else (sums 1) their non-finite count. *gate = 1 when the update may run; sc[HPCTI_SC_GSCALE]
- * the gradient scale. One thread. */
+ * else (sums 1) their non-finite count, or (sums 0) no check. *gate = 1 when the update may
+ * run; sc[HPCTI_SC_GSCALE] the gradient scale. One thread. */
 int hpcti_k_step_gate(void *stream, const double *results, int sums, float clip, float *sc,
                       int *gate);
 

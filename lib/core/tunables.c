@@ -33,7 +33,7 @@ static const hpcti_tunable_t table[] = {
      "0 or 1",
      "--with-nccl builds: 1 passes device pointers to MPI across nodes, 0 stages them"},
     {"HPCT_CUDA_GRAPH", HPCTI_TUN_FLAG, "1", 0, 1, NULL, 0, "0 or 1",
-     "cuda backend: 0 runs the fused in-situ step without capturing it as a CUDA graph"},
+     "cuda backend: 0 runs the fused step of one rank without capturing it as a CUDA graph"},
     {"HPCT_DATA_STORE", HPCTI_TUN_CHOICE, "(hpct_data_config_t.store)", 0, 0,
      "auto off job node", 1, "auto, off, job or node",
      "where a distributed job keeps the samples; overrides hpct_data_config_t.store"},

@@ -50,10 +50,7 @@ void hpcti_model_set_nonfinite_loss(hpct_model_t m, hpct_status_t status);
  * m's own parameter set as one recorded sequence of device work, captured as a CUDA graph
  * and replayed when the same shapes come again (HPCT_CUDA_GRAPH=0: never captured). For one
  * rank on a backend that records steps (cuda) and a model without averaging hooks:
- * hpcti_fused_applies says whether it does. Status: this rank's, of the argument checks, the
- * device work and a non-finite loss (the parameters then untouched); *loss the batch's mean
- * loss; *updated 1 when the update ran, 0 when the gradients' check (non-finite values, or a
- * non-finite norm when o clips) refused it: the caller's own check then names the reason. */
+ * hpcti_fused_applies says whether it does. */
 int hpcti_fused_applies(hpct_model_t m, hpct_optimizer_t o);
 /* What the fused steps of m did so far: steps run as recorded (not captured), steps replayed
  * from a graph, graphs captured (each capture is then replayed at once). */
@@ -61,9 +58,29 @@ struct hpcti_fused_stats {
     long queued, replayed, captured;
 };
 void hpcti_fused_stats(hpct_model_t m, struct hpcti_fused_stats *stats);
+/* One step's batch: x [batch, inputs] and t (host memory, staged through pinned memory, or
+ * device memory, read in place), or x and t NULL for the batch hpcti_fused_stage_next staged;
+ * check_grads 1: the update waits for the gradients to be finite (the in-situ step's check);
+ * ahead (may be NULL) is called with arg while the device runs the step. */
+struct hpcti_fused_io {
+    const float *x;
+    const void *t;
+    int batch, check_grads;
+    void (*ahead)(void *arg);
+    void *arg;
+};
+/* Status: this rank's, of the argument checks, the device work and a non-finite loss (the
+ * parameters then untouched); *loss the batch's mean loss; *updated 1 when the update ran, 0
+ * when the gradients' check (non-finite values, or a non-finite norm when o clips) refused
+ * it: the caller's own check then names the reason. */
 HPCTI_CHECK hpct_status_t hpcti_fused_step(hpct_model_t m, hpct_optimizer_t o, const char *fn,
-                                           const float *x, const void *targets, int batch,
-                                           float *loss, int *updated);
+                                           const struct hpcti_fused_io *io, float *loss,
+                                           int *updated);
+/* From an ahead callback: copy the host batch x, t [batch] into the pinned slot the next step
+ * reads, which then passes x and t NULL; hpcti_fused_next_staged: that batch size, or 0 when
+ * none is staged (a step given arrays drops it). */
+void hpcti_fused_stage_next(hpct_model_t m, const float *x, const void *t, int batch);
+int hpcti_fused_next_staged(hpct_model_t m);
 
 /* 1 when m has a layer other than dense (its checkpoints are schema 2). */
 int hpcti_model_layered(hpct_model_t m);

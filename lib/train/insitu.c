@@ -631,9 +631,9 @@ hpct_status_t hpct_insitu_step(hpct_insitu_t S, const float *x, const void *targ
         me.status = hpcti_error(S->ctx, HPCT_ERR_INVALID_ARG, "%s: %s NULL with local_batch %d", fn,
                                 !x ? "x is" : "targets are", local_batch);
     float l = 0.0f;
+    struct hpcti_fused_io io = {x, targets, local_batch, 1, NULL, NULL};
     if (!me.status && local_batch > 0 && S->world == 1 && hpcti_fused_applies(S->model, S->opt))
-        me.status =
-            hpcti_fused_step(S->model, S->opt, fn, x, targets, local_batch, &l, &me.updated);
+        me.status = hpcti_fused_step(S->model, S->opt, fn, &io, &l, &me.updated);
     else if (!me.status && local_batch > 0)
         me.status = hpct_model_loss_grad(S->model, x, targets, local_batch, 0, &l);
     else if (!me.status)

@@ -15,6 +15,18 @@
 #include <string.h>
 #include <time.h>
 
+/* One rank on a backend that records steps (cuda), one micro-batch: every step is the fused
+ * step of lib/model/fused.c, and the next step's batch is read and staged while the device runs
+ * this one. held: that batch is read (staged when status is 0; the next step returns status and
+ * detail otherwise); epoch, step: the data cursor before it was read, where the trained state
+ * continues. */
+struct ahead {
+    int on, held;
+    hpct_status_t status;
+    char detail[sizeof((struct hpct_ctx *)0)->last_error];
+    long epoch, step;
+};
+
 struct loop {
     hpct_ctx_t ctx;
     hpct_model_t model;
@@ -45,6 +57,8 @@ struct loop {
     int slow_rank;        /* test hook HPCT_TEST_SLOW_RANK=rank,ms: that rank sleeps ms ... */
     struct timespec slow; /* ... in every step (a straggler made on purpose) */
     uint64_t exchange0;   /* store exchange bytes at the last report */
+    long at;              /* the step being run (1-based) */
+    struct ahead ahead;
 };
 
 /* Real-valued figures [n] (loss, accuracy) become their mean over ranks. Decisions never go
@@ -124,6 +138,7 @@ static hpct_status_t setup(struct loop *L)
         return s;
     L->total_steps = c->epochs * L->steps_per_epoch;
     if (c->max_steps > 0 && c->max_steps < L->total_steps) L->total_steps = c->max_steps;
+    L->ahead.on = L->world == 1 && c->micro_batches == 1 && hpcti_fused_applies(L->model, L->opt);
     L->losses = hpcti_calloc(L->ctx, (size_t)L->world, sizeof *L->losses, "the step losses");
     return L->losses ? HPCT_SUCCESS : HPCT_ERR_NO_MEMORY;
 }
@@ -212,6 +227,73 @@ static hpct_status_t rank_failed(struct loop *L, hpct_status_t s)
     return on ? s : hpcti_model_join_failure(L->model, s); /* cannot join: keep our own */
 }
 
+/* The data cursor the trained state continues from: before the batch read ahead, if any. */
+static void trained_cursor(struct loop *L, long *epoch, long *step)
+{
+    if (L->ahead.held) {
+        *epoch = L->ahead.epoch, *step = L->ahead.step;
+        return;
+    }
+    hpct_dataset_get_cursor(L->ds, epoch, step);
+}
+
+/* The fused step's ahead callback: the next step's batch, read and staged while the device
+ * runs this one (none after the run's last step). */
+static void read_ahead(void *arg)
+{
+    struct loop *L = arg;
+    const float *x;
+    const void *t;
+    if (L->at >= L->total_steps) return;
+    hpct_dataset_get_cursor(L->ds, &L->ahead.epoch, &L->ahead.step);
+    L->ahead.status = hpct_dataset_next(L->ds, &x, &t);
+    if (L->ahead.status) {
+        snprintf(L->ahead.detail, sizeof L->ahead.detail, "%s", L->ctx->last_error);
+        hpcti_clear_error(L->ctx); /* the error of the next step, not of this one */
+    } else {
+        hpcti_fused_stage_next(L->model, x, t, L->local_batch);
+    }
+    L->ahead.held = 1;
+}
+
+/* The batch of this step: read ahead by the step before, or read now. *x NULL: staged ahead. */
+static hpct_status_t fused_batch(struct loop *L, const float **x, const void **t)
+{
+    *x = NULL, *t = NULL;
+    if (L->ahead.held) {
+        L->ahead.held = 0;
+        hpct_status_t s = L->ahead.status;
+        if (s) snprintf(L->ctx->last_error, sizeof L->ctx->last_error, "%s", L->ahead.detail);
+        return s;
+    }
+    double t0 = hpcti_now();
+    hpct_status_t s = hpct_dataset_next(L->ds, x, t);
+    double got = hpcti_now();
+    L->res->data_wait_s += got - t0;
+    if (L->ctx->timeline) hpcti_tl_span(L->ctx, 0, "data_wait", "data", t0, got, NULL);
+    return s;
+}
+
+/* One optimizer step as the fused step: its batch, the step, and when the step's verdict
+ * refused the update (a non-finite norm when clipping), the optimizer's own step, which then
+ * names the reason. hpct_train checks no gradient otherwise (as its steps always did). */
+static hpct_status_t fused_step(struct loop *L, float *loss)
+{
+    struct hpcti_fused_io io = {NULL, NULL, L->local_batch, 0, read_ahead, L};
+    int updated = 0;
+    hpct_status_t s = fused_batch(L, &io.x, &io.t);
+    if (!s && L->ck) { /* defer_copy checkpoints: before the step changes the state */
+        double t1 = hpcti_now();
+        s = hpct_ckpt_before_update(L->ck);
+        L->res->ckpt_wait_s += hpcti_now() - t1;
+    }
+    if (!s) s = hpcti_fused_step(L->model, L->opt, "hpct_model_loss_grad", &io, loss, &updated);
+    if (!s && !updated && (s = hpct_optimizer_step(L->opt)) == HPCT_ERR_NONFINITE &&
+        L->cfg->divergence_factor > 0)
+        s = HPCT_ERR_LOSS_DIVERGED;
+    return s;
+}
+
 /* One optimizer step: next batch, micro-batches (averaging on the last), update. */
 static hpct_status_t step(struct loop *L, float *loss)
 {
@@ -220,6 +302,7 @@ static hpct_status_t step(struct loop *L, float *loss)
     *loss = 0.0f;
     if (L->rank == L->slow_rank) nanosleep(&L->slow, NULL);
     hpcti_model_step_begins(L->model);
+    if (L->ahead.on) return fused_step(L, loss);
     double t0 = hpcti_now();
     hpct_status_t s = hpct_dataset_next(L->ds, &x, &t);
     double got = hpcti_now();
@@ -356,7 +439,7 @@ static hpct_status_t boundary(struct loop *L, long done, float loss, int *stop)
     *stop = hpcti_loop_stop(L->ctx, flags, done, &L->res->stop_signal);
     if (!*stop && (!flags[HPCTI_DUE_SAVE] || guard)) return HPCT_SUCCESS; /* no save above it */
     long epoch, cursor;
-    hpct_dataset_get_cursor(L->ds, &epoch, &cursor);
+    trained_cursor(L, &epoch, &cursor);
     return save(L, epoch, cursor, *stop);
 }
 
@@ -446,12 +529,13 @@ static hpct_status_t run(struct loop *L)
         float loss;
         hpcti_tl_step(L->ctx, done + 1);
         hpcti_dist_set_step(L->ctx, done + 1);
+        L->at = done + 1;
         s = step(L, &loss);
         if (s == HPCT_ERR_LOSS_DIVERGED) s = nonfinite(L, done + 1);
         if (s) break;
         done++;
         hpcti_obs_first_step(&L->obs, done);
-        hpct_dataset_get_cursor(L->ds, &L->cursor_epoch, &L->cursor_step);
+        trained_cursor(L, &L->cursor_epoch, &L->cursor_step);
         L->loss_sum += loss, L->loss_n++;
         if (L->dist && (s = hpct_params_check_replicas_at(L->params, done))) break;
         if (L->cfg->log_interval > 0 &&
@@ -474,7 +558,7 @@ static hpct_status_t run(struct loop *L)
         return HPCT_SUCCESS;
     }
     long epoch, cursor;
-    hpct_dataset_get_cursor(L->ds, &epoch, &cursor);
+    trained_cursor(L, &epoch, &cursor);
     s = save(L, epoch, cursor, 1);
     hpcti_obs_poll_ckpt(&L->obs, L->ck);
     return s;
@@ -572,6 +656,8 @@ hpct_status_t hpct_train(hpct_model_t model, hpct_optimizer_t opt, hpct_dataset_
     char detail[sizeof ctx->last_error]; /* the bookkeeping calls below clear it */
     snprintf(detail, sizeof detail, "%s", ctx->last_error);
     int shared = ctx->error_shared;
+    if (L.ahead.held) /* the caller's next batch is the one read ahead */
+        hpct_dataset_set_cursor(ds, L.ahead.epoch, L.ahead.step);
     record_stop(&L, s, detail);
     hpcti_obs_close(&L.obs);
     hpcti_timeline_close(ctx);
