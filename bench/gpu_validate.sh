@@ -203,7 +203,10 @@ tap_cover "$out/test_gpu_train.log" train_solo 'HPCT_NCCL_SOLO=1 (NCCL of one ra
 tap_cover "$out/test_gpu_train.log" train_w4 'hpctrain train W=4, two virtual nodes of 2'
 tap_cover "$out/test_cuda_graph.log" fused_graph 'graphs on: parameters'
 tap_cover "$out/test_gpu_train.log" fused_graph 'in-situ W=1, 100 fused steps over 8 batch sizes'
-tap_cover "$out/test_gpu_train.log" fused_resume 'in-situ W=1 resumed at step 37 with new graphs' 
+tap_cover "$out/test_gpu_train.log" fused_resume 'in-situ W=1 resumed at step 37 with new graphs'
+tap_cover "$out/test_gpu_train.log" train_fused 'hpctrain train W=1: the fused step'
+tap_cover "$out/test_gpu_train.log" train_fused 'hpctrain train W=1 on the cuda backend: 84 fused steps'
+tap_cover "$out/test_gpu_train.log" train_fused 'hpctrain train W=1 fused, stopped after step 30' 
 grep -h '^ok.*\(gemm\|softmax\|sumsq\|mse\|losses agree\|parameters agree\)' \
     "$out/test_cuda.log" 2>/dev/null | sed 's/^/#   /' >>"$summary"
 
@@ -317,7 +320,8 @@ for row in "kernels|single-GPU kernels and cuBLAS against the cpu backend" \
     "train_w4|hpctrain train W=4 on 2x2 nodes (NCCL in the node, MPI across; 2 GPUs)" \
     "insitu_cuda|in-situ session W=2 on the cuda backend" \
     "fused_graph|in-situ step W=1 fused and captured as CUDA graphs, bit for bit uncaptured" \
-    "fused_resume|in-situ step W=1 with CUDA graphs, stopped by SIGTERM and resumed"; do
+    "fused_resume|in-situ step W=1 with CUDA graphs, stopped by SIGTERM and resumed" \
+    "train_fused|hpctrain train W=1: fused steps, CUDA graphs, next batch staged ahead, resumed"; do
     key=${row%%|*} what=${row#*|}
     line=$(grep "^$key|" "$cov" | head -1)
     st=${line#*|}; st=${st%%|*}; why=${line##*|}

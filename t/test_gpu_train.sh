@@ -10,7 +10,9 @@
 # and y in device memory the same parameters as from host arrays; a convolutional model
 # (the layers key: conv, max pool, conv, dense) at W = 2 and 4 as the first runs; and the
 # in-situ session of one rank, whose fused step is captured as CUDA graphs: 100 steps over 8
-# batch sizes equal to HPCT_CUDA_GRAPH=0's, and to a run stopped by SIGTERM and resumed.
+# batch sizes equal to HPCT_CUDA_GRAPH=0's, and to a run stopped by SIGTERM and resumed; and
+# hpctrain train at W = 1 (fused steps, the next batch staged ahead), against the cpu run and
+# stopped and resumed.
 # In a tree built --with-cuda-double every point says so and each cuda run repeats under the
 # seeds in CUDA_DOUBLE_SEEDS (default 1 2). Skips without the cuda backend or a device.
 . "${top_srcdir:-.}/t/lib/tap.sh"
@@ -31,7 +33,7 @@ oversub=
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/hpct-gputrain.XXXXXX") || skip_all "mktemp failed"
 trap 'rm -rf "$tmp"' EXIT
 
-plan 12
+plan 15
 train_csv "$tmp/data.csv"
 timeout -s KILL 60 "$b/tools/hpctrain" shard -o "$tmp/ds" -n 4 "$tmp/data.csv" >"$tmp/shard.log" 2>&1
 ok $? "${tag}hpctrain shard: the runs' data" "$tmp/shard.log"
@@ -108,6 +110,39 @@ fi
 layout "hpctrain train W=2, two virtual nodes of 1, HPCT_NCCL_SOLO=1 (NCCL of one rank)" 2 1 \
     HPCT_RANKS_PER_NODE=1 HPCT_NCCL_SOLO=1 HPCT_NCCL=1
 
+# hpctrain train at W = 1 on the cuda backend (issue 33): every step is the fused step, its
+# graph captured once per pinned staging slot (2 captures, 82 replays in 84 steps), the next
+# batch read and staged while the device runs a step; then a SIGTERM after step 30 (exit 75)
+# and a resumed run end with the checkpoint of the uninterrupted run (ckpt diff --strict).
+graphs_in() { sed -n 's/.*fused step: \([0-9]*\) steps, \([0-9]*\) of them replayed CUDA graphs (\([0-9]*\) captured).*/\1 \2 \3/p' "$1"; }
+layout "hpctrain train W=1: the fused step (CUDA graphs, the next batch staged ahead)" 1 1
+g1=$(graphs_in "$tmp/cuda1.log")
+[ "$g1" = "84 82 2" ]
+ok $? "${tag}hpctrain train W=1 on the cuda backend: 84 fused steps, 82 replayed from 2 graphs (${g1:-no fused-step line in the log})" ||
+    tail -n 4 "$tmp/cuda1.log" | sed 's/^/#   /'
+grep -v '^resume = never$' "$tmp/base.conf" >"$tmp/resume.conf"
+w1() { # NAME DIR ENV...: hpctrain train W=1 on the cuda backend, checkpoints in $tmp/DIR
+    name=$1 dir=$2
+    shift 2
+    env HPCT_LOG_LEVEL=3 CUDA_DOUBLE_SEED="${seeds%% *}" "$@" timeout -s KILL 120 "$MPIRUN" -np 1 \
+        "$b/tools/hpctrain" train --config "$tmp/resume.conf" --backend cuda \
+        --checkpoint-dir "$tmp/$dir" >"$tmp/$name.log" 2>&1
+    echo "rc $?" >>"$tmp/$name.log"
+}
+w1 w1full w1full
+w1 w1stop w1stop HPCT_TEST_RAISE_AT_STEP=30
+"$b/tools/hpctrain" ckpt info "$tmp/w1stop" >"$tmp/w1stop.info" 2>&1
+w1 w1resume w1stop
+"$b/tools/hpctrain" ckpt diff --strict "$tmp/w1full" "$tmp/w1stop" >"$tmp/w1diff.log" 2>&1
+diffrc=$?
+grep -q '^rc 0$' "$tmp/w1full.log" && grep -q '^rc 75$' "$tmp/w1stop.log" &&
+    grep -q '^rc 0$' "$tmp/w1resume.log" && grep -q 'resumed from .* at step 30' "$tmp/w1resume.log" &&
+    grep -q '^step  *30$' "$tmp/w1stop.info" && grep -q '^data cursor  epoch 0, step 30$' "$tmp/w1stop.info" &&
+    [ $diffrc -eq 0 ]
+ok $? "${tag}hpctrain train W=1 fused, stopped after step 30 (cursor 30) and resumed: the final checkpoint equals the uninterrupted run's (ckpt diff --strict: exit $diffrc)" ||
+    { grep -h '^rc\|resumed\|error' "$tmp/w1full.log" "$tmp/w1stop.log" "$tmp/w1resume.log" |
+        sed 's/^/#   /'; grep -i 'step\|cursor' "$tmp/w1stop.info" | sed 's/^/#   /'; sed 's/^/#   /' "$tmp/w1diff.log" | head -n 5; }
+
 # The same with a convolutional model (issue 32): the conv kernels, NCCL and the staging.
 sed 's/^hidden = .*/layers = reshape 1x4x4, conv 4 k3, maxpool 2, conv 6 k2 s1 valid, dense 4/' \
     "$tmp/base.conf" >"$tmp/cnn.conf"
@@ -168,7 +203,7 @@ sim() { # NAME DIR STOP_AT ENV...: the run's log in $tmp/sim-NAME.log, its exit 
     echo "rc $?" >>"$tmp/sim-$name.log"
 }
 params_of() { sed -n 's/^RESULT .*params=\([0-9a-f]*\).*/\1/p' "$tmp/sim-$1.log"; }
-graphs_of() { sed -n 's/.*fused step: \([0-9]*\) steps, \([0-9]*\) of them replayed CUDA graphs (\([0-9]*\) captured).*/\1 \2 \3/p' "$tmp/sim-$1.log"; }
+graphs_of() { graphs_in "$tmp/sim-$1.log"; }
 sim on simon 0
 sim off simoff 0 HPCT_CUDA_GRAPH=0
 on=$(params_of on) off=$(params_of off)
