@@ -305,7 +305,7 @@ static int run_step(int reps)
     double k = time_gemms(&big, 256, big_reps);
     printf("%-22s %6d %10.3f %10.3f %10.2f %10s\n", "4096x6-1000 (105 M)", 256, g * 1e3, k * 1e3,
            k / g, "-");
-    figure("large_gemm_over_step", k / g, 0.85);
+    figure("large_gemm_over_step", k / g, 0.80); /* issue 33; the SGD update bounds it at 0.83 */
     double host = time_steps(&surrogate, HPCT_BACKEND_CUDA, 120, reps * 5, 0),
            dev = time_steps(&surrogate, HPCT_BACKEND_CUDA, 120, reps * 5, 1);
     printf("3-32-32-1 surrogate, batch 120: %.4f ms a step from host arrays, %.4f ms from device "

@@ -245,6 +245,29 @@ devices=$("$b/t/test_nccl" probe 2>&1)
 case $devices in [1-9]*) ;; *) devices= ;; esac
 
 # ---- 5. timings ------------------------------------------------------------------------------
+# Where a training step's time goes, kernel by kernel (issue 33: the bias gradient and the other
+# small kernels): Nsight Systems' kernel summary of bench_gpu step and insitu, when nsys is
+# installed (profile.log; its table goes to the summary).
+step_profile() {
+    nsys=$(command -v nsys || ls "$cuda"/bin/nsys 2>/dev/null | head -1)
+    if [ -z "$nsys" ]; then
+        result SKIP "kernel profile of the training steps" "nsys not found"
+        covered step_profile "NOT RUN" "nsys (Nsight Systems) not found"
+        return 0
+    fi
+    for mode in step insitu; do
+        timeout -s KILL "$step_timeout" "$nsys" profile --force-overwrite true --stats=true \
+            -o "$out/profile-$mode" "$b/bench/bench_gpu" $mode 50 >>"$out/profile.log" 2>&1 || {
+            result FAIL "nsys profile of bench_gpu $mode" "see $out/profile.log"
+            covered step_profile RAN-FAIL "nsys profile of bench_gpu $mode failed"
+            return 0
+        }
+    done
+    result PASS "kernel profile of bench_gpu step and insitu" "$out/profile.log"
+    covered step_profile RAN-PASS "nsys kernel summary in profile.log"
+    grep -A 25 'cuda_gpu_kern_sum' "$out/profile.log" | sed 's/^/#   /' >>"$summary"
+}
+
 # The in-situ step of bench_gpu insitu (device arrays, captured as CUDA graphs) against
 # bench/torch_gpu_baseline.py on the same GPU, as FIGURE lines of bench-torch.log: PyTorch's
 # step time over ours (targets of issue 33: eager >= 1.5 for the MLP and >= 3 for the
@@ -289,6 +312,7 @@ else
     timeout -s KILL "$step_timeout" "$b/bench/bench_gpu" insitu 500 >"$out/bench-insitu.log" 2>&1 ||
         result FAIL "bench_gpu insitu" "see $out/bench-insitu.log"
     torch_vs_insitu
+    step_profile
     if [ "${gpus:-0}" -ge 2 ]; then
         timeout -s KILL "$step_timeout" "$mpirun" -np 2 "$b/bench/bench_gpu" allreduce 20 \
             >"$out/bench-allreduce.log" 2>&1 ||
@@ -321,7 +345,8 @@ for row in "kernels|single-GPU kernels and cuBLAS against the cpu backend" \
     "insitu_cuda|in-situ session W=2 on the cuda backend" \
     "fused_graph|in-situ step W=1 fused and captured as CUDA graphs, bit for bit uncaptured" \
     "fused_resume|in-situ step W=1 with CUDA graphs, stopped by SIGTERM and resumed" \
-    "train_fused|hpctrain train W=1: fused steps, CUDA graphs, next batch staged ahead, resumed"; do
+    "train_fused|hpctrain train W=1: fused steps, CUDA graphs, next batch staged ahead, resumed" \
+    "step_profile|the training steps' kernels, one by one (nsys)"; do
     key=${row%%|*} what=${row#*|}
     line=$(grep "^$key|" "$cov" | head -1)
     st=${line#*|}; st=${st%%|*}; why=${line##*|}
