@@ -15,7 +15,8 @@ sample() {
     case $1 in
     HPCT_ALLOW_GPU_SHARING) echo 1 ;; HPCT_ALLOW_VERSION_MISMATCH) echo 1 ;;
     HPCT_ALLREDUCE_ALGO) echo 0:mpi,64K:p2p ;;
-    HPCT_CKPT_LOCK) echo off ;; HPCT_CUDA_AWARE_MPI) echo 0 ;; HPCT_DATA_STORE) echo off ;;
+    HPCT_CKPT_LOCK) echo off ;; HPCT_CUDA_AWARE_MPI) echo 0 ;; HPCT_CUDA_GRAPH) echo 0 ;;
+    HPCT_DATA_STORE) echo off ;;
     HPCT_JOB_END_TIME) echo 2000000000.5 ;; HPCT_NCCL) echo auto ;; HPCT_NCCL_SOLO) echo 0 ;;
     HPCT_NODE_CHUNK_BYTES) echo 1M ;; HPCT_NODE_IN_PLACE) echo 0 ;; HPCT_NODE_REDUCE) echo P2P ;;
     HPCT_NODE_SHM_MAX_BYTES) echo 0 ;; HPCT_NODE_SMALL_BYTES) echo 16384 ;;
