@@ -7,9 +7,9 @@
  * every step (read from device memory by the replayed update) with AdamW and clipping; inputs
  * read in place from two alternating device arrays; a non-finite loss and non-finite gradients
  * refused with the parameters untouched, from a replayed graph too; the backend's recording
- * rules (no waits, pinned host memory only); a captured copy reads pinned memory as it is at
- * each replay; a wait inside a capture invalidates it. Skips without the cuda backend or a
- * device. */
+ * rules (no waits, pinned host memory only, results within their slots); a captured copy reads
+ * pinned memory as it is at each replay; a wait inside a capture invalidates it. Skips without the
+ * cuda backend or a device. */
 #include "config.h"
 #include "hpctrain.h"
 #include "lib/tap.h"
@@ -291,16 +291,26 @@ static void test_recording_rules(void)
 {
     double *res = gpu->alloc(gctx, 4 * sizeof(double));
     float *dev = gpu->alloc(gctx, 64 * sizeof(float)), host[64] = {0};
-    hpct_status_t s = gpu->rec_begin(gctx, res, 1);
+    hpct_status_t s = gpu->rec_begin(gctx, res, 4, 1);
     hpct_status_t wait = s ? s : gpu->sync(gctx);
     gpu->rec_end(gctx, NULL);
     tap_ok(!s && wait == HPCT_ERR_STATE && strstr(hpct_last_error(gctx), "inside a recorded step"),
            "a wait for the device inside a recording is refused: %s", hpct_last_error(gctx));
-    s = gpu->rec_begin(gctx, res, 0);
+    s = gpu->rec_begin(gctx, res, 4, 0);
     hpct_status_t copy = s ? s : gpu->to_device(gctx, dev, host, sizeof host);
     gpu->rec_end(gctx, NULL);
     tap_ok(!s && copy == HPCT_ERR_INVALID_ARG && strstr(hpct_last_error(gctx), "not pinned"),
            "a recorded copy from pageable host memory is refused: %s", hpct_last_error(gctx));
+    double sum;
+    s = gpu->rec_begin(gctx, res, 1, 0);
+    hpct_status_t first = s ? s : gpu->sumsq(gctx, dev, 64, &sum);
+    hpct_status_t second = first ? first : gpu->sumsq(gctx, dev, 64, &sum);
+    gpu->rec_end(gctx, NULL);
+    tap_ok(!s && !first && second == HPCT_ERR_INTERNAL &&
+               strstr(hpct_last_error(gctx), "room for 1"),
+           "a reduction past the recording's result slots is refused, not written: %s",
+           hpct_last_error(gctx));
+    gpu->sync(gctx);
     gpu->free(gctx, dev), gpu->free(gctx, res);
 }
 
@@ -313,7 +323,7 @@ static void test_graph_semantics(void)
     double *res = gpu->alloc(gctx, 2 * sizeof(double));
     void *graph = NULL;
     for (int i = 0; i < 16; i++) pin[i] = 1.0f;
-    hpct_status_t s = gpu->rec_begin(gctx, res, 1);
+    hpct_status_t s = gpu->rec_begin(gctx, res, 2, 1);
     if (!s) s = gpu->to_device(gctx, dev, pin, 16 * sizeof(float));
     hpct_status_t end = gpu->rec_end(gctx, s ? NULL : &graph);
     int ok = !s && !end && graph;
@@ -366,7 +376,7 @@ int main(void)
     cfg.backend = HPCT_BACKEND_CUDA;
     cfg.seed = 11;
     if (hpct_ctx_create(&cfg, &gctx)) tap_bail("cuda context failed after the probe worked");
-    tap_plan(15);
+    tap_plan(16);
 #ifdef HPCT_CUDA_DOUBLE
     tap_prefix("[device double, not a GPU] "); /* t/double: the CPU runs the cuda backend */
 #endif
@@ -384,7 +394,7 @@ int main(void)
     test_nonfinite_loss(&sgd);                                      /* 2 */
     test_nonfinite_grads(0);                                        /* 1 */
     test_nonfinite_grads(1);                                        /* 1 */
-    test_recording_rules();                                         /* 2 */
+    test_recording_rules();                                         /* 3 */
     test_graph_semantics();                                         /* 2 */
     hpct_ctx_destroy(gctx);
     return tap_done();

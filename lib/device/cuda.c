@@ -22,7 +22,7 @@ struct cuda_state {
      * REC_CAPTURED (captured into a graph on the capture stream, not run). */
     int recording;
     double *results;      /* the recording's reduction results, one double each (device) */
-    int slots;            /* reductions recorded so far */
+    int slots, max_slots; /* reductions recorded so far, and room for */
     cudaStream_t capture; /* non-blocking stream captures are made on (first capture) */
     void *workspace;      /* [WORKSPACE_BYTES] cuBLAS workspace of captured products */
 };
@@ -415,6 +415,10 @@ static hpct_status_t fetch_result(hpct_ctx_t ctx, int launch_error, const char *
     *out = NAN;
     if (launch_error != cudaSuccess) return cuda_fail(ctx, what, (cudaError_t)launch_error);
     if (st->recording != REC_OFF) { /* the result to its slot; the host reads it later */
+        if (st->slots == st->max_slots)
+            return hpcti_error(ctx, HPCT_ERR_INTERNAL,
+                               "cuda backend: %s: a recorded step has room for %d results", what,
+                               st->max_slots);
         cudaError_t e = cudaMemcpyAsync(st->results + st->slots++, st->scratch + HPCTI_K_MAX_BLOCKS,
                                         sizeof *out, cudaMemcpyDeviceToDevice, stream_of(ctx));
         return e == cudaSuccess ? HPCT_SUCCESS : cuda_fail(ctx, "cudaMemcpyAsync of a result", e);
@@ -570,8 +574,9 @@ static hpct_status_t blas_on(hpct_ctx_t ctx, struct cuda_state *st, int capture)
 static hpct_status_t cuda_rec_end(hpct_ctx_t ctx, void **graph);
 
 /* Begin a recording: later ops are queued without waits (capture 0), or captured into a graph
- * (capture 1); each reduction's result goes to results [slot] (device), slots in call order. */
-static hpct_status_t cuda_rec_begin(hpct_ctx_t ctx, double *results, int capture)
+ * (capture 1); each reduction's result goes to results [slot] (device, slots of them), in call
+ * order. */
+static hpct_status_t cuda_rec_begin(hpct_ctx_t ctx, double *results, int slots, int capture)
 {
     struct cuda_state *st = state_of(ctx);
     hpct_status_t s = refused_while_recording(ctx, "a recording");
@@ -586,7 +591,7 @@ static hpct_status_t cuda_rec_begin(hpct_ctx_t ctx, double *results, int capture
         if (e != cudaSuccess) return cuda_fail(ctx, "cudaStreamBeginCapture", e);
     }
     st->recording = capture ? REC_CAPTURED : REC_QUEUED;
-    st->results = results, st->slots = 0;
+    st->results = results, st->slots = 0, st->max_slots = slots;
     if (capture && (s = blas_on(ctx, st, 1))) cuda_rec_end(ctx, NULL); /* keeps s */
     return s;
 }

@@ -1,13 +1,13 @@
 /* fused.c: one training step of a built model and its optimizer as one recorded sequence of
- * device work (the in-situ step of one rank on the cuda backend): the host inputs' copy from
- * pinned staging, forward, loss, backward, the gradients' check (their non-finite count, or
- * their sums of squares when the optimizer clips), the verdict on the device, the update gated
- * on it, the results to pinned host memory; then one wait. The first time a shape is seen the
- * sequence runs as it is recorded; the second time it is captured as a CUDA graph, which is
- * replayed from then on (ops->rec_begin and the graph ops, lib/device/ops.h). Captured or not,
- * the same kernels run in the same order on the same buffers: the same bits. A caller that
- * knows its next batch (hpct_train) stages it into the other of two pinned slots while the
- * device runs the step (hpcti_fused_stage_next, from the step's ahead callback). */
+ * device work (the in-situ step and hpct_train of one rank on the cuda backend): the host
+ * inputs' copy from pinned staging, forward, loss, backward, the gradients' check (their
+ * non-finite count, or their sums of squares when the optimizer clips), the verdict on the
+ * device, the update gated on it, the results to pinned host memory; then one wait. The first time
+ * a shape is seen the sequence runs as it is recorded; the second time it is captured as a CUDA
+ * graph, which is replayed from then on (ops->rec_begin and the graph ops, lib/device/ops.h).
+ * Captured or not, the same kernels run in the same order on the same buffers: the same bits. A
+ * caller that knows its next batch (hpct_train) stages it into the other of two pinned slots while
+ * the device runs the step (hpcti_fused_stage_next, from the step's ahead callback). */
 #include "layer.h"
 #include "params.h"
 #include "../device/ops.h"
@@ -119,7 +119,7 @@ static hpct_status_t make_fused(hpct_model_t m)
         hpcti_fused_free(m); /* the error names the allocation; the next step tries again */
         return HPCT_ERR_NO_MEMORY;
     }
-    hpcti_log(ctx, HPCT_LOG_INFO, "fused in-situ step on the %s backend, CUDA graphs %s", ops->name,
+    hpcti_log(ctx, HPCT_LOG_INFO, "fused step on the %s backend, CUDA graphs %s", ops->name,
               on ? "on" : "off (HPCT_CUDA_GRAPH=0)");
     return HPCT_SUCCESS;
 }
@@ -131,22 +131,23 @@ struct inputs {
     int x_staged, t_staged, slot;
 };
 
-/* The gradients' check: with clipping, each buffer's sum of squares (as
- * hpct_params_grad_norm), else with check_grads the non-finite count of them all (flat, back
- * to back), else none. Results in the slots after the loss; *sums the number of them. */
-static hpct_status_t record_check(hpct_model_t m, float clip, int check_grads, int *sums)
+/* The results of the gradients' check after the loss's (hpcti_step_gate's sums): with
+ * clipping one sum of squares a buffer, else with check_grads one non-finite count, else none. */
+static int check_sums(hpct_model_t m, float clip, int check_grads)
+{
+    return clip > 0.0f ? m->params->num : check_grads ? 1 : 0;
+}
+
+/* The gradients' check of check_sums: each buffer's sum of squares (as hpct_params_grad_norm),
+ * or the non-finite count of them all (flat, back to back), into the slots after the loss. */
+static hpct_status_t record_check(hpct_model_t m, float clip, int sums)
 {
     hpct_ctx_t ctx = m->ctx;
     double unused;
     int finite;
-    *sums = 0;
-    if (clip <= 0.0f && !check_grads) return HPCT_SUCCESS;
-    if (clip <= 0.0f) {
-        *sums = 1;
-        return ctx->ops->all_finite(ctx, m->flat_grads, m->num_params, &finite);
-    }
+    if (sums == 0) return HPCT_SUCCESS;
+    if (clip <= 0.0f) return ctx->ops->all_finite(ctx, m->flat_grads, m->num_params, &finite);
     hpct_status_t s = HPCT_SUCCESS;
-    *sums = m->params->num;
     for (int i = 0; i < m->params->num && !s; i++)
         s = ctx->ops->sumsq(ctx, m->params->bufs[i].grad, m->params->bufs[i].count, &unused);
     return s;
@@ -161,8 +162,9 @@ static hpct_status_t record_step(hpct_model_t m, hpct_optimizer_t o, const struc
     struct hpcti_fused *f = m->fused;
     const float *y;
     double unused;
-    int sums = 0, batch = io->batch;
+    int batch = io->batch;
     float clip = hpcti_optimizer_clip(o);
+    int sums = check_sums(m, clip, io->check_grads);
     hpct_status_t s = HPCT_SUCCESS;
     if (in->x_staged)
         s = ops->to_device(ctx, m->x_dev, f->x_pin[in->slot],
@@ -173,7 +175,7 @@ static hpct_status_t record_step(hpct_model_t m, hpct_optimizer_t o, const struc
     if (!s) s = hpcti_forward(m, in->x, batch, &y);
     if (!s) s = hpcti_batch_loss(m, y, in->t, batch, m->grad_a[0], &unused); /* slot 0 */
     if (!s) s = hpcti_backward(m, batch, 0);
-    if (!s) s = record_check(m, clip, io->check_grads, &sums);
+    if (!s) s = record_check(m, clip, sums);
     if (!s) s = ops->step_gate(ctx, f->res_dev, sums, clip, f->sc_dev, f->gate_dev);
     if (!s) s = hpcti_optimizer_record_update(o, f->sc_dev, f->gate_dev);
     if (!s) s = ops->to_host(ctx, f->res_pin, f->res_dev, sizeof(double) * (size_t)(1 + sums));
@@ -186,7 +188,7 @@ static hpct_status_t run_queued(hpct_model_t m, hpct_optimizer_t o, const struct
 {
     hpct_ctx_t ctx = m->ctx;
     m->fused->stats.queued++;
-    hpct_status_t s = ctx->ops->rec_begin(ctx, m->fused->res_dev, 0);
+    hpct_status_t s = ctx->ops->rec_begin(ctx, m->fused->res_dev, m->fused->res_slots, 0);
     if (s) return s;
     s = record_step(m, o, in, io);
     hpct_status_t end = ctx->ops->rec_end(ctx, NULL);
@@ -199,7 +201,7 @@ static void capture(hpct_model_t m, hpct_optimizer_t o, const struct inputs *in,
                     const struct hpcti_fused_io *io, struct entry *e)
 {
     hpct_ctx_t ctx = m->ctx;
-    hpct_status_t s = ctx->ops->rec_begin(ctx, m->fused->res_dev, 1);
+    hpct_status_t s = ctx->ops->rec_begin(ctx, m->fused->res_dev, m->fused->res_slots, 1);
     if (!s) {
         s = record_step(m, o, in, io);
         hpct_status_t end = ctx->ops->rec_end(ctx, s ? NULL : &e->graph);
@@ -298,11 +300,6 @@ void hpcti_fused_stage_next(hpct_model_t m, const float *x, const void *t, int b
     f->next_batch = batch;
 }
 
-int hpcti_fused_next_staged(hpct_model_t m)
-{
-    return m->fused ? m->fused->next_batch : 0;
-}
-
 /* The argument checks: of the caller's arrays, or of the batch staged ahead (host memory). */
 static hpct_status_t check(hpct_model_t m, const char *fn, const struct hpcti_fused_io *io)
 {
@@ -336,8 +333,7 @@ hpct_status_t hpcti_fused_step(hpct_model_t m, hpct_optimizer_t o, const char *f
         return hpcti_error(ctx, m->nonfinite_loss ? m->nonfinite_loss : HPCT_ERR_NONFINITE,
                            "%s: the loss is %g; the parameters were not updated", fn, l);
     float gscale, clip = hpcti_optimizer_clip(o);
-    int sums = clip > 0.0f ? m->params->num : io->check_grads;
-    *updated = hpcti_step_gate(f->res_pin, sums, clip, &gscale);
+    *updated = hpcti_step_gate(f->res_pin, check_sums(m, clip, io->check_grads), clip, &gscale);
     if (*updated) hpcti_optimizer_advance(o);
     *loss = (float)l;
     return HPCT_SUCCESS;
