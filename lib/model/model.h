@@ -77,10 +77,8 @@ HPCTI_CHECK hpct_status_t hpcti_fused_step(hpct_model_t m, hpct_optimizer_t o, c
                                            const struct hpcti_fused_io *io, float *loss,
                                            int *updated);
 /* From an ahead callback: copy the host batch x, t [batch] into the pinned slot the next step
- * reads, which then passes x and t NULL; hpcti_fused_next_staged: that batch size, or 0 when
- * none is staged (a step given arrays drops it). */
+ * reads, which then passes x and t NULL (a step given arrays drops it). */
 void hpcti_fused_stage_next(hpct_model_t m, const float *x, const void *t, int batch);
-int hpcti_fused_next_staged(hpct_model_t m);
 
 /* 1 when m has a layer other than dense (its checkpoints are schema 2). */
 int hpcti_model_layered(hpct_model_t m);

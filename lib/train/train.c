@@ -19,9 +19,9 @@
  * step of lib/model/fused.c, and the next step's batch is read and staged while the device runs
  * this one. held: that batch is read (staged when status is 0; the next step returns status and
  * detail otherwise); epoch, step: the data cursor before it was read, where the trained state
- * continues. */
+ * continues; moved: the dataset's cursor has been ahead of the trained steps. */
 struct ahead {
-    int on, held;
+    int on, held, moved;
     hpct_status_t status;
     char detail[sizeof((struct hpct_ctx *)0)->last_error];
     long epoch, step;
@@ -253,7 +253,7 @@ static void read_ahead(void *arg)
     } else {
         hpcti_fused_stage_next(L->model, x, t, L->local_batch);
     }
-    L->ahead.held = 1;
+    L->ahead.held = L->ahead.moved = 1;
 }
 
 /* The batch of this step: read ahead by the step before, or read now. *x NULL: staged ahead. */
@@ -656,8 +656,8 @@ hpct_status_t hpct_train(hpct_model_t model, hpct_optimizer_t opt, hpct_dataset_
     char detail[sizeof ctx->last_error]; /* the bookkeeping calls below clear it */
     snprintf(detail, sizeof detail, "%s", ctx->last_error);
     int shared = ctx->error_shared;
-    if (L.ahead.held) /* the caller's next batch is the one read ahead */
-        hpct_dataset_set_cursor(ds, L.ahead.epoch, L.ahead.step);
+    if (L.ahead.moved) /* the caller's next batch: the one after the last completed step */
+        hpct_dataset_set_cursor(ds, L.cursor_epoch, L.cursor_step);
     record_stop(&L, s, detail);
     hpcti_obs_close(&L.obs);
     hpcti_timeline_close(ctx);
