@@ -11,6 +11,7 @@ dnl   HPCT_FC_MPI_FLAGS, HPCT_FC_MPI_LIBS  the wrapper's own compile and link fl
 dnl                                   consumers that build without it (CMake's hpctrain::fortran)
 dnl   HPCT_PC_FMOD_CFLAGS             -I${fmoddir} for hpctrain.pc, empty without the module
 dnl   HPCT_WARN_FCFLAGS               warning flags for the Fortran sources (gfortran: -Wall)
+dnl   HPCT_OPENACC_FCFLAGS            the compiler's OpenACC flag (-fopenacc, -acc) or empty
 dnl --enable-fortran (explicitly) turns "not found" into an error.
 
 dnl _HPCT_FC_PROBE: the options, the compiler to try (FC, else MPIFC), and whether it compiles at
@@ -94,6 +95,35 @@ AS_IF([test "$hpct_fortran" = yes], [
 ], [
     hpct_fortran_summary="no ($hpct_fortran_why)"
 ])
+dnl The flag that turns OpenACC on, for t/lib/fortran_acc (doc/fortran.md's host_data recipe):
+dnl gfortran's -fopenacc or NVIDIA's -acc, the first that defines _OPENACC in a program with a
+dnl data region; empty when neither does (that test then skips).
+HPCT_OPENACC_FCFLAGS=
+AS_IF([test "$hpct_fortran" = yes], [
+    AC_LANG_PUSH([Fortran])
+    hpct_save_FCFLAGS=$FCFLAGS
+    for hpct_acc in -fopenacc -acc; do
+        FCFLAGS="$hpct_save_FCFLAGS $hpct_acc"
+        AC_MSG_CHECKING([whether $FC compiles OpenACC with $hpct_acc])
+        AC_LINK_IFELSE([AC_LANG_SOURCE([[
+program conftest
+real :: x(4)
+x = 1
+#ifndef _OPENACC
+choke me
+#endif
+!$acc data copyin(x)
+!$acc host_data use_device(x)
+!$acc end host_data
+!$acc end data
+end program conftest
+]])], [AC_MSG_RESULT([yes]); HPCT_OPENACC_FCFLAGS=$hpct_acc], [AC_MSG_RESULT([no])])
+        test -n "$HPCT_OPENACC_FCFLAGS" && break
+    done
+    FCFLAGS=$hpct_save_FCFLAGS
+    AC_LANG_POP([Fortran])
+])
+AC_SUBST([HPCT_OPENACC_FCFLAGS])
 AC_SUBST([HPCT_FC_MPI_FLAGS])
 AC_SUBST([HPCT_FC_MPI_LIBS])
 AC_SUBST([HPCT_PC_FMOD_CFLAGS])

@@ -157,7 +157,8 @@ EXTRA_DIST += t/test_insitu_dist.sh t/test_insitu_preempt_split.sh t/test_insitu
 # t/test_module.sh take turns at "make install" with a lock.)
 DISTCLEANFILES += .hpct-install.lock
 FORTRAN_TESTS = t/test_fortran_bindings.sh t/test_fortran_api.sh t/test_fortran_mpi.sh \
-	t/test_fortran_twin.sh t/test_fortran_examples.sh t/test_fortran_install.sh
+	t/test_fortran_twin.sh t/test_fortran_examples.sh t/test_fortran_install.sh \
+	t/test_fortran_acc.sh
 TESTS += $(FORTRAN_TESTS)
 EXTRA_DIST += $(FORTRAN_TESTS) t/lib/fortran_lib.sh t/lib/fortran_consumer/CMakeLists.txt
 if HPCT_FORTRAN
@@ -177,6 +178,13 @@ t_lib_twin_c_SOURCES = t/lib/twin_c.c
 t_lib_twin_c_LDADD = $(HPCT_LIBS)
 t/lib/fortran_api.$(OBJEXT): $(HPCT_FMOD) $(HPCT_TAPF)
 t/lib/fortran_mpi.$(OBJEXT) t/lib/fortran_twin.$(OBJEXT): $(HPCT_FMOD)
+# the OpenACC form of doc/fortran.md (HPCT_OPENACC_FCFLAGS: configure's flag, or none: a skip)
+check_PROGRAMS += t/lib/fortran_acc
+t_lib_fortran_acc_SOURCES = t/lib/fortran_acc.F90
+t_lib_fortran_acc_FCFLAGS = $(AM_FCFLAGS) $(HPCT_OPENACC_FCFLAGS)
+t_lib_fortran_acc_LDFLAGS = $(HPCT_OPENACC_FCFLAGS)
+t_lib_fortran_acc_LDADD = t/lib/libtapf.a $(HPCT_LIBS)
+t/lib/t_lib_fortran_acc-fortran_acc.$(OBJEXT): $(HPCT_FMOD) $(HPCT_TAPF)
 endif
 
 # ---- environment settings: the man pages agree with the registry (lib/core/tunables.c) ----
