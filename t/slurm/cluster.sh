@@ -92,6 +92,8 @@ SlurmdParameters=config_overrides
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 SchedulerType=sched/builtin
+# Batch jobs start at once (the default lets their scheduling wait up to 3 s).
+SchedulerParameters=batch_sched_delay=0
 # Requeue allowed; short waits so tests stay fast.
 JobRequeue=1
 # Job ids unique to this cluster: concurrent test clusters on one host would otherwise both
