@@ -17,7 +17,19 @@ make_data
 echo "1..17"
 CK="--checkpoint-every-steps 4 --checkpoint-async 1"
 
-train "$W" "$work/ref" "$work/ref.out"
+# The uninterrupted run, the runs stopped by a raised SIGTERM and the one signalled at its
+# last step are independent jobs: they run at the same time (they mostly wait: job start-up,
+# mpirun's pause after a rank's exit 75), and so do the resumed runs; the points follow in
+# their order once all have ended.
+train "$W" "$work/ref" "$work/ref.out" &
+for k in 5 21 42; do
+    d="$work/raise$k"
+    HPCT_TEST_RAISE_AT_STEP=$k train "$W" "$d" "$d.stop" $CK &
+done
+d="$work/last"
+HPCT_TEST_RAISE_AT_STEP=$TOTAL_STEPS train "$W" "$d" "$d.out" $CK &
+wait
+train_rc "$work/ref.out"
 ref=$(params_hash "$work/ref.out")
 [ $rc = 0 ] && [ -n "$ref" ]; ok $? "W=$W: uninterrupted run of $TOTAL_STEPS steps exits 0 (params hash $ref)"
 [ $rc = 0 ] || show "$work/ref.out"
@@ -39,37 +51,52 @@ resumed() {
 
 for k in 5 21 42; do
     d="$work/raise$k"
-    HPCT_TEST_RAISE_AT_STEP=$k train "$W" "$d" "$d.stop" $CK
+    train_rc "$d.stop"
     stopped "$d.stop" "$d" "SIGTERM raised in rank $((W - 1)) at step $k"
-    train "$W" "$d" "$d.resume" $CK
+done
+for k in 5 21 42; do
+    d="$work/raise$k"
+    train "$W" "$d" "$d.resume" $CK &
+done
+wait
+for k in 5 21 42; do
+    d="$work/raise$k"
+    train_rc "$d.resume"
     resumed "$d.resume" "$(stop_step "$d.stop")" "stopped at step $k"
 done
 
 # A signal with the last step: training is complete, so no requeue.
 d="$work/last"
-HPCT_TEST_RAISE_AT_STEP=$TOTAL_STEPS train "$W" "$d" "$d.out" $CK
+train_rc "$d.out"
 h=$(params_hash "$d.out")
 [ $rc = 0 ] && [ "$h" = "$ref" ] && [ -z "$(stop_step "$d.out")" ] && [ -f "$(ckpt_file "$d" $TOTAL_STEPS)" ]
 ok $? "W=$W: SIGTERM raised at the last step $TOTAL_STEPS: exit $rc (done, no requeue), final checkpoint, same params hash"
 [ $rc = 0 ] || show "$d.out"
 
-# (b) and (c): 30 ms per step keeps the job running while the signals come.
+# (b) and (c): 30 ms per step keeps the job running while the signals come. The two jobs run
+# at the same time, and so do their resumed runs.
+HPCT_TEST_STEP_DELAY_MS=30 train "$W" "$work/kill" "$work/kill.stop" $CK &
+HPCT_TEST_STEP_DELAY_MS=30 train "$W" "$work/twice" "$work/twice.stop" $CK &
+wait_for_step "$work/kill.stop" 10 && signal TERM "$work/kill.stop" $((W - 1))
+wait_for_step "$work/twice.stop" 20 && signal TERM "$work/twice.stop" $((W - 1)) &&
+    signal TERM "$work/twice.stop" 0
+wait
 d="$work/kill"
-HPCT_TEST_STEP_DELAY_MS=30 train_bg "$W" "$d" "$d.stop" $CK
-wait_for_step "$d.stop" 10 && signal TERM "$d.stop" $((W - 1))
-train_wait "$d.stop"
+train_rc "$d.stop"
 stopped "$d.stop" "$d" "kill -TERM of rank $((W - 1)) from outside"
 echo "# external SIGTERM landed after step $(stop_step "$d.stop")"
-train "$W" "$d" "$d.resume" $CK
-resumed "$d.resume" "$(stop_step "$d.stop")" "stopped from outside"
-
 d="$work/twice"
-HPCT_TEST_STEP_DELAY_MS=30 train_bg "$W" "$d" "$d.stop" $CK
-wait_for_step "$d.stop" 20 && signal TERM "$d.stop" $((W - 1)) && signal TERM "$d.stop" 0
-train_wait "$d.stop"
+train_rc "$d.stop"
 stopped "$d.stop" "$d" "two SIGTERMs in a row (ranks $((W - 1)) and 0)"
 echo "# the two SIGTERMs landed after step $(stop_step "$d.stop")"
-train "$W" "$d" "$d.resume" $CK
+train "$W" "$work/kill" "$work/kill.resume" $CK &
+train "$W" "$work/twice" "$work/twice.resume" $CK &
+wait
+d="$work/kill"
+train_rc "$d.resume"
+resumed "$d.resume" "$(stop_step "$d.stop")" "stopped from outside"
+d="$work/twice"
+train_rc "$d.resume"
 resumed "$d.resume" "$(stop_step "$d.stop")" "stopped by two SIGTERMs"
 
 d="$work/midwrite"
@@ -95,7 +122,7 @@ resumed "$d.resume" "$(stop_step "$d.stop")" "stopped during an asynchronous wri
 # (e) a second SIGTERM 0-70 ms after the first, sweeping the stop, the save and the shutdown
 # (before the fix one in this window found the default action restored by the uninstall:
 # exit 143, the buffered stop line lost). Every run must exit 75 with its stop line. The
-# jobs mostly sleep (30 ms a step, mpirun's abort), so two run at a time.
+# jobs mostly sleep (30 ms a step, mpirun's abort), so all eight run at a time.
 # late_job LATE: one such job in the background (train_rc reads its exit status).
 late_job() {
     (d="$work/late$1"
@@ -104,15 +131,13 @@ late_job() {
             { signal TERM "$d.stop" $((W - 1)) 2>/dev/null || :; }
         train_wait "$d.stop") &
 }
-bad=""
-for pair in "0 0.04" "0.01 0.05" "0.02 0.06" "0.03 0.07"; do
-    for late in $pair; do late_job "$late"; done
-    wait
-    for late in $pair; do
-        d="$work/late$late"
-        train_rc "$d.stop"
-        [ "$rc" = 75 ] && [ -n "$(stop_step "$d.stop")" ] || bad="$bad ${late}s:exit$rc"
-    done
+bad="" lates="0 0.01 0.02 0.03 0.04 0.05 0.06 0.07"
+for late in $lates; do late_job "$late"; done
+wait
+for late in $lates; do
+    d="$work/late$late"
+    train_rc "$d.stop"
+    [ "$rc" = 75 ] && [ -n "$(stop_step "$d.stop")" ] || bad="$bad ${late}s:exit$rc"
 done
 [ -z "$bad" ]
 ok $? "W=$W: a second SIGTERM 0 to 70 ms after the first: every run exits 75 with its stop line${bad:+ (not:$bad)}"
