@@ -37,5 +37,14 @@ run() {
     rc=$?
 }
 
+# run_bg OUT CMD...: run OUT CMD... in the background, its exit status into OUT.rc (jobs that
+# mostly wait run side by side; wait for them, then rc_of).
+run_bg() {
+    rb_out=$1; shift
+    ("$@" >"$rb_out" 2>&1; echo $? >"$rb_out.rc") &
+}
+# rc_of OUT: rc from OUT.rc (255: none written).
+rc_of() { rc=$(cat "$1.rc" 2>/dev/null || echo 255); }
+
 # show FILE: the last lines of a log as TAP diagnostics.
 show() { tail -n 25 "$1" | sed 's/^/#   /'; }
