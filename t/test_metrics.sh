@@ -59,6 +59,13 @@ fact() {
     sed -n "s/^$2 //p" "$work/facts"
 }
 
+# (e) and (f) below do not depend on (a)-(d): their runs go in the background now (they
+# mostly wait: (f) sleeps 600 ms a step) and are checked at the end.
+train 1 "$work/off" "$work/off.out" --metrics-file none &
+train 2 "$work/bad" "$work/bad.out" --metrics-file "$work/no/such/dir/m.jsonl" &
+HPCT_TEST_SLOW_RANK=0,600 train 1 "$work/async" "$work/async.out" --global-batch 512 --epochs 2 \
+    --checkpoint-every-steps 2 --checkpoint-async 1 &
+
 d="$work/run"
 HPCT_TEST_RAISE_AT_STEP=21 train 2 "$d" "$d.stop" $CK
 s=$(stop_step "$d.stop")
@@ -124,18 +131,18 @@ train 2 "$d" "$d.again" $CK
 ok $? "(d) a third run appends after the torn line: exit $rc, still one bad line, segments 1, 2, 3"
 
 # (e) off switch and an unwritable path
-train 1 "$work/off" "$work/off.out" --metrics-file none
+wait
+train_rc "$work/off.out"
 [ ! -e "$work/off/metrics.jsonl" ] && ! ls "$work/off" | grep -q jsonl
 ok $? "(e) metrics_file = none: no metrics file (exit $rc)"
-train 2 "$work/bad" "$work/bad.out" --metrics-file "$work/no/such/dir/m.jsonl"
+train_rc "$work/bad.out"
 [ $rc != 0 ] && grep -q "$work/no/such/dir/m.jsonl" "$work/bad.out"
 ok $? "(e) an unwritable metrics path: exit $rc, the error names it"
 
 # (f) an asynchronous save's "seconds" ends at its commit as the writer timed it, not when the
 # training thread next looks (one 600 ms step later: HPCT_TEST_SLOW_RANK sleeps in each step)
 d="$work/async"
-HPCT_TEST_SLOW_RANK=0,600 train 1 "$d" "$d.out" --global-batch 512 --epochs 2 \
-    --checkpoint-every-steps 2 --checkpoint-async 1
+train_rc "$d.out"
 secs=$(python3 -c '
 import json, sys
 r = [json.loads(l) for l in open(sys.argv[1])]
