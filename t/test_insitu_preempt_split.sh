@@ -11,29 +11,37 @@ PROG="$top_builddir/t/lib/insitu_prog"
 need_mpi
 plan 10
 
-# split SIG WHO WANT: one case, two TAP points.
-split() {
-    sig=$1 who=$2 want=$3
-    d="$tmpdir/$sig-$who" out="$tmpdir/$sig-$who.out"
-    rm -f "$tmpdir"/pid.*
-    timeout -s KILL 120 sh -c 'echo $$ >"$0"; exec "$@"' "$tmpdir/mpirun.pid" \
+# start SIG WHO: one case, in the background: the job, the signal a second after the program
+# started, and mpirun's exit status into $tmpdir/SIG-WHO.rc. The five cases run at the same
+# time, each with its own files; check reads them in order.
+start() {
+    sig=$1 who=$2
+    c="$tmpdir/$sig-$who"
+    (timeout -s KILL 120 sh -c 'echo $$ >"$0"; exec "$@"' "$c.mpirun.pid" \
         "$MPIRUN" --oversubscribe -np 4 \
-        sh -c 'echo $$ >"$0.$OMPI_COMM_WORLD_RANK"; exec "$@"' "$tmpdir/pid" \
-        "$PROG" split "$d" 100000 >"$out" 2>&1 &
+        sh -c 'echo $$ >"$0.$OMPI_COMM_WORLD_RANK"; exec "$@"' "$c.pid" \
+        "$PROG" split "$c" 100000 >"$c.out" 2>&1 &
     job=$!
     i=0
-    while ! grep -q '^SPLIT started' "$out" 2>/dev/null && [ $i -lt 300 ]; do
+    while ! grep -q '^SPLIT started' "$c.out" 2>/dev/null && [ $i -lt 300 ]; do
         sleep 0.1
         i=$((i + 1))
     done
     sleep 1
     case $who in
-    mpirun) kill -s "$sig" "$(cat "$tmpdir/mpirun.pid")" ;;
-    ranks) kill -s "$sig" $(cat "$tmpdir"/pid.*) ;;
-    rank1) kill -s "$sig" "$(cat "$tmpdir/pid.1")" ;;
+    mpirun) kill -s "$sig" "$(cat "$c.mpirun.pid")" ;;
+    ranks) kill -s "$sig" $(cat "$c".pid.*) ;;
+    rank1) kill -s "$sig" "$(cat "$c.pid.1")" ;;
     esac
     wait $job
-    rc=$?
+    echo $? >"$c.rc") &
+}
+
+# check SIG WHO WANT: the two TAP points of a case.
+check() {
+    sig=$1 who=$2 want=$3
+    d="$tmpdir/$sig-$who" out="$tmpdir/$sig-$who.out"
+    rc=$(cat "$d.rc" 2>/dev/null || echo none)
     steps=$(sed -n 's/^SPLIT rank [02]: preempted after step \([0-9]*\) .*/\1/p' "$out" | sort -u)
     n=$(ls "$d" 2>/dev/null | grep -c '^ckpt-')
     [ "$rc" = "$want" ]
@@ -43,10 +51,9 @@ split() {
     ok $? "SIG$sig to $who: both training ranks stopped after step ${steps:-?} and its checkpoint is written" ||
         grep '^SPLIT' "$out" | sed 's/^/#   /'
 }
-split TERM ranks 75
-split USR1 ranks 75
-split USR1 mpirun 75
-split TERM rank1 75
+cases="TERM:ranks:75 USR1:ranks:75 USR1:mpirun:75 TERM:rank1:75 TERM:mpirun:1"
+for c in $cases; do start $(echo "$c" | tr : ' '); done
+wait
 # Open MPI 4.1: mpirun that receives SIGTERM passes it to the ranks (which checkpoint and
-# exit 75), then ends the job itself with status 1.
-split TERM mpirun 1
+# exit 75), then ends the job itself with status 1 (the last case).
+for c in $cases; do check $(echo "$c" | tr : ' '); done
