@@ -85,117 +85,106 @@ static void *on_device(const void *host, size_t bytes)
     return d;
 }
 
+/* A model of net on a backend with its SGD momentum optimizer and one batch of inputs and
+ * targets (host arrays x, y; xs, ys the arrays a step reads: device copies with device). */
+struct trainee {
+    hpct_ctx_t ctx;
+    hpct_model_t m;
+    hpct_optimizer_t opt;
+    int batch, device;
+    float *x;
+    void *y;
+    const float *xs;
+    const void *ys;
+};
+
+static void trainee_make(struct trainee *t, const struct net *nt, hpct_backend_t backend, int batch,
+                         int device_arrays)
+{
+    hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
+    cfg.backend = backend;
+    hpct_params_t p;
+    hpct_optim_config_t oc = HPCT_OPTIM_CONFIG_INITIALIZER;
+    oc.lr = 1e-3f;
+    oc.momentum = 0.9f;
+    int outputs = nt->widths[nt->layers];
+    *t = (struct trainee){.batch = batch, .device = device_arrays};
+    REQUIRE(t->ctx, hpct_ctx_create(&cfg, &t->ctx));
+    REQUIRE(t->ctx, hpct_model_create(t->ctx, nt->widths[0], &t->m));
+    for (int l = 1; l <= nt->layers; l++)
+        REQUIRE(t->ctx, hpct_model_add_dense(t->m, nt->widths[l],
+                                             l < nt->layers ? nt->hidden : HPCT_ACT_IDENTITY,
+                                             HPCT_INIT_AUTO));
+    REQUIRE(t->ctx, hpct_model_set_loss(t->m, nt->loss));
+    REQUIRE(t->ctx, hpct_model_build(t->m, batch));
+    REQUIRE(t->ctx, hpct_model_params(t->m, &p));
+    REQUIRE(t->ctx, hpct_optimizer_create(p, &oc, &t->opt));
+    size_t xbytes = sizeof(float) * (size_t)batch * (size_t)nt->widths[0], ybytes;
+    t->x = filled(xbytes / sizeof(float), 1.0f);
+    if (nt->loss == HPCT_LOSS_MSE) { /* targets [batch, outputs] */
+        ybytes = sizeof(float) * (size_t)batch * (size_t)outputs;
+        t->y = filled(ybytes / sizeof(float), 1.0f);
+    } else { /* class labels [batch] */
+        int32_t *labels = malloc(ybytes = sizeof *labels * (size_t)batch);
+        for (int j = 0; j < batch; j++) labels[j] = j % outputs;
+        t->y = labels;
+    }
+    t->xs = device_arrays ? on_device(t->x, xbytes) : t->x;
+    t->ys = device_arrays ? on_device(t->y, ybytes) : t->y;
+}
+
+static void trainee_free(struct trainee *t)
+{
+    if (t->device) cudaFree((void *)t->xs), cudaFree((void *)t->ys);
+    hpct_optimizer_destroy(t->opt);
+    hpct_model_destroy(t->m);
+    hpct_ctx_destroy(t->ctx);
+    free(t->x), free(t->y);
+}
+
 /* Seconds per training step (loss_grad + SGD momentum) of net on backend, averaged over reps
  * after 5 warm-up steps; with device_arrays (cuda) the inputs and targets are in device
  * memory, which the library reads in place, else in host memory. */
 static double time_steps(const struct net *nt, hpct_backend_t backend, int batch, int reps,
                          int device_arrays)
 {
-    hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
-    cfg.backend = backend;
-    hpct_ctx_t ctx = NULL;
-    hpct_model_t m;
-    hpct_params_t p;
-    hpct_optimizer_t opt;
-    hpct_optim_config_t oc = HPCT_OPTIM_CONFIG_INITIALIZER;
-    oc.lr = 1e-3f;
-    oc.momentum = 0.9f;
-    int outputs = nt->widths[nt->layers];
-    REQUIRE(ctx, hpct_ctx_create(&cfg, &ctx));
-    REQUIRE(ctx, hpct_model_create(ctx, nt->widths[0], &m));
-    for (int l = 1; l <= nt->layers; l++)
-        REQUIRE(ctx, hpct_model_add_dense(m, nt->widths[l],
-                                          l < nt->layers ? nt->hidden : HPCT_ACT_IDENTITY,
-                                          HPCT_INIT_AUTO));
-    REQUIRE(ctx, hpct_model_set_loss(m, nt->loss));
-    REQUIRE(ctx, hpct_model_build(m, batch));
-    REQUIRE(ctx, hpct_model_params(m, &p));
-    REQUIRE(ctx, hpct_optimizer_create(p, &oc, &opt));
-    size_t xbytes = sizeof(float) * (size_t)batch * (size_t)nt->widths[0], ybytes;
-    float *x = filled(xbytes / sizeof(float), 1.0f), loss;
-    void *y;
-    if (nt->loss == HPCT_LOSS_MSE) { /* targets [batch, outputs] */
-        ybytes = sizeof(float) * (size_t)batch * (size_t)outputs;
-        y = filled(ybytes / sizeof(float), 1.0f);
-    } else { /* class labels [batch] */
-        int32_t *labels = malloc(ybytes = sizeof *labels * (size_t)batch);
-        for (int j = 0; j < batch; j++) labels[j] = j % outputs;
-        y = labels;
-    }
-    const float *xs = device_arrays ? on_device(x, xbytes) : x;
-    const void *ys = device_arrays ? on_device(y, ybytes) : y;
+    struct trainee t;
+    float loss;
+    trainee_make(&t, nt, backend, batch, device_arrays);
     double t0 = 0;
     for (int i = -5; i < reps; i++) {
         if (i == 0) t0 = now(); /* every step ends synchronised (the loss, ops->sync) */
-        REQUIRE(ctx, hpct_model_loss_grad(m, xs, ys, batch, 0, &loss));
-        REQUIRE(ctx, hpct_optimizer_step(opt));
+        REQUIRE(t.ctx, hpct_model_loss_grad(t.m, t.xs, t.ys, batch, 0, &loss));
+        REQUIRE(t.ctx, hpct_optimizer_step(t.opt));
     }
-    double t = (now() - t0) / reps;
-    if (device_arrays) cudaFree((void *)xs), cudaFree((void *)ys);
-    hpct_optimizer_destroy(opt);
-    hpct_model_destroy(m);
-    hpct_ctx_destroy(ctx);
-    free(x), free(y);
-    return t;
+    double sec = (now() - t0) / reps;
+    trainee_free(&t);
+    return sec;
 }
 
 /* Seconds per in-situ step of net (one rank, SGD momentum), averaged over reps after 20 warm-up
  * steps (each shape is captured at its second step); graphs 0 sets HPCT_CUDA_GRAPH=0. */
 static double time_insitu(const struct net *nt, int batch, int reps, int device_arrays, int graphs)
 {
-    hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
-    cfg.backend = HPCT_BACKEND_CUDA;
-    hpct_ctx_t ctx = NULL;
-    hpct_model_t m;
-    hpct_params_t p;
-    hpct_optimizer_t opt;
+    struct trainee t;
     hpct_insitu_t S;
-    hpct_optim_config_t oc = HPCT_OPTIM_CONFIG_INITIALIZER;
-    oc.lr = 1e-3f;
-    oc.momentum = 0.9f;
     hpct_insitu_config_t ic = HPCT_INSITU_CONFIG_INITIALIZER;
     ic.catch_signals = 0;
-    int outputs = nt->widths[nt->layers];
+    float loss;
     setenv("HPCT_CUDA_GRAPH", graphs ? "1" : "0", 1); /* read at the model's first step */
-    REQUIRE(ctx, hpct_ctx_create(&cfg, &ctx));
-    REQUIRE(ctx, hpct_model_create(ctx, nt->widths[0], &m));
-    for (int l = 1; l <= nt->layers; l++)
-        REQUIRE(ctx, hpct_model_add_dense(m, nt->widths[l],
-                                          l < nt->layers ? nt->hidden : HPCT_ACT_IDENTITY,
-                                          HPCT_INIT_AUTO));
-    REQUIRE(ctx, hpct_model_set_loss(m, nt->loss));
-    REQUIRE(ctx, hpct_model_build(m, batch));
-    REQUIRE(ctx, hpct_model_params(m, &p));
-    REQUIRE(ctx, hpct_optimizer_create(p, &oc, &opt));
-    REQUIRE(ctx, hpct_insitu_create(m, NULL, opt, NULL, &ic, &S));
-    REQUIRE(ctx, hpct_insitu_start(S, NULL));
-    size_t xbytes = sizeof(float) * (size_t)batch * (size_t)nt->widths[0], ybytes;
-    float *x = filled(xbytes / sizeof(float), 1.0f), loss;
-    void *y;
-    if (nt->loss == HPCT_LOSS_MSE) {
-        ybytes = sizeof(float) * (size_t)batch * (size_t)outputs;
-        y = filled(ybytes / sizeof(float), 1.0f);
-    } else {
-        int32_t *labels = malloc(ybytes = sizeof *labels * (size_t)batch);
-        for (int j = 0; j < batch; j++) labels[j] = j % outputs;
-        y = labels;
-    }
-    const float *xs = device_arrays ? on_device(x, xbytes) : x;
-    const void *ys = device_arrays ? on_device(y, ybytes) : y;
+    trainee_make(&t, nt, HPCT_BACKEND_CUDA, batch, device_arrays);
+    REQUIRE(t.ctx, hpct_insitu_create(t.m, NULL, t.opt, NULL, &ic, &S));
+    REQUIRE(t.ctx, hpct_insitu_start(S, NULL));
     double t0 = 0;
     for (int i = -20; i < reps; i++) {
         if (i == 0) t0 = now(); /* each step returns its loss: it ends synchronised */
-        REQUIRE(ctx, hpct_insitu_step(S, xs, ys, batch, &loss));
+        REQUIRE(t.ctx, hpct_insitu_step(S, t.xs, t.ys, batch, &loss));
     }
-    double t = (now() - t0) / reps;
-    if (device_arrays) cudaFree((void *)xs), cudaFree((void *)ys);
+    double sec = (now() - t0) / reps;
     hpct_insitu_destroy(S);
-    hpct_optimizer_destroy(opt);
-    hpct_model_destroy(m);
-    hpct_ctx_destroy(ctx);
+    trainee_free(&t);
     unsetenv("HPCT_CUDA_GRAPH");
-    free(x), free(y);
-    return t;
+    return sec;
 }
 
 static int run_insitu(int reps)
