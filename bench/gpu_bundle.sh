@@ -48,7 +48,8 @@ if ! (cd "$build" && ./autogen.sh && ./configure --with-cuda="$cuda" --with-nccl
 fi
 
 # Programs gpu_validate.sh runs; every other executable and every object goes.
-keep="t/test_cuda t/test_nccl t/test_gpu_logic t/lib/insitu_prog tools/hpctrain bench/bench_gpu"
+keep="t/test_cuda t/test_cuda_graph t/test_nccl t/test_gpu_logic t/lib/insitu_prog"
+keep="$keep tools/hpctrain bench/bench_gpu"
 (cd "$build" && find . -name '*.o' -o -name '*.a' -o -name '*.lo' -o -name '.deps' -prune |
     xargs rm -rf)
 for f in $(cd "$build" && find . -type f -perm -u+x | sed 's|^\./||'); do
