@@ -23,12 +23,15 @@
 # Steps: 1. build the committed tree with --with-cuda --with-nccl (architectures
 # HPCT_CUDA_ARCH, default "80;90"; "native" for this GPU), nvcc and compiler warnings as errors;
 # 2. the GPU tests: t/test_cuda (every kernel and a full training step against the cpu
-# backend, stated tolerances per op), t/test_nccl.sh (1 node of 2 ranks with NCCL, 2 nodes of
+# backend, stated tolerances per op), t/test_cuda_graph (the fused step of one rank and its
+# CUDA graphs against the uncaptured step and the public calls, bit for bit), t/test_nccl.sh
+# (1 node of 2 ranks with NCCL, 2 nodes of
 # 1 staged, nodes of 1 with NCCL of one rank (HPCT_NCCL_SOLO=1), 2 nodes of 2 and of 4 with
 # the average overlapping backward, CUDA-aware MPI on and forced off), t/test_gpu_logic;
 # t/test_gpu_train.sh (hpctrain train at 2 ranks on the GPU, replica hashes compared every
 # step, its loss curve against the same run on the cpu backend, staged and with
-# HPCT_NCCL_SOLO=1; W = 4 with 2 GPUs; the in-situ session); 3. compute-sanitizer memcheck and
+# HPCT_NCCL_SOLO=1; W = 4 with 2 GPUs; the in-situ session; W = 1 with CUDA graphs, stopped
+# and resumed); 3. compute-sanitizer memcheck and
 # racecheck on t/test_cuda; 5. bench/bench_gpu step, insitu (against
 # bench/torch_gpu_baseline.py's PyTorch steps when python3 has torch with CUDA: HPCT_PYTHON
 # names another interpreter), kernels, allreduce.
