@@ -218,6 +218,7 @@ if grep -q '^1\.\.0' "$out/test_cuda.log" 2>/dev/null; then
     result SKIP "compute-sanitizer" "t/test_cuda skipped: $(grep '^1\.\.0' "$out/test_cuda.log")"
     covered sanitizer_memcheck "NOT RUN" "t/test_cuda skipped"
     covered sanitizer_racecheck "NOT RUN" "t/test_cuda skipped"
+    covered sanitizer_graph "NOT RUN" "t/test_cuda skipped"
 elif command -v compute-sanitizer >/dev/null 2>&1; then
     for tool in memcheck racecheck; do
         HPCT_TEST_NO_FAULT=1 timeout -s KILL "$step_timeout" compute-sanitizer --tool $tool \
@@ -235,10 +236,23 @@ elif command -v compute-sanitizer >/dev/null 2>&1; then
             result FAIL "compute-sanitizer $tool t/test_cuda" "exit $rc, $errs"
         fi
     done
+    # the fused step and its CUDA graphs (captured copies, gated kernels, result slots)
+    timeout -s KILL "$step_timeout" compute-sanitizer --tool memcheck --error-exitcode 99 \
+        "$b/t/test_cuda_graph" >"$out/sanitizer-graph.log" 2>&1
+    rc=$?
+    errs=$(grep -h 'ERROR SUMMARY' "$out/sanitizer-graph.log" | tail -1)
+    if [ $rc -eq 0 ]; then
+        result PASS "compute-sanitizer memcheck t/test_cuda_graph" "$errs"
+        covered sanitizer_graph RAN-PASS "$errs"
+    else
+        covered sanitizer_graph RAN-FAIL "exit $rc, $errs"
+        result FAIL "compute-sanitizer memcheck t/test_cuda_graph" "exit $rc, $errs"
+    fi
 else
     result SKIP "compute-sanitizer" "not found in PATH ($cuda/bin)"
     covered sanitizer_memcheck "NOT RUN" "compute-sanitizer not found"
     covered sanitizer_racecheck "NOT RUN" "compute-sanitizer not found"
+    covered sanitizer_graph "NOT RUN" "compute-sanitizer not found"
 fi
 
 # ---- 4. the device count, for the timings -----------------------------------------------------
@@ -342,6 +356,7 @@ for row in "kernels|single-GPU kernels and cuBLAS against the cpu backend" \
     "second_thread|device averages from a second thread" \
     "sanitizer_memcheck|compute-sanitizer memcheck on t/test_cuda" \
     "sanitizer_racecheck|compute-sanitizer racecheck on t/test_cuda" \
+    "sanitizer_graph|compute-sanitizer memcheck on t/test_cuda_graph (the fused step, CUDA graphs)" \
     "train_gpu|hpctrain train W=2 on the GPU against the cpu run (staged, or NCCL with 2 GPUs)" \
     "train_solo|hpctrain train W=2 on the GPU, HPCT_NCCL_SOLO=1" \
     "train_w4|hpctrain train W=4 on 2x2 nodes (NCCL in the node, MPI across; 2 GPUs)" \
