@@ -58,6 +58,17 @@ static hpct_optimizer_t make_opt(hpct_model_t m, const hpct_optim_config_t *oc)
     return o;
 }
 
+/* A started in-situ session of m and o (no signal handlers: the test runs no job). */
+static hpct_insitu_t start_session(hpct_model_t m, hpct_optimizer_t o)
+{
+    hpct_insitu_config_t ic = HPCT_INSITU_CONFIG_INITIALIZER;
+    ic.catch_signals = 0;
+    hpct_insitu_t s;
+    if (hpct_insitu_create(m, NULL, o, NULL, &ic, &s) || hpct_insitu_start(s, NULL))
+        tap_bail("session: %s", hpct_last_error(gctx));
+    return s;
+}
+
 /* FNV-1a of every parameter of m (copied from the device). */
 static uint64_t params_hash(hpct_model_t m)
 {
@@ -121,11 +132,7 @@ static uint64_t train(struct run *r)
 {
     hpct_model_t m = make_model(r->loss, OUT);
     hpct_optimizer_t o = make_opt(m, r->oc);
-    hpct_insitu_config_t ic = HPCT_INSITU_CONFIG_INITIALIZER;
-    ic.catch_signals = 0;
-    hpct_insitu_t s = NULL;
-    if (r->session && (hpct_insitu_create(m, NULL, o, NULL, &ic, &s) || hpct_insitu_start(s, NULL)))
-        tap_bail("session: %s", hpct_last_error(gctx));
+    hpct_insitu_t s = r->session ? start_session(m, o) : NULL;
     void *dx[2] = {NULL, NULL}, *dt[2] = {NULL, NULL};
     for (int k = 0; k < 2 && r->device; k++) {
         dx[k] = gpu->alloc(gctx, sizeof(float) * MAXB * IN);
@@ -215,11 +222,7 @@ static void test_nonfinite_loss(const hpct_optim_config_t *oc)
 {
     hpct_model_t m = make_model(HPCT_LOSS_SOFTMAX_CE, OUT);
     hpct_optimizer_t o = make_opt(m, oc);
-    hpct_insitu_config_t ic = HPCT_INSITU_CONFIG_INITIALIZER;
-    ic.catch_signals = 0;
-    hpct_insitu_t s;
-    if (hpct_insitu_create(m, NULL, o, NULL, &ic, &s) || hpct_insitu_start(s, NULL))
-        tap_bail("session: %s", hpct_last_error(gctx));
+    hpct_insitu_t s = start_session(m, o);
     struct batch bt;
     hpct_status_t st = HPCT_SUCCESS;
     for (int step = 0; step < 3 && !st; step++) {
@@ -258,11 +261,7 @@ static void test_nonfinite_grads(int clip)
     hpct_optim_config_t oc = HPCT_OPTIM_CONFIG_INITIALIZER;
     oc.lr = 0.01f, oc.momentum = 0.9f, oc.clip_norm = clip ? 1.0f : 0.0f;
     hpct_optimizer_t o = make_opt(m, &oc);
-    hpct_insitu_config_t ic = HPCT_INSITU_CONFIG_INITIALIZER;
-    ic.catch_signals = 0;
-    hpct_insitu_t s;
-    if (hpct_insitu_create(m, NULL, o, NULL, &ic, &s) || hpct_insitu_start(s, NULL))
-        tap_bail("session: %s", hpct_last_error(gctx));
+    hpct_insitu_t s = start_session(m, o);
     struct batch bt;
     make_batch(&bt, 0, 1, 1);
     hpct_status_t st = HPCT_SUCCESS;
