@@ -227,6 +227,35 @@ static hpct_status_t rank_failed(struct loop *L, hpct_status_t s)
     return on ? s : hpcti_model_join_failure(L->model, s); /* cannot join: keep our own */
 }
 
+/* The next batch from the dataset, the wait for it counted as data wait (and a timeline span). */
+static hpct_status_t next_batch(struct loop *L, const float **x, const void **t)
+{
+    double t0 = hpcti_now();
+    hpct_status_t s = hpct_dataset_next(L->ds, x, t);
+    double got = hpcti_now();
+    L->res->data_wait_s += got - t0;
+    if (L->ctx->timeline) hpcti_tl_span(L->ctx, 0, "data_wait", "data", t0, got, NULL);
+    return s;
+}
+
+/* defer_copy checkpoints: wait until the writer has copied the state the update changes. */
+static hpct_status_t before_update(struct loop *L)
+{
+    if (!L->ck) return HPCT_SUCCESS;
+    double t1 = hpcti_now();
+    hpct_status_t s = hpct_ckpt_before_update(L->ck);
+    L->res->ckpt_wait_s += hpcti_now() - t1;
+    return s;
+}
+
+/* The optimizer's step: a non-finite gradient norm (the same on every rank) is a divergence
+ * when divergence_factor is on. */
+static hpct_status_t optimizer_step(struct loop *L)
+{
+    hpct_status_t s = hpct_optimizer_step(L->opt);
+    return s == HPCT_ERR_NONFINITE && L->cfg->divergence_factor > 0 ? HPCT_ERR_LOSS_DIVERGED : s;
+}
+
 /* The data cursor the trained state continues from: before the batch read ahead, if any. */
 static void trained_cursor(struct loop *L, long *epoch, long *step)
 {
@@ -266,12 +295,7 @@ static hpct_status_t fused_batch(struct loop *L, const float **x, const void **t
         if (s) snprintf(L->ctx->last_error, sizeof L->ctx->last_error, "%s", L->ahead.detail);
         return s;
     }
-    double t0 = hpcti_now();
-    hpct_status_t s = hpct_dataset_next(L->ds, x, t);
-    double got = hpcti_now();
-    L->res->data_wait_s += got - t0;
-    if (L->ctx->timeline) hpcti_tl_span(L->ctx, 0, "data_wait", "data", t0, got, NULL);
-    return s;
+    return next_batch(L, x, t);
 }
 
 /* One optimizer step as the fused step: its batch, the step, and when the step's verdict
@@ -282,15 +306,9 @@ static hpct_status_t fused_step(struct loop *L, float *loss)
     struct hpcti_fused_io io = {NULL, NULL, L->local_batch, 0, read_ahead, L};
     int updated = 0;
     hpct_status_t s = fused_batch(L, &io.x, &io.t);
-    if (!s && L->ck) { /* defer_copy checkpoints: before the step changes the state */
-        double t1 = hpcti_now();
-        s = hpct_ckpt_before_update(L->ck);
-        L->res->ckpt_wait_s += hpcti_now() - t1;
-    }
+    if (!s) s = before_update(L); /* the fused step changes the state */
     if (!s) s = hpcti_fused_step(L->model, L->opt, "hpct_model_loss_grad", &io, loss, &updated);
-    if (!s && !updated && (s = hpct_optimizer_step(L->opt)) == HPCT_ERR_NONFINITE &&
-        L->cfg->divergence_factor > 0)
-        s = HPCT_ERR_LOSS_DIVERGED;
+    if (!s && !updated) s = optimizer_step(L);
     return s;
 }
 
@@ -303,11 +321,7 @@ static hpct_status_t step(struct loop *L, float *loss)
     if (L->rank == L->slow_rank) nanosleep(&L->slow, NULL);
     hpcti_model_step_begins(L->model);
     if (L->ahead.on) return fused_step(L, loss);
-    double t0 = hpcti_now();
-    hpct_status_t s = hpct_dataset_next(L->ds, &x, &t);
-    double got = hpcti_now();
-    L->res->data_wait_s += got - t0;
-    if (L->ctx->timeline) hpcti_tl_span(L->ctx, 0, "data_wait", "data", t0, got, NULL);
+    hpct_status_t s = next_batch(L, &x, &t);
     if (s) return rank_failed(L, s);
     size_t tsize = L->target_dtype == HPCT_DTYPE_INT32 ? sizeof(int32_t) : sizeof(float);
     double total = 0.0;
@@ -323,16 +337,9 @@ static hpct_status_t step(struct loop *L, float *loss)
         total += l;
     }
     if (!s && micro > 1) s = hpct_params_scale_grads(L->params, 1.0f / (float)micro);
-    /* defer_copy checkpoints: the writer copied the state while this step ran. */
-    if (!s && L->ck) {
-        double t1 = hpcti_now();
-        s = hpct_ckpt_before_update(L->ck);
-        L->res->ckpt_wait_s += hpcti_now() - t1;
-    }
+    if (!s) s = before_update(L); /* the writer copied the state while this step ran */
     double t2 = hpcti_tl_now(L->ctx);
-    if (!s && (s = hpct_optimizer_step(L->opt)) == HPCT_ERR_NONFINITE &&
-        L->cfg->divergence_factor > 0)
-        s = HPCT_ERR_LOSS_DIVERGED; /* a gradient norm not finite: the same on every rank */
+    if (!s) s = optimizer_step(L);
     if (t2 > 0) hpcti_tl_span(L->ctx, 0, "optimizer", "compute", t2, hpcti_now(), NULL);
     *loss = (float)(total / micro);
     return s;
