@@ -178,11 +178,6 @@ void hpcti_optimizer_advance(hpct_optimizer_t o)
     o->step++;
 }
 
-float hpcti_optimizer_clip(hpct_optimizer_t o)
-{
-    return o->cfg.clip_norm;
-}
-
 void hpcti_optimizer_mark(hpct_optimizer_t o, struct hpcti_optimizer_mark *mark)
 {
     mark->opt = o, mark->state = o->state, mark->cfg = o->cfg;
@@ -221,9 +216,9 @@ hpct_params_t hpcti_optimizer_params(hpct_optimizer_t o)
     return o ? o->params : NULL;
 }
 
-int hpcti_optimizer_clips(hpct_optimizer_t o)
+float hpcti_optimizer_clip(hpct_optimizer_t o)
 {
-    return o && o->cfg.clip_norm > 0.0f;
+    return o ? o->cfg.clip_norm : 0.0f;
 }
 
 hpct_status_t hpct_optimizer_get_step(hpct_optimizer_t o, long *step)

@@ -24,15 +24,14 @@ struct hpct_params {
 
 /* The parameter set an optimizer updates (NULL for NULL). */
 hpct_params_t hpcti_optimizer_params(hpct_optimizer_t opt);
-/* 1 when opt clips by the global gradient norm (clip_norm > 0): its step then reads every
+/* The clip norm of opt (0: none, or opt NULL). With clip_norm > 0 its step reads every
  * gradient first and refuses a non-finite norm with HPCT_ERR_NONFINITE. */
-int hpcti_optimizer_clips(hpct_optimizer_t opt);
-/* The fused step's parts of an optimizer (lib/model/fused.c): the scalars of its next update
- * into sc [HPCTI_SC_COUNT] (lr, c1, c2; gscale 1); its clip norm (0: none); the update of every
- * buffer, its scalars read from sc (device) when it runs and nothing written unless *gate
- * (device) is nonzero; a step count advanced for an update the fused step made. */
-void hpcti_optimizer_scalars(hpct_optimizer_t opt, float *sc);
 float hpcti_optimizer_clip(hpct_optimizer_t opt);
+/* The fused step's parts of an optimizer (lib/model/fused.c): the scalars of its next update
+ * into sc [HPCTI_SC_COUNT] (lr, c1, c2; gscale 1); the update of every buffer, its scalars
+ * read from sc (device) when it runs and nothing written unless *gate (device) is nonzero; a
+ * step count advanced for an update the fused step made. */
+void hpcti_optimizer_scalars(hpct_optimizer_t opt, float *sc);
 HPCTI_CHECK hpct_status_t hpcti_optimizer_record_update(hpct_optimizer_t opt, const float *sc,
                                                         const int *gate);
 void hpcti_optimizer_advance(hpct_optimizer_t opt);

@@ -461,7 +461,7 @@ static hpct_status_t weight_and_average(hpct_insitu_t S, int local_batch, long B
 static hpct_status_t check_finite(hpct_insitu_t S, const char *fn)
 {
     int bad;
-    if (hpcti_optimizer_clips(S->opt)) return HPCT_SUCCESS;
+    if (hpcti_optimizer_clip(S->opt) > 0.0f) return HPCT_SUCCESS;
     hpct_status_t s = hpcti_params_nonfinite_grad(S->params, &bad);
     if (s || bad < 0) return s;
     const char *name = "";
