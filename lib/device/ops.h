@@ -98,11 +98,11 @@ struct hpcti_ops {
     /* Recorded steps (cuda; NULL on cpu): lib/model/fused.c. Between rec_begin and rec_end the
      * ops above are queued and never waited for: each reduction puts its result in the next
      * of the slots of results (device doubles, in call order; one more is HPCT_ERR_INTERNAL)
-     * instead of *out; to_device and to_host
-     * need pinned host memory (alloc_host) and return at once; alloc, alloc_host and sync are
-     * refused. With capture, the ops are captured into a graph instead of run: rec_end makes
-     * it executable in *graph (graph NULL: abandoned), graph_launch queues it in order with
-     * the context's other work (wait with sync), graph_free frees it. */
+     * instead of *out; to_device and to_host need pinned host memory (alloc_host) and return
+     * at once; alloc, alloc_host and sync are refused. With capture, the ops are captured into
+     * a graph instead of run: rec_end makes it executable in *graph (graph NULL: abandoned),
+     * graph_launch queues it in order with the context's other work (wait with sync),
+     * graph_free frees it. */
     hpct_status_t (*rec_begin)(hpct_ctx_t ctx, double *results, int slots, int capture);
     hpct_status_t (*rec_end)(hpct_ctx_t ctx, void **graph);
     hpct_status_t (*graph_launch)(hpct_ctx_t ctx, void *graph);
