@@ -216,6 +216,29 @@ static void test_device_inputs(const hpct_optim_config_t *oc)
            dev.stats.captured, dev.stats.replayed, (unsigned long long)hd);
 }
 
+/* A step of session s that should be refused: its status and message, and the parameters'
+ * hash and the optimizer's step count before and after it; the fused steps' stats after it. */
+struct refusal {
+    hpct_status_t status;
+    char msg[sizeof gctx->last_error];
+    uint64_t hash_before, hash_after;
+    long step_before, step_after;
+    struct hpcti_fused_stats stats;
+};
+
+static void refused_step(hpct_insitu_t s, hpct_model_t m, hpct_optimizer_t o, const float *x,
+                         const void *t, int n, struct refusal *r)
+{
+    r->hash_before = params_hash(m);
+    r->step_before = r->step_after = -1;
+    hpct_optimizer_get_step(o, &r->step_before);
+    r->status = hpct_insitu_step(s, x, t, n, NULL);
+    snprintf(r->msg, sizeof r->msg, "%s", hpct_last_error(gctx));
+    hpct_optimizer_get_step(o, &r->step_after);
+    r->hash_after = params_hash(m);
+    hpcti_fused_stats(m, &r->stats);
+}
+
 /* A non-finite loss (NaN in x), from a replayed graph: refused, parameters and the optimizer's
  * step count untouched; the next step trains. */
 static void test_nonfinite_loss(const hpct_optim_config_t *oc)
@@ -229,25 +252,20 @@ static void test_nonfinite_loss(const hpct_optim_config_t *oc)
         make_batch(&bt, step, 6, OUT);
         st = hpct_insitu_step(s, bt.x, bt.labels, 6, NULL);
     }
-    uint64_t before = params_hash(m);
-    long ostep = -1, after_step = -1;
-    hpct_optimizer_get_step(o, &ostep);
+    struct refusal r;
     bt.x[7] = NAN;
-    hpct_status_t bad = hpct_insitu_step(s, bt.x, bt.labels, 6, NULL);
-    char msg[sizeof gctx->last_error];
-    snprintf(msg, sizeof msg, "%s", hpct_last_error(gctx));
-    hpct_optimizer_get_step(o, &after_step);
-    struct hpcti_fused_stats fs;
-    hpcti_fused_stats(m, &fs);
-    tap_ok(!st && bad == HPCT_ERR_NONFINITE && strstr(msg, "the loss is nan") &&
-               params_hash(m) == before && after_step == ostep && fs.replayed == 3,
+    refused_step(s, m, o, bt.x, bt.labels, 6, &r);
+    tap_ok(!st && r.status == HPCT_ERR_NONFINITE && strstr(r.msg, "the loss is nan") &&
+               r.hash_after == r.hash_before && r.step_after == r.step_before &&
+               r.stats.replayed == 3,
            "a NaN input in a replayed graph: HPCT_ERR_NONFINITE, parameters and step count "
            "(%ld) untouched: %s",
-           after_step, msg);
+           r.step_after, r.msg);
     bt.x[7] = 0.5f;
+    long after_step = -1;
     st = hpct_insitu_step(s, bt.x, bt.labels, 6, NULL);
     hpct_optimizer_get_step(o, &after_step);
-    tap_ok(st == HPCT_SUCCESS && after_step == ostep + 1 && params_hash(m) != before,
+    tap_ok(st == HPCT_SUCCESS && after_step == r.step_before + 1 && params_hash(m) != r.hash_before,
            "the next step trains (step %ld)", after_step);
     hpct_insitu_destroy(s), hpct_optimizer_destroy(o), hpct_model_destroy(m);
 }
@@ -266,22 +284,16 @@ static void test_nonfinite_grads(int clip)
     make_batch(&bt, 0, 1, 1);
     hpct_status_t st = HPCT_SUCCESS;
     for (int step = 0; step < 2 && !st; step++) st = hpct_insitu_step(s, bt.x, bt.y, 1, NULL);
-    uint64_t before = params_hash(m);
-    long ostep, after_step;
-    hpct_optimizer_get_step(o, &ostep);
+    struct refusal r;
     bt.y[0] = 3e38f;
-    hpct_status_t bad = hpct_insitu_step(s, bt.x, bt.y, 1, NULL);
-    char msg[sizeof gctx->last_error];
-    snprintf(msg, sizeof msg, "%s", hpct_last_error(gctx));
-    hpct_optimizer_get_step(o, &after_step);
-    struct hpcti_fused_stats fs;
-    hpcti_fused_stats(m, &fs);
+    refused_step(s, m, o, bt.x, bt.y, 1, &r);
     const char *want = clip ? "the gradient norm is" : "holds NaN or Inf";
-    tap_ok(!st && bad == HPCT_ERR_NONFINITE && strstr(msg, want) && params_hash(m) == before &&
-               after_step == ostep && fs.replayed == 2,
+    tap_ok(!st && r.status == HPCT_ERR_NONFINITE && strstr(r.msg, want) &&
+               r.hash_after == r.hash_before && r.step_after == r.step_before &&
+               r.stats.replayed == 2,
            "%s: gradients not finite under a finite loss in a replayed graph: refused, nothing "
            "updated: %s",
-           clip ? "clip_norm 1" : "no clipping", msg);
+           clip ? "clip_norm 1" : "no clipping", r.msg);
     hpct_insitu_destroy(s), hpct_optimizer_destroy(o), hpct_model_destroy(m);
 }
 
