@@ -1,12 +1,37 @@
 /* test_core.c: version, status strings, contexts and the RNG state. */
 #include "hpctrain.h"
 #include "lib/tap.h"
+#include "../lib/core/core.h"
 
 #include <string.h>
 
+/* The upper layers' slots (core.h): a key per layer, made at its first use, a value per
+ * context, and a key past HPCTI_CTX_SLOTS refused naming its owner. Makes every key of this
+ * process, so it runs after nothing that uses comm, obs or data. */
+static void slots(hpct_ctx_t a, hpct_ctx_t b)
+{
+    static hpcti_slot_key_t key[HPCTI_CTX_SLOTS + 1];
+    int x = 1, y = 2, fresh = 1, put = 1;
+    for (int k = 0; k < HPCTI_CTX_SLOTS; k++) fresh &= !hpcti_ctx_get(a, &key[k]);
+    tap_ok(fresh, "a context's %d slots are empty until their layer fills them", HPCTI_CTX_SLOTS);
+    for (int k = 0; k < HPCTI_CTX_SLOTS; k++)
+        put &= !hpcti_ctx_put(a, &key[k], k % 2 ? &y : &x, "t");
+    put &= !hpcti_ctx_put(b, &key[0], &y, "t");
+    tap_ok(put && hpcti_ctx_get(a, &key[0]) == &x && hpcti_ctx_get(a, &key[1]) == &y &&
+               hpcti_ctx_get(b, &key[0]) == &y && !hpcti_ctx_get(b, &key[1]),
+           "each key has its own slot, and each context its own value");
+    hpct_status_t s = hpcti_ctx_put(a, &key[HPCTI_CTX_SLOTS], &x, "the fifth layer");
+    tap_ok(s == HPCT_ERR_INTERNAL && strstr(hpct_last_error(a), "the fifth layer") &&
+               !hpcti_ctx_get(a, &key[HPCTI_CTX_SLOTS]),
+           "a key past the slots is refused naming its layer: %s", hpct_last_error(a));
+    tap_ok(!hpcti_ctx_put(a, &key[0], NULL, "t") && !hpcti_ctx_get(a, &key[0]) &&
+               hpcti_ctx_get(b, &key[0]) == &y,
+           "a slot set to NULL is empty again, on that context only");
+}
+
 int main(void)
 {
-    tap_plan(14);
+    tap_plan(18);
     int major = -1, minor = -1, patch = -1;
     hpct_get_version(&major, &minor, &patch);
     tap_ok(major == HPCT_VERSION_MAJOR && minor == HPCT_VERSION_MINOR &&
@@ -48,6 +73,7 @@ int main(void)
     hpct_rng_get_state(other, back);
     hpct_rng_get_state(ctx, st);
     tap_ok(memcmp(st, back, sizeof st) != 0, "different seeds give different RNG states");
+    slots(ctx, other);
     hpct_ctx_destroy(other);
     hpct_ctx_destroy(ctx);
     hpct_ctx_destroy(NULL);

@@ -233,7 +233,7 @@ int hpcti_ckpt_write_done(hpct_ckpt_t ck, long *step, double *committed)
 
 void hpcti_ckpt_trace(hpct_ckpt_t ck)
 {
-    if (!ck || !ck->has_thread || !ck->ctx->timeline) return;
+    if (!ck || !ck->has_thread || !hpcti_timeline_is_open(ck->ctx)) return;
     double c[2], w[3];
     long step;
     pthread_mutex_lock(&ck->mu);

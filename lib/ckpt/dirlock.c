@@ -64,7 +64,7 @@ static void write_holder(int fd)
 
 int hpcti_ckpt_is_writer(hpct_ctx_t ctx, int writer_rank)
 {
-    const struct hpcti_dist *d = ctx->dist;
+    const struct hpcti_dist *d = hpcti_dist(ctx);
     return (d ? d->rank : 0) == writer_rank;
 }
 

@@ -40,7 +40,7 @@ static int cmp_long(const void *a, const void *b)
  * variables only) the lowest rank of its MPI shared-memory domain. */
 static hpct_status_t node_key(hpct_ctx_t ctx, long *key)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     if (d->boot.ranks_per_node) {
         d->source = HPCT_TOPO_OVERRIDE;
         *key = d->rank / d->boot.ranks_per_node;
@@ -67,7 +67,7 @@ static hpct_status_t node_key(hpct_ctx_t ctx, long *key)
 /* Exchange node keys (deadline-bounded), then derive node id, sizes and the hierarchy. */
 static hpct_status_t learn_nodes(hpct_ctx_t ctx, long *keys)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     long mine;
     hpct_status_t s = node_key(ctx, &mine);
     if (!s) s = hpcti_op_begin(ctx, "hpct_init (node exchange)", 0, 0);
@@ -113,10 +113,10 @@ static void free_comm(MPI_Comm *c)
     if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
 }
 
-/* Give lib/data its own dups of the job and node communicators (ctx->data_comms). */
+/* Lend lib/data its own dups of the job and node communicators (d->data_comms). */
 static hpct_status_t share_data_comms(hpct_ctx_t ctx)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     MPI_Comm world = MPI_COMM_NULL, node = MPI_COMM_NULL;
     if (MPI_Comm_dup(d->comm, &world) != MPI_SUCCESS ||
         MPI_Comm_dup(d->node_rs, &node) != MPI_SUCCESS) {
@@ -125,7 +125,7 @@ static hpct_status_t share_data_comms(hpct_ctx_t ctx)
     }
     MPI_Comm_set_errhandler(world, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(node, MPI_ERRORS_RETURN);
-    hpcti_data_comms_t *c = &ctx->data_comms;
+    hpcti_data_comms_t *c = &d->data_comms;
     c->world = (int)MPI_Comm_c2f(world), c->node = (int)MPI_Comm_c2f(node);
     c->rank = d->rank, c->size = d->size;
     c->local_rank = d->local_rank, c->local_size = d->local_size;
@@ -137,7 +137,7 @@ static hpct_status_t share_data_comms(hpct_ctx_t ctx)
     double mem = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
     MPI_Allreduce(&mem, &c->node_memory_bytes, 1, MPI_DOUBLE, MPI_MIN, d->comm);
     c->valid = 1;
-    return HPCT_SUCCESS;
+    return hpcti_data_use_comms(ctx, c);
 }
 
 /* HPCT_VECTOR_ISA (unset: auto): the instruction set of the averages' sums (vsum.h). A set
@@ -174,7 +174,7 @@ static void read_test_stop(struct hpcti_dist *d)
  * hpct_init on every rank, naming it. */
 static hpct_status_t setup(hpct_ctx_t ctx, MPI_Comm comm, hpct_status_t env, const char *bad_env)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     if (MPI_Comm_dup(comm, &d->comm) != MPI_SUCCESS || MPI_Comm_dup(comm, &d->ctl) != MPI_SUCCESS)
         return hpcti_error(ctx, HPCT_ERR_COMM,
                            "hpct_init: MPI_Comm_dup of the caller's communicator failed");
@@ -228,17 +228,25 @@ static hpct_status_t setup(hpct_ctx_t ctx, MPI_Comm comm, hpct_status_t env, con
 
 static void free_data_comms(hpct_ctx_t ctx)
 {
-    hpcti_data_comms_t *c = &ctx->data_comms;
+    hpcti_data_comms_t *c = &hpcti_dist(ctx)->data_comms;
     if (!c->valid) return;
     MPI_Comm world = MPI_Comm_f2c(c->world), node = MPI_Comm_f2c(c->node);
     free_comm(&node), free_comm(&world);
     c->valid = 0;
 }
 
+/* ctx without its distributed state and the store's communicators lent from it (clearing a
+ * slot fails only when every slot is taken, which the slots' count rules out). */
+static void dist_detach(hpct_ctx_t ctx)
+{
+    hpct_status_t lent = hpcti_data_use_comms(ctx, NULL), own = hpcti_dist_attach(ctx, NULL);
+    (void)lent, (void)own;
+}
+
 /* Free everything but the context; MPI_Finalize when we initialised MPI and peers are sane. */
 static hpct_status_t teardown(hpct_ctx_t ctx)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     int finalized = 0, ok = !d->broken;
     MPI_Finalized(&finalized);
 #ifdef HPCT_HAVE_NCCL
@@ -278,7 +286,7 @@ static hpct_status_t teardown(hpct_ctx_t ctx)
  * operation failed here: the status says why). */
 static hpct_status_t agree_max(hpct_ctx_t ctx, const char *what, int mine, int *out)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     MPI_Request req;
     hpct_status_t s = hpcti_op_begin(ctx, what, 0, 0);
     if (!s && MPI_Iallreduce(&mine, out, 1, MPI_INT, MPI_MAX, d->comm, &req) != MPI_SUCCESS)
@@ -289,7 +297,7 @@ static hpct_status_t agree_max(hpct_ctx_t ctx, const char *what, int mine, int *
 /* Device identities of the node's ranks into ids [local_size] (deadline-bounded). */
 static hpct_status_t node_identities(hpct_ctx_t ctx, uint64_t mine, uint64_t *ids)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     static const char what[] = "hpct_init (GPU identities of the node)";
     MPI_Request req;
     hpct_status_t s = hpcti_op_begin(ctx, what, 0, 0);
@@ -305,7 +313,7 @@ enum { BIND_FAILED = 1, GPU_REFUSED = 2, GPU_SHARED = 4 };
  * the same device (GPU_REFUSED too, with the error, unless HPCT_ALLOW_GPU_SHARING is set). */
 static int sharing_verdict(hpct_ctx_t ctx, const uint64_t *ids)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     int other = hpcti_device_shared(ids, d->local_size, d->local_rank);
     if (other < 0) return 0;
     if (hpcti_gpu_sharing_allowed()) return GPU_SHARED;
@@ -322,7 +330,7 @@ static int sharing_verdict(hpct_ctx_t ctx, const uint64_t *ids)
  * then agree over all ranks that every backend started and no GPU is shared unless allowed. */
 static hpct_status_t bind_backend(hpct_ctx_t ctx, int *shared)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     hpct_status_t s = hpcti_ctx_bind(ctx, d->local_rank, d->local_size);
     if (ctx->ops == &hpcti_cpu_ops) return s; /* nothing to share, nothing to agree on */
     uint64_t id = 0, *ids = calloc((size_t)d->local_size, sizeof *ids);
@@ -368,7 +376,7 @@ static hpct_status_t nccl_settings(hpct_ctx_t ctx, enum nccl_mode *mode, int *so
  * a node of one rank (unless HPCT_NCCL_SOLO=1 and every node has one), unequal nodes. */
 static const char *no_nccl_reason(hpct_ctx_t ctx, int shared, enum nccl_mode mode, int solo)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     int one_each = d->local_size == 1 && d->cross_size == d->size; /* every node one rank */
     if (ctx->ops == &hpcti_cpu_ops) return "cpu backend";
     if (shared) return "GPUs shared";
@@ -382,7 +390,7 @@ static const char *no_nccl_reason(hpct_ctx_t ctx, int shared, enum nccl_mode mod
  * and stages device averages; one warning, on rank 0, names the first rank that failed. */
 static hpct_status_t nccl_fallback(hpct_ctx_t ctx, int failed_rank, hpct_status_t mine)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     if (mine) hpcti_log(ctx, HPCT_LOG_INFO, "NCCL set-up failed on this rank: %s", ctx->last_error);
     hpcti_clear_error(ctx);
     hpcti_nccl_abort(d->avg->nccl);
@@ -402,7 +410,7 @@ static hpct_status_t nccl_fallback(hpct_ctx_t ctx, int failed_rank, hpct_status_
  * verdict is one agreed integer: level (1 device, 2 other) x 2^24 + the failed rank + 1. */
 static hpct_status_t start_nccl(hpct_ctx_t ctx, int shared)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     enum nccl_mode mode;
     int solo;
     hpct_status_t s = nccl_settings(ctx, &mode, &solo);
@@ -438,7 +446,7 @@ static hpct_status_t start_nccl(hpct_ctx_t ctx, int shared)
 /* The backend on its device and, on cuda, NCCL; then the statistics start from zero. */
 static hpct_status_t start_device(hpct_ctx_t ctx)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     int shared = 0;
     hpct_status_t s = bind_backend(ctx, &shared);
 #ifdef HPCT_HAVE_NCCL
@@ -458,12 +466,14 @@ static hpct_status_t init_on(const hpct_config_t *cfg, int use_world, int fcomm,
     hpct_status_t s = hpcti_ctx_create_unbound(cfg, &ctx); /* the device waits for the node */
     if (s) return s;
     struct hpcti_dist *d = calloc(1, sizeof *d);
-    ctx->dist = d;
-    if (!d || hpcti_avg_attach(d)) {
+    s = d ? hpcti_dist_attach(ctx, d) : HPCT_ERR_NO_MEMORY;
+    if (!s && hpcti_avg_attach(d)) s = HPCT_ERR_NO_MEMORY;
+    if (s) {
         free(d);
-        ctx->dist = NULL;
+        dist_detach(ctx);
+        hpcti_set_init_error(ctx->last_error);
         hpct_ctx_destroy(ctx);
-        return HPCT_ERR_NO_MEMORY;
+        return s;
     }
     d->comm = d->ctl = d->node_rs = d->node_ag = d->cross = MPI_COMM_NULL;
     s = check_dist_config(ctx);
@@ -497,7 +507,7 @@ static hpct_status_t init_on(const hpct_config_t *cfg, int use_world, int fcomm,
     if (s) {
         hpcti_set_init_error(ctx->last_error); /* hpct_last_error(NULL) */
         teardown(ctx); /* the detail was logged (cfg.log_level >= HPCT_LOG_ERROR shows it) */
-        ctx->dist = NULL;
+        dist_detach(ctx);
         hpct_ctx_destroy(ctx);
         return s;
     }
@@ -521,9 +531,10 @@ hpct_status_t hpct_finalize(hpct_ctx_t ctx)
     if (!ctx) return HPCT_ERR_INVALID_ARG;
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (ctx->dist && !finalized && !((struct hpcti_dist *)ctx->dist)->broken) free_data_comms(ctx);
-    hpct_status_t s = ctx->dist ? teardown(ctx) : HPCT_SUCCESS;
-    ctx->dist = NULL;
+    const struct hpcti_dist *d = hpcti_dist(ctx);
+    if (d && !finalized && !d->broken) free_data_comms(ctx);
+    hpct_status_t s = d ? teardown(ctx) : HPCT_SUCCESS;
+    dist_detach(ctx);
     hpct_ctx_destroy(ctx);
     return s;
 }
@@ -561,7 +572,7 @@ hpct_status_t hpct_abort_job(hpct_ctx_t ctx, int exit_code)
         return HPCT_ERR_STATE;
     }
     if (ctx) hpcti_log(ctx, HPCT_LOG_ERROR, "aborting the job with exit code %d", exit_code);
-    struct hpcti_dist *d = ctx ? ctx->dist : NULL;
+    struct hpcti_dist *d = ctx ? hpcti_dist(ctx) : NULL;
     MPI_Abort(d ? d->comm : MPI_COMM_WORLD, exit_code);
     return ctx ? hpcti_error(ctx, HPCT_ERR_COMM, "hpct_abort_job: MPI_Abort returned")
                : HPCT_ERR_COMM;
@@ -571,7 +582,7 @@ hpct_status_t hpct_batch_split(hpct_ctx_t ctx, int global_batch, int *local_batc
 {
     if (!ctx) return HPCT_ERR_INVALID_ARG;
     hpcti_clear_error(ctx);
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     int rank = d ? d->rank : 0, size = d ? d->size : 1;
     if (!local_batch)
         return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "hpct_batch_split: local_batch is NULL");
@@ -618,7 +629,8 @@ hpct_status_t hpct_allreduce_mean(hpct_ctx_t ctx, float *buf, size_t n)
 {
     static const char fn[] = "hpct_allreduce_mean";
     if (!ctx) return HPCT_ERR_INVALID_ARG;
-    if (!average_args(ctx, fn, buf, n)) return ctx->dist ? HPCT_ERR_INVALID_ARG : HPCT_ERR_STATE;
+    if (!average_args(ctx, fn, buf, n))
+        return hpcti_dist(ctx) ? HPCT_ERR_INVALID_ARG : HPCT_ERR_STATE;
     return hpcti_host_allreduce_mean(ctx, fn, buf, n);
 }
 
@@ -627,6 +639,7 @@ hpct_status_t hpct_allreduce_mean_device(hpct_ctx_t ctx, float *buf, size_t n)
 {
     static const char fn[] = "hpct_allreduce_mean_device";
     if (!ctx) return HPCT_ERR_INVALID_ARG;
-    if (!average_args(ctx, fn, buf, n)) return ctx->dist ? HPCT_ERR_INVALID_ARG : HPCT_ERR_STATE;
+    if (!average_args(ctx, fn, buf, n))
+        return hpcti_dist(ctx) ? HPCT_ERR_INVALID_ARG : HPCT_ERR_STATE;
     return hpcti_device_allreduce_mean(ctx, fn, buf, n);
 }

@@ -93,7 +93,7 @@ static size_t adjacent(hpct_params_t p, size_t cap, int *next)
  * the same sizes, so every rank grows at the same call). */
 static hpct_status_t reserve_fusion(hpct_ctx_t ctx, size_t cap, const char *fn)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     if (d->avg->fusion_cap >= 2 * cap) return HPCT_SUCCESS;
     if (d->avg->fusion_shared)
         hpcti_grads_release(ctx, d->avg->fusion);
@@ -128,7 +128,7 @@ static hpct_status_t start_bucket(hpct_ctx_t ctx, float *buf, size_t n, int in_w
 static hpct_status_t average_buckets(hpct_params_t p, size_t cap, int in_window)
 {
     hpct_ctx_t ctx = p->ctx;
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     struct slot_use use[2] = {{0, 0, -1, 0}, {0, 0, -1, 0}};
     int next = 0, k = 0, id;
     hpct_status_t s = HPCT_SUCCESS;
@@ -162,7 +162,7 @@ static hpct_status_t average_buckets(hpct_params_t p, size_t cap, int in_window)
 /* Device fusion slot of cap floats (grows, never shrinks; lives as long as the set). */
 static hpct_status_t device_slot(hpct_params_t p, size_t cap, float **slot)
 {
-    struct hpcti_dist *d = p->ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(p->ctx);
     if (!d->avg->dev_fusion || d->avg->dev_fusion_cap < cap) {
         if (d->avg->dev_fusion) p->ctx->ops->free(p->ctx, d->avg->dev_fusion);
         d->avg->dev_fusion = p->ctx->ops->alloc(p->ctx, sizeof(float) * cap);
@@ -215,7 +215,7 @@ static hpct_status_t average_device_buckets(hpct_params_t p, size_t cap)
 static hpct_status_t model_grads_to_window(hpct_params_t p, const char *fn)
 {
     hpct_ctx_t ctx = p->ctx;
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     size_t n;
     float *flat = p->model ? hpcti_model_flat_grads(p->model, &n) : NULL;
     if (!flat || !d->avg->nwin || !d->avg->nwin->in_place || !on_host(p)) return HPCT_SUCCESS;
@@ -231,7 +231,7 @@ static hpct_status_t model_grads_to_window(hpct_params_t p, const char *fn)
  * where that can happen (several nodes, a class of the set's sizes), else 0. */
 static hpct_status_t set_in_window(hpct_params_t p, const char *fn, int *in_window)
 {
-    struct hpcti_dist *d = p->ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(p->ctx);
     *in_window = 0;
     if (!hpcti_algo_grads_upto(d, p->total)) return HPCT_SUCCESS;
     int held = 1;
@@ -291,7 +291,7 @@ static hpct_status_t stage_params(hpct_params_t p, float *host, int push)
 /* MPI_Ibcast of every buffer from root, on host memory (staged for device buffers). */
 static hpct_status_t broadcast_host(hpct_params_t p, int root, float *host, const char *fn)
 {
-    struct hpcti_dist *d = p->ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(p->ctx);
     MPI_Request *reqs = calloc((size_t)p->num + 1, sizeof *reqs);
     if (!reqs)
         return hpcti_error(p->ctx, HPCT_ERR_NO_MEMORY, "%s: cannot allocate %d requests", fn,
@@ -433,7 +433,7 @@ static hpct_status_t layer_ready(hpct_ctx_t ctx, int layer, int num_layers, floa
 {
     if (ctx->ops != &hpcti_cpu_ops)
         return device_layer_ready(ctx, layer, num_layers, grad, count, total);
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     hpct_status_t s = HPCT_SUCCESS;
     if (layer == num_layers - 1) {
         s = hpcti_op_begin(ctx, "hpct_model_loss_grad (overlapped gradient averaging)",
@@ -451,7 +451,7 @@ static hpct_status_t layer_ready(hpct_ctx_t ctx, int layer, int num_layers, floa
  * ends at the deadline, naming this rank). */
 static hpct_status_t layers_done(hpct_ctx_t ctx, hpct_status_t backward)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     if (!d->in_op) return HPCT_SUCCESS;
     int device = ctx->ops != &hpcti_cpu_ops;
     if (device && backward) return hpcti_device_average_abandon(ctx, backward);

@@ -17,18 +17,14 @@ typedef struct hpcti_rng {
     uint64_t s[HPCT_RNG_STATE_WORDS];
 } hpcti_rng_t;
 
-/* The communicators lib/data's sample store uses, as MPI Fortran handles (MPI_Comm_c2f) so that
- * core and data name no comm type: lib/comm fills them at hpct_init (dups of its own, for the
- * store only) and frees them at hpct_finalize. valid is 0 for hpct_ctx_create. */
-typedef struct hpcti_data_comms {
-    int valid;
-    int world, node; /* MPI_Fint: the job, and the ranks of this rank's node */
-    int rank, size;  /* in world */
-    int local_rank, local_size, node_id, num_nodes;
-    int uniform;              /* 1: every node holds local_size ranks */
-    double node_memory_bytes; /* the smallest node's physical memory: AUTO choices agree */
-    double deadline_s;        /* cfg.collective_timeout_s: bound of every store collective */
-} hpcti_data_comms_t;
+/* A layer above core keeps its per-context state in a slot of the context (as MPI caches
+ * attributes on a communicator): it owns one key, made at its first use, and alone knows the
+ * type behind its slot; core holds the pointer only (doc/hacking.md, "core does not name").
+ * The key's storage is a static of that layer, zero-initialised. */
+typedef struct hpcti_slot_key {
+    int plus1; /* the slot's index + 1; 0: not made yet */
+} hpcti_slot_key_t;
+#define HPCTI_CTX_SLOTS 4 /* comm's runtime, obs's timeline, data's communicators; one spare */
 
 struct hpct_ctx {
     hpct_config_t cfg;
@@ -37,17 +33,21 @@ struct hpct_ctx {
     void *backend; /* backend-private state (cuda: device, cuBLAS handle); NULL for cpu */
     char last_error[1024];
     int error_shared;    /* 1: last_error was agreed across the ranks (hpcti_mark_error_shared) */
-    void *dist;          /* distributed runtime: typed, made and freed by lib/comm (hpct_init ..
-                            hpct_finalize); NULL for hpct_ctx_create */
     double created_unix; /* Unix seconds when the context was made (restart latency) */
-    void *timeline;      /* lib/obs's per-rank timeline while one is open; NULL: off */
-    int local_rank, local_size;    /* this rank on its node, from hpct_init's bootstrap and node
-                                      communicator (local_size 0: unknown, hpct_ctx_create) */
-    hpcti_data_comms_t data_comms; /* for lib/data's sample store; filled by lib/comm */
-    long lost_metrics;             /* metrics records not written (hpct_output_losses) */
-    long lost_timeline;            /* timeline rewrites that failed */
-    char first_loss[1500];         /* what the first of them said; "" when none */
+    int local_rank, local_size;  /* this rank on its node, from hpct_init's bootstrap and node
+                                    communicator (local_size 0: unknown, hpct_ctx_create) */
+    void *slot[HPCTI_CTX_SLOTS]; /* the upper layers' state (hpcti_ctx_get); NULL: none */
+    long lost_metrics;           /* metrics records not written (hpct_output_losses) */
+    long lost_timeline;          /* timeline rewrites that failed */
+    char first_loss[1500];       /* what the first of them said; "" when none */
 };
+
+/* The pointer ctx keeps in key's slot; NULL when unset (or every slot is taken). */
+void *hpcti_ctx_get(const struct hpct_ctx *ctx, hpcti_slot_key_t *key);
+/* Keep p in key's slot of ctx (NULL clears it), making the key at its first use; owner names
+ * the layer in the HPCT_ERR_INTERNAL error when every slot is taken. */
+HPCTI_CHECK hpct_status_t hpcti_ctx_put(hpct_ctx_t ctx, hpcti_slot_key_t *key, void *p,
+                                        const char *owner);
 
 /* A context with cfg (NULL: the defaults) checked and copied and its RNG seeded, but no
  * backend yet: hpct_ctx_create (lib/device) attaches one. *out is NULL on failure. */

@@ -1,8 +1,10 @@
-/* ctx.c: context state (config check, allocation), error detail, logging, RNG state.
+/* ctx.c: context state (config check, allocation), error detail, logging, RNG state, the
+ * upper layers' slots.
  * The backend is attached by lib/device (hpct_ctx_create in lib/device/ops.c). */
 #include "core.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,5 +165,40 @@ hpct_status_t hpct_rng_set_state(hpct_ctx_t ctx, const uint64_t state[HPCT_RNG_S
         return hpcti_error(ctx, HPCT_ERR_INVALID_ARG,
                            "hpct_rng_set_state: an all-zero state is invalid for xoshiro256**");
     memcpy(ctx->rng.s, state, sizeof ctx->rng.s);
+    return HPCT_SUCCESS;
+}
+
+static pthread_mutex_t slot_keys_lock = PTHREAD_MUTEX_INITIALIZER;
+static int slot_keys_made; /* keys handed out so far (under the lock) */
+
+/* key's slot index, made at its first use; -1 when every slot is taken. */
+static int slot_index(hpcti_slot_key_t *key)
+{
+    int v = __atomic_load_n(&key->plus1, __ATOMIC_ACQUIRE);
+    if (v) return v - 1;
+    pthread_mutex_lock(&slot_keys_lock);
+    v = __atomic_load_n(&key->plus1, __ATOMIC_RELAXED);
+    if (!v && slot_keys_made < HPCTI_CTX_SLOTS) {
+        v = ++slot_keys_made;
+        __atomic_store_n(&key->plus1, v, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&slot_keys_lock);
+    return v - 1;
+}
+
+void *hpcti_ctx_get(const struct hpct_ctx *ctx, hpcti_slot_key_t *key)
+{
+    int i = slot_index(key);
+    return i < 0 ? NULL : ctx->slot[i];
+}
+
+hpct_status_t hpcti_ctx_put(hpct_ctx_t ctx, hpcti_slot_key_t *key, void *p, const char *owner)
+{
+    int i = slot_index(key);
+    if (i < 0)
+        return hpcti_error(ctx, HPCT_ERR_INTERNAL,
+                           "%s: every one of the context's %d slots is taken by other layers",
+                           owner, HPCTI_CTX_SLOTS);
+    ctx->slot[i] = p;
     return HPCT_SUCCESS;
 }

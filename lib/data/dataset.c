@@ -1,6 +1,7 @@
 /* dataset.c: hpct_dataset_open/close/partition/cursor: manifest checks, checksums before
  * HDF5 parses a shard, the resident-or-streaming choice, and the skip-policy scan. */
 #include "reader.h"
+#include "comms.h"
 #include "mapguard.h"
 
 #include <errno.h>
@@ -159,7 +160,7 @@ static int flag_or(hpct_ctx_t ctx, const char *name, int fallback)
 /* Store or not, from the request, the set's size, the world and the node's memory. */
 static int choose_store(hpct_dataset_t ds, int want, double bytes)
 {
-    const hpcti_data_comms_t *c = &ds->ctx->data_comms;
+    const hpcti_data_comms_t *c = hpcti_data_comms(ds->ctx);
     if (want == HPCT_STORE_OFF || !c->valid) return HPCT_STORE_OFF;
     if (want == HPCT_STORE_NODE && (!c->uniform || ds->n > INT_MAX)) {
         hpcti_log(ds->ctx, HPCT_LOG_WARN,
@@ -188,7 +189,7 @@ static hpct_status_t plan_sizes(hpct_dataset_t ds)
     double bytes = (double)ds->n * (double)(ds->features + ds->twidth) * 4.0;
     ds->store_mode = choose_store(ds, ds->store_mode, bytes);
     if (ds->store_mode == HPCT_STORE_JOB || ds->store_mode == HPCT_STORE_NODE) {
-        const hpcti_data_comms_t *c = &ds->ctx->data_comms;
+        const hpcti_data_comms_t *c = hpcti_data_comms(ds->ctx);
         hpcti_log(ds->ctx, HPCT_LOG_INFO,
                   "dataset %s: %llu samples, %.1f MiB as fp32, %s store: each of %d ranks "
                   "reads about 1/%d; %s (node %d holds %d ranks)",
@@ -211,7 +212,8 @@ static hpct_status_t plan_sizes(hpct_dataset_t ds)
     ds->resident_bytes = ds->resident   ? ds->n * (ds->features + ds->twidth) * 4
                          : hold_targets ? ds->n * ds->twidth * 4
                                         : 0;
-    int node_ranks = ds->ctx->data_comms.valid ? ds->ctx->data_comms.local_size : 1;
+    const hpcti_data_comms_t *c = hpcti_data_comms(ds->ctx);
+    int node_ranks = c->valid ? c->local_size : 1;
     ds->node_resident_bytes = ds->resident_bytes * (uint64_t)node_ranks; /* a copy per rank */
     if (!ds->resident && !hold_targets) return HPCT_SUCCESS;
     if (ds->resident)
@@ -227,7 +229,7 @@ static hpct_checksum_mode_t checksum_mode(hpct_dataset_t ds, uint64_t first, uin
 {
     if (ds->store_mode == HPCT_STORE_OFF || ds->cfg.checksum != HPCT_CHECKSUM_FULL)
         return ds->cfg.checksum;
-    const hpcti_data_comms_t *c = &ds->ctx->data_comms;
+    const hpcti_data_comms_t *c = hpcti_data_comms(ds->ctx);
     uint64_t lo, hi;
     hpcti_store_block(ds->n, c->size, c->rank, &lo, &hi);
     (void)count;
@@ -408,7 +410,8 @@ static hpct_status_t open_all(hpct_dataset_t ds)
     hpct_status_t s = load_manifest(ds);
     if (!s) s = plan_sizes(ds);
     int store = ds->store_mode == HPCT_STORE_JOB || ds->store_mode == HPCT_STORE_NODE;
-    int agree = ds->ctx->data_comms.valid && ds->ctx->data_comms.size > 1;
+    const hpcti_data_comms_t *c = hpcti_data_comms(ds->ctx);
+    int agree = c->valid && c->size > 1;
     if (!s) s = verify_shards(ds);
     if ((store || agree) && (s = hpcti_store_agree(ds, s))) return s; /* on every rank alike */
     if (!s) s = inspect_shards(ds);
@@ -439,7 +442,7 @@ hpct_status_t hpct_dataset_open(hpct_ctx_t ctx, const char *manifest_path,
     ds->cfg.version = HPCT_DATA_CONFIG_VERSION;
     ds->store_mode = requested_store(ds);
     if ((ds->store_mode == HPCT_STORE_JOB || ds->store_mode == HPCT_STORE_NODE) &&
-        !ctx->data_comms.valid) {
+        !hpcti_data_comms(ctx)->valid) {
         hpcti_log(ctx, HPCT_LOG_WARN,
                   "dataset %s: a store needs a context from hpct_init; reading without it",
                   manifest_path);
@@ -517,7 +520,7 @@ static double cpus_per_rank(hpct_dataset_t ds)
 {
     long online;
     double mine = hpcti_cpus_usable(&online);
-    const hpcti_data_comms_t *c = &ds->ctx->data_comms;
+    const hpcti_data_comms_t *c = hpcti_data_comms(ds->ctx);
     if (c->valid && c->local_size > 1 && mine >= (double)online) mine /= c->local_size;
     return mine;
 }

@@ -9,6 +9,7 @@
  * thread in this mode). Every wait polls against the collective deadline; open agrees on
  * success with an integer reduction and names the first failing rank and its error. */
 #include "reader.h"
+#include "comms.h"
 #include "../core/sim.h" /* the SMPI build's polls */
 
 #include <limits.h>
@@ -326,13 +327,13 @@ static hpct_status_t node_open(hpct_dataset_t ds, struct hpcti_store *st,
 
 hpct_status_t hpcti_store_agree(hpct_dataset_t ds, hpct_status_t mine)
 {
-    const hpcti_data_comms_t *c = &ds->ctx->data_comms;
+    const hpcti_data_comms_t *c = hpcti_data_comms(ds->ctx);
     return agree_open(ds, MPI_Comm_f2c(c->world), c->rank, c->size, c->deadline_s, mine);
 }
 
 hpct_status_t hpcti_store_open(hpct_dataset_t ds, hpct_status_t so_far)
 {
-    const hpcti_data_comms_t *c = &ds->ctx->data_comms;
+    const hpcti_data_comms_t *c = hpcti_data_comms(ds->ctx);
     MPI_Comm world = MPI_Comm_f2c(c->world);
     int node = ds->store_mode == HPCT_STORE_NODE;
     hpct_status_t s = so_far;

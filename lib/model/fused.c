@@ -253,7 +253,7 @@ static hpct_status_t run(hpct_model_t m, hpct_optimizer_t o, const struct inputs
 {
     struct hpcti_fused *f = m->fused;
     hpct_ctx_t ctx = m->ctx;
-    if (!f->capture || ctx->timeline) return run_queued(m, o, in, io);
+    if (!f->capture || hpcti_timeline_is_open(ctx)) return run_queued(m, o, in, io);
     struct key k;
     memset(&k, 0, sizeof k); /* the padding too: keys are compared whole */
     k.batch = io->batch, k.slot = in->slot, k.layout = m->layout;

@@ -88,8 +88,8 @@ void hpcti_note_loss(hpct_ctx_t ctx, const char *why);
 /* A timeline of the steps of one rank: spans ("X" events) in a ring of the last `steps` steps
  * (first <= 0) or of the window [first, first + steps - 1]. The file
  * <prefix>-rank<R>.json is rewritten whole (temporary file, then rename) every `steps` steps
- * and at close, so it is valid JSON at every instant, also after a kill. Attached to ctx
- * (ctx->timeline); every folder above may add spans. */
+ * and at close, so it is valid JSON at every instant, also after a kill. Kept in obs's slot
+ * of ctx; every folder above may add spans. */
 hpct_status_t hpcti_timeline_open(hpct_ctx_t ctx, const char *prefix, int rank, const char *host,
                                   long steps, long first);
 /* Write the file a last time and detach; nothing when none is open. A failed rewrite is
@@ -98,10 +98,12 @@ void hpcti_timeline_close(hpct_ctx_t ctx);
 /* Step `step` (the optimizer step being computed, 1-based) begins; the span of the previous
  * step ends here. */
 void hpcti_tl_step(hpct_ctx_t ctx, long step);
+/* 1 while a timeline is open on ctx. */
+int hpcti_timeline_is_open(const struct hpct_ctx *ctx);
 /* Now on the timeline's clock (monotonic seconds), or 0 when no timeline is open. */
 static inline double hpcti_tl_now(hpct_ctx_t ctx)
 {
-    return ctx->timeline ? hpcti_now() : 0.0;
+    return hpcti_timeline_is_open(ctx) ? hpcti_now() : 0.0;
 }
 /* A span [t0, t1] (hpcti_tl_now) named name (its first 27 bytes are kept) in category cat on
  * track tid (0: the training thread, 1: the checkpoint writer, whose spans the training thread

@@ -72,6 +72,18 @@ struct hpcti_timeline {
 
 static int write_file(const char *path, const char *text, size_t n);
 
+static hpcti_slot_key_t timeline_slot; /* obs's slot of every context */
+
+static struct hpcti_timeline *timeline_of(const struct hpct_ctx *ctx)
+{
+    return hpcti_ctx_get(ctx, &timeline_slot);
+}
+
+int hpcti_timeline_is_open(const struct hpct_ctx *ctx)
+{
+    return timeline_of(ctx) != NULL;
+}
+
 hpct_status_t hpcti_timeline_open(hpct_ctx_t ctx, const char *prefix, int rank, const char *host,
                                   long steps, long first)
 {
@@ -106,8 +118,13 @@ hpct_status_t hpcti_timeline_open(hpct_ctx_t ctx, const char *prefix, int rank, 
         return hpcti_error(ctx, HPCT_ERR_IO, "timeline: cannot write %s-rank%d.json: %s", prefix,
                            rank, strerror(err));
     }
+    hpct_status_t s = hpcti_ctx_put(ctx, &timeline_slot, t, "timeline");
+    if (s) {
+        free(t->slots);
+        free(t);
+        return s;
+    }
     pthread_mutex_init(&t->mu, NULL);
-    ctx->timeline = t;
     return HPCT_SUCCESS;
 }
 
@@ -176,7 +193,7 @@ static int capture(const char *fmt, va_list ap, union arg *a)
 void hpcti_tl_span(hpct_ctx_t ctx, int tid, const char *name, const char *cat, double t0, double t1,
                    const char *fmt, ...)
 {
-    struct hpcti_timeline *t = ctx->timeline;
+    struct hpcti_timeline *t = timeline_of(ctx);
     if (!t) return;
     pthread_mutex_lock(&t->mu);
     struct span *e = t->cur ? new_span(t->cur) : NULL;
@@ -421,7 +438,7 @@ static void end_step(struct hpcti_timeline *t, double now)
 
 void hpcti_tl_step(hpct_ctx_t ctx, long step)
 {
-    struct hpcti_timeline *t = ctx->timeline;
+    struct hpcti_timeline *t = timeline_of(ctx);
     if (!t) return;
     double now = hpcti_now();
     pthread_mutex_lock(&t->mu);
@@ -440,12 +457,13 @@ void hpcti_tl_step(hpct_ctx_t ctx, long step)
 
 void hpcti_timeline_close(hpct_ctx_t ctx)
 {
-    struct hpcti_timeline *t = ctx->timeline;
+    struct hpcti_timeline *t = timeline_of(ctx);
     if (!t) return;
     pthread_mutex_lock(&t->mu);
     end_step(t, hpcti_now());
     flush(ctx, t);
-    ctx->timeline = NULL;
+    hpct_status_t s = hpcti_ctx_put(ctx, &timeline_slot, NULL, "timeline"); /* in use: no error */
+    (void)s;
     pthread_mutex_unlock(&t->mu);
     pthread_mutex_destroy(&t->mu);
     for (long i = 0; i < t->steps; i++) free(t->slots[i].v);

@@ -10,8 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define COLS 13 /* per rank in the agreement: status, dtype, ndims, name hash, shape, off, count   \
-                 */
+#define COLS                                                                                       \
+    13 /* per rank in the agreement: status, dtype, ndims, name hash, shape, off, count            \
+        */
 
 struct hpcti_block {
     char name[208];    /* /extra/<name>; its shape under <name>.shape */

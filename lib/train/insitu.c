@@ -178,7 +178,7 @@ hpct_status_t hpct_insitu_start(hpct_insitu_t S, long *step)
     hpct_status_t s =
         hpcti_obs_open(&S->obs, S->ctx, fn, S->cfg.metrics_path, S->cfg.straggler_threshold);
     if (s) return s;
-    if (S->cfg.timeline_path && S->cfg.timeline_path[0] && !S->ctx->timeline) {
+    if (S->cfg.timeline_path && S->cfg.timeline_path[0] && !hpcti_timeline_is_open(S->ctx)) {
         hpct_topology_t t = HPCT_TOPOLOGY_INITIALIZER;
         if (S->dist) hpct_topology(S->ctx, &t);
         s = hpcti_timeline_open(S->ctx, S->cfg.timeline_path, S->rank, t.hostname,
@@ -535,7 +535,7 @@ static hpct_status_t complete(hpct_insitu_t S, const char *fn, struct local *me,
     hpct_status_t s = hpcti_agree_all(S->ctx, "in-situ step agreement", &a);
     double t1 = hpcti_now();
     hpcti_obs_wait(&S->obs, t1 - t0);
-    if (S->ctx->timeline)
+    if (hpcti_timeline_is_open(S->ctx))
         hpcti_tl_span(S->ctx, 0, "agreement", "sync", t0, t1, "\"step_times\":%d", a.all2 != NULL);
     if (!s && a.all2) hpcti_obs_interval_reset(&S->obs, S->step, comm);
     if (!s && max[0]) return hpcti_share_failure(S->ctx, fn, max[0], me->detail);
@@ -597,7 +597,7 @@ static hpct_status_t timed(hpct_insitu_t S, const char *fn, struct local *me, fl
  * of the new step. */
 static void timeline_begin(hpct_insitu_t S, double t0)
 {
-    if (S->ctx->timeline && S->last_end > 0)
+    if (hpcti_timeline_is_open(S->ctx) && S->last_end > 0)
         hpcti_tl_span(S->ctx, 0, "data_wait", "data", S->last_end, t0, NULL);
     hpcti_tl_step(S->ctx, S->step + 1);
 }

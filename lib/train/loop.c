@@ -10,7 +10,7 @@
 
 int hpcti_loop_where(hpct_ctx_t ctx, int *rank, int *world)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     *rank = d ? d->rank : 0;
     *world = d ? d->size : 1;
     return d != NULL;

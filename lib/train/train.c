@@ -234,7 +234,8 @@ static hpct_status_t next_batch(struct loop *L, const float **x, const void **t)
     hpct_status_t s = hpct_dataset_next(L->ds, x, t);
     double got = hpcti_now();
     L->res->data_wait_s += got - t0;
-    if (L->ctx->timeline) hpcti_tl_span(L->ctx, 0, "data_wait", "data", t0, got, NULL);
+    if (hpcti_timeline_is_open(L->ctx))
+        hpcti_tl_span(L->ctx, 0, "data_wait", "data", t0, got, NULL);
     return s;
 }
 
@@ -420,7 +421,7 @@ static hpct_status_t agree(struct loop *L, long done, float loss, long *flags)
         hpcti_loop_agree_step(L->ctx, flags, loss, L->losses, busy, gather ? L->obs.times : NULL);
     double t1 = hpcti_now();
     hpcti_obs_wait(&L->obs, t1 - t0);
-    if (L->ctx->timeline)
+    if (hpcti_timeline_is_open(L->ctx))
         hpcti_tl_span(L->ctx, 0, "agreement", "sync", t0, t1, "\"step_times\":%d", gather);
     if (s || !L->reported) return s;
     double norm = 0.0;

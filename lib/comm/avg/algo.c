@@ -172,7 +172,7 @@ static int own_path(const struct hpcti_dist *d)
  * VM (slower)" and the seventh session. */
 static hpct_status_t timed(hpct_ctx_t ctx, int algo, float *buf, size_t n, double *best)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     struct hpcti_algo_table saved = d->avg->algo;
     d->avg->algo.n = 1, d->avg->algo.min_bytes[0] = 0, d->avg->algo.algo[0] = algo;
     double t0 = hpcti_now();
@@ -230,7 +230,7 @@ static int in_window(const struct hpcti_dist *d, int algo)
 /* Rank 0's values v [n] reach every rank: SUM with zeros from the other ranks. */
 static hpct_status_t from_rank0(hpct_ctx_t ctx, long *v, int n)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     if (d->rank != 0)
         for (int i = 0; i < n; i++) v[i] = 0;
     return hpcti_agree(ctx, "hpct_init (allreduce algorithm)", v, n, MPI_SUM);
@@ -253,7 +253,7 @@ static void table_add(struct hpcti_algo_table *t, unsigned long bytes, int algo)
  * largest probed keep its decision. Rank 0's timings into detail [cap]. */
 static hpct_status_t probe(hpct_ctx_t ctx, char *detail, size_t cap)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     int cand[4], nc = 0;
     cand[nc++] = own_path(d);
     if (cand[0] == HPCTI_ALGO_SHM) cand[nc++] = in_window(d, HPCTI_ALGO_P2P); /* as it runs */
@@ -329,7 +329,7 @@ static hpct_status_t share_table(hpct_ctx_t ctx, struct hpcti_algo_table *t)
 
 hpct_status_t hpcti_algo_setup(hpct_ctx_t ctx)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     const char *v = getenv(ENV);
     int auto_ = !v || !*v || !strcmp(v, "auto");
     char why[160] = "";
@@ -379,7 +379,7 @@ hpct_status_t hpcti_algo_setup(hpct_ctx_t ctx)
 /* The cross-node communicator's size of ctx. */
 static int ctx_cross(hpct_ctx_t ctx)
 {
-    return ((struct hpcti_dist *)ctx->dist)->cross_size;
+    return hpcti_dist(ctx)->cross_size;
 }
 
 hpct_status_t hpcti_red_start_chunks(hpct_ctx_t ctx, float *buf, size_t n, int mpi, int *id)
@@ -408,7 +408,7 @@ hpct_status_t hpcti_window_now(hpct_ctx_t ctx, float *buf, size_t n, int algo, i
 
 hpct_status_t hpcti_red_start_sized(hpct_ctx_t ctx, float *buf, size_t n, int *id)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     int algo = hpcti_algo_for(d, n);
     *id = -1;
     if (hpcti_algo_windowed(algo)) return hpcti_window_now(ctx, buf, n, algo, id);
@@ -456,7 +456,7 @@ hpct_status_t hpcti_agree_in_window(hpct_ctx_t ctx, const char *fn, int held, in
 hpct_status_t hpcti_red_start_grads(hpct_ctx_t ctx, float *buf, size_t n, int *id)
 {
     *id = -1;
-    if (hpcti_algo_grads_window(ctx->dist, n))
+    if (hpcti_algo_grads_window(hpcti_dist(ctx), n))
         return hpcti_window_now(ctx, buf, n, HPCTI_ALGO_SHM, id);
     return hpcti_red_start_sized(ctx, buf, n, id);
 }
@@ -497,7 +497,7 @@ size_t hpcti_algo_scratch_bound(const struct hpcti_dist *d, size_t total, int pa
 
 hpct_status_t hpcti_host_allreduce_mean(hpct_ctx_t ctx, const char *fn, float *buf, size_t n)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     int all = 0;
     hpct_status_t s = hpcti_algo_grads_window(d, n)
                           ? hpcti_agree_in_window(ctx, fn, hpcti_node_win_holds(d, buf, n), &all)
@@ -507,7 +507,7 @@ hpct_status_t hpcti_host_allreduce_mean(hpct_ctx_t ctx, const char *fn, float *b
 
 hpct_status_t hpcti_host_average(hpct_ctx_t ctx, const char *fn, float *buf, size_t n, int algo)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     if (algo == HPCTI_ALGO_ALLGATHER) {
         int id;
         hpct_status_t s = n <= HPCTI_MAX_CHUNK

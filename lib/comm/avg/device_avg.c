@@ -53,7 +53,7 @@ int hpcti_device_reductions(size_t n)
 /* Pinned host staging of n floats (grows, never shrinks; freed by hpct_finalize). */
 static hpct_status_t stage_room(hpct_ctx_t ctx, size_t n)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     if (n <= d->avg->stage_cap) return HPCT_SUCCESS;
     ctx->ops->free_host(ctx, d->avg->stage);
     d->avg->stage = ctx->ops->alloc_host(ctx, (n ? n : 1) * sizeof(float));
@@ -79,7 +79,7 @@ static hpct_status_t host_average(hpct_ctx_t ctx, float *host, size_t n, int cro
 /* Staged path: device -> pinned host -> host engine -> device. */
 static hpct_status_t staged_average(hpct_ctx_t ctx, float *buf, size_t n)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     hpct_status_t s = stage_room(ctx, n);
     if (!s)
         s = ctx->ops->to_host(ctx, d->avg->stage, buf, sizeof(float) * n); /* waits for kernels */
@@ -93,7 +93,7 @@ static hpct_status_t staged_average(hpct_ctx_t ctx, float *buf, size_t n)
  * time waited counts in hpct_comm_stats, as the host engine's waits do. */
 static hpct_status_t nccl_wait(hpct_ctx_t ctx, const char *call)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     int timed_out = 0;
     double t0 = hpcti_now();
     hpct_status_t s = hpcti_nccl_wait(d->avg->nccl, d->op_start + d->deadline_s, &timed_out);
@@ -104,7 +104,7 @@ static hpct_status_t nccl_wait(hpct_ctx_t ctx, const char *call)
 /* Wait for stream mark `mark` the same way (call: the work it follows, for a timeout). */
 static hpct_status_t mark_wait(hpct_ctx_t ctx, int mark, const char *call)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     int timed_out = 0;
     double t0 = hpcti_now();
     hpct_status_t s =
@@ -122,7 +122,7 @@ static hpct_status_t enqueued(hpct_ctx_t ctx, hpct_status_t s, const char *call)
 
 static void set_deadline(hpct_ctx_t ctx)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     hpcti_nccl_set_deadline(d->avg->nccl, d->op_start + d->deadline_s);
 }
 
@@ -142,7 +142,7 @@ struct hpcti_dev_queue {
 
 static hpct_status_t queue_room(hpct_ctx_t ctx, int layers)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     struct hpcti_dev_queue *q = d->avg->dev_queue;
     if (!q &&
         !(q = d->avg->dev_queue = hpcti_calloc(ctx, 1, sizeof *q, "the device average queue")))
@@ -165,7 +165,7 @@ enum { TAG_DEVICE_RS = 998, TAG_DEVICE_AG = 999 };
 /* Device room for the blocks other nodes send (grows, never shrinks). */
 static hpct_status_t device_slots(hpct_ctx_t ctx, size_t n, float **slots)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     struct hpcti_dev_queue *q = d->avg->dev_queue;
     if (n > q->slots_cap) {
         if (q->slots) ctx->ops->free(ctx, q->slots);
@@ -185,7 +185,7 @@ static hpct_status_t device_slots(hpct_ctx_t ctx, size_t n, float **slots)
 static hpct_status_t post_exchange(hpct_ctx_t ctx, float *shard, size_t n, float *slots, int gather,
                                    MPI_Request *reqs)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     int cs = d->cross_size, me = 0, nreq = 0, rc = MPI_SUCCESS;
     MPI_Comm_rank(d->cross, &me);
     size_t mine = hpcti_block_len(n, cs, me), at = hpcti_block_start(n, cs, me);
@@ -209,7 +209,7 @@ static hpct_status_t post_exchange(hpct_ctx_t ctx, float *shard, size_t n, float
 static hpct_status_t device_exchange(hpct_ctx_t ctx, float *shard, size_t n, float *slots,
                                      int gather)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     size_t nreq = 2 * (size_t)(d->cross_size - 1);
     MPI_Request *reqs = hpcti_calloc(ctx, nreq ? nreq : 1, sizeof *reqs, "cross-node requests");
     if (!reqs) return HPCT_ERR_NO_MEMORY;
@@ -224,7 +224,7 @@ static hpct_status_t device_exchange(hpct_ctx_t ctx, float *shard, size_t n, flo
  * nodes in rank order, times 1/W: hpcti_nccl_rank_sum, the host's operations), allgather. */
 static hpct_status_t device_cross(hpct_ctx_t ctx, float *shard, size_t n)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     int me = 0;
     MPI_Comm_rank(d->cross, &me);
     size_t mine = hpcti_block_len(n, d->cross_size, me);
@@ -251,7 +251,7 @@ static int device_mpi(const struct hpcti_dist *d)
 static hpct_status_t nccl_average(hpct_ctx_t ctx, float *buf, size_t n)
 {
     static const char one_node[] = "ncclReduceScatter + ncclAllGather (one node)";
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     set_deadline(ctx);
     if (d->cross_size == 1) {
         hpct_status_t s = hpcti_nccl_node_mean(d->avg->nccl, buf, n, 1.0f / (float)d->size);
@@ -286,7 +286,7 @@ static hpct_status_t nccl_average(hpct_ctx_t ctx, float *buf, size_t n)
 /* Start item i's cross-node phases: one reduction per chunk of its shard in the staging. */
 static hpct_status_t start_cross(hpct_ctx_t ctx, int i)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     struct hpcti_dq_item *it = &((struct hpcti_dev_queue *)d->avg->dev_queue)->items[i];
     hpct_status_t s = HPCT_SUCCESS;
     for (int k = 0; k < it->nred && !s; k++) {
@@ -305,7 +305,7 @@ static hpct_status_t start_cross(hpct_ctx_t ctx, int i)
  * queue order), then progress every reduction in flight. */
 static hpct_status_t queue_progress(hpct_ctx_t ctx)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     struct hpcti_dev_queue *q = d->avg->dev_queue;
     hpct_status_t s = HPCT_SUCCESS;
     for (int i; !s && (i = hpcti_dq_next_cross(q->items, q->n)) >= 0;) {
@@ -332,7 +332,7 @@ static MPI_Request *dq_reqs(struct hpcti_dist *d, int i)
 /* Whether item i's exchange has completed (MPI_Testall, no waiting). */
 static hpct_status_t dq_tested(hpct_ctx_t ctx, int i, int *done)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     int rc = MPI_Testall(2 * (d->cross_size - 1), dq_reqs(d, i), done, MPI_STATUSES_IGNORE);
     return rc == MPI_SUCCESS ? HPCT_SUCCESS
                              : hpcti_mpi_failed(ctx, rc, "testing a CUDA-aware cross exchange");
@@ -342,7 +342,7 @@ static hpct_status_t dq_tested(hpct_ctx_t ctx, int i, int *done)
  * inputs are complete (the shard's copy: mark 2i fired; the slots: the exchange completed). */
 static hpct_status_t dq_sum(hpct_ctx_t ctx, int i)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     struct hpcti_dev_queue *q = d->avg->dev_queue;
     struct hpcti_dq_item *it = &q->items[i];
     int me = 0;
@@ -358,7 +358,7 @@ static hpct_status_t dq_sum(hpct_ctx_t ctx, int i)
  * the exchanges of each kind are posted in queue order (hpcti_dq_first_at). */
 static hpct_status_t dq_step(hpct_ctx_t ctx, int i, int *moved)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     struct hpcti_dev_queue *q = d->avg->dev_queue;
     struct hpcti_dq_item *it = &q->items[i];
     int ready = 0, ph = it->phase;
@@ -381,7 +381,7 @@ static hpct_status_t dq_step(hpct_ctx_t ctx, int i, int *moved)
 /* Every CUDA-aware item as far as it goes without waiting. */
 static hpct_status_t dq_progress(hpct_ctx_t ctx)
 {
-    struct hpcti_dev_queue *q = ((struct hpcti_dist *)ctx->dist)->avg->dev_queue;
+    struct hpcti_dev_queue *q = hpcti_dist(ctx)->avg->dev_queue;
     hpct_status_t s = HPCT_SUCCESS;
     for (int moved = 1; moved && !s;) {
         moved = 0;
@@ -394,7 +394,7 @@ static hpct_status_t dq_progress(hpct_ctx_t ctx)
  * each wait deadline-bounded (stream marks: the NCCL communicator aborted on expiry). */
 static hpct_status_t dq_finish(hpct_ctx_t ctx, int i)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     struct hpcti_dq_item *it = &((struct hpcti_dev_queue *)d->avg->dev_queue)->items[i];
     hpct_status_t s = HPCT_SUCCESS;
     while (!s && it->phase < HPCTI_DQ_CROSSED) {
@@ -417,7 +417,7 @@ static hpct_status_t dq_finish(hpct_ctx_t ctx, int i)
  * hpct_finalize leaves MPI and its communicators alone. */
 static hpct_status_t abandon_exchanges(hpct_ctx_t ctx, hpct_status_t s)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     struct hpcti_dev_queue *q = d->avg->dev_queue;
     if (!s || !q || d->broken || !device_mpi(d)) return s;
     for (int i = 0; i < q->n; i++) {
@@ -435,14 +435,14 @@ static hpct_status_t abandon_exchanges(hpct_ctx_t ctx, hpct_status_t s)
 /* Progress of the overlapped path, staged or CUDA-aware (device_mpi). */
 static hpct_status_t overlap_progress(hpct_ctx_t ctx)
 {
-    return device_mpi(ctx->dist) ? dq_progress(ctx) : queue_progress(ctx);
+    return device_mpi(hpcti_dist(ctx)) ? dq_progress(ctx) : queue_progress(ctx);
 }
 
 /* Item n's place in the staging (pinned host, or device when CUDA-aware) and, CUDA-aware, in
  * the slots, checked against what overlap_begin reserved; *shard_copy: where its shard goes. */
 static hpct_status_t queue_place(hpct_ctx_t ctx, size_t n, float **shard_copy)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     struct hpcti_dev_queue *q = d->avg->dev_queue;
     int dev = device_mpi(d), me = 0;
     size_t need = hpcti_dq_add(q->items, q->n, n, d->local_size, HPCTI_MAX_CHUNK);
@@ -463,7 +463,7 @@ static hpct_status_t queue_place(hpct_ctx_t ctx, size_t n, float **shard_copy)
 /* Queue buf [n]'s reduce-scatter and the copy of its shard into the staging, then mark 2n. */
 static hpct_status_t queue_layer(hpct_ctx_t ctx, float *buf, size_t n)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     struct hpcti_dev_queue *q = d->avg->dev_queue;
     if (q->n >= q->cap)
         return hpcti_error(ctx, HPCT_ERR_INTERNAL, "%s: more layers than reserved (%d)", d->op_name,
@@ -482,7 +482,7 @@ static hpct_status_t queue_layer(hpct_ctx_t ctx, float *buf, size_t n)
 /* Item i's shard on the host (its mark waited for, deadline-bounded), averaged across nodes. */
 static hpct_status_t finish_cross(hpct_ctx_t ctx, int i)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     struct hpcti_dq_item *it = &((struct hpcti_dev_queue *)d->avg->dev_queue)->items[i];
     hpct_status_t s = HPCT_SUCCESS;
     if (it->phase == HPCTI_DQ_QUEUED) {
@@ -499,7 +499,7 @@ static hpct_status_t finish_cross(hpct_ctx_t ctx, int i)
  * reduce-scatter. The peers' waits end at the deadline. */
 static hpct_status_t give_up_nccl(hpct_ctx_t ctx, hpct_status_t s)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     if (!s || !d->avg->nccl) return s;
     hpcti_log(ctx, HPCT_LOG_WARN,
               "device averages: this rank's NCCL calls stopped short of its node peers' (%s); "
@@ -518,7 +518,7 @@ static hpct_status_t give_up_nccl(hpct_ctx_t ctx, hpct_status_t s)
  * sequence. */
 static hpct_status_t queue_finish(hpct_ctx_t ctx)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     struct hpcti_dev_queue *q = d->avg->dev_queue;
     hpct_status_t s = HPCT_SUCCESS;
     int dev = device_mpi(d);
@@ -574,7 +574,7 @@ static hpct_status_t mpi_takes_device(hpct_ctx_t ctx, int *yes, const char **why
 static hpct_status_t exchange_id(hpct_ctx_t ctx, unsigned char *id, int ok[2], int all_ok[2])
 {
     static const char what[] = "hpct_init (NCCL unique id)";
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     MPI_Request req[3] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL};
     hpct_status_t s = hpcti_op_begin(ctx, what, 0, 0);
     int rc = MPI_SUCCESS;
@@ -589,7 +589,7 @@ static hpct_status_t exchange_id(hpct_ctx_t ctx, unsigned char *id, int ok[2], i
 
 static void log_cross_path(hpct_ctx_t ctx, int device, const char *why)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     if (d->cross_size < 2) return;
     if (device && d->avg->transport != HPCT_TRANSPORT_FP32)
         why = "grad_transport 16-bit: converted on the host";
@@ -605,7 +605,7 @@ static void log_cross_path(hpct_ctx_t ctx, int device, const char *why)
 static hpct_status_t planted_failure(hpct_ctx_t ctx)
 {
     const char *v = hpcti_test_hook("HPCT_TEST_NCCL_FAIL_RANK");
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     if (!v || atoi(v) != d->rank) return HPCT_SUCCESS;
     return hpcti_error(ctx, HPCT_ERR_DEVICE, "test hook: NCCL set-up failure planted on rank %d",
                        d->rank);
@@ -613,7 +613,7 @@ static hpct_status_t planted_failure(hpct_ctx_t ctx)
 
 hpct_status_t hpcti_device_nccl_start(hpct_ctx_t ctx, hpcti_nccl_t **out)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     unsigned char id[HPCTI_NCCL_ID_BYTES] = {0};
     hpcti_nccl_t *nc = NULL;
     const char *why = "";
@@ -647,7 +647,7 @@ hpct_status_t hpcti_device_nccl_start(hpct_ctx_t ctx, hpcti_nccl_t **out)
 void hpcti_device_avg_release(hpct_ctx_t ctx)
 {
 #ifdef HPCT_HAVE_NCCL
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     struct hpcti_dev_queue *q = d->avg->dev_queue;
     /* A broken runtime may still have CUDA-aware receives posted into the device slots and
      * staging (abandon_exchanges; MPI is left alone then): those stay allocated to the end of
@@ -664,7 +664,7 @@ void hpcti_device_avg_release(hpct_ctx_t ctx)
 int hpcti_device_can_overlap(hpct_ctx_t ctx)
 {
 #ifdef HPCT_HAVE_NCCL
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     return d->size > 1 && hpcti_nccl_usable(d->avg->nccl);
 #else
     (void)ctx;
@@ -678,7 +678,7 @@ int hpcti_device_can_overlap(hpct_ctx_t ctx)
  * its streams and requests complete, or aborts the communicator, whose release synchronises). */
 static hpct_status_t device_room(hpct_ctx_t ctx, int layers, size_t stage, size_t slots)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     struct hpcti_dev_queue *q = d->avg->dev_queue;
     float *unused = NULL;
     size_t nreq = (size_t)layers * 2 * (size_t)(d->cross_size - 1);
@@ -701,7 +701,7 @@ static hpct_status_t device_room(hpct_ctx_t ctx, int layers, size_t stage, size_
 hpct_status_t hpcti_device_overlap_begin(hpct_ctx_t ctx, const char *name, int layers, size_t total)
 {
 #ifdef HPCT_HAVE_NCCL
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     if (d->cross_size > 1 && device_mpi(d)) { /* no host reductions: MPI on device buffers */
         size_t stage = hpcti_dq_staging_bound(total, layers, d->local_size);
         hpct_status_t s = queue_room(ctx, layers);
@@ -731,7 +731,7 @@ hpct_status_t hpcti_device_overlap_begin(hpct_ctx_t ctx, const char *name, int l
 hpct_status_t hpcti_device_average_enqueue(hpct_ctx_t ctx, float *buf, size_t n)
 {
 #ifdef HPCT_HAVE_NCCL
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     if (hpcti_device_can_overlap(ctx) && d->cross_size > 1)
         return give_up_nccl(ctx, queue_layer(ctx, buf, n));
     if (hpcti_device_can_overlap(ctx)) {
@@ -748,7 +748,7 @@ hpct_status_t hpcti_device_average_enqueue(hpct_ctx_t ctx, float *buf, size_t n)
 hpct_status_t hpcti_device_average_wait(hpct_ctx_t ctx)
 {
 #ifdef HPCT_HAVE_NCCL
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     if (hpcti_device_can_overlap(ctx) && d->cross_size > 1) return queue_finish(ctx);
     if (hpcti_device_can_overlap(ctx))
         return nccl_wait(ctx, "ncclReduceScatter + ncclAllGather (per layer, one node)");
@@ -768,9 +768,9 @@ hpct_status_t hpcti_device_average_abandon(hpct_ctx_t ctx, hpct_status_t s)
 
 hpct_status_t hpcti_device_average_in_op(hpct_ctx_t ctx, float *buf, size_t n)
 {
-    if (n == 0 || ((struct hpcti_dist *)ctx->dist)->size == 1) return HPCT_SUCCESS;
+    if (n == 0 || hpcti_dist(ctx)->size == 1) return HPCT_SUCCESS;
 #ifdef HPCT_HAVE_NCCL
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     if (hpcti_nccl_usable(d->avg->nccl)) return nccl_average(ctx, buf, n);
 #endif
     return staged_average(ctx, buf, n);

@@ -26,7 +26,7 @@ static struct hpcti_grads *given_back(struct hpcti_dist *d, size_t count)
  * the caller reports its own error). */
 static hpct_status_t agree_reuse(hpct_ctx_t ctx, const char *fn, size_t count, int *reuse)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     long v[4] = {count && given_back(d, count) != NULL, (long)count, -(long)count,
                  count ? LONG_MAX : (long)d->rank};
     hpct_status_t s = hpcti_agree(ctx, fn, v, 4, MPI_MIN);
@@ -49,7 +49,7 @@ static hpct_status_t agree_reuse(hpct_ctx_t ctx, const char *fn, size_t count, i
 /* A new buffer of count floats: a shared window with the node window, else calloc. */
 static hpct_status_t make(hpct_ctx_t ctx, size_t count, struct hpcti_grads **out)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     struct hpcti_grads *g = calloc(1, sizeof *g);
     if (!g) return hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "%s: out of memory", d->op_name);
     g->count = count, g->win = MPI_WIN_NULL, g->id = ++d->avg->grads_made, g->in_use = 1;
@@ -71,7 +71,7 @@ static hpct_status_t make(hpct_ctx_t ctx, size_t count, struct hpcti_grads **out
 
 hpct_status_t hpcti_grads_alloc(hpct_ctx_t ctx, const char *fn, size_t count, float **out)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     struct hpcti_grads *g = NULL;
     int reuse = 0;
     *out = NULL;
@@ -105,7 +105,7 @@ struct hpcti_grads *hpcti_grads_lent(const struct hpcti_dist *d, const float *bu
 
 void hpcti_grads_release(hpct_ctx_t ctx, float *buf)
 {
-    struct hpcti_grads *g = hpcti_grads_lent(ctx->dist, buf);
+    struct hpcti_grads *g = hpcti_grads_lent(hpcti_dist(ctx), buf);
     if (g) g->in_use = 0;
 }
 
@@ -128,7 +128,7 @@ hpct_status_t hpct_alloc_grads(hpct_ctx_t ctx, size_t count, float **grads)
     if (!grads) return hpcti_error(ctx, HPCT_ERR_INVALID_ARG, "%s: grads (the result) is NULL", fn);
     *grads = NULL;
     if (!count || count > HPCTI_MAX_CHUNK * 64) {
-        if (ctx->dist) { /* join the agreement the other ranks are in (count 0: invalid) */
+        if (hpcti_dist(ctx)) { /* join the agreement the other ranks are in (count 0: invalid) */
             int reuse = 0;
             (void)agree_reuse(ctx, fn, 0, &reuse);
         }

@@ -176,7 +176,7 @@ static const char *unusable(const struct hpcti_dist *d, int mode, int shares)
  * deadline-bounded MIN. */
 static hpct_status_t agree_all(hpct_ctx_t ctx, unsigned long *v)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     hpct_status_t s = hpcti_op_begin(ctx, "hpct_init (node window agreement)", 0, 0);
     if (s) return s;
     MPI_Request req;
@@ -200,7 +200,7 @@ static unsigned long max_bytes(void)
 
 static hpct_status_t make_win_state(hpct_ctx_t ctx, const unsigned long *v)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     struct hpcti_node_win *w = calloc(1, sizeof *w);
     size_t L = (size_t)d->local_size;
     int *local = malloc(L * sizeof *local);
@@ -234,7 +234,7 @@ static hpct_status_t make_win_state(hpct_ctx_t ctx, const unsigned long *v)
 
 hpct_status_t hpcti_node_win_setup(hpct_ctx_t ctx)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     int mode = node_reduce_mode(ctx);
     if (mode < 0) return HPCT_ERR_INVALID_ARG;
     int shares = d->local_size > 1 ? node_shares_memory(d) : 0;
@@ -262,7 +262,7 @@ hpct_status_t hpcti_node_win_setup(hpct_ctx_t ctx)
 /* Deadline-bounded barrier on the node (MPI_Ibarrier polled by hpcti_wait_reqs). */
 static hpct_status_t node_barrier(hpct_ctx_t ctx)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     MPI_Request req;
     if (MPI_Ibarrier(d->avg->nwin->comm, &req) != MPI_SUCCESS)
         return hpcti_error(ctx, HPCT_ERR_COMM, "%s: MPI_Ibarrier on the node failed on rank %d",
@@ -282,7 +282,7 @@ static void drop_window(struct hpcti_node_win *w)
  * old window), counters start at 0 and are zeroed before anyone reads them. */
 static hpct_status_t allocate(hpct_ctx_t ctx, size_t cap)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     struct hpcti_node_win *w = d->avg->nwin;
     hpct_status_t s = node_barrier(ctx);
     if (s) return s;
@@ -322,7 +322,7 @@ static hpct_status_t allocate(hpct_ctx_t ctx, size_t cap)
  * one's (a peer that passed the last barrier of this operation may have started the next). */
 static hpct_status_t same_operation(hpct_ctx_t ctx)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     struct hpcti_node_win *w = d->avg->nwin;
     for (int p = 0; p < d->local_size; p++) {
         uint64_t at =
@@ -353,7 +353,7 @@ static uint64_t *mode_slot(const struct hpcti_node_win *w, int p)
  * averages by copying on every rank (correct for any buffer), and says so once. */
 static void same_mode(hpct_ctx_t ctx)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     struct hpcti_node_win *w = d->avg->nwin;
     uint64_t mine = *mode_slot(w, d->local_rank);
     w->check_mode = 0, w->mixed = 0;
@@ -375,7 +375,7 @@ static void same_mode(hpct_ctx_t ctx)
 /* Counter barrier of the node: publish my writes, wait until every peer has published. */
 static hpct_status_t counter_barrier(hpct_ctx_t ctx)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     struct hpcti_node_win *w = d->avg->nwin;
     uint64_t *mine = w->flag[d->local_rank];
     w->epoch++;
@@ -455,7 +455,7 @@ static void copy_blocks(const struct hpcti_dist *d, int h, float *buf, size_t m,
 /* The rest of chunk, after every rank's copy in and a counter barrier. */
 static hpct_status_t chunk_sum_and_copy_out(hpct_ctx_t ctx, float *buf, size_t m)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     struct hpcti_node_win *w = d->avg->nwin;
     int L = d->local_size, me = d->local_rank, h = w->half, id;
     size_t start = hpcti_block_start(m, L, me), len = hpcti_block_len(m, L, me);
@@ -481,7 +481,7 @@ static hpct_status_t chunk_sum_and_copy_out(hpct_ctx_t ctx, float *buf, size_t m
  * every rank waits at one more barrier before any reads the window. */
 static hpct_status_t chunk(hpct_ctx_t ctx, float *buf, size_t m)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     struct hpcti_node_win *w = d->avg->nwin;
     copy_blocks(d, w->half, buf, m, 1);
     hpct_status_t s = counter_barrier(ctx);
@@ -506,7 +506,7 @@ static void sum_all(const struct hpcti_dist *d, int h, float *buf, size_t m)
  * barrier per chunk is enough. */
 static hpct_status_t chunk_replicated(hpct_ctx_t ctx, float *buf, size_t m)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     struct hpcti_node_win *w = d->avg->nwin;
     int h = w->half;
     hpcti_copy_payload(half_of(w, d->local_rank, h), buf, m * sizeof *buf);
@@ -560,7 +560,7 @@ static hpct_status_t grads_barrier(hpct_ctx_t ctx, const struct hpcti_grads *g)
 static hpct_status_t chunk_in_place(hpct_ctx_t ctx, const struct hpcti_grads *g, size_t off,
                                     size_t m)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     struct hpcti_node_win *w = d->avg->nwin;
     int L = d->local_size, me = d->local_rank, id;
     size_t start = hpcti_block_start(m, L, me), len = hpcti_block_len(m, L, me);
@@ -582,7 +582,7 @@ static hpct_status_t chunk_in_place(hpct_ctx_t ctx, const struct hpcti_grads *g,
 /* The copying path for floats [from, n) of buf, chunk by chunk (from: a multiple of cap). */
 static hpct_status_t average_copied(hpct_ctx_t ctx, float *buf, size_t n, size_t from)
 {
-    struct hpcti_node_win *w = ((struct hpcti_dist *)ctx->dist)->avg->nwin;
+    struct hpcti_node_win *w = hpcti_dist(ctx)->avg->nwin;
     hpct_status_t s = HPCT_SUCCESS;
     for (size_t at = from; at < n && !s; at += w->cap) {
         size_t m = n - at < w->cap ? n - at : w->cap;
@@ -596,10 +596,10 @@ static hpct_status_t average_copied(hpct_ctx_t ctx, float *buf, size_t n, size_t
  * rest as the ranks that copy from the start do. */
 static hpct_status_t average_copied_late(hpct_ctx_t ctx, float *buf, size_t n)
 {
-    struct hpcti_node_win *w = ((struct hpcti_dist *)ctx->dist)->avg->nwin;
+    struct hpcti_node_win *w = hpcti_dist(ctx)->avg->nwin;
     size_t m = n < w->cap ? n : w->cap;
     w->mixed = 0;
-    copy_blocks(ctx->dist, w->half, buf, m, 1);
+    copy_blocks(hpcti_dist(ctx), w->half, buf, m, 1);
     hpct_status_t s = counter_barrier(ctx);
     if (!s) s = chunk_sum_and_copy_out(ctx, buf, m);
     return s ? s : average_copied(ctx, buf, n, m);
@@ -613,7 +613,7 @@ static hpct_status_t average_copied_late(hpct_ctx_t ctx, float *buf, size_t n)
 static hpct_status_t average_in_place(hpct_ctx_t ctx, const struct hpcti_grads *g, size_t off,
                                       size_t n)
 {
-    struct hpcti_node_win *w = ((struct hpcti_dist *)ctx->dist)->avg->nwin;
+    struct hpcti_node_win *w = hpcti_dist(ctx)->avg->nwin;
     hpct_status_t s = grads_barrier(ctx, g);
     if (!s && w->mixed) return average_copied_late(ctx, g->buf + off, n);
     if (!s && !w->told_in_place++)
@@ -643,7 +643,7 @@ static uint64_t mode_of(const struct hpcti_grads *g, size_t off)
  * on through the window, the modes known (a mixed node copies, as after chunk's barrier). */
 static int all_ordinary(hpct_ctx_t ctx, const struct hpcti_grads *g, hpct_status_t *s)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     struct hpcti_node_win *w = d->avg->nwin;
     *s = counter_barrier(ctx);
     if (*s || w->mixed || g) return 0;
@@ -658,7 +658,7 @@ static int all_ordinary(hpct_ctx_t ctx, const struct hpcti_grads *g, hpct_status
 hpct_status_t hpcti_node_win_allreduce(hpct_ctx_t ctx, float *buf, size_t n, int ordinary_p2p,
                                        int *ordinary)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     struct hpcti_node_win *w = d->avg->nwin;
     size_t need = n < half_max(d) ? n : half_max(d), off = 0;
     hpct_status_t s = w->cap >= need ? HPCT_SUCCESS : allocate(ctx, need);
@@ -686,7 +686,7 @@ hpct_status_t hpcti_node_win_allreduce(hpct_ctx_t ctx, float *buf, size_t n, int
 
 hpct_status_t hpcti_node_win_grads(hpct_ctx_t ctx, struct hpcti_grads *g)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     struct hpcti_node_win *w = d->avg->nwin;
     g->seg = calloc((size_t)d->local_size, sizeof *g->seg);
     if (!g->seg) return hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "%s: out of memory", d->op_name);

@@ -45,7 +45,7 @@ static hpct_status_t grow(hpct_ctx_t ctx, void **p, size_t *cap, size_t need, co
 /* d->work.reserve: called by hpcti_op_begin once the operation may start. */
 hpct_status_t hpcti_red_reserve(hpct_ctx_t ctx, int max_red, size_t total)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     /* per reduction of n: receive blocks (< n + size elements), a 16-bit copy, requests */
     size_t elem = d->avg->transport ? 2 : 4, wire = d->avg->transport ? 2 * total : 0;
     size_t need = elem * (total + (size_t)max_red * (size_t)d->size) + wire +
@@ -105,7 +105,7 @@ static size_t slot_len(const struct hpcti_phase *ph)
 /* Post the sends and receives of r's current phase. */
 static hpct_status_t start_phase(hpct_ctx_t ctx, struct hpcti_reduction *r)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     struct hpcti_phase *ph = &r->phase[r->cur];
     MPI_Datatype t = d->avg->transport ? MPI_UINT16_T : MPI_FLOAT;
     size_t mine = block_len(ph->count, ph->size, ph->me), slot = slot_len(ph);
@@ -258,7 +258,7 @@ static size_t allgather_peers(const struct hpcti_dist *d)
  * 16-bit transport sets wire); NULL with the error set when every slot is taken. */
 static struct hpcti_reduction *new_reduction(hpct_ctx_t ctx, float *buf, size_t n)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     if (d->avg->nred >= d->avg->cap_red) {
         hpcti_error(ctx, HPCT_ERR_INTERNAL, "%s: more reductions than reserved (%d)", d->op_name,
                     d->avg->cap_red);
@@ -275,7 +275,7 @@ static struct hpcti_reduction *new_reduction(hpct_ctx_t ctx, float *buf, size_t 
 #define ALLGATHER 3
 static hpct_status_t red_start(hpct_ctx_t ctx, float *buf, size_t n, int *id, int cross_only)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     struct hpcti_reduction *r = new_reduction(ctx, buf, n);
     if (!r) return HPCT_ERR_INTERNAL;
     if (d->avg->transport) {
@@ -322,7 +322,7 @@ hpct_status_t hpcti_red_start_cross(hpct_ctx_t ctx, float *buf, size_t n, int wh
 
 hpct_status_t hpcti_red_start_mpi(hpct_ctx_t ctx, float *buf, size_t n, int *id)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     struct hpcti_reduction *r = new_reduction(ctx, buf, n);
     if (!r) return HPCT_ERR_INTERNAL;
     r->mpi = 1;
@@ -345,7 +345,7 @@ hpct_status_t hpcti_red_start_mpi(hpct_ctx_t ctx, float *buf, size_t n, int *id)
 static void red_span(hpct_ctx_t ctx, const struct hpcti_reduction *r)
 {
     static const char *wire[] = {"fp32", "bf16", "fp16"};
-    const struct hpcti_dist *d = ctx->dist;
+    const struct hpcti_dist *d = hpcti_dist(ctx);
     if (r->t0 <= 0) return;
     hpcti_tl_span(ctx, 0, "allreduce", "comm", r->t0, hpcti_now(),
                   "\"bytes\":%zu,\"algorithm\":\"%s\",\"transport\":\"%s\",\"phases\":%d",
@@ -360,7 +360,7 @@ static void red_span(hpct_ctx_t ctx, const struct hpcti_reduction *r)
 /* r's current phase has completed: finish it and start the next (or the result). */
 static hpct_status_t next_phase(hpct_ctx_t ctx, struct hpcti_reduction *r)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     struct hpcti_phase *ph = &r->phase[r->cur];
     float inv = 1.0f / (float)d->size; /* the scale of sum_phase */
     if (r->mpi)
@@ -375,7 +375,7 @@ static hpct_status_t next_phase(hpct_ctx_t ctx, struct hpcti_reduction *r)
 
 hpct_status_t hpcti_red_progress(hpct_ctx_t ctx)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     for (int i = 0; i < d->avg->nred; i++) {
         struct hpcti_reduction *r = &d->avg->red[i];
         while (r->cur < r->nphase) {

@@ -18,7 +18,7 @@
 static hpct_status_t post(hpct_ctx_t ctx, const char *name, struct hpcti_agreement *a, MPI_Op op,
                           MPI_Request *reqs, int *n)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     int rc = MPI_SUCCESS;
     *n = 0;
     if (a->nmax > 0)
@@ -41,7 +41,7 @@ static hpct_status_t post(hpct_ctx_t ctx, const char *name, struct hpcti_agreeme
 static hpct_status_t agree_with(hpct_ctx_t ctx, const char *name, struct hpcti_agreement *a,
                                 MPI_Op op)
 {
-    if (!ctx->dist) { /* one rank: its own values are the result */
+    if (!hpcti_dist(ctx)) { /* one rank: its own values are the result */
         if (a->all) a->all[0] = a->mine;
         if (a->all2) a->all2[0] = a->mine2;
         return HPCT_SUCCESS;
@@ -69,7 +69,7 @@ hpct_status_t hpcti_agree_all(hpct_ctx_t ctx, const char *name, struct hpcti_agr
 long hpcti_fail_code(hpct_ctx_t ctx, hpct_status_t status)
 {
     if (status >= 0) return 0;
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     int rank = d ? d->rank : 0, size = d ? d->size : 1;
     long code = status < -255 ? -HPCT_ERR_INTERNAL : -status;
     return (long)(size - rank) << 8 | code;
@@ -78,7 +78,7 @@ long hpcti_fail_code(hpct_ctx_t ctx, hpct_status_t status)
 hpct_status_t hpcti_share_failure(hpct_ctx_t ctx, const char *name, long code, const char *mine)
 {
     if (code <= 0) return HPCT_SUCCESS;
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     int size = d ? d->size : 1, root = size - (int)(code >> 8);
     hpct_status_t status = -(hpct_status_t)(code & 255);
     char detail[DETAIL_BYTES];
@@ -107,7 +107,7 @@ hpct_status_t hpcti_agree_status(hpct_ctx_t ctx, const char *name, hpct_status_t
 
 hpct_status_t hpcti_agree_hosts(hpct_ctx_t ctx, char *hosts, int width)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     char mine[256] = "";
     if (d)
         snprintf(mine, sizeof mine, "%s", d->boot.hostname);
@@ -177,7 +177,7 @@ hpct_status_t hpcti_gather_blocks(hpct_ctx_t ctx, const char *name, const void *
                                   int ndims, const long *gshape, const long *table, void *global,
                                   int root)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     int rank = d ? d->rank : 0, size = d ? d->size : 1;
     const long *own = table + (size_t)rank * 2 * (size_t)ndims;
     if (rank == root && block_elems(own, ndims))

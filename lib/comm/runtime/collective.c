@@ -24,9 +24,22 @@
 #define SPIN_MAX_BYTES ((size_t)32 << 10) /* averages of more do not spin (hpcti_op_averages) */
 #define LIVE_IDLE_S    1e-3 /* seconds a wait sees nothing move before it answers liveness pings */
 
+static hpcti_slot_key_t dist_slot; /* comm's slot of every context */
+
+struct hpcti_dist *hpcti_dist(const struct hpct_ctx *ctx)
+{
+    return hpcti_ctx_get(ctx, &dist_slot);
+}
+
+hpct_status_t hpcti_dist_attach(hpct_ctx_t ctx, struct hpcti_dist *d)
+{
+    return hpcti_ctx_put(ctx, &dist_slot, d, "hpct_init");
+}
+
 struct hpcti_dist *hpcti_dist_of(hpct_ctx_t ctx, const char *fn)
 {
-    if (ctx->dist) return ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
+    if (d) return d;
     hpcti_error(ctx, HPCT_ERR_STATE,
                 "%s: the context has no distributed runtime (create it with hpct_init or "
                 "hpct_init_comm, not hpct_ctx_create)",
@@ -36,12 +49,14 @@ struct hpcti_dist *hpcti_dist_of(hpct_ctx_t ctx, const char *fn)
 
 double hpcti_dist_ready_unix(hpct_ctx_t ctx)
 {
-    return ctx->dist ? ((struct hpcti_dist *)ctx->dist)->ready_unix : 0.0;
+    const struct hpcti_dist *d = hpcti_dist(ctx);
+    return d ? d->ready_unix : 0.0;
 }
 
 void hpcti_dist_set_step(hpct_ctx_t ctx, long step)
 {
-    if (ctx->dist) ((struct hpcti_dist *)ctx->dist)->step_now = step;
+    struct hpcti_dist *d = hpcti_dist(ctx);
+    if (d) d->step_now = step;
 }
 
 /* 1 when every request in r [n] has completed (completed ones become MPI_REQUEST_NULL); an
@@ -65,7 +80,7 @@ static int test_all(struct hpcti_dist *d, MPI_Request *r, int n)
  * context is broken, as after a timeout, and every later collective says why. */
 static hpct_status_t op_failed(hpct_ctx_t ctx, hpct_status_t s, const char *why)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     snprintf(d->broken_why, sizeof d->broken_why, "'%s' failed: %.200s", d->op_name, why);
     d->broken = 1;
     d->in_op = 0;
@@ -74,7 +89,7 @@ static hpct_status_t op_failed(hpct_ctx_t ctx, hpct_status_t s, const char *why)
 
 hpct_status_t hpcti_mpi_failed(hpct_ctx_t ctx, int rc, const char *what)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     char msg[MPI_MAX_ERROR_STRING] = "";
     int len = 0;
     if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS) snprintf(msg, sizeof msg, "code %d", rc);
@@ -86,7 +101,7 @@ hpct_status_t hpcti_mpi_failed(hpct_ctx_t ctx, int rc, const char *what)
 /* A collective from a thread other than hpct_init's where MPI allows only that one. */
 static hpct_status_t other_thread(hpct_ctx_t ctx, const char *name)
 {
-    int level = ((struct hpcti_dist *)ctx->dist)->thread_level;
+    int level = hpcti_dist(ctx)->thread_level;
     return hpcti_error(ctx, HPCT_ERR_STATE,
                        "%s: called from a thread other than the one that called hpct_init, but "
                        "MPI was initialised with %s; a context may move between threads only "
@@ -99,7 +114,7 @@ static hpct_status_t other_thread(hpct_ctx_t ctx, const char *name)
 static hpct_status_t op_start(hpct_ctx_t ctx, const char *name, int max_red, size_t total,
                               int tokens)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     /* Collectives on a context run one at a time: one still open here was left by an error
      * return midway, and its exchanges may still be in flight. */
     if (d->in_op && !d->broken)
@@ -177,7 +192,7 @@ hpct_status_t hpcti_op_begin(hpct_ctx_t ctx, const char *name, int max_red, size
  * unknown count to fit). */
 void hpcti_wait_setup(hpct_ctx_t ctx)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     long online;
     int cpus = hpcti_cpus_usable(&online);
     d->crowded = online > 0 && d->boot.local_size > cpus && cpus >= online;
@@ -196,7 +211,7 @@ void hpcti_wait_setup(hpct_ctx_t ctx)
  * once cost 64 KiB averages in place 7 %) keep SPIN_S. */
 void hpcti_op_averages(hpct_ctx_t ctx, size_t floats)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     d->spin_s = d->crowded && floats > SPIN_MAX_BYTES / sizeof(float) ? 0.0 : SPIN_S;
 }
 
@@ -278,7 +293,7 @@ static size_t last_seen(const struct hpcti_dist *d, int p, char *out, size_t cap
  * out on it, and it does not blame them. */
 static hpct_status_t self_stopped(hpct_ctx_t ctx, double gap)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     return hpcti_error(ctx, HPCT_ERR_TIMEOUT,
                        "%s (operation #%llu): this rank (%d of %d, on %s) did not run for %.1f s "
                        "of the %g s deadline (it was stopped, e.g. by SIGSTOP, or descheduled); "
@@ -292,7 +307,7 @@ static hpct_status_t self_stopped(hpct_ctx_t ctx, double gap)
  * answered no liveness check for half the deadline: stopped. */
 static hpct_status_t stopped_inside(hpct_ctx_t ctx, const char *ranks, int count, int known)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     return hpcti_error(
         ctx, HPCT_ERR_TIMEOUT,
         "%s (operation #%llu): rank%s %s of %d stopped%s did not complete it within %g s and "
@@ -321,7 +336,7 @@ static int missing_alive(const struct hpcti_dist *d, char *out, size_t cap)
 static hpct_status_t stopped_elsewhere(hpct_ctx_t ctx, const char *silent, int nsilent,
                                        const char *alive, const char *last)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     return hpcti_error(
         ctx, HPCT_ERR_TIMEOUT,
         "%s (operation #%llu): rank%s %s of %d stopped: no arrival within %g s and no answer to "
@@ -368,7 +383,7 @@ static int silent_arrived(const struct hpcti_dist *d)
  * then stopped answering; else all arrived and it did not complete. */
 static hpct_status_t timed_out(hpct_ctx_t ctx, const struct goal *g)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     char missing[512] = "", last[400] = "", silent[512] = "", quiet[600] = "";
     int count = tokens_missing(d, missing, sizeof missing, last, sizeof last);
     d->broken = 1;
@@ -427,7 +442,7 @@ static int goal_met(struct hpcti_dist *d, struct goal *g)
 
 static hpct_status_t wait_for(hpct_ctx_t ctx, struct goal *g)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     double t0 = hpcti_now(), idle0 = t0; /* idle0: when this wait last saw something move */
     double polled = t0;                  /* the last poll (a long gap: this rank stopped) */
     unsigned long seen = d->moves;
@@ -474,7 +489,7 @@ hpct_status_t hpcti_red_wait(hpct_ctx_t ctx, int id)
 
 hpct_status_t hpcti_op_timed_out(hpct_ctx_t ctx, const char *where)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     struct goal g = {NULL, 0, -1, 0, NULL, NULL, 0, 0};
     test_all(d, d->tok_req, 2 * d->npartners); /* arrived tokens are not named as missing */
     timed_out(ctx, &g);
@@ -485,7 +500,7 @@ hpct_status_t hpcti_op_timed_out(hpct_ctx_t ctx, const char *where)
 
 hpct_status_t hpcti_op_end(hpct_ctx_t ctx, MPI_Request *reqs, int n)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     struct goal g = {reqs, n, -1, 1, NULL, NULL, 0, 0};
     hpct_status_t s = wait_for(ctx, &g);
     if (s) return s;

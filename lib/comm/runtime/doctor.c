@@ -67,7 +67,7 @@ static int mismatch_verdict(int c, int allowed)
 static hpct_status_t versions_rows(hpct_ctx_t ctx, const char *settings, const char *hosts,
                                    struct report *r)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     struct hpcti_versions v;
     struct hpcti_version_diff diff[HPCTI_V_COUNT];
     hpcti_versions_mine(ctx, settings, 1, &v);
@@ -106,7 +106,7 @@ struct place {
 
 static void my_place(hpct_ctx_t ctx, struct place *p)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     memset(p, 0, sizeof *p);
     p->node = d->node_id, p->local_rank = d->local_rank;
     p->online = (int32_t)sysconf(_SC_NPROCESSORS_ONLN);
@@ -125,7 +125,7 @@ static void my_place(hpct_ctx_t ctx, struct place *p)
 
 static hpct_status_t gather_places(hpct_ctx_t ctx, struct place *all)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     struct place mine;
     my_place(ctx, &mine);
     MPI_Request req = MPI_REQUEST_NULL;
@@ -165,7 +165,7 @@ static int common_cpus(const struct place *a, const struct place *b, uint64_t *b
 /* "ranks per node": equal counts, none above the node's CPUs. */
 static void ranks_row(hpct_ctx_t ctx, const struct place *pl, const char *hosts, struct report *r)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     int *count = calloc((size_t)d->num_nodes, sizeof *count), *first = NULL;
     first = calloc((size_t)d->num_nodes, sizeof *first);
     if (!count || !first) {
@@ -231,7 +231,7 @@ static int sharing(const struct place *pl, int size, int a, char *out, size_t le
  * overlap, or more ranks than CPUs on one set, are named. */
 static void binding_row(hpct_ctx_t ctx, const struct place *pl, const char *hosts, struct report *r)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     static const char fix[] = "bind each rank to CPUs of its own (srun --cpu-bind=cores, "
                               "mpirun --bind-to core)";
     uint64_t both[MASK_WORDS];
@@ -282,7 +282,7 @@ static void binding_row(hpct_ctx_t ctx, const struct place *pl, const char *host
 /* "GPUs" (cuda backend): one device per rank of a node. */
 static void gpu_row(hpct_ctx_t ctx, const struct place *pl, const char *hosts, struct report *r)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     if (ctx->ops == &hpcti_cpu_ops) return;
     int fewest = pl[0].gpus, who = 0;
     for (int a = 0; a < d->size; a++) {
@@ -304,7 +304,7 @@ static void gpu_row(hpct_ctx_t ctx, const struct place *pl, const char *hosts, s
 
 static hpct_status_t placement_rows(hpct_ctx_t ctx, const char *hosts, struct report *r)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     struct place *pl = hpcti_calloc(ctx, (size_t)d->size, sizeof *pl, "placement table");
     if (!pl) return HPCT_ERR_NO_MEMORY;
     hpct_status_t s = gather_places(ctx, pl);
@@ -364,7 +364,7 @@ static double gbps(const struct hpcti_fabric *f, double seconds)
 static void nodes_row(hpct_ctx_t ctx, const struct hpcti_fabric *f, double threshold,
                       const char *hosts, struct report *r)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     double *bw = calloc((size_t)f->nodes, sizeof *bw),
            *sorted = calloc((size_t)f->nodes, sizeof *sorted);
     int n = 0;
@@ -415,7 +415,7 @@ static void best_links(const struct hpcti_fabric *f, const double *bw, double *b
 static void links_row(hpct_ctx_t ctx, const struct hpcti_fabric *f, double threshold,
                       const char *hosts, struct report *r)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     size_t nl = (size_t)f->links, nn = (size_t)f->nodes;
     double *bw = calloc(nl, sizeof *bw), *sorted = calloc(nl + nn, sizeof *sorted);
     double *best = calloc(nn, sizeof *best);
@@ -483,7 +483,7 @@ done:
 static hpct_status_t fabric_rows(hpct_ctx_t ctx, const hpct_doctor_config_t *cfg, const char *hosts,
                                  struct report *r)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     if (d->size == 1) {
         row(r, "fabric", HPCT_CHECK_OK, "one rank: nothing to measure");
         return HPCT_SUCCESS;

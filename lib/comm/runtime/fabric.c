@@ -54,7 +54,7 @@ static struct slow slow_hook(void)
 /* Every rank's node and local rank: each node's first rank and its rank count. */
 static hpct_status_t learn_leaders(hpct_ctx_t ctx, struct hpcti_fabric *f)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     int mine[2] = {d->node_id, d->local_rank};
     int *all = hpcti_calloc(ctx, 2 * (size_t)d->size, sizeof *all, "node table");
     if (!all) return HPCT_ERR_NO_MEMORY;
@@ -122,7 +122,7 @@ static double rep_start(const struct slow *sl, int rank, int timed)
 static hpct_status_t time_node(hpct_ctx_t ctx, float *buf, size_t n, int reps,
                                const struct slow *sl, double *rep, double *t)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     hpct_status_t s = hpcti_op_begin(ctx, "hpct_doctor (fabric: allreduce in each node)", 0, 0);
     for (int k = 0; !s && d->local_size > 1 && k <= reps; k++) {
         double t0 = rep_start(sl, d->rank, k > 0);
@@ -141,7 +141,7 @@ static hpct_status_t time_node(hpct_ctx_t ctx, float *buf, size_t n, int reps,
 static hpct_status_t time_link(hpct_ctx_t ctx, float *buf, size_t n, int reps, int peer,
                                const struct slow *sl, double *rep, double *t)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     hpct_status_t s = hpcti_op_begin(ctx, "hpct_doctor (fabric: exchange between nodes)", 0, 0);
     for (int k = 0; !s && peer >= 0 && k <= reps; k++) {
         double t0 = rep_start(sl, d->rank, k > 0);
@@ -174,7 +174,7 @@ static int partner(const struct hpcti_fabric *f, const int *round, int r, int ra
 static hpct_status_t share_times(hpct_ctx_t ctx, struct hpcti_fabric *f, const double *mine,
                                  int rounds, const int *round)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     int w = 1 + rounds;
     double *all = hpcti_calloc(ctx, (size_t)d->size * (size_t)w, sizeof *all, "fabric times");
     if (!all) return HPCT_ERR_NO_MEMORY;
@@ -201,7 +201,7 @@ static hpct_status_t share_times(hpct_ctx_t ctx, struct hpcti_fabric *f, const d
 
 hpct_status_t hpcti_fabric_measure(hpct_ctx_t ctx, size_t bytes, int reps, struct hpcti_fabric *f)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     memset(f, 0, sizeof *f);
     f->nodes = d->num_nodes, f->bytes = bytes, f->reps = reps;
     f->leader = hpcti_calloc(ctx, (size_t)f->nodes, sizeof *f->leader, "fabric nodes");

@@ -45,7 +45,7 @@ static void post_ping_recv(struct hpcti_dist *d)
 
 hpct_status_t hpcti_live_setup(hpct_ctx_t ctx)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     struct hpcti_live *l = &d->live;
     l->ping_req = MPI_REQUEST_NULL;
     l->ready = 1;
@@ -240,7 +240,7 @@ double hpcti_live_self_gap(const struct hpcti_dist *d)
 
 int hpcti_live_rank_stopped(hpct_ctx_t ctx, int rank)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     return d && rank >= 0 && rank < d->size && d->live.found_stopped && d->live.silent &&
            d->live.silent[rank] != 0;
 }
@@ -252,7 +252,7 @@ void hpcti_live_found(struct hpcti_dist *d, int found)
 
 void hpcti_live_saved_notice(hpct_ctx_t ctx)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     if (!d || d->size < 2) return;
     static const uint64_t word = 1;
     for (int p = 0; p < d->size; p++) {
@@ -286,7 +286,7 @@ static int saved_word(struct hpcti_dist *d, int writer)
 
 void hpcti_live_await_writer(hpct_ctx_t ctx, int writer, char *out, size_t cap)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     out[0] = 0;
     if (!d || writer < 0 || writer >= d->size || writer == d->rank) return;
     if (hpcti_live_rank_stopped(ctx, writer))

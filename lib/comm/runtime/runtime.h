@@ -7,6 +7,7 @@
 
 #include "../../bootstrap/bootstrap.h"
 #include "../../core/sim.h" /* the SMPI build's collectives */
+#include "../../data/comms.h"
 
 #include <mpi.h>
 #include <pthread.h>
@@ -47,7 +48,8 @@ struct hpcti_live {
     int ready;             /* set-up done: the requests above are valid */
 };
 
-/* The distributed runtime of a context: ctx->dist, which core holds as an opaque pointer. */
+/* The distributed runtime of a context, in comm's slot of it (hpcti_dist): core holds the
+ * pointer only. */
 struct hpcti_dist {
     MPI_Comm comm;             /* dup of the caller's communicator (flat ops) */
     MPI_Comm ctl;              /* dup: arrival tokens only */
@@ -84,12 +86,13 @@ struct hpcti_dist {
     MPI_Request *tok_req; /* [2 npartners]: receives from, then sends to, each partner */
     uint64_t *tok_in;     /* [2 npartners] tokens received (operation number, step) */
     uint64_t *tok_last;   /* [2 npartners] each partner's token of the last completed operation */
-    const char *last_op_name; /* the name of the last completed operation with tokens */
-    struct hpcti_live live;   /* liveness checks inside an operation (live.c) */
-    uint64_t test_stop_op;    /* test hook HPCT_TEST_STOP_IN_OP=OP,RANK on that rank: it stops
-                                 itself (SIGSTOP) once operation #OP has started (0: never) */
-    double wait_s;            /* seconds spent waiting for collectives */
-    long ops;                 /* averaging operations */
+    const char *last_op_name;      /* the name of the last completed operation with tokens */
+    struct hpcti_live live;        /* liveness checks inside an operation (live.c) */
+    uint64_t test_stop_op;         /* test hook HPCT_TEST_STOP_IN_OP=OP,RANK on that rank: it stops
+                                      itself (SIGSTOP) once operation #OP has started (0: never) */
+    double wait_s;                 /* seconds spent waiting for collectives */
+    long ops;                      /* averaging operations */
+    hpcti_data_comms_t data_comms; /* lent to lib/data's stores (hpcti_data_use_comms) */
 };
 
 /* Elements per reduction: MPI counts are int. */
@@ -118,6 +121,11 @@ static inline size_t hpcti_rank_list_add(char *out, size_t cap, size_t len, int 
 
 /* The distributed state of ctx, or NULL after recording HPCT_ERR_STATE for fn. */
 struct hpcti_dist *hpcti_dist_of(hpct_ctx_t ctx, const char *fn);
+/* The distributed state of ctx, kept in comm's slot of it; NULL for a context of
+ * hpct_ctx_create (or once hpct_finalize has begun). */
+struct hpcti_dist *hpcti_dist(const struct hpct_ctx *ctx);
+/* Keep d as ctx's distributed state (NULL: none). */
+HPCTI_CHECK hpct_status_t hpcti_dist_attach(hpct_ctx_t ctx, struct hpcti_dist *d);
 
 /* When hpct_init finished ctx's communicators (Unix seconds), 0 for a context without a
  * distributed runtime (hpct_ctx_create): restart records time the start-up with it. */

@@ -122,7 +122,7 @@ static void other_versions(hpct_ctx_t ctx, const char *settings, struct hpcti_ve
 
 void hpcti_versions_mine(hpct_ctx_t ctx, const char *settings, int all, struct hpcti_versions *v)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     memset(v, 0, sizeof *v);
     library_version(d ? d->rank : 0, v->text[HPCTI_V_LIBRARY]);
     mpi_version(v);
@@ -152,7 +152,7 @@ static void find_differing(const long *all, int size, int n, int c, struct hpcti
 /* Every rank's hashes of components [0, n) into all [size][n] (deadline-bounded). */
 static hpct_status_t gather_hashes(hpct_ctx_t ctx, const struct hpcti_versions *v, int n, long *all)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     static const char what[] = "hpct_doctor (version hashes)";
     MPI_Request req = MPI_REQUEST_NULL;
     hpct_status_t s = hpcti_op_begin(ctx, what, 0, 0);
@@ -167,7 +167,7 @@ static hpct_status_t gather_hashes(hpct_ctx_t ctx, const struct hpcti_versions *
 static hpct_status_t share_texts(hpct_ctx_t ctx, const struct hpcti_versions *v, int n,
                                  struct hpcti_version_diff *diff)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     MPI_Request reqs[2 * HPCTI_V_COUNT];
     int nreq = 0, rc = MPI_SUCCESS;
     hpct_status_t s = hpcti_op_begin(ctx, "hpct_doctor (versions)", 0, 0);
@@ -192,7 +192,7 @@ static hpct_status_t share_texts(hpct_ctx_t ctx, const struct hpcti_versions *v,
 hpct_status_t hpcti_versions_compare(hpct_ctx_t ctx, const struct hpcti_versions *v, int n,
                                      struct hpcti_version_diff *diff)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     long *all = hpcti_calloc(ctx, (size_t)d->size * (size_t)n, sizeof *all, "version hashes");
     if (!all) return HPCT_ERR_NO_MEMORY;
     hpct_status_t s = gather_hashes(ctx, v, n, all);
@@ -216,7 +216,7 @@ void hpcti_version_diff_text(const struct hpcti_version_diff *df, int component,
 /* The error or warning of a mismatch of the cheap three, naming ranks and hosts. */
 static hpct_status_t report_mismatch(hpct_ctx_t ctx, const struct hpcti_versions *v, int allowed)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     struct hpcti_version_diff diff[HPCTI_V_CHEAP];
     char *hosts = hpcti_calloc(ctx, (size_t)d->size, HOST_WIDTH, "host names");
     if (!hosts) return HPCT_ERR_NO_MEMORY;
@@ -250,7 +250,7 @@ static hpct_status_t report_mismatch(hpct_ctx_t ctx, const struct hpcti_versions
 
 hpct_status_t hpcti_versions_agree(hpct_ctx_t ctx)
 {
-    struct hpcti_dist *d = ctx->dist;
+    struct hpcti_dist *d = hpcti_dist(ctx);
     struct hpcti_versions v;
     hpcti_versions_mine(ctx, NULL, 0, &v);
     int allowed = 0, set; /* hpct_init's environment check refused a bad value already */
