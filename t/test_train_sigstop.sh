@@ -60,6 +60,9 @@ check_messages() {
               exit bad > 0 }' "$1"
 }
 
+# The trials overlap: trial k + 1 starts once rank k of trial k is stopped, so the three
+# deadlines run out side by side, and at most one job trains at a time. Their checks follow
+# in trial order.
 for k in 0 1 2; do
     out="$work/stop$k.out" dir="$work/stop$k"
     rm -f "$out".pid.*
@@ -67,7 +70,7 @@ for k in 0 1 2; do
         sh -c 'echo $$ >"$0.pid.$OMPI_COMM_WORLD_RANK"; exec "$@"' "$out" \
         "$TOOL" train --config "$work/train.conf" --checkpoint-dir "$dir" --epochs 5000 \
         --log_interval 200 --collective_timeout $DEADLINE 2>&1
-      echo $? >"$out.rc" ) | stamp >"$out" &
+      echo $? >"$out.rc"; date +%s.%N >"$out.end" ) | stamp >"$out" &
     job=$!
     if wait_for_step "$out" 400 "[0-9.]* "; then
         sleep "$(awk -v s="$k$$" 'BEGIN { srand(s); printf "%.2f", 1.5 * rand() }')"
@@ -76,9 +79,15 @@ for k in 0 1 2; do
     else
         stopped=0
     fi
+    eval "job$k=\$job stopped$k=\$stopped"
+done
+
+for k in 0 1 2; do
+    out="$work/stop$k.out" dir="$work/stop$k"
+    eval "job=\$job$k stopped=\$stopped$k"
     wait "$job"
     train_rc "$out"
-    end=$(date +%s.%N)
+    end=$(cat "$out.end" 2>/dev/null || date +%s.%N)
     echo "# rank $k stopped; the job ended with exit $rc $(awk -v a="$end" -v b="$stopped" 'BEGIN { printf "%.2f", a - b }') s later (deadline $DEADLINE s)"
     [ "$stopped" != 0 ] && [ "$rc" = 124 ]
     ok $? "W=3, rank $k stopped by SIGSTOP in mid-run: the job ends with exit 124 (got $rc)" ||
