@@ -2,7 +2,7 @@
 # Fuzz the manifest parser for a few seconds with libFuzzer (clang -fsanitize=fuzzer) from
 # the seed corpus in t/fuzz/corpus. SKIPs, saying why, where clang or libFuzzer is missing.
 src=${top_srcdir:-.}
-seconds=${HPCT_FUZZ_SECONDS:-5}
+seconds=${HPCT_FUZZ_SECONDS:-2}
 cc=
 for c in ${CLANG:-} clang clang-16 clang-15 clang-14; do
     if command -v "$c" >/dev/null 2>&1; then cc=$c; break; fi

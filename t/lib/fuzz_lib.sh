@@ -2,10 +2,10 @@
 # after tap.sh. Skips the whole test, saying why, where clang or libFuzzer is missing.
 #   fuzz_init                  find clang, make $fuzz_work, probe -fsanitize=fuzzer
 #   fuzz_build OUT ARGS...     clang -fsanitize=fuzzer,address,undefined ARGS -o $fuzz_work/OUT
-#   fuzz_run NAME BIN CORPUS   two test points: every seed passes; HPCT_FUZZ_SECONDS (5) of
+#   fuzz_run NAME BIN CORPUS   two test points: every seed passes; HPCT_FUZZ_SECONDS (2) of
 #                              fuzzing from CORPUS find nothing (crash, leak, UB, timeout)
 # Long runs (doc/reliability.md): HPCT_FUZZ_SECONDS=3600 make check TESTS=t/test_fuzz_x.sh.
-fuzz_seconds=${HPCT_FUZZ_SECONDS:-5}
+fuzz_seconds=${HPCT_FUZZ_SECONDS:-2}
 fuzz_flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all"
 
 fuzz_init() {
