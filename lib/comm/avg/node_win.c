@@ -596,10 +596,11 @@ static hpct_status_t average_copied(hpct_ctx_t ctx, float *buf, size_t n, size_t
  * rest as the ranks that copy from the start do. */
 static hpct_status_t average_copied_late(hpct_ctx_t ctx, float *buf, size_t n)
 {
-    struct hpcti_node_win *w = hpcti_dist(ctx)->avg->nwin;
+    struct hpcti_dist *d = hpcti_dist(ctx);
+    struct hpcti_node_win *w = d->avg->nwin;
     size_t m = n < w->cap ? n : w->cap;
     w->mixed = 0;
-    copy_blocks(hpcti_dist(ctx), w->half, buf, m, 1);
+    copy_blocks(d, w->half, buf, m, 1);
     hpct_status_t s = counter_barrier(ctx);
     if (!s) s = chunk_sum_and_copy_out(ctx, buf, m);
     return s ? s : average_copied(ctx, buf, n, m);
