@@ -7,12 +7,20 @@ TEST_EXTENSIONS = .sh
 # Open MPI: the components it selects on one host anyway (pml ob1, btl self and vader: see
 # doc/hacking.md "Tests"), named so that no job start probes the others (UCX, OFI, PSM);
 # a test that sets OMPI_MCA_btl itself (the Slurm tests: self,tcp) keeps its own.
+# HPCT_ALLREDUCE_ALGO: one fixed table (the window below 1 MiB, point-to-point from there, as
+# the probe's own margin rule has it): every job averages on the same path in every run and
+# skips hpct_init's timed probe. The probe runs where it is the subject or a part of it
+# (HPCT_ALLREDUCE_ALGO=auto): t/test_dist_algo.sh, the preempt-and-resume tests (a requeued
+# job probes again and resumes bit-identically) and the Slurm tests (jobs as a site runs
+# them). HPCT_ALLREDUCE_ALGO=auto make check probes in every test.
 AM_TESTS_ENVIRONMENT = OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 	OMPI_MCA_pml=ob1 OMPI_MCA_btl="$${OMPI_MCA_btl:-self,vader}" \
 	OPENBLAS_NUM_THREADS=1 MPIRUN='$(MPIRUN)' top_srcdir='$(top_srcdir)' \
-	top_builddir='$(top_builddir)' HPCT_FORTRAN='$(HPCT_FORTRAN_BUILT)' HPCT_TEST_HOOKS=1; \
+	top_builddir='$(top_builddir)' HPCT_FORTRAN='$(HPCT_FORTRAN_BUILT)' HPCT_TEST_HOOKS=1 \
+	HPCT_ALLREDUCE_ALGO="$${HPCT_ALLREDUCE_ALGO:-0:shm,1M:p2p}"; \
 	export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM OMPI_MCA_pml OMPI_MCA_btl \
-	OPENBLAS_NUM_THREADS MPIRUN top_srcdir top_builddir HPCT_FORTRAN HPCT_TEST_HOOKS;
+	OPENBLAS_NUM_THREADS MPIRUN top_srcdir top_builddir HPCT_FORTRAN HPCT_TEST_HOOKS \
+	HPCT_ALLREDUCE_ALGO;
 
 # ---- helpers -------------------------------------------------------------------
 check_LIBRARIES += t/lib/libtap.a t/lib/libdatatest.a t/lib/libmpiprog.a

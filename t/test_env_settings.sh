@@ -9,6 +9,8 @@
 . "${top_srcdir:-.}/t/lib/train_lib.sh"
 need_tool
 echo "1..7"
+# The defaults as a user sees them: no table from t/t.mk's environment.
+unset HPCT_ALLREDUCE_ALGO
 
 # One valid value per setting; a new setting without one fails the test below.
 sample() {
