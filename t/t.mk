@@ -100,11 +100,11 @@ t_lib_dist_prog_LDADD = t/lib/libmpiprog.a t/lib/libdatatest.a $(TEST_LIBS)
 t_lib_store_prog_LDADD = t/lib/libmpiprog.a $(DATA_TEST_LIBS)
 TESTS += t/test_data_store.sh
 EXTRA_DIST += t/test_data_store.sh
-DIST_TESTS = t/test_dist_topology.sh t/test_dist_allreduce.sh t/test_dist_replicas.sh \
-	t/test_dist_curve.sh t/test_dist_hang.sh t/test_dist_nodewin.sh t/test_dist_opfail.sh \
-	t/test_dist_badstep.sh t/test_dist_algo.sh t/test_dist_grads.sh t/test_dist_thread.sh \
+DIST_TESTS = t/test_dist_algo.sh t/test_dist_grads.sh t/test_dist_topology.sh \
+	t/test_dist_allreduce.sh t/test_dist_replicas.sh t/test_dist_curve.sh t/test_dist_hang.sh \
+	t/test_dist_nodewin.sh t/test_dist_opfail.sh t/test_dist_badstep.sh t/test_dist_thread.sh \
 	t/test_dist_versions.sh
-TESTS += $(DIST_TESTS)
+TESTS += t/test_slurm_train.sh $(DIST_TESTS)
 EXTRA_DIST += $(DIST_TESTS) t/lib/dist_lib.sh
 
 # ---- checkpoints, signals, inspection --------------------------------------------
@@ -133,7 +133,7 @@ check_PROGRAMS += t/test_train_config
 TESTS += t/test_train_config
 t_test_train_config_SOURCES = t/test_train_config.c
 t_test_train_config_LDADD = $(TEST_LIBS)
-TRAIN_TESTS = t/test_train_preempt_w1.sh t/test_train_preempt_w2.sh t/test_train_preempt_early.sh \
+TRAIN_TESTS = t/test_train_preempt_w2.sh t/test_train_preempt_w1.sh t/test_train_preempt_early.sh \
 	t/test_train_worldsize.sh t/test_train_corrupt.sh t/test_train_hang.sh t/test_train_sigstop.sh t/test_train_settings.sh \
 	t/test_train_cadence.sh \
 	t/test_train_fifo.sh t/test_train_lock.sh t/test_train_worldsize_big.sh t/test_metrics.sh \
@@ -141,12 +141,12 @@ TRAIN_TESTS = t/test_train_preempt_w1.sh t/test_train_preempt_w2.sh t/test_train
 	t/test_train_worldsize_node.sh t/test_train_worldsize_odd.sh t/test_blas_kernels.sh \
 	t/test_train_diverge.sh t/test_env_settings.sh t/test_train_crafted.sh t/test_train_reshard.sh \
 	t/test_train_cnn.sh
-TESTS += $(TRAIN_TESTS)
+TESTS += t/test_slurm_requeue.sh $(TRAIN_TESTS)
 EXTRA_DIST += $(TRAIN_TESTS) t/lib/train_lib.sh t/lib/train_data.sh t/lib/train_preempt.sh
 
 # ---- hpctrain doctor: a preflight at W = 1 to 4, each planted fault named (the tmpfs cases
 # need root) ----
-TESTS += t/test_doctor.sh
+TESTS += t/test_slurm_sbatch.sh t/test_doctor.sh
 EXTRA_DIST += t/test_doctor.sh
 
 # ---- Slurm: a private two-node cluster on loopback, and the installed modulefiles ----
@@ -157,12 +157,19 @@ t_lib_pmix_probe_LDADD = $(PMIX_LIBS)
 t_lib_walltime_probe_LDADD = $(HPCT_LIBS)
 SLURM_TESTS = t/test_slurm_pmix.sh t/test_slurm_requeue.sh t/test_slurm_sbatch.sh t/test_module.sh \
 	t/test_slurm_train.sh t/test_walltime_slurm.sh t/test_slurm_insitu.sh t/test_slurm_doctor.sh
-TESTS += $(SLURM_TESTS)
+# Only the short ones are listed here: make -j2 check starts the tests in TESTS order, and
+# the five long ones, which mostly wait on their daemons, are each listed just before a
+# program that keeps both CPUs busy (several ranks on 2 cores) so that it takes the core a
+# waiting Slurm test leaves: slurm_train before dist_algo, slurm_requeue before the train
+# tests (preempt_w2 first), slurm_sbatch before doctor, slurm_insitu before insitu_dist,
+# slurm_doctor before fortran_examples. Side by side they had left both cores idle for much
+# of 40 s.
+TESTS += t/test_slurm_pmix.sh t/test_walltime_slurm.sh t/test_module.sh
 EXTRA_DIST += $(SLURM_TESTS) t/slurm/cluster.sh t/slurm/setup.sh t/lib/tap.sh
 
 # ---- the in-situ session: one process, and 2, 3 and 41 ranks under mpirun ------------
 check_PROGRAMS += t/test_insitu t/lib/insitu_prog
-TESTS += t/test_insitu t/test_insitu_dist.sh t/test_insitu_preempt_split.sh t/test_insitu_burgers.sh t/test_insitu_heat_cnn.sh
+TESTS += t/test_slurm_insitu.sh t/test_insitu t/test_insitu_dist.sh t/test_insitu_preempt_split.sh t/test_insitu_burgers.sh t/test_insitu_heat_cnn.sh
 t_test_insitu_LDADD = $(TEST_LIBS)
 t_lib_insitu_prog_LDADD = t/lib/libmpiprog.a $(TEST_LIBS)
 EXTRA_DIST += t/test_insitu_dist.sh t/test_insitu_preempt_split.sh t/test_insitu_burgers.sh t/test_insitu_heat_cnn.sh
@@ -171,10 +178,9 @@ EXTRA_DIST += t/test_insitu_dist.sh t/test_insitu_preempt_split.sh t/test_insitu
 # Always listed; each says SKIP in a build without the module. (t/test_fortran_install.sh and
 # t/test_module.sh take turns at "make install" with a lock.)
 DISTCLEANFILES += .hpct-install.lock
-FORTRAN_TESTS = t/test_fortran_bindings.sh t/test_fortran_api.sh t/test_fortran_mpi.sh \
-	t/test_fortran_twin.sh t/test_fortran_examples.sh t/test_fortran_install.sh \
-	t/test_fortran_acc.sh
-TESTS += $(FORTRAN_TESTS)
+FORTRAN_TESTS = t/test_fortran_examples.sh t/test_fortran_bindings.sh t/test_fortran_api.sh \
+	t/test_fortran_mpi.sh t/test_fortran_twin.sh t/test_fortran_install.sh t/test_fortran_acc.sh
+TESTS += t/test_slurm_doctor.sh $(FORTRAN_TESTS)
 EXTRA_DIST += $(FORTRAN_TESTS) t/lib/fortran_lib.sh t/lib/fortran_consumer/CMakeLists.txt
 if HPCT_FORTRAN
 check_LIBRARIES += t/lib/libtapf.a
