@@ -89,6 +89,9 @@ EXTRA_DIST += t/test_shard_tool.sh t/test_fuzz_manifest.sh t/test_data_mpi.sh \
 # corpora under t/fuzz/corpus-<name>/ (directories: distributed whole); long runs in
 # doc/reliability.md. Each SKIPs where clang or libFuzzer is missing.
 FUZZ_TESTS = t/test_fuzz_config.sh t/test_fuzz_shard.sh t/test_fuzz_ckpt.sh
+# the harnesses built, kept for the next run while their sources are unchanged (t/lib/fuzz_lib.sh)
+clean-local:
+	-rm -rf t/fuzz-cache
 TESTS += $(FUZZ_TESTS)
 EXTRA_DIST += $(FUZZ_TESTS) t/lib/fuzz_lib.sh t/fuzz/fuzz_file.h t/fuzz/config_fuzz.c \
 	t/fuzz/inputs_fuzz.c t/fuzz/ckpt_fuzz.c t/fuzz/corpus-config t/fuzz/corpus-idx \

@@ -23,12 +23,31 @@ fuzz_init() {
         skip_all "$fuzz_cc cannot link with -fsanitize=fuzzer (libclang-rt-dev missing?): $(head -c 200 "$fuzz_work/probe.log" | tr '\n' ' ')"
 }
 
-# fuzz_build OUT ARGS...: one test point; the build log is shown when it fails.
+# fuzz_build OUT ARGS...: one test point; the build log is shown when it fails. A harness is
+# kept in $(top_builddir)/t/fuzz-cache (make clean removes it) under a key of the compiler's
+# version, the flags, the arguments, the sources as preprocessed and every file named among
+# the arguments: a rerun with nothing changed reuses it.
 fuzz_build() {
     fb_out=$1; shift
+    fb_cache="${top_builddir:-.}/t/fuzz-cache"
+    # shellcheck disable=SC2086
+    fb_key=$({
+        "$fuzz_cc" --version
+        echo "$fuzz_flags $*"
+        "$fuzz_cc" $fuzz_flags "$@" -E 2>/dev/null || echo "preprocessing failed: $$"
+        for a in "$@"; do [ -f "$a" ] && cat "$a"; done
+    } | sha256sum | cut -c1-16)
+    if [ -x "$fb_cache/$fb_out-$fb_key" ]; then
+        cp "$fb_cache/$fb_out-$fb_key" "$fuzz_work/$fb_out"
+        ok $? "$fb_out: libFuzzer harness built with $fuzz_cc (unchanged: from t/fuzz-cache)"
+        return
+    fi
     # shellcheck disable=SC2086
     "$fuzz_cc" $fuzz_flags "$@" -o "$fuzz_work/$fb_out" >"$fuzz_work/$fb_out.build.log" 2>&1
-    ok $? "$fb_out: libFuzzer harness built with $fuzz_cc" "$fuzz_work/$fb_out.build.log"
+    ok $? "$fb_out: libFuzzer harness built with $fuzz_cc" "$fuzz_work/$fb_out.build.log" &&
+        mkdir -p "$fb_cache" && rm -f "$fb_cache/$fb_out"-* &&
+        cp "$fuzz_work/$fb_out" "$fb_cache/$fb_out-$fb_key.tmp" &&
+        mv "$fb_cache/$fb_out-$fb_key.tmp" "$fb_cache/$fb_out-$fb_key"
 }
 
 # fuzz_run NAME BIN CORPUS [LIBFUZZER-ARGS...]: two test points (seeds, then fuzzing).
