@@ -13,19 +13,12 @@ TEST_EXTENSIONS = .sh
 # (HPCT_ALLREDUCE_ALGO=auto): t/test_dist_algo.sh, the preempt-and-resume tests (a requeued
 # job probes again and resumes bit-identically) and the Slurm tests (jobs as a site runs
 # them). HPCT_ALLREDUCE_ALGO=auto make check probes in every test.
-# OMPI_MCA_odls_base_sigkill_timeout=0: once a rank exits non-zero, mpirun kills the others
-# at once instead of waiting 1 s between SIGTERM and SIGKILL, a wait Open MPI 4.1 takes even
-# when every rank has already exited (2 s for each of the suite's ~80 jobs that fail on
-# purpose). Tests that need that grace unset it: the preempt tests, and those that read a
-# message printed by a rank that exits after another. Measured: bench/results.md.
 AM_TESTS_ENVIRONMENT = OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 	OMPI_MCA_pml=ob1 OMPI_MCA_btl="$${OMPI_MCA_btl:-self,vader}" \
 	OPENBLAS_NUM_THREADS=1 MPIRUN='$(MPIRUN)' top_srcdir='$(top_srcdir)' \
 	top_builddir='$(top_builddir)' HPCT_FORTRAN='$(HPCT_FORTRAN_BUILT)' HPCT_TEST_HOOKS=1 \
-	HPCT_ALLREDUCE_ALGO="$${HPCT_ALLREDUCE_ALGO:-0:shm,1M:p2p}" \
-	OMPI_MCA_odls_base_sigkill_timeout="$${OMPI_MCA_odls_base_sigkill_timeout:-0}"; \
+	HPCT_ALLREDUCE_ALGO="$${HPCT_ALLREDUCE_ALGO:-0:shm,1M:p2p}"; \
 	export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM OMPI_MCA_pml OMPI_MCA_btl \
-	OMPI_MCA_odls_base_sigkill_timeout \
 	OPENBLAS_NUM_THREADS MPIRUN top_srcdir top_builddir HPCT_FORTRAN HPCT_TEST_HOOKS \
 	HPCT_ALLREDUCE_ALGO;
 

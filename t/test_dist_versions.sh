@@ -17,9 +17,6 @@ command -v "$MPIRUN" >/dev/null 2>&1 || skip_all "no mpirun (configure found non
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1
 export HPCT_TEST_HOOKS=1
 unset HPCT_LOG_LEVEL HPCT_ALLOW_VERSION_MISMATCH HPCT_TEST_FAKE_VERSION HPCT_RANKS_PER_NODE
-# Both ranks' refusals are read: the rank that exits second prints in mpirun's default grace
-# after the first one's exit (t/t.mk sets none for the other tests).
-unset OMPI_MCA_odls_base_sigkill_timeout
 work=$(mktemp -d "${TMPDIR:-/tmp}/hpct-versions.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT
 args="train --train-manifest $work/none/manifest.txt --checkpoint-dir $work/ckpt"

@@ -12,9 +12,6 @@
 . "${top_srcdir:-.}/t/lib/dist_lib.sh"
 PROG="$top_builddir/examples/burgers_insitu"
 need_mpi
-# The unknown key's message comes from rank 0, in mpirun's default grace after another rank's
-# exit (t/t.mk sets none for the other tests).
-unset OMPI_MCA_odls_base_sigkill_timeout
 plan 11
 CONF="$(cd "${top_srcdir:-.}/examples" && pwd)/burgers_insitu.conf"
 TOOL="$top_builddir/tools/hpctrain"

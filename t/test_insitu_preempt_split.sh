@@ -9,9 +9,6 @@
 . "${top_srcdir:-.}/t/lib/dist_lib.sh"
 PROG="$top_builddir/t/lib/insitu_prog"
 need_mpi
-# mpirun as a user runs it: its default grace between SIGTERM and SIGKILL for the ranks left
-# when one exits (t/t.mk sets none for the other tests).
-unset OMPI_MCA_odls_base_sigkill_timeout
 plan 10
 
 # start SIG WHO: one case, in the background: the job, the signal a second after the program

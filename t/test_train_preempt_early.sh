@@ -14,9 +14,6 @@ make_data
 export HPCT_TEST_HOOKS=1 HPCT_TEST_STEP_DELAY_MS=20 # 84 steps take > 1.7 s: never done first
 # The runtime's timed probe is one of the phases a signal may land in (t/t.mk pins a table).
 export HPCT_ALLREDUCE_ALGO=auto
-# mpirun as a user runs it: its default grace between SIGTERM and SIGKILL for the ranks left
-# when one exits (t/t.mk sets none for the other tests).
-unset OMPI_MCA_odls_base_sigkill_timeout
 
 # started PIDFILE: 0 once that rank runs hpctrain with a signal handler installed.
 started() {

@@ -15,9 +15,6 @@
 # requeued job does, and must still end bit-identical to the uninterrupted one.
 HPCT_ALLREDUCE_ALGO=auto
 export HPCT_ALLREDUCE_ALGO
-# mpirun as a user runs it: its default grace between SIGTERM and SIGKILL for the ranks left
-# when one exits (t/t.mk sets none for the other tests).
-unset OMPI_MCA_odls_base_sigkill_timeout
 need_tool
 [ "$W" = 1 ] || need_mpi
 make_data
