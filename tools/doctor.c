@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define DOCTOR_REPORT_BYTES 65536
 #define DOCTOR_TIMEOUT_S    60.0 /* the collectives' deadline, unless the settings' is shorter */
@@ -66,21 +65,12 @@ void doc_add(struct doc_table *t, const char *check, int result, const char *fmt
     va_end(ap);
 }
 
-/* On ranks other than 0, before a failure's exit: the same failure stops rank 0, which prints
- * it; give it time to, before this rank's exit makes the launcher end the job. */
-static void let_rank0_print(void)
-{
-    struct timespec wait = {2, 0};
-    if (tool_launcher_rank() > 0)
-        while (nanosleep(&wait, &wait) != 0 && errno == EINTR) continue;
-}
-
 /* A usage or settings error, printed by rank 0 only (every rank has the same arguments). */
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int usage_error(const char *fmt, ...)
 {
     if (tool_launcher_rank() > 0) {
-        let_rank0_print();
+        tool_let_rank0_print();
         return TOOL_USAGE;
     }
     va_list ap;
@@ -239,7 +229,7 @@ static int init_failed(const struct doctor *D, hpct_status_t s)
     doc_add(&t, "runtime", HPCT_CHECK_FAIL, "hpct_init failed: %s: %s", hpct_strerror(s),
             hpct_last_error(NULL));
     if (tool_launcher_rank() <= 0) print_table(&t, D->strict, TOOL_FAILED);
-    let_rank0_print(); /* the error is every rank's: hpct_init agreed on it */
+    tool_let_rank0_print(); /* the error is every rank's: hpct_init agreed on it */
     return TOOL_FAILED;
 }
 

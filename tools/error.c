@@ -2,11 +2,13 @@
  * standard error, one write a message. */
 #include "tools.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 static const char *command; /* the running subcommand; NULL: "hpctrain: error: ..." */
 
@@ -64,4 +66,11 @@ int tool_launcher_rank(void)
         if (v && *v) return atoi(v);
     }
     return -1;
+}
+
+void tool_let_rank0_print(void)
+{
+    struct timespec wait = {2, 0};
+    if (tool_launcher_rank() > 0)
+        while (nanosleep(&wait, &wait) != 0 && errno == EINTR) continue; /* a caught signal */
 }

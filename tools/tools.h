@@ -45,17 +45,22 @@ void tool_to_f32(tool_type_t t, const void *src, float *dst, size_t count);
  * value does not fit int32, else 0. */
 int tool_to_i32(tool_type_t t, const void *src, int32_t *dst, size_t count, size_t *bad);
 
-/* Whether a word taken as an option's value is itself an option ("--x"). The rule of every
- * subcommand: a value given as the next word may not start with "--" (the value was missing
- * and the next option would be swallowed); write --opt=VALUE for such a value. */
 /* This process's rank from the launcher's environment (Open MPI, PMIx, PMI, Slurm), before
  * the runtime starts; -1 when no launcher says (one process). tools/error.c. */
 int tool_launcher_rank(void);
+
+/* On a rank above 0, wait 2 s (through caught signals) before returning: an error that every
+ * rank has is printed by rank 0, and this rank's exit must not make the launcher end the job
+ * (mpirun kills the rest) before rank 0 has printed it. At once on rank 0 and alone. */
+void tool_let_rank0_print(void);
 
 /* 1 when paths a and b both exist and are the same file (device and inode): an output that
  * is also an input would be emptied before it is read. */
 int tool_same_file(const char *a, const char *b);
 
+/* Whether a word taken as an option's value is itself an option ("--x"). The rule of every
+ * subcommand: a value given as the next word may not start with "--" (the value was missing
+ * and the next option would be swallowed); write --opt=VALUE for such a value. */
 static inline int tool_is_option_word(const char *word)
 {
     return word[0] == '-' && word[1] == '-';

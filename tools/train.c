@@ -5,7 +5,6 @@
 #include "tools.h"
 
 #include <ctype.h>
-#include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -56,10 +55,7 @@ static int conf_error(int code, const char *fmt, ...) __attribute__((format(prin
 static int conf_error(int code, const char *fmt, ...)
 {
     if (tool_launcher_rank() > 0) {
-        /* the same error stops rank 0, which prints it: give it time to, before this rank's
-         * exit makes the launcher kill the job (and lose the message) */
-        struct timespec wait = {2, 0};
-        while (nanosleep(&wait, &wait) != 0 && errno == EINTR) continue; /* a caught signal */
+        tool_let_rank0_print(); /* the same error stops rank 0, which prints it */
         return code;
     }
     va_list ap;
