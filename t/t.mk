@@ -12,7 +12,7 @@ TEST_EXTENSIONS = .sh
 # skips hpct_init's timed probe. The probe runs where it is the subject or a part of it
 # (HPCT_ALLREDUCE_ALGO=auto): t/test_dist_algo.sh, the preempt-and-resume tests (a requeued
 # job probes again and resumes bit-identically) and the Slurm tests (jobs as a site runs
-# them). HPCT_ALLREDUCE_ALGO=auto make check probes in every test.
+# them). HPCT_ALLREDUCE_ALGO=auto make check probes in every test that names no table itself.
 AM_TESTS_ENVIRONMENT = OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 	OMPI_MCA_pml=ob1 OMPI_MCA_btl="$${OMPI_MCA_btl:-self,vader}" \
 	OPENBLAS_NUM_THREADS=1 MPIRUN='$(MPIRUN)' top_srcdir='$(top_srcdir)' \

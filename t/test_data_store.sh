@@ -8,10 +8,6 @@
 . "${top_srcdir:-.}/t/lib/dist_lib.sh"
 PROG="$top_builddir/t/lib/store_prog"
 need_mpi
-# store_prog never averages: its 31 start-ups skip hpct_init's timed probe (the dist tests
-# cover it), which took 3-5 s of this test's 10-11 s.
-HPCT_ALLREDUCE_ALGO=p2p
-export HPCT_ALLREDUCE_ALGO
 echo "1..31"
 n=0
 run() { # DESC NP ENV... -- MODE

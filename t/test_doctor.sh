@@ -20,8 +20,10 @@
 need_tool
 need_mpi
 # No grace after a rank's non-zero exit (doc/hacking.md, "Tests"): the doctor orders its own
-# output (rank 0 prints before the others leave hpct_finalize or their wait for it), so
-# nothing it prints is lost, and each failing job ends at once instead of 2 s later.
+# output, so nothing it prints is lost, and each failing job ends at once instead of 2 s
+# later. After a usage error or a failed hpct_init the ranks above 0 wait for rank 0 to
+# print; after the checks rank 0 prints its table before MPI_Finalize, which Open MPI 4.1
+# ends with a fence of every rank.
 export OMPI_MCA_odls_base_sigkill_timeout=0
 for v in $(env | sed -n 's/^\(SLURM_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
 unset HPCT_TEST_FAKE_VERSION HPCT_ALLOW_VERSION_MISMATCH HPCT_RANKS_PER_NODE SBATCH_SIGNAL
