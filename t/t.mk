@@ -33,6 +33,10 @@ DATA_TEST_LIBS = t/lib/libdatatest.a $(TEST_LIBS)
 # ---- the house: the include rule of doc/hacking.md (.ci/check-layering) ---------
 TESTS += t/test_layering.sh
 EXTRA_DIST += t/test_layering.sh
+# t/lib/exit_hold, a fork agent for mpirun, and its test.
+check_PROGRAMS += t/lib/exit_hold
+TESTS += t/test_exit_hold.sh
+EXTRA_DIST += t/test_exit_hold.sh
 
 # ---- core, model, optimizers ---------------------------------------------------
 C_TESTS = t/test_core t/test_gradcheck t/test_conv t/test_optim t/test_determinism t/test_spirals \
