@@ -13,12 +13,20 @@ TEST_EXTENSIONS = .sh
 # (HPCT_ALLREDUCE_ALGO=auto): t/test_dist_algo.sh, the preempt-and-resume tests (a requeued
 # job probes again and resumes bit-identically) and the Slurm tests (jobs as a site runs
 # them). HPCT_ALLREDUCE_ALGO=auto make check probes in every test that names no table itself.
+# t/lib/exit_hold runs each rank of an mpirun job (Open MPI's fork agent) and holds a failed
+# rank's exit until every rank has ended (2 s at most), so mpirun needs no grace before it
+# kills the rest (odls_base_sigkill_timeout=0): a failing job ends when its last rank does,
+# not 2 s later, and no rank is killed while it prints. A test whose subject is mpirun's own
+# kill sets the grace back; test_doctor, whose ranks order their own output, runs without.
 AM_TESTS_ENVIRONMENT = OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 	OMPI_MCA_pml=ob1 OMPI_MCA_btl="$${OMPI_MCA_btl:-self,vader}" \
+	OMPI_MCA_orte_fork_agent="$${OMPI_MCA_orte_fork_agent-$(abs_top_builddir)/t/lib/exit_hold}" \
+	OMPI_MCA_odls_base_sigkill_timeout="$${OMPI_MCA_odls_base_sigkill_timeout:-0}" \
 	OPENBLAS_NUM_THREADS=1 MPIRUN='$(MPIRUN)' top_srcdir='$(top_srcdir)' \
 	top_builddir='$(top_builddir)' HPCT_FORTRAN='$(HPCT_FORTRAN_BUILT)' HPCT_TEST_HOOKS=1 \
 	HPCT_ALLREDUCE_ALGO="$${HPCT_ALLREDUCE_ALGO:-0:shm,1M:p2p}"; \
 	export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM OMPI_MCA_pml OMPI_MCA_btl \
+	OMPI_MCA_orte_fork_agent OMPI_MCA_odls_base_sigkill_timeout \
 	OPENBLAS_NUM_THREADS MPIRUN top_srcdir top_builddir HPCT_FORTRAN HPCT_TEST_HOOKS \
 	HPCT_ALLREDUCE_ALGO;
 
@@ -33,7 +41,7 @@ DATA_TEST_LIBS = t/lib/libdatatest.a $(TEST_LIBS)
 # ---- the house: the include rule of doc/hacking.md (.ci/check-layering) ---------
 TESTS += t/test_layering.sh
 EXTRA_DIST += t/test_layering.sh
-# t/lib/exit_hold, a fork agent for mpirun, and its test.
+# The suite's fork agent for mpirun (AM_TESTS_ENVIRONMENT above) and its test.
 check_PROGRAMS += t/lib/exit_hold
 TESTS += t/test_exit_hold.sh
 EXTRA_DIST += t/test_exit_hold.sh

@@ -19,11 +19,11 @@
 . "${top_srcdir:-.}/t/lib/train_lib.sh"
 need_tool
 need_mpi
-# No grace after a rank's non-zero exit (doc/hacking.md, "Tests"): the doctor orders its own
-# output, so nothing it prints is lost, and each failing job ends at once instead of 2 s
-# later. After a usage error or a failed hpct_init the ranks above 0 wait for rank 0 to
-# print; after the checks rank 0 prints its table before MPI_Finalize, which Open MPI 4.1
-# ends with a fence of every rank.
+# No fork agent (t/t.mk) and no grace after a rank's non-zero exit: the doctor orders its own
+# output (doc/hacking.md, "Tests"). After a usage error or a failed hpct_init the ranks above
+# 0 wait 2 s for rank 0 to print, which t/lib/exit_hold would wait out; after the checks rank
+# 0 prints its table before MPI_Finalize, which Open MPI 4.1 ends with a fence of every rank.
+unset OMPI_MCA_orte_fork_agent
 export OMPI_MCA_odls_base_sigkill_timeout=0
 for v in $(env | sed -n 's/^\(SLURM_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
 unset HPCT_TEST_FAKE_VERSION HPCT_ALLOW_VERSION_MISMATCH HPCT_RANKS_PER_NODE SBATCH_SIGNAL
