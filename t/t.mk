@@ -13,11 +13,12 @@ TEST_EXTENSIONS = .sh
 # (HPCT_ALLREDUCE_ALGO=auto): t/test_dist_algo.sh, the preempt-and-resume tests (a requeued
 # job probes again and resumes bit-identically) and the Slurm tests (jobs as a site runs
 # them). HPCT_ALLREDUCE_ALGO=auto make check probes in every test that names no table itself.
-# t/lib/exit_hold runs each rank of an mpirun job (Open MPI's fork agent) and holds a failed
-# rank's exit until every rank has ended (2 s at most), so mpirun needs no grace before it
-# kills the rest (odls_base_sigkill_timeout=0): a failing job ends when its last rank does,
-# not 2 s later, and no rank is killed while it prints. A test whose subject is mpirun's own
-# kill sets the grace back; test_doctor, whose ranks order their own output, runs without.
+# t/lib/exit_hold runs each rank of an mpirun job (Open MPI's fork agent); a failed rank's
+# agent does what mpirun's 2 s grace does (SIGTERM to the ranks still running after 1 s, the
+# end after 2 s) but leaves once every rank has ended, so mpirun runs with no grace
+# (odls_base_sigkill_timeout=0) and a failing job ends when its last rank does. A test whose
+# subject is mpirun's own kill sets the grace back; test_doctor, whose ranks order their own
+# output, runs without the agent (doc/hacking.md, "Tests").
 AM_TESTS_ENVIRONMENT = OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 	OMPI_MCA_pml=ob1 OMPI_MCA_btl="$${OMPI_MCA_btl:-self,vader}" \
 	OMPI_MCA_orte_fork_agent="$${OMPI_MCA_orte_fork_agent-$(abs_top_builddir)/t/lib/exit_hold}" \

@@ -1,13 +1,14 @@
 #!/bin/sh
 # t/lib/exit_hold, the suite's fork agent for mpirun (t/t.mk), with mpirun's grace set to 0
 # as the suite has it. Each rank is a shell script:
-#  (a) without the agent, grace 0 loses a line that rank 0 prints after rank 1 failed (why
-#      the agent exists);
+#  (a) without the agent, grace 0 loses a line that rank 0 prints 0.5 s after rank 1 failed
+#      (why the agent exists);
 #  (b) with it, the line is kept, mpirun's status is the first failure's, and the job ends
 #      when its last rank does;
-#  (c) a rank still running after T_EXIT_HOLD_S is ended by mpirun, with the agent's message;
+#  (c) as mpirun's own grace: a rank still running gets SIGTERM after 1 s (one without a
+#      handler ends there) and is killed after 2 s, with the agent's message;
 #  (d) a rank's signal reaches mpirun as that signal;
-#  (e) a signal sent to mpirun (SIGUSR1, which it forwards) reaches every rank's program;
+#  (e) a signal sent to mpirun (SIGUSR1, which it forwards) reaches each rank's program once;
 #  (f) every job leaves no folder of marks behind.
 . "${top_srcdir:-.}/t/lib/tap.sh"
 : "${top_builddir:=.}"
@@ -33,10 +34,10 @@ job() {
     secs=$(($(date +%s) - t0))
 }
 show() { sed 's/^/#   /' "$1" | head -n 20; }
-# rank 1 fails at once; rank 0 prints 1 s later and fails with its own code
-late='if [ $OMPI_COMM_WORLD_RANK = 1 ]; then exit 3; fi; sleep 1; echo "rank 0 late line"; exit 4'
+# rank 1 fails at once; rank 0 prints 0.5 s later and fails with its own code
+late='if [ $OMPI_COMM_WORLD_RANK = 1 ]; then exit 3; fi; sleep 0.5; echo "rank 0 late line"; exit 4'
 
-plan 9
+plan 10
 
 unset OMPI_MCA_orte_fork_agent
 job "$work/none" "" "$late"
@@ -47,16 +48,21 @@ ok $? "(a) no agent, grace 0: rank 0's line after rank 1's failure is lost (exit
 job "$work/late" "$AGENT" "$late"
 grep -q "rank 0 late line" "$work/late"
 ok $? "(b) with the agent: rank 0's line is kept" || show "$work/late"
-[ "$rc" = 3 ] || [ "$rc" = 4 ]
-ok $? "... and mpirun exits with a rank's failure (3 or 4; got $rc)" || show "$work/late"
+is "$rc" 3 "... and mpirun exits with the first failure's status"
 
-# (its marks in a folder of their own: rank 0, killed, leaves none, so rank 1's stays)
+# (c) marks in a folder of their own: rank 0, killed, leaves none, so rank 1's stays
 T_EXIT_HOLD_DIR="$work"
-job "$work/stuck" "$AGENT" 'if [ $OMPI_COMM_WORLD_RANK = 1 ]; then exit 3; fi; sleep 50'
-T_EXIT_HOLD_DIR="$work/marks"
-[ "$rc" = 3 ] && [ "$secs" -lt 20 ] && grep -q "exit_hold: rank 1: 1 of 2 ranks still run after 2 s" "$work/stuck"
-ok $? "(c) a rank still running 2 s after the failure: mpirun ends it (exit $rc after ${secs} s), the agent says so" ||
+job "$work/stuck" "$AGENT" 'if [ $OMPI_COMM_WORLD_RANK = 1 ]; then exit 3; fi
+    trap "echo rank 0 got TERM" TERM; while :; do sleep 0.1; done'
+[ "$rc" = 3 ] && [ "$secs" -lt 20 ] && grep -q "rank 0 got TERM" "$work/stuck" &&
+    grep -q "exit_hold: rank 1: 1 of 2 ranks still run after 2 s" "$work/stuck"
+ok $? "(c) a rank that ignores SIGTERM: it gets one, mpirun ends it (exit $rc after ${secs} s), the agent says so" ||
     show "$work/stuck"
+T_EXIT_HOLD_DIR="$work/marks"
+job "$work/term" "$AGENT" 'if [ $OMPI_COMM_WORLD_RANK = 1 ]; then exit 3; fi; sleep 50'
+[ "$rc" = 3 ] && [ "$secs" -lt 10 ] && ! grep -q "exit_hold:" "$work/term"
+ok $? "... one that does not: SIGTERM ends it (exit $rc after ${secs} s), no message" ||
+    show "$work/term"
 
 job "$work/segv" "$AGENT" 'if [ $OMPI_COMM_WORLD_RANK = 1 ]; then kill -SEGV $$; fi; exit 0'
 grep -q "rank 1 .* exited on signal 11" "$work/segv" && [ "$rc" != 0 ]
@@ -66,18 +72,18 @@ job "$work/ok" "$AGENT" 'exit 0'
 [ "$rc" = 0 ]
 ok $? "every rank exits 0: mpirun exits 0 (got $rc)" || show "$work/ok"
 
-# (e) SIGUSR1 to mpirun, forwarded to the agents, which pass it to the programs
+# (e) SIGUSR1 to mpirun, forwarded to the agents, which pass it to the programs: counted
 OMPI_MCA_orte_fork_agent=$AGENT timeout -s KILL 60 sh -c 'echo $$ >"$0"; exec "$@"' \
     "$work/mpirun.pid" "$MPIRUN" --oversubscribe -np 2 sh -c \
-    'trap "echo rank $OMPI_COMM_WORLD_RANK got USR1; exit 0" USR1; touch "$0.$OMPI_COMM_WORLD_RANK"; i=0; while [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done; exit 9' \
+    'n=0; trap "n=\$((n + 1))" USR1; touch "$0.$OMPI_COMM_WORLD_RANK"; i=0; while [ $i -lt 30 ]; do sleep 0.1; i=$((i + 1)); done; echo "rank $OMPI_COMM_WORLD_RANK: SIGUSR1 $n time(s)"' \
     "$work/up" >"$work/usr1" 2>&1 &
 pid=$!
 wait_for 30 test -f "$work/up.0" -a -f "$work/up.1"
 kill -USR1 "$(cat "$work/mpirun.pid")"
 wait $pid
 rc=$?
-[ "$rc" = 0 ] && [ "$(grep -c 'got USR1' "$work/usr1")" = 2 ]
-ok $? "(e) SIGUSR1 to mpirun reaches both ranks' programs (exit $rc)" || show "$work/usr1"
+[ "$rc" = 0 ] && [ "$(grep -c 'SIGUSR1 1 time(s)' "$work/usr1")" = 2 ]
+ok $? "(e) SIGUSR1 to mpirun reaches each rank's program once (exit $rc)" || show "$work/usr1"
 
 # (f) the marks: none left by the jobs above
 left=$(ls "$work/marks")

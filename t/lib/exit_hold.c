@@ -1,14 +1,18 @@
 /* exit_hold.c: the suite's fork agent for mpirun (OMPI_MCA_orte_fork_agent, set by t/t.mk).
- * It runs one rank's program as its child and exits with the child's status, but a rank that
- * failed (a non-zero exit or a signal) waits until every rank of the job has ended, or
- * $T_EXIT_HOLD_S seconds (2, mpirun's own grace before its SIGKILL). So a failing job ends
- * when its last rank does, and mpirun can run without its grace (odls_base_sigkill_timeout=0)
- * and still kill no rank that is printing. Each rank, when its program ends, creates
- * DIR/hpct-exit-hold.JOB/RANK: DIR is $T_EXIT_HOLD_DIR, else mpirun's session folder of the
- * job family (which mpirun removes at its end), else $TMPDIR, else /tmp; JOB is the PMIx
- * namespace and the job's random transport key. Outside mpirun it only runs the program. */
+ * It runs one rank's program as its child, in a process group of its own, and exits with the
+ * child's status. A rank that failed (a non-zero exit or a signal) then does what Open MPI
+ * 4.1's mpirun does by default, but ends as soon as every rank has: it waits for the other
+ * ranks, sends those still running SIGCONT and SIGTERM after half of $T_EXIT_HOLD_S (2 s:
+ * mpirun's two sigkill timeouts of 1 s) and leaves at its end, when mpirun (run with
+ * odls_base_sigkill_timeout=0) kills the rest. The rank that failed first leaves first, so
+ * mpirun reports the first failure. Files in DIR/hpct-exit-hold.JOB: RANK once a rank's
+ * program has ended, pid.RANK while it runs, "first" for the first failure. DIR is
+ * $T_EXIT_HOLD_DIR, else mpirun's session folder of the job family (which mpirun removes at
+ * its end), else $TMPDIR, else /tmp; JOB is the PMIx namespace and the job's random transport
+ * key. Outside mpirun it only runs the program. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -26,14 +30,17 @@
 static const int passed[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGCONT};
 static volatile sig_atomic_t child, ending; /* the program's pid; a signal that ends the job */
 
-/* A signal for the rank: to the program while it runs; while the rank waits, an ending one
- * ends the wait. */
+/* A signal for the rank: to the program's group while it runs; while the rank waits, an
+ * ending one ends the wait. */
 static void pass_on(int sig)
 {
-    if (child > 0)
-        kill(child, sig);
-    else if (sig != SIGCONT && sig != SIGUSR1 && sig != SIGUSR2 && sig != SIGALRM)
+    int saved = errno;
+    if (child > 0) {
+        if (kill(-child, sig) != 0) kill(child, sig);
+    } else if (sig != SIGCONT && sig != SIGUSR1 && sig != SIGUSR2 && sig != SIGALRM) {
         ending = 1;
+    }
+    errno = saved;
 }
 
 static void mask_passed(int how)
@@ -44,8 +51,35 @@ static void mask_passed(int how)
     sigprocmask(how, &set, NULL);
 }
 
-/* The program as a child that dies with this process; its status as waitpid gives it. */
-static int run_child(char **argv)
+/* path = the folder, "/" and the name fmt gives (path is a char [PATH_MAX + 32]). */
+#define AT(path, fmt, ...) snprintf(path, sizeof path, "%s/" fmt, __VA_ARGS__)
+
+static void write_pid(const char *dir, int rank, pid_t pid)
+{
+    char path[PATH_MAX + 32];
+    AT(path, "pid.%d", dir, rank);
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fprintf(f, "%ld\n", (long)pid);
+        fclose(f);
+    }
+}
+
+/* Create dir/name (empty); 0 on success. exclusive: fail when it exists. */
+static int touch(const char *dir, const char *name, int exclusive)
+{
+    char path[PATH_MAX + 32];
+    AT(path, "%s", dir, name);
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (exclusive ? O_EXCL : 0), 0600);
+    if (fd < 0) return -1;
+    close(fd);
+    return 0;
+}
+
+/* The program as a child in a group of its own, dying with this process. When it has ended:
+ * *first = whether it failed first, this rank's mark, its pid file gone, then the status as
+ * waitpid gives it. */
+static int run_child(char **argv, const char *dir, int rank, int *first)
 {
     pid_t me = getpid();
     mask_passed(SIG_BLOCK);
@@ -55,6 +89,7 @@ static int run_child(char **argv)
         return -1;
     }
     if (pid == 0) {
+        setpgid(0, 0);
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != me) _exit(127);
         mask_passed(SIG_UNBLOCK);
@@ -62,58 +97,118 @@ static int run_child(char **argv)
         fprintf(stderr, "exit_hold: %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }
+    setpgid(pid, pid); /* as the child does: whichever runs first */
+    if (dir) write_pid(dir, rank, pid);
     child = pid;
     struct sigaction sa = {.sa_handler = pass_on};
     for (size_t i = 0; i < sizeof passed / sizeof passed[0]; i++) sigaction(passed[i], &sa, NULL);
     mask_passed(SIG_UNBLOCK);
+    siginfo_t info;
+    while (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT) != 0) /* ended, not yet reaped */
+        if (errno != EINTR) return -1;
+    child = 0;
+    if (dir) {
+        char name[16], path[PATH_MAX + 32];
+        int failed = info.si_code != CLD_EXITED || info.si_status != 0;
+        *first = failed && touch(dir, "first", 1) == 0;
+        snprintf(name, sizeof name, "%d", rank);
+        touch(dir, name, 0);
+        AT(path, "pid.%d", dir, rank);
+        unlink(path);
+    }
     int status;
     while (waitpid(pid, &status, 0) < 0)
         if (errno != EINTR) return -1;
-    child = 0;
     return status;
 }
 
-/* How many of ranks 0..size-1 have a file in dir; size when the folder is gone (the last rank
- * removed it after seeing every file). */
+/* How many of ranks 0..size-1 have a mark in dir; size when the folder is gone (a rank
+ * removed it after seeing every mark). */
 static int ranks_done(const char *dir, int size)
 {
-    char path[PATH_MAX + 16]; /* the folder and a rank */
+    char path[PATH_MAX + 32];
     int n = 0;
     for (int r = 0; r < size; r++) {
-        snprintf(path, sizeof path, "%s/%d", dir, r);
+        AT(path, "%d", dir, r);
         n += access(path, F_OK) == 0;
     }
     return n == 0 && access(dir, F_OK) != 0 ? size : n;
 }
 
+/* sig to the program of every rank without a mark (its process group), as mpirun would. */
+static void signal_running(const char *dir, int size, int sig)
+{
+    char path[PATH_MAX + 32];
+    for (int r = 0; r < size; r++) {
+        AT(path, "%d", dir, r);
+        if (access(path, F_OK) == 0) continue;
+        AT(path, "pid.%d", dir, r);
+        FILE *f = fopen(path, "r");
+        long pid = 0;
+        if (!f) continue;
+        if (fscanf(f, "%ld", &pid) != 1) pid = 0;
+        fclose(f);
+        if (pid > 1 && kill((pid_t)-pid, sig) != 0) kill((pid_t)pid, sig);
+    }
+}
+
 static void remove_folder(const char *dir, int size)
 {
-    char path[PATH_MAX + 16]; /* the folder and a rank */
+    char path[PATH_MAX + 32];
     for (int r = 0; r < size; r++) {
-        snprintf(path, sizeof path, "%s/%d", dir, r);
+        AT(path, "%d", dir, r);
+        unlink(path);
+        AT(path, "pid.%d", dir, r);
         unlink(path);
     }
+    AT(path, "first", dir);
+    unlink(path);
     rmdir(dir);
 }
 
-/* Mark this rank ended; a failed rank waits for the others (limit_s at most). */
-static void mark_and_wait(const char *dir, int rank, int size, int failed, int limit_s)
+static double now_s(void)
 {
-    char path[PATH_MAX + 16]; /* the folder and a rank */
-    snprintf(path, sizeof path, "%s/%d", dir, rank);
-    FILE *f = fopen(path, "w");
-    if (f) fclose(f);
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void pause_poll(void)
+{
     struct timespec poll = {0, POLL_NS};
-    long polls = 0, limit = limit_s * (1000000000L / POLL_NS);
-    int n;
-    while ((n = ranks_done(dir, size)) < size && failed && !ending && polls++ < limit)
-        nanosleep(&poll, NULL);
-    if (n == size)
+    nanosleep(&poll, NULL);
+}
+
+/* A failed rank: wait for every rank to end (limit_s at most; SIGCONT and SIGTERM to those
+ * still running at half of it); the first failure leaves first, the others wait for it to
+ * remove the folder (mpirun kills them once it has left). */
+static void hold(const char *dir, int rank, int size, double limit_s, int first)
+{
+    double t0 = now_s();
+    int n, termed = 0;
+    while ((n = ranks_done(dir, size)) < size && !ending && now_s() - t0 < limit_s) {
+        if (!termed && now_s() - t0 >= limit_s / 2) {
+            signal_running(dir, size, SIGCONT);
+            signal_running(dir, size, SIGTERM);
+            termed = 1;
+        }
+        pause_poll();
+    }
+    if (n < size) {
+        if (!ending)
+            fprintf(stderr,
+                    "exit_hold: rank %d: %d of %d ranks still run after %g s; ending this one\n",
+                    rank, size - n, size, limit_s);
+        return;
+    }
+    if (first) {
         remove_folder(dir, size);
-    else if (failed && !ending)
-        fprintf(stderr,
-                "exit_hold: rank %d: %d of %d ranks still run after %d s; ending this one\n", rank,
-                size - n, size, limit_s);
+        return;
+    }
+    for (double t1 = now_s(); access(dir, F_OK) == 0 && !ending && now_s() - t1 < 1.0;)
+        pause_poll();
+    struct timespec after = {0, 100000000}; /* 0.1 s for mpirun to see the first one leave */
+    nanosleep(&after, NULL);
 }
 
 /* Leave as the program did: its exit code, or its signal (without a core of this process). */
@@ -161,12 +256,17 @@ int main(int argc, char **argv)
         fprintf(stderr, "exit_hold: %s: %s\n", argv[1], strerror(errno));
         return 127;
     }
+    int rank = atoi(getenv("OMPI_COMM_WORLD_RANK"));
     const char *limit = getenv("T_EXIT_HOLD_S");
-    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-        fprintf(stderr, "exit_hold: %s: %s (its exit is not held)\n", dir, strerror(errno));
-    int status = run_child(argv + 1);
+    double limit_s = limit && *limit ? strtod(limit, NULL) : 2.0;
+    int held = mkdir(dir, 0700) == 0 || errno == EEXIST;
+    if (!held) fprintf(stderr, "exit_hold: %s: %s (its exit is not held)\n", dir, strerror(errno));
+    int first = 0, status = run_child(argv + 1, held ? dir : NULL, rank, &first);
     int failed = status < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0;
-    mark_and_wait(dir, atoi(getenv("OMPI_COMM_WORLD_RANK")), size, failed,
-                  limit && *limit ? atoi(limit) : 2);
+    if (held && failed) {
+        hold(dir, rank, size, limit_s, first);
+    } else if (held && ranks_done(dir, size) == size) {
+        remove_folder(dir, size);
+    }
     return leave_as(status);
 }
