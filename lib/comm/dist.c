@@ -278,6 +278,9 @@ static hpct_status_t teardown(hpct_ctx_t ctx)
     free(d->tok_req), free(d->tok_last), free(d->partner);
     if (ok && !d->avg->fusion_shared)
         free(d->avg->fusion); /* else a gradient buffer (freed above) */
+#ifdef HPCT_SIM
+    if (ok) hpcti_sim_pay_free(&d->avg->sim_pay);
+#endif
     if (ok) free(d->tok_in), free(d->avg->red), free(d->avg->scratch), free(d->avg), free(d);
     return ok ? HPCT_SUCCESS : HPCT_ERR_STATE;
 }

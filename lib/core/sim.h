@@ -10,7 +10,8 @@
 #define HPCTI_SIM_H
 
 #ifdef HPCT_SIM
-#include <mpi.h> /* SMPI's: smpi_execute, and the MPI calls redefined below */
+#include <mpi.h>       /* SMPI's: smpi_execute, and the MPI calls redefined below */
+#include <smpi/smpi.h> /* SMPI_SHARED_MALLOC */
 #include <time.h>
 
 /* bytes per second of a host copy or sum's memory traffic: a 64 MiB memcpy here moved
@@ -89,6 +90,40 @@ static inline int hpcti_sim_testall(int n, MPI_Request *reqs, int *flag, MPI_Sta
 #define MPI_Ibcast     hpcti_sim_ibcast
 #define MPI_Test       hpcti_sim_test
 #define MPI_Testall    hpcti_sim_testall
+
+/* Payload scratch of this build: the receive blocks and wire copies of an average come from
+ * SMPI's shared malloc (one copy of the bytes for every rank, and SMPI copies nothing into
+ * it), since what is received into them and summed from them does not matter to timing;
+ * without it each rank kept about 3 bytes of real memory a gradient byte (bench/sim). */
+struct hpcti_sim_pay {
+    char *buf; /* [cap] SMPI_SHARED_MALLOC */
+    size_t cap, used;
+};
+
+/* Room for bytes of payload slices in this operation; 0 when SMPI cannot map it. */
+static inline int hpcti_sim_pay_reserve(struct hpcti_sim_pay *p, size_t bytes)
+{
+    p->used = 0;
+    if (bytes <= p->cap) return 1;
+    if (p->buf) SMPI_SHARED_FREE(p->buf);
+    p->buf = SMPI_SHARED_MALLOC(bytes);
+    p->cap = p->buf ? bytes : 0;
+    return p->buf != NULL;
+}
+
+/* A 64-byte aligned slice of the reserved room. */
+static inline void *hpcti_sim_pay_take(struct hpcti_sim_pay *p, size_t bytes)
+{
+    size_t at = (p->used + 63) & ~(size_t)63;
+    p->used = at + bytes;
+    return p->buf + at;
+}
+
+static inline void hpcti_sim_pay_free(struct hpcti_sim_pay *p)
+{
+    if (p->buf) SMPI_SHARED_FREE(p->buf);
+    p->buf = NULL, p->cap = 0, p->used = 0;
+}
 #else
 #define HPCTI_SIM_IALLREDUCE_SCRATCH 0
 #endif

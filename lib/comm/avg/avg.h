@@ -47,6 +47,9 @@ struct hpcti_avg {
     int nred, cap_red;
     char *scratch; /* shards, counts, wire copies of the current operation */
     size_t scratch_cap, scratch_used;
+#ifdef HPCT_SIM
+    struct hpcti_sim_pay sim_pay; /* the SMPI build's payload slices (lib/core/sim.h) */
+#endif
     float *fusion; /* [fusion_cap]: two fusion slots */
     size_t fusion_cap;
     int fusion_shared; /* 1: fusion is a buffer of hpcti_grads_alloc (averaged in place) */

@@ -136,6 +136,10 @@ int hpcti_node_win_ready(const struct hpcti_dist *d, size_t n)
 /* Local rank p's half h [cap] in the window. */
 static float *half_of(const struct hpcti_node_win *w, int p, int h)
 {
+#ifdef HPCT_SIM /* every rank's halves are one shared [2 cap] (lib/core/sim.h) */
+    (void)p;
+    return (float *)w->halves.buf + (size_t)h * w->cap;
+#endif
     return (float *)(w->seg[p] + HEADER) + (size_t)h * w->cap;
 }
 
@@ -291,8 +295,13 @@ static hpct_status_t allocate(hpct_ctx_t ctx, size_t cap)
     MPI_Info_create(&info);
     MPI_Info_set(info, "alloc_shared_noncontig", "true");
     char *base;
-    int rc = MPI_Win_allocate_shared((MPI_Aint)(HEADER + 2 * cap * sizeof(float)), 1, info, w->comm,
-                                     &base, &w->win);
+    size_t data = 2 * cap * sizeof(float);
+#ifdef HPCT_SIM /* the halves' bytes do not matter to timing: shared (lib/core/sim.h) */
+    if (!hpcti_sim_pay_reserve(&w->halves, data))
+        return hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "cannot map %zu shared bytes", data);
+    data = 0;
+#endif
+    int rc = MPI_Win_allocate_shared((MPI_Aint)(HEADER + data), 1, info, w->comm, &base, &w->win);
     MPI_Info_free(&info);
     if (rc != MPI_SUCCESS)
         return hpcti_error(ctx, HPCT_ERR_NO_MEMORY,
@@ -696,8 +705,13 @@ hpct_status_t hpcti_node_win_grads(hpct_ctx_t ctx, struct hpcti_grads *g)
     MPI_Info info;
     MPI_Info_create(&info);
     MPI_Info_set(info, "alloc_shared_noncontig", "true");
+#ifdef HPCT_SIM /* the buffer's bytes do not matter to timing: shared, below (lib/core/sim.h) */
+    int rc = MPI_Win_allocate_shared((MPI_Aint)sizeof(float), sizeof(float), info, w->comm, &g->buf,
+                                     &g->win);
+#else
     int rc = MPI_Win_allocate_shared((MPI_Aint)((g->count ? g->count : 1) * sizeof(float)),
                                      sizeof(float), info, w->comm, &g->buf, &g->win);
+#endif
     MPI_Info_free(&info);
     if (rc != MPI_SUCCESS) {
         g->win = MPI_WIN_NULL, g->buf = NULL;
@@ -712,7 +726,14 @@ hpct_status_t hpcti_node_win_grads(hpct_ctx_t ctx, struct hpcti_grads *g)
         int unit;
         MPI_Win_shared_query(g->win, p, &bytes, &unit, &g->seg[p]);
     }
+#ifdef HPCT_SIM /* every local rank's buffer is this rank's one shared copy */
+    if (!(g->buf = SMPI_SHARED_MALLOC(g->count ? g->count * sizeof(float) : 1)))
+        return hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "%s: cannot map %zu shared floats", d->op_name,
+                           g->count);
+    for (int p = 0; p < d->local_size; p++) g->seg[p] = g->buf;
+#else
     memset(g->buf, 0, g->count * sizeof(float));
+#endif
     MPI_Win_sync(g->win);
     s = node_barrier(ctx);
     MPI_Win_sync(g->win);
@@ -725,6 +746,10 @@ void hpcti_node_win_grads_free(struct hpcti_grads *g, int collective)
         MPI_Win_unlock_all(g->win);
         MPI_Win_free(&g->win);
     }
+#ifdef HPCT_SIM /* seg: a window's buffer, shared in this build (ordinary ones are freed) */
+    if (g->seg && g->buf) SMPI_SHARED_FREE(g->buf);
+    if (g->seg) g->buf = NULL;
+#endif
     free(g->seg);
     g->seg = NULL;
 }
@@ -737,6 +762,9 @@ void hpcti_node_win_free(struct hpcti_dist *d, int collective)
         drop_window(w);
         if (w->comm != MPI_COMM_NULL) MPI_Comm_free(&w->comm);
     }
+#ifdef HPCT_SIM
+    hpcti_sim_pay_free(&w->halves);
+#endif
     free(w->seg), free(w->flag), free(w->world), free(w->src), free(w->dst), free(w);
     d->avg->nwin = NULL;
 }

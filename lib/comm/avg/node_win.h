@@ -28,6 +28,9 @@ struct hpcti_node_win {
     int in_place;            /* 0: HPCT_NODE_IN_PLACE=0 on some rank, always copy */
     const float **src;       /* [local_size] scratch: the sources of a block sum */
     float **dst;             /* [local_size] scratch: where an in-place block sum goes */
+#ifdef HPCT_SIM
+    struct hpcti_sim_pay halves; /* the SMPI build's halves: shared, not in the window */
+#endif
 };
 
 /* A gradient buffer of hpct_alloc_grads or of a built-in model (grads.c): in a shared

@@ -26,6 +26,17 @@ static void *take(struct hpcti_dist *d, size_t bytes)
     return d->avg->scratch + at;
 }
 
+/* A slice for payload (receive blocks, wire copies): of the scratch; in the SMPI build of
+ * shared memory (lib/core/sim.h). */
+static void *take_payload(struct hpcti_dist *d, size_t bytes)
+{
+#ifdef HPCT_SIM
+    return hpcti_sim_pay_take(&d->avg->sim_pay, bytes);
+#else
+    return take(d, bytes);
+#endif
+}
+
 static size_t elem_size(const struct hpcti_dist *d)
 {
     return d->avg->transport ? 2 : 4;
@@ -56,6 +67,10 @@ hpct_status_t hpcti_red_reserve(hpct_ctx_t ctx, int max_red, size_t total)
     if (!s)
         s = grow(ctx, (void **)&d->avg->red, &red_cap, (size_t)max_red * sizeof *d->avg->red,
                  "reductions");
+#ifdef HPCT_SIM
+    if (!s && !hpcti_sim_pay_reserve(&d->avg->sim_pay, need))
+        s = hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "cannot map %zu shared bytes", need);
+#endif
     if (s) return s;
     d->avg->cap_red = (int)(red_cap / sizeof *d->avg->red);
     d->avg->nred = 0;
@@ -279,13 +294,13 @@ static hpct_status_t red_start(hpct_ctx_t ctx, float *buf, size_t n, int *id, in
     struct hpcti_reduction *r = new_reduction(ctx, buf, n);
     if (!r) return HPCT_ERR_INTERNAL;
     if (d->avg->transport) {
-        r->wire = take(d, 2 * n);
+        r->wire = take_payload(d, 2 * n);
         hpcti_to_wire(d->avg->transport, buf, r->wire, n);
     }
     size_t room = cross_only == HPCTI_WHOLE ? n * (size_t)(d->cross_size - 1)
                   : cross_only == ALLGATHER ? n * allgather_peers(d)
                                             : n;
-    r->slots = take(d, elem_size(d) * (room + (size_t)d->size));
+    r->slots = take_payload(d, elem_size(d) * (room + (size_t)d->size));
     r->reqs = take(d, 2 * (size_t)d->size * sizeof *r->reqs);
     if (cross_only == ALLGATHER)
         plan_allgather(d, r, r->wire, n);
@@ -336,7 +351,8 @@ hpct_status_t hpcti_red_start_mpi(hpct_ctx_t ctx, float *buf, size_t n, int *id)
      * segfault in smpi_comm_copy_buffer_callback. There the send is the operation's scratch
      * [n] (reserved by the callers, kept until the operation ends), left as it is: the
      * contents of payloads do not matter to timing (lib/core/sim.h). */
-    const void *send = HPCTI_SIM_IALLREDUCE_SCRATCH ? take(d, n * sizeof *buf) : MPI_IN_PLACE;
+    const void *send =
+        HPCTI_SIM_IALLREDUCE_SCRATCH ? take_payload(d, n * sizeof *buf) : MPI_IN_PLACE;
     int rc = MPI_Iallreduce(send, buf, (int)n, MPI_FLOAT, MPI_SUM, d->comm, &r->reqs[0]);
     return rc == MPI_SUCCESS ? HPCT_SUCCESS : hpcti_mpi_failed(ctx, rc, "MPI_Iallreduce");
 }
