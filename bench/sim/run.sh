@@ -8,7 +8,11 @@
 # ones post a receive from every rank and wait for all, and each completion walks the rank's
 # mailbox (a W = 256 run went past 14 minutes; 133 s with this selector). SMPI_ALLREDUCE
 # picks the MPI_Allreduce algorithm (default: ompi); HPCT_RANKS_PER_NODE tells the library the
-# nodes (no PMIx here).
+# nodes (no PMIx here). Two settings keep SimGrid 3.32's own costs from growing as W^2
+# (bench/sim/platforms.md): MPI_Bcast is binomial (SMPI_BCAST), since the ompi selector's
+# "knomial" for small messages runs an allgather ring over the communicator the first time
+# each communicator is used; and no send is detached (SMPI_DETACHED, bytes), since each
+# detached send's completion walks a list of every detached send in flight in the job.
 set -e
 here=$(cd "$(dirname "$0")" && pwd)
 W=$1 rpn=$2 kind=$3
@@ -32,5 +36,7 @@ smpirun ${SMPI_WRAPPER:+-wrapper "$SMPI_WRAPPER"} -np "$W" -platform "$tmp/platf
     --cfg=smpi/grow-injected-times:no --cfg=smpi/wtime:0 --log=smpi_mpi.thresh:error \
     --log=xbt_cfg.thresh:warning \
     --cfg=smpi/coll-selector:ompi --cfg=smpi/allreduce:"${SMPI_ALLREDUCE:-ompi}" \
+    --cfg=smpi/bcast:"${SMPI_BCAST:-binomial_tree}" \
+    --cfg=smpi/send-is-detached-thresh:"${SMPI_DETACHED:-0}" \
     --cfg=smpi/display-timing:yes ${SMPI_FLAGS:-} \
     "$here/build/sim_step" "$@"

@@ -1,10 +1,13 @@
 /* sim_step.c: the step loop's communication of libhpctrain, run under SimGrid/SMPI (also
  * builds against a real MPI for the validation runs: make -C bench/sim real).
  *
- *   sim_step avg BYTES REPS        hpct_init, then REPS averages of a gradient set of BYTES
+ *   sim_step avg BYTES REPS [MPI_REPS]
+ *                                  hpct_init, then REPS averages of a gradient set of BYTES
  *                                  (hpct_params_average_grads, the algorithm of
- *                                  HPCT_ALLREDUCE_ALGO), then REPS MPI_Allreduce of the
- *                                  same floats (under SMPI: the smpi/allreduce algorithm)
+ *                                  HPCT_ALLREDUCE_ALGO), then MPI_REPS (default REPS; 0:
+ *                                  none) MPI_Allreduce of the same floats (under SMPI: the
+ *                                  smpi/allreduce algorithm, whose temporaries are real
+ *                                  memory: about 2 BYTES a rank)
  *   sim_step step BYTES STEPS COMPUTE_S REPORT
  *                                  hpct_init, then an in-situ session (bring-your-own
  *                                  gradients, SGD) of STEPS steps over a set of BYTES, each
@@ -13,8 +16,9 @@
  *                                  session over a one-float set (the step agreement)
  *
  * Every time is simulated (MPI_Wtime under SMPI), taken on rank 0 between barriers; lines
- * are "key value" for bench/sim/run.sh. Memory per rank: the process's heap growth over
- * hpct_init (all simulated ranks live in one process) divided by W. */
+ * are "key value" for bench/sim/run.sh. Memory per rank: the process's growth over hpct_init
+ * and over the first average (all simulated ranks live in one process) divided by W, as heap
+ * (mallinfo2: what was allocated) and as resident anonymous memory (what was touched). */
 #include <hpctrain.h>
 
 #include <malloc.h>
@@ -71,6 +75,31 @@ static void die(hpct_ctx_t ctx, const char *what, hpct_status_t s)
     MPI_Abort(MPI_COMM_WORLD, 2);
 }
 
+/* Resident anonymous bytes of this process (Anonymous: of /proc/self/smaps_rollup), on rank 0
+ * only: memory that is really there, where mallinfo2 also counts mapped pages never touched
+ * and misses SMPI's shared malloc. Under SMPI the process holds every simulated rank. */
+static double anon_bytes(void)
+{
+    if (rank != 0) return 0.0;
+    FILE *f = fopen("/proc/self/smaps_rollup", "r");
+    char line[256];
+    double kb = 0.0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "Anonymous: %lf kB", &kb) == 1) break;
+    if (f) fclose(f);
+    return kb * 1024.0;
+}
+
+/* Bytes per rank of a growth of this process's memory (under SMPI: of all W ranks). */
+static double per_rank(double bytes)
+{
+#ifdef HPCT_SIM
+    return bytes / world;
+#else
+    return bytes;
+#endif
+}
+
 /* Seconds of this machine's clock (not the simulated one: the system call, which SMPI does
  * not intercept), and "real_s PHASE S" on stderr from rank 0: where the simulator's time goes. */
 static double real_now(void)
@@ -99,18 +128,19 @@ static hpct_ctx_t start(void)
     hpct_config_t cfg = HPCT_CONFIG_INITIALIZER;
     cfg.num_threads = 1;
     hpct_ctx_t ctx = NULL;
-    double h0 = (MPI_Barrier(MPI_COMM_WORLD), heap_bytes());
+    double h0 = (MPI_Barrier(MPI_COMM_WORLD), heap_bytes()), a0 = anon_bytes();
     double t0 = now_synced();
     real_mark("start");
     hpct_status_t s = hpct_init_comm(&cfg, (int)MPI_Comm_c2f(MPI_COMM_WORLD), &ctx);
     if (s) die(ctx, "hpct_init_comm", s);
     double t1 = now_synced();
     real_mark("hpct_init");
-    double h1 = heap_bytes();
+    double h1 = heap_bytes(), a1 = anon_bytes();
     if (rank == 0) {
         printf("W %d\n", world);
         printf("init_s %.6f\n", t1 - t0);
-        printf("init_heap_per_rank_bytes %.0f\n", (h1 - h0) / world);
+        printf("init_heap_per_rank_bytes %.0f\n", per_rank(h1 - h0));
+        printf("init_anon_per_rank_bytes %.0f\n", per_rank(a1 - a0));
     }
     return ctx;
 }
@@ -127,31 +157,32 @@ static hpct_params_t make_set(hpct_ctx_t ctx, size_t n, float **param, float **g
     return p;
 }
 
-static void run_avg(size_t bytes, int reps)
+static void run_avg(size_t bytes, int reps, int mpi_reps)
 {
     hpct_ctx_t ctx = start();
     size_t n = bytes / sizeof(float);
     float *param, *grad;
     hpct_params_t p = make_set(ctx, n, &param, &grad);
-    double h0 = (MPI_Barrier(MPI_COMM_WORLD), heap_bytes());
+    double h0 = (MPI_Barrier(MPI_COMM_WORLD), heap_bytes()), a0 = anon_bytes();
     hpct_status_t s = hpct_params_average_grads(p); /* warm-up: buffers, windows */
     if (s) die(ctx, "average", s);
-    double h1 = (MPI_Barrier(MPI_COMM_WORLD), heap_bytes());
+    double h1 = (MPI_Barrier(MPI_COMM_WORLD), heap_bytes()), a1 = anon_bytes();
     double t0 = now_synced();
     real_mark("first average");
     for (int i = 0; i < reps && !s; i++) s = hpct_params_average_grads(p);
     if (s) die(ctx, "average", s);
     double t1 = now_synced();
     real_mark("averages");
-    for (int i = 0; i < reps; i++)
+    for (int i = 0; i < mpi_reps; i++)
         MPI_Allreduce(MPI_IN_PLACE, grad, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     double t2 = now_synced();
     real_mark("MPI_Allreduce");
     if (rank == 0) {
         printf("bytes %zu\n", bytes);
         printf("avg_s %.9f\n", (t1 - t0) / reps);
-        printf("mpi_allreduce_s %.9f\n", (t2 - t1) / reps);
-        printf("avg_heap_per_rank_bytes %.0f\n", (h1 - h0) / world);
+        if (mpi_reps) printf("mpi_allreduce_s %.9f\n", (t2 - t1) / mpi_reps);
+        printf("avg_heap_per_rank_bytes %.0f\n", per_rank(h1 - h0));
+        printf("avg_anon_per_rank_bytes %.0f\n", per_rank(a1 - a0));
     }
     hpct_params_destroy(p);
     if ((s = hpct_finalize(ctx))) die(NULL, "hpct_finalize", s);
@@ -233,11 +264,12 @@ int main(int argc, char **argv)
     int provided;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
     if (argc >= 4 && !strcmp(argv[1], "avg"))
-        run_avg((size_t)atof(argv[2]), atoi(argv[3]));
+        run_avg((size_t)atof(argv[2]), atoi(argv[3]), argc >= 5 ? atoi(argv[4]) : atoi(argv[3]));
     else if (argc >= 6 && !strcmp(argv[1], "step"))
         run_step((size_t)atof(argv[2]), atoi(argv[3]), atof(argv[4]), atol(argv[5]));
     else if (rank == 0)
-        fprintf(stderr, "usage: sim_step avg BYTES REPS | step BYTES STEPS COMPUTE_S REPORT\n");
+        fprintf(stderr, "usage: sim_step avg BYTES REPS [MPI_REPS] | step BYTES STEPS COMPUTE_S "
+                        "REPORT\n");
     fflush(stdout);
     MPI_Finalize();
     return 0;
