@@ -91,10 +91,11 @@ static inline int hpcti_sim_testall(int n, MPI_Request *reqs, int *flag, MPI_Sta
 #define MPI_Test       hpcti_sim_test
 #define MPI_Testall    hpcti_sim_testall
 
-/* Payload scratch of this build: the receive blocks and wire copies of an average come from
- * SMPI's shared malloc (one copy of the bytes for every rank, and SMPI copies nothing into
- * it), since what is received into them and summed from them does not matter to timing;
- * without it each rank kept about 3 bytes of real memory a gradient byte (bench/sim). */
+/* Payload scratch of this build: the receive blocks and wire copies of an average, and the
+ * node window's halves, come from SMPI's shared malloc (one copy of the bytes for every rank,
+ * and SMPI copies nothing into it), since what is received into them and summed from them
+ * does not matter to timing (resident memory per rank: bench/results.md, twenty-fourth
+ * session). */
 struct hpcti_sim_pay {
     char *buf; /* [cap] SMPI_SHARED_MALLOC */
     size_t cap, used;

@@ -139,8 +139,9 @@ static float *half_of(const struct hpcti_node_win *w, int p, int h)
 #ifdef HPCT_SIM /* every rank's halves are one shared [2 cap] (lib/core/sim.h) */
     (void)p;
     return (float *)w->halves.buf + (size_t)h * w->cap;
-#endif
+#else
     return (float *)(w->seg[p] + HEADER) + (size_t)h * w->cap;
+#endif
 }
 
 /* HPCT_NODE_REDUCE: 0 auto (default), 1 p2p, 2 shm; -1 for anything else (named on ctx). */
@@ -298,7 +299,8 @@ static hpct_status_t allocate(hpct_ctx_t ctx, size_t cap)
     size_t data = 2 * cap * sizeof(float);
 #ifdef HPCT_SIM /* the halves' bytes do not matter to timing: shared (lib/core/sim.h) */
     if (!hpcti_sim_pay_reserve(&w->halves, data))
-        return hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "cannot map %zu shared bytes", data);
+        return hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "%s: cannot map %zu shared bytes on rank %d",
+                           d->op_name, data, d->rank);
     data = 0;
 #endif
     int rc = MPI_Win_allocate_shared((MPI_Aint)(HEADER + data), 1, info, w->comm, &base, &w->win);
@@ -728,8 +730,8 @@ hpct_status_t hpcti_node_win_grads(hpct_ctx_t ctx, struct hpcti_grads *g)
     }
 #ifdef HPCT_SIM /* every local rank's buffer is this rank's one shared copy */
     if (!(g->buf = SMPI_SHARED_MALLOC(g->count ? g->count * sizeof(float) : 1)))
-        return hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "%s: cannot map %zu shared floats", d->op_name,
-                           g->count);
+        return hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "%s: cannot map %zu shared floats on rank %d",
+                           d->op_name, g->count, d->rank);
     for (int p = 0; p < d->local_size; p++) g->seg[p] = g->buf;
 #else
     memset(g->buf, 0, g->count * sizeof(float));

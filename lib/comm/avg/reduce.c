@@ -69,7 +69,8 @@ hpct_status_t hpcti_red_reserve(hpct_ctx_t ctx, int max_red, size_t total)
                  "reductions");
 #ifdef HPCT_SIM
     if (!s && !hpcti_sim_pay_reserve(&d->avg->sim_pay, need))
-        s = hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "cannot map %zu shared bytes", need);
+        s = hpcti_error(ctx, HPCT_ERR_NO_MEMORY, "%s: cannot map %zu shared bytes on rank %d",
+                        d->op_name, need, d->rank);
 #endif
     if (s) return s;
     d->avg->cap_red = (int)(red_cap / sizeof *d->avg->red);
