@@ -112,7 +112,7 @@ EXTRA_DIST += t/test_data_store.sh
 DIST_TESTS = t/test_dist_algo.sh t/test_dist_grads.sh t/test_dist_topology.sh \
 	t/test_dist_allreduce.sh t/test_dist_replicas.sh t/test_dist_curve.sh t/test_dist_hang.sh \
 	t/test_dist_nodewin.sh t/test_dist_opfail.sh t/test_dist_badstep.sh t/test_dist_thread.sh \
-	t/test_dist_versions.sh
+	t/test_dist_versions.sh t/test_dist_tree.sh
 TESTS += t/test_slurm_train.sh $(DIST_TESTS)
 EXTRA_DIST += $(DIST_TESTS) t/lib/dist_lib.sh
 
@@ -247,7 +247,7 @@ LONG_TESTS = t/test_train_preempt_w2.sh t/test_dist_algo.sh t/test_dist_grads.sh
 	t/test_dist_allreduce.sh t/test_slurm_requeue.sh t/test_timeline.sh t/test_shard_tool.sh \
 	t/test_fuzz_config.sh t/test_disk_full.sh t/test_fortran_mpi.sh t/test_train_lock.sh \
 	t/test_fuzz_manifest.sh t/test_train_cnn.sh t/test_fortran_twin.sh t/test_train_reshard.sh \
-	t/test_dist_versions.sh
+	t/test_dist_versions.sh t/test_dist_tree.sh
 list-fast-tests:
 	@fast=; for t in $(TESTS); do case " $(LONG_TESTS) " in *" $$t "*) ;; \
 	*) fast="$$fast $$t" ;; esac; done; echo $$fast

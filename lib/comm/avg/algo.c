@@ -351,6 +351,14 @@ hpct_status_t hpcti_algo_setup(hpct_ctx_t ctx)
                            "hpct_init: %s is '%s' on rank %d, but some ranks probe (unset or "
                            "auto) and others read a table: set the same value on every rank",
                            ENV, v ? v : "", d->rank);
+    int span = d->hier ? d->cross_size : d->num_nodes > 1 ? d->size : 1;
+    if (span > 1)
+        hpcti_log(ctx, HPCT_LOG_INFO,
+                  "cross-node exchange over %d ranks: %s, whole-vector steps %s (rounds of "
+                  "pairwise exchanges from %d and %d ranks)",
+                  span, hpcti_cross_tree(d, 0) ? "rounds (halving, doubling)" : "direct",
+                  hpcti_cross_tree(d, 1) ? "in rounds" : "direct", d->avg->tree_min,
+                  d->avg->tree_whole_min);
     d->avg->algo.n = 1, d->avg->algo.min_bytes[0] = 0, d->avg->algo.algo[0] = own_path(d);
     char table[400], detail[1024] = "";
     if (d->size == 1 || d->avg->transport) {

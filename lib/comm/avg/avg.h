@@ -40,6 +40,8 @@ struct hpcti_avg {
     uint64_t grads_made;         /* gradient buffers allocated so far */
     size_t fusion_floats;        /* fusion slot size in elements */
     int tag_space;               /* tags 1000 .. 1000 + tag_space - 1 carry reductions */
+    int tree_min;       /* ranks of a cross-node (flat: job) phase from which it goes by rounds */
+    int tree_whole_min; /* the same for a phase in which every rank sums the whole vector */
     /* the algorithm per size class of host averages, the same on every rank (algo.c) */
     struct hpcti_algo_table algo;
     /* the reductions of the operation in progress (reduce.c) */

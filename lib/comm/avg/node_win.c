@@ -102,10 +102,11 @@ int hpcti_node_win_chunks(const struct hpcti_dist *d, size_t n)
 }
 
 /* Receive room (floats) beyond one block that the cross-node step of a chunk of m floats
- * takes: a whole step receives (cross size - 1) blocks, the reduce-scatter one. */
+ * takes: a whole step receives (cross size - 1) blocks, the reduce-scatter and a tree's
+ * rounds one. */
 static size_t whole_extra(const struct hpcti_dist *d, size_t m)
 {
-    if (d->cross_size < 3 || !cross_whole(d, m)) return 0;
+    if (d->cross_size < 3 || hpcti_cross_tree(d, 1) || !cross_whole(d, m)) return 0;
     return (size_t)(d->cross_size - 2) * hpcti_block_len(m, d->local_size, 0);
 }
 
@@ -117,10 +118,12 @@ size_t hpcti_node_win_whole_room(const struct hpcti_dist *d, size_t n)
 
 size_t hpcti_node_win_scratch(const struct hpcti_dist *d, size_t n)
 {
-    /* small chunks take (cross size - 1) times their size: all chunks, or at most one */
+    /* small chunks take (cross size - 1) times their size (in tree rounds once): all
+     * chunks, or at most one */
     const struct hpcti_node_win *w = d->avg->nwin;
     size_t small = w->small >= w->chunk ? n : n < w->small ? n : w->small;
-    return n + small * (size_t)d->cross_size + hpcti_node_win_whole_room(d, n);
+    size_t peers = hpcti_cross_tree(d, 1) ? 2 : (size_t)d->cross_size;
+    return n + small * peers + hpcti_node_win_whole_room(d, n);
 }
 
 int hpcti_node_win_takes(const struct hpcti_dist *d, size_t n)

@@ -6,7 +6,11 @@
  * Flat path: reduce-scatter and allgather over all ranks. Each phase posts every send and
  * receive at once (direct exchange: one round, so progress needs no MPI call per round);
  * only the owner of a block sums it, in rank order, so all ranks get identical bits and
- * the result does not depend on message arrival order. */
+ * the result does not depend on message arrival order. A cross-node (flat: job) phase of
+ * tree_min ranks or more (a whole phase: tree_whole_min) instead goes in rounds of one
+ * exchange with one partner each (recursive halving, then doubling): 2 log2 p messages a
+ * rank, not 2 (p - 1); every block is summed in one fixed tree order by one rank, so the
+ * bits are again the same on all. */
 #include "reduce.h"
 #include "vsum.h"
 #include "../../obs/obs.h"
@@ -17,6 +21,10 @@
 
 #define TAG_BASE  1000
 #define SUM_CHUNK 512
+/* Ranks of a cross-node phase from which it goes by rounds: a reduce-scatter + allgather,
+ * a whole phase (each block of at most the small sizes; bench/results.md, SimGrid). */
+#define TREE_MIN_RANKS       128
+#define TREE_WHOLE_MIN_RANKS 16
 
 /* A 64-byte aligned slice of the operation's scratch (reserved by hpcti_op_begin). */
 static void *take(struct hpcti_dist *d, size_t bytes)
@@ -53,14 +61,37 @@ static hpct_status_t grow(hpct_ctx_t ctx, void **p, size_t *cap, size_t need, co
     return HPCT_SUCCESS;
 }
 
+int hpcti_red_tree_min(int whole)
+{
+    const char *v = hpcti_test_hook("HPCT_TEST_TREE_MIN"); /* t/test_dist_tree.sh */
+    return v && atoi(v) >= 2 ? atoi(v) : whole ? TREE_WHOLE_MIN_RANKS : TREE_MIN_RANKS;
+}
+
+int hpcti_cross_tree(const struct hpcti_dist *d, int whole)
+{
+    int min = whole ? d->avg->tree_whole_min : d->avg->tree_min;
+    if (d->hier) return d->cross_size >= min;
+    return d->num_nodes > 1 && d->size >= min; /* one node: direct, in memory */
+}
+
+/* The most ranks one direct phase of this rank's averages spans: the node's and, below
+ * tree_min (>= tree_whole_min), the cross-node (flat: the job's) communicator; a tree
+ * round spans 2. */
+static size_t direct_span(const struct hpcti_dist *d)
+{
+    int span = hpcti_cross_tree(d, 0) ? 2 : d->hier ? d->cross_size : d->size;
+    return (size_t)(d->hier && d->local_size > span ? d->local_size : span);
+}
+
 /* d->work.reserve: called by hpcti_op_begin once the operation may start. */
 hpct_status_t hpcti_red_reserve(hpct_ctx_t ctx, int max_red, size_t total)
 {
     struct hpcti_dist *d = hpcti_dist(ctx);
-    /* per reduction of n: receive blocks (< n + size elements), a 16-bit copy, requests */
+    /* per reduction of n: receive blocks (< n + span elements), a 16-bit copy, requests */
     size_t elem = d->avg->transport ? 2 : 4, wire = d->avg->transport ? 2 * total : 0;
-    size_t need = elem * (total + (size_t)max_red * (size_t)d->size) + wire +
-                  (size_t)max_red * (2 * (size_t)d->size * sizeof(MPI_Request) + 3 * 64);
+    size_t span = direct_span(d);
+    size_t need = elem * (total + (size_t)max_red * span) + wire +
+                  (size_t)max_red * (2 * span * sizeof(MPI_Request) + 3 * 64);
     size_t red_cap = (size_t)d->avg->cap_red * sizeof *d->avg->red;
     hpct_status_t s =
         grow(ctx, (void **)&d->avg->scratch, &d->avg->scratch_cap, need, "collective scratch");
@@ -118,7 +149,98 @@ static size_t slot_len(const struct hpcti_phase *ph)
     return ph->gather == HPCTI_WHOLE ? ph->count : block_len(ph->count, ph->size, 0);
 }
 
-/* Post the sends and receives of r's current phase. */
+/* A tree phase over p ranks: p2, the largest power of two <= p, is 1 << lg; ranks p2 ..
+ * p - 1 are extra. Rounds: [fold in: extra rank e sends its vector to e - p2, which adds
+ * it], then on ranks below p2 either lg halving rounds (with the partner at distance p2 / 2,
+ * p2 / 4, .. 1: send it the half of the current range it keeps, add its part of the half
+ * this rank keeps; the last adds scale) and lg doubling rounds (distance 1, 2, .. p2 / 2:
+ * send the range summed so far, receive the partner's into place), or, for a whole phase,
+ * lg rounds adding the partner's whole vector (distance p2 / 2 .. 1: the same tree), then
+ * [fold out: e - p2 sends e the result]. Blocks: the vector split into p2. */
+struct tree_round {
+    int peer;                 /* -1: nothing to exchange in this round */
+    size_t send_at, send_len; /* elements of ph->vec */
+    size_t recv_at, recv_len; /* sum: received into the slots, then added at recv_at */
+    int sum, scale;
+};
+
+static int tree_lg(int p)
+{
+    int lg = 0;
+    while ((2 << lg) <= p) lg++;
+    return lg;
+}
+
+static int tree_rounds(const struct hpcti_phase *ph)
+{
+    int lg = tree_lg(ph->size), fold = ph->size > (1 << lg);
+    return 2 * fold + (ph->gather == HPCTI_WHOLE ? lg : 2 * lg);
+}
+
+/* Elements of ph->vec in blocks [b, b + nb) of its p2 blocks: start and length. */
+static void tree_range(const struct hpcti_phase *ph, int b, int nb, size_t *at, size_t *len)
+{
+    int p2 = 1 << tree_lg(ph->size);
+    *at = block_start(ph->count, p2, b);
+    *len = block_start(ph->count, p2, b + nb) - *at;
+}
+
+static struct tree_round tree_round(const struct hpcti_phase *ph, int k)
+{
+    int lg = tree_lg(ph->size), p2 = 1 << lg, me = ph->me, fold = ph->size > p2;
+    size_t n = ph->count;
+    struct tree_round o = {.peer = -1};
+    if (fold && (k == 0 || k == tree_rounds(ph) - 1)) { /* in: the extra sends; out: gets */
+        int in = k == 0, extra = me >= p2;
+        if (!extra && me + p2 >= ph->size) return o;
+        o.peer = extra ? me - p2 : me + p2;
+        if (extra == in)
+            o.send_len = n;
+        else
+            o.recv_len = n, o.sum = in;
+        return o;
+    }
+    int j = k - fold;
+    if (me >= p2) return o;
+    if (ph->gather == HPCTI_WHOLE) {
+        o.peer = me ^ (p2 >> (j + 1));
+        o.send_len = o.recv_len = n, o.sum = 1, o.scale = ph->scale && j == lg - 1;
+        return o;
+    }
+    if (j < lg) { /* halving: the range of 2 dist blocks at base, this rank keeps one half */
+        int dist = p2 >> (j + 1), base = me & ~(2 * dist - 1);
+        o.peer = me ^ dist;
+        tree_range(ph, base + ((me & dist) ^ dist), dist, &o.send_at, &o.send_len);
+        tree_range(ph, base + (me & dist), dist, &o.recv_at, &o.recv_len);
+        o.sum = 1, o.scale = ph->scale && j == lg - 1;
+        return o;
+    }
+    int dist = 1 << (j - lg), base = me & ~(dist - 1); /* doubling: own range of dist blocks */
+    o.peer = me ^ dist;
+    tree_range(ph, base, dist, &o.send_at, &o.send_len);
+    tree_range(ph, base ^ dist, dist, &o.recv_at, &o.recv_len);
+    return o;
+}
+
+/* Post r's current round of a tree phase. Rounds with the same partner share the tag: MPI
+ * matches one sender's messages in order, and a round is posted when the last completed. */
+static int start_round(const struct hpcti_dist *d, struct hpcti_reduction *r, int tag)
+{
+    struct hpcti_phase *ph = &r->phase[r->cur];
+    struct tree_round o = tree_round(ph, r->round);
+    MPI_Datatype t = d->avg->transport ? MPI_UINT16_T : MPI_FLOAT;
+    int rc = MPI_SUCCESS;
+    if (o.peer < 0) return rc;
+    void *recv_to = o.sum ? r->slots : at(d, ph->vec, o.recv_at);
+    if (o.recv_len)
+        rc = MPI_Irecv(recv_to, (int)o.recv_len, t, o.peer, tag, ph->comm, &r->reqs[r->nreq++]);
+    if (o.send_len && rc == MPI_SUCCESS)
+        rc = MPI_Isend(at(d, ph->vec, o.send_at), (int)o.send_len, t, o.peer, tag, ph->comm,
+                       &r->reqs[r->nreq++]);
+    return rc;
+}
+
+/* Post the sends and receives of r's current phase (of a tree phase: its current round). */
 static hpct_status_t start_phase(hpct_ctx_t ctx, struct hpcti_reduction *r)
 {
     struct hpcti_dist *d = hpcti_dist(ctx);
@@ -130,7 +252,8 @@ static hpct_status_t start_phase(hpct_ctx_t ctx, struct hpcti_reduction *r)
     /* test hook: this rank's exchange fails as a failed MPI_Isend would (t/test_dist_opfail) */
     const char *inject = hpcti_test_hook("HPCT_TEST_COMM_FAIL_RANK");
     if (inject && atoi(inject) == d->rank) rc = MPI_ERR_OTHER;
-    for (int p = 0, k = 0; p < ph->size && rc == MPI_SUCCESS; p++) {
+    if (ph->tree && rc == MPI_SUCCESS) rc = start_round(d, r, tag);
+    for (int p = 0, k = 0; !ph->tree && p < ph->size && rc == MPI_SUCCESS; p++) {
         if (p == ph->me) continue;
         size_t theirs = block_len(ph->count, ph->size, p);
         void *recv_to = gather ? at(d, ph->vec, block_start(ph->count, ph->size, p))
@@ -206,10 +329,42 @@ static void sum_phase(const struct hpcti_dist *d, struct hpcti_reduction *r,
     }
 }
 
+/* A tree round's received part added at its place (the same operations as sum_two). */
+static void sum_round(const struct hpcti_dist *d, struct hpcti_reduction *r,
+                      const struct tree_round *o)
+{
+    char *own = at(d, r->phase[r->cur].vec, o->recv_at);
+    float acc[SUM_CHUNK], inv = 1.0f / (float)d->size;
+#ifdef HPCT_SIM /* lib/core/sim.h: two reads and a write of recv_len floats */
+    (void)acc, (void)own, (void)inv;
+    HPCTI_SIM_WORK(3 * o->recv_len * sizeof *acc);
+    return;
+#endif
+    if (!d->avg->transport) {
+        sum_two((float *)own, (const float *)r->slots, o->recv_len, o->scale, inv);
+        return;
+    }
+    for (size_t i = 0; i < o->recv_len; i += SUM_CHUNK) {
+        size_t m = o->recv_len - i < SUM_CHUNK ? o->recv_len - i : SUM_CHUNK;
+        accumulate(d, at(d, own, i), acc, m, 1);
+        accumulate(d, at(d, r->slots, i), acc, m, 0);
+        if (o->scale) hpcti_vscale(acc, m, inv);
+        hpcti_to_wire(d->avg->transport, acc, (uint16_t *)at(d, own, i), m);
+    }
+}
+
 static void add_phase(struct hpcti_reduction *r, MPI_Comm comm, int size, int me, void *vec,
                       size_t count, int gather, int scale)
 {
-    r->phase[r->nphase++] = (struct hpcti_phase){comm, size, me, vec, count, gather, scale};
+    r->phase[r->nphase++] = (struct hpcti_phase){comm, size, me, vec, count, gather, scale, 0};
+}
+
+/* A tree phase (halving and doubling, or WHOLE) averaging vec [count] over comm. */
+static void add_tree(struct hpcti_reduction *r, MPI_Comm comm, int size, int me, void *vec,
+                     size_t count, int whole)
+{
+    r->phase[r->nphase++] =
+        (struct hpcti_phase){comm, size, me, vec, count, whole ? HPCTI_WHOLE : 0, 1, 1};
 }
 
 /* The cross-node phases of an average of one block v [n] (the node phase done elsewhere). */
@@ -219,6 +374,10 @@ static void plan_cross(struct hpcti_dist *d, struct hpcti_reduction *r, void *v,
     int cross_me;
     MPI_Comm_rank(d->cross, &cross_me);
     if (d->cross_size == 1) return;
+    if (hpcti_cross_tree(d, whole)) {
+        add_tree(r, d->cross, d->cross_size, cross_me, v, n, whole);
+        return;
+    }
     if (whole) {
         add_phase(r, d->cross, d->cross_size, cross_me, v, n, HPCTI_WHOLE, 1);
         return;
@@ -231,20 +390,19 @@ static void plan_cross(struct hpcti_dist *d, struct hpcti_reduction *r, void *v,
 static void plan(struct hpcti_dist *d, struct hpcti_reduction *r, void *v, size_t n)
 {
     if (d->size == 1) return;
+    if (!d->hier && hpcti_cross_tree(d, 0)) {
+        add_tree(r, d->comm, d->size, d->rank, v, n, 0);
+        return;
+    }
     if (!d->hier) {
         add_phase(r, d->comm, d->size, d->rank, v, n, 0, 1);
         add_phase(r, d->comm, d->size, d->rank, v, n, 1, 0);
         return;
     }
-    int cross_me;
-    MPI_Comm_rank(d->cross, &cross_me);
     void *block = at(d, v, block_start(n, d->local_size, d->local_rank));
     size_t len = block_len(n, d->local_size, d->local_rank);
     add_phase(r, d->node_rs, d->local_size, d->local_rank, v, n, 0, d->cross_size == 1);
-    if (d->cross_size > 1) {
-        add_phase(r, d->cross, d->cross_size, cross_me, block, len, 0, 1);
-        add_phase(r, d->cross, d->cross_size, cross_me, block, len, 1, 0);
-    }
+    plan_cross(d, r, block, len, 0);
     add_phase(r, d->node_ag, d->local_size, d->local_rank, v, n, 1, 0);
 }
 
@@ -255,6 +413,10 @@ static void plan(struct hpcti_dist *d, struct hpcti_reduction *r, void *v, size_
 static void plan_allgather(struct hpcti_dist *d, struct hpcti_reduction *r, void *v, size_t n)
 {
     if (d->size == 1) return;
+    if (!d->hier && hpcti_cross_tree(d, 1)) {
+        add_tree(r, d->comm, d->size, d->rank, v, n, 1);
+        return;
+    }
     if (!d->hier) {
         add_phase(r, d->comm, d->size, d->rank, v, n, HPCTI_WHOLE, 1);
         return;
@@ -266,8 +428,7 @@ static void plan_allgather(struct hpcti_dist *d, struct hpcti_reduction *r, void
 /* Peers whose whole vectors plan_allgather receives at once. */
 static size_t allgather_peers(const struct hpcti_dist *d)
 {
-    int most = d->hier ? (d->local_size > d->cross_size ? d->local_size : d->cross_size) : d->size;
-    return (size_t)(most - 1);
+    return direct_span(d) - 1; /* a tree round receives one whole vector */
 }
 
 /* The next reserved reduction slot, cleared, for n floats at buf (sent as they are unless a
@@ -298,11 +459,12 @@ static hpct_status_t red_start(hpct_ctx_t ctx, float *buf, size_t n, int *id, in
         r->wire = take_payload(d, 2 * n);
         hpcti_to_wire(d->avg->transport, buf, r->wire, n);
     }
-    size_t room = cross_only == HPCTI_WHOLE ? n * (size_t)(d->cross_size - 1)
+    size_t whole_peers = hpcti_cross_tree(d, 1) ? 1 : (size_t)(d->cross_size - 1);
+    size_t room = cross_only == HPCTI_WHOLE ? n * whole_peers
                   : cross_only == ALLGATHER ? n * allgather_peers(d)
                                             : n;
-    r->slots = take_payload(d, elem_size(d) * (room + (size_t)d->size));
-    r->reqs = take(d, 2 * (size_t)d->size * sizeof *r->reqs);
+    r->slots = take_payload(d, elem_size(d) * (room + direct_span(d)));
+    r->reqs = take(d, 2 * direct_span(d) * sizeof *r->reqs);
     if (cross_only == ALLGATHER)
         plan_allgather(d, r, r->wire, n);
     else if (cross_only)
@@ -342,7 +504,7 @@ hpct_status_t hpcti_red_start_mpi(hpct_ctx_t ctx, float *buf, size_t n, int *id)
     struct hpcti_reduction *r = new_reduction(ctx, buf, n);
     if (!r) return HPCT_ERR_INTERNAL;
     r->mpi = 1;
-    r->reqs = take(d, 2 * (size_t)d->size * sizeof *r->reqs);
+    r->reqs = take(d, sizeof *r->reqs);
     *id = d->avg->nred++;
     r->t0 = hpcti_tl_now(ctx);
     if (d->size == 1 || !n) return HPCT_SUCCESS;
@@ -380,7 +542,12 @@ static hpct_status_t next_phase(hpct_ctx_t ctx, struct hpcti_reduction *r)
     struct hpcti_dist *d = hpcti_dist(ctx);
     struct hpcti_phase *ph = &r->phase[r->cur];
     float inv = 1.0f / (float)d->size; /* the scale of sum_phase */
-    if (r->mpi)
+    if (ph->tree) {
+        struct tree_round o = tree_round(ph, r->round);
+        if (o.peer >= 0 && o.sum) sum_round(d, r, &o);
+        if (++r->round < tree_rounds(ph)) return start_phase(ctx, r);
+        r->round = 0;
+    } else if (r->mpi)
         hpcti_vscale(r->buf, r->n, inv);
     else if (ph->gather != 1)
         sum_phase(d, r, ph);

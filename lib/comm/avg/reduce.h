@@ -6,8 +6,10 @@
 
 #include "avg.h"
 
-/* One phase of an average: a direct reduce-scatter or allgather of a vector on one
- * communicator (every rank exchanges blocks with every other rank point-to-point). */
+/* One phase of an average on one communicator: a direct reduce-scatter or allgather of a
+ * vector (every rank exchanges blocks with every other rank point-to-point at once), or,
+ * from d->avg->tree_min (tree_whole_min) ranks, a whole average of it in rounds of pairwise
+ * exchanges (recursive halving and doubling, reduce.c). */
 struct hpcti_phase {
     MPI_Comm comm;
     int size, me; /* of comm */
@@ -16,22 +18,26 @@ struct hpcti_phase {
     int gather; /* 0: reduce-scatter (own block = sum in rank order), 1: allgather,
                  * HPCTI_WHOLE: every rank sums the whole vector in rank order */
     int scale;  /* reduce-scatter only: multiply the own block by 1/world size */
+    int tree;   /* 1: rounds of pairwise exchanges (gather 0: halving then doubling; WHOLE:
+                 * every round adds the partner's whole vector), the vector averaged whole */
 };
 
 #define HPCTI_WHOLE 2
 
 /* One in-flight average of buf [n] over all ranks: up to 4 phases (node reduce-scatter,
- * cross reduce-scatter, cross allgather, node allgather), or 2 on the flat path. */
+ * cross reduce-scatter, cross allgather, node allgather; a tree phase in place of the
+ * cross pair), or 2 on the flat path (or one tree phase). */
 struct hpcti_reduction {
     float *buf; /* [n] host fp32, averaged in place */
     size_t n;
     int index;         /* position in the operation: part of every message tag */
     void *wire;        /* [n] 16-bit copy when the transport is reduced, else buf */
     void *slots;       /* receive blocks of the current phase: [(size - 1) * block] */
-    MPI_Request *reqs; /* [2 world size] sends and receives of the current phase */
+    MPI_Request *reqs; /* [2 hpcti_direct_span] sends and receives of the current phase */
     int nreq;
     struct hpcti_phase phase[4];
     int nphase, cur; /* cur == nphase: done */
+    int round;       /* of a tree phase: the exchange in flight */
     int mpi;         /* 1: one MPI_Iallreduce (reqs[0]) of the fp32 sum, then times 1/W */
     double t0;       /* timeline: when it started (0: no timeline) */
 };
@@ -50,6 +56,13 @@ HPCTI_CHECK hpct_status_t hpcti_red_start_mpi(hpct_ctx_t ctx, float *buf, size_t
  * (hpcti_allgather_scratch) (HPCTI_ALGO_ALLGATHER). */
 HPCTI_CHECK hpct_status_t hpcti_red_start_allgather(hpct_ctx_t ctx, float *buf, size_t n, int *id);
 size_t hpcti_allgather_scratch(const struct hpcti_dist *d, size_t n);
+/* 1 when the cross-node phases (or, on the flat path across nodes, the job's) go by rounds
+ * of pairwise exchanges: from d->avg->tree_min ranks on that communicator (whole: the
+ * phases in which every rank sums the whole vector, from tree_whole_min). */
+int hpcti_cross_tree(const struct hpcti_dist *d, int whole);
+/* tree_min (whole: tree_whole_min) of a new context: 128 (16), or HPCT_TEST_TREE_MIN under
+ * HPCT_TEST_HOOKS=1 for both. */
+int hpcti_red_tree_min(int whole);
 /* Start averaging buf [n] (one rank's block) over the cross-node communicator only; whole:
  * in one round, every rank receiving every peer's buf and summing all of it (the owner's
  * operations: the same bits; (cross size - 1) n floats of scratch). */
